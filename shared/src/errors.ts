@@ -1,0 +1,79 @@
+// One error type for both tiers: a stable machine-readable code, a public sentence, and an
+// internal cause that is logged but never sent to a caller.
+
+/** Every code either tier can put in front of a caller, with the HTTP status it maps to. */
+export const ERROR_STATUS = {
+  // 400: the request itself is wrong
+  invalid_request: 400,
+  invalid_path: 400,
+  invalid_host: 400,
+  invalid_port: 400,
+  ip_literal: 400,
+  invalid_header: 400,
+  invalid_inject: 400,
+  invalid_name: 400,
+  empty_value: 400,
+  invalid_timeout: 400,
+  invalid_method: 400,
+  invalid_content_type: 400,
+  // 403/404/409: who and what
+  host_mismatch: 403,
+  not_found: 404,
+  duplicate_name: 409,
+  // destination refusals (the call never left)
+  private_range: 403,
+  loopback: 403,
+  link_local: 403,
+  multicast: 403,
+  reserved_range: 403,
+  ipv6_embedding: 403,
+  not_global_unicast: 403,
+  dns_failure: 502,
+  dns_no_address: 502,
+  connect_failed: 502,
+  tls_failure: 502,
+  // the origin answered, badly
+  timeout: 504,
+  body_too_large: 502,
+  bad_origin_response: 502,
+  // ticket checks in the proxy
+  ticket_invalid: 401,
+  ticket_signature: 401,
+  ticket_expired: 401,
+  ticket_audience: 401,
+  ticket_replayed: 409,
+  credential_unavailable: 500,
+  // the service
+  egress_unavailable: 503,
+  database_unavailable: 503,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export function isErrorCode(value: string): value is ErrorCode {
+  return Object.hasOwn(ERROR_STATUS, value);
+}
+
+/**
+ * A failure with a public `code` and `message`. `cause` is for logs only; `extra` carries the
+ * spec's named fields (`attempts_remaining`, `retry_after`, ...) into the response body.
+ */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly extra: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; extra?: Record<string, unknown> } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "AppError";
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.extra = Object.freeze({ ...(options.extra ?? {}) });
+  }
+
+  /** The response body: `{ error: { code, message, ...extra } }`. Never includes the cause. */
+  toBody(): { error: Record<string, unknown> } {
+    return { error: { code: this.code, message: this.message, ...this.extra } };
+  }
+}
