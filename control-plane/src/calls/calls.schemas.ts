@@ -1,0 +1,39 @@
+// The arguments of an http_request (spec 4.2) and the shape of its answer (spec 2.8).
+import { z } from "zod";
+
+export const httpRequestArgs = z
+  .object({
+    method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]),
+    path: z.string().min(1).max(8192),
+    host: z.string().min(1).max(253).optional(),
+    item_name: z.string().min(1).max(128).optional(),
+    body: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
+    content_type: z.enum(["application/json", "application/x-www-form-urlencoded"]).optional(),
+    client_id: z.string().max(256).optional(),
+    task_description: z.string().optional(),
+    timeout_ms: z.number().int().min(1000).max(30000).optional(),
+    dry_run: z.boolean().optional(),
+  })
+  .strict();
+
+export type HttpRequestArgs = z.infer<typeof httpRequestArgs>;
+
+/** Spec 2.8. `status` duplicates `origin_status` for one release. */
+export interface HttpRequestResult {
+  origin_status?: number;
+  status?: number;
+  body?: string;
+  origin_headers?: Record<string, string>;
+  body_truncated?: boolean;
+  error?: { code: string; message: string };
+  hint?: string;
+  next?: { for_model: string; tool?: string; arguments?: Record<string, unknown> };
+}
+
+/** What the caller needs besides the answer: whether the request left (a prompt grant is spent). */
+export interface CallOutcome {
+  reachedOrigin: boolean;
+  itemName: string;
+  host: string;
+  result: HttpRequestResult;
+}

@@ -1,0 +1,151 @@
+// http_request's call path on the control plane: validate, find the credential, check its hosts,
+// mint a ticket for exactly this request, hand it to the proxy, audit, shape the answer.
+import type { ExecuteResponse } from "@latch/proto/egress";
+import { AppError } from "@latch/shared/errors";
+import { parseRequestTarget } from "@latch/shared/requests/path";
+import type { EgressClient } from "../egress/egress-client.ts";
+import type { TicketMinter } from "../egress/tickets.ts";
+import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
+import { encodeRequestBody } from "./form-body.ts";
+
+/** A stored credential as the call path needs it: sealed, never opened here. */
+export interface CallableItem {
+  name: string;
+  allowedHosts: readonly string[];
+  inject: string;
+  username: string | null;
+  sealingKeyId: string;
+  sealedValue: Uint8Array;
+}
+
+export interface CallAuditEvent {
+  organisationId: string;
+  environment: string;
+  action: string;
+  itemName?: string;
+  host?: string;
+  reason?: string;
+  detail?: Record<string, unknown>;
+}
+
+export interface CallsDeps {
+  findItemByName(organisationId: string, environment: string, name: string): Promise<CallableItem | undefined>;
+  findItemsByHost(organisationId: string, environment: string, host: string): Promise<CallableItem[]>;
+  recordEvent(event: CallAuditEvent): Promise<void>;
+  minter: TicketMinter;
+  egress: EgressClient;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+const BODY_TOO_LARGE_HINT =
+  "The response was over 1 MiB. Do not retry unchanged: narrow the call first (pagination, a smaller page size, a fields filter).";
+
+/** Which credential and host a request names, after validating the target (spec 4.2 rule 1, 2). */
+export async function locateCredential(
+  deps: Pick<CallsDeps, "findItemByName" | "findItemsByHost">,
+  scope: { organisationId: string; environment: string },
+  args: Pick<HttpRequestArgs, "path" | "host" | "item_name">,
+): Promise<{ item: CallableItem; host: string; path: string }> {
+  const target = parseRequestTarget({ path: args.path, host: args.host });
+  if (!target.ok) {
+    throw new AppError(target.code, target.message, target.hint ? { extra: { hint: target.hint } } : {});
+  }
+  if (args.item_name) {
+    const item = await deps.findItemByName(scope.organisationId, scope.environment, args.item_name);
+    if (!item) throw new AppError("not_found", `no credential named ${args.item_name} in this environment`);
+    const host = target.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
+    if (!host) throw new AppError("invalid_host", `credential ${item.name} allows several hosts; name one with host`);
+    // Exact match only (spec 4.2 rule 4): no suffix, wildcard or case games.
+    if (!item.allowedHosts.includes(host)) {
+      throw new AppError("host_mismatch", `credential ${item.name} is not allowed for host ${host}`, {
+        extra: { item_name: item.name, allowed_hosts: item.allowedHosts },
+      });
+    }
+    return { item, host, path: target.path };
+  }
+  if (!target.host) throw new AppError("invalid_request", "name the API with host, item_name, or a full https:// URL in path");
+  const items = await deps.findItemsByHost(scope.organisationId, scope.environment, target.host);
+  const [only, ...others] = items;
+  if (!only) throw new AppError("not_found", `no credential is stored for ${target.host}`);
+  if (others.length > 0) {
+    throw new AppError("invalid_request", `several credentials allow ${target.host}; name one with item_name`, {
+      extra: { items: items.slice(0, 5).map((i) => i.name) },
+    });
+  }
+  return { item: only, host: target.host, path: target.path };
+}
+
+function shapeResult(response: ExecuteResponse): HttpRequestResult {
+  if (response.error) {
+    const result: HttpRequestResult = { error: { code: response.error.code, message: response.error.message } };
+    if (response.error.code === "body_too_large") {
+      return { ...result, origin_status: 502, status: 502, body: "", origin_headers: {}, next: { for_model: BODY_TOO_LARGE_HINT } };
+    }
+    return result;
+  }
+  const headers: Record<string, string> = {};
+  for (const h of response.headers) headers[h.name] = h.value;
+  const body = Buffer.from(response.body).toString("utf8");
+  return {
+    origin_status: response.originStatus,
+    status: response.originStatus,
+    body,
+    origin_headers: headers,
+    ...(response.bodyTruncated ? { body_truncated: true } : {}),
+  };
+}
+
+export function createCallsService(deps: CallsDeps) {
+  return {
+    /**
+     * Makes one call. Authorisation (grants) is the caller's job and happens before this; here
+     * the request is validated, sent through the proxy and audited.
+     */
+    async executeCall(
+      scope: { organisationId: string; environment: string; clientId?: string },
+      args: HttpRequestArgs,
+    ): Promise<CallOutcome> {
+      const { item, host, path } = await locateCredential(deps, scope, args);
+      const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+      const ticket = deps.minter.mintCallTicket({
+        credential: {
+          itemName: item.name,
+          keyId: item.sealingKeyId,
+          sealedValue: Buffer.from(item.sealedValue),
+          username: item.username ?? "",
+        },
+        inject: item.inject,
+        host,
+        allowedHosts: [...item.allowedHosts],
+        method: args.method,
+        path,
+        body: encodeRequestBody(args.body, args.content_type),
+        contentType: args.body === undefined ? "" : (args.content_type ?? "application/json"),
+        timeoutMs,
+        headers: [],
+        redact: [],
+      });
+      const response = await deps.egress.execute(ticket, timeoutMs);
+      const result = shapeResult(response);
+      await deps.recordEvent({
+        organisationId: scope.organisationId,
+        environment: scope.environment,
+        action: response.error && !response.reachedOrigin ? "http_request_refused" : "http_request",
+        itemName: item.name,
+        host,
+        reason: response.error?.code,
+        detail: {
+          method: args.method,
+          // The path without its query: a query may carry personal data; the audit needs the route.
+          path: path.split("?")[0],
+          ...(response.reachedOrigin ? { origin_status: response.originStatus || 502 } : {}),
+          ...(scope.clientId ? { client_id: scope.clientId } : {}),
+        },
+      });
+      return { reachedOrigin: response.reachedOrigin, itemName: item.name, host, result };
+    },
+  };
+}
+
+export type CallsService = ReturnType<typeof createCallsService>;

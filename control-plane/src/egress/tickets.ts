@@ -1,0 +1,46 @@
+// Minting call tickets: what the operator approved, signed, for one use within seconds.
+import { randomBytes, sign } from "node:crypto";
+import { type CallSpec, type ResolveSpec, type SignedTicket, Ticket } from "@latch/proto/egress";
+import { ticketSigningInput } from "@latch/shared/tickets/ticket-signature";
+import type { TicketSigningKey } from "./ticket-key.ts";
+
+export interface TicketMinterOptions {
+  key: TicketSigningKey;
+  issuer: string;
+  audience: string;
+  /** How long a ticket lives. Seconds: it only has to survive one hop to the proxy. */
+  ttlMs?: number;
+  now?: () => number;
+}
+
+export interface TicketMinter {
+  mintCallTicket(call: CallSpec, options?: { ttlMs?: number }): SignedTicket;
+  mintResolveTicket(resolve: ResolveSpec): SignedTicket;
+}
+
+const DEFAULT_TTL_MS = 30_000;
+
+export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
+  const now = options.now ?? Date.now;
+  const defaultTtl = options.ttlMs ?? DEFAULT_TTL_MS;
+
+  function mint(body: Pick<Ticket, "call" | "resolve">, ttlMs: number): SignedTicket {
+    const issuedAtMs = now();
+    const payload = Ticket.encode({
+      id: randomBytes(16).toString("base64url"),
+      issuer: options.issuer,
+      audience: options.audience,
+      issuedAtMs,
+      expiresAtMs: issuedAtMs + ttlMs,
+      call: body.call,
+      resolve: body.resolve,
+    }).finish();
+    const signature = sign(null, ticketSigningInput(payload), options.key.privateKey);
+    return { payload: Buffer.from(payload), signature, keyId: options.key.keyId };
+  }
+
+  return {
+    mintCallTicket: (call, opts) => mint({ call, resolve: undefined }, opts?.ttlMs ?? defaultTtl),
+    mintResolveTicket: (resolve) => mint({ call: undefined, resolve }, defaultTtl),
+  };
+}

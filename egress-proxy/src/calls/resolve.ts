@@ -1,0 +1,22 @@
+// Resolve: the plaintext of one credential for a trusted runtime, behind a resolve ticket. The
+// control plane authorises the runtime; the proxy only checks that the ticket says so.
+import type { ResolveResponse, SignedTicket } from "@latch/proto/egress";
+import { AppError } from "@latch/shared/errors";
+import type { Logger } from "pino";
+import type { SealingKeyring } from "../keys/sealing-keys.ts";
+import type { TicketVerifier } from "../tickets/verify.ts";
+
+export function createResolve(deps: {
+  verifyTicket: TicketVerifier;
+  keyring: SealingKeyring;
+  logger: Logger;
+}): (signed: SignedTicket | undefined) => Promise<ResolveResponse> {
+  return async (signed) => {
+    const ticket = await deps.verifyTicket(signed);
+    const credential = ticket.resolve?.credential;
+    if (!credential) throw new AppError("ticket_invalid", "the ticket carries no resolve request");
+    const value = deps.keyring.open(credential.keyId, credential.sealedValue);
+    deps.logger.info({ ticket: ticket.id.slice(0, 8), item: credential.itemName }, "value resolved for a trusted runtime");
+    return { value };
+  };
+}

@@ -1,0 +1,82 @@
+// The proxy's configuration: one zod schema over the environment, every bad key reported at once.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { DEFAULT_TICKET_AUDIENCE } from "@latch/shared/tickets/ticket-signature";
+import { z } from "zod";
+
+const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port");
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v?.trim() ? v.trim() : undefined));
+
+const schema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  DATA_DIR: z.string().min(1).default("./.latch"),
+  EGRESS_LISTEN: hostPort.default("127.0.0.1:50051"),
+  EGRESS_METRICS_LISTEN: hostPort.optional(),
+  EGRESS_AUDIENCE: z.string().min(1).default(DEFAULT_TICKET_AUDIENCE),
+  EGRESS_TICKET_PUBLIC_KEYS: optionalText,
+  EGRESS_SEALING_KEY_FILE: optionalText,
+  EGRESS_REPLAY_DATABASE_URL: optionalText.pipe(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional()),
+  EGRESS_TLS_CERT: optionalText,
+  EGRESS_TLS_KEY: optionalText,
+  EGRESS_TLS_CLIENT_CA: optionalText,
+  EGRESS_DNS_SERVERS: optionalText,
+  EGRESS_CONNECT_TO: optionalText,
+  EGRESS_ALLOW_CIDRS: optionalText,
+  EGRESS_EXTRA_CA: optionalText,
+});
+
+export type EgressConfig = Readonly<z.infer<typeof schema>> & {
+  readonly listenHost: string;
+  readonly listenPort: number;
+  readonly devKnobs: readonly string[];
+};
+
+/** The three development/test knobs that bend the destination policy. */
+const DEV_KNOBS = ["EGRESS_CONNECT_TO", "EGRESS_ALLOW_CIDRS", "EGRESS_EXTRA_CA"] as const;
+
+function splitHostPort(value: string): { host: string; port: number } {
+  const at = value.lastIndexOf(":");
+  return { host: value.slice(0, at).replace(/^\[|\]$/g, ""), port: Number(value.slice(at + 1)) };
+}
+
+function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+export function loadEgressConfig(env: NodeJS.ProcessEnv): EgressConfig {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid egress proxy configuration:\n  ${problems.join("\n  ")}`);
+  }
+  const c = parsed.data;
+  const problems: string[] = [];
+  const devKnobs = DEV_KNOBS.filter((k) => c[k] !== undefined);
+  if (c.NODE_ENV === "production" && devKnobs.length > 0) {
+    problems.push(`${devKnobs.join(", ")}: development/test knobs are refused when NODE_ENV=production`);
+  }
+  const listen = splitHostPort(c.EGRESS_LISTEN);
+  const hasTls = Boolean(c.EGRESS_TLS_CERT && c.EGRESS_TLS_KEY && c.EGRESS_TLS_CLIENT_CA);
+  if (!hasTls && !isLoopbackHost(listen.host)) {
+    problems.push("EGRESS_LISTEN: a non-loopback listener needs mTLS (EGRESS_TLS_CERT, EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA)");
+  }
+  if (problems.length > 0) throw new Error(`invalid egress proxy configuration:\n  ${problems.join("\n  ")}`);
+  return Object.freeze({ ...c, listenHost: listen.host, listenPort: listen.port, devKnobs });
+}
+
+/**
+ * The ticket keys to trust: EGRESS_TICKET_PUBLIC_KEYS, else the public file the control plane
+ * writes into a shared DATA_DIR (npm start, vault serve).
+ */
+export function readTrustedTicketKeysText(config: EgressConfig): string {
+  if (config.EGRESS_TICKET_PUBLIC_KEYS) return config.EGRESS_TICKET_PUBLIC_KEYS;
+  const path = join(config.DATA_DIR, "control-plane", "ticket-public-keys.txt");
+  if (!existsSync(path)) {
+    throw new Error(`no ticket public keys: set EGRESS_TICKET_PUBLIC_KEYS or start the control plane once (${path})`);
+  }
+  return readFileSync(path, "utf8");
+}

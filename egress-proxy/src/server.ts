@@ -1,0 +1,113 @@
+// Assembles the proxy from its parts: keys, ticket checks, destination policy, upstream, gRPC.
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer, type Server as HttpServer } from "node:http";
+import { ServerCredentials } from "@grpc/grpc-js";
+import { parseTrustedTicketKeys } from "@latch/shared/tickets/ticket-signature";
+import type { Logger } from "pino";
+import { createExecute } from "./calls/execute.ts";
+import { createResolve } from "./calls/resolve.ts";
+import type { EgressConfig } from "./config.ts";
+import { readTrustedTicketKeysText } from "./config.ts";
+import { parseCidrList } from "./destination/classify.ts";
+import { parseConnectTo } from "./destination/connect-to.ts";
+import { createDestinationResolver } from "./destination/resolve.ts";
+import { startGrpcServer } from "./grpc/server.ts";
+import { loadOrCreateSealingKeyring } from "./keys/sealing-keys.ts";
+import { createMetrics, type Metrics } from "./metrics/metrics.ts";
+import { createMemoryReplayStore, createPostgresReplayStore } from "./tickets/replay-store.ts";
+import { createTicketVerifier } from "./tickets/verify.ts";
+import { createUpstream } from "./upstream/call.ts";
+
+export interface RunningEgressProxy {
+  port: number;
+  replicaId: string;
+  sealingKey: { keyId: string; publicKey: Uint8Array };
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+export const EGRESS_VERSION = "0.1.0";
+
+function serverCredentials(config: EgressConfig): ServerCredentials {
+  if (config.EGRESS_TLS_CERT && config.EGRESS_TLS_KEY && config.EGRESS_TLS_CLIENT_CA) {
+    // mTLS: only a control plane holding a certificate from the client CA may connect.
+    return ServerCredentials.createSsl(
+      readFileSync(config.EGRESS_TLS_CLIENT_CA),
+      [{ private_key: readFileSync(config.EGRESS_TLS_KEY), cert_chain: readFileSync(config.EGRESS_TLS_CERT) }],
+      true,
+    );
+  }
+  return ServerCredentials.createInsecure();
+}
+
+export async function startEgressProxy(config: EgressConfig, logger: Logger): Promise<RunningEgressProxy> {
+  for (const knob of config.devKnobs) {
+    logger.warn(`${knob} is set: a development/test knob that bends the destination policy. Never use it in production.`);
+  }
+  const replicaId = `egress-${randomBytes(6).toString("hex")}`;
+  const keyring = await loadOrCreateSealingKeyring(config.DATA_DIR, config.EGRESS_SEALING_KEY_FILE);
+  const replayStore = config.EGRESS_REPLAY_DATABASE_URL
+    ? await createPostgresReplayStore(config.EGRESS_REPLAY_DATABASE_URL)
+    : createMemoryReplayStore();
+  const verifyTicket = createTicketVerifier({
+    trustedKeys: parseTrustedTicketKeys(readTrustedTicketKeysText(config)),
+    audience: config.EGRESS_AUDIENCE,
+    replayStore,
+  });
+  const resolver = createDestinationResolver({
+    dnsServers: config.EGRESS_DNS_SERVERS?.split(",").map((s) => s.trim()).filter(Boolean),
+    connectTo: config.EGRESS_CONNECT_TO ? parseConnectTo(config.EGRESS_CONNECT_TO) : [],
+    allowCidrs: config.EGRESS_ALLOW_CIDRS ? parseCidrList(config.EGRESS_ALLOW_CIDRS) : [],
+  });
+  const upstream = createUpstream({
+    extraCa: config.EGRESS_EXTRA_CA ? readFileSync(config.EGRESS_EXTRA_CA, "utf8") : undefined,
+  });
+  const metrics = createMetrics();
+  const execute = createExecute({ verifyTicket, keyring, resolver, upstream, metrics, logger });
+  const resolve = createResolve({ verifyTicket, keyring, logger });
+  let isServing = true;
+
+  const grpc = await startGrpcServer({
+    host: config.listenHost,
+    port: config.listenPort,
+    credentials: serverCredentials(config),
+    logger,
+    handlers: {
+      execute,
+      resolve,
+      info: () => ({
+        sealingKeyId: keyring.current.keyId,
+        sealingPublicKey: Buffer.from(keyring.current.publicKey),
+        replicaId,
+        version: EGRESS_VERSION,
+      }),
+      isServing: () => isServing,
+    },
+  });
+
+  let metricsServer: HttpServer | undefined;
+  if (config.EGRESS_METRICS_LISTEN) {
+    const at = config.EGRESS_METRICS_LISTEN.lastIndexOf(":");
+    metricsServer = createServer((req, res) => {
+      if (req.url !== "/metrics") return res.writeHead(404).end();
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics.render());
+    });
+    metricsServer.listen(Number(config.EGRESS_METRICS_LISTEN.slice(at + 1)), config.EGRESS_METRICS_LISTEN.slice(0, at));
+  }
+
+  logger.info({ port: grpc.port, replicaId, sealingKeyId: keyring.current.keyId }, "egress proxy listening");
+  return {
+    port: grpc.port,
+    replicaId,
+    sealingKey: keyring.current,
+    metrics,
+    async close() {
+      isServing = false;
+      await grpc.close();
+      metricsServer?.close();
+      await upstream.close();
+      await replayStore.close();
+    },
+  };
+}

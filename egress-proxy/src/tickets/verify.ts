@@ -1,0 +1,64 @@
+// Verifying a call ticket: signature, audience, lifetime, then single use — in that order, so
+// that an unsigned ticket can never burn a real ticket's id.
+import { type KeyObject, verify } from "node:crypto";
+import { type SignedTicket, Ticket } from "@latch/proto/egress";
+import { AppError } from "@latch/shared/errors";
+import { MAX_TICKET_LIFETIME_MS, ticketSigningInput } from "@latch/shared/tickets/ticket-signature";
+import type { ReplayStore } from "./replay-store.ts";
+
+export interface TicketVerifierOptions {
+  trustedKeys: ReadonlyMap<string, KeyObject>;
+  audience: string;
+  replayStore: ReplayStore;
+  /** Clock skew tolerated between control plane and proxy. */
+  skewMs?: number;
+  now?: () => number;
+}
+
+export type TicketVerifier = (signed: SignedTicket | undefined) => Promise<Ticket>;
+
+const DEFAULT_SKEW_MS = 5_000;
+const MAX_PAYLOAD_BYTES = 2 * 1024 * 1024;
+
+export function createTicketVerifier(options: TicketVerifierOptions): TicketVerifier {
+  const now = options.now ?? Date.now;
+  const skew = options.skewMs ?? DEFAULT_SKEW_MS;
+
+  return async (signed) => {
+    if (!signed || signed.payload.length === 0 || signed.payload.length > MAX_PAYLOAD_BYTES) {
+      throw new AppError("ticket_invalid", "the call ticket is missing or malformed");
+    }
+    const key = options.trustedKeys.get(signed.keyId);
+    if (!key) throw new AppError("ticket_signature", "the call ticket is signed by an unknown key");
+    let isValid = false;
+    try {
+      isValid = verify(null, ticketSigningInput(signed.payload), key, signed.signature);
+    } catch {
+      isValid = false;
+    }
+    if (!isValid) throw new AppError("ticket_signature", "the call ticket's signature does not verify");
+
+    let ticket: Ticket;
+    try {
+      ticket = Ticket.decode(signed.payload);
+    } catch (cause) {
+      throw new AppError("ticket_invalid", "the call ticket could not be decoded", { cause });
+    }
+    if (ticket.audience !== options.audience) {
+      throw new AppError("ticket_audience", "the call ticket is for another egress deployment");
+    }
+    const t = now();
+    if (!ticket.id || ticket.id.length < 16 || ticket.id.length > 64) {
+      throw new AppError("ticket_invalid", "the call ticket has no valid id");
+    }
+    if (ticket.issuedAtMs > t + skew || ticket.expiresAtMs - ticket.issuedAtMs > MAX_TICKET_LIFETIME_MS) {
+      throw new AppError("ticket_invalid", "the call ticket's lifetime is not acceptable");
+    }
+    if (ticket.expiresAtMs + skew < t) throw new AppError("ticket_expired", "the call ticket has expired");
+    // Spent last: only a ticket that passed every other check can consume its id.
+    if (!(await options.replayStore.spend(ticket.id, ticket.expiresAtMs + skew))) {
+      throw new AppError("ticket_replayed", "the call ticket was already used");
+    }
+    return ticket;
+  };
+}

@@ -1,0 +1,53 @@
+// Sealing a secret to the egress proxy's public key: the only crypto the control plane does on a
+// secret. There is deliberately no `open` here: opening lives in egress-proxy/src/keys alone.
+import { createHash } from "node:crypto";
+import sodium from "libsodium-wrappers";
+
+/** A secret as the database holds it: a libsodium sealed box plus the id of the key that opens it. */
+export interface SealedValue {
+  keyId: string;
+  sealed: Uint8Array;
+}
+
+/** The proxy's public sealing key (X25519, 32 bytes) and its id. */
+export interface SealingPublicKey {
+  keyId: string;
+  publicKey: Uint8Array;
+}
+
+/**
+ * A key id derived from the public key itself, so a control plane can check that the key a proxy
+ * announces is the one it was told to pin: "sk_" + 16 base64url characters of SHA-256(public key).
+ */
+export function deriveSealingKeyId(publicKey: Uint8Array): string {
+  return `sk_${createHash("sha256").update(publicKey).digest("base64url").slice(0, 16)}`;
+}
+
+/** Loads libsodium's WebAssembly once; every sealing call awaits it. */
+export async function readySodium(): Promise<typeof sodium> {
+  await sodium.ready;
+  return sodium;
+}
+
+/**
+ * Seals `plaintext` to the proxy's key (crypto_box_seal: ephemeral X25519 + XSalsa20-Poly1305).
+ * Anyone can seal; only the holder of the private key can open.
+ */
+export async function sealValue(key: SealingPublicKey, plaintext: string): Promise<SealedValue> {
+  if (key.publicKey.length !== 32) throw new Error("sealing public key must be 32 bytes");
+  const na = await readySodium();
+  return { keyId: key.keyId, sealed: na.crypto_box_seal(new TextEncoder().encode(plaintext), key.publicKey) };
+}
+
+/** Below this length a value's last four characters would give away too much of it. */
+const MIN_LENGTH_FOR_LAST4 = 12;
+
+/**
+ * The last four characters of a value: the only part of a secret ever kept or shown in clear.
+ * Short values (under 12 characters) show nothing, since four characters would be a third or
+ * more of the secret.
+ */
+export function lastFour(value: string): string {
+  const chars = Array.from(value);
+  return chars.length < MIN_LENGTH_FOR_LAST4 ? "" : chars.slice(-4).join("");
+}

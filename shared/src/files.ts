@@ -1,0 +1,42 @@
+// Writing key material and other private files: owner-only permissions, never half-written.
+import { chmodSync, linkSync, mkdirSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+
+/** Creates `dir` (and parents) readable by the owner only. */
+export function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+}
+
+/**
+ * Writes a file with mode 0600 through a temporary file and a rename, so that a crash never
+ * leaves a truncated key behind and no other user can read it at any moment.
+ */
+export function writePrivateFileAtomic(path: string, data: string): void {
+  ensurePrivateDir(dirname(path));
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, data, { mode: 0o600, flag: "w" });
+  chmodSync(tmp, 0o600);
+  renameSync(tmp, path);
+}
+
+/**
+ * Creates `path` only if it does not exist yet, complete or not at all. Two processes creating
+ * the same key at once (two proxy replicas on one volume) end up with one key: the loser's link
+ * fails and it reads the winner's file. Returns whether this call created it.
+ */
+export function createPrivateFileExclusive(path: string, data: string): boolean {
+  ensurePrivateDir(dirname(path));
+  const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+  writeFileSync(tmp, data, { mode: 0o600, flag: "wx" });
+  chmodSync(tmp, 0o600);
+  try {
+    linkSync(tmp, path);
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    unlinkSync(tmp);
+  }
+}
