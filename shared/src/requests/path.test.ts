@@ -1,0 +1,293 @@
+// Table-driven tests of rule 1 (path tricks) and rule 2 (full-URL targets, port 443 only).
+import { describe, expect, it } from "vitest";
+import { MAX_PATH_LENGTH, parseRequestTarget, validateRequestPath } from "./path.ts";
+
+/** The accepted path, or "invalid_path". */
+function pathOutcome(raw: string): string {
+  const check = validateRequestPath(raw);
+  return check.ok ? check.path : check.code;
+}
+
+describe("validateRequestPath: accepted paths come back byte for byte", () => {
+  const rows: [string, string][] = [
+    ["/", "/"],
+    ["/v1/items", "/v1/items"],
+    ["/v1/items/", "/v1/items/"],
+    ["/v1/items?limit=10&cursor=abc", "/v1/items?limit=10&cursor=abc"],
+    ["/v1/a%20b", "/v1/a%20b"],
+    ["/v1/%E2%82%AC", "/v1/%E2%82%AC"],
+    ["/v1/file.json", "/v1/file.json"],
+    ["/v1/.well-known/x", "/v1/.well-known/x"],
+    ["/v1/a..b", "/v1/a..b"],
+    ["/v1/users/me:batch", "/v1/users/me:batch"],
+    ["/v1/a;b=c/d", "/v1/a;b=c/d"],
+    ["/v1/~user/@handle/!$&'()*+,=", "/v1/~user/@handle/!$&'()*+,="],
+    ["/a//b", "/a//b"],
+    ["/search?q=a%2Fb%2e%5c", "/search?q=a%2Fb%2e%5c"], // encoded data is fine in the query
+    ["/search?q=%0d%0a", "/search?q=%0d%0a"],
+    ["/search?q=../../etc", "/search?q=../../etc"],
+    ["/v1/charges?expand[]=customer", "/v1/charges?expand[]=customer"],
+    ['/x?a={"b":1}|^`<>', '/x?a={"b":1}|^`<>'],
+    ["/x?a=1?b=2/c", "/x?a=1?b=2/c"],
+    ["/x?", "/x?"],
+    ["/Mixed/CASE%2a", "/Mixed/CASE%2a"],
+  ];
+  it.each(rows)("%j -> %j", (raw, expected) => {
+    expect(pathOutcome(raw)).toBe(expected);
+  });
+});
+
+describe("validateRequestPath: path tricks are invalid_path", () => {
+  const rows: [string, string][] = [
+    ["", "invalid_path"],
+    ["v1/items", "invalid_path"],
+    [" /v1/items", "invalid_path"],
+    ["//evil.example/x", "invalid_path"],
+    ["//", "invalid_path"],
+    // dot segments
+    ["/a/../b", "invalid_path"],
+    ["/a/./b", "invalid_path"],
+    ["/..", "invalid_path"],
+    ["/.", "invalid_path"],
+    ["/a/..", "invalid_path"],
+    ["/a/../", "invalid_path"],
+    ["/a/..;/b", "invalid_path"], // Tomcat/Spring read "..;" as ".."
+    ["/a/.;x=1/b", "invalid_path"],
+    ["/a/.../b", "invalid_path"], // Windows servers trim trailing dots
+    // encoded dot and slash inside a segment
+    ["/a/%2e%2e/b", "invalid_path"],
+    ["/a/%2E%2E/b", "invalid_path"],
+    ["/a/.%2e/b", "invalid_path"],
+    ["/a/%2e/b", "invalid_path"],
+    ["/v1/file%2Ejson", "invalid_path"],
+    ["/a%2fb", "invalid_path"],
+    ["/a%2Fb", "invalid_path"],
+    ["/a/%252e%252e/b", "invalid_path"], // double-encoded
+    ["/a%252fb", "invalid_path"],
+    // backslashes
+    ["\\", "invalid_path"],
+    ["\\\\evil.example\\x", "invalid_path"],
+    ["/a\\b", "invalid_path"],
+    ["/%5c", "invalid_path"],
+    ["/a%5Cb", "invalid_path"],
+    ["/x?q=a\\b", "invalid_path"], // raw backslash is refused in the query too
+    // CR/LF: raw is request splitting; encoded in the path is header-injection bait
+    ["/a\r\nHost: evil.example", "invalid_path"],
+    ["/a\nb", "invalid_path"],
+    ["/a%0d%0aSet-Cookie:x", "invalid_path"],
+    ["/a%0A", "invalid_path"],
+    ["/a%00.json", "invalid_path"],
+    ["/a%7f", "invalid_path"],
+    ["/a%250d%250a", "invalid_path"],
+    ["/x?q=a\r\nb", "invalid_path"],
+    ["/x?q=\u0000", "invalid_path"],
+    ["/a\tb", "invalid_path"],
+    ["/a\u007fb", "invalid_path"],
+    // spaces, non-ASCII, fragments
+    ["/a b", "invalid_path"],
+    ["/x?q=a b", "invalid_path"],
+    ["/café", "invalid_path"],
+    ["/x?q=café", "invalid_path"],
+    ["/a\u202eb", "invalid_path"],
+    ["/a#frag", "invalid_path"],
+    ["/a?b=1#frag", "invalid_path"],
+    // malformed escapes, anywhere
+    ["/a%zz", "invalid_path"],
+    ["/a%4", "invalid_path"],
+    ["/a%", "invalid_path"],
+    ["/x?q=%zz", "invalid_path"],
+    ["/x?q=%", "invalid_path"],
+    // characters that must be percent-encoded in the path
+    ["/v1/users/{id}", "invalid_path"],
+    ["/a<b>", "invalid_path"],
+    ['/a"b', "invalid_path"],
+    ["/a|b", "invalid_path"],
+    ["/a^b", "invalid_path"],
+    ["/a`b", "invalid_path"],
+    ["/a[0]", "invalid_path"],
+  ];
+  it.each(rows)("%j -> %s", (raw, expected) => {
+    expect(pathOutcome(raw)).toBe(expected);
+  });
+
+  it("accepts 8 KiB exactly and refuses one byte more", () => {
+    const exact = `/${"a".repeat(MAX_PATH_LENGTH - 1)}`;
+    expect(pathOutcome(exact)).toBe(exact);
+    expect(pathOutcome(`${exact}a`)).toBe("invalid_path");
+    expect(MAX_PATH_LENGTH).toBe(8192);
+  });
+
+  it("never echoes the query, which may hold a token", () => {
+    const check = validateRequestPath("/x?token=sk_live_secret123&q=%zz");
+    expect(check.ok).toBe(false);
+    expect(check.ok ? "" : check.message).not.toContain("sk_live_secret123");
+  });
+
+  it("names what was wrong", () => {
+    const check = validateRequestPath("/a/%2e%2e/b");
+    expect(check.ok ? "" : check.message).toContain("%2e");
+  });
+});
+
+type TargetOutcome = { host: string | undefined; path: string } | { code: string; hint?: string };
+
+function targetOutcome(input: { path: string; host?: string }): TargetOutcome {
+  const check = parseRequestTarget(input);
+  if (check.ok) return { host: check.host, path: check.path };
+  return check.hint === undefined ? { code: check.code } : { code: check.code, hint: check.hint };
+}
+
+describe("parseRequestTarget: full https:// URLs", () => {
+  const rows: [{ path: string; host?: string }, TargetOutcome][] = [
+    [{ path: "https://api.example.com/v1/items" }, { host: "api.example.com", path: "/v1/items" }],
+    [{ path: "HTTPS://API.Example.com/v1/Items" }, { host: "api.example.com", path: "/v1/Items" }],
+    [{ path: "https://api.example.com" }, { host: "api.example.com", path: "/" }],
+    [{ path: "https://api.example.com?x=1" }, { host: "api.example.com", path: "/?x=1" }],
+    [{ path: "https://api.example.com./v1" }, { host: "api.example.com", path: "/v1" }],
+    [{ path: "https://api.example.com:443/v1" }, { host: "api.example.com", path: "/v1" }],
+    [{ path: "https://api.example.com/v1?q=a%2Fb" }, { host: "api.example.com", path: "/v1?q=a%2Fb" }],
+    [{ path: "https://xn--bcher-kva.example/" }, { host: "xn--bcher-kva.example", path: "/" }],
+    // ports: only 443
+    [
+      { path: "https://api.example.com:8443/v1" },
+      { code: "invalid_port", hint: "Latch connects to port 443 only; drop the port from the URL" },
+    ],
+    [
+      { path: "https://api.example.com:0/v1" },
+      { code: "invalid_port", hint: "Latch connects to port 443 only; drop the port from the URL" },
+    ],
+    [
+      { path: "https://api.example.com:/v1" },
+      { code: "invalid_port", hint: "Latch connects to port 443 only; drop the port from the URL" },
+    ],
+    [
+      { path: "https://api.example.com:0443/v1" },
+      { code: "invalid_port", hint: "Latch connects to port 443 only; drop the port from the URL" },
+    ],
+    [
+      { path: "https://api.example.com:80" },
+      { code: "invalid_port", hint: "Latch connects to port 443 only; drop the port from the URL" },
+    ],
+    [
+      { path: "https://api.example.com:https/v1" },
+      { code: "invalid_port", hint: "Latch connects to port 443 only; drop the port from the URL" },
+    ],
+    // schemes
+    [
+      { path: "http://api.example.com/v1" },
+      { code: "invalid_path", hint: expect.stringContaining("https://") },
+    ],
+    [
+      { path: "HTTP://api.example.com/v1" },
+      { code: "invalid_path", hint: expect.stringContaining("https://") },
+    ],
+    [
+      { path: "ftp://api.example.com/v1" },
+      { code: "invalid_path", hint: expect.stringContaining("https://") },
+    ],
+    [{ path: "file:///etc/passwd" }, { code: "invalid_path", hint: expect.stringContaining("https://") }],
+    [{ path: "javascript:alert(1)" }, { code: "invalid_path", hint: expect.stringContaining("https://") }],
+    [
+      { path: "https:api.example.com/v1" },
+      { code: "invalid_path", hint: expect.stringContaining("https://") },
+    ],
+    [
+      { path: "https:/api.example.com/v1" },
+      { code: "invalid_path", hint: expect.stringContaining("https://") },
+    ],
+    [{ path: "//api.example.com/v1" }, { code: "invalid_path" }],
+    // userinfo
+    [{ path: "https://user:pass@api.example.com/v1" }, { code: "invalid_host", hint: expect.any(String) }],
+    [{ path: "https://api.example.com@evil.example/v1" }, { code: "invalid_host", hint: expect.any(String) }],
+    [{ path: "https://@api.example.com/v1" }, { code: "invalid_host", hint: expect.any(String) }],
+    // hosts in the URL go through checkHostname
+    [{ path: "https://127.0.0.1/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://0x7f.1/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://2130706433/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://[::1]/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://[::1]:8443/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://[::ffff:127.0.0.1]:443/" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://::1/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://１２７.０.０.１/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://%31%32%37.0.0.1/v1" }, { code: "ip_literal", hint: expect.any(String) }],
+    [{ path: "https://api%2eexample.com/v1" }, { code: "invalid_host", hint: expect.any(String) }],
+    [{ path: "https:///v1" }, { code: "invalid_host", hint: expect.any(String) }],
+    [{ path: "https://" }, { code: "invalid_host", hint: expect.any(String) }],
+    [{ path: "https://bücher.example/v1" }, { code: "invalid_host", hint: expect.any(String) }],
+    [{ path: "https://api.exa\nmple.com/v1" }, { code: "invalid_host", hint: expect.any(String) }],
+    // the path part of a URL gets rule 1
+    [{ path: "https://api.example.com/a/../admin" }, { code: "invalid_path" }],
+    [{ path: "https://api.example.com/a%2fb" }, { code: "invalid_path" }],
+    [{ path: "https://api.example.com//evil.example" }, { code: "invalid_path" }],
+    [{ path: "https://api.example.com#frag" }, { code: "invalid_path" }],
+    [{ path: "https://api.example.com\\@evil.example/" }, { code: "invalid_path" }],
+    [{ path: "https://api.example.com/a b" }, { code: "invalid_path" }],
+  ];
+  it.each(rows)("%j -> %j", (input, expected) => {
+    expect(targetOutcome(input)).toEqual(expected);
+  });
+});
+
+describe("parseRequestTarget: host argument with a path or a URL", () => {
+  const rows: [{ path: string; host?: string }, TargetOutcome][] = [
+    [{ path: "/v1/items" }, { host: undefined, path: "/v1/items" }],
+    [
+      { path: "/v1/items", host: "api.example.com" },
+      { host: "api.example.com", path: "/v1/items" },
+    ],
+    [
+      { path: "/v1/items", host: "API.example.com." },
+      { host: "api.example.com", path: "/v1/items" },
+    ],
+    [
+      { path: "https://api.example.com/v1", host: "api.example.com" },
+      { host: "api.example.com", path: "/v1" },
+    ],
+    [
+      { path: "https://API.example.com/v1", host: "api.example.com." },
+      { host: "api.example.com", path: "/v1" },
+    ],
+    [
+      { path: "https://api.example.com/v1", host: "evil.example" },
+      { code: "invalid_host", hint: expect.any(String) },
+    ],
+    [
+      { path: "https://evil.example/v1", host: "api.example.com" },
+      { code: "invalid_host", hint: expect.any(String) },
+    ],
+    [
+      { path: "/v1", host: "127.0.0.1" },
+      { code: "ip_literal", hint: expect.any(String) },
+    ],
+    [
+      { path: "/v1", host: "api.example.com:8443" },
+      { code: "invalid_host", hint: expect.any(String) },
+    ],
+    [
+      { path: "/v1", host: "" },
+      { code: "invalid_host", hint: expect.any(String) },
+    ],
+    [{ path: "/a/../b", host: "api.example.com" }, { code: "invalid_path" }],
+    [
+      { path: "v1/items", host: "api.example.com" },
+      { code: "invalid_path", hint: expect.stringContaining("https://") },
+    ],
+    [{ path: "api.example.com/v1" }, { code: "invalid_path", hint: expect.stringContaining("https://") }],
+    [{ path: "" }, { code: "invalid_path", hint: expect.any(String) }],
+  ];
+  it.each(rows)("%j -> %j", (input, expected) => {
+    expect(targetOutcome(input)).toEqual(expected);
+  });
+
+  it("never echoes userinfo from a URL", () => {
+    const check = parseRequestTarget({ path: "https://admin:hunter2@api.example.com/" });
+    expect(check.ok ? "" : check.message).not.toContain("hunter2");
+  });
+
+  it("names both hosts when they disagree", () => {
+    const check = parseRequestTarget({ path: "https://api.example.com/v1", host: "evil.example" });
+    const message = check.ok ? "" : check.message;
+    expect(message).toContain("api.example.com");
+    expect(message).toContain("evil.example");
+  });
+});
