@@ -1,0 +1,110 @@
+// Test harness: a real egress proxy (in-process, real gRPC on loopback), a real TLS origin with
+// the test PKI, a test DNS server, and the control plane's own ticket minter and gRPC client.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import type { CallSpec } from "@latch/proto/egress";
+import { sealValue } from "@latch/shared/crypto/seal";
+import pino from "pino";
+import { loadEgressConfig } from "../../egress-proxy/src/config.ts";
+import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/server.ts";
+import { type DnsAnswerPlan, type RunningDnsServer, startDnsServer } from "../../egress-proxy/test/dns-server.ts";
+import { type OriginHandler, type RunningOrigin, startOrigin } from "../../egress-proxy/test/origin.ts";
+import { createEgressClient, type EgressClient } from "../src/egress/egress-client.ts";
+import { loadOrCreateTicketKey, type TicketSigningKey } from "../src/egress/ticket-key.ts";
+import { createTicketMinter, type TicketMinter } from "../src/egress/tickets.ts";
+
+const PKI_CA = new URL("../../egress-proxy/test/pki/trusted-ca.pem", import.meta.url).pathname;
+
+/** Every log line either tier wrote during a test, for leak checks. */
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.lines.push(chunk.toString("utf8"));
+    done();
+  }
+  text(): string {
+    return this.lines.join("");
+  }
+}
+
+export interface EgressHarness {
+  dataDir: string;
+  proxy: RunningEgressProxy;
+  origin: RunningOrigin;
+  dns: RunningDnsServer;
+  client: EgressClient;
+  minter: TicketMinter;
+  ticketKey: TicketSigningKey;
+  logs: LogCapture;
+  /** Route handler for the origin; tests swap it per case. */
+  setHandler(handler: OriginHandler): void;
+  /** A CallSpec for api.latch.test with `secret` sealed to the proxy. */
+  callSpec(secret: string, overrides?: Partial<CallSpec> & { username?: string }): Promise<CallSpec>;
+  close(): Promise<void>;
+}
+
+export async function startEgressHarness(options: { dnsAnswers?: Record<string, DnsAnswerPlan> } = {}): Promise<EgressHarness> {
+  const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
+  const ticketKey = loadOrCreateTicketKey(dataDir);
+  let handler: OriginHandler = (_req, res) => res.end("ok");
+  const origin = await startOrigin((req, res, recorded) => handler(req, res, recorded));
+  const dns = await startDnsServer(options.dnsAnswers ?? {});
+  const logs = new LogCapture();
+  const logger = pino({ level: "info" }, logs);
+  const config = loadEgressConfig({
+    NODE_ENV: "test",
+    DATA_DIR: dataDir,
+    EGRESS_LISTEN: "127.0.0.1:0",
+    EGRESS_DNS_SERVERS: dns.server,
+    // api.latch.test goes straight to the origin; dns-*.latch.test names resolve through the test
+    // DNS server and only their port is rewritten, so the DNS policy is exercised for real.
+    EGRESS_CONNECT_TO: [
+      `api.latch.test:443:127.0.0.1:${origin.port}`,
+      ...Object.keys(options.dnsAnswers ?? {}).map((name) => `${name}:443::${origin.port}`),
+    ].join(","),
+    EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
+    EGRESS_EXTRA_CA: PKI_CA,
+  });
+  const proxy = await startEgressProxy(config, logger);
+  const client = createEgressClient({ address: `127.0.0.1:${proxy.port}` });
+  const minter = createTicketMinter({ key: ticketKey, issuer: "test", audience: config.EGRESS_AUDIENCE });
+  return {
+    dataDir,
+    proxy,
+    origin,
+    dns,
+    client,
+    minter,
+    ticketKey,
+    logs,
+    setHandler: (next) => {
+      handler = next;
+    },
+    async callSpec(secret, overrides = {}) {
+      const sealed = await sealValue(proxy.sealingKey, secret);
+      const { username, ...rest } = overrides;
+      return {
+        credential: { itemName: "TEST_KEY", keyId: sealed.keyId, sealedValue: Buffer.from(sealed.sealed), username: username ?? "" },
+        inject: "bearer",
+        host: "api.latch.test",
+        allowedHosts: ["api.latch.test", ...Object.keys(options.dnsAnswers ?? {})],
+        method: "GET",
+        path: "/v1/echo",
+        body: Buffer.alloc(0),
+        contentType: "",
+        timeoutMs: 10_000,
+        headers: [],
+        redact: [],
+        ...rest,
+      };
+    },
+    async close() {
+      client.close();
+      await proxy.close();
+      await origin.close();
+      await dns.close();
+    },
+  };
+}
