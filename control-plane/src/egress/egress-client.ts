@@ -1,6 +1,6 @@
 // The control plane's gRPC client for the egress proxy: promises, deadlines, and one error type.
 import { readFileSync } from "node:fs";
-import { type ChannelCredentials, credentials, type Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { type ChannelCredentials, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import {
   EgressProxyClient,
   type ExecuteResponse,
@@ -74,25 +74,25 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
   return {
     execute: (ticket, deadlineMs) =>
       new Promise((resolve, reject) => {
-        client.execute({ ticket }, deadline(deadlineMs + LINK_OVERHEAD_MS), (error, response) =>
+        client.execute({ ticket }, new Metadata(), deadline(deadlineMs + LINK_OVERHEAD_MS), (error, response) =>
           error ? reject(toAppError(error)) : resolve(response),
         );
       }),
     resolve: (ticket) =>
       new Promise((resolve, reject) => {
-        client.resolve({ ticket }, deadline(SHORT_DEADLINE_MS), (error, response) =>
+        client.resolve({ ticket }, new Metadata(), deadline(SHORT_DEADLINE_MS), (error, response) =>
           error ? reject(toAppError(error)) : resolve(response.value),
         );
       }),
     getInfo: () =>
       new Promise((resolve, reject) => {
-        client.getInfo({}, deadline(SHORT_DEADLINE_MS), (error, response) =>
+        client.getInfo({}, new Metadata(), deadline(SHORT_DEADLINE_MS), (error, response) =>
           error ? reject(toAppError(error)) : resolve(response),
         );
       }),
     isHealthy: () =>
       new Promise((resolve) => {
-        health.check({ service: "" }, deadline(2_000), (error, response) =>
+        health.check({ service: "" }, new Metadata(), deadline(2_000), (error, response) =>
           resolve(!error && response.status === HealthCheckResponse_ServingStatus.SERVING),
         );
       }),
