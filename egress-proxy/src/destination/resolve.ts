@@ -1,0 +1,165 @@
+// Destination policy: resolve a host once, check every answer, and pin the one address the
+// upstream call dials. No second lookup happens anywhere, which is what defeats DNS rebinding.
+import { Resolver } from "node:dns/promises";
+import { isIP } from "node:net";
+import { AppError } from "@latch/shared/errors";
+import { type Cidr, classifyAddress, isInCidrs } from "./classify.ts";
+import { type ConnectToRule, findConnectToRule } from "./connect-to.ts";
+
+export interface ResolverOptions {
+  /** Resolvers to ask, `ip[:port]` (`[v6]:port`); unset means the system's (from resolv.conf). */
+  dnsServers?: string[];
+  connectTo: readonly ConnectToRule[];
+  /** Development/test only: ranges allowed despite the public-address rule. */
+  allowCidrs: readonly Cidr[];
+  /** Budget for one resolution (both queries, retries included). Default 5000 ms. */
+  timeoutMs?: number;
+}
+
+/** Where one call goes: `host` names the request (Host, SNI, certificate), `address` is dialled. */
+export interface Destination {
+  host: string;
+  address: string;
+  family: 4 | 6;
+  port: number;
+}
+
+export interface DestinationResolver {
+  resolve(host: string, signal?: AbortSignal): Promise<Destination>;
+}
+
+/** Spec 4.2 rule 2: port 443 only. Another port comes only from a connect-to rule. */
+const HTTPS_PORT = 443;
+const DEFAULT_TIMEOUT_MS = 5_000;
+const DNS_TRIES = 2;
+/** c-ares codes meaning "no such record" (ENODATA) or "no such name" (ENOTFOUND, NXDOMAIN). */
+const ABSENT_CODES: ReadonlySet<string> = new Set(["ENODATA", "ENOTFOUND"]);
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+function newResolver(servers: readonly string[] | undefined, timeoutMs: number): Resolver {
+  // c-ares backs off between tries; a third of the budget per try keeps both tries inside it.
+  const resolver = new Resolver({ timeout: Math.max(100, Math.ceil(timeoutMs / 3)), tries: DNS_TRIES });
+  if (servers !== undefined && servers.length > 0) resolver.setServers([...servers]);
+  return resolver;
+}
+
+/**
+ * Refuses an address outside the public-address rule. `allowCidrs` is checked first so that a test
+ * can reach a loopback origin; nothing else bends the rule.
+ */
+function checkAddress(host: string, address: string, allowCidrs: readonly Cidr[]): void {
+  if (isInCidrs(address, allowCidrs)) return;
+  const verdict = classifyAddress(address);
+  if (!verdict.allowed) {
+    throw new AppError(
+      verdict.reason,
+      `${host} resolves to a refused address, ${verdict.range}; calls go to public addresses only`,
+    );
+  }
+}
+
+/** Both families at once. One family missing is normal; a resolver error with no answer is not. */
+async function queryAddresses(resolver: Resolver, host: string): Promise<{ v4: string[]; v6: string[] }> {
+  const [a, aaaa] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+  const v4 = a.status === "fulfilled" ? a.value : [];
+  const v6 = aaaa.status === "fulfilled" ? aaaa.value : [];
+  const failures = [a, aaaa].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
+  const hardFailure = failures.find((reason) => !ABSENT_CODES.has(errorCode(reason) ?? ""));
+  // With some answers and one family failing (say AAAA timing out), every address we will use was
+  // seen and checked, so the call can go on; with no answer at all the failure is the result.
+  if (v4.length === 0 && v6.length === 0) {
+    if (hardFailure !== undefined) {
+      throw new AppError("dns_failure", `DNS resolution of ${host} failed`, { cause: hardFailure });
+    }
+    throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
+  }
+  return { v4, v6 };
+}
+
+/** Runs the two queries under the resolution budget and the caller's deadline. */
+async function resolveWithDeadline(
+  servers: readonly string[] | undefined,
+  host: string,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<{ v4: string[]; v6: string[] }> {
+  if (signal?.aborted) throw new AppError("timeout", "the call deadline passed before DNS resolution");
+  const resolver = newResolver(servers, timeoutMs);
+  let isBudgetSpent = false;
+  const timer = setTimeout(() => {
+    isBudgetSpent = true;
+    resolver.cancel();
+  }, timeoutMs);
+  const onAbort = () => resolver.cancel();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    return await queryAddresses(resolver, host);
+  } catch (error) {
+    if (signal?.aborted)
+      throw new AppError("timeout", "the call deadline passed during DNS resolution", { cause: error });
+    if (isBudgetSpent)
+      throw new AppError("dns_failure", `DNS resolution of ${host} timed out`, { cause: error });
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+function validateServers(servers: readonly string[] | undefined): void {
+  if (servers === undefined || servers.length === 0) return;
+  try {
+    new Resolver().setServers([...servers]);
+  } catch (error) {
+    throw new AppError("invalid_request", "EGRESS_DNS_SERVERS must list ip[:port] entries", { cause: error });
+  }
+}
+
+/**
+ * Builds the resolver the proxy uses for every call. `resolve(host)`:
+ * 1. a connect-to rule with a target address replaces DNS (development/test only);
+ * 2. otherwise asks the configured resolvers for A and AAAA in parallel (never getaddrinfo:
+ *    /etc/hosts and nsswitch must not decide where a credential goes);
+ * 3. checks every answer: one refused address refuses the whole answer, because an attacker who
+ *    controls DNS returns one public and one private address and hopes the dialer picks the private;
+ * 4. picks the first IPv4 answer, else the first IPv6 one (IPv4 first: the path most origins
+ *    serve and test).
+ *
+ * @example
+ * const resolver = createDestinationResolver({ connectTo: [], allowCidrs: [] });
+ * const destination = await resolver.resolve("api.github.com", AbortSignal.timeout(10_000));
+ */
+export function createDestinationResolver(opts: ResolverOptions): DestinationResolver {
+  const servers = opts.dnsServers?.map((s) => s.trim()).filter((s) => s !== "");
+  validateServers(servers);
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const connectTo = [...opts.connectTo];
+  const allowCidrs = [...opts.allowCidrs];
+
+  return {
+    async resolve(hostText, signal) {
+      const host = hostText.toLowerCase().replace(/\.$/, "");
+      // The caller refuses IP literals; this stops one that slips through from skipping the policy.
+      if (isIP(host) !== 0) throw new AppError("ip_literal", "the host must be a name, not an IP address");
+      const rule = findConnectToRule(connectTo, host, HTTPS_PORT);
+      const port = rule?.targetPort ?? HTTPS_PORT;
+
+      if (rule?.targetAddress !== undefined) {
+        checkAddress(host, rule.targetAddress, allowCidrs);
+        return { host, address: rule.targetAddress, family: isIP(rule.targetAddress) === 6 ? 6 : 4, port };
+      }
+
+      const { v4, v6 } = await resolveWithDeadline(servers, host, timeoutMs, signal);
+      for (const address of [...v4, ...v6]) checkAddress(host, address, allowCidrs);
+      const [first4] = v4;
+      if (first4 !== undefined) return { host, address: first4, family: 4, port };
+      const [first6] = v6;
+      if (first6 !== undefined) return { host, address: first6, family: 6, port };
+      throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Destination } from "../destination/resolve.ts";
+import { createPoolSet } from "./pool.ts";
+
+function destination(host: string, address = "192.0.2.10"): Destination {
+  return { host, address, family: 4, port: 443 };
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("createPoolSet", () => {
+  it("reuses one pool per (host, address, port) and separates the rest", async () => {
+    const pools = createPoolSet();
+    const a = pools.poolFor(destination("a.example"));
+    expect(pools.poolFor(destination("a.example"))).toBe(a);
+    expect(pools.poolFor(destination("a.example", "192.0.2.11"))).not.toBe(a);
+    expect(pools.poolFor({ ...destination("a.example"), port: 8443 })).not.toBe(a);
+    expect(pools.poolFor(destination("b.example"))).not.toBe(a);
+    expect(pools.size()).toBe(4);
+    await pools.close();
+    expect(pools.size()).toBe(0);
+    expect(a.closed).toBe(true);
+  });
+
+  it("closes the least recently used pool beyond the bound", async () => {
+    const pools = createPoolSet({ maxPools: 2 });
+    const a = pools.poolFor(destination("a.example"));
+    const b = pools.poolFor(destination("b.example"));
+    pools.poolFor(destination("a.example")); // a is now the most recent
+    pools.poolFor(destination("c.example"));
+    expect(pools.size()).toBe(2);
+    expect(b.closed).toBe(true);
+    expect(a.closed).toBe(false);
+    await pools.close();
+  });
+
+  it("closes pools left idle", async () => {
+    vi.useFakeTimers();
+    const pools = createPoolSet({ idleMs: 2_000 });
+    const idle = pools.poolFor(destination("idle.example"));
+    vi.advanceTimersByTime(1_500);
+    const busy = pools.poolFor(destination("busy.example"));
+    vi.advanceTimersByTime(1_000);
+    expect(idle.closed).toBe(true);
+    expect(busy.closed).toBe(false);
+    expect(pools.size()).toBe(1);
+    await pools.close();
+  });
+});

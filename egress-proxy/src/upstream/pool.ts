@@ -1,0 +1,177 @@
+// Connection pools to origins: one keep-alive HTTP/1.1 undici Pool per pinned (host, address, port),
+// dialling only the checked address, bounded in number and closed when idle.
+import type { LookupFunction } from "node:net";
+import { getCACertificates } from "node:tls";
+import { buildConnector, Pool } from "undici";
+import type { Destination } from "../destination/resolve.ts";
+
+export interface PoolSetOptions {
+  /** PEM of extra CAs trusted for origins (development/test), added to Node's defaults. */
+  extraCa?: string;
+  /** Most pools kept at once; the least recently used is closed beyond it. Default 256. */
+  maxPools?: number;
+  /** A pool unused this long, with nothing in flight, is closed. Default 60 s. */
+  idleMs?: number;
+}
+
+export interface PoolSet {
+  /** The pool for this destination. Dispatch on it in the same tick: eviction closes pools. */
+  poolFor(destination: Destination): Pool;
+  /** How many pools are open (tests and metrics). */
+  size(): number;
+  close(): Promise<void>;
+}
+
+/** The phase a dial failed in: TCP (nothing listening, unreachable) or TLS (handshake, certificate). */
+export type DialPhase = "tcp" | "tls";
+
+/**
+ * A connection failure, tagged with its phase so the caller can say `connect_failed` or
+ * `tls_failure`. `code` is deliberately not the original code: undici special-cases some codes.
+ */
+export class DialError extends Error {
+  readonly phase: DialPhase;
+  readonly code = "ELATCH_DIAL";
+  readonly originalCode: string | undefined;
+
+  constructor(phase: DialPhase, cause: Error) {
+    super(`${phase} connection failed: ${cause.message}`, { cause });
+    this.name = "DialError";
+    this.phase = phase;
+    const code = (cause as { code?: unknown }).code;
+    this.originalCode = typeof code === "string" ? code : undefined;
+  }
+}
+
+const DEFAULT_MAX_POOLS = 256;
+const DEFAULT_IDLE_MS = 60_000;
+/** Concurrent connections to one pinned origin; more calls queue. */
+const CONNECTIONS_PER_POOL = 16;
+/** Origin response header block limit; undici fails a larger one before we see it. */
+export const MAX_HEADER_BLOCK_BYTES = 32 * 1024;
+/**
+ * Backstops only: every call has its own total deadline (spec: at most 30 s) that aborts first.
+ * These catch a request that somehow escaped it.
+ */
+const BACKSTOP_MS = 60_000;
+/** How long an idle keep-alive socket is kept when the origin gives no `Keep-Alive` hint. */
+const KEEP_ALIVE_MS = 30_000;
+
+// A TCP-phase error carries syscall "connect" (ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, ETIMEDOUT);
+// anything else from the connector happened on an open socket, i.e. during the TLS handshake.
+function phaseOf(error: Error): DialPhase {
+  const { syscall, code } = error as { syscall?: unknown; code?: unknown };
+  if (syscall === "connect" || code === "UND_ERR_CONNECT_TIMEOUT") return "tcp";
+  return "tls";
+}
+
+/**
+ * The socket layer must never resolve a name: the address was resolved and checked once. An IP
+ * literal skips lookup in net.connect; this makes any path that would look up fail loudly.
+ */
+const refuseLookup: LookupFunction = (hostname, _options, callback) => {
+  callback(
+    Object.assign(new Error(`DNS lookup refused for ${hostname.slice(0, 253)}`), { code: "ELATCH_LOOKUP" }),
+    "",
+    0,
+  );
+};
+
+function createDialer(destination: Destination, ca: string[] | undefined): buildConnector.connector {
+  const connect = buildConnector({
+    ...(ca === undefined ? {} : { ca }),
+    allowH2: false,
+    timeout: BACKSTOP_MS,
+    lookup: refuseLookup,
+  });
+  return (options, callback) => {
+    // undici would dial the URL's hostname; the pinned address is dialled instead, while SNI and
+    // the certificate check stay on the host name (tls checks the identity against `servername`).
+    connect(
+      {
+        ...options,
+        protocol: "https:",
+        hostname: destination.address,
+        host: destination.host,
+        port: String(destination.port),
+        servername: destination.host,
+      },
+      (error, socket) => {
+        if (error) callback(new DialError(phaseOf(error), error), null);
+        else callback(null, socket);
+      },
+    );
+  };
+}
+
+function createPool(destination: Destination, ca: string[] | undefined): Pool {
+  // The origin URL sets the Host header: `https://host` with no port, whatever port is dialled.
+  return new Pool(`https://${destination.host}`, {
+    connect: createDialer(destination, ca),
+    connections: CONNECTIONS_PER_POOL,
+    pipelining: 1,
+    allowH2: false,
+    keepAliveTimeout: KEEP_ALIVE_MS,
+    keepAliveMaxTimeout: KEEP_ALIVE_MS,
+    maxHeaderSize: MAX_HEADER_BLOCK_BYTES,
+    headersTimeout: BACKSTOP_MS,
+    bodyTimeout: BACKSTOP_MS,
+    strictContentLength: true,
+  });
+}
+
+function keyOf(destination: Destination): string {
+  return `${destination.host}|${destination.address}|${destination.port}`;
+}
+
+/**
+ * Pools keyed by (host, address, port) so a socket only ever carries requests for the host and
+ * address it was opened and verified for. Never the global dispatcher and never a proxy agent:
+ * HTTPS_PROXY and friends must not move a credential-bearing request elsewhere.
+ */
+export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
+  const maxPools = opts.maxPools ?? DEFAULT_MAX_POOLS;
+  const idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
+  // `ca` replaces Node's trust store, so the defaults go in first: extraCa adds, never replaces.
+  const ca = opts.extraCa === undefined ? undefined : [...getCACertificates("default"), opts.extraCa];
+  // Insertion order is recency order: a used entry is moved to the end.
+  const pools = new Map<string, { pool: Pool; lastUsed: number }>();
+
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [key, entry] of pools) {
+        if (now - entry.lastUsed >= idleMs && entry.pool.stats.size === 0) {
+          pools.delete(key);
+          void entry.pool.close().catch(() => {});
+        }
+      }
+    },
+    Math.max(1_000, Math.floor(idleMs / 2)),
+  );
+  sweep.unref();
+
+  return {
+    poolFor(destination) {
+      const key = keyOf(destination);
+      const found = pools.get(key);
+      const pool = found?.pool ?? createPool(destination, ca);
+      pools.delete(key);
+      pools.set(key, { pool, lastUsed: Date.now() });
+      while (pools.size > maxPools) {
+        const [oldestKey, oldest] = pools.entries().next().value!;
+        pools.delete(oldestKey);
+        // close() lets requests already dispatched finish; it refuses only new ones.
+        void oldest.pool.close().catch(() => {});
+      }
+      return pool;
+    },
+    size: () => pools.size,
+    async close() {
+      clearInterval(sweep);
+      const closing = [...pools.values()].map((entry) => entry.pool.close().catch(() => {}));
+      pools.clear();
+      await Promise.all(closing);
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { filterResponseHeaders, isAllowedResponseHeader } from "./response-headers.ts";
+
+describe("filterResponseHeaders", () => {
+  it("keeps only the allow-list, lowercased, one entry per value", () => {
+    const kept = filterResponseHeaders({
+      "Content-Type": "application/json",
+      link: [
+        '<https://api.example.com/?page=2>; rel="next"',
+        '<https://api.example.com/?page=9>; rel="last"',
+      ],
+      "retry-after": "30",
+      "x-ratelimit-remaining": "41",
+      "X-RateLimit-Reset": "1700000000",
+      "x-request-id": "req_123",
+      "set-cookie": ["session=abc"],
+      location: "https://evil.example/",
+      "x-secret": "s3cr3t",
+      "x-ratelimit-": "empty suffix",
+      server: "nginx",
+    });
+    expect(kept).toEqual([
+      { name: "content-type", value: "application/json" },
+      { name: "link", value: '<https://api.example.com/?page=2>; rel="next"' },
+      { name: "link", value: '<https://api.example.com/?page=9>; rel="last"' },
+      { name: "retry-after", value: "30" },
+      { name: "x-ratelimit-remaining", value: "41" },
+      { name: "x-ratelimit-reset", value: "1700000000" },
+      { name: "x-request-id", value: "req_123" },
+    ]);
+  });
+
+  it("drops values over 4 KiB or with control characters", () => {
+    const kept = filterResponseHeaders({
+      "x-request-id": "a".repeat(4097),
+      "x-ratelimit-limit": "a".repeat(4096),
+      "retry-after": "1\r\nset-cookie: x=y",
+      "content-type": "text/plain\u0000",
+      link: "tab\there",
+    });
+    expect(kept).toEqual([{ name: "x-ratelimit-limit", value: "a".repeat(4096) }]);
+  });
+
+  it("ignores undefined values", () => {
+    expect(filterResponseHeaders({ "content-type": undefined })).toEqual([]);
+  });
+
+  it("answers the allow-list question case-insensitively", () => {
+    expect(isAllowedResponseHeader("X-Ratelimit-Used")).toBe(true);
+    expect(isAllowedResponseHeader("Location")).toBe(false);
+    expect(isAllowedResponseHeader("x-ratelimit")).toBe(false);
+  });
+});
