@@ -129,6 +129,12 @@ function codeHint(code: string | undefined): string {
   return code !== undefined && /^[A-Z0-9_]{1,64}$/.test(code) ? ` (${code})` : "";
 }
 
+/** Failures inside the proxy itself, before any byte was written to an origin. */
+function isLocalFailure(error: unknown): boolean {
+  const code = errorCode(error);
+  return code === "UND_ERR_CLOSED" || code === "UND_ERR_DESTROYED" || code === "UND_ERR_INVALID_ARG";
+}
+
 function mapFailure(
   error: unknown,
   host: string,
@@ -136,7 +142,11 @@ function mapFailure(
   isDeadline: boolean,
   reachedOrigin: boolean,
 ): AppError {
-  const extra = { reachedOrigin };
+  // Spec 3.1: a one-time approval comes back unspent only when the request never left (DNS,
+  // connect or TLS failure). Once a connection carried the request, the origin may have acted on
+  // it (a payment, a delete) even if no answer came back, so every other failure counts as sent.
+  const hasLeft = reachedOrigin || !(error instanceof DialError || isLocalFailure(error));
+  const extra = { reachedOrigin: hasLeft };
   if (error instanceof AppError) {
     return new AppError(error.code, error.message, {
       cause: error.cause,
@@ -206,7 +216,7 @@ export function createUpstream(opts: PoolSetOptions): Upstream {
               : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength),
           signal: controller.signal,
         });
-        // The status line arrived: from here on a one-time approval counts as spent.
+        // The status line arrived: the origin answered.
         reachedOrigin = true;
         const raw = await readCappedBody(response);
         clearTimeout(timer);

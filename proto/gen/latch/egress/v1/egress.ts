@@ -115,7 +115,10 @@ export interface CallError {
 }
 
 export interface ExecuteResponse {
-  /** True once any byte of an origin answer arrived: the call left the service. */
+  /**
+   * True once the request left the service: a connection to the origin carried it, whether or
+   * not an answer came back. False only for refusals and DNS, connect or TLS failures.
+   */
   reachedOrigin: boolean;
   originStatus: number;
   /** redacted, at most 256 KiB */
