@@ -1,0 +1,121 @@
+import { AppError } from "@latch/shared/errors";
+import { describe, expect, it } from "vitest";
+import { createMcpServer, type ToolHandlers } from "./mcp-server.ts";
+
+const calls: string[] = [];
+const ok = (name: string) => async (args: unknown) => {
+  calls.push(name);
+  return { payload: { tool: name, args: args as Record<string, unknown> } };
+};
+const tools: ToolHandlers = {
+  http_request: ok("http_request"),
+  find_items: async () => {
+    throw new AppError("host_mismatch", "credential X is not allowed for host y");
+  },
+  setup: async () => {
+    throw new Error("database exploded with internal detail");
+  },
+  list_items: ok("list_items"),
+  request_grant: ok("request_grant"),
+  list_grants: ok("list_grants"),
+};
+const errors: unknown[] = [];
+const server = createMcpServer({ instructions: "be careful", tools, logError: (e) => errors.push(e) });
+const caller = { agentId: "test-agent" };
+const rpc = (method: string, params?: unknown, id: number | undefined = 1) =>
+  server.handle({ jsonrpc: "2.0", ...(id === undefined ? {} : { id }), method, ...(params ? { params } : {}) }, caller);
+
+describe("MCP method table", () => {
+  it("initializes with protocol 2024-11-05, tools capability, serverInfo latch and instructions", async () => {
+    expect(await rpc("initialize", { protocolVersion: "2025-06-18", clientInfo: { name: "c" } })).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: {
+        protocolVersion: "2024-11-05",
+        capabilities: { tools: {} },
+        serverInfo: { name: "latch", version: expect.any(String) },
+        instructions: "be careful",
+      },
+    });
+  });
+
+  it("answers ping with an empty object", async () => {
+    expect(await rpc("ping")).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+  });
+
+  it("lists the six tools with object schemas that refuse extra properties", async () => {
+    const response = (await rpc("tools/list")) as { result: { tools: { name: string; inputSchema: Record<string, unknown> }[] } };
+    expect(response.result.tools.map((t) => t.name)).toEqual([
+      "http_request",
+      "find_items",
+      "setup",
+      "list_items",
+      "request_grant",
+      "list_grants",
+    ]);
+    for (const tool of response.result.tools) {
+      expect(tool.inputSchema.type).toBe("object");
+      expect(tool.inputSchema.additionalProperties).toBe(false);
+    }
+    const http = response.result.tools[0]!.inputSchema as { required: string[] };
+    expect(http.required.sort()).toEqual(["method", "path"]);
+  });
+
+  it("gives notifications no response", async () => {
+    expect(await rpc("notifications/initialized", undefined, undefined)).toBeUndefined();
+  });
+
+  it("answers an unknown method with -32601", async () => {
+    expect(await rpc("resources/list")).toMatchObject({ error: { code: -32601 } });
+  });
+
+  it("refuses an undefined argument with -32602 and does not run the tool", async () => {
+    const before = calls.length;
+    const response = await rpc("tools/call", { name: "list_items", arguments: { agent_id: "x" } });
+    expect(response).toMatchObject({ error: { code: -32602 } });
+    expect(JSON.stringify(response)).toContain("agent_id");
+    expect(calls.length).toBe(before);
+  });
+
+  it("refuses a bad argument value with -32602", async () => {
+    expect(await rpc("tools/call", { name: "http_request", arguments: { method: "TRACE", path: "/" } })).toMatchObject({
+      error: { code: -32602 },
+    });
+  });
+
+  it("accepts the http.request and list_secrets aliases", async () => {
+    const response = (await rpc("tools/call", { name: "http.request", arguments: { method: "GET", path: "/v1" } })) as {
+      result: { content: { text: string }[] };
+    };
+    expect(JSON.parse(response.result.content[0]!.text)).toMatchObject({ tool: "http_request" });
+    expect(await rpc("tools/call", { name: "list_secrets", arguments: {} })).toHaveProperty("result");
+  });
+
+  it("refuses the tools that do not exist", async () => {
+    for (const name of ["get_secret", "read_value", "reveal_secret", "revoke_grant"]) {
+      expect(await rpc("tools/call", { name, arguments: {} })).toMatchObject({ error: { code: -32602 } });
+    }
+  });
+
+  it("turns a refusal into an isError result with a code and message", async () => {
+    const response = (await rpc("tools/call", { name: "find_items", arguments: { host: "y" } })) as {
+      result: { isError: boolean; content: { text: string }[] };
+    };
+    expect(response.result.isError).toBe(true);
+    expect(JSON.parse(response.result.content[0]!.text)).toEqual({
+      error: { code: "host_mismatch", message: "credential X is not allowed for host y" },
+    });
+  });
+
+  it("hides an unexpected failure behind -32000 and logs it", async () => {
+    const response = await rpc("tools/call", { name: "setup", arguments: { host: "api.example.com" } });
+    expect(response).toMatchObject({ error: { code: -32000 } });
+    expect(JSON.stringify(response)).not.toContain("internal detail");
+    expect(errors).toHaveLength(1);
+  });
+
+  it("refuses a frame that is not a JSON-RPC object", async () => {
+    expect(await server.handle([1, 2], caller)).toMatchObject({ error: { code: -32600 } });
+    expect(await server.handle({ jsonrpc: "1.0", id: 1, method: "ping" }, caller)).toMatchObject({ error: { code: -32600 } });
+  });
+});

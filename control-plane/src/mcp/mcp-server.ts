@@ -1,0 +1,112 @@
+// The MCP method table (spec 4.1): initialize, ping, tools/list, tools/call, notifications.
+// Transport-free: the HTTP routes and the stdio loop both hand frames to `handle`.
+import { AppError } from "@latch/shared/errors";
+import type { z } from "zod";
+import {
+  type RpcId,
+  type RpcResponse,
+  parseRpcRequest,
+  RPC_INVALID_PARAMS,
+  RPC_METHOD_NOT_FOUND,
+  RPC_TOOL_ERROR,
+  rpcError,
+  rpcResult,
+} from "./jsonrpc.ts";
+import { listToolDefinitions, TOOL_ALIASES, TOOL_ARGS, type ToolName } from "./tool-schemas.ts";
+
+export const MCP_PROTOCOL_VERSION = "2024-11-05";
+export const SERVER_NAME = "latch";
+export const SERVER_VERSION = "0.1.0";
+
+/** What a tool answers: the JSON payload, and whether MCP should flag it as an error result. */
+export interface ToolAnswer {
+  payload: Record<string, unknown>;
+  isError?: boolean;
+}
+
+/** Who is calling: set by the transport from its credential, never from the frame. */
+export interface McpCaller {
+  agentId: string;
+}
+
+export type ToolHandlers = {
+  [N in ToolName]: (args: z.infer<(typeof TOOL_ARGS)[N]>, caller: McpCaller) => Promise<ToolAnswer>;
+};
+
+export interface McpServerOptions {
+  instructions: string;
+  tools: ToolHandlers;
+  /** Called with each initialize's clientInfo.name (stdio uses it as the agent id). */
+  onInitialize?: (clientName: string | undefined) => void;
+  logError?: (error: unknown) => void;
+}
+
+export interface McpServer {
+  /** One frame in; a response, or undefined for a notification (HTTP 202, nothing on stdio). */
+  handle(frame: unknown, caller: McpCaller): Promise<RpcResponse | undefined>;
+}
+
+function describeZodIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => (i.code === "unrecognized_keys" ? `undefined argument(s): ${i.keys.join(", ")}` : `${i.path.join(".") || "arguments"}: ${i.message}`))
+    .join("; ");
+}
+
+export function createMcpServer(options: McpServerOptions): McpServer {
+  async function callTool(id: RpcId, params: Record<string, unknown>, caller: McpCaller): Promise<RpcResponse> {
+    const requested = typeof params.name === "string" ? params.name : "";
+    const name = (TOOL_ALIASES[requested] ?? requested) as ToolName;
+    const schema = TOOL_ARGS[name];
+    if (!Object.hasOwn(TOOL_ARGS, name) || !schema) {
+      return rpcError(id, RPC_INVALID_PARAMS, `unknown tool ${requested.slice(0, 64)}`);
+    }
+    const parsed = schema.safeParse(params.arguments ?? {});
+    if (!parsed.success) return rpcError(id, RPC_INVALID_PARAMS, describeZodIssues(parsed.error));
+    try {
+      const handler = options.tools[name] as (args: unknown, caller: McpCaller) => Promise<ToolAnswer>;
+      const answer = await handler(parsed.data, caller);
+      return rpcResult(id, {
+        content: [{ type: "text", text: JSON.stringify(answer.payload) }],
+        ...(answer.isError ? { isError: true } : {}),
+      });
+    } catch (error) {
+      if (error instanceof AppError) {
+        // A refusal the agent can act on: an error result carrying the same body as the HTTP API.
+        return rpcResult(id, { content: [{ type: "text", text: JSON.stringify(error.toBody()) }], isError: true });
+      }
+      options.logError?.(error);
+      return rpcError(id, RPC_TOOL_ERROR, "the tool failed; try again later");
+    }
+  }
+
+  return {
+    async handle(frame, caller) {
+      const parsed = parseRpcRequest(frame);
+      if (!parsed.ok) return parsed.response;
+      const { request } = parsed;
+      if (request.method.startsWith("notifications/")) return undefined;
+      const id = request.id ?? null;
+      switch (request.method) {
+        case "initialize": {
+          const clientInfo = request.params?.clientInfo as { name?: unknown } | undefined;
+          options.onInitialize?.(typeof clientInfo?.name === "string" ? clientInfo.name : undefined);
+          return rpcResult(id, {
+            protocolVersion: MCP_PROTOCOL_VERSION,
+            capabilities: { tools: {} },
+            serverInfo: { name: SERVER_NAME, version: SERVER_VERSION },
+            instructions: options.instructions,
+          });
+        }
+        case "ping":
+          return rpcResult(id, {});
+        case "tools/list":
+          return rpcResult(id, { tools: listToolDefinitions() });
+        case "tools/call":
+          return callTool(id, request.params ?? {}, caller);
+        default:
+          return rpcError(id, RPC_METHOD_NOT_FOUND, `method ${request.method.slice(0, 64)} does not exist`);
+      }
+    },
+  };
+}
