@@ -9,7 +9,11 @@ import { sealValue } from "@latch/shared/crypto/seal";
 import pino from "pino";
 import { loadEgressConfig } from "../../egress-proxy/src/config.ts";
 import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/server.ts";
-import { type DnsAnswerPlan, type RunningDnsServer, startDnsServer } from "../../egress-proxy/test/dns-server.ts";
+import {
+  type DnsAnswerPlan,
+  type RunningDnsServer,
+  startDnsServer,
+} from "../../egress-proxy/test/dns-server.ts";
 import { type OriginHandler, type RunningOrigin, startOrigin } from "../../egress-proxy/test/origin.ts";
 import { createEgressClient, type EgressClient } from "../src/egress/egress-client.ts";
 import { loadOrCreateTicketKey, type TicketSigningKey } from "../src/egress/ticket-key.ts";
@@ -45,7 +49,9 @@ export interface EgressHarness {
   close(): Promise<void>;
 }
 
-export async function startEgressHarness(options: { dnsAnswers?: Record<string, DnsAnswerPlan> } = {}): Promise<EgressHarness> {
+export async function startEgressHarness(
+  options: { dnsAnswers?: Record<string, DnsAnswerPlan> } = {},
+): Promise<EgressHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
   const ticketKey = loadOrCreateTicketKey(dataDir);
   let handler: OriginHandler = (_req, res) => res.end("ok");
@@ -86,7 +92,12 @@ export async function startEgressHarness(options: { dnsAnswers?: Record<string, 
       const sealed = await sealValue(proxy.sealingKey, secret);
       const { username, ...rest } = overrides;
       return {
-        credential: { itemName: "TEST_KEY", keyId: sealed.keyId, sealedValue: Buffer.from(sealed.sealed), username: username ?? "" },
+        credential: {
+          itemName: "TEST_KEY",
+          keyId: sealed.keyId,
+          sealedValue: Buffer.from(sealed.sealed),
+          username: username ?? "",
+        },
         inject: "bearer",
         host: "api.latch.test",
         allowedHosts: ["api.latch.test", ...Object.keys(options.dnsAnswers ?? {})],

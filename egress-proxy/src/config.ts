@@ -19,7 +19,12 @@ const schema = z.object({
   EGRESS_AUDIENCE: z.string().min(1).default(DEFAULT_TICKET_AUDIENCE),
   EGRESS_TICKET_PUBLIC_KEYS: optionalText,
   EGRESS_SEALING_KEY_FILE: optionalText,
-  EGRESS_REPLAY_DATABASE_URL: optionalText.pipe(z.string().regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL").optional()),
+  EGRESS_REPLAY_DATABASE_URL: optionalText.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, "must be a postgres:// URL")
+      .optional(),
+  ),
   EGRESS_TLS_CERT: optionalText,
   EGRESS_TLS_KEY: optionalText,
   EGRESS_TLS_CLIENT_CA: optionalText,
@@ -62,7 +67,9 @@ export function loadEgressConfig(env: NodeJS.ProcessEnv): EgressConfig {
   const listen = splitHostPort(c.EGRESS_LISTEN);
   const hasTls = Boolean(c.EGRESS_TLS_CERT && c.EGRESS_TLS_KEY && c.EGRESS_TLS_CLIENT_CA);
   if (!hasTls && !isLoopbackHost(listen.host)) {
-    problems.push("EGRESS_LISTEN: a non-loopback listener needs mTLS (EGRESS_TLS_CERT, EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA)");
+    problems.push(
+      "EGRESS_LISTEN: a non-loopback listener needs mTLS (EGRESS_TLS_CERT, EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA)",
+    );
   }
   if (problems.length > 0) throw new Error(`invalid egress proxy configuration:\n  ${problems.join("\n  ")}`);
   return Object.freeze({ ...c, listenHost: listen.host, listenPort: listen.port, devKnobs });
@@ -76,7 +83,9 @@ export function readTrustedTicketKeysText(config: EgressConfig): string {
   if (config.EGRESS_TICKET_PUBLIC_KEYS) return config.EGRESS_TICKET_PUBLIC_KEYS;
   const path = join(config.DATA_DIR, "control-plane", "ticket-public-keys.txt");
   if (!existsSync(path)) {
-    throw new Error(`no ticket public keys: set EGRESS_TICKET_PUBLIC_KEYS or start the control plane once (${path})`);
+    throw new Error(
+      `no ticket public keys: set EGRESS_TICKET_PUBLIC_KEYS or start the control plane once (${path})`,
+    );
   }
   return readFileSync(path, "utf8");
 }

@@ -16,6 +16,9 @@ try {
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
 } catch (error) {
-  logger.fatal({ err: error instanceof Error ? error.message : String(error) }, "egress proxy failed to start");
+  logger.fatal(
+    { err: error instanceof Error ? error.message : String(error) },
+    "egress proxy failed to start",
+  );
   process.exit(1);
 }

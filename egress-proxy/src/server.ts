@@ -34,7 +34,12 @@ function serverCredentials(config: EgressConfig): ServerCredentials {
     // mTLS: only a control plane holding a certificate from the client CA may connect.
     return ServerCredentials.createSsl(
       readFileSync(config.EGRESS_TLS_CLIENT_CA),
-      [{ private_key: readFileSync(config.EGRESS_TLS_KEY), cert_chain: readFileSync(config.EGRESS_TLS_CERT) }],
+      [
+        {
+          private_key: readFileSync(config.EGRESS_TLS_KEY),
+          cert_chain: readFileSync(config.EGRESS_TLS_CERT),
+        },
+      ],
       true,
     );
   }
@@ -43,7 +48,9 @@ function serverCredentials(config: EgressConfig): ServerCredentials {
 
 export async function startEgressProxy(config: EgressConfig, logger: Logger): Promise<RunningEgressProxy> {
   for (const knob of config.devKnobs) {
-    logger.warn(`${knob} is set: a development/test knob that bends the destination policy. Never use it in production.`);
+    logger.warn(
+      `${knob} is set: a development/test knob that bends the destination policy. Never use it in production.`,
+    );
   }
   const replicaId = `egress-${randomBytes(6).toString("hex")}`;
   const keyring = await loadOrCreateSealingKeyring(config.DATA_DIR, config.EGRESS_SEALING_KEY_FILE);
@@ -56,7 +63,9 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     replayStore,
   });
   const resolver = createDestinationResolver({
-    dnsServers: config.EGRESS_DNS_SERVERS?.split(",").map((s) => s.trim()).filter(Boolean),
+    dnsServers: config.EGRESS_DNS_SERVERS?.split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
     connectTo: config.EGRESS_CONNECT_TO ? parseConnectTo(config.EGRESS_CONNECT_TO) : [],
     allowCidrs: config.EGRESS_ALLOW_CIDRS ? parseCidrList(config.EGRESS_ALLOW_CIDRS) : [],
   });
@@ -93,7 +102,10 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
       if (req.url !== "/metrics") return res.writeHead(404).end();
       res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics.render());
     });
-    metricsServer.listen(Number(config.EGRESS_METRICS_LISTEN.slice(at + 1)), config.EGRESS_METRICS_LISTEN.slice(0, at));
+    metricsServer.listen(
+      Number(config.EGRESS_METRICS_LISTEN.slice(at + 1)),
+      config.EGRESS_METRICS_LISTEN.slice(0, at),
+    );
   }
 
   logger.info({ port: grpc.port, replicaId, sealingKeyId: keyring.current.keyId }, "egress proxy listening");

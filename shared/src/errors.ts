@@ -64,7 +64,11 @@ export class AppError extends Error {
   readonly status: number;
   readonly extra: Readonly<Record<string, unknown>>;
 
-  constructor(code: ErrorCode, message: string, options: { cause?: unknown; extra?: Record<string, unknown> } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { cause?: unknown; extra?: Record<string, unknown> } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "AppError";
     this.code = code;

@@ -29,7 +29,11 @@ export interface CallAuditEvent {
 }
 
 export interface CallsDeps {
-  findItemByName(organisationId: string, environment: string, name: string): Promise<CallableItem | undefined>;
+  findItemByName(
+    organisationId: string,
+    environment: string,
+    name: string,
+  ): Promise<CallableItem | undefined>;
   findItemsByHost(organisationId: string, environment: string, host: string): Promise<CallableItem[]>;
   recordEvent(event: CallAuditEvent): Promise<void>;
   minter: TicketMinter;
@@ -55,7 +59,8 @@ export async function locateCredential(
     const item = await deps.findItemByName(scope.organisationId, scope.environment, args.item_name);
     if (!item) throw new AppError("not_found", `no credential named ${args.item_name} in this environment`);
     const host = target.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
-    if (!host) throw new AppError("invalid_host", `credential ${item.name} allows several hosts; name one with host`);
+    if (!host)
+      throw new AppError("invalid_host", `credential ${item.name} allows several hosts; name one with host`);
     // Exact match only (spec 4.2 rule 4): no suffix, wildcard or case games.
     if (!item.allowedHosts.includes(host)) {
       throw new AppError("host_mismatch", `credential ${item.name} is not allowed for host ${host}`, {
@@ -64,23 +69,40 @@ export async function locateCredential(
     }
     return { item, host, path: target.path };
   }
-  if (!target.host) throw new AppError("invalid_request", "name the API with host, item_name, or a full https:// URL in path");
+  if (!target.host)
+    throw new AppError(
+      "invalid_request",
+      "name the API with host, item_name, or a full https:// URL in path",
+    );
   const items = await deps.findItemsByHost(scope.organisationId, scope.environment, target.host);
   const [only, ...others] = items;
   if (!only) throw new AppError("not_found", `no credential is stored for ${target.host}`);
   if (others.length > 0) {
-    throw new AppError("invalid_request", `several credentials allow ${target.host}; name one with item_name`, {
-      extra: { items: items.slice(0, 5).map((i) => i.name) },
-    });
+    throw new AppError(
+      "invalid_request",
+      `several credentials allow ${target.host}; name one with item_name`,
+      {
+        extra: { items: items.slice(0, 5).map((i) => i.name) },
+      },
+    );
   }
   return { item: only, host: target.host, path: target.path };
 }
 
 function shapeResult(response: ExecuteResponse): HttpRequestResult {
   if (response.error) {
-    const result: HttpRequestResult = { error: { code: response.error.code, message: response.error.message } };
+    const result: HttpRequestResult = {
+      error: { code: response.error.code, message: response.error.message },
+    };
     if (response.error.code === "body_too_large") {
-      return { ...result, origin_status: 502, status: 502, body: "", origin_headers: {}, next: { for_model: BODY_TOO_LARGE_HINT } };
+      return {
+        ...result,
+        origin_status: 502,
+        status: 502,
+        body: "",
+        origin_headers: {},
+        next: { for_model: BODY_TOO_LARGE_HINT },
+      };
     }
     return result;
   }

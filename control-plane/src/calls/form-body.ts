@@ -11,7 +11,10 @@ export function encodeRequestBody(body: unknown, contentType: string | undefined
     for (const [key, value] of Object.entries(body)) {
       if (value === null || value === undefined) continue;
       if (typeof value === "object") {
-        throw new AppError("invalid_request", `form field ${key.slice(0, 64)} must be a string, number or boolean`);
+        throw new AppError(
+          "invalid_request",
+          `form field ${key.slice(0, 64)} must be a string, number or boolean`,
+        );
       }
       form.append(key, String(value));
     }

@@ -44,7 +44,10 @@ function channelCredentials(options: EgressClientOptions): ChannelCredentials {
   }
   if (!isLoopbackAddress(options.address)) {
     // A ticket carries sealed credentials and the approved request: never over a plaintext network.
-    throw new AppError("invalid_request", `EGRESS_URL ${options.address} is not loopback; configure mTLS for it`);
+    throw new AppError(
+      "invalid_request",
+      `EGRESS_URL ${options.address} is not loopback; configure mTLS for it`,
+    );
   }
   return credentials.createInsecure();
 }
@@ -66,7 +69,10 @@ function readErrorCode(metadata: Metadata | undefined): string | undefined {
 
 export function createEgressClient(options: EgressClientOptions): EgressClient {
   const creds = channelCredentials(options);
-  const channelOptions = { "grpc.keepalive_time_ms": 30_000, "grpc.max_receive_message_length": 4 * 1024 * 1024 };
+  const channelOptions = {
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.max_receive_message_length": 4 * 1024 * 1024,
+  };
   const client = new EgressProxyClient(options.address, creds, channelOptions);
   const health = new HealthClient(options.address, creds, channelOptions);
   const deadline = (ms: number) => ({ deadline: new Date(Date.now() + ms) });
@@ -74,8 +80,11 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
   return {
     execute: (ticket, deadlineMs) =>
       new Promise((resolve, reject) => {
-        client.execute({ ticket }, new Metadata(), deadline(deadlineMs + LINK_OVERHEAD_MS), (error, response) =>
-          error ? reject(toAppError(error)) : resolve(response),
+        client.execute(
+          { ticket },
+          new Metadata(),
+          deadline(deadlineMs + LINK_OVERHEAD_MS),
+          (error, response) => (error ? reject(toAppError(error)) : resolve(response)),
         );
       }),
     resolve: (ticket) =>

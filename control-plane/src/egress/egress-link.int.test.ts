@@ -6,7 +6,7 @@ import { gzipBomb, slowDrip } from "../../../egress-proxy/test/origin.ts";
 import { type EgressHarness, startEgressHarness } from "../../test/egress-harness.ts";
 import { createTicketMinter } from "./tickets.ts";
 
-const SECRET = "sk_test_Zq9/+x=y&z\"quote\"-canary-4f1c";
+const SECRET = 'sk_test_Zq9/+x=y&z"quote"-canary-4f1c';
 
 let h: EgressHarness;
 beforeAll(async () => {
@@ -25,15 +25,34 @@ afterAll(() => h.close());
 beforeEach(() => {
   // Default origin: echo what arrived, the way a careless API echoes a credential back.
   h.setHandler((req, res, recorded) => {
-    res.writeHead(200, { "content-type": "application/json", "x-request-id": "req-1", "set-cookie": "s=1", "x-internal": "no" });
-    res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: recorded.body.toString("utf8") }));
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "x-request-id": "req-1",
+      "set-cookie": "s=1",
+      "x-internal": "no",
+    });
+    res.end(
+      JSON.stringify({
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        body: recorded.body.toString("utf8"),
+      }),
+    );
   });
 });
 
 async function execute(secret: string, overrides: Parameters<EgressHarness["callSpec"]>[1] = {}) {
   const before = h.origin.requests.length;
-  const response = await h.client.execute(h.minter.mintCallTicket(await h.callSpec(secret, overrides)), 10_000);
-  return { response, sent: h.origin.requests.slice(before), body: Buffer.from(response.body).toString("utf8") };
+  const response = await h.client.execute(
+    h.minter.mintCallTicket(await h.callSpec(secret, overrides)),
+    10_000,
+  );
+  return {
+    response,
+    sent: h.origin.requests.slice(before),
+    body: Buffer.from(response.body).toString("utf8"),
+  };
 }
 
 describe("inject modes reach the origin and are redacted on the way back", () => {
@@ -62,7 +81,10 @@ describe("inject modes reach the origin and are redacted on the way back", () =>
   });
 
   it("query:<param>, URL-encoded, replacing a caller-supplied value", async () => {
-    const { sent, body } = await execute(SECRET, { inject: "query:api_key", path: "/v1/echo?page=2&api_key=mine" });
+    const { sent, body } = await execute(SECRET, {
+      inject: "query:api_key",
+      path: "/v1/echo?page=2&api_key=mine",
+    });
     const url = new URL(sent[0]?.url ?? "", "https://x");
     expect(url.searchParams.getAll("api_key")).toEqual([SECRET]);
     expect(url.searchParams.get("page")).toBe("2");
@@ -211,10 +233,17 @@ describe("tickets", () => {
   });
 
   it("refuses an expired ticket", async () => {
-    const old = createTicketMinter({ key: h.ticketKey, issuer: "t", audience: "latch-egress", now: () => Date.now() - 60_000 });
-    expect(await linkError(h.client.execute(old.mintCallTicket(await h.callSpec(SECRET), { ttlMs: 10_000 }), 10_000))).toBe(
-      "ticket_expired",
-    );
+    const old = createTicketMinter({
+      key: h.ticketKey,
+      issuer: "t",
+      audience: "latch-egress",
+      now: () => Date.now() - 60_000,
+    });
+    expect(
+      await linkError(
+        h.client.execute(old.mintCallTicket(await h.callSpec(SECRET), { ttlMs: 10_000 }), 10_000),
+      ),
+    ).toBe("ticket_expired");
   });
 
   it("refuses a ticket with a flipped signature bit", async () => {
@@ -226,7 +255,9 @@ describe("tickets", () => {
 
   it("refuses a ticket for another audience", async () => {
     const other = createTicketMinter({ key: h.ticketKey, issuer: "t", audience: "latch-egress-eu" });
-    expect(await linkError(h.client.execute(other.mintCallTicket(await h.callSpec(SECRET)), 10_000))).toBe("ticket_audience");
+    expect(await linkError(h.client.execute(other.mintCallTicket(await h.callSpec(SECRET)), 10_000))).toBe(
+      "ticket_audience",
+    );
   });
 });
 

@@ -19,9 +19,18 @@ export interface SpawnedProxy {
  * Spawns the proxy on loopback and resolves once it prints its ready line. Its log lines are
  * passed through to our stderr; its environment is ours (DATA_DIR, EGRESS_* knobs).
  */
-export function spawnEgressProxy(options: { dataDir: string; port: number; env?: NodeJS.ProcessEnv }): Promise<SpawnedProxy> {
+export function spawnEgressProxy(options: {
+  dataDir: string;
+  port: number;
+  env?: NodeJS.ProcessEnv;
+}): Promise<SpawnedProxy> {
   const child = spawn(process.execPath, [PROXY_MAIN], {
-    env: { ...process.env, ...options.env, DATA_DIR: options.dataDir, EGRESS_LISTEN: `127.0.0.1:${options.port}` },
+    env: {
+      ...process.env,
+      ...options.env,
+      DATA_DIR: options.dataDir,
+      EGRESS_LISTEN: `127.0.0.1:${options.port}`,
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   return new Promise((resolve, reject) => {

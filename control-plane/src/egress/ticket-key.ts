@@ -3,7 +3,11 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject 
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
-import { deriveTicketKeyId, formatTrustedTicketKeys, rawEd25519PublicKey } from "@latch/shared/tickets/ticket-signature";
+import {
+  deriveTicketKeyId,
+  formatTrustedTicketKeys,
+  rawEd25519PublicKey,
+} from "@latch/shared/tickets/ticket-signature";
 
 export interface TicketSigningKey {
   keyId: string;
@@ -14,7 +18,10 @@ export interface TicketSigningKey {
 /** Where the key lives, and where its public half is published for the proxy to trust. */
 export function ticketKeyPaths(dataDir: string): { privatePath: string; publicPath: string } {
   const dir = join(dataDir, "control-plane");
-  return { privatePath: join(dir, "ticket-signing-key.pem"), publicPath: join(dir, "ticket-public-keys.txt") };
+  return {
+    privatePath: join(dir, "ticket-signing-key.pem"),
+    publicPath: join(dir, "ticket-public-keys.txt"),
+  };
 }
 
 /** Loads the signing key, generating it (and its public file) on first run. */

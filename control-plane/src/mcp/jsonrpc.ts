@@ -26,20 +26,36 @@ export function rpcError(id: RpcId, code: number, message: string, data?: unknow
 }
 
 /** Parses one frame. A batch or a non-object is an invalid request (MCP sends single objects). */
-export function parseRpcRequest(frame: unknown): { ok: true; request: RpcRequest } | { ok: false; response: RpcResponse } {
+export function parseRpcRequest(
+  frame: unknown,
+): { ok: true; request: RpcRequest } | { ok: false; response: RpcResponse } {
   if (typeof frame !== "object" || frame === null || Array.isArray(frame)) {
-    return { ok: false, response: rpcError(null, RPC_INVALID_REQUEST, "a JSON-RPC request must be one object") };
+    return {
+      ok: false,
+      response: rpcError(null, RPC_INVALID_REQUEST, "a JSON-RPC request must be one object"),
+    };
   }
   const f = frame as Record<string, unknown>;
-  const id = typeof f.id === "string" || typeof f.id === "number" || f.id === null ? (f.id as RpcId) : undefined;
+  const id =
+    typeof f.id === "string" || typeof f.id === "number" || f.id === null ? (f.id as RpcId) : undefined;
   if (f.jsonrpc !== "2.0" || typeof f.method !== "string") {
-    return { ok: false, response: rpcError(id ?? null, RPC_INVALID_REQUEST, "jsonrpc must be \"2.0\" and method a string") };
+    return {
+      ok: false,
+      response: rpcError(id ?? null, RPC_INVALID_REQUEST, 'jsonrpc must be "2.0" and method a string'),
+    };
   }
-  if (f.params !== undefined && (typeof f.params !== "object" || f.params === null || Array.isArray(f.params))) {
+  if (
+    f.params !== undefined &&
+    (typeof f.params !== "object" || f.params === null || Array.isArray(f.params))
+  ) {
     return { ok: false, response: rpcError(id ?? null, RPC_INVALID_PARAMS, "params must be an object") };
   }
   return {
     ok: true,
-    request: { ...(id === undefined ? {} : { id }), method: f.method, params: f.params as Record<string, unknown> | undefined },
+    request: {
+      ...(id === undefined ? {} : { id }),
+      method: f.method,
+      params: f.params as Record<string, unknown> | undefined,
+    },
   };
 }

@@ -23,7 +23,10 @@ const errors: unknown[] = [];
 const server = createMcpServer({ instructions: "be careful", tools, logError: (e) => errors.push(e) });
 const caller = { agentId: "test-agent" };
 const rpc = (method: string, params?: unknown, id: number | undefined = 1) =>
-  server.handle({ jsonrpc: "2.0", ...(id === undefined ? {} : { id }), method, ...(params ? { params } : {}) }, caller);
+  server.handle(
+    { jsonrpc: "2.0", ...(id === undefined ? {} : { id }), method, ...(params ? { params } : {}) },
+    caller,
+  );
 
 describe("MCP method table", () => {
   it("initializes with protocol 2024-11-05, tools capability, serverInfo latch and instructions", async () => {
@@ -44,7 +47,9 @@ describe("MCP method table", () => {
   });
 
   it("lists the six tools with object schemas that refuse extra properties", async () => {
-    const response = (await rpc("tools/list")) as { result: { tools: { name: string; inputSchema: Record<string, unknown> }[] } };
+    const response = (await rpc("tools/list")) as {
+      result: { tools: { name: string; inputSchema: Record<string, unknown> }[] };
+    };
     expect(response.result.tools.map((t) => t.name)).toEqual([
       "http_request",
       "find_items",
@@ -78,13 +83,18 @@ describe("MCP method table", () => {
   });
 
   it("refuses a bad argument value with -32602", async () => {
-    expect(await rpc("tools/call", { name: "http_request", arguments: { method: "TRACE", path: "/" } })).toMatchObject({
+    expect(
+      await rpc("tools/call", { name: "http_request", arguments: { method: "TRACE", path: "/" } }),
+    ).toMatchObject({
       error: { code: -32602 },
     });
   });
 
   it("accepts the http.request and list_secrets aliases", async () => {
-    const response = (await rpc("tools/call", { name: "http.request", arguments: { method: "GET", path: "/v1" } })) as {
+    const response = (await rpc("tools/call", {
+      name: "http.request",
+      arguments: { method: "GET", path: "/v1" },
+    })) as {
       result: { content: { text: string }[] };
     };
     expect(JSON.parse(response.result.content[0]!.text)).toMatchObject({ tool: "http_request" });
@@ -116,6 +126,8 @@ describe("MCP method table", () => {
 
   it("refuses a frame that is not a JSON-RPC object", async () => {
     expect(await server.handle([1, 2], caller)).toMatchObject({ error: { code: -32600 } });
-    expect(await server.handle({ jsonrpc: "1.0", id: 1, method: "ping" }, caller)).toMatchObject({ error: { code: -32600 } });
+    expect(await server.handle({ jsonrpc: "1.0", id: 1, method: "ping" }, caller)).toMatchObject({
+      error: { code: -32600 },
+    });
   });
 });

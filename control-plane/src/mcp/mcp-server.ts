@@ -3,12 +3,12 @@
 import { AppError } from "@latch/shared/errors";
 import type { z } from "zod";
 import {
-  type RpcId,
-  type RpcResponse,
   parseRpcRequest,
   RPC_INVALID_PARAMS,
   RPC_METHOD_NOT_FOUND,
   RPC_TOOL_ERROR,
+  type RpcId,
+  type RpcResponse,
   rpcError,
   rpcResult,
 } from "./jsonrpc.ts";
@@ -49,12 +49,20 @@ export interface McpServer {
 function describeZodIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)
-    .map((i) => (i.code === "unrecognized_keys" ? `undefined argument(s): ${i.keys.join(", ")}` : `${i.path.join(".") || "arguments"}: ${i.message}`))
+    .map((i) =>
+      i.code === "unrecognized_keys"
+        ? `undefined argument(s): ${i.keys.join(", ")}`
+        : `${i.path.join(".") || "arguments"}: ${i.message}`,
+    )
     .join("; ");
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
-  async function callTool(id: RpcId, params: Record<string, unknown>, caller: McpCaller): Promise<RpcResponse> {
+  async function callTool(
+    id: RpcId,
+    params: Record<string, unknown>,
+    caller: McpCaller,
+  ): Promise<RpcResponse> {
     const requested = typeof params.name === "string" ? params.name : "";
     const name = (TOOL_ALIASES[requested] ?? requested) as ToolName;
     const schema = TOOL_ARGS[name];
@@ -73,7 +81,10 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     } catch (error) {
       if (error instanceof AppError) {
         // A refusal the agent can act on: an error result carrying the same body as the HTTP API.
-        return rpcResult(id, { content: [{ type: "text", text: JSON.stringify(error.toBody()) }], isError: true });
+        return rpcResult(id, {
+          content: [{ type: "text", text: JSON.stringify(error.toBody()) }],
+          isError: true,
+        });
       }
       options.logError?.(error);
       return rpcError(id, RPC_TOOL_ERROR, "the tool failed; try again later");

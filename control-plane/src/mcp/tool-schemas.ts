@@ -5,7 +5,11 @@ import { httpRequestArgs } from "../calls/calls.schemas.ts";
 
 export const PROVIDERS = ["spotify", "github", "google", "slack", "stripe"] as const;
 
-const taskDescription = z.string().max(10_000).optional().describe("What the call is for; shown to the operator (500 characters)");
+const taskDescription = z
+  .string()
+  .max(10_000)
+  .optional()
+  .describe("What the call is for; shown to the operator (500 characters)");
 
 export const findItemsArgs = z
   .object({
@@ -60,7 +64,8 @@ const DESCRIPTIONS: Record<ToolName, string> = {
     "Look up a stored credential by exact item_name and/or host. Returns found (name, kind, last4, hosts, inject mode; never the value), ambiguous, need_item or host_mismatch.",
   setup:
     "Prepare a credential for one API without calling it: give exactly one of provider or host. Answers need_item (the operator stores the value), ready (call http_request), ready_prompt or ambiguous. No secret argument exists.",
-  list_items: "List the credentials stored in your environment: names, kind, last4, username, inject mode. Never values.",
+  list_items:
+    "List the credentials stored in your environment: names, kind, last4, username, inject mode. Never values.",
   request_grant:
     "Ask the operator for approval to use a stored credential before calling it. Returns the grant (pending until approved) with an approval code.",
   list_grants: "List your own approvals: grant_id, policy, status, expiry. Never values.",
@@ -75,7 +80,10 @@ export interface ToolDefinition {
 /** tools/list: the JSON schema of each tool, derived from the same zod schema that validates it. */
 export function listToolDefinitions(): ToolDefinition[] {
   return (Object.keys(TOOL_ARGS) as ToolName[]).map((name) => {
-    const { $schema: _ignored, ...schema } = z.toJSONSchema(TOOL_ARGS[name], { io: "input" }) as Record<string, unknown>;
+    const { $schema: _ignored, ...schema } = z.toJSONSchema(TOOL_ARGS[name], { io: "input" }) as Record<
+      string,
+      unknown
+    >;
     return { name, description: DESCRIPTIONS[name], inputSchema: schema };
   });
 }

@@ -56,14 +56,21 @@ export function checkCallSpec(call: CallSpec): CheckedCall {
   const path = validateRequestPath(call.path);
   if (!path.ok) throw new AppError(path.code, path.message);
   const method = call.method.toUpperCase();
-  if (!ALLOWED_METHODS.has(method)) throw new AppError("invalid_method", `method ${call.method.slice(0, 16)} is not allowed`);
+  if (!ALLOWED_METHODS.has(method))
+    throw new AppError("invalid_method", `method ${call.method.slice(0, 16)} is not allowed`);
   const timeoutMs = call.timeoutMs === 0 ? DEFAULT_TIMEOUT_MS : call.timeoutMs;
   if (timeoutMs < MIN_TIMEOUT_MS || timeoutMs > MAX_TIMEOUT_MS) {
-    throw new AppError("invalid_timeout", `timeout_ms must be between ${MIN_TIMEOUT_MS} and ${MAX_TIMEOUT_MS}`);
+    throw new AppError(
+      "invalid_timeout",
+      `timeout_ms must be between ${MIN_TIMEOUT_MS} and ${MAX_TIMEOUT_MS}`,
+    );
   }
   const contentType = call.contentType || undefined;
   if (contentType !== undefined && !ALLOWED_CONTENT_TYPES.has(contentType)) {
-    throw new AppError("invalid_content_type", "content_type must be application/json or application/x-www-form-urlencoded");
+    throw new AppError(
+      "invalid_content_type",
+      "content_type must be application/json or application/x-www-form-urlencoded",
+    );
   }
   const hasBody = call.body.length > 0;
   if (hasBody && method === "GET") {
@@ -103,7 +110,9 @@ function truncateForModel(body: Buffer): { body: Buffer; truncated: boolean } {
   return { body: body.subarray(0, end), truncated: true };
 }
 
-export function createExecute(deps: ExecuteDeps): (signed: SignedTicket | undefined) => Promise<ExecuteResponse> {
+export function createExecute(
+  deps: ExecuteDeps,
+): (signed: SignedTicket | undefined) => Promise<ExecuteResponse> {
   return async (signed) => {
     const started = performance.now();
     // Ticket failures are errors of the link, not of the call: they propagate as gRPC errors.
@@ -117,13 +126,20 @@ export function createExecute(deps: ExecuteDeps): (signed: SignedTicket | undefi
       const secret = deps.keyring.open(spec.credential.keyId, spec.credential.sealedValue);
       const redactor = createRedactor([
         { secret, username: spec.credential.username || undefined },
-        ...spec.redact.map((c) => ({ secret: deps.keyring.open(c.keyId, c.sealedValue), username: c.username || undefined })),
+        ...spec.redact.map((c) => ({
+          secret: deps.keyring.open(c.keyId, c.sealedValue),
+          username: c.username || undefined,
+        })),
       ]);
-      const outgoing = injectCredential({ path: call.path, headers: call.headers }, parseInjectMode(spec.inject), {
-        secret,
-        username: spec.credential.username || undefined,
-        itemName: spec.credential.itemName,
-      });
+      const outgoing = injectCredential(
+        { path: call.path, headers: call.headers },
+        parseInjectMode(spec.inject),
+        {
+          secret,
+          username: spec.credential.username || undefined,
+          itemName: spec.credential.itemName,
+        },
+      );
 
       const deadline = AbortSignal.timeout(call.timeoutMs);
       const destination = await deps.resolver.resolve(call.host, deadline);
@@ -139,10 +155,19 @@ export function createExecute(deps: ExecuteDeps): (signed: SignedTicket | undefi
       });
 
       const { body, truncated } = truncateForModel(redactor.redactBytes(response.body));
-      const headers: Header[] = response.headers.map((h) => ({ name: h.name, value: redactor.redactText(h.value) }));
+      const headers: Header[] = response.headers.map((h) => ({
+        name: h.name,
+        value: redactor.redactText(h.value),
+      }));
       deps.metrics.countCall("answered");
       deps.logger.info(
-        { ticket: ticket.id.slice(0, 8), host: call.host, method: call.method, status: response.status, ms: Math.round(performance.now() - started) },
+        {
+          ticket: ticket.id.slice(0, 8),
+          host: call.host,
+          method: call.method,
+          status: response.status,
+          ms: Math.round(performance.now() - started),
+        },
         "call answered",
       );
       return {
@@ -156,7 +181,9 @@ export function createExecute(deps: ExecuteDeps): (signed: SignedTicket | undefi
       };
     } catch (caught) {
       const error =
-        caught instanceof AppError ? caught : new AppError("internal", "the call failed inside the proxy", { cause: caught });
+        caught instanceof AppError
+          ? caught
+          : new AppError("internal", "the call failed inside the proxy", { cause: caught });
       if (error.code === "internal") deps.logger.error({ err: caught }, "call failed");
       deps.metrics.countCall(error.extra.reachedOrigin === true ? "failed_after_send" : "refused");
       deps.metrics.countDenial(error.code);

@@ -16,7 +16,10 @@ export function createResolve(deps: {
     const credential = ticket.resolve?.credential;
     if (!credential) throw new AppError("ticket_invalid", "the ticket carries no resolve request");
     const value = deps.keyring.open(credential.keyId, credential.sealedValue);
-    deps.logger.info({ ticket: ticket.id.slice(0, 8), item: credential.itemName }, "value resolved for a trusted runtime");
+    deps.logger.info(
+      { ticket: ticket.id.slice(0, 8), item: credential.itemName },
+      "value resolved for a trusted runtime",
+    );
     return { value };
   };
 }

@@ -18,7 +18,12 @@ import {
   type ResolveResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
-import { type HealthCheckRequest, type HealthCheckResponse, HealthCheckResponse_ServingStatus, HealthService } from "@latch/proto/health";
+import {
+  type HealthCheckRequest,
+  type HealthCheckResponse,
+  HealthCheckResponse_ServingStatus,
+  HealthService,
+} from "@latch/proto/health";
 import { AppError, type ErrorCode } from "@latch/shared/errors";
 import type { Logger } from "pino";
 
@@ -75,7 +80,9 @@ export async function startGrpcServer(options: {
   const health: UntypedServiceImplementation = {
     check: unary<HealthCheckRequest, HealthCheckResponse>(
       () => ({
-        status: handlers.isServing() ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING,
+        status: handlers.isServing()
+          ? HealthCheckResponse_ServingStatus.SERVING
+          : HealthCheckResponse_ServingStatus.NOT_SERVING,
       }),
       logger,
     ),
@@ -84,7 +91,9 @@ export async function startGrpcServer(options: {
   server.addService(HealthService, health);
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${options.port}`, options.credentials, (error, bound) => (error ? reject(error) : resolve(bound))),
+    server.bindAsync(`${host}:${options.port}`, options.credentials, (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
   );
   return {
     port,

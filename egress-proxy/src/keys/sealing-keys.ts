@@ -46,7 +46,8 @@ export async function loadOrCreateSealingKeyring(dataDir: string, keyFile?: stri
   const keys = new Map<string, { publicKey: Uint8Array; privateKey: Uint8Array }>();
   for (const k of parsed.keys ?? []) {
     const publicKey = Buffer.from(k.publicKey, "base64url");
-    if (deriveSealingKeyId(publicKey) !== k.keyId) throw new Error(`sealing key ${k.keyId} does not match its id`);
+    if (deriveSealingKeyId(publicKey) !== k.keyId)
+      throw new Error(`sealing key ${k.keyId} does not match its id`);
     keys.set(k.keyId, { publicKey, privateKey: Buffer.from(k.privateKey, "base64url") });
   }
   const first = parsed.keys?.[0];
@@ -58,7 +59,9 @@ export async function loadOrCreateSealingKeyring(dataDir: string, keyFile?: stri
       const key = keys.get(keyId);
       if (!key) throw new AppError("credential_unavailable", `no sealing key ${keyId} on this proxy`);
       try {
-        return Buffer.from(sodium.crypto_box_seal_open(sealed, key.publicKey, key.privateKey)).toString("utf8");
+        return Buffer.from(sodium.crypto_box_seal_open(sealed, key.publicKey, key.privateKey)).toString(
+          "utf8",
+        );
       } catch (cause) {
         throw new AppError("credential_unavailable", "a sealed credential could not be opened", { cause });
       }

@@ -18,7 +18,10 @@ describe.runIf(process.env.DATABASE_URL)("PostgreSQL replay store across replica
     try {
       for (let i = 0; i < 20; i++) {
         const id = randomBytes(16).toString("base64url");
-        const results = await Promise.all([a.spend(id, Date.now() + 60_000), b.spend(id, Date.now() + 60_000)]);
+        const results = await Promise.all([
+          a.spend(id, Date.now() + 60_000),
+          b.spend(id, Date.now() + 60_000),
+        ]);
         expect(results.filter(Boolean)).toHaveLength(1);
       }
     } finally {

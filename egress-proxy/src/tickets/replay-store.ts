@@ -62,7 +62,9 @@ export async function createPostgresReplayStore(connectionString: string): Promi
       );
       if (Date.now() - lastSweep > 60_000) {
         lastSweep = Date.now();
-        pool.query("DELETE FROM egress_spent_tickets WHERE expires_at < now() - interval '1 minute'").catch(() => {});
+        pool
+          .query("DELETE FROM egress_spent_tickets WHERE expires_at < now() - interval '1 minute'")
+          .catch(() => {});
       }
       return result.rowCount === 1;
     },

@@ -81,9 +81,11 @@ describe("call ticket verification", () => {
   it("refuses a forged signature under a trusted key id", async () => {
     const { minter, verify, key } = setup();
     const forger = newKey();
-    const signed = createTicketMinter({ key: { ...forger, keyId: key.keyId }, issuer: "x", audience: "latch-egress" }).mintCallTicket(
-      call,
-    );
+    const signed = createTicketMinter({
+      key: { ...forger, keyId: key.keyId },
+      issuer: "x",
+      audience: "latch-egress",
+    }).mintCallTicket(call);
     expect(await codeOf(verify(signed))).toBe("ticket_signature");
     // and a genuine ticket is not burnt by the forgery attempt
     await expect(verify(minter.mintCallTicket(call))).resolves.toBeDefined();
@@ -93,7 +95,10 @@ describe("call ticket verification", () => {
     const { minter, verify } = setup();
     const signed = minter.mintCallTicket(call);
     const ticket = Ticket.decode(signed.payload);
-    const tampered = Ticket.encode({ ...ticket, call: { ...call, host: "evil.example", allowedHosts: ["evil.example"] } }).finish();
+    const tampered = Ticket.encode({
+      ...ticket,
+      call: { ...call, host: "evil.example", allowedHosts: ["evil.example"] },
+    }).finish();
     expect(await codeOf(verify({ ...signed, payload: Buffer.from(tampered) }))).toBe("ticket_signature");
   });
 
@@ -104,12 +109,16 @@ describe("call ticket verification", () => {
 
   it("refuses a ticket that claims to live longer than the maximum", async () => {
     const { minter, verify } = setup();
-    expect(await codeOf(verify(minter.mintCallTicket(call, { ttlMs: 60 * 60 * 1000 })))).toBe("ticket_invalid");
+    expect(await codeOf(verify(minter.mintCallTicket(call, { ttlMs: 60 * 60 * 1000 })))).toBe(
+      "ticket_invalid",
+    );
   });
 
   it("refuses a missing or empty ticket", async () => {
     const { verify } = setup();
     expect(await codeOf(verify(undefined))).toBe("ticket_invalid");
-    expect(await codeOf(verify({ payload: Buffer.alloc(0), signature: Buffer.alloc(0), keyId: "" }))).toBe("ticket_invalid");
+    expect(await codeOf(verify({ payload: Buffer.alloc(0), signature: Buffer.alloc(0), keyId: "" }))).toBe(
+      "ticket_invalid",
+    );
   });
 });

@@ -30,7 +30,10 @@ export function rawEd25519PublicKey(key: KeyObject): Buffer {
 /** A public KeyObject from raw 32 bytes. */
 export function ed25519PublicKeyFromRaw(raw: Uint8Array): KeyObject {
   if (raw.length !== 32) throw new Error("an Ed25519 public key is 32 bytes");
-  return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(raw).toString("base64url") }, format: "jwk" });
+  return createPublicKey({
+    key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(raw).toString("base64url") },
+    format: "jwk",
+  });
 }
 
 /** "tk_" + 16 base64url characters of SHA-256 over the raw public key. */
@@ -48,12 +51,16 @@ export function formatTrustedTicketKeys(keys: readonly { keyId: string; publicKe
 
 export function parseTrustedTicketKeys(text: string): Map<string, KeyObject> {
   const keys = new Map<string, KeyObject>();
-  for (const entry of text.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = entry.indexOf("=");
     if (eq <= 0) throw new Error(`ticket key entry "${entry.slice(0, 40)}" is not keyId=base64url`);
     const keyId = entry.slice(0, eq);
     const raw = Buffer.from(entry.slice(eq + 1), "base64url");
-    if (deriveTicketKeyId(raw) !== keyId) throw new Error(`ticket key ${keyId} does not match its public key`);
+    if (deriveTicketKeyId(raw) !== keyId)
+      throw new Error(`ticket key ${keyId} does not match its public key`);
     keys.set(keyId, ed25519PublicKeyFromRaw(raw));
   }
   if (keys.size === 0) throw new Error("no ticket public keys given");
