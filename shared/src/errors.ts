@@ -16,6 +16,15 @@ export const ERROR_STATUS = {
   invalid_timeout: 400,
   invalid_method: 400,
   invalid_content_type: 400,
+  invalid_json: 400,
+  // 401/403: who is asking
+  unauthorized: 401,
+  forbidden: 403,
+  // the HTTP envelope
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
   // 403/404/409: who and what
   host_mismatch: 403,
   not_found: 404,

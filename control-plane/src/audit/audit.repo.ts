@@ -1,0 +1,83 @@
+// The audit trail: names, hosts, reasons and outcomes. A value never reaches this table; the
+// service layer builds rows from metadata only, and the leak tests search it for canaries.
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+
+export interface AuditEvent {
+  organisationId: string;
+  environment?: string | undefined;
+  /** Who acted: "operator", "agent:<name>", "system". */
+  actor: string;
+  action: string;
+  itemName?: string | undefined;
+  host?: string | undefined;
+  reason?: string | undefined;
+  detail?: Record<string, unknown> | undefined;
+}
+
+export interface AuditEventView {
+  id: string;
+  at: string;
+  environment: string | null;
+  actor: string;
+  action: string;
+  item_name: string | null;
+  host: string | null;
+  reason: string | null;
+  detail: Record<string, unknown>;
+}
+
+export interface AuditFilter {
+  itemName?: string | undefined;
+  actor?: string | undefined;
+  limit?: number | undefined;
+}
+
+export interface AuditRepo {
+  insertAuditEvent(event: AuditEvent): Promise<void>;
+  findAuditEvents(organisationId: string, filter?: AuditFilter): Promise<AuditEventView[]>;
+}
+
+const DEFAULT_LIMIT = 200;
+
+export function createAuditRepo(db: Kysely<Database>): AuditRepo {
+  return {
+    async insertAuditEvent(event) {
+      await db
+        .insertInto("audit_events")
+        .values({
+          organisation_id: event.organisationId,
+          environment: event.environment ?? null,
+          actor: event.actor,
+          action: event.action,
+          item_name: event.itemName ?? null,
+          host: event.host ?? null,
+          reason: event.reason ?? null,
+          detail: JSON.stringify(event.detail ?? {}),
+        })
+        .execute();
+    },
+    async findAuditEvents(organisationId, filter = {}) {
+      let query = db
+        .selectFrom("audit_events")
+        .selectAll()
+        .where("organisation_id", "=", organisationId)
+        .orderBy("id", "desc")
+        .limit(Math.min(filter.limit ?? DEFAULT_LIMIT, DEFAULT_LIMIT));
+      if (filter.itemName) query = query.where("item_name", "=", filter.itemName);
+      if (filter.actor) query = query.where("actor", "=", filter.actor);
+      const rows = await query.execute();
+      return rows.map((r) => ({
+        id: String(r.id),
+        at: r.at.toISOString(),
+        environment: r.environment,
+        actor: r.actor,
+        action: r.action,
+        item_name: r.item_name,
+        host: r.host,
+        reason: r.reason,
+        detail: r.detail,
+      }));
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// Builds the hosted control plane from its configuration: database, repos, services, app.
+// main.ts adds the process around it (keys on disk, the proxy, signals); tests call this directly.
+import type { SealingPublicKey } from "@latch/shared/crypto/seal";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { buildApp } from "./app.ts";
+import { createAuditRepo } from "./audit/audit.repo.ts";
+import type { ControlPlaneConfig } from "./config.ts";
+import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
+import type { EgressClient } from "./egress/egress-client.ts";
+import type { TicketSigningKey } from "./egress/ticket-key.ts";
+import { createItemsRepo } from "./items/items.repo.ts";
+import { createItemsService, type ItemsService } from "./items/items.service.ts";
+
+export interface ControlPlaneDeps {
+  config: ControlPlaneConfig;
+  dataDir: string;
+  ticketKey: TicketSigningKey;
+  egress: { client: EgressClient; sealingKey(): Promise<SealingPublicKey> };
+  logger: Logger;
+  /** Tests pass an open database; otherwise one is opened from the config. */
+  database?: OpenDatabase;
+}
+
+export interface ControlPlane {
+  app: FastifyInstance;
+  database: OpenDatabase;
+  databaseKind: DatabaseKind;
+  items: ItemsService;
+  close(): Promise<void>;
+}
+
+export async function buildControlPlane(deps: ControlPlaneDeps): Promise<ControlPlane> {
+  const { config, logger } = deps;
+  const database =
+    deps.database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: deps.dataDir }));
+  const audit = createAuditRepo(database.db);
+  const items = createItemsService({
+    repo: createItemsRepo(database.db),
+    sealingKey: deps.egress.sealingKey,
+    recordEvent: audit.insertAuditEvent,
+    environments: config.LATCH_ENVIRONMENTS,
+    defaultEnvironment: config.LATCH_ENVIRONMENTS[0]!,
+  });
+
+  const app = buildApp({
+    logger,
+    isDatabaseReady: () => database.ping(),
+    isEgressReady: () => deps.egress.client.isHealthy(),
+  });
+  await app.ready();
+
+  return {
+    app,
+    database,
+    databaseKind: database.kind,
+    items,
+    async close() {
+      await app.close();
+      if (!deps.database) await database.close();
+    },
+  };
+}

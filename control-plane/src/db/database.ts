@@ -1,0 +1,83 @@
+// Opens the database: PostgreSQL when DATABASE_URL is set, else an embedded PGlite (a real
+// PostgreSQL compiled to WebAssembly) kept in DATA_DIR/pgdata. One schema, one set of migrations.
+import { chmodSync } from "node:fs";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
+import pg from "pg";
+import { migrateToLatest } from "./migrate.ts";
+import type { Database } from "./schema.ts";
+
+export type DatabaseKind = "pglite" | "postgres";
+
+export interface OpenDatabase {
+  db: Kysely<Database>;
+  kind: DatabaseKind;
+  /** A round trip within `timeoutMs`; /ready answers from it. */
+  ping(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  databaseUrl?: string | undefined;
+  /** Where PGlite keeps its files; ignored with databaseUrl. */
+  dataDir: string;
+  /** An already-open PGlite (tests share one per worker). */
+  pglite?: PGlite;
+  migrate?: boolean;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<OpenDatabase> {
+  const kind: DatabaseKind = options.databaseUrl ? "postgres" : "pglite";
+  let pool: pg.Pool | undefined;
+  let pglite: PGlite | undefined;
+  let dialect: PostgresDialect | PGliteDialect;
+  if (options.databaseUrl) {
+    pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
+    // An idle client that loses its server emits 'error'; without a listener that kills the process.
+    pool.on("error", () => {});
+    dialect = new PostgresDialect({ pool });
+  } else {
+    const pgdata = join(options.dataDir, "pgdata");
+    pglite = options.pglite ?? new PGlite(pgdata);
+    await pglite.waitReady;
+    // PGlite's file layer creates files 0666 whatever the umask: the directory is the wall.
+    if (!options.pglite) chmodSync(pgdata, 0o700);
+    dialect = new PGliteDialect({ pglite });
+  }
+  const db = new Kysely<Database>({ dialect });
+  if (options.migrate !== false) await migrateToLatest(db as unknown as Kysely<unknown>);
+  const ownsPglite = pglite !== undefined && options.pglite === undefined;
+
+  return {
+    db,
+    kind,
+    async ping(timeoutMs = 2000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      const query = sql`select 1 as ok`
+        .execute(db)
+        .then(() => true)
+        .catch(() => false);
+      try {
+        return await Promise.race([query, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    async close() {
+      if (ownsPglite) {
+        await db.destroy();
+      } else if (pool) {
+        await db.destroy();
+      }
+    },
+  };
+}
+
+/** True when `error` is PostgreSQL's unique_violation (23505), from pg or PGlite. */
+export function isUniqueViolation(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === "23505";
+}

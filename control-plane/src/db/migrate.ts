@@ -1,0 +1,17 @@
+// Runs the migrations in migrations/ (listed here, not read from disk, so bundles and tests agree).
+import type { Kysely } from "kysely";
+import { type Migration, Migrator } from "kysely/migration";
+import * as vault from "./migrations/2026-11-22T0000-vault.ts";
+
+const MIGRATIONS: Record<string, Migration> = {
+  "2026-11-22T0000-vault": vault,
+};
+
+export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === "Error");
+  if (error || failed) {
+    throw new Error(`database migration ${failed?.migrationName ?? ""} failed`, { cause: error });
+  }
+}

@@ -1,0 +1,65 @@
+// Reaching the egress proxy: the one at EGRESS_URL, or a child process on loopback.
+import type { SealingPublicKey } from "@latch/shared/crypto/seal";
+import { deriveSealingKeyId } from "@latch/shared/crypto/seal";
+import type { Logger } from "pino";
+import { createEgressClient, type EgressClient } from "./egress-client.ts";
+import { spawnEgressProxy } from "./spawn-proxy.ts";
+
+export interface EgressConnection {
+  address: string;
+  client: EgressClient;
+  /** The proxy's current sealing key; checked against its id so a swapped key is noticed. */
+  sealingKey(): Promise<SealingPublicKey>;
+  close(): Promise<void>;
+}
+
+export interface EgressSettings {
+  EGRESS_URL?: string | undefined;
+  EGRESS_PORT?: number | undefined;
+  EGRESS_CLIENT_TLS_CA?: string | undefined;
+  EGRESS_CLIENT_TLS_CERT?: string | undefined;
+  EGRESS_CLIENT_TLS_KEY?: string | undefined;
+}
+
+const DEFAULT_EGRESS_PORT = 50051;
+
+export async function connectEgress(
+  settings: EgressSettings,
+  dataDir: string,
+  logger: Logger,
+): Promise<EgressConnection> {
+  const spawned = settings.EGRESS_URL
+    ? undefined
+    : await spawnEgressProxy({ dataDir, port: settings.EGRESS_PORT ?? DEFAULT_EGRESS_PORT });
+  const address = settings.EGRESS_URL ?? spawned!.address;
+  const tls =
+    settings.EGRESS_CLIENT_TLS_CA && settings.EGRESS_CLIENT_TLS_CERT && settings.EGRESS_CLIENT_TLS_KEY
+      ? {
+          caPath: settings.EGRESS_CLIENT_TLS_CA,
+          certPath: settings.EGRESS_CLIENT_TLS_CERT,
+          keyPath: settings.EGRESS_CLIENT_TLS_KEY,
+        }
+      : undefined;
+  const client = createEgressClient({ address, tls });
+  if (spawned) logger.info({ address }, "egress proxy started alongside");
+
+  let cached: SealingPublicKey | undefined;
+  return {
+    address,
+    client,
+    async sealingKey() {
+      if (cached) return cached;
+      const info = await client.getInfo();
+      const publicKey = new Uint8Array(info.sealingPublicKey);
+      if (publicKey.length !== 32 || deriveSealingKeyId(publicKey) !== info.sealingKeyId) {
+        throw new Error("the egress proxy announced a sealing key that does not match its id");
+      }
+      cached = { keyId: info.sealingKeyId, publicKey };
+      return cached;
+    },
+    async close() {
+      client.close();
+      await spawned?.stop();
+    },
+  };
+}

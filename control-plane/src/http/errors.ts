@@ -1,0 +1,44 @@
+// One error envelope for every HTTP route: `{ error: { code, message, ...extra } }`, the status
+// from shared/errors' table. The internal cause is logged, never sent.
+import { AppError } from "@latch/shared/errors";
+import type { FastifyError, FastifyInstance } from "fastify";
+
+/** Fastify's own failures before a handler runs, mapped to our codes. */
+const FASTIFY_ERRORS: Record<string, () => AppError> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new AppError("payload_too_large", "the request body is over 128 KiB"),
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
+    new AppError("unsupported_media_type", "send JSON with Content-Type: application/json"),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
+    new AppError("invalid_request", "the Content-Length does not match the body"),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => new AppError("invalid_json", "the JSON body is empty"),
+  FST_ERR_CTP_INVALID_JSON_BODY: () => new AppError("invalid_json", "the body is not valid JSON"),
+};
+
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const fastifyError = error as Partial<FastifyError>;
+  const mapped = fastifyError.code ? FASTIFY_ERRORS[fastifyError.code] : undefined;
+  if (mapped) return mapped();
+  // A body JSON.parse refused: Fastify reports it as a SyntaxError with status 400.
+  if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
+    return new AppError("invalid_json", "the body is not valid JSON");
+  }
+  return new AppError("internal", "something went wrong on our side; it has been logged", { cause: error });
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500) {
+      request.log.error({ err: appError.cause ?? appError, code: appError.code }, "request failed");
+    } else {
+      request.log.info({ code: appError.code }, "request refused");
+    }
+    const retryAfter = appError.extra.retry_after;
+    if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
+    return reply.status(appError.status).send(appError.toBody());
+  });
+  app.setNotFoundHandler((_request, reply) =>
+    reply.status(404).send(new AppError("not_found", "no such route").toBody()),
+  );
+}

@@ -1,0 +1,128 @@
+// Items in the database: sealed values, metadata, and the lookups the call path needs.
+import type { Kysely, Transaction } from "kysely";
+import type { Database, ItemRow, NewItem } from "../db/schema.ts";
+import type { ItemView } from "./items.schemas.ts";
+
+export type ItemWithFolder = ItemRow & { folder_name: string | null };
+
+export interface ItemsRepo {
+  insertItem(item: NewItem): Promise<void>;
+  /** Replaces value and metadata of the item with this name, or inserts it (the local `vault set`). */
+  upsertItemByName(item: NewItem): Promise<{ id: string; isNew: boolean }>;
+  findItemByName(
+    organisationId: string,
+    environment: string,
+    name: string,
+  ): Promise<ItemWithFolder | undefined>;
+  findItemById(organisationId: string, id: string): Promise<ItemWithFolder | undefined>;
+  findItemsByHost(organisationId: string, environment: string, host: string): Promise<ItemWithFolder[]>;
+  findItems(organisationId: string, environments: readonly string[]): Promise<ItemWithFolder[]>;
+  deleteItem(organisationId: string, id: string): Promise<boolean>;
+  /** The folder's id, created on first use. */
+  findOrInsertFolder(
+    organisationId: string,
+    environment: string,
+    name: string,
+    newId: string,
+  ): Promise<string>;
+}
+
+export function toItemView(row: ItemWithFolder): ItemView {
+  return {
+    id: row.id,
+    name: row.name,
+    kind: row.kind,
+    environment: row.environment,
+    allowed_hosts: row.allowed_hosts,
+    inject: row.inject,
+    username: row.username,
+    folder_name: row.folder_name,
+    last4: row.last4,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): ItemsRepo {
+  const selectItems = () =>
+    db
+      .selectFrom("items")
+      .leftJoin("folders", "folders.id", "items.folder_id")
+      .selectAll("items")
+      .select("folders.name as folder_name");
+
+  return {
+    async insertItem(item) {
+      await db.insertInto("items").values(item).execute();
+    },
+    async upsertItemByName(item) {
+      const row = await db
+        .insertInto("items")
+        .values(item)
+        .onConflict((c) =>
+          c.constraint("items_name_unique").doUpdateSet((eb) => ({
+            kind: eb.ref("excluded.kind"),
+            sealed_value: eb.ref("excluded.sealed_value"),
+            sealing_key_id: eb.ref("excluded.sealing_key_id"),
+            last4: eb.ref("excluded.last4"),
+            allowed_hosts: eb.ref("excluded.allowed_hosts"),
+            inject: eb.ref("excluded.inject"),
+            username: eb.ref("excluded.username"),
+            folder_id: eb.ref("excluded.folder_id"),
+            updated_at: new Date(),
+          })),
+        )
+        .returning(["id"])
+        .executeTakeFirstOrThrow();
+      return { id: row.id, isNew: row.id === item.id };
+    },
+    findItemByName: (organisationId, environment, name) =>
+      selectItems()
+        .where("items.organisation_id", "=", organisationId)
+        .where("items.environment", "=", environment)
+        .where("items.name", "=", name)
+        .executeTakeFirst(),
+    findItemById: (organisationId, id) =>
+      selectItems()
+        .where("items.organisation_id", "=", organisationId)
+        .where("items.id", "=", id)
+        .executeTakeFirst(),
+    findItemsByHost: (organisationId, environment, host) =>
+      selectItems()
+        .where("items.organisation_id", "=", organisationId)
+        .where("items.environment", "=", environment)
+        .where((eb) => eb(eb.val(host), "=", eb.fn.any("items.allowed_hosts")))
+        .orderBy("items.name")
+        .execute(),
+    findItems: (organisationId, environments) =>
+      selectItems()
+        .where("items.organisation_id", "=", organisationId)
+        .where("items.environment", "in", [...environments])
+        .orderBy("items.environment")
+        .orderBy("items.name")
+        .execute(),
+    async deleteItem(organisationId, id) {
+      const result = await db
+        .deleteFrom("items")
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+    async findOrInsertFolder(organisationId, environment, name, newId) {
+      await db
+        .insertInto("folders")
+        .values({ id: newId, organisation_id: organisationId, environment, name })
+        .onConflict((c) => c.constraint("folders_name_unique").doNothing())
+        .execute();
+      const row = await db
+        .selectFrom("folders")
+        .select("id")
+        .where("organisation_id", "=", organisationId)
+        .where("environment", "=", environment)
+        .where("name", "=", name)
+        .executeTakeFirstOrThrow();
+      return row.id;
+    },
+  };
+}

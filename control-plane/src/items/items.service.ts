@@ -1,0 +1,196 @@
+// Storing and listing credentials. A value is sealed to the egress proxy's key the moment it
+// arrives, before any other work; after that only the sealed box and last4 exist on this tier.
+import type { SealingPublicKey } from "@latch/shared/crypto/seal";
+import { lastFour, sealValue } from "@latch/shared/crypto/seal";
+import { AppError } from "@latch/shared/errors";
+import { newId } from "@latch/shared/ids";
+import { formatInjectMode, parseInjectMode } from "@latch/shared/inject/inject-mode";
+import { checkHostname } from "@latch/shared/requests/host";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import type { CallableItem } from "../calls/calls.service.ts";
+import { isUniqueViolation } from "../db/database.ts";
+import type { ItemsRepo, ItemWithFolder } from "./items.repo.ts";
+import { toItemView } from "./items.repo.ts";
+import { ITEM_NAME, type ItemInput, type ItemView, itemInput } from "./items.schemas.ts";
+
+export interface ItemsServiceDeps {
+  repo: ItemsRepo;
+  /** The proxy's current public sealing key. */
+  sealingKey(): Promise<SealingPublicKey>;
+  recordEvent(event: AuditEvent): Promise<void>;
+  environments: readonly string[];
+  defaultEnvironment: string;
+}
+
+export interface ItemsService {
+  /** Stores a new item; a name already used in that environment is 409 (or replaced, with `replace`). */
+  storeItem(
+    organisationId: string,
+    actor: string,
+    input: unknown,
+    options?: { replace?: boolean },
+  ): Promise<ItemView>;
+  listItems(organisationId: string, environment?: string): Promise<ItemView[]>;
+  deleteItem(organisationId: string, actor: string, id: string): Promise<void>;
+  findItemByName(organisationId: string, environment: string, name: string): Promise<ItemView | undefined>;
+  /** Sealed items as the call path needs them (never opened here). */
+  findCallableByName(
+    organisationId: string,
+    environment: string,
+    name: string,
+  ): Promise<CallableItem | undefined>;
+  findCallableByHost(organisationId: string, environment: string, host: string): Promise<CallableItem[]>;
+}
+
+// Control characters cannot travel in a header, a query parameter or a cookie; a value carrying
+// them is a paste accident (a trailing newline is stripped by the CLI before it gets here).
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
+
+export function toCallableItem(row: ItemWithFolder): CallableItem {
+  return {
+    name: row.name,
+    allowedHosts: row.allowed_hosts,
+    inject: row.inject,
+    username: row.username,
+    sealingKeyId: row.sealing_key_id,
+    sealedValue: row.sealed_value,
+  };
+}
+
+export function createItemsService(deps: ItemsServiceDeps): ItemsService {
+  function checkEnvironment(environment: string | undefined): string {
+    const chosen = environment ?? deps.defaultEnvironment;
+    // Spec 4.3: an environment this plane does not serve answers as if it did not exist.
+    if (!deps.environments.includes(chosen)) {
+      throw new AppError("not_found", `this service does not serve the ${chosen} environment`);
+    }
+    return chosen;
+  }
+
+  function validate(raw: unknown) {
+    const parsed = itemInput.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      // Only the field's name goes back: zod's message for `value` must never quote the value.
+      throw new AppError(
+        "invalid_request",
+        `invalid ${issue?.path.join(".") || "body"}: ${issue?.path[0] === "value" ? "not a string of the allowed length" : issue?.message}`,
+      );
+    }
+    const input = parsed.data;
+    if (!ITEM_NAME.test(input.name)) {
+      throw new AppError(
+        "invalid_name",
+        "a credential name is 1 to 128 characters: an uppercase letter, then uppercase letters, digits or underscores (e.g. GITHUB_TOKEN)",
+      );
+    }
+    if (input.value.length === 0) throw new AppError("empty_value", "the value is empty");
+    if (CONTROL_CHARACTERS.test(input.value)) {
+      throw new AppError("invalid_request", "the value contains a line break or another control character");
+    }
+    if (input.allowed_hosts.length === 0) {
+      throw new AppError("invalid_host", "name at least one host the credential may be sent to");
+    }
+    const hosts: string[] = [];
+    for (const raw of input.allowed_hosts) {
+      const check = checkHostname(raw);
+      if (!check.ok) throw new AppError(check.code, check.message);
+      if (!hosts.includes(check.host)) hosts.push(check.host);
+    }
+    const inject = formatInjectMode(parseInjectMode(input.inject));
+    const username = input.username?.trim() ? input.username.trim() : null;
+    if (input.kind === "client_secret" && !username) {
+      throw new AppError("invalid_request", "a client_secret item needs the OAuth client ID in username");
+    }
+    if (inject === "basic" && !username) {
+      throw new AppError("invalid_request", "inject basic needs the user name in username");
+    }
+    return { ...input, environment: checkEnvironment(input.environment), hosts, inject, username };
+  }
+
+  return {
+    async storeItem(organisationId, actor, raw, options = {}) {
+      const input = validate(raw);
+      const sealed = await sealValue(await deps.sealingKey(), input.value);
+      const last4 = lastFour(input.value);
+      const folderId = input.folder_name
+        ? await deps.repo.findOrInsertFolder(
+            organisationId,
+            input.environment,
+            input.folder_name,
+            newId("fld"),
+          )
+        : null;
+      const row = {
+        id: newId("itm"),
+        organisation_id: organisationId,
+        environment: input.environment,
+        name: input.name,
+        kind: input.kind,
+        sealed_value: sealed.sealed,
+        sealing_key_id: sealed.keyId,
+        last4,
+        allowed_hosts: input.hosts,
+        inject: input.inject,
+        username: input.username,
+        folder_id: folderId,
+      };
+      let isNew = true;
+      try {
+        if (options.replace) {
+          isNew = (await deps.repo.upsertItemByName(row)).isNew;
+        } else {
+          await deps.repo.insertItem(row);
+        }
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw new AppError(
+            "duplicate_name",
+            `a credential named ${input.name} already exists in ${input.environment}`,
+          );
+        }
+        throw error;
+      }
+      await deps.recordEvent({
+        organisationId,
+        environment: input.environment,
+        actor,
+        action: isNew ? "item_created" : "item_replaced",
+        itemName: input.name,
+        detail: { allowed_hosts: input.hosts, inject: input.inject },
+      });
+      const stored = await deps.repo.findItemByName(organisationId, input.environment, input.name);
+      return toItemView(stored!);
+    },
+    async listItems(organisationId, environment) {
+      const environments = environment === undefined ? deps.environments : [checkEnvironment(environment)];
+      return (await deps.repo.findItems(organisationId, environments)).map(toItemView);
+    },
+    async deleteItem(organisationId, actor, id) {
+      const item = await deps.repo.findItemById(organisationId, id);
+      if (!item || !(await deps.repo.deleteItem(organisationId, id))) {
+        throw new AppError("not_found", "no such credential");
+      }
+      await deps.recordEvent({
+        organisationId,
+        environment: item.environment,
+        actor,
+        action: "item_deleted",
+        itemName: item.name,
+      });
+    },
+    async findItemByName(organisationId, environment, name) {
+      const row = await deps.repo.findItemByName(organisationId, environment, name);
+      return row && toItemView(row);
+    },
+    async findCallableByName(organisationId, environment, name) {
+      const row = await deps.repo.findItemByName(organisationId, environment, name);
+      return row && toCallableItem(row);
+    },
+    async findCallableByHost(organisationId, environment, host) {
+      return (await deps.repo.findItemsByHost(organisationId, environment, host)).map(toCallableItem);
+    },
+  };
+}
+
+export type { ItemInput };

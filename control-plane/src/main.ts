@@ -1,0 +1,45 @@
+// The control plane process: config -> keys -> egress proxy (spawned on loopback unless
+// EGRESS_URL is set) -> database -> services -> listen. The only place that wires.
+import { resolve } from "node:path";
+import { ensurePrivateDir } from "@latch/shared/files";
+import pino from "pino";
+import { loadConfig } from "./config.ts";
+import { buildControlPlane } from "./control-plane.ts";
+import { connectEgress } from "./egress/connect-egress.ts";
+import { loadOrCreateTicketKey } from "./egress/ticket-key.ts";
+
+const logger = pino({ name: "control-plane", level: process.env.LOG_LEVEL ?? "info" });
+
+async function main(): Promise<void> {
+  // Everything this process writes (keys, the embedded database, the outbox) is owner-only.
+  process.umask(0o077);
+  const config = loadConfig(process.env);
+  const dataDir = resolve(config.DATA_DIR);
+  ensurePrivateDir(dataDir);
+  const ticketKey = loadOrCreateTicketKey(dataDir);
+  const egress = await connectEgress(config, dataDir, logger);
+  const plane = await buildControlPlane({ config, dataDir, ticketKey, egress, logger });
+  const address = await plane.app.listen({ host: config.HOST, port: config.PORT });
+  logger.info({ address, database: plane.databaseKind, egress: egress.address }, "control plane listening");
+  process.stdout.write(`Latch is running at ${address} (health: ${address}/health)\n`);
+
+  let isStopping = false;
+  const stop = async (signal: string) => {
+    if (isStopping) return;
+    isStopping = true;
+    logger.info({ signal }, "stopping");
+    await plane.close();
+    await egress.close();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop("SIGINT"));
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+}
+
+main().catch((error: unknown) => {
+  logger.fatal(
+    { err: error instanceof Error ? error.message : String(error) },
+    "control plane failed to start",
+  );
+  process.exit(1);
+});

@@ -1,0 +1,37 @@
+// The test database: PostgreSQL when DATABASE_URL is set, else one PGlite per test worker copied
+// from the migrated template. Each test makes its own organisation, so order never matters.
+import { cpSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { newId } from "@latch/shared/ids";
+import { inject } from "vitest";
+import { type OpenDatabase, openDatabase } from "../src/db/database.ts";
+
+let shared: Promise<OpenDatabase> | undefined;
+
+/** The worker's database, opened on first use and left open until the worker exits. */
+export function testDatabase(): Promise<OpenDatabase> {
+  shared ??= openTestDatabase();
+  return shared;
+}
+
+async function openTestDatabase(): Promise<OpenDatabase> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (databaseUrl) return openDatabase({ databaseUrl, dataDir: tmpdir(), migrate: false });
+  const dir = mkdtempSync(join(tmpdir(), "latch-pglite-"));
+  cpSync(inject("pgliteTemplate"), join(dir, "pgdata"), { recursive: true });
+  const pglite = new PGlite(join(dir, "pgdata"));
+  return openDatabase({ dataDir: dir, pglite, migrate: false });
+}
+
+/** A fresh organisation for one test. */
+export async function newTestOrganisation(database: OpenDatabase, name = "Test org"): Promise<string> {
+  const id = newId("org");
+  await database.db.insertInto("organisations").values({ id, name }).execute();
+  return id;
+}
+
+export function isPostgresRun(): boolean {
+  return Boolean(process.env.DATABASE_URL);
+}

@@ -1,0 +1,27 @@
+// Once per test run: a migrated PGlite data directory that every worker copies (opening a copy
+// takes well under a second; creating a PGlite database takes several).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+import { openDatabase } from "../src/db/database.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    pgliteTemplate: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  const root = mkdtempSync(join(tmpdir(), "latch-pglite-template-"));
+  if (!process.env.DATABASE_URL) {
+    const database = await openDatabase({ dataDir: root });
+    await database.close();
+  } else {
+    // Migrate once up front so workers do not race for the migration lock.
+    const database = await openDatabase({ databaseUrl: process.env.DATABASE_URL, dataDir: root });
+    await database.close();
+  }
+  project.provide("pgliteTemplate", join(root, "pgdata"));
+  return () => rmSync(root, { recursive: true, force: true });
+}

@@ -1,0 +1,90 @@
+// `npm start` as a newcomer runs it: both tiers come up on the embedded database (or DATABASE_URL
+// in the PostgreSQL pass), keys are generated owner-only, /health and /ready answer.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
+
+let child: ChildProcess;
+let baseUrl: string;
+let dataDir: string;
+let output = "";
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "latch-start-"));
+  child = spawn(process.execPath, [MAIN], {
+    env: {
+      ...process.env,
+      // Vitest sets BASE_URL=/ for Vite; a user's shell does not.
+      BASE_URL: "http://localhost:8787",
+      DATA_DIR: join(dataDir, "data"),
+      PORT: "0",
+      EGRESS_PORT: "0",
+      NODE_ENV: "development",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stderr!.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  baseUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start within 60 s:\n${output}`)), 60_000);
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /Latch is running at (http:\/\/\S+) /.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+  });
+}, 90_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  }
+});
+
+describe("npm start", () => {
+  it("answers /health with exactly the product and nothing about keys", async () => {
+    const response = await fetch(`${baseUrl}/health`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe('{"ok":true,"product":"Latch"}');
+  });
+
+  it("is ready: the database and the egress proxy both answer", async () => {
+    const response = await fetch(`${baseUrl}/ready`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ ok: true, checks: { database: "ok", egress: "ok" } });
+  });
+
+  it("writes every key file owner-only, and the data directory too", () => {
+    const root = join(dataDir, "data");
+    expect(statSync(root).mode & 0o777).toBe(0o700);
+    const keyFiles = [
+      join(root, "control-plane", "ticket-signing-key.pem"),
+      join(root, "egress", "sealing-keys.json"),
+    ];
+    for (const file of keyFiles) expect(statSync(file).mode & 0o777, file).toBe(0o600);
+    if (!process.env.DATABASE_URL) {
+      // PGlite writes its files 0666 whatever the umask; its directory keeps everyone else out.
+      expect(statSync(join(root, "pgdata")).mode & 0o777).toBe(0o700);
+    }
+    // The control plane never holds the proxy's private key.
+    expect(readFileSync(keyFiles[1]!, "utf8")).not.toBe("");
+    expect(readdirSync(join(root, "control-plane"))).not.toContain("sealing-keys.json");
+  });
+
+  it("answers an unknown route with the JSON error envelope", async () => {
+    const response = await fetch(`${baseUrl}/nope`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ error: { code: "not_found", message: "no such route" } });
+  });
+});
