@@ -22,6 +22,8 @@ async function openTestDatabase(): Promise<OpenDatabase> {
   const dir = mkdtempSync(join(tmpdir(), "latch-pglite-"));
   cpSync(inject("pgliteTemplate"), join(dir, "pgdata"), { recursive: true });
   const pglite = new PGlite(join(dir, "pgdata"));
+  // Leak tests search the database's files on disk.
+  process.env.LATCH_TEST_PGDATA = join(dir, "pgdata");
   return openDatabase({ dataDir: dir, pglite, migrate: false });
 }
 

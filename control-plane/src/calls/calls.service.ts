@@ -3,6 +3,7 @@
 import type { ExecuteResponse } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { parseRequestTarget } from "@latch/shared/requests/path";
+import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
@@ -18,16 +19,6 @@ export interface CallableItem {
   sealedValue: Uint8Array;
 }
 
-export interface CallAuditEvent {
-  organisationId: string;
-  environment: string;
-  action: string;
-  itemName?: string;
-  host?: string;
-  reason?: string;
-  detail?: Record<string, unknown>;
-}
-
 export interface CallsDeps {
   findItemByName(
     organisationId: string,
@@ -35,7 +26,7 @@ export interface CallsDeps {
     name: string,
   ): Promise<CallableItem | undefined>;
   findItemsByHost(organisationId: string, environment: string, host: string): Promise<CallableItem[]>;
-  recordEvent(event: CallAuditEvent): Promise<void>;
+  recordEvent(event: AuditEvent): Promise<void>;
   minter: TicketMinter;
   egress: EgressClient;
 }
@@ -125,7 +116,7 @@ export function createCallsService(deps: CallsDeps) {
      * the request is validated, sent through the proxy and audited.
      */
     async executeCall(
-      scope: { organisationId: string; environment: string; clientId?: string },
+      scope: { organisationId: string; environment: string; actor: string; clientId?: string },
       args: HttpRequestArgs,
     ): Promise<CallOutcome> {
       const { item, host, path } = await locateCredential(deps, scope, args);
@@ -153,6 +144,7 @@ export function createCallsService(deps: CallsDeps) {
       await deps.recordEvent({
         organisationId: scope.organisationId,
         environment: scope.environment,
+        actor: scope.actor,
         action: response.error && !response.reachedOrigin ? "http_request_refused" : "http_request",
         itemName: item.name,
         host,

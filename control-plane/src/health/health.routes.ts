@@ -13,11 +13,9 @@ export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): vo
   app.get("/ready", async (_request, reply) => {
     const [database, egress] = await Promise.all([deps.isDatabaseReady(), deps.isEgressReady()]);
     const ok = database && egress;
-    return reply
-      .status(ok ? 200 : 503)
-      .send({
-        ok,
-        checks: { database: database ? "ok" : "unavailable", egress: egress ? "ok" : "unavailable" },
-      });
+    return reply.status(ok ? 200 : 503).send({
+      ok,
+      checks: { database: database ? "ok" : "unavailable", egress: egress ? "ok" : "unavailable" },
+    });
   });
 }

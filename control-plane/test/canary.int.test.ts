@@ -1,0 +1,156 @@
+// The leak test of the foundation: a canary secret goes in through the items service, out through
+// the real egress proxy to a TLS origin that echoes it back in every way it can, and is then
+// searched for in the answer, every database row, the database's files on disk and both tiers' logs.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { sql } from "kysely";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAuditRepo } from "../src/audit/audit.repo.ts";
+import { createCallsService } from "../src/calls/calls.service.ts";
+import type { OpenDatabase } from "../src/db/database.ts";
+import { createItemsRepo } from "../src/items/items.repo.ts";
+import { createItemsService } from "../src/items/items.service.ts";
+import { newTestOrganisation, testDatabase } from "./database.ts";
+import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
+
+const CANARY = "cnry_4f1d2e9a7b3c5d6e8f0a1b2c";
+
+/** Every form in which the canary could escape. */
+function leakForms(value: string): string[] {
+  return [
+    value,
+    Buffer.from(value).toString("base64"),
+    Buffer.from(`user:${value}`).toString("base64"),
+    Buffer.from(value).toString("hex"),
+    encodeURIComponent(value),
+    value.slice(4, 20),
+  ];
+}
+
+function expectNoLeak(label: string, text: string): void {
+  for (const form of leakForms(CANARY)) expect(text.includes(form), `${label} contains ${form}`).toBe(false);
+}
+
+let harness: EgressHarness;
+let database: OpenDatabase;
+const controlPlaneLogs: string[] = [];
+
+beforeAll(async () => {
+  harness = await startEgressHarness();
+  database = await testDatabase();
+}, 60_000);
+
+afterAll(async () => {
+  await harness.close();
+});
+
+describe("a canary secret", () => {
+  it("never appears in an answer, a database row, the database files or a log line", async () => {
+    const logger = pino(
+      { level: "trace" },
+      new Writable({
+        write(chunk, _enc, done) {
+          controlPlaneLogs.push(String(chunk));
+          done();
+        },
+      }),
+    );
+    const organisationId = await newTestOrganisation(database);
+    const audit = createAuditRepo(database.db);
+    const items = createItemsService({
+      repo: createItemsRepo(database.db),
+      sealingKey: async () => harness.proxy.sealingKey,
+      recordEvent: audit.insertAuditEvent,
+      environments: ["production"],
+      defaultEnvironment: "production",
+    });
+    const calls = createCallsService({
+      findItemByName: items.findCallableByName,
+      findItemsByHost: items.findCallableByHost,
+      recordEvent: audit.insertAuditEvent,
+      minter: harness.minter,
+      egress: harness.client,
+    });
+    // An origin that hands back everything it was sent: header, query, cookie, in body and headers.
+    harness.setHandler((req, res) => {
+      const echo = JSON.stringify({ headers: req.headers, url: req.url });
+      res.writeHead(200, {
+        "content-type": "application/json",
+        "x-request-id": String(req.headers.authorization ?? req.headers["x-api-key"] ?? ""),
+        link: `<https://api.latch.test${req.url}>; rel="next"`,
+      });
+      res.end(echo);
+    });
+
+    const answers: string[] = [];
+    for (const inject of ["bearer", "basic", "header:X-Api-Key", "query:api_key", "cookie:session"]) {
+      const name = `CANARY_${inject.replace(/[^a-z]/gi, "_").toUpperCase()}`;
+      const stored = await items.storeItem(organisationId, "operator", {
+        name,
+        value: CANARY,
+        allowed_hosts: ["api.latch.test"],
+        inject,
+        username: inject === "basic" ? "user" : undefined,
+      });
+      answers.push(JSON.stringify(stored));
+      const outcome = await calls.executeCall(
+        { organisationId, environment: "production", actor: "agent:canary" },
+        { method: "GET", path: "/v1/echo?page=1", item_name: name },
+      );
+      expect(outcome.reachedOrigin).toBe(true);
+      expect(outcome.result.origin_status).toBe(200);
+      // The origin did receive the secret: the proxy injected it...
+      expect(JSON.stringify(harness.origin.requests.at(-1))).toContain(
+        inject === "basic" ? Buffer.from(`user:${CANARY}`).toString("base64") : CANARY,
+      );
+      // ...and the answer carries it only as [redacted].
+      expect(outcome.result.body).toContain("[redacted]");
+      answers.push(JSON.stringify(outcome));
+    }
+    answers.push(JSON.stringify(await items.listItems(organisationId)));
+    answers.push(JSON.stringify(await audit.findAuditEvents(organisationId)));
+    expectNoLeak("answers", answers.join("\n"));
+
+    const tables = await sql<{ tablename: string }>`
+      select tablename from pg_tables where schemaname = 'public'`.execute(database.db);
+    expect(tables.rows.map((t) => t.tablename)).toContain("items");
+    for (const { tablename } of tables.rows) {
+      const rows = await sql<{ row: string }>`
+        select row_to_json(t)::text as row from ${sql.table(tablename)} t`.execute(database.db);
+      expectNoLeak(`table ${tablename}`, rows.rows.map((r) => r.row).join("\n"));
+    }
+
+    if (!process.env.DATABASE_URL) {
+      await sql`checkpoint`.execute(database.db);
+      for (const file of walkDatabaseFiles()) {
+        const bytes = readFileSync(file);
+        for (const form of leakForms(CANARY)) {
+          expect(bytes.includes(Buffer.from(form)), `${file} contains ${form}`).toBe(false);
+        }
+      }
+    }
+
+    expectNoLeak("egress proxy logs", harness.logs.text());
+    expectNoLeak("control plane logs", controlPlaneLogs.join(""));
+    logger.flush();
+  });
+});
+
+/** The files of this worker's PGlite copy (see test/database.ts). */
+function walkDatabaseFiles(): string[] {
+  const root = process.env.LATCH_TEST_PGDATA;
+  if (!root) throw new Error("LATCH_TEST_PGDATA is not set by test/database.ts");
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else files.push(path);
+    }
+  };
+  walk(root);
+  expect(files.length).toBeGreaterThan(100);
+  return files;
+}
