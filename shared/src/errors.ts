@@ -29,6 +29,8 @@ export const ERROR_STATUS = {
   host_mismatch: 403,
   not_found: 404,
   duplicate_name: 409,
+  grant_not_pending: 409,
+  grant_not_revocable: 409,
   // destination refusals (the call never left)
   private_range: 403,
   loopback: 403,

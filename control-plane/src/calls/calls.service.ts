@@ -11,6 +11,7 @@ import { encodeRequestBody } from "./form-body.ts";
 
 /** A stored credential as the call path needs it: sealed, never opened here. */
 export interface CallableItem {
+  id: string;
   name: string;
   allowedHosts: readonly string[];
   inject: string;
@@ -33,6 +34,13 @@ export interface CallsDeps {
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
+/** The credential a request names, the host it goes to and its validated path. */
+export interface LocatedCredential {
+  item: CallableItem;
+  host: string;
+  path: string;
+}
+
 const BODY_TOO_LARGE_HINT =
   "The response was over 1 MiB. Do not retry unchanged: narrow the call first (pagination, a smaller page size, a fields filter).";
 
@@ -41,14 +49,18 @@ export async function locateCredential(
   deps: Pick<CallsDeps, "findItemByName" | "findItemsByHost">,
   scope: { organisationId: string; environment: string },
   args: Pick<HttpRequestArgs, "path" | "host" | "item_name">,
-): Promise<{ item: CallableItem; host: string; path: string }> {
+): Promise<LocatedCredential> {
   const target = parseRequestTarget({ path: args.path, host: args.host });
   if (!target.ok) {
     throw new AppError(target.code, target.message, target.hint ? { extra: { hint: target.hint } } : {});
   }
   if (args.item_name) {
     const item = await deps.findItemByName(scope.organisationId, scope.environment, args.item_name);
-    if (!item) throw new AppError("not_found", `no credential named ${args.item_name} in this environment`);
+    if (!item) {
+      throw new AppError("not_found", `no credential named ${args.item_name} in this environment`, {
+        extra: target.host ? { host: target.host } : {},
+      });
+    }
     const host = target.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
     if (!host)
       throw new AppError("invalid_host", `credential ${item.name} allows several hosts; name one with host`);
@@ -67,7 +79,11 @@ export async function locateCredential(
     );
   const items = await deps.findItemsByHost(scope.organisationId, scope.environment, target.host);
   const [only, ...others] = items;
-  if (!only) throw new AppError("not_found", `no credential is stored for ${target.host}`);
+  if (!only) {
+    throw new AppError("not_found", `no credential is stored for ${target.host}`, {
+      extra: { host: target.host },
+    });
+  }
   if (others.length > 0) {
     throw new AppError(
       "invalid_request",
@@ -118,8 +134,9 @@ export function createCallsService(deps: CallsDeps) {
     async executeCall(
       scope: { organisationId: string; environment: string; actor: string; clientId?: string },
       args: HttpRequestArgs,
+      located?: LocatedCredential,
     ): Promise<CallOutcome> {
-      const { item, host, path } = await locateCredential(deps, scope, args);
+      const { item, host, path } = located ?? (await locateCredential(deps, scope, args));
       const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
       const ticket = deps.minter.mintCallTicket({
         credential: {

@@ -2,13 +2,20 @@
 import type { Kysely } from "kysely";
 import { type Migration, Migrator } from "kysely/migration";
 import * as vault from "./migrations/2026-11-22T0000-vault.ts";
+import * as grants from "./migrations/2026-11-23T0000-grants.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
+  "2026-11-23T0000-grants": grants,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } });
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => MIGRATIONS },
+    // Each migration commits on its own: a failure leaves the ones before it applied and recorded.
+    transactionMode: "per-migration",
+  });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {

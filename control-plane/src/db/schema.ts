@@ -48,14 +48,34 @@ export interface AuditEventsTable {
   detail: ColumnType<Record<string, unknown>, string | undefined, never>;
 }
 
+export interface GrantsTable {
+  id: string;
+  organisation_id: string;
+  environment: string;
+  item_id: string;
+  agent_id: string;
+  tool_id: string;
+  policy: string;
+  status: string;
+  task_id: string | null;
+  task_description: string | null;
+  created_at: Date;
+  approved_at: Date | null;
+  expires_at: Date | null;
+  consumed_at: Date | null;
+  revoked_at: Date | null;
+}
+
 export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
   items: ItemsTable;
   audit_events: AuditEventsTable;
+  grants: GrantsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;
 export type NewItem = Insertable<ItemsTable>;
 export type ItemUpdate = Updateable<ItemsTable>;
 export type AuditEventRow = Selectable<AuditEventsTable>;
+export type GrantRow = Selectable<GrantsTable>;

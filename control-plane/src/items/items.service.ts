@@ -48,6 +48,7 @@ const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
 export function toCallableItem(row: ItemWithFolder): CallableItem {
   return {
+    id: row.id,
     name: row.name,
     allowedHosts: row.allowed_hosts,
     inject: row.inject,

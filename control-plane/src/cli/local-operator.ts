@@ -1,0 +1,142 @@
+// What the `vault` commands do as the operator, whichever process holds the database: through a
+// running `vault serve` / `vault mcp` (its loopback API and the operator token), or by opening the
+// local vault directly when none runs.
+import { AppError, isErrorCode } from "@latch/shared/errors";
+import type { Logger } from "pino";
+import type { AuditEventView } from "../audit/audit.repo.ts";
+import type { PublicGrant } from "../grants/grants.service.ts";
+import type { ItemView } from "../items/items.schemas.ts";
+import { tryLocalLock } from "../local/local-lock.ts";
+import { readLocalRuntime } from "../local/local-server.ts";
+import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
+import { LOCAL_OPERATOR, openLocalVault } from "../local/local-vault.ts";
+
+export interface ItemToStore {
+  name: string;
+  value: string;
+  allowed_hosts: string[];
+  inject?: string | undefined;
+  username?: string | undefined;
+  kind?: string | undefined;
+}
+
+export interface LocalOperator {
+  storeItem(item: ItemToStore): Promise<ItemView>;
+  listItems(): Promise<ItemView[]>;
+  deleteItem(name: string): Promise<void>;
+  listGrants(): Promise<PublicGrant[]>;
+  approveGrant(id: string, scope: "once" | "session"): Promise<PublicGrant>;
+  revokeGrant(id: string): Promise<PublicGrant>;
+  listAudit(filter: { itemName?: string | undefined; limit?: number | undefined }): Promise<AuditEventView[]>;
+  close(): Promise<void>;
+}
+
+const WAIT_FOR_HOLDER_MS = 15_000;
+
+export async function connectLocalOperator(
+  dataDir: string,
+  logger: Logger,
+  progress: (line: string) => void,
+): Promise<LocalOperator> {
+  const started = Date.now();
+  for (;;) {
+    const running = await findRunningServer(dataDir);
+    if (running) return httpOperator(running, loadOrCreateLocalTokens(dataDir).operator);
+    const lock = tryLocalLock(dataDir);
+    if (!("heldBy" in lock)) {
+      progress(`Opening the local vault in ${dataDir} ...`);
+      try {
+        const vault = await openLocalVault({ dataDir, logger });
+        return directOperator(vault, () => lock.release());
+      } catch (error) {
+        lock.release();
+        throw error;
+      }
+    }
+    if (Date.now() - started > WAIT_FOR_HOLDER_MS) {
+      throw new Error(
+        `another vault process (pid ${lock.heldBy}) holds ${dataDir} and does not answer; stop it or wait for it to finish`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function findRunningServer(dataDir: string): Promise<string | undefined> {
+  const runtime = readLocalRuntime(dataDir);
+  if (!runtime) return undefined;
+  try {
+    const response = await fetch(`${runtime.url}/health`, { signal: AbortSignal.timeout(2000) });
+    return response.ok ? runtime.url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function directOperator(
+  vault: Awaited<ReturnType<typeof openLocalVault>>,
+  release: () => void,
+): LocalOperator {
+  const org = vault.organisationId;
+  async function itemId(name: string): Promise<string> {
+    const item = await vault.items.findItemByName(org, vault.environment, name);
+    if (!item) throw new AppError("not_found", `no credential named ${name}`);
+    return item.id;
+  }
+  return {
+    storeItem: (item) => vault.items.storeItem(org, LOCAL_OPERATOR, item, { replace: true }),
+    listItems: () => vault.items.listItems(org),
+    deleteItem: async (name) => vault.items.deleteItem(org, LOCAL_OPERATOR, await itemId(name)),
+    listGrants: () => vault.grants.listGrants(org),
+    approveGrant: (id, scope) =>
+      vault.grants.approveGrant(org, LOCAL_OPERATOR, id, scope === "session" ? "session" : "prompt"),
+    revokeGrant: (id) => vault.grants.revokeGrant(org, LOCAL_OPERATOR, id),
+    listAudit: (filter) => vault.audit.findAuditEvents(org, filter),
+    async close() {
+      await vault.close();
+      release();
+    },
+  };
+}
+
+function httpOperator(baseUrl: string, token: string): LocalOperator {
+  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const json = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
+    if (!response.ok) {
+      const code = json.error?.code && isErrorCode(json.error.code) ? json.error.code : "internal";
+      throw new AppError(code, json.error?.message ?? `the local server answered ${response.status}`);
+    }
+    return json as T;
+  }
+  return {
+    storeItem: async (item) => (await call<{ item: ItemView }>("POST", "/api/items", item)).item,
+    listItems: async () => (await call<{ items: ItemView[] }>("GET", "/api/items")).items,
+    async deleteItem(name) {
+      const items = (await call<{ items: ItemView[] }>("GET", "/api/items")).items;
+      const item = items.find((i) => i.name === name);
+      if (!item) throw new AppError("not_found", `no credential named ${name}`);
+      await call("DELETE", `/api/items/${encodeURIComponent(item.id)}`);
+    },
+    listGrants: async () => (await call<{ grants: PublicGrant[] }>("GET", "/api/grants")).grants,
+    approveGrant: async (id, scope) =>
+      (await call<{ grant: PublicGrant }>("POST", "/api/grants", { grant_id: id, scope })).grant,
+    revokeGrant: async (id) =>
+      (await call<{ grant: PublicGrant }>("POST", `/api/grants/${encodeURIComponent(id)}/revoke`)).grant,
+    async listAudit(filter) {
+      const query = new URLSearchParams();
+      if (filter.itemName) query.set("item_name", filter.itemName);
+      if (filter.limit) query.set("limit", String(filter.limit));
+      return (await call<{ events: AuditEventView[] }>("GET", `/api/audit?${query}`)).events;
+    },
+    close: async () => {},
+  };
+}

@@ -1,0 +1,54 @@
+// `vault serve`: the local vault on 127.0.0.1:8788 until interrupted. Prints the two bearers as
+// lines of their own (DECISIONS.md), then the address.
+import type { Logger } from "pino";
+import { tryLocalLock } from "../local/local-lock.ts";
+import { startLocalServer } from "../local/local-server.ts";
+import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
+import { openLocalVault } from "../local/local-vault.ts";
+
+export async function runServe(dataDir: string, port: number, logger: Logger): Promise<void> {
+  const lock = tryLocalLock(dataDir);
+  if ("heldBy" in lock) {
+    throw new Error(`another vault process (pid ${lock.heldBy}) already holds ${dataDir}`);
+  }
+  process.stderr.write(`Opening the local vault in ${dataDir} ...\n`);
+  const tokens = loadOrCreateLocalTokens(dataDir);
+  const vault = await openLocalVault({ dataDir, logger }).catch((error: unknown) => {
+    lock.release();
+    throw error;
+  });
+  // Start the proxy now, so a problem shows before the tokens are printed.
+  await vault.egressReady().catch(async (error: unknown) => {
+    await vault.close();
+    lock.release();
+    throw error;
+  });
+  const server = await startLocalServer({ vault, tokens, logger, dataDir, port }).catch(
+    async (error: unknown) => {
+      await vault.close();
+      lock.release();
+      throw error;
+    },
+  );
+  process.stdout.write(
+    [
+      `LATCH_OPERATOR_TOKEN=${tokens.operator}`,
+      `LATCH_MODEL_TOKEN=${tokens.model}`,
+      `Latch local vault listening on ${server.url}`,
+      `  MCP endpoint: ${server.url}/mcp (Authorization: Bearer $LATCH_MODEL_TOKEN)`,
+      `  console:      ${server.url}/#token=${tokens.operator}`,
+      "",
+    ].join("\n"),
+  );
+  let isStopping = false;
+  const stop = async () => {
+    if (isStopping) return;
+    isStopping = true;
+    await server.close();
+    await vault.close();
+    lock.release();
+    process.exit(0);
+  };
+  process.once("SIGINT", () => void stop());
+  process.once("SIGTERM", () => void stop());
+}

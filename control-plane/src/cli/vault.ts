@@ -1,0 +1,236 @@
+#!/usr/bin/env node
+// `vault`: the local variant's command line (spec 4.4, DECISIONS.md). Each command is a small
+// function over a LocalOperator; `serve` and `mcp` keep the vault open.
+import { homedir } from "node:os";
+import { resolve } from "node:path";
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { AppError } from "@latch/shared/errors";
+import pino from "pino";
+import { LOCAL_PORT } from "../local/local-server.ts";
+import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
+import { runMcpStdio } from "./mcp-stdio.ts";
+import { readSecretValue } from "./read-secret.ts";
+import { runServe } from "./serve.ts";
+
+const HELP = `vault: Latch's local credential vault for AI agents
+
+Usage: vault <command> [options]
+
+  serve [--port N]              run the vault on 127.0.0.1:${LOCAL_PORT}: operator API, console, MCP over HTTP
+  mcp                           MCP over stdio (for an agent that starts it as a subprocess)
+  set NAME --host HOST [--host HOST ...] [--inject MODE] [--username U] [--kind KIND]
+                                store or replace a credential; the value comes from standard input
+                                or a prompt that does not echo, never from the command line
+  list                          credentials: names, hosts, inject mode, last 4 characters; no values
+  rm NAME                       delete a credential and its approvals
+  grants                        approvals, pending first
+  approve GRANT_ID [--session]  approve a pending request: one call, or 8 hours with --session
+  revoke GRANT_ID               revoke an approval (it stays listed)
+  audit [--item NAME] [--limit N]  recent activity; names and hosts, never values
+
+Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>.
+Data lives in DATA_DIR (default ~/.latch), owner-only. LOG_LEVEL sets the log level (stderr).
+`;
+
+class UsageError extends Error {}
+
+function dataDirOf(env: NodeJS.ProcessEnv): string {
+  const raw = env.DATA_DIR?.trim();
+  return resolve(raw ? raw.replace(/^~(?=$|\/)/, homedir()) : resolve(homedir(), ".latch"));
+}
+
+function progress(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+function table(rows: string[][]): string {
+  if (rows.length === 0) return "";
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return `${rows
+    .map((r) =>
+      r
+        .map((c, i) => c.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n")}\n`;
+}
+
+async function withOperator<T>(
+  dataDir: string,
+  logger: pino.Logger,
+  run: (op: LocalOperator) => Promise<T>,
+): Promise<T> {
+  const operator = await connectLocalOperator(dataDir, logger, progress);
+  try {
+    return await run(operator);
+  } finally {
+    await operator.close();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  process.umask(0o077);
+  const [command, ...rest] = argv;
+  if (!command || command === "help" || command === "--help" || command === "-h") {
+    process.stdout.write(HELP);
+    return command ? 0 : 2;
+  }
+  const dataDir = dataDirOf(process.env);
+  // The proxy child inherits the level: quiet for one-shot commands, informative for servers.
+  process.env.LOG_LEVEL ??= command === "serve" || command === "mcp" ? "info" : "warn";
+  const logger = pino({ name: "vault", level: process.env.LOG_LEVEL }, pino.destination(2));
+  if (rest.includes("--help") || rest.includes("-h")) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const parse = <O extends ParseArgsOptionsConfig>(options: O) =>
+    parseArgs({ args: rest, options, allowPositionals: true, strict: true });
+
+  switch (command) {
+    case "serve": {
+      const { values } = parse({ port: { type: "string" } });
+      const port = values.port === undefined ? LOCAL_PORT : Number(values.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError("--port takes a port number");
+      await runServe(dataDir, port, logger);
+      return -1;
+    }
+    case "mcp":
+      parse({});
+      await runMcpStdio(dataDir, logger);
+      return 0;
+    case "set": {
+      const { values, positionals } = parse({
+        host: { type: "string", multiple: true },
+        inject: { type: "string" },
+        username: { type: "string" },
+        kind: { type: "string" },
+        value: { type: "string" },
+      });
+      if (values.value !== undefined || positionals.length > 1) {
+        throw new UsageError(
+          "vault set never takes the value on the command line (it would stay in shell history and the process list); pipe it in or type it at the prompt",
+        );
+      }
+      const name = positionals[0];
+      if (!name) throw new UsageError("usage: vault set NAME --host HOST [--inject MODE] [--username U]");
+      if (!values.host?.length)
+        throw new UsageError("name at least one --host the credential may be sent to");
+      const value = await readSecretValue(`Value for ${name} (input hidden): `);
+      const item = await withOperator(dataDir, logger, (op) =>
+        op.storeItem({
+          name,
+          value,
+          allowed_hosts: values.host as string[],
+          inject: values.inject as string | undefined,
+          username: values.username as string | undefined,
+          kind: values.kind as string | undefined,
+        }),
+      );
+      process.stdout.write(
+        `Stored ${item.name} for ${item.allowed_hosts.join(", ")} (inject ${item.inject}${item.last4 ? `, ends in ${item.last4}` : ""}).\n`,
+      );
+      return 0;
+    }
+    case "list": {
+      parse({});
+      const items = await withOperator(dataDir, logger, (op) => op.listItems());
+      if (items.length === 0) {
+        process.stdout.write("No credentials stored. Add one with: vault set NAME --host HOST\n");
+        return 0;
+      }
+      process.stdout.write(
+        table([
+          ["NAME", "HOSTS", "INJECT", "USERNAME", "LAST4"],
+          ...items.map((i) => [i.name, i.allowed_hosts.join(","), i.inject, i.username ?? "", i.last4]),
+        ]),
+      );
+      return 0;
+    }
+    case "rm": {
+      const { positionals } = parse({});
+      const name = positionals[0];
+      if (!name || positionals.length > 1) throw new UsageError("usage: vault rm NAME");
+      await withOperator(dataDir, logger, (op) => op.deleteItem(name));
+      process.stdout.write(`Deleted ${name} and its approvals.\n`);
+      return 0;
+    }
+    case "grants": {
+      parse({});
+      const grants = await withOperator(dataDir, logger, (op) => op.listGrants());
+      const order = ["pending", "active"];
+      grants.sort((a, b) => (order.indexOf(a.status) + 1 || 9) - (order.indexOf(b.status) + 1 || 9));
+      process.stdout.write(
+        grants.length === 0
+          ? "No approvals yet.\n"
+          : table([
+              ["GRANT", "STATUS", "POLICY", "CREDENTIAL", "AGENT", "EXPIRES"],
+              ...grants.map((g) => [
+                g.grant_id,
+                g.status,
+                g.policy,
+                g.item_name,
+                g.agent_id,
+                g.expires_at ?? "",
+              ]),
+            ]),
+      );
+      return 0;
+    }
+    case "approve": {
+      const { values, positionals } = parse({ session: { type: "boolean" } });
+      const id = positionals[0];
+      if (!id || positionals.length > 1) throw new UsageError("usage: vault approve GRANT_ID [--session]");
+      const grant = await withOperator(dataDir, logger, (op) =>
+        op.approveGrant(id, values.session ? "session" : "once"),
+      );
+      process.stdout.write(
+        `Approved ${grant.grant_id}: ${grant.agent_id} may use ${grant.item_name} ${grant.policy === "session" ? `until ${grant.expires_at}` : "for one call"}.\n`,
+      );
+      return 0;
+    }
+    case "revoke": {
+      const { positionals } = parse({});
+      const id = positionals[0];
+      if (!id || positionals.length > 1) throw new UsageError("usage: vault revoke GRANT_ID");
+      const grant = await withOperator(dataDir, logger, (op) => op.revokeGrant(id));
+      process.stdout.write(`Revoked ${grant.grant_id}.\n`);
+      return 0;
+    }
+    case "audit": {
+      const { values } = parse({ item: { type: "string" }, limit: { type: "string" } });
+      const limit = values.limit === undefined ? 50 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+        throw new UsageError("--limit takes 1 to 200");
+      const events = await withOperator(dataDir, logger, (op) =>
+        op.listAudit({ itemName: values.item as string | undefined, limit }),
+      );
+      process.stdout.write(
+        table([
+          ["WHEN", "WHO", "ACTION", "CREDENTIAL", "HOST", "REASON"],
+          ...events.map((e) => [e.at, e.actor, e.action, e.item_name ?? "", e.host ?? "", e.reason ?? ""]),
+        ]),
+      );
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command.slice(0, 40))}; see vault --help`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      process.stderr.write(`vault: ${(error as Error).message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    const message = error instanceof AppError || error instanceof Error ? error.message : String(error);
+    process.stderr.write(`vault: ${message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,239 @@
+// Approvals (spec 2.4, 3.1): request (pending), approve with a policy, revoke, and the check an
+// http_request makes before anything leaves: find a usable grant and, for a one-call grant, spend
+// it first (restored when the request never left the service).
+import { AppError } from "@latch/shared/errors";
+import { newId } from "@latch/shared/ids";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
+
+/** Spec 8: a session approval lives 8 hours. */
+export const SESSION_GRANT_MS = 8 * 60 * 60 * 1000;
+/** Spec 8: the task description shown in the inbox. */
+export const MAX_TASK_DESCRIPTION = 500;
+
+export type GrantPolicy = "prompt" | "session" | "item_standing" | "folder_standing";
+
+/** Spec 2.4's public fields, plus the names a listing needs. Never a value. */
+export interface PublicGrant {
+  grant_id: string;
+  policy: string;
+  status: string;
+  environment_id: string;
+  item_name: string;
+  agent_id: string;
+  tool_id: string;
+  expires_at: string | null;
+  created_at: string;
+  approved_at: string | null;
+  consumed_at: string | null;
+  task_id: string | null;
+  task_description: string | null;
+}
+
+export interface GrantsServiceDeps {
+  repo: GrantsRepo;
+  recordEvent(event: AuditEvent): Promise<void>;
+  now?: () => Date;
+}
+
+export interface CallAuthorisation {
+  grant: PublicGrant;
+  /** Gives a spent one-call grant back: the request never left the service. */
+  release(): Promise<void>;
+}
+
+export interface GrantRequest extends GrantScope {
+  environment: string;
+  actor: string;
+  taskDescription?: string | undefined;
+  taskId?: string | undefined;
+}
+
+function iso(date: Date | null): string | null {
+  return date ? date.toISOString() : null;
+}
+
+export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
+  const isExpired = row.status === "active" && row.expires_at !== null && row.expires_at <= now;
+  return {
+    grant_id: row.id,
+    policy: row.policy,
+    status: isExpired ? "expired" : row.status,
+    environment_id: row.environment,
+    item_name: row.item_name,
+    agent_id: row.agent_id,
+    tool_id: row.tool_id,
+    expires_at: iso(row.expires_at),
+    created_at: row.created_at.toISOString(),
+    approved_at: iso(row.approved_at),
+    consumed_at: iso(row.consumed_at),
+    task_id: row.task_id,
+    task_description: row.task_description,
+  };
+}
+
+export function createGrantsService(deps: GrantsServiceDeps) {
+  const now = deps.now ?? (() => new Date());
+
+  function expiryFor(policy: GrantPolicy, at: Date): Date | null {
+    return policy === "session" ? new Date(at.getTime() + SESSION_GRANT_MS) : null;
+  }
+
+  async function loadGrant(organisationId: string, id: string): Promise<GrantWithItem> {
+    const row = await deps.repo.findGrantById(organisationId, id);
+    if (!row) throw new AppError("not_found", "no such grant");
+    return row;
+  }
+
+  return {
+    /**
+     * A pending grant for the scope: the one already waiting, or a new one. Repeated requests do
+     * not fill the operator's inbox.
+     */
+    async requestGrant(request: GrantRequest): Promise<{ grant: PublicGrant; isNew: boolean }> {
+      const existing = await deps.repo.findPendingGrant(request);
+      if (existing) return { grant: toPublicGrant(existing, now()), isNew: false };
+      const at = now();
+      const id = newId("grt");
+      await deps.repo.insertGrant({
+        id,
+        organisation_id: request.organisationId,
+        environment: request.environment,
+        item_id: request.itemId,
+        agent_id: request.agentId,
+        tool_id: request.toolId,
+        policy: "prompt",
+        status: "pending",
+        task_id: request.taskId ?? null,
+        task_description: request.taskDescription?.slice(0, MAX_TASK_DESCRIPTION) ?? null,
+        created_at: at,
+        approved_at: null,
+        expires_at: null,
+        consumed_at: null,
+        revoked_at: null,
+      });
+      const row = await loadGrant(request.organisationId, id);
+      await deps.recordEvent({
+        organisationId: request.organisationId,
+        environment: request.environment,
+        actor: request.actor,
+        action: "grant_requested",
+        itemName: row.item_name,
+        detail: { grant_id: id, agent_id: request.agentId, tool_id: request.toolId },
+      });
+      return { grant: toPublicGrant(row, at), isNew: true };
+    },
+
+    /** Writes an approval that is active at once (the operator approving ahead of a request). */
+    async createActiveGrant(request: GrantRequest & { policy: GrantPolicy }): Promise<PublicGrant> {
+      const at = now();
+      const id = newId("grt");
+      await deps.repo.insertGrant({
+        id,
+        organisation_id: request.organisationId,
+        environment: request.environment,
+        item_id: request.itemId,
+        agent_id: request.agentId,
+        tool_id: request.toolId,
+        policy: request.policy,
+        status: "active",
+        task_id: request.taskId ?? null,
+        task_description: request.taskDescription?.slice(0, MAX_TASK_DESCRIPTION) ?? null,
+        created_at: at,
+        approved_at: at,
+        expires_at: expiryFor(request.policy, at),
+        consumed_at: null,
+        revoked_at: null,
+      });
+      const row = await loadGrant(request.organisationId, id);
+      await deps.recordEvent({
+        organisationId: request.organisationId,
+        environment: request.environment,
+        actor: request.actor,
+        action: "grant_approved",
+        itemName: row.item_name,
+        detail: { grant_id: id, agent_id: request.agentId, policy: request.policy },
+      });
+      return toPublicGrant(row, at);
+    },
+
+    async approveGrant(
+      organisationId: string,
+      actor: string,
+      id: string,
+      policy: GrantPolicy,
+    ): Promise<PublicGrant> {
+      const row = await loadGrant(organisationId, id);
+      const at = now();
+      const isApproved = await deps.repo.updateGrantApproved(organisationId, id, {
+        policy,
+        approvedAt: at,
+        expiresAt: expiryFor(policy, at),
+      });
+      if (!isApproved) {
+        throw new AppError(
+          "grant_not_pending",
+          `grant ${id} is ${toPublicGrant(row, at).status}, not pending`,
+        );
+      }
+      await deps.recordEvent({
+        organisationId,
+        environment: row.environment,
+        actor,
+        action: "grant_approved",
+        itemName: row.item_name,
+        detail: { grant_id: id, agent_id: row.agent_id, policy },
+      });
+      return toPublicGrant(await loadGrant(organisationId, id), at);
+    },
+
+    async revokeGrant(organisationId: string, actor: string, id: string): Promise<PublicGrant> {
+      const row = await loadGrant(organisationId, id);
+      const at = now();
+      if (!(await deps.repo.updateGrantRevoked(organisationId, id, at))) {
+        throw new AppError("grant_not_revocable", `grant ${id} is ${toPublicGrant(row, at).status}`);
+      }
+      await deps.recordEvent({
+        organisationId,
+        environment: row.environment,
+        actor,
+        action: "grant_revoked",
+        itemName: row.item_name,
+        detail: { grant_id: id, agent_id: row.agent_id },
+      });
+      return toPublicGrant(await loadGrant(organisationId, id), at);
+    },
+
+    async listGrants(organisationId: string, filter: { agentId?: string } = {}): Promise<PublicGrant[]> {
+      const at = now();
+      return (await deps.repo.findGrants(organisationId, filter)).map((row) => toPublicGrant(row, at));
+    },
+
+    /**
+     * The approval a call would use right now, without spending it (dry_run).
+     */
+    async findUsableGrant(scope: GrantScope): Promise<PublicGrant | undefined> {
+      const at = now();
+      const [first] = await deps.repo.findUsableGrants(scope, at);
+      return first && toPublicGrant(first, at);
+    },
+
+    /**
+     * Authorises one call: a usable grant, with a one-call grant spent before the request is
+     * sent. Undefined when there is none (or another call spent the last one first).
+     */
+    async authoriseCall(scope: GrantScope): Promise<CallAuthorisation | undefined> {
+      const at = now();
+      for (const row of await deps.repo.findUsableGrants(scope, at)) {
+        if (row.policy !== "prompt") return { grant: toPublicGrant(row, at), release: async () => {} };
+        if (await deps.repo.updateGrantConsumed(row.id, at)) {
+          const spent = { ...row, status: "consumed", consumed_at: at };
+          return { grant: toPublicGrant(spent, at), release: () => deps.repo.updateGrantRestored(row.id) };
+        }
+      }
+      return undefined;
+    },
+  };
+}
+
+export type GrantsService = ReturnType<typeof createGrantsService>;

@@ -1,0 +1,49 @@
+// The HTTP application of `vault serve` without listen(): health, console, operator API, MCP.
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { BODY_LIMIT_BYTES, PRODUCT_NAME, registerJsonOnly } from "../app.ts";
+import { registerErrorHandling } from "../http/errors.ts";
+import { requestLogging } from "../http/logging.ts";
+import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
+import { createMcpServer } from "../mcp/mcp-server.ts";
+import type { McpSessionStore } from "../mcp/mcp-sessions.ts";
+import { registerLocalApiRoutes } from "./local-api.routes.ts";
+import { registerLocalConsole } from "./local-console.ts";
+import { registerLocalGuards } from "./local-guards.ts";
+import { registerLocalMcpRoutes } from "./local-mcp.routes.ts";
+import { createTokenChecker, type LocalTokens } from "./local-tokens.ts";
+import type { LocalVault } from "./local-vault.ts";
+
+export interface LocalAppDeps {
+  vault: LocalVault;
+  tokens: LocalTokens;
+  sessions: McpSessionStore;
+  logger: Logger;
+}
+
+export function buildLocalApp(deps: LocalAppDeps): FastifyInstance {
+  const app = Fastify({
+    ...requestLogging(deps.logger),
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy: false,
+  }) as unknown as FastifyInstance;
+  registerJsonOnly(app);
+  registerErrorHandling(app);
+  registerLocalGuards(app, createTokenChecker(deps.tokens));
+  app.addHook("onSend", async (_request, reply) => {
+    reply.header("x-content-type-options", "nosniff");
+    reply.header("referrer-policy", "no-referrer");
+    reply.header("cache-control", "no-store");
+    reply.header("x-frame-options", "DENY");
+  });
+  app.get("/health", async () => ({ ok: true, product: PRODUCT_NAME }));
+  registerLocalConsole(app);
+  registerLocalApiRoutes(app, deps.vault);
+  const mcp = createMcpServer({
+    instructions: LOCAL_INSTRUCTIONS,
+    tools: deps.vault.tools,
+    logError: (error) => deps.logger.error({ err: error }, "tool failed"),
+  });
+  registerLocalMcpRoutes(app, mcp, deps.sessions);
+  return app;
+}

@@ -1,0 +1,71 @@
+// `vault serve` and `vault mcp` keep the local vault open and listen on loopback; the address goes
+// into DATA_DIR/local/runtime.json (owner-only) so the CLI's commands reach it instead of opening
+// the database a second time.
+import { existsSync, readFileSync, unlinkSync } from "node:fs";
+import { writePrivateFileAtomic } from "@latch/shared/files";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { createMcpSessionStore } from "../mcp/mcp-sessions.ts";
+import { buildLocalApp } from "./local-app.ts";
+import type { LocalTokens } from "./local-tokens.ts";
+import { type LocalVault, localRuntimePath } from "./local-vault.ts";
+
+export const LOCAL_PORT = 8788;
+
+export interface RunningLocalServer {
+  url: string;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+const runtimeFile = z.object({ pid: z.number().int(), url: z.string().startsWith("http://127.0.0.1:") });
+
+export async function startLocalServer(options: {
+  vault: LocalVault;
+  tokens: LocalTokens;
+  logger: Logger;
+  dataDir: string;
+  port: number;
+  /** When the port is taken, listen on any free one instead (vault mcp). */
+  isPortFlexible?: boolean;
+}): Promise<RunningLocalServer> {
+  const app = buildLocalApp({
+    vault: options.vault,
+    tokens: options.tokens,
+    sessions: createMcpSessionStore(),
+    logger: options.logger,
+  });
+  let url: string;
+  try {
+    url = await app.listen({ host: "127.0.0.1", port: options.port });
+  } catch (error) {
+    if ((error as { code?: string }).code !== "EADDRINUSE" || !options.isPortFlexible) throw error;
+    url = await app.listen({ host: "127.0.0.1", port: 0 });
+  }
+  const runtimePath = localRuntimePath(options.dataDir);
+  writePrivateFileAtomic(runtimePath, `${JSON.stringify({ pid: process.pid, url })}\n`);
+  return {
+    url,
+    app,
+    async close() {
+      try {
+        unlinkSync(runtimePath);
+      } catch {
+        // Already gone.
+      }
+      await app.close();
+    },
+  };
+}
+
+/** The address of a live local server, if one says it is running. */
+export function readLocalRuntime(dataDir: string): { pid: number; url: string } | undefined {
+  const path = localRuntimePath(dataDir);
+  if (!existsSync(path)) return undefined;
+  try {
+    return runtimeFile.parse(JSON.parse(readFileSync(path, "utf8")));
+  } catch {
+    return undefined;
+  }
+}

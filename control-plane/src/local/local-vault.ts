@@ -1,0 +1,160 @@
+// The local variant's services on one laptop: the embedded database in DATA_DIR, an egress proxy
+// child process, one organisation and one environment. `vault serve`, `vault mcp` and the CLI
+// commands all open it through here.
+import { join } from "node:path";
+import type { SealingPublicKey } from "@latch/shared/crypto/seal";
+import { ensurePrivateDir } from "@latch/shared/files";
+import type { Logger } from "pino";
+import { type AuditRepo, createAuditRepo } from "../audit/audit.repo.ts";
+import { type CallsService, createCallsService } from "../calls/calls.service.ts";
+import { type OpenDatabase, openDatabase } from "../db/database.ts";
+import { connectEgress, type EgressConnection } from "../egress/connect-egress.ts";
+import type { EgressClient } from "../egress/egress-client.ts";
+import { loadOrCreateTicketKey } from "../egress/ticket-key.ts";
+import { createTicketMinter } from "../egress/tickets.ts";
+import { createGrantsRepo } from "../grants/grants.repo.ts";
+import { createGrantsService, type GrantsService } from "../grants/grants.service.ts";
+import { createItemsRepo } from "../items/items.repo.ts";
+import { createItemsService, type ItemsService } from "../items/items.service.ts";
+import type { ToolHandlers } from "../mcp/mcp-server.ts";
+import { createOrganisationsRepo } from "../organisations/organisations.repo.ts";
+import { LOCAL_SURFACE } from "../tools/tool-context.ts";
+import { createToolHandlers } from "../tools/tools.ts";
+
+export const LOCAL_ORGANISATION_ID = "org_local";
+export const LOCAL_ENVIRONMENT = "production";
+export const LOCAL_OPERATOR = "operator";
+
+export interface LocalEgress {
+  client: EgressClient;
+  sealingKey(): Promise<SealingPublicKey>;
+  close?(): Promise<void>;
+}
+
+export interface LocalVaultOptions {
+  dataDir: string;
+  logger: Logger;
+  /** PostgreSQL instead of the embedded database (tests run both). */
+  databaseUrl?: string | undefined;
+  /** An already-open database (tests share one per worker). */
+  database?: OpenDatabase;
+  /** An already-running proxy (tests run one in-process with their test knobs). */
+  egress?: LocalEgress;
+  /** The ticket audience the proxy expects. */
+  audience?: string;
+  /** Where a spawned proxy listens; 0 picks a free port so a hosted instance on 50051 is no obstacle. */
+  egressPort?: number;
+  /** Which organisation the vault acts in; tests give each its own. */
+  organisationId?: string;
+  now?: () => Date;
+}
+
+export interface LocalVault {
+  organisationId: string;
+  environment: string;
+  database: OpenDatabase;
+  items: ItemsService;
+  grants: GrantsService;
+  calls: CallsService;
+  audit: AuditRepo;
+  tools: ToolHandlers;
+  /** Resolves once the egress proxy answers (started now if it was not yet). */
+  egressReady(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openLocalVault(options: LocalVaultOptions): Promise<LocalVault> {
+  ensurePrivateDir(options.dataDir);
+  const database =
+    options.database ?? (await openDatabase({ databaseUrl: options.databaseUrl, dataDir: options.dataDir }));
+  const ticketKey = loadOrCreateTicketKey(options.dataDir);
+  // The proxy starts on first use: listing credentials or grants needs no proxy, storing or calling does.
+  const egress =
+    options.egress ??
+    lazyEgress(() =>
+      connectEgress({ EGRESS_PORT: options.egressPort ?? 0 }, options.dataDir, options.logger),
+    );
+  const organisationId = options.organisationId ?? LOCAL_ORGANISATION_ID;
+  await createOrganisationsRepo(database.db).insertOrganisationIfMissing({
+    id: organisationId,
+    name: "Local vault",
+  });
+
+  const audit = createAuditRepo(database.db);
+  const items = createItemsService({
+    repo: createItemsRepo(database.db),
+    sealingKey: () => egress.sealingKey(),
+    recordEvent: audit.insertAuditEvent,
+    environments: [LOCAL_ENVIRONMENT],
+    defaultEnvironment: LOCAL_ENVIRONMENT,
+  });
+  const grants = createGrantsService({
+    repo: createGrantsRepo(database.db),
+    recordEvent: audit.insertAuditEvent,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const calls = createCallsService({
+    findItemByName: items.findCallableByName,
+    findItemsByHost: items.findCallableByHost,
+    recordEvent: audit.insertAuditEvent,
+    minter: createTicketMinter({
+      key: ticketKey,
+      issuer: "latch-local",
+      audience: options.audience ?? "latch-egress",
+    }),
+    egress: egress.client,
+  });
+  const tools = createToolHandlers(
+    { items, grants, calls, surface: LOCAL_SURFACE },
+    { organisationId, environment: LOCAL_ENVIRONMENT },
+  );
+
+  return {
+    organisationId,
+    environment: LOCAL_ENVIRONMENT,
+    database,
+    items,
+    grants,
+    calls,
+    audit,
+    tools,
+    async egressReady() {
+      await egress.sealingKey();
+    },
+    async close() {
+      if (!options.egress) await egress.close?.();
+      if (!options.database) await database.close();
+    },
+  };
+}
+
+/** Where the process holding the local database says how to reach it. */
+export function localRuntimePath(dataDir: string): string {
+  return join(dataDir, "local", "runtime.json");
+}
+
+/** An egress connection made on first use, once, even under concurrent first calls. */
+export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgress {
+  let connection: Promise<EgressConnection> | undefined;
+  const get = () => {
+    connection ??= connect().catch((error: unknown) => {
+      connection = undefined;
+      throw error;
+    });
+    return connection;
+  };
+  const client: EgressClient = {
+    execute: async (ticket, deadlineMs) => (await get()).client.execute(ticket, deadlineMs),
+    resolve: async (ticket) => (await get()).client.resolve(ticket),
+    getInfo: async () => (await get()).client.getInfo(),
+    isHealthy: async () => (await get()).client.isHealthy(),
+    close: () => {},
+  };
+  return {
+    client,
+    sealingKey: async () => (await get()).sealingKey(),
+    async close() {
+      if (connection) await (await connection.catch(() => undefined))?.close();
+    },
+  };
+}

@@ -1,0 +1,41 @@
+// request_grant and list_grants (spec 4.2): an agent asks ahead of a call, and sees its own approvals.
+import type { ToolAnswer } from "../mcp/mcp-server.ts";
+import type { ToolArgs } from "../mcp/tool-schemas.ts";
+import { needItemAnswer } from "./http-request.tool.ts";
+import { HTTP_REQUEST_TOOL, type ToolDeps, type ToolScope } from "./tool-context.ts";
+
+export async function runRequestGrant(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: ToolArgs<"request_grant">,
+): Promise<ToolAnswer> {
+  const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
+  if (!item) return needItemAnswer(deps, args.item_name, "the API host");
+  const grantScope = {
+    organisationId: scope.organisationId,
+    itemId: item.id,
+    agentId: scope.agentId,
+    toolId: HTTP_REQUEST_TOOL,
+  };
+  // A session or standing approval already covers the agent: returned at once as the covering grant.
+  const covering = await deps.grants.findUsableGrant(grantScope);
+  if (covering && covering.policy !== "prompt") return { payload: { ...covering } };
+  const { grant } = await deps.grants.requestGrant({
+    ...grantScope,
+    environment: scope.environment,
+    actor: `agent:${scope.agentId}`,
+    taskDescription: args.task_description,
+  });
+  return {
+    payload: {
+      ...grant,
+      notify_failed: false,
+      next: { for_model: deps.surface.approveHint(grant.grant_id) },
+    },
+  };
+}
+
+export async function runListGrants(deps: ToolDeps, scope: ToolScope): Promise<ToolAnswer> {
+  const grants = await deps.grants.listGrants(scope.organisationId, { agentId: scope.agentId });
+  return { payload: { grants } };
+}

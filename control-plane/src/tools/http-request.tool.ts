@@ -1,0 +1,116 @@
+// http_request (spec 4.2): locate the credential, check the agent's approval (spending a one-call
+// approval before anything leaves), send through the egress proxy, answer in the shape of 2.8.
+import { AppError } from "@latch/shared/errors";
+import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
+import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
+import type { ToolAnswer } from "../mcp/mcp-server.ts";
+import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
+
+export async function runHttpRequest(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+): Promise<ToolAnswer> {
+  const located = await locateOrAnswer(deps, scope, args);
+  if ("payload" in located) return located;
+  const { item, host, path } = located;
+  const grantScope = {
+    organisationId: scope.organisationId,
+    itemId: item.id,
+    agentId: scope.agentId,
+    toolId: HTTP_REQUEST_TOOL,
+  };
+
+  if (args.dry_run) {
+    const grant = await deps.grants.findUsableGrant(grantScope);
+    return {
+      payload: {
+        status: "dry_run",
+        item_name: item.name,
+        host,
+        method: args.method,
+        path,
+        inject: item.inject,
+        provider: null,
+        approval: grant
+          ? { status: grant.status, grant_id: grant.grant_id, policy: grant.policy }
+          : { status: "none" },
+        would_send: Boolean(grant),
+        ...(grant ? {} : { reason: "scope_denied" }),
+      },
+    };
+  }
+
+  const authorisation = await deps.grants.authoriseCall(grantScope);
+  if (!authorisation) {
+    const { grant } = await deps.grants.requestGrant({
+      ...grantScope,
+      environment: scope.environment,
+      actor: `agent:${scope.agentId}`,
+      taskDescription: args.task_description,
+    });
+    const { dry_run: _dryRun, ...retry } = args;
+    return {
+      payload: {
+        status: "pending",
+        grant_id: grant.grant_id,
+        item_name: item.name,
+        host,
+        notify_failed: false,
+        message: `Approval needed to use ${item.name} on ${host}.`,
+        next: {
+          for_model: deps.surface.approveHint(grant.grant_id),
+          tool: HTTP_REQUEST_TOOL,
+          arguments: retry,
+        },
+      },
+    };
+  }
+
+  let outcome: Awaited<ReturnType<ToolDeps["calls"]["executeCall"]>>;
+  try {
+    outcome = await deps.calls.executeCall(
+      { ...scope, actor: `agent:${scope.agentId}`, ...(args.client_id ? { clientId: args.client_id } : {}) },
+      args,
+      located,
+    );
+  } catch (error) {
+    // Nothing reached the origin: the approval was not used.
+    await authorisation.release();
+    throw error;
+  }
+  if (!outcome.reachedOrigin) await authorisation.release();
+  return { payload: { ...outcome.result, grant_id: authorisation.grant.grant_id } };
+}
+
+/** The located credential, or the tool answer for a miss (need_item) or a host mismatch. */
+async function locateOrAnswer(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+): Promise<LocatedCredential | ToolAnswer> {
+  try {
+    return await locateCredential(
+      { findItemByName: deps.items.findCallableByName, findItemsByHost: deps.items.findCallableByHost },
+      scope,
+      args,
+    );
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    if (error.code === "host_mismatch") {
+      return { payload: { status: "host_mismatch", ...error.toBody() }, isError: true };
+    }
+    if (error.code === "not_found") {
+      // The host as validated by locateCredential, never the raw argument.
+      const host = typeof error.extra.host === "string" ? error.extra.host : undefined;
+      const suggested = args.item_name ?? (host ? suggestItemName(host) : "API_TOKEN");
+      return needItemAnswer(deps, suggested, host ?? "the API host");
+    }
+    throw error;
+  }
+}
+
+export function needItemAnswer(deps: ToolDeps, suggestedName: string, host: string): ToolAnswer {
+  const { message, fields } = deps.surface.needItem(suggestedName, host);
+  return { payload: { status: "need_item", suggested_name: suggestedName, host, message, ...fields } };
+}

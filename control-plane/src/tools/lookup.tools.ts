@@ -1,0 +1,129 @@
+// find_items, setup and list_items (spec 4.2): what is stored, by name or host. Never a value.
+import { AppError } from "@latch/shared/errors";
+import { checkHostname } from "@latch/shared/requests/host";
+import type { CallableItem } from "../calls/calls.service.ts";
+import type { ToolAnswer } from "../mcp/mcp-server.ts";
+import type { ToolArgs } from "../mcp/tool-schemas.ts";
+import { needItemAnswer } from "./http-request.tool.ts";
+import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
+
+const MAX_AMBIGUOUS = 5;
+
+/** The API host of each provider identifier (DECISIONS.md), for setup. */
+const PROVIDER_HOSTS: Record<string, string> = {
+  spotify: "api.spotify.com",
+  github: "api.github.com",
+  google: "www.googleapis.com",
+  slack: "slack.com",
+  stripe: "api.stripe.com",
+};
+
+function describe(item: CallableItem, environment: string) {
+  return {
+    name: item.name,
+    allowed_hosts: [...item.allowedHosts],
+    inject: item.inject,
+    environment,
+  };
+}
+
+function validHost(raw: string): string {
+  const check = checkHostname(raw);
+  if (!check.ok) throw new AppError(check.code, check.message);
+  return check.host;
+}
+
+async function describeFull(deps: ToolDeps, scope: ToolScope, item: CallableItem) {
+  const view = await deps.items.findItemByName(scope.organisationId, scope.environment, item.name);
+  return { ...describe(item, scope.environment), kind: view?.kind ?? "secret", last4: view?.last4 ?? "" };
+}
+
+function ambiguous(items: CallableItem[], scope: ToolScope): ToolAnswer {
+  return {
+    payload: {
+      status: "ambiguous",
+      items: items.slice(0, MAX_AMBIGUOUS).map((i) => describe(i, scope.environment)),
+      ...(items.length > MAX_AMBIGUOUS ? { truncated: true } : {}),
+      message: "Several stored credentials match; call again with item_name.",
+    },
+  };
+}
+
+export async function runFindItems(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: ToolArgs<"find_items">,
+): Promise<ToolAnswer> {
+  if (!args.item_name && !args.host) {
+    return { payload: { status: "none", items: [], message: "Give item_name or host to look one up." } };
+  }
+  const host = args.host ? validHost(args.host) : undefined;
+  if (args.item_name) {
+    const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
+    if (!item) return needItemAnswer(deps, args.item_name, host ?? "the API host");
+    const found = await describeFull(deps, scope, item);
+    if (host && !item.allowedHosts.includes(host)) {
+      return { payload: { status: "host_mismatch", item: found }, isError: true };
+    }
+    return { payload: { status: "found", item: found } };
+  }
+  const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host!);
+  const [only, ...others] = items;
+  if (!only) return needItemAnswer(deps, suggestItemName(host!), host!);
+  if (others.length > 0) return ambiguous(items, scope);
+  return { payload: { status: "found", item: await describeFull(deps, scope, only) } };
+}
+
+export async function runSetup(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: ToolArgs<"setup">,
+): Promise<ToolAnswer> {
+  if (Boolean(args.provider) === Boolean(args.host)) {
+    throw new AppError("invalid_request", "give exactly one of provider or host");
+  }
+  const host = args.provider ? PROVIDER_HOSTS[args.provider]! : validHost(args.host!);
+  const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host);
+  const [only, ...others] = items;
+  if (!only) return needItemAnswer(deps, suggestItemName(host), host);
+  if (others.length > 0) return ambiguous(items, scope);
+  const grant = await deps.grants.findUsableGrant({
+    organisationId: scope.organisationId,
+    itemId: only.id,
+    agentId: scope.agentId,
+    toolId: HTTP_REQUEST_TOOL,
+  });
+  const isStanding = grant !== undefined && grant.policy !== "prompt";
+  return {
+    payload: {
+      status: isStanding ? "ready" : "ready_prompt",
+      item: await describeFull(deps, scope, only),
+      host,
+      ...(args.provider ? { provider: args.provider } : {}),
+      next: {
+        for_model: isStanding
+          ? `Call http_request with item_name ${only.name}.`
+          : `The credential is stored. Call http_request with item_name ${only.name}; the user approves the call when asked (or approves for the session).`,
+        tool: HTTP_REQUEST_TOOL,
+        arguments: { item_name: only.name, host },
+      },
+    },
+  };
+}
+
+export async function runListItems(deps: ToolDeps, scope: ToolScope): Promise<ToolAnswer> {
+  const items = await deps.items.listItems(scope.organisationId, scope.environment);
+  return {
+    payload: {
+      items: items.map((i) => ({
+        name: i.name,
+        kind: i.kind,
+        last4: i.last4,
+        username: i.username,
+        environment: i.environment,
+        inject: i.inject,
+        allowed_hosts: i.allowed_hosts,
+      })),
+    },
+  };
+}

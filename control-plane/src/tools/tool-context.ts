@@ -1,0 +1,57 @@
+// What every tool handler is given: the services it calls, and the surface it answers for (the
+// local `vault` or the hosted service), which decides how an operator is told to act.
+import type { CallsService } from "../calls/calls.service.ts";
+import type { GrantsService } from "../grants/grants.service.ts";
+import type { ItemsService } from "../items/items.service.ts";
+
+export interface ToolScope {
+  organisationId: string;
+  environment: string;
+  agentId: string;
+}
+
+/** How the operator acts on this surface: the words a tool answer uses. */
+export interface OperatorSurface {
+  /** need_item: where the value gets stored, e.g. a `vault set` command. */
+  needItem(suggestedName: string, host: string): { message: string; fields: Record<string, unknown> };
+  /** pending: how the operator approves this grant. */
+  approveHint(grantId: string): string;
+}
+
+export interface ToolDeps {
+  items: Pick<ItemsService, "findCallableByName" | "findCallableByHost" | "listItems" | "findItemByName">;
+  grants: GrantsService;
+  calls: CallsService;
+  surface: OperatorSurface;
+}
+
+export const HTTP_REQUEST_TOOL = "http_request";
+
+/**
+ * A name to suggest for a host's credential: the registrable part, uppercase, plus _TOKEN.
+ * @example suggestItemName("api.github.com") // "GITHUB_TOKEN"
+ */
+export function suggestItemName(host: string): string {
+  const labels = host.split(".").filter((l) => l !== "api" && l !== "www");
+  const core = labels.length > 1 ? labels.slice(0, -1) : labels;
+  const name = core
+    .join("_")
+    .replace(/[^a-z0-9]/gi, "_")
+    .toUpperCase();
+  const candidate = `${/^[A-Z]/.test(name) ? name : `API_${name}`}_TOKEN`;
+  return candidate.slice(0, 128);
+}
+
+/** The local variant: everything happens through the `vault` CLI or the loopback console. */
+export const LOCAL_SURFACE: OperatorSurface = {
+  needItem(suggestedName, host) {
+    const command = `vault set ${suggestedName} --host ${host}`;
+    return {
+      message: `Nothing is stored for ${host}. Ask the user to run \`${command}\` (the value is typed at the prompt, never given to you), then retry.`,
+      fields: { command },
+    };
+  },
+  approveHint(grantId) {
+    return `Ask the user to approve it: \`vault approve ${grantId}\` (or \`--session\` for 8 hours), or the Approve button in the local console. Then call again with the same arguments.`;
+  },
+};
