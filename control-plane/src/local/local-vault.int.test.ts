@@ -1,0 +1,484 @@
+// `vault serve` end to end over HTTP with the official MCP SDK client as the agent, a real egress
+// proxy and a real TLS origin on loopback (spec 4.4, 4.2 local rules, 3.1).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { FastifyInstance } from "fastify";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newTestOrganisation, testDatabase } from "../../test/database.ts";
+import { type EgressHarness, LogCapture, startEgressHarness } from "../../test/egress-harness.ts";
+import { createMcpSessionStore, SESSION_IDLE_MS } from "../mcp/mcp-sessions.ts";
+import { buildLocalApp } from "./local-app.ts";
+import type { LocalTokens } from "./local-tokens.ts";
+import { type LocalVault, openLocalVault } from "./local-vault.ts";
+
+const SECRET = "ghp_localcanary_0123456789abcdef";
+const tokens: LocalTokens = { operator: "lvo_test_operator_token", model: "lvm_test_model_token" };
+
+let harness: EgressHarness;
+let clock = Date.now();
+const logs = new LogCapture();
+
+interface Vault {
+  vault: LocalVault;
+  app: FastifyInstance;
+  url: string;
+}
+
+/** A local vault in its own organisation, listening on a free loopback port. */
+async function startVault(): Promise<Vault> {
+  const database = await testDatabase();
+  const logger = pino({ level: "debug" }, logs);
+  const vault = await openLocalVault({
+    dataDir: harness.dataDir,
+    logger,
+    database,
+    egress: { client: harness.client, sealingKey: async () => harness.proxy.sealingKey },
+    organisationId: await newTestOrganisation(database),
+  });
+  const app = buildLocalApp({ vault, tokens, sessions: createMcpSessionStore(() => clock), logger });
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  return { vault, app, url };
+}
+
+async function connectAgent(url: string, name = "test-agent"): Promise<Client> {
+  const client = new Client({ name, version: "1.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${tokens.model}` } },
+    }),
+  );
+  return client;
+}
+
+/** The JSON payload of a tool answer. */
+function payloadOf(result: Awaited<ReturnType<Client["callTool"]>>): Record<string, unknown> {
+  const content = result.content as { type: string; text: string }[];
+  expect(content).toHaveLength(1);
+  return JSON.parse(content[0]!.text) as Record<string, unknown>;
+}
+
+async function operator(v: Vault, method: string, path: string, body?: unknown) {
+  const response = await fetch(`${v.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${tokens.operator}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: response.status, json: (await response.json()) as Record<string, any> };
+}
+
+async function storeSecret(v: Vault, name = "GITHUB_TOKEN", extra: Record<string, unknown> = {}) {
+  const stored = await operator(v, "POST", "/api/secrets", {
+    name,
+    value: SECRET,
+    allowed_hosts: ["api.latch.test"],
+    ...extra,
+  });
+  expect(stored.status).toBe(201);
+  return stored.json.secret;
+}
+
+const call = (client: Client, args: Record<string, unknown>) =>
+  client.callTool({ name: "http_request", arguments: { method: "GET", path: "/v1/echo", ...args } });
+
+beforeAll(async () => {
+  harness = await startEgressHarness();
+  harness.setHandler((req, res) => {
+    res.writeHead(200, { "content-type": "application/json", "x-request-id": "req-1" });
+    res.end(JSON.stringify({ saw: req.headers.authorization ?? null, path: req.url }));
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await harness.close();
+});
+
+describe("the approval cycle", () => {
+  it("answers pending, then after approval calls once with a redacted answer, then pending again", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url);
+
+    const first = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" }));
+    expect(first).toMatchObject({
+      status: "pending",
+      item_name: "GITHUB_TOKEN",
+      grant_id: expect.any(String),
+    });
+    expect((first.next as { for_model: string }).for_model).toContain(`vault approve ${first.grant_id}`);
+    const before = harness.origin.requests.length;
+
+    const approved = await operator(v, "POST", "/api/grants", { grant_id: first.grant_id, scope: "once" });
+    expect(approved.json.grant).toMatchObject({ status: "active", policy: "prompt", agent_id: "test-agent" });
+
+    const answer = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" }));
+    expect(answer).toMatchObject({
+      origin_status: 200,
+      status: 200,
+      origin_headers: { "x-request-id": "req-1" },
+    });
+    expect(answer.body).toContain("Bearer [redacted]");
+    expect(JSON.stringify(answer)).not.toContain(SECRET);
+    expect(harness.origin.requests.length).toBe(before + 1);
+    expect(harness.origin.requests.at(-1)!.headers.authorization).toBe(`Bearer ${SECRET}`);
+
+    const grants = payloadOf(await agent.callTool({ name: "list_grants", arguments: {} }));
+    expect(grants.grants).toEqual([
+      expect.objectContaining({ grant_id: first.grant_id, status: "consumed" }),
+    ]);
+
+    const again = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" }));
+    expect(again.status).toBe("pending");
+    expect(again.grant_id).not.toBe(first.grant_id);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("keeps a session grant for many calls and stops when it is revoked", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url, "session-agent");
+    const granted = await operator(v, "POST", "/api/grants", {
+      item_name: "GITHUB_TOKEN",
+      agent_id: "session-agent",
+      scope: "session",
+    });
+    expect(granted.status).toBe(201);
+    expect(Date.parse(granted.json.grant.expires_at) - Date.now()).toBeGreaterThan(7.9 * 3600_000);
+    for (let i = 0; i < 3; i++) {
+      expect(payloadOf(await call(agent, { host: "api.latch.test" })).origin_status).toBe(200);
+    }
+    // Another agent's approval does not carry over.
+    const other = await connectAgent(v.url, "other-agent");
+    expect(payloadOf(await call(other, { item_name: "GITHUB_TOKEN" })).status).toBe("pending");
+
+    await operator(v, "POST", `/api/grants/${granted.json.grant.grant_id}/revoke`);
+    expect(payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" })).status).toBe("pending");
+    const listed = await operator(v, "GET", "/api/grants");
+    expect(listed.json.grants).toContainEqual(
+      expect.objectContaining({ grant_id: granted.json.grant.grant_id, status: "revoked" }),
+    );
+    await agent.close();
+    await other.close();
+    await v.app.close();
+  });
+
+  it("sends exactly one request upstream for two simultaneous calls on one once grant", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url, "racer");
+    const pending = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" }));
+    await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "once" });
+    const before = harness.origin.requests.length;
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => call(agent, { item_name: "GITHUB_TOKEN" }).then(payloadOf)),
+    );
+    expect(answers.filter((a) => a.origin_status === 200)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === "pending")).toHaveLength(5);
+    expect(harness.origin.requests.length).toBe(before + 1);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("gives a once grant back when the request never left (the proxy refused the destination)", async () => {
+    const v = await startVault();
+    // Allowed by the item, but it resolves nowhere public: the proxy refuses before sending.
+    await storeSecret(v, "INTERNAL_TOKEN", { allowed_hosts: ["nowhere.invalid"] });
+    const agent = await connectAgent(v.url, "refused-agent");
+    const pending = payloadOf(await call(agent, { item_name: "INTERNAL_TOKEN" }));
+    await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "once" });
+    const refused = payloadOf(await call(agent, { item_name: "INTERNAL_TOKEN" }));
+    expect(refused.error).toBeDefined();
+    const grants = await operator(v, "GET", "/api/grants");
+    expect(grants.json.grants).toContainEqual(
+      expect.objectContaining({ grant_id: pending.grant_id, status: "active", consumed_at: null }),
+    );
+    await agent.close();
+    await v.app.close();
+  });
+});
+
+describe("tool answers", () => {
+  it("answers need_item with the vault set command when nothing is stored", async () => {
+    const v = await startVault();
+    const agent = await connectAgent(v.url);
+    const answer = payloadOf(await call(agent, { host: "api.example.com" }));
+    expect(answer).toMatchObject({
+      status: "need_item",
+      suggested_name: "EXAMPLE_TOKEN",
+      host: "api.example.com",
+      command: "vault set EXAMPLE_TOKEN --host api.example.com",
+    });
+    expect(answer.message).toContain("vault set EXAMPLE_TOKEN --host api.example.com");
+    expect(answer).not.toHaveProperty("collect_url");
+    const setup = payloadOf(await agent.callTool({ name: "setup", arguments: { host: "api.example.com" } }));
+    expect(setup).toMatchObject({
+      status: "need_item",
+      command: "vault set EXAMPLE_TOKEN --host api.example.com",
+    });
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("flags host_mismatch as an error result and sends nothing", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url);
+    const before = harness.origin.requests.length;
+    const result = await call(agent, { item_name: "GITHUB_TOKEN", host: "api.other.test" });
+    expect(result.isError).toBe(true);
+    expect(payloadOf(result)).toMatchObject({ status: "host_mismatch" });
+    expect(harness.origin.requests.length).toBe(before);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("reports a dry run without sending, with scope_denied when no approval covers it", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url, "dry-agent");
+    const before = harness.origin.requests.length;
+    const dry = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", dry_run: true }));
+    expect(dry).toMatchObject({
+      status: "dry_run",
+      item_name: "GITHUB_TOKEN",
+      host: "api.latch.test",
+      method: "GET",
+      path: "/v1/echo",
+      inject: "bearer",
+      reason: "scope_denied",
+    });
+    await operator(v, "POST", "/api/grants", {
+      item_name: "GITHUB_TOKEN",
+      agent_id: "dry-agent",
+      scope: "once",
+    });
+    const covered = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", dry_run: true }));
+    expect(covered).toMatchObject({ would_send: true, approval: { status: "active", policy: "prompt" } });
+    expect(covered).not.toHaveProperty("reason");
+    expect(harness.origin.requests.length).toBe(before);
+    // The dry run did not spend the once grant.
+    expect(payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" })).origin_status).toBe(200);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("lists items, finds them and never shows a value", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url);
+    const listed = payloadOf(await agent.callTool({ name: "list_items", arguments: {} }));
+    expect(listed.items).toEqual([
+      expect.objectContaining({ name: "GITHUB_TOKEN", last4: "cdef", inject: "bearer", kind: "secret" }),
+    ]);
+    const alias = payloadOf(await agent.callTool({ name: "list_secrets", arguments: {} }));
+    expect(alias).toEqual(listed);
+    const found = payloadOf(
+      await agent.callTool({ name: "find_items", arguments: { host: "api.latch.test" } }),
+    );
+    expect(found).toMatchObject({ status: "found", item: { name: "GITHUB_TOKEN" } });
+    const mismatch = await agent.callTool({
+      name: "find_items",
+      arguments: { item_name: "GITHUB_TOKEN", host: "api.other.test" },
+    });
+    expect(mismatch.isError).toBe(true);
+    const ready = payloadOf(await agent.callTool({ name: "setup", arguments: { host: "api.latch.test" } }));
+    expect(ready.status).toBe("ready_prompt");
+    const requested = payloadOf(
+      await agent.callTool({
+        name: "request_grant",
+        arguments: { item_name: "GITHUB_TOKEN", task_description: "x".repeat(900) },
+      }),
+    );
+    expect(requested).toMatchObject({ status: "pending", policy: "prompt", notify_failed: false });
+    expect((requested.task_description as string).length).toBe(500);
+    for (const answer of [listed, found, ready, requested])
+      expect(JSON.stringify(answer)).not.toContain(SECRET);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("refuses an argument the schema does not define with -32602", async () => {
+    const v = await startVault();
+    const agent = await connectAgent(v.url);
+    await expect(
+      agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/x", host: "a.test", agent_id: "me" },
+      }),
+    ).rejects.toMatchObject({ code: -32602 });
+    const tools = await agent.listTools();
+    expect(tools.tools.map((t) => t.name).sort()).toEqual(
+      ["find_items", "http_request", "list_grants", "list_items", "request_grant", "setup"].sort(),
+    );
+    for (const tool of tools.tools) expect(tool.description?.length).toBeGreaterThan(40);
+    await agent.close();
+    await v.app.close();
+  });
+});
+
+describe("the walls of vault serve", () => {
+  let v: Vault;
+  beforeAll(async () => {
+    v = await startVault();
+  });
+  afterAll(async () => {
+    await v.app.close();
+  });
+
+  const raw = (
+    path: string,
+    init: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+  ) =>
+    v.app.inject({
+      method: (init.method ?? "GET") as "GET",
+      url: path,
+      headers: { host: "127.0.0.1:8788", ...init.headers },
+      ...(init.body === undefined ? {} : { payload: JSON.stringify(init.body) }),
+    });
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "raw" } },
+  };
+  const mcpHeaders = { authorization: `Bearer ${tokens.model}`, "content-type": "application/json" };
+
+  it("answers /health with the product name and nothing else", async () => {
+    const response = await raw("/health");
+    expect(response.json()).toEqual({ ok: true, product: "Latch" });
+  });
+
+  it.each(["evil.example", "127.0.0.1.nip.io:8788", "attacker.test:8788", "0x7f000001:8788"])(
+    "refuses the Host %s (DNS rebinding)",
+    async (host) => {
+      const response = await raw("/api/items", {
+        headers: { host, authorization: `Bearer ${tokens.operator}` },
+      });
+      expect(response.statusCode).toBe(403);
+      expect(response.json().error.code).toBe("forbidden");
+    },
+  );
+
+  it("refuses a foreign browser Origin on the API and MCP", async () => {
+    const api = await raw("/api/items", {
+      headers: { origin: "https://evil.example", authorization: `Bearer ${tokens.operator}` },
+    });
+    expect(api.statusCode).toBe(403);
+    expect(api.headers["access-control-allow-origin"]).toBeUndefined();
+    const mcp = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, origin: "http://localhost:3000" },
+      body: initialize,
+    });
+    expect(mcp.statusCode).toBe(403);
+    const own = await raw("/api/items", {
+      headers: { origin: "http://127.0.0.1:8788", authorization: `Bearer ${tokens.operator}` },
+    });
+    expect(own.statusCode).toBe(200);
+  });
+
+  it("keeps each bearer on its own surface", async () => {
+    const modelOnApi = await raw("/api/items", { headers: { authorization: `Bearer ${tokens.model}` } });
+    expect(modelOnApi.statusCode).toBe(403);
+    const operatorOnMcp = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, authorization: `Bearer ${tokens.operator}` },
+      body: initialize,
+    });
+    expect(operatorOnMcp.statusCode).toBe(403);
+    expect((await raw("/api/items")).statusCode).toBe(401);
+    expect((await raw("/api/items", { headers: { authorization: "Bearer lvo_wrong" } })).statusCode).toBe(
+      401,
+    );
+    expect(
+      (
+        await raw("/mcp", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: initialize,
+        })
+      ).statusCode,
+    ).toBe(401);
+  });
+
+  it("requires the Mcp-Session-Id: 400 without it, 404 unknown or idle for 8 hours", async () => {
+    const init = await raw("/mcp", { method: "POST", headers: mcpHeaders, body: initialize });
+    expect(init.statusCode).toBe(200);
+    const sessionId = init.headers["mcp-session-id"] as string;
+    expect(sessionId).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    const ping = { jsonrpc: "2.0", id: 2, method: "ping" };
+    expect((await raw("/mcp", { method: "POST", headers: mcpHeaders, body: ping })).statusCode).toBe(400);
+    const unknown = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, "mcp-session-id": "nope" },
+      body: ping,
+    });
+    expect(unknown.statusCode).toBe(404);
+    const ok = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, "mcp-session-id": sessionId },
+      body: ping,
+    });
+    expect(ok.json()).toEqual({ jsonrpc: "2.0", id: 2, result: {} });
+    const notification = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, "mcp-session-id": sessionId },
+      body: { jsonrpc: "2.0", method: "notifications/initialized" },
+    });
+    expect(notification.statusCode).toBe(202);
+    expect(notification.body).toBe("");
+    const unknownMethod = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, "mcp-session-id": sessionId },
+      body: { jsonrpc: "2.0", id: 3, method: "resources/list" },
+    });
+    expect(unknownMethod.json().error.code).toBe(-32601);
+    clock += SESSION_IDLE_MS + 1000;
+    const idle = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, "mcp-session-id": sessionId },
+      body: ping,
+    });
+    expect(idle.statusCode).toBe(404);
+  });
+
+  it("serves the console page with a strict CSP and no values", async () => {
+    await storeSecret(v, "CONSOLE_TOKEN");
+    const page = await raw("/");
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
+    expect(page.body).toContain("Approvals");
+    const items = await raw("/api/items", { headers: { authorization: `Bearer ${tokens.operator}` } });
+    expect(items.body).toContain("CONSOLE_TOKEN");
+    expect(items.body).not.toContain(SECRET);
+  });
+
+  it("refuses non-JSON bodies (415) and bodies over 128 KiB (413)", async () => {
+    const text = await v.app.inject({
+      method: "POST",
+      url: "/api/items",
+      headers: {
+        host: "127.0.0.1",
+        authorization: `Bearer ${tokens.operator}`,
+        "content-type": "text/plain",
+      },
+      payload: "x",
+    });
+    expect(text.statusCode).toBe(415);
+    const big = await raw("/api/items", {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens.operator}`, "content-type": "application/json" },
+      body: { name: "BIG", value: "x".repeat(140 * 1024), allowed_hosts: ["a.test"] },
+    });
+    expect(big.statusCode).toBe(413);
+  });
+
+  it("wrote no secret to any log line", () => {
+    expect(logs.text()).not.toContain(SECRET);
+    expect(harness.logs.text()).not.toContain(SECRET);
+  });
+});
