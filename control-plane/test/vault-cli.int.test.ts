@@ -1,0 +1,164 @@
+// The local variant as a user runs it: real `vault` processes. `vault set` reads the value from
+// stdin, `vault mcp` serves the official MCP SDK client over stdio (and spawns its own egress
+// proxy), `vault approve` in "another terminal" reaches it, and a canary never shows up in any
+// output, log or database file.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningOrigin, startOrigin } from "../../egress-proxy/test/origin.ts";
+
+const VAULT = new URL("../src/cli/vault.ts", import.meta.url).pathname;
+const PKI_CA = new URL("../../egress-proxy/test/pki/trusted-ca.pem", import.meta.url).pathname;
+const CANARY = "ghp_stdiocanary_9f8e7d6c5b4a3210";
+
+let origin: RunningOrigin;
+let env: Record<string, string>;
+let dataDir: string;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function vault(args: string[], stdin?: string): Promise<Run> {
+  const child = spawn(process.execPath, [VAULT, ...args], { env, stdio: ["pipe", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  child.stdin.end(stdin ?? "");
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+function payloadOf(result: Awaited<ReturnType<Client["callTool"]>>): Record<string, unknown> {
+  return JSON.parse((result.content as { text: string }[])[0]!.text) as Record<string, unknown>;
+}
+
+const leaks = (text: string) =>
+  [CANARY, Buffer.from(CANARY).toString("base64"), CANARY.slice(4, 20)].filter((form) => text.includes(form));
+
+beforeAll(async () => {
+  origin = await startOrigin((req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ echoed: req.headers.authorization ?? null }));
+  });
+  dataDir = join(mkdtempSync(join(tmpdir(), "latch-vault-cli-")), "home", ".latch");
+  const { BASE_URL: _vite, DATABASE_URL: _db, ...inherited } = process.env;
+  env = {
+    ...(inherited as Record<string, string>),
+    DATA_DIR: dataDir,
+    NODE_ENV: "test",
+    LOG_LEVEL: "debug",
+    EGRESS_CONNECT_TO: `api.latch.test:443:127.0.0.1:${origin.port}`,
+    EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
+    EGRESS_EXTRA_CA: PKI_CA,
+  };
+});
+
+afterAll(async () => {
+  await origin.close();
+});
+
+describe("the vault CLI and vault mcp", () => {
+  const outputs: string[] = [];
+
+  it("refuses a value on the command line, and stores one from stdin", async () => {
+    const refused = await vault(["set", "GITHUB_TOKEN", "--host", "api.latch.test", "--value", CANARY]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("never takes the value on the command line");
+    expect(leaks(refused.stderr + refused.stdout)).toEqual([]);
+
+    const stored = await vault(["set", "GITHUB_TOKEN", "--host", "api.latch.test"], `${CANARY}\n`);
+    outputs.push(stored.stdout, stored.stderr);
+    expect(stored.stderr).toContain("Opening the local vault");
+    expect(stored.code, stored.stderr).toBe(0);
+    expect(stored.stdout).toBe("Stored GITHUB_TOKEN for api.latch.test (inject bearer, ends in 3210).\n");
+    expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+
+    const listed = await vault(["list"]);
+    outputs.push(listed.stdout, listed.stderr);
+    expect(listed.stdout).toMatch(/GITHUB_TOKEN\s+api\.latch\.test\s+bearer\s+3210/);
+  }, 60_000);
+
+  it("runs the approval cycle over stdio with the MCP SDK client, approved from another process", async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [VAULT, "mcp"],
+      env,
+      stderr: "pipe",
+    });
+    let stderr = "";
+    transport.stderr?.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const agent = new Client({ name: "stdio-agent", version: "1.0.0" });
+    await agent.connect(transport);
+
+    const pending = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v1/me", item_name: "GITHUB_TOKEN" },
+      }),
+    );
+    expect(pending).toMatchObject({ status: "pending", item_name: "GITHUB_TOKEN" });
+    const grantId = pending.grant_id as string;
+
+    const grants = await vault(["grants"]);
+    expect(grants.code, grants.stderr).toBe(0);
+    expect(grants.stdout).toMatch(
+      new RegExp(`${grantId}\\s+pending\\s+prompt\\s+GITHUB_TOKEN\\s+stdio-agent`),
+    );
+    const approved = await vault(["approve", grantId]);
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(approved.stdout).toContain(`Approved ${grantId}: stdio-agent may use GITHUB_TOKEN for one call.`);
+
+    const answer = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v1/me", item_name: "GITHUB_TOKEN" },
+      }),
+    );
+    expect(answer).toMatchObject({ origin_status: 200, body: '{"echoed":"Bearer [redacted]"}' });
+    expect(origin.requests.at(-1)!.headers.authorization).toBe(`Bearer ${CANARY}`);
+
+    const mine = payloadOf(await agent.callTool({ name: "list_grants", arguments: {} }));
+    expect(mine.grants).toEqual([expect.objectContaining({ grant_id: grantId, status: "consumed" })]);
+    await expect(
+      agent.callTool({ name: "list_items", arguments: { agent_id: "someone-else" } }),
+    ).rejects.toMatchObject({ code: -32602 });
+
+    const audit = await vault(["audit"]);
+    expect(audit.stdout).toMatch(/agent:stdio-agent\s+http_request\s+GITHUB_TOKEN\s+api\.latch\.test/);
+    outputs.push(grants.stdout, approved.stdout, audit.stdout, JSON.stringify([pending, answer, mine]));
+    await agent.close();
+    outputs.push(stderr);
+    expect(stderr).toContain("egress proxy listening");
+  }, 90_000);
+
+  it("left the canary nowhere: outputs, logs and the database files", async () => {
+    expect(leaks(outputs.join("\n"))).toEqual([]);
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else files.push(path);
+      }
+    };
+    walk(dataDir);
+    expect(files.some((f) => f.includes("pgdata"))).toBe(true);
+    for (const file of files) {
+      const bytes = readFileSync(file);
+      expect(bytes.includes(Buffer.from(CANARY)), file).toBe(false);
+    }
+  });
+});
