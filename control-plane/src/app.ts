@@ -1,7 +1,10 @@
 // The hosted control plane's HTTP application without listen(): tests call app.inject().
 // Every route is registered here from the services it is given; nothing is wired inside routes.
+import fastifyCookie from "@fastify/cookie";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { registerOperatorSessions } from "./auth/operator-guard.ts";
+import type { SessionsRepo } from "./auth/sessions.ts";
 import { registerHealthRoutes } from "./health/health.routes.ts";
 import { registerErrorHandling } from "./http/errors.ts";
 import { requestLogging } from "./http/logging.ts";
@@ -14,9 +17,13 @@ export interface AppDeps {
   logger: Logger;
   isDatabaseReady(): Promise<boolean>;
   isEgressReady(): Promise<boolean>;
+  /** Operator sessions from the cookie, and the Origin wall (spec 5 rules 4 and 6). */
+  sessions?: { sessions: SessionsRepo; baseUrl: string; now: () => Date };
+  /** Feature routes, registered after the walls. */
+  routes?: ((app: FastifyInstance) => void)[];
 }
 
-export function buildApp(deps: AppDeps): FastifyInstance {
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     ...requestLogging(deps.logger),
     bodyLimit: BODY_LIMIT_BYTES,
@@ -31,11 +38,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     reply.header("referrer-policy", "no-referrer");
     reply.header("cache-control", "no-store");
   });
+  // Awaited, so its cookie parsing runs before the session hook below.
+  await app.register(fastifyCookie);
+  if (deps.sessions) registerOperatorSessions(app, deps.sessions);
   registerHealthRoutes(app, {
     product: PRODUCT_NAME,
     isDatabaseReady: deps.isDatabaseReady,
     isEgressReady: deps.isEgressReady,
   });
+  for (const register of deps.routes ?? []) register(app);
   return app;
 }
 

@@ -33,6 +33,12 @@ const schema = z.object({
     .default(ENVIRONMENTS.join(","))
     .transform((v) => v.split(",").map((e) => e.trim()))
     .pipe(z.array(z.enum(ENVIRONMENTS)).min(1)),
+  SMTP_URL: optionalText.pipe(
+    z
+      .string()
+      .regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL")
+      .optional(),
+  ),
   EGRESS_URL: optionalText,
   EGRESS_PORT: z.coerce.number().int().min(0).max(65535).default(50051),
   EGRESS_AUDIENCE: z.string().min(1).default("latch-egress"),
@@ -63,6 +69,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): ControlPlaneConfig {
     !isLoopbackAddress(c.EGRESS_URL.replace(/^[a-z]+:\/\//, ""))
   ) {
     problems.push("EGRESS_URL: a proxy off loopback is reached over mTLS (set EGRESS_CLIENT_TLS_*)");
+  }
+  if (c.NODE_ENV === "production" && !c.SMTP_URL) {
+    // Without SMTP, sign-in codes go to the log: fine on a laptop, an account takeover in production.
+    problems.push("SMTP_URL is required when NODE_ENV=production");
   }
   if (problems.length > 0) {
     throw new Error(`invalid control plane configuration:\n  ${problems.join("\n  ")}`);

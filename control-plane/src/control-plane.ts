@@ -5,12 +5,19 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
 import { createAuditRepo } from "./audit/audit.repo.ts";
+import { registerAuthRoutes } from "./auth/auth.routes.ts";
+import { createEmailCodeService } from "./auth/email-code.service.ts";
+import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
+import { createSessionsRepo } from "./auth/sessions.ts";
+import { createTotpService } from "./auth/totp.service.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createItemsRepo } from "./items/items.repo.ts";
 import { createItemsService, type ItemsService } from "./items/items.service.ts";
+import { createMailer, type Mailer } from "./mail/mailer.ts";
+import { createOrgsService } from "./orgs/orgs.service.ts";
 
 export interface ControlPlaneDeps {
   config: ControlPlaneConfig;
@@ -20,6 +27,9 @@ export interface ControlPlaneDeps {
   logger: Logger;
   /** Tests pass an open database; otherwise one is opened from the config. */
   database?: OpenDatabase;
+  /** Tests pass a mailer bound to their SMTP server, and a clock they control. */
+  mailer?: Mailer;
+  now?: () => Date;
 }
 
 export interface ControlPlane {
@@ -43,10 +53,27 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     defaultEnvironment: config.LATCH_ENVIRONMENTS[0]!,
   });
 
-  const app = buildApp({
+  const now = deps.now ?? (() => new Date());
+  const mailer = deps.mailer ?? createMailer({ smtpUrl: config.SMTP_URL, dataDir: deps.dataDir, logger });
+  const keyring = loadOrCreateKeyring(keyringPath(deps.dataDir));
+  const sessions = createSessionsRepo(database.db);
+  const orgs = createOrgsService({ db: database.db, now });
+  const authDeps = {
+    db: database.db,
+    emailCodes: createEmailCodeService({ db: database.db, mailer, keyring, now }),
+    totp: createTotpService({ db: database.db, keyring, now }),
+    sessions,
+    orgs,
+    isSecureCookies: config.BASE_URL.startsWith("https://"),
+    now,
+  };
+
+  const app = await buildApp({
     logger,
     isDatabaseReady: () => database.ping(),
     isEgressReady: () => deps.egress.client.isHealthy(),
+    sessions: { sessions, baseUrl: config.BASE_URL, now },
+    routes: [(app) => registerAuthRoutes(app, authDeps)],
   });
   await app.ready();
 
@@ -57,6 +84,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     items,
     async close() {
       await app.close();
+      mailer.close();
       if (!deps.database) await database.close();
     },
   };

@@ -3,10 +3,12 @@ import type { Kysely } from "kysely";
 import { type Migration, Migrator } from "kysely/migration";
 import * as vault from "./migrations/2026-11-22T0000-vault.ts";
 import * as grants from "./migrations/2026-11-23T0000-grants.ts";
+import * as operators from "./migrations/2026-11-23T0100-operators.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
   "2026-11-23T0000-grants": grants,
+  "2026-11-23T0100-operators": operators,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

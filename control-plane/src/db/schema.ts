@@ -66,12 +66,73 @@ export interface GrantsTable {
   revoked_at: Date | null;
 }
 
+export interface OperatorsTable {
+  id: string;
+  email: string;
+  created_at: Date;
+  totp_enabled: ColumnType<boolean, boolean | undefined, boolean>;
+  totp_secret: Uint8Array | null;
+  totp_kek_id: string | null;
+  totp_last_step: ColumnType<string, number | undefined, number>;
+  totp_failures: ColumnType<number, number | undefined, number>;
+  totp_locked_until: Date | null;
+  pending_totp_secret: Uint8Array | null;
+  pending_totp_kek_id: string | null;
+  pending_totp_expires_at: Date | null;
+}
+
+export interface BackupCodesTable {
+  id: Generated<string>;
+  operator_id: string;
+  code_hash: string;
+  used_at: Date | null;
+}
+
+export interface EmailChallengesTable {
+  email: string;
+  code_hash: string;
+  expires_at: Date;
+  wrong_attempts: ColumnType<number, number | undefined, number>;
+}
+
+export interface EmailSendsTable {
+  id: Generated<string>;
+  email: string;
+  sent_at: Date;
+}
+
+export interface OperatorSessionsTable {
+  id: string;
+  token_hash: string;
+  csrf_hash: string;
+  operator_id: string;
+  organisation_id: string | null;
+  is_mfa_passed: ColumnType<boolean, boolean | undefined, boolean>;
+  user_agent: string | null;
+  created_at: Date;
+  last_seen_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface MembershipsTable {
+  organisation_id: string;
+  operator_id: string;
+  role: string;
+  created_at: Date;
+}
+
 export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
   items: ItemsTable;
   audit_events: AuditEventsTable;
   grants: GrantsTable;
+  operators: OperatorsTable;
+  backup_codes: BackupCodesTable;
+  email_challenges: EmailChallengesTable;
+  email_sends: EmailSendsTable;
+  operator_sessions: OperatorSessionsTable;
+  memberships: MembershipsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;
@@ -79,3 +140,5 @@ export type NewItem = Insertable<ItemsTable>;
 export type ItemUpdate = Updateable<ItemsTable>;
 export type AuditEventRow = Selectable<AuditEventsTable>;
 export type GrantRow = Selectable<GrantsTable>;
+export type OperatorRow = Selectable<OperatorsTable>;
+export type OperatorSessionRow = Selectable<OperatorSessionsTable>;

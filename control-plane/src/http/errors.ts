@@ -36,6 +36,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     const retryAfter = appError.extra.retry_after;
     if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
+    // Spec 5 rule 4 spells this one flat: {error: "mfa_required", enroll_url | verify_url}.
+    if (appError.code === "mfa_required") {
+      return reply.status(403).send({ error: "mfa_required", message: appError.message, ...appError.extra });
+    }
     return reply.status(appError.status).send(appError.toBody());
   });
   app.setNotFoundHandler((_request, reply) =>

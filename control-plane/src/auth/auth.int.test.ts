@@ -1,0 +1,355 @@
+// Sign-up and sign-in through the JSON API (spec 3.3, 4.3, 5, 8), with a real SMTP server, real
+// authenticator codes (otpauth) and a clock the test moves instead of sleeping.
+import * as OTPAuth from "otpauth";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "../../test/hosted.ts";
+
+let h: HostedHarness;
+
+beforeAll(async () => {
+  h = await startHosted();
+}, 60_000);
+
+afterAll(async () => {
+  await h.close();
+});
+
+async function signInWithEmail(browser: Browser, email: string) {
+  expect((await browser.request("POST", "/api/auth/otp/send", { email })).json()).toEqual({ ok: true });
+  const verified = await browser.request("POST", "/api/auth/otp/verify", {
+    email,
+    otp: lastCodeFor(h.inbox, email),
+  });
+  expect(verified.statusCode, verified.body).toBe(200);
+  return verified.json() as { ok: boolean; enroll: boolean; verify: boolean; csrf_token: string };
+}
+
+function totpOf(otpauthUrl: string): OTPAuth.TOTP {
+  return OTPAuth.URI.parse(otpauthUrl) as OTPAuth.TOTP;
+}
+
+const codeAt = (totp: OTPAuth.TOTP, offsetMs = 0) =>
+  totp.generate({ timestamp: h.clock.now.getTime() + offsetMs });
+
+/** A signed-up operator with an authenticator: its browser, its TOTP and its backup codes. */
+async function signUp() {
+  const email = uniqueEmail();
+  const browser = new Browser(h.app);
+  const first = await signInWithEmail(browser, email);
+  expect(first).toMatchObject({ ok: true, enroll: true, verify: false });
+  const started = await browser.request("POST", "/api/auth/totp/start", {});
+  expect(started.statusCode, started.body).toBe(200);
+  const totp = totpOf(started.json().otpauth_url);
+  const confirmed = await browser.request("POST", "/api/auth/totp/confirm", { code: codeAt(totp) });
+  expect(confirmed.statusCode, confirmed.body).toBe(200);
+  h.clock.advance(31_000);
+  return { email, browser, totp, backupCodes: confirmed.json().backup_codes as string[] };
+}
+
+describe("sign-up, enrolment and sign-in", () => {
+  it("runs the whole flow: email code, enrol, confirm, sign out, sign in with a backup code", async () => {
+    const email = uniqueEmail("flow");
+    const browser = new Browser(h.app);
+    const first = await signInWithEmail(browser, email);
+    expect(first).toMatchObject({ ok: true, enroll: true, verify: false });
+    expect(browser.cookies.has("latch_session")).toBe(true);
+
+    const blocked = await browser.request("GET", "/api/access");
+    expect(blocked.statusCode).toBe(403);
+    expect(blocked.json()).toMatchObject({ error: "mfa_required", enroll_url: "/enroll-totp" });
+
+    const started = await browser.request("POST", "/api/auth/totp/start", {});
+    expect(started.json().otpauth_url).toMatch(
+      /^otpauth:\/\/totp\/Latch:.*algorithm=SHA1&digits=6&period=30/,
+    );
+    expect(started.json().qr_svg).toMatch(/^<svg[\s\S]*<\/svg>\s*$/);
+    const pending = await browser.request("GET", "/api/auth/totp/pending");
+    expect(pending.json().otpauth_url).toBe(started.json().otpauth_url);
+    const totp = totpOf(started.json().otpauth_url);
+
+    expect((await browser.request("POST", "/api/auth/totp/confirm", { code: "000000" })).statusCode).toBe(
+      401,
+    );
+    const confirmed = await browser.request("POST", "/api/auth/totp/confirm", { code: codeAt(totp) });
+    const backupCodes = confirmed.json().backup_codes as string[];
+    expect(backupCodes).toHaveLength(10);
+    expect(new Set(backupCodes).size).toBe(10);
+
+    const me = await browser.request("GET", "/api/auth/me");
+    expect(me.json()).toMatchObject({
+      email,
+      totp_enabled: true,
+      backup_codes_remaining: 10,
+      session_ready: true,
+    });
+    expect((await browser.request("GET", "/api/access")).statusCode).toBe(200);
+    expect((await browser.request("GET", "/api/auth/totp/pending")).json().error.code).toBe(
+      "no_pending_enrollment",
+    );
+
+    const logout = await browser.request("POST", "/api/auth/logout");
+    expect(logout.statusCode).toBe(200);
+    expect((await browser.request("GET", "/api/auth/me")).statusCode).toBe(401);
+
+    const again = await signInWithEmail(browser, email);
+    expect(again).toMatchObject({ enroll: false, verify: true });
+    const needsVerify = await browser.request("GET", "/api/access");
+    expect(needsVerify.json()).toMatchObject({ error: "mfa_required", verify_url: "/verify-totp" });
+    const viaBackup = await browser.request("POST", "/api/auth/totp/verify", {
+      code: backupCodes[3]!.toLowerCase(),
+    });
+    expect(viaBackup.json()).toMatchObject({ ok: true, used_backup_code: true });
+    expect((await browser.request("GET", "/api/auth/me")).json().backup_codes_remaining).toBe(9);
+
+    // A backup code works once.
+    const other = new Browser(h.app);
+    await signInWithEmail(other, email);
+    expect((await other.request("POST", "/api/auth/totp/verify", { code: backupCodes[3] })).statusCode).toBe(
+      401,
+    );
+    // The mails carried the code and nothing else of value; the logs never carry a code.
+    expect(h.logs.text()).not.toContain(lastCodeFor(h.inbox, email));
+  });
+
+  it("answers {ok:true} for known and unknown emails alike", async () => {
+    const browser = new Browser(h.app);
+    const unknown = await browser.request("POST", "/api/auth/otp/send", { email: uniqueEmail("unknown") });
+    const { email } = await signUp();
+    const known = await browser.request("POST", "/api/auth/otp/send", { email });
+    expect(unknown.json()).toEqual({ ok: true });
+    expect(known.json()).toEqual(unknown.json());
+    expect(
+      (await browser.request("POST", "/api/auth/otp/send", { email: "not-an-email" })).json().error.code,
+    ).toBe("invalid_email");
+  });
+});
+
+describe("email code rules", () => {
+  it("voids a code after five wrong attempts, counting attempts_remaining down", async () => {
+    const email = uniqueEmail("wrong");
+    const browser = new Browser(h.app);
+    await browser.request("POST", "/api/auth/otp/send", { email });
+    const good = lastCodeFor(h.inbox, email);
+    const wrong = good === "00000000" ? "11111111" : "00000000";
+    const remaining: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const response = await browser.request("POST", "/api/auth/otp/verify", { email, otp: wrong });
+      expect(response.statusCode).toBe(401);
+      remaining.push(response.json().error.attempts_remaining);
+    }
+    expect(remaining).toEqual([4, 3, 2, 1, 0]);
+    const late = await browser.request("POST", "/api/auth/otp/verify", { email, otp: good });
+    expect(late.statusCode).toBe(401);
+    expect(late.json().error).toMatchObject({ code: "otp_invalid", attempts_remaining: 0 });
+  });
+
+  it("is single use, replaced by a new send, and expires after 10 minutes", async () => {
+    const email = uniqueEmail("rules");
+    const browser = new Browser(h.app);
+    await browser.request("POST", "/api/auth/otp/send", { email });
+    const first = lastCodeFor(h.inbox, email);
+    await browser.request("POST", "/api/auth/otp/send", { email });
+    const second = lastCodeFor(h.inbox, email);
+    if (first !== second) {
+      expect((await browser.request("POST", "/api/auth/otp/verify", { email, otp: first })).statusCode).toBe(
+        401,
+      );
+    }
+    expect((await browser.request("POST", "/api/auth/otp/verify", { email, otp: second })).statusCode).toBe(
+      200,
+    );
+    expect((await browser.request("POST", "/api/auth/otp/verify", { email, otp: second })).statusCode).toBe(
+      401,
+    );
+
+    await browser.request("POST", "/api/auth/otp/send", { email });
+    const third = lastCodeFor(h.inbox, email);
+    h.clock.advance(10 * 60_000 + 1);
+    expect((await browser.request("POST", "/api/auth/otp/verify", { email, otp: third })).statusCode).toBe(
+      401,
+    );
+  });
+
+  it("sends at most five codes per email per 15 minutes", async () => {
+    const email = uniqueEmail("limit");
+    const browser = new Browser(h.app);
+    for (let i = 0; i < 5; i++) {
+      expect((await browser.request("POST", "/api/auth/otp/send", { email })).statusCode).toBe(200);
+    }
+    const sixth = await browser.request("POST", "/api/auth/otp/send", { email });
+    expect(sixth.statusCode).toBe(429);
+    expect(sixth.json().error.retry_after).toBeGreaterThan(0);
+    expect(sixth.headers["retry-after"]).toBe(String(sixth.json().error.retry_after));
+    h.clock.advance(15 * 60_000 + 1000);
+    expect((await browser.request("POST", "/api/auth/otp/send", { email })).statusCode).toBe(200);
+  });
+});
+
+describe("authenticator rules", () => {
+  it("accepts a code once (replay protection)", async () => {
+    const { email, totp } = await signUp();
+    const a = new Browser(h.app);
+    await signInWithEmail(a, email);
+    const code = codeAt(totp);
+    expect((await a.request("POST", "/api/auth/totp/verify", { code })).statusCode).toBe(200);
+    const b = new Browser(h.app);
+    await signInWithEmail(b, email);
+    expect((await b.request("POST", "/api/auth/totp/verify", { code })).statusCode).toBe(401);
+  });
+
+  it("locks the account for 15 minutes after ten failures", async () => {
+    const { email, totp } = await signUp();
+    const browser = new Browser(h.app);
+    await signInWithEmail(browser, email);
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      statuses.push((await browser.request("POST", "/api/auth/totp/verify", { code: "12345x" })).statusCode);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 401, 401, 401, 401, 429]);
+    const locked = await browser.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) });
+    expect(locked.statusCode).toBe(429);
+    expect(locked.json().error.retry_after).toBeGreaterThan(800);
+    h.clock.advance(15 * 60_000 + 1000);
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) })).statusCode).toBe(
+      200,
+    );
+  });
+
+  it("lets an enrolment wait 10 minutes, then answers 404 no_pending_enrollment", async () => {
+    const browser = new Browser(h.app);
+    await signInWithEmail(browser, uniqueEmail("pending"));
+    const started = await browser.request("POST", "/api/auth/totp/start", {});
+    h.clock.advance(10 * 60_000 + 1);
+    const gone = await browser.request("GET", "/api/auth/totp/pending");
+    expect(gone.statusCode).toBe(404);
+    expect(gone.json().error.code).toBe("no_pending_enrollment");
+    const late = await browser.request("POST", "/api/auth/totp/confirm", {
+      code: codeAt(totpOf(started.json().otpauth_url)),
+    });
+    expect(late.statusCode).toBe(404);
+  });
+
+  it("re-enrols only from a ready session with a current code, and regenerates backup codes", async () => {
+    const { browser, totp, backupCodes } = await signUp();
+    const refused = await browser.request("POST", "/api/auth/totp/start", { current_code: "000000" });
+    expect(refused.statusCode).toBe(401);
+    const restarted = await browser.request("POST", "/api/auth/totp/start", { current_code: codeAt(totp) });
+    expect(restarted.statusCode).toBe(200);
+    const next = totpOf(restarted.json().otpauth_url);
+    expect(next.secret.base32).not.toBe(totp.secret.base32);
+    expect((await browser.request("POST", "/api/auth/totp/confirm", { code: codeAt(next) })).statusCode).toBe(
+      200,
+    );
+    h.clock.advance(31_000);
+    const regenerated = await browser.request("POST", "/api/auth/backup-codes/regenerate", {
+      code: codeAt(next),
+    });
+    expect(regenerated.json().backup_codes).toHaveLength(10);
+    expect(regenerated.json().backup_codes).not.toContain(backupCodes[0]);
+  });
+});
+
+describe("the walls", () => {
+  it("needs X-CSRF-Token on POST and DELETE", async () => {
+    const { browser } = await signUp();
+    const noToken = await browser.request("POST", "/api/orgs", { name: "Acme" }, { "x-csrf-token": "" });
+    expect(noToken.statusCode).toBe(403);
+    expect(noToken.json().error.code).toBe("csrf_failed");
+    const wrong = await browser.request("POST", "/api/auth/logout", undefined, { "x-csrf-token": "nope" });
+    expect(wrong.statusCode).toBe(403);
+  });
+
+  it("refuses a foreign Origin with 403 and no CORS allow header", async () => {
+    const evil = new Browser(h.app, "https://evil.example");
+    for (const [method, url] of [
+      ["POST", "/api/auth/otp/send"],
+      ["GET", "/api/auth/me"],
+      ["GET", "/console"],
+      ["GET", "/sign-in"],
+    ] as const) {
+      const response = await evil.request(
+        method,
+        url,
+        method === "POST" ? { email: uniqueEmail() } : undefined,
+      );
+      expect(response.statusCode, url).toBe(403);
+      expect(response.headers["access-control-allow-origin"]).toBeUndefined();
+    }
+  });
+
+  it("takes JSON only (415) and at most 128 KiB (413)", async () => {
+    const text = await h.app.inject({
+      method: "POST",
+      url: "/api/auth/otp/send",
+      headers: { "content-type": "text/plain" },
+      payload: "email=a@b.c",
+    });
+    expect(text.statusCode).toBe(415);
+    const form = await h.app.inject({
+      method: "POST",
+      url: "/api/auth/otp/send",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      payload: "email=a@b.c",
+    });
+    expect(form.statusCode).toBe(415);
+    const big = await h.app.inject({
+      method: "POST",
+      url: "/api/auth/otp/send",
+      headers: { "content-type": "application/json" },
+      payload: JSON.stringify({ email: "a".repeat(140 * 1024) }),
+    });
+    expect(big.statusCode).toBe(413);
+  });
+});
+
+describe("organisations and sessions", () => {
+  it("creates organisations up to ten owned, then 402 plan_limit", async () => {
+    const { browser } = await signUp();
+    expect((await browser.request("POST", "/api/orgs", { name: "" })).statusCode).toBe(400);
+    expect((await browser.request("POST", "/api/orgs", { name: "x".repeat(81) })).statusCode).toBe(400);
+    // The sign-up made the first one.
+    for (let i = 2; i <= 10; i++) {
+      const created = await browser.request("POST", "/api/orgs", { name: `Org ${i}` });
+      expect(created.statusCode, created.body).toBe(201);
+    }
+    const eleventh = await browser.request("POST", "/api/orgs", { name: "One too many" });
+    expect(eleventh.statusCode).toBe(402);
+    expect(eleventh.json().error.code).toBe("plan_limit");
+  });
+
+  it("deletes an organisation and everything in it, only with its exact name", async () => {
+    const { browser } = await signUp();
+    const created = (await browser.request("POST", "/api/orgs", { name: "Doomed" })).json().organisation;
+    await h.plane.database.db
+      .insertInto("audit_events")
+      .values({ organisation_id: created.id, actor: "operator", action: "test", detail: "{}" })
+      .execute();
+    const wrong = await browser.request("DELETE", "/api/orgs", { confirm_name: "doomed" });
+    expect(wrong.statusCode).toBe(400);
+    expect((await browser.request("DELETE", "/api/orgs", { confirm_name: "Doomed" })).statusCode).toBe(200);
+    const left = await h.plane.database.db
+      .selectFrom("audit_events")
+      .select("id")
+      .where("organisation_id", "=", created.id)
+      .execute();
+    expect(left).toEqual([]);
+  });
+
+  it("lists sessions acting in the organisation and revokes another, never the current one", async () => {
+    const { email, browser, totp } = await signUp();
+    const second = new Browser(h.app);
+    await signInWithEmail(second, email);
+    await second.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) });
+    const access = (await browser.request("GET", "/api/access")).json();
+    expect(access.operators).toEqual([expect.objectContaining({ email, role: "owner" })]);
+    expect(access.sessions).toHaveLength(2);
+    const current = access.sessions.find((s: { current: boolean }) => s.current);
+    const other = access.sessions.find((s: { current: boolean }) => !s.current);
+    const self = await browser.request("POST", `/api/sessions/${current.session_id}/revoke`);
+    expect(self.statusCode).toBe(400);
+    expect(self.json().error.code).toBe("cannot_revoke_current");
+    expect((await browser.request("POST", `/api/sessions/${other.session_id}/revoke`)).statusCode).toBe(200);
+    expect((await second.request("GET", "/api/auth/me")).statusCode).toBe(401);
+    expect((await browser.request("POST", "/api/sessions/ses_notmine/revoke")).statusCode).toBe(404);
+  });
+});

@@ -1,0 +1,150 @@
+// Sign-in step one (spec 3.3, 4.3, 8): an 8-digit code by email, valid 10 minutes, single use,
+// voided by five wrong attempts, replaced by a new send, at most 5 sends per email per 15
+// minutes. Every count lives in the database under a per-email advisory lock, so the limits hold
+// across replicas. Known and unknown addresses get the same answer.
+import { AppError } from "@latch/shared/errors";
+import { newId } from "@latch/shared/ids";
+import { type Kysely, sql } from "kysely";
+import { z } from "zod";
+import type { Database } from "../db/schema.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import { isSameHash, newEmailCode } from "./codes.ts";
+import type { Keyring } from "./kek.ts";
+
+export const EMAIL_CODE_TTL_MS = 10 * 60 * 1000;
+export const MAX_WRONG_EMAIL_CODES = 5;
+export const MAX_SENDS = 5;
+export const SEND_WINDOW_MS = 15 * 60 * 1000;
+
+const email = z.email().max(254);
+
+export function normaliseEmail(raw: unknown): string {
+  const parsed = email.safeParse(typeof raw === "string" ? raw.trim().toLowerCase() : raw);
+  if (!parsed.success) throw new AppError("invalid_email", "give a valid email address");
+  return parsed.data;
+}
+
+export interface EmailCodeDeps {
+  db: Kysely<Database>;
+  mailer: Mailer;
+  keyring: Keyring;
+  now: () => Date;
+}
+
+export function createEmailCodeService(deps: EmailCodeDeps) {
+  const lockEmail = (trx: Kysely<Database>, address: string) =>
+    sql`select pg_advisory_xact_lock(hashtextextended(${`email:${address}`}, 0))`.execute(trx);
+
+  return {
+    async sendCode(rawEmail: unknown): Promise<void> {
+      const address = normaliseEmail(rawEmail);
+      const code = newEmailCode();
+      const now = deps.now();
+      await deps.db.transaction().execute(async (trx) => {
+        await lockEmail(trx, address);
+        const windowStart = new Date(now.getTime() - SEND_WINDOW_MS);
+        const sends = await trx
+          .selectFrom("email_sends")
+          .select("sent_at")
+          .where("email", "=", address)
+          .where("sent_at", ">", windowStart)
+          .orderBy("sent_at")
+          .execute();
+        if (sends.length >= MAX_SENDS) {
+          const retryAfter = Math.ceil((sends[0]!.sent_at.getTime() + SEND_WINDOW_MS - now.getTime()) / 1000);
+          throw new AppError(
+            "rate_limited",
+            "too many codes sent to this address; wait before asking again",
+            {
+              extra: { retry_after: Math.max(retryAfter, 1) },
+            },
+          );
+        }
+        await trx.insertInto("email_sends").values({ email: address, sent_at: now }).execute();
+        // A new send replaces the previous code, and its wrong-attempt count starts again.
+        await trx
+          .insertInto("email_challenges")
+          .values({
+            email: address,
+            code_hash: deps.keyring.hashCode(code),
+            expires_at: new Date(now.getTime() + EMAIL_CODE_TTL_MS),
+            wrong_attempts: 0,
+          })
+          .onConflict((c) =>
+            c.column("email").doUpdateSet((eb) => ({
+              code_hash: eb.ref("excluded.code_hash"),
+              expires_at: eb.ref("excluded.expires_at"),
+              wrong_attempts: 0,
+            })),
+          )
+          .execute();
+      });
+      await deps.mailer.send({
+        to: address,
+        subject: `Your Latch sign-in code: ${code}`,
+        text: `Your Latch sign-in code is ${code}\n\nIt works once, for 10 minutes. If you did not ask for it, ignore this mail.`,
+      });
+    },
+
+    /** The operator the code proves, created on first sign-in (sign-up and sign-in are one flow). */
+    async verifyCode(rawEmail: unknown, rawCode: unknown): Promise<{ operatorId: string; isNew: boolean }> {
+      const address = normaliseEmail(rawEmail);
+      const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      const now = deps.now();
+      const outcome = await deps.db.transaction().execute(async (trx) => {
+        await lockEmail(trx, address);
+        const challenge = await trx
+          .selectFrom("email_challenges")
+          .selectAll()
+          .where("email", "=", address)
+          .executeTakeFirst();
+        if (!challenge || challenge.expires_at <= now) {
+          return {
+            ok: false as const,
+            remaining: 0,
+            reason: "no live code for this address; send a new one",
+          };
+        }
+        if (!/^\d{8}$/.test(code) || !isSameHash(deps.keyring.hashCode(code), challenge.code_hash)) {
+          const wrong = challenge.wrong_attempts + 1;
+          const remaining = Math.max(MAX_WRONG_EMAIL_CODES - wrong, 0);
+          if (remaining === 0) {
+            await trx.deleteFrom("email_challenges").where("email", "=", address).execute();
+          } else {
+            await trx
+              .updateTable("email_challenges")
+              .set({ wrong_attempts: wrong })
+              .where("email", "=", address)
+              .execute();
+          }
+          return {
+            ok: false as const,
+            remaining,
+            reason: remaining === 0 ? "wrong code; this code is now void, send a new one" : "wrong code",
+          };
+        }
+        await trx.deleteFrom("email_challenges").where("email", "=", address).execute();
+        const existing = await trx
+          .selectFrom("operators")
+          .select("id")
+          .where("email", "=", address)
+          .executeTakeFirst();
+        if (existing) return { ok: true as const, operatorId: existing.id, isNew: false };
+        const operatorId = newId("opr");
+        await trx
+          .insertInto("operators")
+          .values({ id: operatorId, email: address, created_at: now })
+          .execute();
+        return { ok: true as const, operatorId, isNew: true };
+      });
+      if (!outcome.ok) {
+        throw new AppError("otp_invalid", outcome.reason, {
+          extra: { attempts_remaining: outcome.remaining },
+        });
+      }
+      return { operatorId: outcome.operatorId, isNew: outcome.isNew };
+    },
+  };
+}
+
+export type EmailCodeService = ReturnType<typeof createEmailCodeService>;

@@ -1,0 +1,98 @@
+// The control plane's key-encryption keys: authenticator secrets are stored AES-256-GCM-encrypted
+// under the current key, bound to their operator (the id is the additional data, so a wrapped
+// secret moved to another row does not open). `vault kek-rotate` adds a key and re-wraps.
+// The keyring also holds the pepper that HMACs short codes (email codes, backup codes), so a copy
+// of the database alone does not let anyone brute-force them.
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
+import { z } from "zod";
+
+const keyringFile = z.object({
+  current: z.string(),
+  keys: z.record(z.string(), z.string()),
+  pepper: z.string(),
+});
+type KeyringFile = z.infer<typeof keyringFile>;
+
+export interface Keyring {
+  currentId: string;
+  wrap(plaintext: Buffer, boundTo: string): { kekId: string; blob: Buffer };
+  unwrap(kekId: string, blob: Uint8Array, boundTo: string): Buffer;
+  /** HMAC-SHA256 of a short code under the pepper, hex. */
+  hashCode(code: string): string;
+  keyIds(): string[];
+}
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export function keyringPath(dataDir: string): string {
+  return join(dataDir, "control-plane", "kek.json");
+}
+
+function newKeyId(): string {
+  return `kek_${randomBytes(6).toString("hex")}`;
+}
+
+export function loadOrCreateKeyring(path: string): Keyring {
+  if (!existsSync(path)) {
+    const id = newKeyId();
+    const fresh: KeyringFile = {
+      current: id,
+      keys: { [id]: randomBytes(32).toString("base64") },
+      pepper: randomBytes(32).toString("base64"),
+    };
+    createPrivateFileExclusive(path, `${JSON.stringify(fresh, null, 2)}\n`);
+  }
+  return keyringFrom(keyringFile.parse(JSON.parse(readFileSync(path, "utf8"))));
+}
+
+function keyringFrom(file: KeyringFile): Keyring {
+  const keys = new Map(Object.entries(file.keys).map(([id, b64]) => [id, Buffer.from(b64, "base64")]));
+  const pepper = Buffer.from(file.pepper, "base64");
+  return {
+    currentId: file.current,
+    wrap(plaintext, boundTo) {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv("aes-256-gcm", keys.get(file.current)!, iv);
+      cipher.setAAD(Buffer.from(boundTo));
+      const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+      return { kekId: file.current, blob: Buffer.concat([iv, cipher.getAuthTag(), body]) };
+    },
+    unwrap(kekId, blob, boundTo) {
+      const key = keys.get(kekId);
+      if (!key) throw new Error(`key-encryption key ${kekId} is not in the keyring`);
+      const bytes = Buffer.from(blob);
+      const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
+      decipher.setAAD(Buffer.from(boundTo));
+      decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+      return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+    },
+    hashCode: (code) => createHmac("sha256", pepper).update(code).digest("hex"),
+    keyIds: () => [...keys.keys()],
+  };
+}
+
+/**
+ * Step one of a rotation: a new current key, the old ones kept so that rows not yet re-wrapped
+ * still open. Rerunning after an interruption reuses a new key that no row uses yet.
+ */
+export function addKeyringKey(path: string): Keyring {
+  const file = keyringFile.parse(JSON.parse(readFileSync(path, "utf8")));
+  const id = newKeyId();
+  file.keys[id] = randomBytes(32).toString("base64");
+  file.current = id;
+  writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
+  return keyringFrom(file);
+}
+
+/** Last step of a rotation: drop keys no row uses any more. */
+export function retireKeyringKeys(path: string, stillUsed: ReadonlySet<string>): string[] {
+  const file = keyringFile.parse(JSON.parse(readFileSync(path, "utf8")));
+  const retired = Object.keys(file.keys).filter((id) => id !== file.current && !stillUsed.has(id));
+  for (const id of retired) delete file.keys[id];
+  writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
+  return retired;
+}

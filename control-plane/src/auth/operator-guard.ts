@@ -1,0 +1,116 @@
+// Who an operator request is from (spec 5): the session cookie, then CSRF on POST and DELETE, then
+// the authenticator step. Also the Origin wall of rule 6 for /api, /console, /collect, auth pages.
+import type {} from "@fastify/cookie";
+import { AppError } from "@latch/shared/errors";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Kysely } from "kysely";
+import type { Database, OperatorSessionRow } from "../db/schema.ts";
+import { isSameHash } from "./codes.ts";
+import { CSRF_COOKIE, SESSION_COOKIE, type SessionsRepo, sha256 } from "./sessions.ts";
+
+export interface OperatorContext {
+  session: OperatorSessionRow;
+  operatorId: string;
+  organisationId: string | null;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    operatorSession?: OperatorSessionRow | null;
+  }
+}
+
+/** Paths where a foreign browser Origin is refused outright (spec 5 rule 6). */
+const WALLED_PREFIXES = [
+  "/api/",
+  "/console",
+  "/collect",
+  "/sign-in",
+  "/sign-up",
+  "/enroll-totp",
+  "/verify-totp",
+  "/approve",
+];
+
+/** Last-seen is written at most once a minute per session, not on every request. */
+const SEEN_WRITE_INTERVAL_MS = 60_000;
+
+export function registerOperatorSessions(
+  app: FastifyInstance,
+  deps: { sessions: SessionsRepo; baseUrl: string; now: () => Date },
+): void {
+  const ownOrigin = new URL(deps.baseUrl).origin;
+  app.addHook("onRequest", async (request) => {
+    const origin = request.headers.origin;
+    const path = request.url.split("?")[0]!;
+    if (origin !== undefined && origin !== ownOrigin && WALLED_PREFIXES.some((p) => path.startsWith(p))) {
+      throw new AppError("forbidden", "requests from another site's pages are refused");
+    }
+    const token = request.cookies[SESSION_COOKIE];
+    if (!token) {
+      request.operatorSession = null;
+      return;
+    }
+    const session = await deps.sessions.findLiveSessionByToken(token);
+    request.operatorSession = session ?? null;
+    const now = deps.now();
+    if (session && now.getTime() - session.last_seen_at.getTime() > SEEN_WRITE_INTERVAL_MS) {
+      await deps.sessions.updateSessionSeen(session.id, now);
+    }
+  });
+}
+
+export function setSessionCookies(
+  reply: FastifyReply,
+  tokens: { token: string; csrfToken: string },
+  isSecure: boolean,
+): void {
+  const common = { path: "/", sameSite: "lax" as const, secure: isSecure };
+  reply.setCookie(SESSION_COOKIE, tokens.token, { ...common, httpOnly: true });
+  // Readable by our pages so they can echo it in X-CSRF-Token; useless to another site.
+  reply.setCookie(CSRF_COOKIE, tokens.csrfToken, { ...common, httpOnly: false });
+}
+
+export function clearSessionCookies(reply: FastifyReply): void {
+  reply.clearCookie(SESSION_COOKIE, { path: "/" });
+  reply.clearCookie(CSRF_COOKIE, { path: "/" });
+}
+
+/**
+ * The operator behind a request. `mfa: true` needs the authenticator step passed this session
+ * (else 403 mfa_required with where to go); POST and DELETE need the session's X-CSRF-Token.
+ */
+export async function requireOperator(
+  request: FastifyRequest,
+  db: Kysely<Database>,
+  options: { mfa: boolean },
+): Promise<OperatorContext> {
+  const session = request.operatorSession;
+  if (!session) throw new AppError("unauthorized", "sign in first");
+  if (request.method === "POST" || request.method === "DELETE") {
+    const presented = request.headers["x-csrf-token"];
+    if (typeof presented !== "string" || !isSameHash(sha256(presented), session.csrf_hash)) {
+      throw new AppError("csrf_failed", "send the X-CSRF-Token header of this session");
+    }
+  }
+  if (options.mfa && !session.is_mfa_passed) {
+    const operator = await db
+      .selectFrom("operators")
+      .select("totp_enabled")
+      .where("id", "=", session.operator_id)
+      .executeTakeFirstOrThrow();
+    throw new AppError(
+      "mfa_required",
+      operator.totp_enabled ? "pass the authenticator step first" : "enroll an authenticator app first",
+      { extra: operator.totp_enabled ? { verify_url: "/verify-totp" } : { enroll_url: "/enroll-totp" } },
+    );
+  }
+  return { session, operatorId: session.operator_id, organisationId: session.organisation_id };
+}
+
+/** The organisation the session acts in; without one, org-scoped routes answer 404. */
+export function requireOrganisation(context: OperatorContext): string {
+  if (!context.organisationId)
+    throw new AppError("not_found", "no organisation: create one with POST /api/orgs");
+  return context.organisationId;
+}

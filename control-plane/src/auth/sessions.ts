@@ -1,0 +1,103 @@
+// Operator sessions: a random token in an HttpOnly cookie (only its SHA-256 is stored) and a
+// separate CSRF token the pages send back as X-CSRF-Token on every POST and DELETE.
+import { createHash, randomBytes } from "node:crypto";
+import { newId } from "@latch/shared/ids";
+import type { Kysely } from "kysely";
+import type { Database, OperatorSessionRow } from "../db/schema.ts";
+
+export const SESSION_COOKIE = "latch_session";
+export const CSRF_COOKIE = "latch_csrf";
+
+export const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
+
+export interface NewSession {
+  session: OperatorSessionRow;
+  token: string;
+  csrfToken: string;
+}
+
+export function createSessionsRepo(db: Kysely<Database>) {
+  return {
+    async insertSession(
+      operatorId: string,
+      organisationId: string | null,
+      userAgent: string | undefined,
+      now: Date,
+    ): Promise<NewSession> {
+      const token = randomBytes(32).toString("base64url");
+      const csrfToken = randomBytes(24).toString("base64url");
+      const session = {
+        id: newId("ses"),
+        token_hash: sha256(token),
+        csrf_hash: sha256(csrfToken),
+        operator_id: operatorId,
+        organisation_id: organisationId,
+        is_mfa_passed: false,
+        user_agent: userAgent?.slice(0, 200) ?? null,
+        created_at: now,
+        last_seen_at: now,
+        revoked_at: null,
+      };
+      await db.insertInto("operator_sessions").values(session).execute();
+      return { session, token, csrfToken };
+    },
+    findLiveSessionByToken: (token: string) =>
+      db
+        .selectFrom("operator_sessions")
+        .selectAll()
+        .where("token_hash", "=", sha256(token))
+        .where("revoked_at", "is", null)
+        .executeTakeFirst(),
+    async updateSessionSeen(id: string, now: Date) {
+      await db.updateTable("operator_sessions").set({ last_seen_at: now }).where("id", "=", id).execute();
+    },
+    async updateSessionMfaPassed(id: string) {
+      await db.updateTable("operator_sessions").set({ is_mfa_passed: true }).where("id", "=", id).execute();
+    },
+    async updateSessionOrganisation(id: string, organisationId: string | null) {
+      await db
+        .updateTable("operator_sessions")
+        .set({ organisation_id: organisationId })
+        .where("id", "=", id)
+        .execute();
+    },
+    async updateSessionRevoked(id: string, now: Date): Promise<boolean> {
+      const result = await db
+        .updateTable("operator_sessions")
+        .set({ revoked_at: now })
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    async updateOtherSessionsRevoked(organisationId: string, keepId: string, now: Date): Promise<number> {
+      const result = await db
+        .updateTable("operator_sessions")
+        .set({ revoked_at: now })
+        .where("organisation_id", "=", organisationId)
+        .where("id", "!=", keepId)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    },
+    findSessionsInOrganisation: (organisationId: string) =>
+      db
+        .selectFrom("operator_sessions")
+        .innerJoin("operators", "operators.id", "operator_sessions.operator_id")
+        .select([
+          "operator_sessions.id",
+          "operator_sessions.operator_id",
+          "operators.email",
+          "operator_sessions.user_agent",
+          "operator_sessions.created_at",
+          "operator_sessions.last_seen_at",
+          "operator_sessions.is_mfa_passed",
+        ])
+        .where("operator_sessions.organisation_id", "=", organisationId)
+        .where("operator_sessions.revoked_at", "is", null)
+        .orderBy("operator_sessions.created_at", "desc")
+        .execute(),
+  };
+}
+
+export type SessionsRepo = ReturnType<typeof createSessionsRepo>;

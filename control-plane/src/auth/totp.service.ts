@@ -1,0 +1,294 @@
+// Sign-in step two (spec 3.3, 4.3, 5 rule 8): an authenticator app (RFC 6238: SHA-1, 6 digits, 30 s)
+// with replay protection, or a one-time backup code. Secrets are stored wrapped under the KEK;
+// backup codes only as peppered hashes. Ten failures lock the account for 15 minutes.
+import { AppError } from "@latch/shared/errors";
+import type { Kysely } from "kysely";
+import * as OTPAuth from "otpauth";
+import QRCode from "qrcode";
+import type { Database, OperatorRow } from "../db/schema.ts";
+import { BACKUP_CODE_COUNT, isSameHash, newBackupCode, normaliseBackupCode } from "./codes.ts";
+import type { Keyring } from "./kek.ts";
+
+export const ENROLLMENT_TTL_MS = 10 * 60 * 1000;
+export const MAX_TOTP_FAILURES = 10;
+export const TOTP_LOCK_MS = 15 * 60 * 1000;
+const PERIOD_S = 30;
+/** One step either side: an authenticator clock a little off still works. */
+const WINDOW = 1;
+
+export interface TotpDeps {
+  db: Kysely<Database>;
+  keyring: Keyring;
+  now: () => Date;
+  issuer?: string;
+}
+
+export interface Enrollment {
+  otpauth_url: string;
+  qr_svg: string;
+  expires_at: string;
+}
+
+const pendingBinding = (operatorId: string) => `${operatorId}:pending-totp`;
+const activeBinding = (operatorId: string) => `${operatorId}:totp`;
+
+export function createTotpService(deps: TotpDeps) {
+  const issuer = deps.issuer ?? "Latch";
+
+  async function loadOperator(operatorId: string): Promise<OperatorRow> {
+    return deps.db.selectFrom("operators").selectAll().where("id", "=", operatorId).executeTakeFirstOrThrow();
+  }
+
+  function totpFor(email: string, secret: Buffer): OTPAuth.TOTP {
+    return new OTPAuth.TOTP({
+      issuer,
+      label: email,
+      algorithm: "SHA1",
+      digits: 6,
+      period: PERIOD_S,
+      secret: new OTPAuth.Secret({ buffer: new Uint8Array(secret).buffer }),
+    });
+  }
+
+  /** The time step a code matches, or undefined. */
+  function matchStep(totp: OTPAuth.TOTP, code: string): number | undefined {
+    if (!/^\d{6}$/.test(code)) return undefined;
+    const timestamp = deps.now().getTime();
+    const delta = totp.validate({ token: code, timestamp, window: WINDOW });
+    return delta === null ? undefined : Math.floor(timestamp / 1000 / PERIOD_S) + delta;
+  }
+
+  async function enrollmentOf(operator: OperatorRow, secret: Buffer, expiresAt: Date): Promise<Enrollment> {
+    const url = totpFor(operator.email, secret).toString();
+    return {
+      otpauth_url: url,
+      qr_svg: await QRCode.toString(url, { type: "svg", margin: 2 }),
+      expires_at: expiresAt.toISOString(),
+    };
+  }
+
+  /**
+   * Spends an authenticator code of the active secret: accepted only for a time step after the
+   * last accepted one (RFC 6238 section 5.2), by a conditional UPDATE so two replicas cannot both
+   * accept it.
+   */
+  async function spendTotpCode(operator: OperatorRow, code: string): Promise<boolean> {
+    if (!operator.totp_enabled || !operator.totp_secret || !operator.totp_kek_id) return false;
+    const secret = deps.keyring.unwrap(
+      operator.totp_kek_id,
+      operator.totp_secret,
+      activeBinding(operator.id),
+    );
+    const step = matchStep(totpFor(operator.email, secret), code);
+    if (step === undefined) return false;
+    const result = await deps.db
+      .updateTable("operators")
+      .set({ totp_last_step: step })
+      .where("id", "=", operator.id)
+      .where("totp_last_step", "<", String(step))
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async function spendBackupCode(operatorId: string, typed: string): Promise<boolean> {
+    const normalised = normaliseBackupCode(typed);
+    if (normalised.length !== 10) return false;
+    const hash = deps.keyring.hashCode(`backup:${normalised}`);
+    const unused = await deps.db
+      .selectFrom("backup_codes")
+      .select(["id", "code_hash"])
+      .where("operator_id", "=", operatorId)
+      .where("used_at", "is", null)
+      .execute();
+    const match = unused.find((row) => isSameHash(row.code_hash, hash));
+    if (!match) return false;
+    const result = await deps.db
+      .updateTable("backup_codes")
+      .set({ used_at: deps.now() })
+      .where("id", "=", match.id)
+      .where("used_at", "is", null)
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async function replaceBackupCodes(trx: Kysely<Database>, operatorId: string): Promise<string[]> {
+    const codes = Array.from({ length: BACKUP_CODE_COUNT }, newBackupCode);
+    await trx.deleteFrom("backup_codes").where("operator_id", "=", operatorId).execute();
+    await trx
+      .insertInto("backup_codes")
+      .values(
+        codes.map((code) => ({
+          operator_id: operatorId,
+          code_hash: deps.keyring.hashCode(`backup:${normaliseBackupCode(code)}`),
+          used_at: null,
+        })),
+      )
+      .execute();
+    return codes;
+  }
+
+  function checkNotLocked(operator: OperatorRow): void {
+    const now = deps.now();
+    if (operator.totp_locked_until && operator.totp_locked_until > now) {
+      const retryAfter = Math.ceil((operator.totp_locked_until.getTime() - now.getTime()) / 1000);
+      throw new AppError("totp_locked", "too many wrong codes; the account is locked for 15 minutes", {
+        extra: { retry_after: retryAfter },
+      });
+    }
+  }
+
+  /** Counts a failure; the tenth in a row locks the account (429 with retry_after). */
+  async function recordFailure(operatorId: string): Promise<never> {
+    const row = await deps.db
+      .updateTable("operators")
+      .set((eb) => ({ totp_failures: eb("totp_failures", "+", 1) }))
+      .where("id", "=", operatorId)
+      .returning("totp_failures")
+      .executeTakeFirstOrThrow();
+    if (row.totp_failures >= MAX_TOTP_FAILURES) {
+      await deps.db
+        .updateTable("operators")
+        .set({ totp_failures: 0, totp_locked_until: new Date(deps.now().getTime() + TOTP_LOCK_MS) })
+        .where("id", "=", operatorId)
+        .execute();
+      throw new AppError("totp_locked", "too many wrong codes; the account is locked for 15 minutes", {
+        extra: { retry_after: TOTP_LOCK_MS / 1000 },
+      });
+    }
+    throw new AppError("totp_invalid", "that code is not valid", {
+      extra: { attempts_remaining: MAX_TOTP_FAILURES - row.totp_failures },
+    });
+  }
+
+  return {
+    /**
+     * Starts an enrollment. Re-enrolling (an authenticator already active) needs a ready session
+     * and a current code, so a stolen half-signed-in session cannot swap the authenticator.
+     */
+    async start(
+      operatorId: string,
+      options: { isSessionReady: boolean; currentCode?: unknown },
+    ): Promise<Enrollment> {
+      const operator = await loadOperator(operatorId);
+      if (operator.totp_enabled) {
+        if (!options.isSessionReady) {
+          throw new AppError("mfa_required", "pass the authenticator step before enrolling a new one");
+        }
+        checkNotLocked(operator);
+        const current = typeof options.currentCode === "string" ? options.currentCode.trim() : "";
+        if (!(await spendTotpCode(operator, current))) await recordFailure(operatorId);
+      }
+      const secret = Buffer.from(new OTPAuth.Secret({ size: 20 }).bytes);
+      const wrapped = deps.keyring.wrap(secret, pendingBinding(operatorId));
+      const expiresAt = new Date(deps.now().getTime() + ENROLLMENT_TTL_MS);
+      await deps.db
+        .updateTable("operators")
+        .set({
+          pending_totp_secret: wrapped.blob,
+          pending_totp_kek_id: wrapped.kekId,
+          pending_totp_expires_at: expiresAt,
+        })
+        .where("id", "=", operatorId)
+        .execute();
+      return enrollmentOf(operator, secret, expiresAt);
+    },
+
+    async pending(operatorId: string): Promise<Enrollment> {
+      const operator = await loadOperator(operatorId);
+      const secret = pendingSecret(operator);
+      return enrollmentOf(operator, secret, operator.pending_totp_expires_at!);
+    },
+
+    /** Confirms the pending enrollment with a code from the app; returns the backup codes, once. */
+    async confirm(operatorId: string, rawCode: unknown): Promise<string[]> {
+      const operator = await loadOperator(operatorId);
+      const secret = pendingSecret(operator);
+      const step = matchStep(
+        totpFor(operator.email, secret),
+        typeof rawCode === "string" ? rawCode.trim() : "",
+      );
+      if (step === undefined)
+        throw new AppError("totp_invalid", "that code does not match the new authenticator");
+      const wrapped = deps.keyring.wrap(secret, activeBinding(operatorId));
+      return deps.db.transaction().execute(async (trx) => {
+        const result = await trx
+          .updateTable("operators")
+          .set({
+            totp_enabled: true,
+            totp_secret: wrapped.blob,
+            totp_kek_id: wrapped.kekId,
+            totp_last_step: step,
+            totp_failures: 0,
+            pending_totp_secret: null,
+            pending_totp_kek_id: null,
+            pending_totp_expires_at: null,
+          })
+          .where("id", "=", operatorId)
+          .where("pending_totp_expires_at", "=", operator.pending_totp_expires_at!)
+          .executeTakeFirst();
+        if (result.numUpdatedRows !== 1n)
+          throw new AppError("no_pending_enrollment", "this enrollment was already confirmed");
+        return replaceBackupCodes(trx, operatorId);
+      });
+    },
+
+    /** The authenticator step: an app code or an unused backup code. */
+    async verify(operatorId: string, rawCode: unknown): Promise<{ usedBackupCode: boolean }> {
+      const operator = await loadOperator(operatorId);
+      checkNotLocked(operator);
+      if (!operator.totp_enabled)
+        throw new AppError("no_pending_enrollment", "no authenticator is enrolled; enroll one first");
+      const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      let usedBackupCode = false;
+      let isValid = await spendTotpCode(operator, code);
+      if (!isValid && !/^\d{6}$/.test(code)) {
+        isValid = await spendBackupCode(operatorId, code);
+        usedBackupCode = isValid;
+      }
+      if (!isValid) await recordFailure(operatorId);
+      await deps.db.updateTable("operators").set({ totp_failures: 0 }).where("id", "=", operatorId).execute();
+      return { usedBackupCode };
+    },
+
+    /** New backup codes for a current authenticator code; every unused old one stops working. */
+    async regenerateBackupCodes(operatorId: string, rawCode: unknown): Promise<string[]> {
+      const operator = await loadOperator(operatorId);
+      checkNotLocked(operator);
+      if (!(await spendTotpCode(operator, typeof rawCode === "string" ? rawCode.trim() : ""))) {
+        await recordFailure(operatorId);
+      }
+      return deps.db.transaction().execute((trx) => replaceBackupCodes(trx, operatorId));
+    },
+
+    async countUnusedBackupCodes(operatorId: string): Promise<number> {
+      const row = await deps.db
+        .selectFrom("backup_codes")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("operator_id", "=", operatorId)
+        .where("used_at", "is", null)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+  };
+
+  function pendingSecret(operator: OperatorRow): Buffer {
+    if (
+      !operator.pending_totp_secret ||
+      !operator.pending_totp_kek_id ||
+      !operator.pending_totp_expires_at ||
+      operator.pending_totp_expires_at <= deps.now()
+    ) {
+      throw new AppError(
+        "no_pending_enrollment",
+        "no enrollment is in progress (they last 10 minutes); start again",
+      );
+    }
+    return deps.keyring.unwrap(
+      operator.pending_totp_kek_id,
+      operator.pending_totp_secret,
+      pendingBinding(operator.id),
+    );
+  }
+}
+
+export type TotpService = ReturnType<typeof createTotpService>;

@@ -1,0 +1,153 @@
+// Test harness for the hosted control plane: the real app on the worker's database, a real egress
+// proxy, a real SMTP server that keeps every mail, a clock the test moves, and a small cookie jar
+// that behaves like one browser.
+import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import type { FastifyInstance, InjectOptions } from "fastify";
+import pino from "pino";
+import { SMTPServer } from "smtp-server";
+import { loadConfig } from "../src/config.ts";
+import { buildControlPlane, type ControlPlane } from "../src/control-plane.ts";
+import { createMailer } from "../src/mail/mailer.ts";
+import { testDatabase } from "./database.ts";
+import { type EgressHarness, LogCapture, startEgressHarness } from "./egress-harness.ts";
+
+export interface ReceivedMail {
+  to: string;
+  raw: string;
+}
+
+export interface SmtpInbox {
+  port: number;
+  mails: ReceivedMail[];
+  close(): Promise<void>;
+}
+
+export async function startSmtpInbox(): Promise<SmtpInbox> {
+  const mails: ReceivedMail[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS", "AUTH"],
+    logger: false,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      stream.on("end", () => {
+        const to = session.envelope.rcptTo.map((r) => r.address).join(",");
+        mails.push({ to, raw: Buffer.concat(chunks).toString("utf8") });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const port = (server.server.address() as AddressInfo).port;
+  return { port, mails, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+export interface HostedHarness {
+  plane: ControlPlane;
+  app: FastifyInstance;
+  inbox: SmtpInbox;
+  egress: EgressHarness;
+  logs: LogCapture;
+  clock: { now: Date; advance(ms: number): void };
+  close(): Promise<void>;
+}
+
+export async function startHosted(options: { baseUrl?: string } = {}): Promise<HostedHarness> {
+  const egress = await startEgressHarness();
+  const inbox = await startSmtpInbox();
+  const logs = new LogCapture();
+  const logger = pino({ level: "debug" }, logs);
+  const clock = {
+    now: new Date(),
+    advance(ms: number) {
+      clock.now = new Date(clock.now.getTime() + ms);
+    },
+  };
+  const config = loadConfig({
+    NODE_ENV: "test",
+    BASE_URL: options.baseUrl ?? "http://localhost:8787",
+    DATA_DIR: egress.dataDir,
+    EGRESS_URL: `127.0.0.1:${egress.proxy.port}`,
+  });
+  const plane = await buildControlPlane({
+    config,
+    dataDir: egress.dataDir,
+    ticketKey: egress.ticketKey,
+    egress: { client: egress.client, sealingKey: async () => egress.proxy.sealingKey },
+    logger,
+    database: await testDatabase(),
+    mailer: createMailer({ smtpUrl: `smtp://127.0.0.1:${inbox.port}`, dataDir: egress.dataDir, logger }),
+    now: () => clock.now,
+  });
+  return {
+    plane,
+    app: plane.app,
+    inbox,
+    egress,
+    logs,
+    clock,
+    async close() {
+      await plane.close();
+      await inbox.close();
+      await egress.close();
+    },
+  };
+}
+
+export function uniqueEmail(label = "op"): string {
+  return `${label}-${randomBytes(5).toString("hex")}@example.test`;
+}
+
+/** The last 8-digit code mailed to `email`. */
+export function lastCodeFor(inbox: SmtpInbox, email: string): string {
+  const mail = inbox.mails.filter((m) => m.to === email).at(-1);
+  const code = mail && /sign-in code is (\d{8})/.exec(mail.raw)?.[1];
+  if (!code) throw new Error(`no code mailed to ${email}`);
+  return code;
+}
+
+/** One browser: keeps the cookies it is given and sends the CSRF header from its cookie. */
+export class Browser {
+  readonly cookies = new Map<string, string>();
+  private readonly app: FastifyInstance;
+  private readonly origin: string;
+  constructor(app: FastifyInstance, origin = "http://localhost:8787") {
+    this.app = app;
+    this.origin = origin;
+  }
+
+  async request(
+    method: "GET" | "POST" | "DELETE",
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) {
+    const csrf = this.cookies.get("latch_csrf");
+    const options: InjectOptions = {
+      method,
+      url,
+      headers: {
+        origin: this.origin,
+        ...(this.cookies.size ? { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") } : {}),
+        ...(csrf && method !== "GET" ? { "x-csrf-token": csrf } : {}),
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
+      },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    };
+    const response = await this.app.inject(options);
+    for (const cookie of response.cookies as {
+      name: string;
+      value: string;
+      maxAge?: number;
+      expires?: Date;
+    }[]) {
+      const isCleared = cookie.value === "" || (cookie.expires && cookie.expires.getTime() < Date.now());
+      if (isCleared) this.cookies.delete(cookie.name);
+      else this.cookies.set(cookie.name, cookie.value);
+    }
+    return response;
+  }
+}
