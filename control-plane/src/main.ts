@@ -7,6 +7,7 @@ import { loadConfig } from "./config.ts";
 import { buildControlPlane } from "./control-plane.ts";
 import { connectEgress } from "./egress/connect-egress.ts";
 import { loadOrCreateTicketKey } from "./egress/ticket-key.ts";
+import { tryLocalLock } from "./local/local-lock.ts";
 
 const logger = pino({ name: "control-plane", level: process.env.LOG_LEVEL ?? "info" });
 
@@ -16,6 +17,11 @@ async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const dataDir = resolve(config.DATA_DIR);
   ensurePrivateDir(dataDir);
+  // PGlite is single-process: of two processes on one DATA_DIR, the second stops here.
+  const lock = config.DATABASE_URL ? undefined : tryLocalLock(dataDir);
+  if (lock && "heldBy" in lock) {
+    throw new Error(`another process (pid ${lock.heldBy}) holds the embedded database in ${dataDir}`);
+  }
   const ticketKey = loadOrCreateTicketKey(dataDir);
   const egress = await connectEgress(config, dataDir, logger);
   const plane = await buildControlPlane({ config, dataDir, ticketKey, egress, logger });
@@ -30,6 +36,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, "stopping");
     await plane.close();
     await egress.close();
+    lock?.release();
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));

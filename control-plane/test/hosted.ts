@@ -54,12 +54,19 @@ export interface HostedHarness {
   close(): Promise<void>;
 }
 
-export async function startHosted(options: { baseUrl?: string } = {}): Promise<HostedHarness> {
-  const egress = await startEgressHarness();
-  const inbox = await startSmtpInbox();
+/**
+ * A hosted control plane. With `replicaOf`, a second instance sharing the first one's database,
+ * DATA_DIR (keys), proxy, mail server and clock: two replicas behind one load balancer.
+ */
+export async function startHosted(
+  options: { baseUrl?: string; replicaOf?: HostedHarness } = {},
+): Promise<HostedHarness> {
+  const shared = options.replicaOf;
+  const egress = shared?.egress ?? (await startEgressHarness());
+  const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
   const logger = pino({ level: "debug" }, logs);
-  const clock = {
+  const clock = shared?.clock ?? {
     now: new Date(),
     advance(ms: number) {
       clock.now = new Date(clock.now.getTime() + ms);
@@ -90,6 +97,7 @@ export async function startHosted(options: { baseUrl?: string } = {}): Promise<H
     clock,
     async close() {
       await plane.close();
+      if (shared) return;
       await inbox.close();
       await egress.close();
     },

@@ -46,32 +46,48 @@ export function loadOrCreateKeyring(path: string): Keyring {
     };
     createPrivateFileExclusive(path, `${JSON.stringify(fresh, null, 2)}\n`);
   }
-  return keyringFrom(keyringFile.parse(JSON.parse(readFileSync(path, "utf8"))));
+  return keyringAt(path);
 }
 
-function keyringFrom(file: KeyringFile): Keyring {
-  const keys = new Map(Object.entries(file.keys).map(([id, b64]) => [id, Buffer.from(b64, "base64")]));
+function readKeyringFile(path: string): KeyringFile {
+  return keyringFile.parse(JSON.parse(readFileSync(path, "utf8")));
+}
+
+/**
+ * A keyring backed by its file. `vault kek-rotate` may change the file while the service runs:
+ * wrapping re-reads it (so new secrets go under the new current key) and unwrapping re-reads it
+ * when it meets a key id it does not know yet.
+ */
+function keyringAt(path: string): Keyring {
+  let file = readKeyringFile(path);
   const pepper = Buffer.from(file.pepper, "base64");
+  const keyOf = (id: string) => {
+    if (!file.keys[id]) file = readKeyringFile(path);
+    const b64 = file.keys[id];
+    if (!b64) throw new Error(`key-encryption key ${id} is not in the keyring`);
+    return Buffer.from(b64, "base64");
+  };
   return {
-    currentId: file.current,
+    get currentId() {
+      return file.current;
+    },
     wrap(plaintext, boundTo) {
+      file = readKeyringFile(path);
       const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv("aes-256-gcm", keys.get(file.current)!, iv);
+      const cipher = createCipheriv("aes-256-gcm", keyOf(file.current), iv);
       cipher.setAAD(Buffer.from(boundTo));
       const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
       return { kekId: file.current, blob: Buffer.concat([iv, cipher.getAuthTag(), body]) };
     },
     unwrap(kekId, blob, boundTo) {
-      const key = keys.get(kekId);
-      if (!key) throw new Error(`key-encryption key ${kekId} is not in the keyring`);
       const bytes = Buffer.from(blob);
-      const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
+      const decipher = createDecipheriv("aes-256-gcm", keyOf(kekId), bytes.subarray(0, IV_BYTES));
       decipher.setAAD(Buffer.from(boundTo));
       decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
       return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
     },
     hashCode: (code) => createHmac("sha256", pepper).update(code).digest("hex"),
-    keyIds: () => [...keys.keys()],
+    keyIds: () => Object.keys(file.keys),
   };
 }
 
@@ -80,17 +96,17 @@ function keyringFrom(file: KeyringFile): Keyring {
  * still open. Rerunning after an interruption reuses a new key that no row uses yet.
  */
 export function addKeyringKey(path: string): Keyring {
-  const file = keyringFile.parse(JSON.parse(readFileSync(path, "utf8")));
+  const file = readKeyringFile(path);
   const id = newKeyId();
   file.keys[id] = randomBytes(32).toString("base64");
   file.current = id;
   writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
-  return keyringFrom(file);
+  return keyringAt(path);
 }
 
 /** Last step of a rotation: drop keys no row uses any more. */
 export function retireKeyringKeys(path: string, stillUsed: ReadonlySet<string>): string[] {
-  const file = keyringFile.parse(JSON.parse(readFileSync(path, "utf8")));
+  const file = readKeyringFile(path);
   const retired = Object.keys(file.keys).filter((id) => id !== file.current && !stillUsed.has(id));
   for (const id of retired) delete file.keys[id];
   writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);

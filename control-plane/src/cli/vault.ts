@@ -7,6 +7,7 @@ import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { AppError } from "@latch/shared/errors";
 import pino from "pino";
 import { LOCAL_PORT } from "../local/local-server.ts";
+import { runKekRotate } from "./kek-rotate.command.ts";
 import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
 import { runMcpStdio } from "./mcp-stdio.ts";
 import { readSecretValue } from "./read-secret.ts";
@@ -27,6 +28,9 @@ Usage: vault <command> [options]
   approve GRANT_ID [--session]  approve a pending request: one call, or 8 hours with --session
   revoke GRANT_ID               revoke an approval (it stays listed)
   audit [--item NAME] [--limit N]  recent activity; names and hosts, never values
+  kek-rotate                    hosted service: a new key-encryption key, every authenticator secret
+                                re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
+                                safe to interrupt and rerun)
 
 Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>.
 Data lives in DATA_DIR (default ~/.latch), owner-only. LOG_LEVEL sets the log level (stderr).
@@ -214,6 +218,9 @@ async function main(argv: string[]): Promise<number> {
       );
       return 0;
     }
+    case "kek-rotate":
+      parse({});
+      return runKekRotate(process.env, progress);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command.slice(0, 40))}; see vault --help`);
   }

@@ -1,0 +1,86 @@
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { newId } from "@latch/shared/ids";
+import * as OTPAuth from "otpauth";
+import { beforeAll, describe, expect, it } from "vitest";
+import { testDatabase } from "../../test/database.ts";
+import type { OpenDatabase } from "../db/database.ts";
+import { addKeyringKey, loadOrCreateKeyring } from "./kek.ts";
+import { rotateKek } from "./kek-rotate.ts";
+import { createTotpService } from "./totp.service.ts";
+
+let database: OpenDatabase;
+beforeAll(async () => {
+  database = await testDatabase();
+});
+
+async function enrolledOperator(keyringFile: string, at: Date) {
+  const id = newId("opr");
+  await database.db
+    .insertInto("operators")
+    .values({ id, email: `${id}@example.test`, created_at: at })
+    .execute();
+  const totp = createTotpService({
+    db: database.db,
+    keyring: loadOrCreateKeyring(keyringFile),
+    now: () => at,
+  });
+  const { otpauth_url } = await totp.start(id, { isSessionReady: false });
+  const app = OTPAuth.URI.parse(otpauth_url) as OTPAuth.TOTP;
+  await totp.confirm(id, app.generate({ timestamp: at.getTime() }));
+  return { id, app };
+}
+
+async function keyIdOf(id: string): Promise<string | null> {
+  const row = await database.db
+    .selectFrom("operators")
+    .select("totp_kek_id")
+    .where("id", "=", id)
+    .executeTakeFirstOrThrow();
+  return row.totp_kek_id;
+}
+
+describe("vault kek-rotate", () => {
+  it("re-wraps every authenticator secret under a new key and retires the old one", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "latch-kek-")), "kek.json");
+    const at = new Date();
+    const operators = [await enrolledOperator(file, at), await enrolledOperator(file, at)];
+    const oldKey = loadOrCreateKeyring(file).currentId;
+    const lines: string[] = [];
+    const report = await rotateKek(database.db, file, (l) => lines.push(l));
+    expect(report.keyId).not.toBe(oldKey);
+    expect(report.retired).toEqual([oldKey]);
+    expect(report.rewrapped).toBeGreaterThanOrEqual(2);
+    expect(lines.join("\n")).toContain(`new key-encryption key ${report.keyId}`);
+    expect(readFileSync(file, "utf8")).not.toContain(oldKey);
+    for (const op of operators) {
+      expect(await keyIdOf(op.id)).toBe(report.keyId);
+      // The secret still verifies: same authenticator, later code.
+      const later = new Date(at.getTime() + 60_000);
+      const totp = createTotpService({
+        db: database.db,
+        keyring: loadOrCreateKeyring(file),
+        now: () => later,
+      });
+      await expect(totp.verify(op.id, op.app.generate({ timestamp: later.getTime() }))).resolves.toEqual({
+        usedBackupCode: false,
+      });
+    }
+  });
+
+  it("finishes an interrupted rotation instead of starting another", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "latch-kek-")), "kek.json");
+    const op = await enrolledOperator(file, new Date());
+    const oldKey = loadOrCreateKeyring(file).currentId;
+    // Interrupted after the new key was written, before any row moved.
+    const newKey = addKeyringKey(file).currentId;
+    expect(await keyIdOf(op.id)).toBe(oldKey);
+    const lines: string[] = [];
+    const report = await rotateKek(database.db, file, (l) => lines.push(l));
+    expect(lines[0]).toContain(`finishing an interrupted rotation to ${newKey}`);
+    expect(report.keyId).toBe(newKey);
+    expect(await keyIdOf(op.id)).toBe(newKey);
+    expect(report.retired).toEqual([oldKey]);
+  });
+});

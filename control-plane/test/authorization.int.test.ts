@@ -1,0 +1,111 @@
+// The shared authorization suite (STYLE.md): every operator route against every kind of caller.
+// A route added to the hosted API is added to ROUTES; the suite then proves who it refuses.
+import * as OTPAuth from "otpauth";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+
+type Gate = "session" | "ready";
+
+interface Route {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+  body?: unknown;
+  /** session: any signed-in browser; ready: past the authenticator step. */
+  gate: Gate;
+}
+
+const ROUTES: Route[] = [
+  { method: "POST", path: "/api/auth/totp/start", body: {}, gate: "session" },
+  { method: "GET", path: "/api/auth/totp/pending", gate: "session" },
+  { method: "POST", path: "/api/auth/totp/confirm", body: { code: "000000" }, gate: "session" },
+  { method: "POST", path: "/api/auth/totp/verify", body: { code: "000000" }, gate: "session" },
+  { method: "GET", path: "/api/auth/me", gate: "session" },
+  { method: "POST", path: "/api/auth/logout", gate: "session" },
+  { method: "POST", path: "/api/auth/backup-codes/regenerate", body: { code: "000000" }, gate: "ready" },
+  { method: "POST", path: "/api/orgs", body: { name: "Suite org" }, gate: "ready" },
+  { method: "DELETE", path: "/api/orgs", body: { confirm_name: "nope" }, gate: "ready" },
+  { method: "GET", path: "/api/access", gate: "ready" },
+  { method: "POST", path: "/api/sessions/ses_x/revoke", gate: "ready" },
+  { method: "POST", path: "/api/sessions/revoke-others", gate: "ready" },
+];
+
+let h: HostedHarness;
+let pending: Browser;
+
+beforeAll(async () => {
+  h = await startHosted();
+  pending = new Browser(h.app);
+  const email = uniqueEmail("suite");
+  await pending.request("POST", "/api/auth/otp/send", { email });
+  await pending.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+}, 60_000);
+
+afterAll(async () => {
+  await h.close();
+});
+
+const label = (r: Route) => `${r.method} ${r.path}`;
+
+describe.each(ROUTES)("$method $path", (route) => {
+  it("answers 401 to a caller with no session", async () => {
+    const response = await new Browser(h.app).request(route.method, route.path, route.body);
+    expect(response.statusCode, label(route)).toBe(401);
+    expect(response.json().error.code).toBe("unauthorized");
+  });
+
+  it("answers 401 to a forged session cookie", async () => {
+    const forged = new Browser(h.app);
+    forged.cookies.set("latch_session", "forged-session-token");
+    forged.cookies.set("latch_csrf", "forged");
+    expect((await forged.request(route.method, route.path, route.body)).statusCode).toBe(401);
+  });
+
+  it("answers 403 to a foreign Origin, without a CORS allow header", async () => {
+    const evil = new Browser(h.app, "https://evil.example");
+    for (const [k, v] of pending.cookies) evil.cookies.set(k, v);
+    const response = await evil.request(route.method, route.path, route.body);
+    expect(response.statusCode).toBe(403);
+    expect(response.headers["access-control-allow-origin"]).toBeUndefined();
+  });
+
+  if (route.method !== "GET") {
+    it("answers 403 csrf_failed without the session's X-CSRF-Token", async () => {
+      const response = await pending.request(route.method, route.path, route.body, {
+        "x-csrf-token": "wrong",
+      });
+      expect(response.statusCode).toBe(403);
+      expect(response.json().error.code).toBe("csrf_failed");
+    });
+  }
+
+  if (route.gate === "ready") {
+    it("answers 403 mfa_required to a session that has not passed the authenticator step", async () => {
+      const response = await pending.request(route.method, route.path, route.body);
+      expect(response.statusCode).toBe(403);
+      expect(response.json()).toMatchObject({ error: "mfa_required", enroll_url: "/enroll-totp" });
+    });
+  }
+});
+
+describe("another organisation's ids", () => {
+  it("are 404: a session cannot revoke a session acting in another organisation", async () => {
+    const ready = async () => {
+      const browser = new Browser(h.app);
+      const email = uniqueEmail("org");
+      await browser.request("POST", "/api/auth/otp/send", { email });
+      await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+      const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
+      const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+      await browser.request("POST", "/api/auth/totp/confirm", {
+        code: totp.generate({ timestamp: h.clock.now.getTime() }),
+      });
+      return browser;
+    };
+    const alice = await ready();
+    const bob = await ready();
+    const bobSession = (await bob.request("GET", "/api/access")).json().sessions[0].session_id;
+    const attempt = await alice.request("POST", `/api/sessions/${bobSession}/revoke`);
+    expect(attempt.statusCode).toBe(404);
+    expect((await bob.request("GET", "/api/auth/me")).statusCode).toBe(200);
+  });
+});
