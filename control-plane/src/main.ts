@@ -27,7 +27,10 @@ async function main(): Promise<void> {
   const plane = await buildControlPlane({ config, dataDir, ticketKey, egress, logger });
   const address = await plane.app.listen({ host: config.HOST, port: config.PORT });
   logger.info({ address, database: plane.databaseKind, egress: egress.address }, "control plane listening");
-  process.stdout.write(`Latch is running at ${address} (health: ${address}/health)\n`);
+  process.stdout.write(
+    `Latch is running at ${address} (health: ${address}/health)\n` +
+      `Sign up or sign in at ${config.BASE_URL}/sign-up${config.SMTP_URL ? "" : ` (email codes go to the log and ${dataDir}/outbox)`}\n`,
+  );
 
   let isStopping = false;
   const stop = async (signal: string) => {
