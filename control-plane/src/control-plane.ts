@@ -15,6 +15,7 @@ import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/databas
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createItemsRepo } from "./items/items.repo.ts";
+import { registerItemsRoutes } from "./items/items.routes.ts";
 import { createItemsService, type ItemsService } from "./items/items.service.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { createOrgsService } from "./orgs/orgs.service.ts";
@@ -73,7 +74,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     isDatabaseReady: () => database.ping(),
     isEgressReady: () => deps.egress.client.isHealthy(),
     sessions: { sessions, baseUrl: config.BASE_URL, now },
-    routes: [(app) => registerAuthRoutes(app, authDeps)],
+    routes: [
+      (app) => registerAuthRoutes(app, authDeps),
+      (app) => registerItemsRoutes(app, { db: database.db, items }),
+    ],
   });
   await app.ready();
 

@@ -27,6 +27,18 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/access", gate: "ready" },
   { method: "POST", path: "/api/sessions/ses_x/revoke", gate: "ready" },
   { method: "POST", path: "/api/sessions/revoke-others", gate: "ready" },
+  { method: "GET", path: "/api/items", gate: "ready" },
+  {
+    method: "POST",
+    path: "/api/items",
+    body: { name: "X", value: "v", allowed_hosts: ["a.example.com"] },
+    gate: "ready",
+  },
+  { method: "POST", path: "/api/items/itm_x", body: {}, gate: "ready" },
+  { method: "POST", path: "/api/items/itm_x/meta", body: {}, gate: "ready" },
+  { method: "POST", path: "/api/items/itm_x/rotate", body: { value: "v" }, gate: "ready" },
+  { method: "DELETE", path: "/api/items/itm_x", gate: "ready" },
+  { method: "POST", path: "/api/folders", body: { environment: "staging", name: "f" }, gate: "ready" },
 ];
 
 let h: HostedHarness;

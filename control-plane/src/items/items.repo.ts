@@ -1,6 +1,6 @@
 // Items in the database: sealed values, metadata, and the lookups the call path needs.
 import type { Kysely, Transaction } from "kysely";
-import type { Database, ItemRow, NewItem } from "../db/schema.ts";
+import type { Database, ItemRow, ItemUpdate, NewItem } from "../db/schema.ts";
 import type { ItemView } from "./items.schemas.ts";
 
 export type ItemWithFolder = ItemRow & { folder_name: string | null };
@@ -18,6 +18,7 @@ export interface ItemsRepo {
   findItemsByHost(organisationId: string, environment: string, host: string): Promise<ItemWithFolder[]>;
   findItems(organisationId: string, environments: readonly string[]): Promise<ItemWithFolder[]>;
   deleteItem(organisationId: string, id: string): Promise<boolean>;
+  updateItem(organisationId: string, id: string, change: ItemUpdate): Promise<void>;
   /** The folder's id, created on first use. */
   findOrInsertFolder(
     organisationId: string,
@@ -108,6 +109,14 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .where("id", "=", id)
         .executeTakeFirst();
       return result.numDeletedRows > 0n;
+    },
+    async updateItem(organisationId, id, change) {
+      await db
+        .updateTable("items")
+        .set(change)
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", id)
+        .execute();
     },
     async findOrInsertFolder(organisationId, environment, name, newId) {
       await db

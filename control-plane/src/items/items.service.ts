@@ -31,6 +31,15 @@ export interface ItemsService {
     options?: { replace?: boolean },
   ): Promise<ItemView>;
   listItems(organisationId: string, environment?: string): Promise<ItemView[]>;
+  /** Edits metadata; a blank or missing value keeps the stored one (spec 4.3). */
+  updateItem(organisationId: string, actor: string, id: string, input: unknown): Promise<ItemView>;
+  /** Replaces the value only. */
+  rotateItem(organisationId: string, actor: string, id: string, value: unknown): Promise<ItemView>;
+  createFolder(
+    organisationId: string,
+    environment: unknown,
+    name: unknown,
+  ): Promise<{ id: string; name: string; environment: string }>;
   deleteItem(organisationId: string, actor: string, id: string): Promise<void>;
   findItemByName(organisationId: string, environment: string, name: string): Promise<ItemView | undefined>;
   /** Sealed items as the call path needs them (never opened here). */
@@ -68,6 +77,24 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     return chosen;
   }
 
+  function checkValue(value: string): void {
+    if (value.length === 0) throw new AppError("empty_value", "the value is empty");
+    if (CONTROL_CHARACTERS.test(value)) {
+      throw new AppError("invalid_request", "the value contains a line break or another control character");
+    }
+  }
+
+  async function seal(value: string) {
+    const sealed = await sealValue(await deps.sealingKey(), value);
+    return { sealed_value: sealed.sealed, sealing_key_id: sealed.keyId, last4: lastFour(value) };
+  }
+
+  async function loadItem(organisationId: string, id: string): Promise<ItemWithFolder> {
+    const row = await deps.repo.findItemById(organisationId, id);
+    if (!row) throw new AppError("not_found", "no such credential");
+    return row;
+  }
+
   function validate(raw: unknown) {
     const parsed = itemInput.safeParse(raw);
     if (!parsed.success) {
@@ -85,10 +112,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
         "a credential name is 1 to 128 characters: an uppercase letter, then uppercase letters, digits or underscores (e.g. GITHUB_TOKEN)",
       );
     }
-    if (input.value.length === 0) throw new AppError("empty_value", "the value is empty");
-    if (CONTROL_CHARACTERS.test(input.value)) {
-      throw new AppError("invalid_request", "the value contains a line break or another control character");
-    }
+    checkValue(input.value);
     if (input.allowed_hosts.length === 0) {
       throw new AppError("invalid_host", "name at least one host the credential may be sent to");
     }
@@ -162,6 +186,82 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       });
       const stored = await deps.repo.findItemByName(organisationId, input.environment, input.name);
       return toItemView(stored!);
+    },
+    async updateItem(organisationId, actor, id, raw) {
+      const current = await loadItem(organisationId, id);
+      const body = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
+      const keepValue = body.value === undefined || body.value === null || body.value === "";
+      // Validate the merged item with a placeholder value when the stored one is kept.
+      const input = validate({
+        name: body.name ?? current.name,
+        value: keepValue ? "kept-value" : body.value,
+        environment: body.environment ?? current.environment,
+        kind: body.kind ?? current.kind,
+        allowed_hosts: body.allowed_hosts ?? current.allowed_hosts,
+        inject: body.inject ?? current.inject,
+        username: body.username === undefined ? current.username : body.username,
+        folder_name: body.folder_name === undefined ? current.folder_name : body.folder_name,
+      });
+      const folderId = input.folder_name
+        ? await deps.repo.findOrInsertFolder(
+            organisationId,
+            input.environment,
+            input.folder_name,
+            newId("fld"),
+          )
+        : null;
+      try {
+        await deps.repo.updateItem(organisationId, id, {
+          name: input.name,
+          environment: input.environment,
+          kind: input.kind,
+          allowed_hosts: input.hosts,
+          inject: input.inject,
+          username: input.username,
+          folder_id: folderId,
+          ...(keepValue ? {} : await seal(input.value)),
+          updated_at: new Date(),
+        });
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw new AppError(
+            "duplicate_name",
+            `a credential named ${input.name} already exists in ${input.environment}`,
+          );
+        }
+        throw error;
+      }
+      await deps.recordEvent({
+        organisationId,
+        environment: input.environment,
+        actor,
+        action: keepValue ? "item_edited" : "item_edited_with_value",
+        itemName: input.name,
+        detail: { allowed_hosts: input.hosts, inject: input.inject },
+      });
+      return toItemView(await loadItem(organisationId, id));
+    },
+    async rotateItem(organisationId, actor, id, value) {
+      const current = await loadItem(organisationId, id);
+      if (typeof value !== "string") throw new AppError("invalid_request", "value must be a string");
+      checkValue(value);
+      await deps.repo.updateItem(organisationId, id, { ...(await seal(value)), updated_at: new Date() });
+      await deps.recordEvent({
+        organisationId,
+        environment: current.environment,
+        actor,
+        action: "item_rotated",
+        itemName: current.name,
+      });
+      return toItemView(await loadItem(organisationId, id));
+    },
+    async createFolder(organisationId, environment, name) {
+      const chosen = checkEnvironment(typeof environment === "string" ? environment : undefined);
+      if (typeof name !== "string" || name.trim().length < 1 || name.trim().length > 128) {
+        throw new AppError("invalid_request", "a folder name is 1 to 128 characters");
+      }
+      const id = await deps.repo.findOrInsertFolder(organisationId, chosen, name.trim(), newId("fld"));
+      return { id, name: name.trim(), environment: chosen };
     },
     async listItems(organisationId, environment) {
       const environments = environment === undefined ? deps.environments : [checkEnvironment(environment)];

@@ -1,0 +1,115 @@
+// The hosted items API through HTTP as a signed-in operator (spec 4.3 "Items and collect").
+import * as OTPAuth from "otpauth";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "../../test/hosted.ts";
+
+const VALUE = "sk_live_hostedcanary_0123456789";
+let h: HostedHarness;
+
+beforeAll(async () => {
+  h = await startHosted();
+}, 60_000);
+afterAll(async () => {
+  await h.close();
+});
+
+async function readyOperator(): Promise<Browser> {
+  const browser = new Browser(h.app);
+  const email = uniqueEmail("items");
+  await browser.request("POST", "/api/auth/otp/send", { email });
+  await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+  const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
+  const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+  await browser.request("POST", "/api/auth/totp/confirm", {
+    code: totp.generate({ timestamp: h.clock.now.getTime() }),
+  });
+  return browser;
+}
+
+const item = {
+  name: "STRIPE_KEY",
+  value: VALUE,
+  environment: "production",
+  kind: "secret",
+  allowed_hosts: ["api.stripe.com"],
+  inject: "bearer",
+};
+
+describe("hosted items", () => {
+  it("creates, lists without values, refuses duplicates and empty values", async () => {
+    const op = await readyOperator();
+    const created = await op.request("POST", "/api/items", item);
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json().item).toMatchObject({
+      name: "STRIPE_KEY",
+      last4: "6789",
+      allowed_hosts: ["api.stripe.com"],
+    });
+    expect((await op.request("POST", "/api/items", item)).statusCode).toBe(409);
+    expect((await op.request("POST", "/api/items", { ...item, name: "OTHER", value: "" })).statusCode).toBe(
+      400,
+    );
+    const listed = await op.request("GET", "/api/items");
+    expect(listed.json().items).toHaveLength(1);
+    expect(listed.body).not.toContain(VALUE);
+    expect((await op.request("GET", "/api/items?environment=staging")).json().items).toEqual([]);
+  });
+
+  it("edits metadata keeping the value when it is blank, rotates the value, deletes", async () => {
+    const op = await readyOperator();
+    const id = (await op.request("POST", "/api/items", item)).json().item.id;
+    const sealedBefore = await h.plane.database.db
+      .selectFrom("items")
+      .select("sealed_value")
+      .where("id", "=", id)
+      .executeTakeFirstOrThrow();
+    const edited = await op.request("POST", `/api/items/${id}/meta`, {
+      allowed_hosts: ["api.stripe.com", "files.stripe.com"],
+      value: "",
+    });
+    expect(edited.statusCode, edited.body).toBe(200);
+    expect(edited.json().item).toMatchObject({
+      allowed_hosts: ["api.stripe.com", "files.stripe.com"],
+      last4: "6789",
+    });
+    const sealedAfter = await h.plane.database.db
+      .selectFrom("items")
+      .select("sealed_value")
+      .where("id", "=", id)
+      .executeTakeFirstOrThrow();
+    expect(Buffer.from(sealedAfter.sealed_value).equals(Buffer.from(sealedBefore.sealed_value))).toBe(true);
+    const rotated = await op.request("POST", `/api/items/${id}/rotate`, {
+      value: "sk_live_rotated_value_abcd",
+    });
+    expect(rotated.json().item.last4).toBe("abcd");
+    expect((await op.request("POST", `/api/items/${id}/rotate`, { value: "" })).statusCode).toBe(400);
+    expect((await op.request("DELETE", `/api/items/${id}`)).statusCode).toBe(200);
+    expect((await op.request("GET", "/api/items")).json().items).toEqual([]);
+  });
+
+  it("answers 404 for another organisation's item ids", async () => {
+    const mine = await readyOperator();
+    const theirs = await readyOperator();
+    const id = (await mine.request("POST", "/api/items", item)).json().item.id;
+    for (const [method, path, body] of [
+      ["POST", `/api/items/${id}`, { allowed_hosts: ["evil.example.com"] }],
+      ["POST", `/api/items/${id}/rotate`, { value: "stolen-value-xyz1" }],
+      ["DELETE", `/api/items/${id}`, undefined],
+    ] as const) {
+      expect((await theirs.request(method, path, body)).statusCode, path).toBe(404);
+    }
+    expect((await mine.request("GET", "/api/items")).json().items[0]).toMatchObject({ id, last4: "6789" });
+  });
+
+  it("creates folders and files items in them", async () => {
+    const op = await readyOperator();
+    const folder = await op.request("POST", "/api/folders", { environment: "staging", name: "payments" });
+    expect(folder.statusCode).toBe(201);
+    const created = await op.request("POST", "/api/items", {
+      ...item,
+      environment: "staging",
+      folder_name: "payments",
+    });
+    expect(created.json().item).toMatchObject({ folder_name: "payments", environment: "staging" });
+  });
+});

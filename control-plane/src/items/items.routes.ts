@@ -1,0 +1,52 @@
+// The hosted items API (spec 4.3 "Items and collect"): list without values, create, edit, rotate,
+// delete, folders. Every route needs a ready operator session acting in an organisation.
+import type { FastifyInstance } from "fastify";
+import type { Kysely } from "kysely";
+import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import type { Database } from "../db/schema.ts";
+import type { ItemsService } from "./items.service.ts";
+
+export function registerItemsRoutes(
+  app: FastifyInstance,
+  deps: { db: Kysely<Database>; items: ItemsService },
+): void {
+  const operatorOf = async (request: Parameters<typeof requireOperator>[0]) => {
+    const context = await requireOperator(request, deps.db, { mfa: true });
+    return { organisationId: requireOrganisation(context), actor: `operator:${context.operatorId}` };
+  };
+  const body = (raw: unknown) =>
+    typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+
+  app.get<{ Querystring: { environment?: string } }>("/api/items", async (request) => {
+    const { organisationId } = await operatorOf(request);
+    return { items: await deps.items.listItems(organisationId, request.query.environment) };
+  });
+  app.post("/api/items", async (request, reply) => {
+    const { organisationId, actor } = await operatorOf(request);
+    return reply.status(201).send({ item: await deps.items.storeItem(organisationId, actor, request.body) });
+  });
+  for (const path of ["/api/items/:id", "/api/items/:id/meta"]) {
+    app.post<{ Params: { id: string } }>(path, async (request) => {
+      const { organisationId, actor } = await operatorOf(request);
+      return { item: await deps.items.updateItem(organisationId, actor, request.params.id, request.body) };
+    });
+  }
+  app.post<{ Params: { id: string } }>("/api/items/:id/rotate", async (request) => {
+    const { organisationId, actor } = await operatorOf(request);
+    return {
+      item: await deps.items.rotateItem(organisationId, actor, request.params.id, body(request.body).value),
+    };
+  });
+  app.delete<{ Params: { id: string } }>("/api/items/:id", async (request) => {
+    const { organisationId, actor } = await operatorOf(request);
+    await deps.items.deleteItem(organisationId, actor, request.params.id);
+    return { ok: true };
+  });
+  app.post("/api/folders", async (request, reply) => {
+    const { organisationId } = await operatorOf(request);
+    const input = body(request.body);
+    return reply
+      .status(201)
+      .send({ folder: await deps.items.createFolder(organisationId, input.environment, input.name) });
+  });
+}
