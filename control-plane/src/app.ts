@@ -18,7 +18,12 @@ export interface AppDeps {
   isDatabaseReady(): Promise<boolean>;
   isEgressReady(): Promise<boolean>;
   /** Operator sessions from the cookie, and the Origin wall (spec 5 rules 4 and 6). */
-  sessions?: { sessions: SessionsRepo; baseUrl: string; now: () => Date };
+  sessions?: {
+    sessions: SessionsRepo;
+    baseUrl: string;
+    now: () => Date;
+    identifyBearer?: (token: string) => Promise<"model" | "trusted" | undefined>;
+  };
   /** Feature routes, registered after the walls. */
   routes?: ((app: FastifyInstance) => void)[];
 }

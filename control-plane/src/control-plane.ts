@@ -10,15 +10,26 @@ import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { createSessionsRepo } from "./auth/sessions.ts";
 import { createTotpService } from "./auth/totp.service.ts";
+import { createCallsService } from "./calls/calls.service.ts";
+import { registerClientsRoutes } from "./clients/clients.routes.ts";
+import { createClientsService } from "./clients/clients.service.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
+import { createTicketMinter } from "./egress/tickets.ts";
+import { createGrantsRepo } from "./grants/grants.repo.ts";
+import { registerGrantsRoutes } from "./grants/grants.routes.ts";
+import { createGrantsService } from "./grants/grants.service.ts";
 import { createItemsRepo } from "./items/items.repo.ts";
 import { registerItemsRoutes } from "./items/items.routes.ts";
 import { createItemsService, type ItemsService } from "./items/items.service.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
+import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
 import { createOrgsService } from "./orgs/orgs.service.ts";
+import { registerPageRoutes } from "./pages/pages.routes.ts";
+import { registerResolveRoutes } from "./runtime/resolve.routes.ts";
+import { HOSTED_SURFACE } from "./tools/tool-context.ts";
 
 export interface ControlPlaneDeps {
   config: ControlPlaneConfig;
@@ -69,14 +80,67 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     now,
   };
 
+  const db = database.db;
+  const defaultEnvironment = config.LATCH_ENVIRONMENTS[0]!;
+  const clients = createClientsService({
+    db,
+    environments: config.LATCH_ENVIRONMENTS,
+    defaultEnvironment,
+    baseUrl: config.BASE_URL,
+    now,
+  });
+  const grants = createGrantsService({
+    repo: createGrantsRepo(db),
+    recordEvent: audit.insertAuditEvent,
+    now,
+    approvalCodes: { hashCode: keyring.hashCode },
+  });
+  const minter = createTicketMinter({
+    key: deps.ticketKey,
+    issuer: config.BASE_URL,
+    audience: config.EGRESS_AUDIENCE,
+  });
+  const calls = createCallsService({
+    findItemByName: items.findCallableByName,
+    findItemsByHost: items.findCallableByHost,
+    recordEvent: audit.insertAuditEvent,
+    minter,
+    egress: deps.egress.client,
+  });
+  const tools = { items, grants, calls, surface: HOSTED_SURFACE };
+
   const app = await buildApp({
     logger,
     isDatabaseReady: () => database.ping(),
     isEgressReady: () => deps.egress.client.isHealthy(),
-    sessions: { sessions, baseUrl: config.BASE_URL, now },
+    sessions: {
+      sessions,
+      baseUrl: config.BASE_URL,
+      now,
+      identifyBearer: async (token) =>
+        (await clients.authenticate(token))?.kind as "model" | "trusted" | undefined,
+    },
     routes: [
       (app) => registerAuthRoutes(app, authDeps),
-      (app) => registerItemsRoutes(app, { db: database.db, items }),
+      (app) => registerItemsRoutes(app, { db, items }),
+      (app) => registerClientsRoutes(app, { db, clients }),
+      (app) => registerGrantsRoutes(app, { db, grants, items, clients, audit, defaultEnvironment }),
+      (app) =>
+        registerMcpRoutes(app, {
+          baseUrl: config.BASE_URL,
+          clients,
+          tools,
+          logError: (error) => logger.error({ err: error }, "tool failed"),
+        }),
+      (app) =>
+        registerResolveRoutes(app, {
+          clients,
+          items,
+          minter,
+          egress: deps.egress.client,
+          recordEvent: audit.insertAuditEvent,
+        }),
+      (app) => registerPageRoutes(app, { db: database.db }),
     ],
   });
   await app.ready();

@@ -39,10 +39,22 @@ const ROUTES: Route[] = [
   { method: "POST", path: "/api/items/itm_x/rotate", body: { value: "v" }, gate: "ready" },
   { method: "DELETE", path: "/api/items/itm_x", gate: "ready" },
   { method: "POST", path: "/api/folders", body: { environment: "staging", name: "f" }, gate: "ready" },
+  { method: "POST", path: "/api/clients/model", body: {}, gate: "ready" },
+  { method: "POST", path: "/api/clients/trusted", body: {}, gate: "ready" },
+  { method: "POST", path: "/api/clients/cli_x/rotate", gate: "ready" },
+  { method: "POST", path: "/api/clients/cli_x/revoke", gate: "ready" },
+  { method: "POST", path: "/api/grants/grt_x/approve", body: { policy: "prompt" }, gate: "ready" },
+  { method: "POST", path: "/api/grants/grt_x/revoke", gate: "ready" },
+  { method: "POST", path: "/api/grants/approve-by-code", body: { code: "12345678" }, gate: "ready" },
+  { method: "GET", path: "/api/grants", gate: "ready" },
+  { method: "GET", path: "/api/inbox", gate: "ready" },
+  { method: "GET", path: "/api/audit", gate: "ready" },
 ];
 
 let h: HostedHarness;
 let pending: Browser;
+let modelToken: string;
+let trustedToken: string;
 
 beforeAll(async () => {
   h = await startHosted();
@@ -50,6 +62,21 @@ beforeAll(async () => {
   const email = uniqueEmail("suite");
   await pending.request("POST", "/api/auth/otp/send", { email });
   await pending.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+  const clients = await h.plane.database.db
+    .selectFrom("organisations")
+    .select("id")
+    .limit(1)
+    .executeTakeFirstOrThrow();
+  const { createClientsService } = await import("../src/clients/clients.service.ts");
+  const issuer = createClientsService({
+    db: h.plane.database.db,
+    environments: ["staging", "production"],
+    defaultEnvironment: "staging",
+    baseUrl: "http://localhost:8787",
+    now: () => new Date(),
+  });
+  modelToken = (await issuer.issueClient(organisation.id, "model", {})).token;
+  trustedToken = (await issuer.issueClient(organisation.id, "trusted", {})).token;
 }, 60_000);
 
 afterAll(async () => {
@@ -63,6 +90,20 @@ describe.each(ROUTES)("$method $path", (route) => {
     const response = await new Browser(h.app).request(route.method, route.path, route.body);
     expect(response.statusCode, label(route)).toBe(401);
     expect(response.json().error.code).toBe("unauthorized");
+  });
+
+  it("answers 403 to a model or trusted client token (wrong channel) and 401 to an invalid bearer", async () => {
+    for (const token of [modelToken, trustedToken]) {
+      const response = await new Browser(h.app).request(route.method, route.path, route.body, {
+        authorization: `Bearer ${token}`,
+      });
+      // POST /api/grants/request is open to model tokens; every route here is operator-only.
+      expect(response.statusCode, `${label(route)} with ${token.slice(0, 4)}`).toBe(403);
+    }
+    const invalid = await new Browser(h.app).request(route.method, route.path, route.body, {
+      authorization: "Bearer avm_notarealtokenatall_000000000",
+    });
+    expect(invalid.statusCode).toBe(401);
   });
 
   it("answers 401 to a forged session cookie", async () => {

@@ -20,6 +20,7 @@ export const ERROR_STATUS = {
   invalid_email: 400,
   confirm_name_mismatch: 400,
   cannot_revoke_current: 400,
+  approval_code_invalid: 400,
   // 401/403: who is asking
   unauthorized: 401,
   otp_invalid: 401,
@@ -42,6 +43,8 @@ export const ERROR_STATUS = {
   duplicate_name: 409,
   grant_not_pending: 409,
   grant_not_revocable: 409,
+  approval_code_used: 409,
+  approval_code_expired: 410,
   // destination refusals (the call never left)
   private_range: 403,
   loopback: 403,

@@ -17,6 +17,8 @@ export interface OperatorContext {
 declare module "fastify" {
   interface FastifyRequest {
     operatorSession?: OperatorSessionRow | null;
+    /** The kind of client bearer sent, if any: operator routes refuse it as the wrong channel. */
+    clientBearerKind?: "model" | "trusted" | "invalid";
   }
 }
 
@@ -37,7 +39,12 @@ const SEEN_WRITE_INTERVAL_MS = 60_000;
 
 export function registerOperatorSessions(
   app: FastifyInstance,
-  deps: { sessions: SessionsRepo; baseUrl: string; now: () => Date },
+  deps: {
+    sessions: SessionsRepo;
+    baseUrl: string;
+    now: () => Date;
+    identifyBearer?: (token: string) => Promise<"model" | "trusted" | undefined>;
+  },
 ): void {
   const ownOrigin = new URL(deps.baseUrl).origin;
   app.addHook("onRequest", async (request) => {
@@ -46,6 +53,9 @@ export function registerOperatorSessions(
     if (origin !== undefined && origin !== ownOrigin && WALLED_PREFIXES.some((p) => path.startsWith(p))) {
       throw new AppError("forbidden", "requests from another site's pages are refused");
     }
+    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")?.[1];
+    if (bearer && deps.identifyBearer)
+      request.clientBearerKind = (await deps.identifyBearer(bearer)) ?? "invalid";
     const token = request.cookies[SESSION_COOKIE];
     if (!token) {
       request.operatorSession = null;
@@ -86,7 +96,13 @@ export async function requireOperator(
   options: { mfa: boolean },
 ): Promise<OperatorContext> {
   const session = request.operatorSession;
-  if (!session) throw new AppError("unauthorized", "sign in first");
+  if (!session) {
+    // Spec 7: a valid client token on an operator route is the wrong channel (403); an invalid one is 401.
+    if (request.clientBearerKind === "model" || request.clientBearerKind === "trusted") {
+      throw new AppError("forbidden", "a client token cannot call operator routes; sign in as an operator");
+    }
+    throw new AppError("unauthorized", "sign in first");
+  }
   if (request.method === "POST" || request.method === "DELETE") {
     const presented = request.headers["x-csrf-token"];
     if (typeof presented !== "string" || !isSameHash(sha256(presented), session.csrf_hash)) {

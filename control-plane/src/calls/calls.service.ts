@@ -13,6 +13,7 @@ import { encodeRequestBody } from "./form-body.ts";
 export interface CallableItem {
   id: string;
   name: string;
+  folderId?: string | null;
   allowedHosts: readonly string[];
   inject: string;
   username: string | null;

@@ -64,6 +64,13 @@ export interface GrantsTable {
   expires_at: Date | null;
   consumed_at: Date | null;
   revoked_at: Date | null;
+  approval_code_hash: ColumnType<string | null, string | null | undefined, string | null>;
+  approval_code_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  approval_code_wrong: ColumnType<number, number | undefined, number>;
+  scope_host: ColumnType<string | null, string | null | undefined, string | null>;
+  scope_method: ColumnType<string | null, string | null | undefined, string | null>;
+  scope_path: ColumnType<string | null, string | null | undefined, string | null>;
+  folder_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OperatorsTable {
@@ -121,6 +128,27 @@ export interface MembershipsTable {
   created_at: Date;
 }
 
+export interface ClientsTable {
+  id: string;
+  organisation_id: string;
+  kind: string;
+  name: string;
+  environment: string;
+  token_hash: string;
+  token_last4: string;
+  created_at: Date;
+  rotated_at: Date | null;
+  revoked_at: Date | null;
+  first_used_at: Date | null;
+  last_used_at: Date | null;
+}
+
+export interface ApprovalCodeFailuresTable {
+  id: Generated<string>;
+  organisation_id: string;
+  at: Date;
+}
+
 export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
@@ -133,6 +161,8 @@ export interface Database {
   email_sends: EmailSendsTable;
   operator_sessions: OperatorSessionsTable;
   memberships: MembershipsTable;
+  clients: ClientsTable;
+  approval_code_failures: ApprovalCodeFailuresTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;
@@ -142,3 +172,5 @@ export type AuditEventRow = Selectable<AuditEventsTable>;
 export type GrantRow = Selectable<GrantsTable>;
 export type OperatorRow = Selectable<OperatorsTable>;
 export type OperatorSessionRow = Selectable<OperatorSessionsTable>;
+export type ClientRow = Selectable<ClientsTable>;
+export type NewGrant = Insertable<GrantsTable>;

@@ -1,19 +1,21 @@
 // Grants in the database. The single-use rule lives here, in one conditional UPDATE: of any number
 // of simultaneous calls on one prompt grant, exactly one sees its row change from active.
-import type { Kysely } from "kysely";
-import type { Database, GrantRow } from "../db/schema.ts";
+import { type Kysely, sql } from "kysely";
+import type { Database, GrantRow, NewGrant } from "../db/schema.ts";
 
 export type GrantWithItem = GrantRow & { item_name: string };
 
 export interface GrantScope {
   organisationId: string;
   itemId: string;
+  /** The item's folder: a folder_standing grant on it covers the item too. */
+  folderId?: string | null | undefined;
   agentId: string;
   toolId: string;
 }
 
 export interface GrantsRepo {
-  insertGrant(row: GrantRow): Promise<void>;
+  insertGrant(row: NewGrant): Promise<void>;
   findGrantById(organisationId: string, id: string): Promise<GrantWithItem | undefined>;
   findGrants(organisationId: string, filter: { agentId?: string; limit?: number }): Promise<GrantWithItem[]>;
   findPendingGrant(scope: GrantScope): Promise<GrantWithItem | undefined>;
@@ -29,12 +31,31 @@ export interface GrantsRepo {
     change: { policy: string; approvedAt: Date; expiresAt: Date | null },
   ): Promise<boolean>;
   updateGrantRevoked(organisationId: string, id: string, now: Date): Promise<boolean>;
+  /** Runs `fn` in one transaction holding the organisation's advisory lock (limits that must not race). */
+  inOrganisationLock<T>(organisationId: string, fn: (repo: GrantsRepo) => Promise<T>): Promise<T>;
+  /** Hosted approval requests since `since` (each carries an approval code). */
+  countCodedRequestsSince(
+    organisationId: string,
+    since: Date,
+  ): Promise<{ count: number; oldest: Date | null }>;
+  updateApprovalCode(id: string, codeHash: string | null, expiresAt: Date | null): Promise<void>;
+  findGrantByCodeHash(organisationId: string, codeHash: string): Promise<GrantWithItem | undefined>;
+  updateApprovalCodeWrong(id: string): Promise<number>;
+  countCodeFailuresSince(
+    organisationId: string,
+    since: Date,
+  ): Promise<{ count: number; oldest: Date | null }>;
+  insertCodeFailure(organisationId: string, at: Date): Promise<void>;
 }
 
 // Session and standing approvals are not spent by a call; use them before a one-call approval.
 const POLICY_ORDER = ["item_standing", "folder_standing", "session", "prompt"];
 
 export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
+  const countSince = async (query: Promise<{ n: string; oldest: Date | null } | undefined>) => {
+    const row = await query;
+    return { count: Number(row?.n ?? 0), oldest: row?.oldest ?? null };
+  };
   const selectGrants = () =>
     db
       .selectFrom("grants")
@@ -72,7 +93,17 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
     async findUsableGrants(scope, now) {
       const rows = await selectGrants()
         .where("grants.organisation_id", "=", scope.organisationId)
-        .where("grants.item_id", "=", scope.itemId)
+        .where((eb) =>
+          scope.folderId
+            ? eb.or([
+                eb("grants.item_id", "=", scope.itemId),
+                eb.and([
+                  eb("grants.policy", "=", "folder_standing"),
+                  eb("grants.folder_id", "=", scope.folderId),
+                ]),
+              ])
+            : eb("grants.item_id", "=", scope.itemId),
+        )
         .where("grants.agent_id", "=", scope.agentId)
         .where("grants.tool_id", "=", scope.toolId)
         .where("grants.status", "=", "active")
@@ -111,6 +142,57 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("status", "=", "pending")
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
+    },
+    inOrganisationLock(organisationId, fn) {
+      return db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(hashtextextended(${`grants:${organisationId}`}, 0))`.execute(
+          trx,
+        );
+        return fn(createGrantsRepo(trx));
+      });
+    },
+    countCodedRequestsSince: (organisationId, since) =>
+      countSince(
+        db
+          .selectFrom("grants")
+          .select((eb) => [eb.fn.countAll<string>().as("n"), eb.fn.min("created_at").as("oldest")])
+          .where("organisation_id", "=", organisationId)
+          .where("created_at", ">", since)
+          .where("approval_code_expires_at", "is not", null)
+          .executeTakeFirst() as Promise<{ n: string; oldest: Date | null } | undefined>,
+      ),
+    async updateApprovalCode(id, codeHash, expiresAt) {
+      await db
+        .updateTable("grants")
+        .set({ approval_code_hash: codeHash, approval_code_expires_at: expiresAt })
+        .where("id", "=", id)
+        .execute();
+    },
+    findGrantByCodeHash: (organisationId, codeHash) =>
+      selectGrants()
+        .where("grants.organisation_id", "=", organisationId)
+        .where("grants.approval_code_hash", "=", codeHash)
+        .executeTakeFirst(),
+    async updateApprovalCodeWrong(id) {
+      const row = await db
+        .updateTable("grants")
+        .set((eb) => ({ approval_code_wrong: eb("approval_code_wrong", "+", 1) }))
+        .where("id", "=", id)
+        .returning("approval_code_wrong")
+        .executeTakeFirst();
+      return row?.approval_code_wrong ?? 0;
+    },
+    countCodeFailuresSince: (organisationId, since) =>
+      countSince(
+        db
+          .selectFrom("approval_code_failures")
+          .select((eb) => [eb.fn.countAll<string>().as("n"), eb.fn.min("at").as("oldest")])
+          .where("organisation_id", "=", organisationId)
+          .where("at", ">", since)
+          .executeTakeFirst() as Promise<{ n: string; oldest: Date | null } | undefined>,
+      ),
+    async insertCodeFailure(organisationId, at) {
+      await db.insertInto("approval_code_failures").values({ organisation_id: organisationId, at }).execute();
     },
     async updateGrantRevoked(organisationId, id, now) {
       const result = await db

@@ -4,6 +4,7 @@
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
+import { newEmailCode as newApprovalCode } from "../auth/codes.ts";
 import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
@@ -34,7 +35,23 @@ export interface GrantsServiceDeps {
   repo: GrantsRepo;
   recordEvent(event: AuditEvent): Promise<void>;
   now?: () => Date;
+  /**
+   * Hosted: every approval request carries an 8-digit code (stored as a peppered hash) and counts
+   * toward 30 requests per organisation per hour. The local variant has neither.
+   */
+  approvalCodes?: { hashCode(code: string): string };
 }
+
+/** Spec 8: approval requests per organisation per hour, and wrong codes. */
+export const MAX_REQUESTS_PER_HOUR = 30;
+export const MAX_WRONG_CODES_PER_APPROVAL = 5;
+export const MAX_WRONG_CODES_PER_WINDOW = 20;
+export const WRONG_CODE_WINDOW_MS = 15 * 60 * 1000;
+export const APPROVAL_CODE_TTL_MS = 60 * 60 * 1000;
+const HOUR_MS = 60 * 60 * 1000;
+
+export const RATE_LIMIT_GUIDANCE =
+  "Tell the operator that Latch's approval limit for this organisation is reached, and stop retrying for the hour; repeated request_grant calls for one credential do not help.";
 
 export interface CallAuthorisation {
   grant: PublicGrant;
@@ -85,12 +102,142 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     return row;
   }
 
+  /** Hosted requests: a fresh code each time, the hourly limit counted under the organisation lock. */
+  async function requestCodedGrant(
+    request: GrantRequest,
+    codes: { hashCode(code: string): string },
+  ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode: string }> {
+    const at = now();
+    const code = newApprovalCode();
+    const codeHash = codes.hashCode(`approval:${code}`);
+    const expiresAt = new Date(at.getTime() + APPROVAL_CODE_TTL_MS);
+    const outcome = await deps.repo.inOrganisationLock(request.organisationId, async (repo) => {
+      const existing = await repo.findPendingGrant(request);
+      if (existing) {
+        // A new code replaces the old one; its wrong-attempt count is kept (spec 8).
+        await repo.updateApprovalCode(existing.id, codeHash, expiresAt);
+        return { id: existing.id, isNew: false };
+      }
+      const recent = await repo.countCodedRequestsSince(
+        request.organisationId,
+        new Date(at.getTime() - HOUR_MS),
+      );
+      if (recent.count >= MAX_REQUESTS_PER_HOUR) {
+        const retryAfter = Math.ceil(
+          ((recent.oldest?.getTime() ?? at.getTime()) + HOUR_MS - at.getTime()) / 1000,
+        );
+        throw new AppError(
+          "rate_limited",
+          "30 approval requests per hour for this organisation; try again later",
+          {
+            extra: { retry_after: Math.max(retryAfter, 1), for_model: RATE_LIMIT_GUIDANCE },
+          },
+        );
+      }
+      const id = newId("grt");
+      await repo.insertGrant({
+        id,
+        organisation_id: request.organisationId,
+        environment: request.environment,
+        item_id: request.itemId,
+        agent_id: request.agentId,
+        tool_id: request.toolId,
+        policy: "prompt",
+        status: "pending",
+        task_id: request.taskId ?? null,
+        task_description: request.taskDescription?.slice(0, MAX_TASK_DESCRIPTION) ?? null,
+        created_at: at,
+        approved_at: null,
+        expires_at: null,
+        consumed_at: null,
+        revoked_at: null,
+        approval_code_hash: codeHash,
+        approval_code_expires_at: expiresAt,
+      });
+      return { id, isNew: true };
+    });
+    const row = await loadGrant(request.organisationId, outcome.id);
+    if (outcome.isNew) {
+      await deps.recordEvent({
+        organisationId: request.organisationId,
+        environment: request.environment,
+        actor: request.actor,
+        action: "grant_requested",
+        itemName: row.item_name,
+        detail: { grant_id: outcome.id, agent_id: request.agentId, tool_id: request.toolId },
+      });
+    }
+    return { grant: toPublicGrant(row, at), isNew: outcome.isNew, approvalCode: code };
+  }
+
   return {
+    /**
+     * Approves the pending grant an 8-digit code belongs to (spec 4.3): reuse 409, expired 410; wrong
+     * codes count per approval (5, then its code is void) and per organisation (20 per 15 minutes).
+     */
+    async approveByCode(
+      organisationId: string,
+      actor: string,
+      rawCode: unknown,
+      options: { grantId?: string | undefined; policy?: GrantPolicy } = {},
+    ): Promise<PublicGrant> {
+      const codes = deps.approvalCodes;
+      if (!codes) throw new AppError("not_found", "approval codes are a hosted feature");
+      const at = now();
+      const failures = await deps.repo.countCodeFailuresSince(
+        organisationId,
+        new Date(at.getTime() - WRONG_CODE_WINDOW_MS),
+      );
+      if (failures.count >= MAX_WRONG_CODES_PER_WINDOW) {
+        const retryAfter = Math.ceil(
+          ((failures.oldest?.getTime() ?? at.getTime()) + WRONG_CODE_WINDOW_MS - at.getTime()) / 1000,
+        );
+        throw new AppError(
+          "rate_limited",
+          "too many wrong approval codes for this organisation; wait before trying again",
+          {
+            extra: { retry_after: Math.max(retryAfter, 1) },
+          },
+        );
+      }
+      const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      const row = /^\d{8}$/.test(code)
+        ? await deps.repo.findGrantByCodeHash(organisationId, codes.hashCode(`approval:${code}`))
+        : undefined;
+      if (!row || (options.grantId && row.id !== options.grantId)) {
+        await deps.repo.insertCodeFailure(organisationId, at);
+        if (options.grantId) {
+          const wrong = await deps.repo.updateApprovalCodeWrong(options.grantId);
+          if (wrong >= MAX_WRONG_CODES_PER_APPROVAL)
+            await deps.repo.updateApprovalCode(options.grantId, null, null);
+        }
+        throw new AppError("approval_code_invalid", "that approval code matches no pending approval");
+      }
+      if (row.status !== "pending")
+        throw new AppError("approval_code_used", "that approval code was already used");
+      if (!row.approval_code_expires_at || row.approval_code_expires_at <= at) {
+        throw new AppError(
+          "approval_code_expired",
+          "that approval code has expired; ask the agent to request again",
+        );
+      }
+      if (row.approval_code_wrong >= MAX_WRONG_CODES_PER_APPROVAL) {
+        throw new AppError(
+          "approval_code_invalid",
+          "this approval's code is void after too many wrong attempts",
+        );
+      }
+      return this.approveGrant(organisationId, actor, row.id, options.policy ?? "prompt");
+    },
+
     /**
      * A pending grant for the scope: the one already waiting, or a new one. Repeated requests do
      * not fill the operator's inbox.
      */
-    async requestGrant(request: GrantRequest): Promise<{ grant: PublicGrant; isNew: boolean }> {
+    async requestGrant(
+      request: GrantRequest,
+    ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode?: string }> {
+      if (deps.approvalCodes) return requestCodedGrant(request, deps.approvalCodes);
       const existing = await deps.repo.findPendingGrant(request);
       if (existing) return { grant: toPublicGrant(existing, now()), isNew: false };
       const at = now();

@@ -59,6 +59,7 @@ export function toCallableItem(row: ItemWithFolder): CallableItem {
   return {
     id: row.id,
     name: row.name,
+    folderId: row.folder_id,
     allowedHosts: row.allowed_hosts,
     inject: row.inject,
     username: row.username,

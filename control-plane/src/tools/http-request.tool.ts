@@ -17,6 +17,7 @@ export async function runHttpRequest(
   const grantScope = {
     organisationId: scope.organisationId,
     itemId: item.id,
+    folderId: item.folderId,
     agentId: scope.agentId,
     toolId: HTTP_REQUEST_TOOL,
   };
@@ -43,7 +44,7 @@ export async function runHttpRequest(
 
   const authorisation = await deps.grants.authoriseCall(grantScope);
   if (!authorisation) {
-    const { grant } = await deps.grants.requestGrant({
+    const { grant, approvalCode } = await deps.grants.requestGrant({
       ...grantScope,
       environment: scope.environment,
       actor: `agent:${scope.agentId}`,
@@ -56,6 +57,7 @@ export async function runHttpRequest(
         grant_id: grant.grant_id,
         item_name: item.name,
         host,
+        ...(approvalCode ? { approval_code: approvalCode } : {}),
         notify_failed: false,
         message: `Approval needed to use ${item.name} on ${host}.`,
         next: {

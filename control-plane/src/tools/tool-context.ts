@@ -55,3 +55,16 @@ export const LOCAL_SURFACE: OperatorSurface = {
     return `Ask the user to approve it: \`vault approve ${grantId}\` (or \`--session\` for 8 hours), or the Approve button in the local console. Then call again with the same arguments.`;
   },
 };
+
+/** The hosted service: the operator acts in the console's inbox, or types the approval code. */
+export const HOSTED_SURFACE: OperatorSurface = {
+  needItem(suggestedName, host) {
+    return {
+      message: `Nothing is stored for ${host}. Ask the operator to add ${suggestedName} for ${host} in the Latch console, then retry.`,
+      fields: {},
+    };
+  },
+  approveHint(grantId) {
+    return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code), then retry with next.arguments.`;
+  },
+};

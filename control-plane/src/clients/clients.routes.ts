@@ -1,0 +1,30 @@
+// Issuing, rotating and revoking model and trusted clients (spec 4.3 "Clients").
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Kysely } from "kysely";
+import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import type { Database } from "../db/schema.ts";
+import type { ClientKind, ClientsService } from "./clients.service.ts";
+
+export function registerClientsRoutes(
+  app: FastifyInstance,
+  deps: { db: Kysely<Database>; clients: ClientsService },
+): void {
+  const organisationOf = async (request: FastifyRequest) =>
+    requireOrganisation(await requireOperator(request, deps.db, { mfa: true }));
+  const body = (raw: unknown) =>
+    typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+
+  for (const kind of ["model", "trusted"] as ClientKind[]) {
+    app.post(`/api/clients/${kind}`, async (request, reply) => {
+      const organisationId = await organisationOf(request);
+      return reply.status(201).send(await deps.clients.issueClient(organisationId, kind, body(request.body)));
+    });
+  }
+  app.post<{ Params: { id: string } }>("/api/clients/:id/rotate", async (request) =>
+    deps.clients.rotateClient(await organisationOf(request), request.params.id),
+  );
+  app.post<{ Params: { id: string } }>("/api/clients/:id/revoke", async (request) => {
+    await deps.clients.revokeClient(await organisationOf(request), request.params.id);
+    return { ok: true };
+  });
+}

@@ -1,0 +1,175 @@
+// Model (avm_) and trusted (avt_) clients (spec 2.6, 3.4): a bearer shown once, stored only as its
+// SHA-256; rotating replaces the hash (the old token stops at once); revoking stops the token and
+// revokes the client's approvals.
+import { randomBytes } from "node:crypto";
+import { AppError } from "@latch/shared/errors";
+import { newId } from "@latch/shared/ids";
+import type { Kysely } from "kysely";
+import { sha256 } from "../auth/sessions.ts";
+import type { ClientRow, Database } from "../db/schema.ts";
+
+export type ClientKind = "model" | "trusted";
+const PREFIX: Record<ClientKind, string> = { model: "avm_", trusted: "avt_" };
+/** last_used_at is written at most once a minute per client. */
+const USE_WRITE_INTERVAL_MS = 60_000;
+
+export interface ClientsServiceDeps {
+  db: Kysely<Database>;
+  environments: readonly string[];
+  defaultEnvironment: string;
+  baseUrl: string;
+  now: () => Date;
+}
+
+export interface IssuedClient {
+  client_id: string;
+  kind: ClientKind;
+  name: string;
+  environment: string;
+  token: string;
+  mcp_url?: string;
+}
+
+export function clientView(row: ClientRow) {
+  return {
+    client_id: row.id,
+    kind: row.kind,
+    name: row.name,
+    environment: row.environment,
+    bearer_last4: row.token_last4,
+    created_at: row.created_at.toISOString(),
+    first_access_at: row.first_used_at?.toISOString() ?? null,
+    last_access_at: row.last_used_at?.toISOString() ?? null,
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+  };
+}
+
+export function createClientsService(deps: ClientsServiceDeps) {
+  const newToken = (kind: ClientKind) => `${PREFIX[kind]}${randomBytes(32).toString("base64url")}`;
+
+  async function loadClient(organisationId: string, id: string): Promise<ClientRow> {
+    const row = await deps.db
+      .selectFrom("clients")
+      .selectAll()
+      .where("organisation_id", "=", organisationId)
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) throw new AppError("not_found", "no such client");
+    return row;
+  }
+
+  return {
+    async issueClient(
+      organisationId: string,
+      kind: ClientKind,
+      input: Record<string, unknown>,
+    ): Promise<IssuedClient> {
+      const environment = typeof input.environment === "string" ? input.environment : deps.defaultEnvironment;
+      if (!deps.environments.includes(environment))
+        throw new AppError("not_found", `this service does not serve ${environment}`);
+      const name =
+        typeof input.name === "string" && input.name.trim()
+          ? input.name.trim().slice(0, 80)
+          : `${kind} client`;
+      const token = newToken(kind);
+      const id = newId("cli");
+      await deps.db
+        .insertInto("clients")
+        .values({
+          id,
+          organisation_id: organisationId,
+          kind,
+          name,
+          environment,
+          token_hash: sha256(token),
+          token_last4: token.slice(-4),
+          created_at: deps.now(),
+          rotated_at: null,
+          revoked_at: null,
+          first_used_at: null,
+          last_used_at: null,
+        })
+        .execute();
+      return {
+        client_id: id,
+        kind,
+        name,
+        environment,
+        token,
+        ...(kind === "model" ? { mcp_url: `${deps.baseUrl}/mcp` } : {}),
+      };
+    },
+
+    async rotateClient(organisationId: string, id: string): Promise<IssuedClient> {
+      const row = await loadClient(organisationId, id);
+      if (row.revoked_at) throw new AppError("not_found", "this client is revoked");
+      const kind = row.kind as ClientKind;
+      const token = newToken(kind);
+      await deps.db
+        .updateTable("clients")
+        .set({ token_hash: sha256(token), token_last4: token.slice(-4), rotated_at: deps.now() })
+        .where("id", "=", id)
+        .execute();
+      return {
+        client_id: id,
+        kind,
+        name: row.name,
+        environment: row.environment,
+        token,
+        ...(kind === "model" ? { mcp_url: `${deps.baseUrl}/mcp` } : {}),
+      };
+    },
+
+    /** Stops the token and revokes every approval the client holds, in one transaction. */
+    async revokeClient(organisationId: string, id: string): Promise<void> {
+      await loadClient(organisationId, id);
+      const now = deps.now();
+      await deps.db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable("clients")
+          .set({ revoked_at: now })
+          .where("id", "=", id)
+          .where("revoked_at", "is", null)
+          .execute();
+        await trx
+          .updateTable("grants")
+          .set({ status: "revoked", revoked_at: now })
+          .where("organisation_id", "=", organisationId)
+          .where("agent_id", "=", id)
+          .where("status", "in", ["pending", "active"])
+          .execute();
+      });
+    },
+
+    /** The live client a bearer belongs to, or undefined. */
+    async authenticate(token: string): Promise<ClientRow | undefined> {
+      if (!/^av[mt]_[A-Za-z0-9_-]{20,100}$/.test(token)) return undefined;
+      const row = await deps.db
+        .selectFrom("clients")
+        .selectAll()
+        .where("token_hash", "=", sha256(token))
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const now = deps.now();
+      if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > USE_WRITE_INTERVAL_MS) {
+        await deps.db
+          .updateTable("clients")
+          .set({ last_used_at: now, first_used_at: row.first_used_at ?? now })
+          .where("id", "=", row.id)
+          .execute();
+      }
+      return row;
+    },
+
+    listClients: (organisationId: string) =>
+      deps.db
+        .selectFrom("clients")
+        .selectAll()
+        .where("organisation_id", "=", organisationId)
+        .orderBy("created_at")
+        .execute(),
+  };
+}
+
+export type ClientsService = ReturnType<typeof createClientsService>;

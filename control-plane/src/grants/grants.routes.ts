@@ -1,0 +1,181 @@
+// Hosted approvals (spec 4.3 "Clients, grants, inbox, audit"): request (model or operator),
+// approve with a policy, approve by code, revoke, the inbox of pending approvals, and the audit.
+import { AppError } from "@latch/shared/errors";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Kysely } from "kysely";
+import type { AuditRepo } from "../audit/audit.repo.ts";
+import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import type { ClientsService } from "../clients/clients.service.ts";
+import type { Database } from "../db/schema.ts";
+import type { ItemsService } from "../items/items.service.ts";
+import { bearerOf } from "../local/local-tokens.ts";
+import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
+import type { GrantPolicy, GrantsService } from "./grants.service.ts";
+
+export interface GrantsRouteDeps {
+  db: Kysely<Database>;
+  grants: GrantsService;
+  items: ItemsService;
+  clients: ClientsService;
+  audit: AuditRepo;
+  defaultEnvironment: string;
+}
+
+const POLICIES: readonly GrantPolicy[] = ["prompt", "session", "item_standing", "folder_standing"];
+
+export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
+  const body = (raw: unknown) =>
+    typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+  const operatorOf = async (request: FastifyRequest) => {
+    const context = await requireOperator(request, deps.db, { mfa: true });
+    return {
+      ...context,
+      organisationId: requireOrganisation(context),
+      actor: `operator:${context.operatorId}`,
+    };
+  };
+
+  /** Spec 5: a model client or an operator may ask; the agent is the client (or the operator). */
+  app.post("/api/grants/request", async (request, reply) => {
+    const input = body(request.body);
+    const token = bearerOf(request.headers.authorization);
+    let scope: { organisationId: string; environment: string; agentId: string; actor: string };
+    if (token) {
+      const client = await deps.clients.authenticate(token);
+      if (!client) throw new AppError("unauthorized", "unknown or revoked bearer token");
+      if (client.kind !== "model")
+        throw new AppError("forbidden", "a trusted client cannot request approvals");
+      scope = {
+        organisationId: client.organisation_id,
+        environment: client.environment,
+        agentId: client.id,
+        actor: `agent:${client.id}`,
+      };
+    } else {
+      const operator = await operatorOf(request);
+      const agentId = typeof input.agent_id === "string" ? input.agent_id : operator.actor;
+      const environment = typeof input.environment === "string" ? input.environment : deps.defaultEnvironment;
+      scope = { organisationId: operator.organisationId, environment, agentId, actor: operator.actor };
+    }
+    if (typeof input.item_name !== "string") throw new AppError("invalid_request", "item_name is required");
+    const item = await deps.items.findCallableByName(
+      scope.organisationId,
+      scope.environment,
+      input.item_name,
+    );
+    if (!item)
+      throw new AppError("not_found", `no credential named ${input.item_name} in ${scope.environment}`);
+    const grantScope = {
+      organisationId: scope.organisationId,
+      itemId: item.id,
+      folderId: item.folderId,
+      agentId: scope.agentId,
+      toolId: HTTP_REQUEST_TOOL,
+    };
+    const covering = await deps.grants.findUsableGrant(grantScope);
+    if (covering && covering.policy !== "prompt") return { grant: covering };
+    const { grant, approvalCode } = await deps.grants.requestGrant({
+      ...grantScope,
+      environment: scope.environment,
+      actor: scope.actor,
+      taskDescription: typeof input.task_description === "string" ? input.task_description : undefined,
+    });
+    return reply.status(201).send({ grant, approval_code: approvalCode, notify_failed: false });
+  });
+
+  app.post<{ Params: { id: string } }>("/api/grants/:id/approve", async (request) => {
+    const operator = await operatorOf(request);
+    const input = body(request.body);
+    const policy = (input.policy ?? "prompt") as GrantPolicy;
+    if (!POLICIES.includes(policy))
+      throw new AppError("invalid_request", `policy is one of ${POLICIES.join(", ")}`);
+    if (policy === "folder_standing") {
+      await checkFolderStanding(
+        deps.db,
+        operator.organisationId,
+        operator.operatorId,
+        request.params.id,
+        input.confirm_name,
+      );
+    }
+    return {
+      grant: await deps.grants.approveGrant(
+        operator.organisationId,
+        operator.actor,
+        request.params.id,
+        policy,
+      ),
+    };
+  });
+
+  app.post<{ Params: { id: string } }>("/api/grants/:id/revoke", async (request) => {
+    const operator = await operatorOf(request);
+    return {
+      grant: await deps.grants.revokeGrant(operator.organisationId, operator.actor, request.params.id),
+    };
+  });
+
+  app.post("/api/grants/approve-by-code", async (request) => {
+    const operator = await operatorOf(request);
+    const input = body(request.body);
+    const policy = (input.policy ?? "prompt") as GrantPolicy;
+    if (!POLICIES.includes(policy) || policy === "folder_standing") {
+      throw new AppError("invalid_request", "policy is prompt, session or item_standing");
+    }
+    const grant = await deps.grants.approveByCode(operator.organisationId, operator.actor, input.code, {
+      grantId: typeof input.grant_id === "string" ? input.grant_id : undefined,
+      policy,
+    });
+    return { grant };
+  });
+
+  app.get("/api/inbox", async (request) => {
+    const operator = await operatorOf(request);
+    const grants = await deps.grants.listGrants(operator.organisationId);
+    return { approvals: grants.filter((g) => g.status === "pending"), requests: [] };
+  });
+
+  app.get("/api/grants", async (request) => {
+    const operator = await operatorOf(request);
+    return { grants: await deps.grants.listGrants(operator.organisationId) };
+  });
+
+  app.get<{ Querystring: { client_id?: string; item_name?: string } }>("/api/audit", async (request) => {
+    const operator = await operatorOf(request);
+    const events = await deps.audit.findAuditEvents(operator.organisationId, {
+      itemName: request.query.item_name,
+      actor: request.query.client_id ? `agent:${request.query.client_id}` : undefined,
+    });
+    return { events };
+  });
+}
+
+/** folder_standing: owner-only, on an item in a folder, with the folder's name typed to confirm. */
+async function checkFolderStanding(
+  db: Kysely<Database>,
+  organisationId: string,
+  operatorId: string,
+  grantId: string,
+  confirmName: unknown,
+): Promise<void> {
+  const membership = await db
+    .selectFrom("memberships")
+    .select("role")
+    .where("organisation_id", "=", organisationId)
+    .where("operator_id", "=", operatorId)
+    .executeTakeFirst();
+  if (membership?.role !== "owner")
+    throw new AppError("not_owner", "only an owner can approve a folder-standing grant");
+  const folder = await db
+    .selectFrom("grants")
+    .innerJoin("items", "items.id", "grants.item_id")
+    .innerJoin("folders", "folders.id", "items.folder_id")
+    .select(["folders.id", "folders.name"])
+    .where("grants.organisation_id", "=", organisationId)
+    .where("grants.id", "=", grantId)
+    .executeTakeFirst();
+  if (!folder) throw new AppError("invalid_request", "this credential is in no folder");
+  if (confirmName !== folder.name)
+    throw new AppError("confirm_name_mismatch", "confirm_name must be the folder's name exactly");
+  await db.updateTable("grants").set({ folder_id: folder.id }).where("id", "=", grantId).execute();
+}

@@ -1,0 +1,121 @@
+// The hosted MCP endpoint (spec 4.1, 5): POST /mcp (JSON-RPC), GET /mcp (SSE keepalive), GET
+// /mcp/tools. A model client's avm_ bearer names the organisation and environment; the agent is
+// the client. No bearer: 401 with WWW-Authenticate pointing at the protected-resource document.
+import type { ServerResponse } from "node:http";
+import { AppError } from "@latch/shared/errors";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ClientsService } from "../clients/clients.service.ts";
+import type { ClientRow } from "../db/schema.ts";
+import { bearerOf } from "../local/local-tokens.ts";
+import type { ToolDeps } from "../tools/tool-context.ts";
+import { createToolHandlers } from "../tools/tools.ts";
+import { HOSTED_INSTRUCTIONS } from "./instructions.ts";
+import { createMcpServer } from "./mcp-server.ts";
+import { listToolDefinitions } from "./tool-schemas.ts";
+
+const KEEPALIVE_MS = 25_000;
+
+export interface McpRouteDeps {
+  baseUrl: string;
+  clients: ClientsService;
+  tools: ToolDeps;
+  logError(error: unknown): void;
+}
+
+export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): void {
+  const challenge = `Bearer resource_metadata="${deps.baseUrl}/.well-known/oauth-protected-resource/mcp", scope="mcp"`;
+
+  /** Spec 5 rule 6: /mcp reflects the caller's Origin (agents in browsers call it). */
+  const reflectOrigin = (request: FastifyRequest, reply: FastifyReply) => {
+    const origin = request.headers.origin;
+    if (origin) reply.header("access-control-allow-origin", origin).header("vary", "Origin");
+  };
+
+  async function modelClientOf(request: FastifyRequest, reply: FastifyReply): Promise<ClientRow> {
+    reflectOrigin(request, reply);
+    const token = bearerOf(request.headers.authorization);
+    const client = token ? await deps.clients.authenticate(token) : undefined;
+    if (!client) {
+      reply.header("www-authenticate", challenge);
+      throw new AppError(
+        "unauthorized",
+        "send a model client's bearer token (avm_...) or an OAuth access token",
+      );
+    }
+    if (client.kind !== "model") throw new AppError("forbidden", "a trusted client token cannot call MCP");
+    return client;
+  }
+
+  const server = (client: ClientRow) =>
+    createMcpServer({
+      instructions: HOSTED_INSTRUCTIONS,
+      tools: createToolHandlers(deps.tools, {
+        organisationId: client.organisation_id,
+        environment: client.environment,
+      }),
+      logError: deps.logError,
+    });
+
+  app.options("/mcp", async (request, reply) => {
+    reflectOrigin(request, reply);
+    return reply
+      .header("access-control-allow-methods", "GET, POST, OPTIONS")
+      .header(
+        "access-control-allow-headers",
+        "authorization, content-type, mcp-protocol-version, mcp-session-id",
+      )
+      .status(204)
+      .send();
+  });
+
+  app.post("/mcp", async (request, reply) => {
+    const client = await modelClientOf(request, reply);
+    const response = await server(client).handle(request.body, { agentId: client.id });
+    if (response === undefined) return reply.status(202).send();
+    return reply.send(response);
+  });
+
+  app.get("/mcp/tools", async (request, reply) => {
+    await modelClientOf(request, reply);
+    return { tools: listToolDefinitions() };
+  });
+
+  // Keepalive streams are hijacked from Fastify, so closing the server must end them itself.
+  const streams = new Set<ServerResponse>();
+  app.addHook("onClose", async () => {
+    for (const stream of streams) stream.end();
+  });
+
+  app.get("/mcp", async (request, reply) => {
+    await modelClientOf(request, reply);
+    reply.hijack();
+    const raw = reply.raw;
+    streams.add(raw);
+    raw.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-store",
+      connection: "keep-alive",
+      ...(request.headers.origin
+        ? { "access-control-allow-origin": request.headers.origin, vary: "Origin" }
+        : {}),
+    });
+    raw.write(": latch keepalive\n\n");
+    const timer = setInterval(() => raw.write(": latch keepalive\n\n"), KEEPALIVE_MS);
+    request.raw.once("close", () => {
+      clearInterval(timer);
+      streams.delete(raw);
+    });
+  });
+
+  app.get("/.well-known/oauth-protected-resource", protectedResource);
+  app.get("/.well-known/oauth-protected-resource/mcp", protectedResource);
+  async function protectedResource(request: FastifyRequest, reply: FastifyReply) {
+    reflectOrigin(request, reply);
+    return {
+      resource: `${deps.baseUrl}/mcp`,
+      authorization_servers: [deps.baseUrl],
+      scopes_supported: ["mcp"],
+      bearer_methods_supported: ["header"],
+    };
+  }
+}

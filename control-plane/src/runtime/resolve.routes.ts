@@ -1,0 +1,56 @@
+// POST /runtime/resolve (spec 4.3 "Trusted resolve"): a trusted runtime (avt_ bearer) gets the
+// plaintext of one credential, opened by the egress proxy for this one answer. A model token is 403.
+import { AppError } from "@latch/shared/errors";
+import type { FastifyInstance } from "fastify";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import type { ClientsService } from "../clients/clients.service.ts";
+import type { EgressClient } from "../egress/egress-client.ts";
+import type { TicketMinter } from "../egress/tickets.ts";
+import type { ItemsService } from "../items/items.service.ts";
+import { bearerOf } from "../local/local-tokens.ts";
+
+export interface ResolveDeps {
+  clients: ClientsService;
+  items: ItemsService;
+  minter: TicketMinter;
+  egress: EgressClient;
+  recordEvent(event: AuditEvent): Promise<void>;
+}
+
+export function registerResolveRoutes(app: FastifyInstance, deps: ResolveDeps): void {
+  app.post("/runtime/resolve", async (request) => {
+    const token = bearerOf(request.headers.authorization);
+    const client = token ? await deps.clients.authenticate(token) : undefined;
+    if (!client) throw new AppError("unauthorized", "send a trusted client's bearer token (avt_...)");
+    if (client.kind !== "trusted")
+      throw new AppError("forbidden", "only a trusted client token may resolve values");
+    const input = (request.body ?? {}) as Record<string, unknown>;
+    if (typeof input.item_name !== "string" || input.item_name.length > 128) {
+      throw new AppError("invalid_request", "item_name is required");
+    }
+    const item = await deps.items.findCallableByName(
+      client.organisation_id,
+      client.environment,
+      input.item_name,
+    );
+    if (!item)
+      throw new AppError("not_found", `no credential named ${input.item_name} in ${client.environment}`);
+    const ticket = deps.minter.mintResolveTicket({
+      credential: {
+        itemName: item.name,
+        keyId: item.sealingKeyId,
+        sealedValue: Buffer.from(item.sealedValue),
+        username: item.username ?? "",
+      },
+    });
+    const value = await deps.egress.resolve(ticket);
+    await deps.recordEvent({
+      organisationId: client.organisation_id,
+      environment: client.environment,
+      actor: `trusted:${client.id}`,
+      action: "resolved",
+      itemName: item.name,
+    });
+    return { item_name: item.name, value };
+  });
+}

@@ -1,0 +1,255 @@
+// The hosted core loop end to end: an operator stores a credential and issues a model token; the
+// official MCP SDK client calls the hosted /mcp with it; approvals by code, standing folder grants,
+// revocation, trusted resolve and the hourly limit (spec 3.1, 3.4, 4.1-4.3, 5, 8).
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import * as OTPAuth from "otpauth";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+
+const SECRET = "sk_live_hostedloop_canary_77aa";
+let h: HostedHarness;
+let url: string;
+
+beforeAll(async () => {
+  h = await startHosted();
+  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
+  h.egress.setHandler((req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ auth: req.headers.authorization ?? null, path: req.url }));
+  });
+}, 60_000);
+afterAll(async () => {
+  await h.close();
+});
+
+async function readyOperator(): Promise<Browser> {
+  const browser = new Browser(h.app);
+  const email = uniqueEmail("hosted");
+  await browser.request("POST", "/api/auth/otp/send", { email });
+  await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+  const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
+  const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+  await browser.request("POST", "/api/auth/totp/confirm", {
+    code: totp.generate({ timestamp: h.clock.now.getTime() }),
+  });
+  return browser;
+}
+
+async function setUp(extraItems: Record<string, unknown>[] = []) {
+  const op = await readyOperator();
+  for (const item of [{ name: "API_KEY", folder_name: "apis" }, ...extraItems]) {
+    const created = await op.request("POST", "/api/items", {
+      value: SECRET,
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+      ...item,
+    });
+    expect(created.statusCode, created.body).toBe(201);
+  }
+  const issued = await op.request("POST", "/api/clients/model", {
+    name: "test agent",
+    environment: "staging",
+  });
+  expect(issued.statusCode).toBe(201);
+  const client = issued.json();
+  expect(client.token).toMatch(/^avm_/);
+  expect(client.mcp_url).toBe("http://localhost:8787/mcp");
+  return { op, clientId: client.client_id as string, token: client.token as string };
+}
+
+async function agentWith(token: string): Promise<Client> {
+  const agent = new Client({ name: "hosted-agent", version: "1.0.0" });
+  await agent.connect(
+    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  return agent;
+}
+
+const payloadOf = (result: Awaited<ReturnType<Client["callTool"]>>) =>
+  JSON.parse((result.content as { text: string }[])[0]!.text) as Record<string, any>;
+const call = (agent: Client, item = "API_KEY") =>
+  agent
+    .callTool({ name: "http_request", arguments: { method: "GET", path: "/v1/data", item_name: item } })
+    .then(payloadOf);
+
+describe("the hosted MCP endpoint", () => {
+  it("answers 401 with WWW-Authenticate to any unauthenticated method, and 403 to a trusted token", async () => {
+    for (const method of ["initialize", "ping", "tools/list", "tools/call"]) {
+      const response = await fetch(`${url}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method }),
+      });
+      expect(response.status).toBe(401);
+      const challenge = response.headers.get("www-authenticate")!;
+      expect(challenge).toContain(
+        'resource_metadata="http://localhost:8787/.well-known/oauth-protected-resource/mcp"',
+      );
+      expect(challenge).toContain('scope="mcp"');
+    }
+    const sse = await fetch(`${url}/mcp`);
+    expect(sse.status).toBe(401);
+    const { op } = await setUp();
+    const trusted = (await op.request("POST", "/api/clients/trusted", { environment: "staging" })).json();
+    expect(trusted.token).toMatch(/^avt_/);
+    const refused = await fetch(`${url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${trusted.token}` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
+    expect(refused.status).toBe(403);
+    const document = (await (await fetch(`${url}/.well-known/oauth-protected-resource/mcp`)).json()) as {
+      resource: string;
+    };
+    expect(document.resource).toBe("http://localhost:8787/mcp");
+  });
+
+  it("runs pending -> approve by code -> call -> consumed, with instructions and a redacted answer", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    expect(agent.getInstructions()).toContain("approve in the Latch inbox");
+    const pending = await call(agent);
+    expect(pending).toMatchObject({ status: "pending", item_name: "API_KEY", notify_failed: false });
+    expect(pending.approval_code).toMatch(/^\d{8}$/);
+    const inbox = (await op.request("GET", "/api/inbox")).json();
+    expect(inbox.approvals).toEqual([
+      expect.objectContaining({ grant_id: pending.grant_id, status: "pending" }),
+    ]);
+
+    const approved = await op.request("POST", "/api/grants/approve-by-code", { code: pending.approval_code });
+    expect(approved.statusCode, approved.body).toBe(200);
+    const reused = await op.request("POST", "/api/grants/approve-by-code", { code: pending.approval_code });
+    expect(reused.statusCode).toBe(409);
+
+    const answer = await call(agent);
+    expect(answer).toMatchObject({
+      origin_status: 200,
+      body: JSON.stringify({ auth: "Bearer [redacted]", path: "/v1/data" }),
+    });
+    expect((await call(agent)).status).toBe("pending");
+    const audit = (await op.request("GET", "/api/audit?item_name=API_KEY")).json();
+    expect(audit.events.map((e: { action: string }) => e.action)).toContain("http_request");
+    expect(JSON.stringify(audit)).not.toContain(SECRET);
+    await agent.close();
+  });
+
+  it("answers 410 for an expired approval code and 400 for a wrong one", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const pending = await call(agent);
+    const wrong = pending.approval_code === "00000000" ? "11111111" : "00000000";
+    expect((await op.request("POST", "/api/grants/approve-by-code", { code: wrong })).statusCode).toBe(400);
+    h.clock.advance(61 * 60_000);
+    const expired = await op.request("POST", "/api/grants/approve-by-code", { code: pending.approval_code });
+    expect(expired.statusCode).toBe(410);
+    await agent.close();
+  });
+
+  it("lets a folder_standing grant (owner, confirm_name) cover a second item in the folder", async () => {
+    const { op, token } = await setUp([{ name: "SECOND_KEY", folder_name: "apis" }]);
+    const agent = await agentWith(token);
+    const pending = await call(agent);
+    const badConfirm = await op.request("POST", `/api/grants/${pending.grant_id}/approve`, {
+      policy: "folder_standing",
+      confirm_name: "APIS",
+    });
+    expect(badConfirm.statusCode).toBe(400);
+    const approved = await op.request("POST", `/api/grants/${pending.grant_id}/approve`, {
+      policy: "folder_standing",
+      confirm_name: "apis",
+    });
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect((await call(agent)).origin_status).toBe(200);
+    expect((await call(agent)).origin_status).toBe(200);
+    expect((await call(agent, "SECOND_KEY")).origin_status).toBe(200);
+    await agent.close();
+  });
+
+  it("sends exactly one request upstream for 20 simultaneous calls on one prompt grant", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const pending = await call(agent);
+    await op.request("POST", "/api/grants/approve-by-code", { code: pending.approval_code });
+    const before = h.egress.origin.requests.length;
+    const answers = await Promise.all(Array.from({ length: 20 }, () => call(agent)));
+    expect(answers.filter((a) => a.origin_status === 200)).toHaveLength(1);
+    expect(h.egress.origin.requests.length - before).toBe(1);
+    await agent.close();
+  });
+
+  it("stops a revoked client mid-session and revokes its approvals", async () => {
+    const { op, token, clientId } = await setUp();
+    const agent = await agentWith(token);
+    const pending = await call(agent);
+    await op.request("POST", `/api/grants/${pending.grant_id}/approve`, { policy: "session" });
+    expect((await call(agent)).origin_status).toBe(200);
+    expect((await op.request("POST", `/api/clients/${clientId}/revoke`)).statusCode).toBe(200);
+    await expect(call(agent)).rejects.toThrow();
+    await agent.close();
+    const grants = (await op.request("GET", "/api/grants")).json().grants;
+    expect(grants).toContainEqual(expect.objectContaining({ grant_id: pending.grant_id, status: "revoked" }));
+  });
+
+  it("rotates a client: the old token stops working", async () => {
+    const { op, token, clientId } = await setUp();
+    const rotated = (await op.request("POST", `/api/clients/${clientId}/rotate`)).json();
+    expect(rotated.token).not.toBe(token);
+    const old = await fetch(`${url}/mcp/tools`, { headers: { authorization: `Bearer ${token}` } });
+    expect(old.status).toBe(401);
+    const fresh = await fetch(`${url}/mcp/tools`, { headers: { authorization: `Bearer ${rotated.token}` } });
+    expect(((await fresh.json()) as { tools: unknown[] }).tools).toHaveLength(6);
+  });
+});
+
+describe("trusted resolve", () => {
+  it("returns the plaintext to an avt_ token, 403 to a model token, 401 to none", async () => {
+    const { op, token } = await setUp();
+    const trusted = (await op.request("POST", "/api/clients/trusted", { environment: "staging" })).json();
+    const resolve = (bearer?: string) =>
+      fetch(`${url}/runtime/resolve`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+        },
+        body: JSON.stringify({ item_name: "API_KEY" }),
+      });
+    const ok = await resolve(trusted.token);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ item_name: "API_KEY", value: SECRET });
+    expect((await resolve(token)).status).toBe(403);
+    expect((await resolve()).status).toBe(401);
+  });
+});
+
+describe("the hourly approval limit", () => {
+  it("answers the 31st new approval request in an hour with 429 and agent guidance", async () => {
+    const { op } = await setUp();
+    for (let i = 0; i < 30; i++) {
+      const response = await op.request("POST", "/api/grants/request", {
+        item_name: "API_KEY",
+        agent_id: `agent-${i}`,
+        environment: "staging",
+      });
+      expect(response.statusCode, response.body).toBe(201);
+    }
+    const limited = await op.request("POST", "/api/grants/request", {
+      item_name: "API_KEY",
+      agent_id: "agent-31",
+      environment: "staging",
+    });
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json().error.retry_after).toBeGreaterThan(0);
+    expect(limited.json().error.for_model).toContain("stop retrying for the hour");
+    h.clock.advance(60 * 60_000 + 1000);
+    const later = await op.request("POST", "/api/grants/request", {
+      item_name: "API_KEY",
+      agent_id: "agent-31",
+      environment: "staging",
+    });
+    expect(later.statusCode).toBe(201);
+  });
+});
