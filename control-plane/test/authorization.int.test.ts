@@ -62,7 +62,7 @@ beforeAll(async () => {
   const email = uniqueEmail("suite");
   await pending.request("POST", "/api/auth/otp/send", { email });
   await pending.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-  const clients = await h.plane.database.db
+  const organisation = await h.plane.database.db
     .selectFrom("organisations")
     .select("id")
     .limit(1)
