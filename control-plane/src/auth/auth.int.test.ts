@@ -249,6 +249,28 @@ describe("authenticator rules", () => {
   });
 });
 
+describe("replacing an authenticator", () => {
+  it("does not let a session that only passed the email step read or confirm a pending replacement", async () => {
+    const { email, browser, totp } = await signUp();
+    const replacement = await browser.request("POST", "/api/auth/totp/start", { current_code: codeAt(totp) });
+    expect(replacement.statusCode).toBe(200);
+    // Someone who can read the operator's mail signs in while the replacement is pending.
+    const intruder = new Browser(h.app);
+    await signInWithEmail(intruder, email);
+    const peek = await intruder.request("GET", "/api/auth/totp/pending");
+    expect(peek.statusCode).toBe(403);
+    expect(peek.json()).toMatchObject({ error: "mfa_required", verify_url: "/verify-totp" });
+    const stolen = totpOf(replacement.json().otpauth_url);
+    const confirm = await intruder.request("POST", "/api/auth/totp/confirm", { code: codeAt(stolen) });
+    expect(confirm.statusCode).toBe(403);
+    expect((await intruder.request("GET", "/api/access")).statusCode).toBe(403);
+    // The operator's own ready session still completes it.
+    expect(
+      (await browser.request("POST", "/api/auth/totp/confirm", { code: codeAt(stolen) })).statusCode,
+    ).toBe(200);
+  });
+});
+
 describe("the walls", () => {
   it("needs X-CSRF-Token on POST and DELETE", async () => {
     const { browser } = await signUp();

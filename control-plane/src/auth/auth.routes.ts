@@ -83,12 +83,14 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
 
   app.get("/api/auth/totp/pending", async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
-    return deps.totp.pending(context.operatorId);
+    return deps.totp.pending(context.operatorId, { isSessionReady: context.session.is_mfa_passed });
   });
 
   app.post("/api/auth/totp/confirm", async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
-    const backupCodes = await deps.totp.confirm(context.operatorId, bodyOf(request.body).code);
+    const backupCodes = await deps.totp.confirm(context.operatorId, bodyOf(request.body).code, {
+      isSessionReady: context.session.is_mfa_passed,
+    });
     await deps.sessions.updateSessionMfaPassed(context.session.id);
     return { ok: true, backup_codes: backupCodes };
   });

@@ -28,7 +28,7 @@ async function enrolledOperator(keyringFile: string, at: Date) {
   });
   const { otpauth_url } = await totp.start(id, { isSessionReady: false });
   const app = OTPAuth.URI.parse(otpauth_url) as OTPAuth.TOTP;
-  await totp.confirm(id, app.generate({ timestamp: at.getTime() }));
+  await totp.confirm(id, app.generate({ timestamp: at.getTime() }), { isSessionReady: false });
   return { id, app };
 }
 

@@ -193,15 +193,21 @@ export function createTotpService(deps: TotpDeps) {
       return enrollmentOf(operator, secret, expiresAt);
     },
 
-    async pending(operatorId: string): Promise<Enrollment> {
+    async pending(operatorId: string, options: { isSessionReady: boolean }): Promise<Enrollment> {
       const operator = await loadOperator(operatorId);
+      checkReplacementAllowed(operator, options.isSessionReady);
       const secret = pendingSecret(operator);
       return enrollmentOf(operator, secret, operator.pending_totp_expires_at!);
     },
 
     /** Confirms the pending enrollment with a code from the app; returns the backup codes, once. */
-    async confirm(operatorId: string, rawCode: unknown): Promise<string[]> {
+    async confirm(
+      operatorId: string,
+      rawCode: unknown,
+      options: { isSessionReady: boolean },
+    ): Promise<string[]> {
       const operator = await loadOperator(operatorId);
+      checkReplacementAllowed(operator, options.isSessionReady);
       const secret = pendingSecret(operator);
       const step = matchStep(
         totpFor(operator.email, secret),
@@ -270,6 +276,19 @@ export function createTotpService(deps: TotpDeps) {
       return Number(row.n);
     },
   };
+
+  /**
+   * Replacing an enrolled authenticator is for a session that passed the current one. Without this,
+   * someone who can read the operator's mail could sign in while a replacement is pending, read the
+   * new secret and confirm it: the second factor skipped.
+   */
+  function checkReplacementAllowed(operator: OperatorRow, isSessionReady: boolean): void {
+    if (operator.totp_enabled && !isSessionReady) {
+      throw new AppError("mfa_required", "pass the authenticator step first", {
+        extra: { verify_url: "/verify-totp" },
+      });
+    }
+  }
 
   function pendingSecret(operator: OperatorRow): Buffer {
     if (

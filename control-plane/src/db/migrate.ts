@@ -5,12 +5,14 @@ import * as vault from "./migrations/2026-11-22T0000-vault.ts";
 import * as grants from "./migrations/2026-11-23T0000-grants.ts";
 import * as operators from "./migrations/2026-11-23T0100-operators.ts";
 import * as clients from "./migrations/2026-11-23T0200-clients-approvals.ts";
+import * as needs from "./migrations/2026-11-23T0300-need-requests.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
   "2026-11-23T0000-grants": grants,
   "2026-11-23T0100-operators": operators,
   "2026-11-23T0200-clients-approvals": clients,
+  "2026-11-23T0300-need-requests": needs,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

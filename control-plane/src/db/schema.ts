@@ -149,6 +149,21 @@ export interface ApprovalCodeFailuresTable {
   at: Date;
 }
 
+export interface NeedRequestsTable {
+  id: string;
+  organisation_id: string;
+  environment: string;
+  kind: string;
+  host: string;
+  suggested_name: string;
+  agent_id: string;
+  message: string | null;
+  status: string;
+  item_id: string | null;
+  created_at: Date;
+  closed_at: Date | null;
+}
+
 export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
@@ -163,6 +178,7 @@ export interface Database {
   memberships: MembershipsTable;
   clients: ClientsTable;
   approval_code_failures: ApprovalCodeFailuresTable;
+  need_requests: NeedRequestsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;
@@ -174,3 +190,4 @@ export type OperatorRow = Selectable<OperatorsTable>;
 export type OperatorSessionRow = Selectable<OperatorSessionsTable>;
 export type ClientRow = Selectable<ClientsTable>;
 export type NewGrant = Insertable<GrantsTable>;
+export type NeedRequestRow = Selectable<NeedRequestsTable>;

@@ -1,7 +1,8 @@
 // Grants in the database. The single-use rule lives here, in one conditional UPDATE: of any number
 // of simultaneous calls on one prompt grant, exactly one sees its row change from active.
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Database, GrantRow, NewGrant } from "../db/schema.ts";
+import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
 
 export type GrantWithItem = GrantRow & { item_name: string };
 
@@ -34,10 +35,8 @@ export interface GrantsRepo {
   /** Runs `fn` in one transaction holding the organisation's advisory lock (limits that must not race). */
   inOrganisationLock<T>(organisationId: string, fn: (repo: GrantsRepo) => Promise<T>): Promise<T>;
   /** Hosted approval requests since `since` (each carries an approval code). */
-  countCodedRequestsSince(
-    organisationId: string,
-    since: Date,
-  ): Promise<{ count: number; oldest: Date | null }>;
+  /** Spec 8's 30 requests per hour (call inside inOrganisationLock). */
+  checkRequestLimit(organisationId: string, now: Date): Promise<void>;
   updateApprovalCode(id: string, codeHash: string | null, expiresAt: Date | null): Promise<void>;
   findGrantByCodeHash(organisationId: string, codeHash: string): Promise<GrantWithItem | undefined>;
   updateApprovalCodeWrong(id: string): Promise<number>;
@@ -143,24 +142,9 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
-    inOrganisationLock(organisationId, fn) {
-      return db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`grants:${organisationId}`}, 0))`.execute(
-          trx,
-        );
-        return fn(createGrantsRepo(trx));
-      });
-    },
-    countCodedRequestsSince: (organisationId, since) =>
-      countSince(
-        db
-          .selectFrom("grants")
-          .select((eb) => [eb.fn.countAll<string>().as("n"), eb.fn.min("created_at").as("oldest")])
-          .where("organisation_id", "=", organisationId)
-          .where("created_at", ">", since)
-          .where("approval_code_expires_at", "is not", null)
-          .executeTakeFirst() as Promise<{ n: string; oldest: Date | null } | undefined>,
-      ),
+    inOrganisationLock: (organisationId, fn) =>
+      withOrganisationLock(db, organisationId, (trx) => fn(createGrantsRepo(trx))),
+    checkRequestLimit: (organisationId, now) => checkRequestLimit(db, organisationId, now),
     async updateApprovalCode(id, codeHash, expiresAt) {
       await db
         .updateTable("grants")

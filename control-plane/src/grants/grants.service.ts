@@ -42,16 +42,11 @@ export interface GrantsServiceDeps {
   approvalCodes?: { hashCode(code: string): string };
 }
 
-/** Spec 8: approval requests per organisation per hour, and wrong codes. */
-export const MAX_REQUESTS_PER_HOUR = 30;
+/** Spec 8: wrong approval codes per approval, and per organisation in a window. */
 export const MAX_WRONG_CODES_PER_APPROVAL = 5;
 export const MAX_WRONG_CODES_PER_WINDOW = 20;
 export const WRONG_CODE_WINDOW_MS = 15 * 60 * 1000;
 export const APPROVAL_CODE_TTL_MS = 60 * 60 * 1000;
-const HOUR_MS = 60 * 60 * 1000;
-
-export const RATE_LIMIT_GUIDANCE =
-  "Tell the operator that Latch's approval limit for this organisation is reached, and stop retrying for the hour; repeated request_grant calls for one credential do not help.";
 
 export interface CallAuthorisation {
   grant: PublicGrant;
@@ -118,22 +113,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         await repo.updateApprovalCode(existing.id, codeHash, expiresAt);
         return { id: existing.id, isNew: false };
       }
-      const recent = await repo.countCodedRequestsSince(
-        request.organisationId,
-        new Date(at.getTime() - HOUR_MS),
-      );
-      if (recent.count >= MAX_REQUESTS_PER_HOUR) {
-        const retryAfter = Math.ceil(
-          ((recent.oldest?.getTime() ?? at.getTime()) + HOUR_MS - at.getTime()) / 1000,
-        );
-        throw new AppError(
-          "rate_limited",
-          "30 approval requests per hour for this organisation; try again later",
-          {
-            extra: { retry_after: Math.max(retryAfter, 1), for_model: RATE_LIMIT_GUIDANCE },
-          },
-        );
-      }
+      await repo.checkRequestLimit(request.organisationId, at);
       const id = newId("grt");
       await repo.insertGrant({
         id,

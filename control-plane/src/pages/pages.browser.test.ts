@@ -1,0 +1,169 @@
+// The sign-up, enrolment, console and sign-in pages in a real headless Chromium against the real
+// hosted plane on a real port: the page scripts, the CSP, cookies and CSRF header, the QR and the
+// setup key, backup codes, and the error messages in the status region. Screenshots of each step
+// go to test-artifacts/browser/. Needs Debian's chromium: skipped without it, except on CI.
+import { existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import * as OTPAuth from "otpauth";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "../../test/hosted.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+const SHOTS = fileURLToPath(new URL("../../../test-artifacts/browser/", import.meta.url));
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (!address || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+describe.skipIf(!hasChromium && !process.env.CI)("the sign-in pages in Chromium", () => {
+  let h: HostedHarness;
+  let browser: Browser;
+  let base: string;
+
+  beforeAll(async () => {
+    if (!hasChromium) {
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does it)`,
+      );
+    }
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    h = await startHosted({ baseUrl: base });
+    await h.app.listen({ host: "127.0.0.1", port });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    mkdirSync(SHOTS, { recursive: true });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  /** A new page that records script errors and anything the CSP refused. */
+  async function openPage(): Promise<{ page: Page; problems: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
+    });
+    return { page, problems };
+  }
+
+  const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+
+  /** The code of the next sign-in mail to `email` (after `before` mails to it). */
+  async function nextCode(email: string, before: number): Promise<string> {
+    await expect.poll(() => h.inbox.mails.filter((m) => m.to === email).length).toBeGreaterThan(before);
+    return lastCodeFor(h.inbox, email);
+  }
+  const mailsTo = (email: string) => h.inbox.mails.filter((m) => m.to === email).length;
+
+  it("signs up, enrols an authenticator, reaches the console, signs out and back in with a backup code", async () => {
+    const { page, problems } = await openPage();
+    const email = uniqueEmail("chromium");
+
+    // Sign up: email, then the 8-digit code from the mail.
+    await page.goto(`${base}/sign-up`);
+    await expect.poll(() => page.title()).toBe("Create an account · Latch");
+    await shot(page, "01-sign-up");
+    await page.getByLabel("Email address").fill(email);
+    await page.getByRole("button", { name: "Email me a code" }).click();
+    const codeField = page.getByLabel("8-digit code from the email");
+    await codeField.waitFor({ state: "visible" });
+    await expect.poll(() => page.locator("#status").textContent()).toBe("Code sent. Check your email.");
+    await shot(page, "02-email-code");
+    await codeField.fill(await nextCode(email, 0));
+    await page.getByRole("button", { name: "Create account" }).click();
+
+    // Enrol: the QR renders from a data: URL, the setup key is shown as text.
+    await page.waitForURL(`${base}/enroll-totp`);
+    const secretText = page.locator("#secret");
+    await expect.poll(() => secretText.textContent()).toMatch(/^[A-Z2-7]{4}( [A-Z2-7]{1,4})+$/);
+    const qrSource = await page.locator("#qr").getAttribute("src");
+    expect(qrSource).toMatch(/^data:image\/svg\+xml;base64,/);
+    await expect
+      .poll(() =>
+        page
+          .locator("#qr")
+          .evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth),
+      )
+      .toBeGreaterThan(0);
+    expect(await page.locator("#account").textContent()).toBe(`Latch:${email}`);
+    await shot(page, "03-enroll-totp");
+    const secret = (await secretText.textContent())!.replace(/\s+/g, "");
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+
+    // A wrong code is refused in the status region; the right one gives the backup codes once.
+    const appCode = page.getByLabel("6-digit code from the app");
+    await appCode.fill("000000");
+    await appCode.press("Enter");
+    await expect.poll(() => page.locator("#status").textContent()).toMatch(/does not match/i);
+    expect(await appCode.getAttribute("aria-invalid")).toBe("true");
+    await appCode.fill(totp.generate({ timestamp: h.clock.now.getTime() }));
+    await page.getByRole("button", { name: "Confirm" }).click();
+    const backupCodes = page.locator("#backup-codes li");
+    await expect.poll(() => backupCodes.count()).toBe(10);
+    const codes = await backupCodes.allTextContents();
+    for (const code of codes) expect(code).toMatch(/^[2-9A-HJKMNP-Z]{5}-[2-9A-HJKMNP-Z]{5}$/);
+    expect(await page.locator("#setup").isHidden()).toBe(true);
+    expect(await page.locator(":focus").getAttribute("id")).toBe("backup-heading");
+    await shot(page, "04-backup-codes");
+
+    // The console greets the operator and names the organisation.
+    await page.getByRole("link", { name: "Continue to console" }).click();
+    await page.waitForURL(`${base}/console`);
+    const heading = page.getByRole("heading", { level: 1 });
+    expect(await heading.textContent()).toBe(`Hello, ${email}`);
+    expect(await page.locator("#organisation").textContent()).toBe(`${email.split("@")[0]}'s organisation`);
+    await expect.poll(() => page.locator("#backup-left").textContent()).toBe("10");
+    await shot(page, "05-console");
+
+    // Reloading the enrol page now asks for a current code before a new authenticator.
+    await page.goto(`${base}/enroll-totp`);
+    await page.getByLabel("6-digit code from your current app").waitFor({ state: "visible" });
+    await shot(page, "06-reenroll");
+
+    // Sign out, then sign in again: the authenticator step takes a backup code, typed by keyboard.
+    await page.goto(`${base}/console`);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.waitForURL(`${base}/sign-in`);
+    expect((await page.context().cookies()).some((c) => c.name === "latch_session")).toBe(false);
+    const before = mailsTo(email);
+    await page.getByLabel("Email address").fill(email);
+    await page.getByLabel("Email address").press("Enter");
+    const signInCode = page.getByLabel("8-digit code from the email");
+    await signInCode.waitFor({ state: "visible" });
+    const code = await nextCode(email, before);
+    await signInCode.fill(code === "00000000" ? "11111111" : "00000000");
+    await signInCode.press("Enter");
+    await expect.poll(() => page.locator("#status").textContent()).toMatch(/Attempts left: 4\.$/);
+    await shot(page, "07-sign-in-wrong-code");
+    await signInCode.fill(code);
+    await signInCode.press("Enter");
+    await page.waitForURL(`${base}/verify-totp`);
+    const stepCode = page.getByLabel("Code from your authenticator app, or a backup code");
+    expect(await page.locator(":focus").getAttribute("id")).toBe("code");
+    await page.keyboard.type("ABCDE-FGHJK");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator("#status").textContent()).toMatch(/not valid\. Attempts left: 9\.$/);
+    await shot(page, "08-verify-wrong-code");
+    await stepCode.fill(codes[0]!.toLowerCase());
+    await stepCode.press("Enter");
+    await page.waitForURL(`${base}/console`);
+    await expect.poll(() => page.locator("#backup-left").textContent()).toBe("9");
+    await shot(page, "09-console-again");
+
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+});

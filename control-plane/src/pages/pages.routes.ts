@@ -1,0 +1,123 @@
+// GET /sign-in, /sign-up, /enroll-totp, /verify-totp and /console (spec 4.3 "Sign-in and account",
+// 3.3): each page first sends the browser where its session belongs, by the session's state and
+// whether the operator has an authenticator; then answers the page with a strict CSP. Also the
+// pages' same-origin scripts and stylesheet under /assets/.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+import { ASSETS } from "./assets.ts";
+import { consolePage, enrollPage, PAGE_CSP, signInPage, signUpPage, verifyPage } from "./pages.html.ts";
+
+export interface PageRouteDeps {
+  db: Kysely<Database>;
+}
+
+/** Where a browser is in sign-in (spec 3.3): no session, pending (enrol or verify next), or ready. */
+export type SignInState =
+  | { kind: "none" }
+  | { kind: "needs_enrollment"; operator: PageOperator }
+  | { kind: "needs_verification"; operator: PageOperator }
+  | { kind: "ready"; operator: PageOperator; organisationId: string | null };
+
+interface PageOperator {
+  id: string;
+  email: string;
+  totp_enabled: boolean;
+}
+
+const ENROLL = "/enroll-totp";
+const VERIFY = "/verify-totp";
+const CONSOLE = "/console";
+const SIGN_IN = "/sign-in";
+
+export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): void {
+  const { db } = deps;
+
+  async function stateOf(request: FastifyRequest): Promise<SignInState> {
+    const session = request.operatorSession;
+    if (!session) return { kind: "none" };
+    const operator = await db
+      .selectFrom("operators")
+      .select(["id", "email", "totp_enabled"])
+      .where("id", "=", session.operator_id)
+      .executeTakeFirst();
+    if (!operator) return { kind: "none" };
+    if (session.is_mfa_passed) return { kind: "ready", operator, organisationId: session.organisation_id };
+    return operator.totp_enabled
+      ? { kind: "needs_verification", operator }
+      : { kind: "needs_enrollment", operator };
+  }
+
+  function html(reply: FastifyReply, page: string): FastifyReply {
+    return reply
+      .header("content-security-policy", PAGE_CSP)
+      .header("x-frame-options", "DENY")
+      .type("text/html; charset=utf-8")
+      .send(page);
+  }
+
+  const redirect = (reply: FastifyReply, to: string) => reply.redirect(to, 302);
+
+  for (const [path, render] of [
+    ["/sign-in", signInPage],
+    ["/sign-up", signUpPage],
+  ] as const) {
+    app.get(path, async (request, reply) => {
+      const state = await stateOf(request);
+      if (state.kind === "ready") return redirect(reply, CONSOLE);
+      if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
+      if (state.kind === "needs_verification") return redirect(reply, VERIFY);
+      return html(reply, render());
+    });
+  }
+
+  app.get(ENROLL, async (request, reply) => {
+    const state = await stateOf(request);
+    if (state.kind === "none") return redirect(reply, SIGN_IN);
+    // Replacing an active authenticator needs this session past the step first.
+    if (state.kind === "needs_verification") return redirect(reply, VERIFY);
+    return html(reply, enrollPage({ isReenrolment: state.kind === "ready" && state.operator.totp_enabled }));
+  });
+
+  app.get(VERIFY, async (request, reply) => {
+    const state = await stateOf(request);
+    if (state.kind === "none") return redirect(reply, SIGN_IN);
+    if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
+    if (state.kind === "ready") return redirect(reply, CONSOLE);
+    return html(reply, verifyPage());
+  });
+
+  app.get(CONSOLE, async (request, reply) => {
+    const state = await stateOf(request);
+    if (state.kind === "none") return redirect(reply, SIGN_IN);
+    if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
+    if (state.kind === "needs_verification") return redirect(reply, VERIFY);
+    const [organisation, backupCodes] = await Promise.all([
+      state.organisationId
+        ? db
+            .selectFrom("organisations")
+            .select("name")
+            .where("id", "=", state.organisationId)
+            .executeTakeFirst()
+        : undefined,
+      db
+        .selectFrom("backup_codes")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("operator_id", "=", state.operator.id)
+        .where("used_at", "is", null)
+        .executeTakeFirstOrThrow(),
+    ]);
+    return html(
+      reply,
+      consolePage({
+        email: state.operator.email,
+        organisationName: organisation?.name ?? null,
+        backupCodesRemaining: Number(backupCodes.n),
+      }),
+    );
+  });
+
+  for (const [path, asset] of Object.entries(ASSETS)) {
+    app.get(path, async (_request, reply) => reply.type(asset.type).send(asset.body));
+  }
+}
