@@ -1,0 +1,282 @@
+// npm run bench:egress: the egress proxy's gRPC Execute path under k6, next to direct HTTPS calls
+// to the same origin in the same run. Prints req/s, p50 and p99 of both and the throughput ratio.
+//
+//   npm run bench:egress -- [--vus 32,16] [--direct-iterations N] [--proxy-iterations N] [--warmup N]
+//
+// The origin runs in its own process, the proxy in this one (idle otherwise while k6 runs), k6 in
+// a third. See loadtest/README.md.
+import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { echoCallSpec, startBenchProxy, writeTicketFile } from "./lib/egress.ts";
+import {
+  ensureK6,
+  figuresOf,
+  formatTable,
+  K6_VERSION,
+  LOADTEST_DIR,
+  RESULTS_DIR,
+  runK6,
+  type ScenarioFigures,
+  tail,
+  throughputRatio,
+} from "./lib/k6.ts";
+import { startOriginProcess, TEST_CA_PATH } from "./lib/origin-process.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    vus: { type: "string", default: "32,16" },
+    "direct-iterations": { type: "string", default: "100000" },
+    "proxy-iterations": { type: "string", default: "15000" },
+    warmup: { type: "string", default: "2000" },
+  },
+});
+
+function positiveInt(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got ${text}`);
+  return n;
+}
+
+const vusLevels = args.vus.split(",").map((v) => positiveInt("vus", v.trim()));
+const directIterations = positiveInt("direct-iterations", args["direct-iterations"]);
+const proxyIterations = positiveInt("proxy-iterations", args["proxy-iterations"]);
+const warmupIterations = positiveInt("warmup", args.warmup);
+
+const PROTO_ROOT = new URL("../proto", import.meta.url).pathname;
+const DIRECT_SCRIPT = join(LOADTEST_DIR, "k6", "egress-direct.js");
+const PROXY_SCRIPT = join(LOADTEST_DIR, "k6", "egress-proxy.js");
+
+/** Why the bench fails, collected across runs so that every problem is reported. */
+const problems: string[] = [];
+
+async function main(): Promise<void> {
+  ensureK6();
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  console.log(
+    `bench:egress  k6 ${K6_VERSION}, node ${process.version}, ${availableParallelism()} CPUs (${cpus()[0]?.model ?? "?"})`,
+  );
+
+  const loadBefore = loadavg()[0] ?? 0;
+  if (loadBefore > 0.5) {
+    console.log(
+      `note: load average ${loadBefore.toFixed(2)} before the run; other work on this machine makes the figures noisy`,
+    );
+  }
+
+  const secret = `sk_bench_${randomBytes(16).toString("hex")}`;
+  const origin = await startOriginProcess();
+  const bench = await startBenchProxy({
+    originPort: origin.port,
+    logPath: join(RESULTS_DIR, "bench-egress.proxy.log"),
+  });
+  const call = await echoCallSpec(bench.proxy, secret);
+  console.log(
+    `origin https://api.latch.test:${origin.port} (pid ${origin.pid}), proxy grpc ${bench.address}`,
+  );
+
+  const directVars = { ORIGIN_PORT: origin.port, SECRET: secret };
+  const directEnv = { SSL_CERT_FILE: TEST_CA_PATH };
+  const ticketsFile = join(RESULTS_DIR, "bench-egress.tickets.json");
+  const proxyVars = { PROXY_ADDR: bench.address, PROTO_ROOT, TICKETS_FILE: ticketsFile, SECRET: secret };
+
+  /** One k6 run, with the origin's (and this process's, i.e. the proxy's) CPU time around it. */
+  async function measured(run: Parameters<typeof runK6>[0]) {
+    const originBefore = await origin.stats();
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    const result = await runK6(run);
+    const wallMs = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
+    const originAfter = await origin.stats();
+    return {
+      result,
+      wallMs,
+      selfCpuMs: (cpu.user + cpu.system) / 1000,
+      originRequests: originAfter.requests - originBefore.requests,
+      originCpuMs: originAfter.cpuMs - originBefore.cpuMs,
+    };
+  }
+
+  async function direct(name: string, vus: number, iterations: number): Promise<Run> {
+    const m = await measured({
+      name,
+      script: DIRECT_SCRIPT,
+      vars: { ...directVars, VUS: vus, ITERATIONS: iterations },
+      processEnv: directEnv,
+    });
+    const figures = figuresOf(m.result, { scenario: "direct", vus, latencyMetric: "http_req_duration" });
+    check(m.result, figures, iterations);
+    return {
+      figures,
+      originCpuMsPerRequest: m.originCpuMs / m.originRequests,
+      k6CpuMsPerRequest: perRequest(m.result.cpuMs, iterations),
+    };
+  }
+
+  async function proxied(name: string, vus: number, iterations: number): Promise<Run & { ok: number }> {
+    writeTicketFile(bench.minter, call, iterations, ticketsFile);
+    const m = await measured({
+      name,
+      script: PROXY_SCRIPT,
+      vars: { ...proxyVars, VUS: vus, ITERATIONS: iterations },
+    });
+    const figures = figuresOf(m.result, {
+      scenario: "proxy (gRPC Execute)",
+      vus,
+      latencyMetric: "grpc_req_duration",
+    });
+    check(m.result, figures, iterations);
+    const ok = m.result.summary.metrics.calls_ok?.values.count ?? 0;
+    if (ok !== iterations) problems.push(`${name}: ${ok} of ${iterations} proxied calls passed every check`);
+    if (m.originRequests !== iterations) {
+      problems.push(
+        `${name}: the origin received ${m.originRequests} requests for ${iterations} proxied calls`,
+      );
+    }
+    return {
+      figures,
+      originCpuMsPerRequest: m.originCpuMs / m.originRequests,
+      k6CpuMsPerRequest: perRequest(m.result.cpuMs, iterations),
+      proxyCpuMsPerCall: m.selfCpuMs / iterations,
+      proxyCoreShare: m.selfCpuMs / m.wallMs,
+      ok: Math.min(ok, m.originRequests),
+    };
+  }
+
+  const say = (r: Run) =>
+    console.log(
+      `  ${r.figures.reqPerSec.toFixed(0)} req/s, p50 ${r.figures.p50Ms.toFixed(2)} ms, p99 ${r.figures.p99Ms.toFixed(2)} ms`,
+    );
+  const levels: { vus: number; direct: Run; proxy: Run }[] = [];
+  let proxiedOk = 0;
+  let proxiedPlanned = 0;
+  for (const vus of vusLevels) {
+    console.log(`\n${vus} VUs: warm-up (${warmupIterations} iterations each, not reported)...`);
+    await direct(`egress-direct-warmup-${vus}vu`, vus, warmupIterations);
+    await proxied(`egress-proxy-warmup-${vus}vu`, vus, warmupIterations);
+
+    console.log(`${vus} VUs: direct, ${directIterations} iterations...`);
+    const d = await direct(`egress-direct-${vus}vu`, vus, directIterations);
+    say(d);
+    console.log(
+      `${vus} VUs: proxy, ${proxyIterations} iterations (${proxyIterations} tickets minted first)...`,
+    );
+    const p = await proxied(`egress-proxy-${vus}vu`, vus, proxyIterations);
+    say(p);
+    levels.push({ vus, direct: d, proxy: p });
+    proxiedOk += p.ok;
+    proxiedPlanned += proxyIterations;
+  }
+
+  const originStats = await origin.stats();
+  const calls = bench.proxy.metrics.render();
+  await bench.close();
+  await origin.close();
+
+  const rows = levels.flatMap((l) => [l.direct.figures, l.proxy.figures]);
+  const ratios = levels.map((l) => ({
+    vus: l.vus,
+    ratio: throughputRatio(l.proxy.figures, l.direct.figures),
+  }));
+  console.log(`\n${formatTable(rows)}\n`);
+  for (const { vus, ratio } of ratios) console.log(`ratio proxy/direct throughput (${vus} VUs): ${ratio}`);
+  console.log(
+    proxiedOk === proxiedPlanned && problems.length === 0
+      ? `every proxied call reached the origin and got 200, credential redacted (${proxiedOk}/${proxiedPlanned})`
+      : `NOT every proxied call reached the origin with 200 (${proxiedOk}/${proxiedPlanned} did)`,
+  );
+  console.log("\nCPU time per request, user + system (2 cores shared by k6, proxy and origin):");
+  const ms = (v: number | undefined) => (v === undefined ? "?" : `${v.toFixed(3)} ms`);
+  for (const l of levels) {
+    const p = l.proxy;
+    const vus = `${String(l.vus).padStart(3)} VUs`;
+    console.log(
+      `  ${vus}  direct  k6 ${ms(l.direct.k6CpuMsPerRequest)}, origin ${ms(l.direct.originCpuMsPerRequest)}`,
+    );
+    console.log(
+      `  ${vus}  proxy   k6 ${ms(p.k6CpuMsPerRequest)}, origin ${ms(p.originCpuMsPerRequest)},` +
+        ` proxy ${ms(p.proxyCpuMsPerCall)} (busy ${Math.round(100 * (p.proxyCoreShare ?? 0))}% of one core)`,
+    );
+    const directTotal = sum(l.direct.k6CpuMsPerRequest, l.direct.originCpuMsPerRequest);
+    const proxyTotal = sum(p.k6CpuMsPerRequest, p.originCpuMsPerRequest, p.proxyCpuMsPerCall);
+    if (directTotal !== undefined && proxyTotal !== undefined) {
+      // Less sensitive to other load on the machine than req/s: what each request costs in all.
+      console.log(
+        `  ${vus}  all processes: direct ${ms(directTotal)}, proxy ${ms(proxyTotal)};` +
+          ` CPU ratio direct/proxy ${(directTotal / proxyTotal).toFixed(2)}`,
+      );
+    }
+  }
+  console.log(
+    `origin: ${originStats.requests} requests on ${originStats.connections} TLS connections in all`,
+  );
+  const outcomes = calls.split("\n").filter((l) => l.startsWith("latch_egress_"));
+  console.log(`proxy metrics: ${outcomes.join(", ") || "(none)"}`);
+  console.log(
+    `load average (1 min) before ${loadBefore.toFixed(2)}, after ${(loadavg()[0] ?? 0).toFixed(2)}`,
+  );
+
+  writeFileSync(
+    join(RESULTS_DIR, "bench-egress.json"),
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        node: process.version,
+        k6: K6_VERSION,
+        cpus: availableParallelism(),
+        loadAverageBefore: loadBefore,
+        levels,
+        ratios,
+        problems,
+      },
+      null,
+      2,
+    ),
+  );
+  if (problems.length > 0) {
+    console.error(`\nbench:egress FAILED:\n  ${problems.join("\n  ")}`);
+    process.exitCode = 1;
+  }
+}
+
+interface Run {
+  figures: ScenarioFigures;
+  originCpuMsPerRequest: number;
+  k6CpuMsPerRequest: number | undefined;
+  /** Proxy scenario only: this process's CPU time per call, and its share of one core. */
+  proxyCpuMsPerCall?: number;
+  proxyCoreShare?: number;
+}
+
+function sum(...values: (number | undefined)[]): number | undefined {
+  return values.some((v) => v === undefined) ? undefined : values.reduce<number>((t, v) => t + (v ?? 0), 0);
+}
+
+function perRequest(totalMs: number | undefined, requests: number): number | undefined {
+  return totalMs === undefined ? undefined : totalMs / requests;
+}
+
+/** Records every way a run can fall short: k6's own verdict, failed checks, missing iterations. */
+function check(
+  result: Awaited<ReturnType<typeof runK6>>,
+  figures: ScenarioFigures,
+  planned: number,
+): ScenarioFigures {
+  if (result.exitCode !== 0) {
+    problems.push(
+      `${result.name}: k6 exited ${result.exitCode} (see ${result.logPath})\n${tail(result.logPath, 10)}`,
+    );
+  }
+  if (figures.checksFailed > 0) {
+    problems.push(`${result.name}: ${figures.checksFailed} failed checks (${figures.checksPassed} passed)`);
+  }
+  if (figures.requests !== planned) {
+    problems.push(`${result.name}: ${figures.requests} of ${planned} iterations completed`);
+  }
+  return figures;
+}
+
+await main();
