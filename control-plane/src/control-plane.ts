@@ -26,10 +26,12 @@ import { registerItemsRoutes } from "./items/items.routes.ts";
 import { createItemsService, type ItemsService } from "./items/items.service.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
+import { registerNeedsRoutes } from "./needs/needs.routes.ts";
+import { createNeedsService } from "./needs/needs.service.ts";
 import { createOrgsService } from "./orgs/orgs.service.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./runtime/resolve.routes.ts";
-import { HOSTED_SURFACE } from "./tools/tool-context.ts";
+import { createHostedSurface } from "./tools/tool-context.ts";
 
 export interface ControlPlaneDeps {
   config: ControlPlaneConfig;
@@ -107,7 +109,29 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     minter,
     egress: deps.egress.client,
   });
-  const tools = { items, grants, calls, surface: HOSTED_SURFACE };
+  const needs = createNeedsService({
+    db,
+    baseUrl: config.BASE_URL,
+    now,
+    servicesFor: (trx) => {
+      const trxAudit = createAuditRepo(trx);
+      return {
+        items: createItemsService({
+          repo: createItemsRepo(trx),
+          sealingKey: deps.egress.sealingKey,
+          recordEvent: trxAudit.insertAuditEvent,
+          environments: config.LATCH_ENVIRONMENTS,
+          defaultEnvironment,
+        }),
+        grants: createGrantsService({
+          repo: createGrantsRepo(trx),
+          recordEvent: trxAudit.insertAuditEvent,
+          now,
+        }),
+      };
+    },
+  });
+  const tools = { items, grants, calls, surface: createHostedSurface(needs) };
 
   const app = await buildApp({
     logger,
@@ -124,7 +148,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => registerAuthRoutes(app, authDeps),
       (app) => registerItemsRoutes(app, { db, items }),
       (app) => registerClientsRoutes(app, { db, clients }),
-      (app) => registerGrantsRoutes(app, { db, grants, items, clients, audit, defaultEnvironment }),
+      (app) => registerGrantsRoutes(app, { db, grants, items, clients, audit, defaultEnvironment, needs }),
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,
@@ -141,6 +165,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           recordEvent: audit.insertAuditEvent,
         }),
       (app) => registerPageRoutes(app, { db: database.db }),
+      (app) => registerNeedsRoutes(app, { db, needs }),
     ],
   });
   await app.ready();

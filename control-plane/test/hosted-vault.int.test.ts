@@ -204,6 +204,64 @@ describe("the hosted MCP endpoint", () => {
   });
 });
 
+describe("need_item and the collect page", () => {
+  it("collects a missing credential: need_item with collect_url, fulfilled by the operator, then the call goes through", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const miss = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v2/x", host: "api.latch.test", item_name: "NEW_KEY" },
+      }),
+    );
+    expect(miss).toMatchObject({ status: "need_item", suggested_name: "NEW_KEY", host: "api.latch.test" });
+    expect(miss.collect_url).toBe(`http://localhost:8787/collect/${miss.need_id}`);
+    // Asking again does not make a second request.
+    const again = payloadOf(
+      await agent.callTool({
+        name: "find_items",
+        arguments: { item_name: "NEW_KEY", host: "api.latch.test" },
+      }),
+    );
+    expect(again.need_id).toBe(miss.need_id);
+    const inbox = (await op.request("GET", "/api/inbox")).json();
+    expect(inbox.requests).toEqual([
+      expect.objectContaining({ need_id: miss.need_id, kind: "secret", host: "api.latch.test" }),
+    ]);
+
+    const page = await new Browser(h.app).request("GET", `/collect/${miss.need_id}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
+    expect(page.body).not.toContain("api.latch.test");
+    expect((await new Browser(h.app).request("GET", `/api/need-items/${miss.need_id}`)).statusCode).toBe(404);
+    const stranger = await readyOperator();
+    expect((await stranger.request("GET", `/api/need-items/${miss.need_id}`)).statusCode).toBe(404);
+    expect(
+      (await stranger.request("POST", `/api/need-items/${miss.need_id}/fulfill`, { value: "x".repeat(20) }))
+        .statusCode,
+    ).toBe(404);
+
+    const details = (await op.request("GET", `/api/need-items/${miss.need_id}`)).json();
+    expect(details.need).toMatchObject({ suggested_name: "NEW_KEY", status: "pending" });
+    const fulfilled = await op.request("POST", `/api/need-items/${miss.need_id}/fulfill`, { value: SECRET });
+    expect(fulfilled.statusCode, fulfilled.body).toBe(200);
+    expect(fulfilled.json().grant).toMatchObject({ status: "active", policy: "prompt" });
+    expect(
+      (await op.request("POST", `/api/need-items/${miss.need_id}/fulfill`, { value: SECRET })).statusCode,
+    ).toBe(409);
+
+    const answer = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v2/x", item_name: "NEW_KEY" },
+      }),
+    );
+    expect(answer.origin_status).toBe(200);
+    expect(JSON.stringify(answer)).not.toContain(SECRET);
+    await agent.close();
+  });
+});
+
 describe("trusted resolve", () => {
   it("returns the plaintext to an avt_ token, 403 to a model token, 401 to none", async () => {
     const { op, token } = await setUp();

@@ -44,6 +44,8 @@ export const ERROR_STATUS = {
   grant_not_pending: 409,
   grant_not_revocable: 409,
   approval_code_used: 409,
+  need_is_connect: 409,
+  need_closed: 409,
   approval_code_expired: 410,
   // destination refusals (the call never left)
   private_range: 403,

@@ -9,6 +9,7 @@ import type { ClientsService } from "../clients/clients.service.ts";
 import type { Database } from "../db/schema.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { bearerOf } from "../local/local-tokens.ts";
+import type { NeedsService } from "../needs/needs.service.ts";
 import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
 import type { GrantPolicy, GrantsService } from "./grants.service.ts";
 
@@ -19,6 +20,7 @@ export interface GrantsRouteDeps {
   clients: ClientsService;
   audit: AuditRepo;
   defaultEnvironment: string;
+  needs: Pick<NeedsService, "listPending">;
 }
 
 const POLICIES: readonly GrantPolicy[] = ["prompt", "session", "item_standing", "folder_standing"];
@@ -132,7 +134,8 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   app.get("/api/inbox", async (request) => {
     const operator = await operatorOf(request);
     const grants = await deps.grants.listGrants(operator.organisationId);
-    return { approvals: grants.filter((g) => g.status === "pending"), requests: [] };
+    const requests = await deps.needs.listPending(operator.organisationId);
+    return { approvals: grants.filter((g) => g.status === "pending"), requests };
   });
 
   app.get("/api/grants", async (request) => {

@@ -10,7 +10,7 @@ export async function runRequestGrant(
   args: ToolArgs<"request_grant">,
 ): Promise<ToolAnswer> {
   const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
-  if (!item) return needItemAnswer(deps, args.item_name, "the API host");
+  if (!item) return needItemAnswer(deps, scope, args.item_name, undefined);
   const grantScope = {
     organisationId: scope.organisationId,
     itemId: item.id,

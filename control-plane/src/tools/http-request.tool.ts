@@ -106,13 +106,26 @@ async function locateOrAnswer(
       // The host as validated by locateCredential, never the raw argument.
       const host = typeof error.extra.host === "string" ? error.extra.host : undefined;
       const suggested = args.item_name ?? (host ? suggestItemName(host) : "API_TOKEN");
-      return needItemAnswer(deps, suggested, host ?? "the API host");
+      return needItemAnswer(deps, scope, suggested, host);
     }
     throw error;
   }
 }
 
-export function needItemAnswer(deps: ToolDeps, suggestedName: string, host: string): ToolAnswer {
-  const { message, fields } = deps.surface.needItem(suggestedName, host);
-  return { payload: { status: "need_item", suggested_name: suggestedName, host, message, ...fields } };
+export async function needItemAnswer(
+  deps: ToolDeps,
+  scope: ToolScope,
+  suggestedName: string,
+  host: string | undefined,
+): Promise<ToolAnswer> {
+  const { message, fields } = await deps.surface.needItem(scope, suggestedName, host);
+  return {
+    payload: {
+      status: "need_item",
+      suggested_name: suggestedName,
+      ...(host ? { host } : {}),
+      message,
+      ...fields,
+    },
+  };
 }

@@ -60,7 +60,7 @@ export async function runFindItems(
   const host = args.host ? validHost(args.host) : undefined;
   if (args.item_name) {
     const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
-    if (!item) return needItemAnswer(deps, args.item_name, host ?? "the API host");
+    if (!item) return needItemAnswer(deps, scope, args.item_name, host);
     const found = await describeFull(deps, scope, item);
     if (host && !item.allowedHosts.includes(host)) {
       return { payload: { status: "host_mismatch", item: found }, isError: true };
@@ -69,7 +69,7 @@ export async function runFindItems(
   }
   const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host!);
   const [only, ...others] = items;
-  if (!only) return needItemAnswer(deps, suggestItemName(host!), host!);
+  if (!only) return needItemAnswer(deps, scope, suggestItemName(host!), host!);
   if (others.length > 0) return ambiguous(items, scope);
   return { payload: { status: "found", item: await describeFull(deps, scope, only) } };
 }
@@ -85,7 +85,7 @@ export async function runSetup(
   const host = args.provider ? PROVIDER_HOSTS[args.provider]! : validHost(args.host!);
   const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host);
   const [only, ...others] = items;
-  if (!only) return needItemAnswer(deps, suggestItemName(host), host);
+  if (!only) return needItemAnswer(deps, scope, suggestItemName(host), host);
   if (others.length > 0) return ambiguous(items, scope);
   const grant = await deps.grants.findUsableGrant({
     organisationId: scope.organisationId,

@@ -13,7 +13,11 @@ export interface ToolScope {
 /** How the operator acts on this surface: the words a tool answer uses. */
 export interface OperatorSurface {
   /** need_item: where the value gets stored, e.g. a `vault set` command. */
-  needItem(suggestedName: string, host: string): { message: string; fields: Record<string, unknown> };
+  needItem(
+    scope: ToolScope,
+    suggestedName: string,
+    host: string | undefined,
+  ): Promise<{ message: string; fields: Record<string, unknown> }>;
   /** pending: how the operator approves this grant. */
   approveHint(grantId: string): string;
 }
@@ -44,10 +48,10 @@ export function suggestItemName(host: string): string {
 
 /** The local variant: everything happens through the `vault` CLI or the loopback console. */
 export const LOCAL_SURFACE: OperatorSurface = {
-  needItem(suggestedName, host) {
-    const command = `vault set ${suggestedName} --host ${host}`;
+  async needItem(_scope, suggestedName, host) {
+    const command = `vault set ${suggestedName} --host ${host ?? "API_HOST"}`;
     return {
-      message: `Nothing is stored for ${host}. Ask the user to run \`${command}\` (the value is typed at the prompt, never given to you), then retry.`,
+      message: `Nothing is stored${host ? ` for ${host}` : ` as ${suggestedName}`}. Ask the user to run \`${command}\` (the value is typed at the prompt, never given to you), then retry.`,
       fields: { command },
     };
   },
@@ -56,15 +60,38 @@ export const LOCAL_SURFACE: OperatorSurface = {
   },
 };
 
-/** The hosted service: the operator acts in the console's inbox, or types the approval code. */
-export const HOSTED_SURFACE: OperatorSurface = {
-  needItem(suggestedName, host) {
-    return {
-      message: `Nothing is stored for ${host}. Ask the operator to add ${suggestedName} for ${host} in the Latch console, then retry.`,
-      fields: {},
-    };
-  },
-  approveHint(grantId) {
-    return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code), then retry with next.arguments.`;
-  },
-};
+/** The hosted service: a collect request the operator answers on the collect page or the inbox. */
+export function createHostedSurface(needs: {
+  requestNeed(input: {
+    organisationId: string;
+    environment: string;
+    host: string;
+    suggestedName: string;
+    agentId: string;
+  }): Promise<{ need_id: string; collect_url: string }>;
+}): OperatorSurface {
+  return {
+    async needItem(scope, suggestedName, host) {
+      if (!host) {
+        return {
+          message: `Nothing is stored as ${suggestedName}. Call again with the API's host so the user can be asked to store it.`,
+          fields: {},
+        };
+      }
+      const need = await needs.requestNeed({
+        organisationId: scope.organisationId,
+        environment: scope.environment,
+        host,
+        suggestedName,
+        agentId: scope.agentId,
+      });
+      return {
+        message: `Nothing is stored for ${host}. Give the user this link to store ${suggestedName}: ${need.collect_url} (they type the value there; never ask for it yourself). Then retry.`,
+        fields: { collect_url: need.collect_url, need_id: need.need_id, client_name: scope.agentId },
+      };
+    },
+    approveHint(grantId) {
+      return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code), then retry with next.arguments.`;
+    },
+  };
+}

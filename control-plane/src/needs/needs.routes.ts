@@ -1,0 +1,43 @@
+// Need-item routes (spec 4.3 "Items and collect"): the operator reads, fulfils or denies a collect
+// request; GET /collect/:id is the page where the value is typed. Unauthenticated or another
+// organisation's request is 404, so a leaked collect link tells a stranger nothing.
+import { AppError } from "@latch/shared/errors";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Kysely } from "kysely";
+import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import type { Database } from "../db/schema.ts";
+import { COLLECT_CSP, COLLECT_PAGE, COLLECT_SCRIPT } from "./collect.page.ts";
+import type { NeedsService } from "./needs.service.ts";
+
+export function registerNeedsRoutes(
+  app: FastifyInstance,
+  deps: { db: Kysely<Database>; needs: NeedsService },
+): void {
+  const operatorOf = async (request: FastifyRequest) => {
+    if (!request.operatorSession) throw new AppError("not_found", "no such request");
+    const context = await requireOperator(request, deps.db, { mfa: true });
+    return { organisationId: requireOrganisation(context), actor: `operator:${context.operatorId}` };
+  };
+  const body = (raw: unknown) =>
+    typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+
+  app.get<{ Params: { id: string } }>("/api/need-items/:id", async (request) => {
+    const { organisationId } = await operatorOf(request);
+    return { need: await deps.needs.getNeed(organisationId, request.params.id) };
+  });
+  app.post<{ Params: { id: string } }>("/api/need-items/:id/fulfill", async (request) => {
+    const { organisationId, actor } = await operatorOf(request);
+    return deps.needs.fulfilNeed(organisationId, actor, request.params.id, body(request.body));
+  });
+  app.post<{ Params: { id: string } }>("/api/need-items/:id/deny", async (request) => {
+    const { organisationId } = await operatorOf(request);
+    await deps.needs.denyNeed(organisationId, request.params.id);
+    return { ok: true };
+  });
+  app.get<{ Params: { id: string } }>("/collect/:id", async (_request, reply) =>
+    reply.header("content-security-policy", COLLECT_CSP).type("text/html; charset=utf-8").send(COLLECT_PAGE),
+  );
+  app.get("/assets/collect.js", async (_request, reply) =>
+    reply.type("text/javascript; charset=utf-8").send(COLLECT_SCRIPT),
+  );
+}

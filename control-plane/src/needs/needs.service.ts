@@ -1,0 +1,175 @@
+// Need requests (spec 2.5, 3.2): an agent needs a credential nobody stored. The operator types the
+// value on the collect page; fulfilling stores it (sealed at once), activates the requesting
+// agent's approval and, with always_allow, writes a standing approval, all in one transaction.
+import { AppError } from "@latch/shared/errors";
+import { newId } from "@latch/shared/ids";
+import type { Kysely } from "kysely";
+import type { Database, NeedRequestRow } from "../db/schema.ts";
+import type { GrantsService, PublicGrant } from "../grants/grants.service.ts";
+import type { ItemView } from "../items/items.schemas.ts";
+import type { ItemsService } from "../items/items.service.ts";
+import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
+import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
+
+export interface NeedsDeps {
+  db: Kysely<Database>;
+  baseUrl: string;
+  now: () => Date;
+  /** Items and grants services bound to one transaction. */
+  servicesFor(trx: Kysely<Database>): { items: ItemsService; grants: GrantsService };
+}
+
+export interface NeedView {
+  need_id: string;
+  kind: string;
+  status: string;
+  environment: string;
+  host: string;
+  suggested_name: string;
+  client_name: string;
+  message: string | null;
+  collect_url: string;
+  created_at: string;
+}
+
+export function createNeedsService(deps: NeedsDeps) {
+  const collectUrl = (id: string) => `${deps.baseUrl}/collect/${id}`;
+  const view = (row: NeedRequestRow): NeedView => ({
+    need_id: row.id,
+    kind: row.kind,
+    status: row.status,
+    environment: row.environment,
+    host: row.host,
+    suggested_name: row.suggested_name,
+    client_name: row.agent_id,
+    message: row.message,
+    collect_url: collectUrl(row.id),
+    created_at: row.created_at.toISOString(),
+  });
+
+  async function loadNeed(db: Kysely<Database>, organisationId: string, id: string): Promise<NeedRequestRow> {
+    const row = await db
+      .selectFrom("need_requests")
+      .selectAll()
+      .where("organisation_id", "=", organisationId)
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) throw new AppError("not_found", "no such request");
+    return row;
+  }
+
+  return {
+    /** The agent's pending request for this host, or a new one (counted toward 30 per hour). */
+    async requestNeed(input: {
+      organisationId: string;
+      environment: string;
+      host: string;
+      suggestedName: string;
+      agentId: string;
+    }): Promise<NeedView> {
+      const now = deps.now();
+      const row = await withOrganisationLock(deps.db, input.organisationId, async (trx) => {
+        const existing = await trx
+          .selectFrom("need_requests")
+          .selectAll()
+          .where("organisation_id", "=", input.organisationId)
+          .where("environment", "=", input.environment)
+          .where("host", "=", input.host)
+          .where("agent_id", "=", input.agentId)
+          .where("status", "=", "pending")
+          .executeTakeFirst();
+        if (existing) return existing;
+        await checkRequestLimit(trx, input.organisationId, now);
+        const fresh: NeedRequestRow = {
+          id: newId("ned"),
+          organisation_id: input.organisationId,
+          environment: input.environment,
+          kind: "secret",
+          host: input.host,
+          suggested_name: input.suggestedName,
+          agent_id: input.agentId,
+          message: null,
+          status: "pending",
+          item_id: null,
+          created_at: now,
+          closed_at: null,
+        };
+        await trx.insertInto("need_requests").values(fresh).execute();
+        return fresh;
+      });
+      return view(row);
+    },
+
+    async getNeed(organisationId: string, id: string): Promise<NeedView> {
+      return view(await loadNeed(deps.db, organisationId, id));
+    },
+
+    listPending: async (organisationId: string): Promise<NeedView[]> =>
+      (
+        await deps.db
+          .selectFrom("need_requests")
+          .selectAll()
+          .where("organisation_id", "=", organisationId)
+          .where("status", "=", "pending")
+          .orderBy("created_at", "desc")
+          .execute()
+      ).map(view),
+
+    async fulfilNeed(
+      organisationId: string,
+      actor: string,
+      id: string,
+      body: Record<string, unknown>,
+    ): Promise<{ item: ItemView; grant: PublicGrant }> {
+      return deps.db.transaction().execute(async (trx) => {
+        const need = await loadNeed(trx, organisationId, id);
+        if (need.kind === "connect") {
+          throw new AppError(
+            "need_is_connect",
+            "a connect request is answered from the inbox's connect card",
+          );
+        }
+        if (need.status !== "pending")
+          throw new AppError("need_closed", `this request is already ${need.status}`);
+        const { items, grants } = deps.servicesFor(trx);
+        const item = await items.storeItem(organisationId, actor, {
+          name: body.name ?? need.suggested_name,
+          value: body.value,
+          environment: need.environment,
+          kind: body.kind ?? "secret",
+          allowed_hosts: body.allowed_hosts ?? [need.host],
+          inject: body.inject ?? "bearer",
+          username: body.username,
+        });
+        const grant = await grants.createActiveGrant({
+          organisationId,
+          environment: need.environment,
+          itemId: item.id,
+          agentId: need.agent_id,
+          toolId: HTTP_REQUEST_TOOL,
+          actor,
+          policy: body.always_allow === true ? "item_standing" : "prompt",
+        });
+        await trx
+          .updateTable("need_requests")
+          .set({ status: "fulfilled", item_id: item.id, closed_at: deps.now() })
+          .where("id", "=", id)
+          .execute();
+        return { item, grant };
+      });
+    },
+
+    async denyNeed(organisationId: string, id: string): Promise<void> {
+      const need = await loadNeed(deps.db, organisationId, id);
+      if (need.status !== "pending")
+        throw new AppError("need_closed", `this request is already ${need.status}`);
+      await deps.db
+        .updateTable("need_requests")
+        .set({ status: "denied", closed_at: deps.now() })
+        .where("id", "=", id)
+        .execute();
+    },
+  };
+}
+
+export type NeedsService = ReturnType<typeof createNeedsService>;
