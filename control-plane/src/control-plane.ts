@@ -18,6 +18,7 @@ import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/databas
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
+import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
 import { createGrantsRepo } from "./grants/grants.repo.ts";
 import { registerGrantsRoutes } from "./grants/grants.routes.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
@@ -96,6 +97,24 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     recordEvent: audit.insertAuditEvent,
     now,
     approvalCodes: { hashCode: keyring.hashCode },
+    notifyApproval: async ({ organisationId, grant, approvalCode, linkToken }) => {
+      const members = await orgs.findMembers(organisationId);
+      const link = `${config.BASE_URL}/approve?token=${linkToken}`;
+      for (const member of members) {
+        await mailer.send({
+          to: member.email,
+          subject: `Latch: ${grant.agent_id} asks to use ${grant.item_name}`,
+          text: [
+            `${grant.agent_id} asks to use ${grant.item_name} (${grant.environment_id}) once.`,
+            grant.task_description ? `Task: ${grant.task_description}` : "",
+            `Approve in the inbox, with the code ${approvalCode}, or here: ${link}`,
+            "If you did not expect this, do nothing: the request stays pending.",
+          ]
+            .filter(Boolean)
+            .join("\n\n"),
+        });
+      }
+    },
   });
   const minter = createTicketMinter({
     key: deps.ticketKey,
@@ -166,6 +185,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
         }),
       (app) => registerPageRoutes(app, { db: database.db }),
       (app) => registerNeedsRoutes(app, { db, needs }),
+      (app) => registerApproveLinkRoutes(app, { db, grants }),
     ],
   });
   await app.ready();

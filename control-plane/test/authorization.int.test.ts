@@ -49,6 +49,7 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/grants", gate: "ready" },
   { method: "GET", path: "/api/inbox", gate: "ready" },
   { method: "GET", path: "/api/audit", gate: "ready" },
+  { method: "POST", path: "/approve?token=abcdefghijklmnopqrstuvwxyz", gate: "ready" },
 ];
 
 let h: HostedHarness;

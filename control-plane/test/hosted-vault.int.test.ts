@@ -204,6 +204,37 @@ describe("the hosted MCP endpoint", () => {
   });
 });
 
+describe("approval notifications", () => {
+  it("mails the operators a code and a single-use link that approves for a signed-in operator", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const before = h.inbox.mails.length;
+    const pending = await call(agent);
+    expect(pending.notify_failed).toBe(false);
+    const mail = h.inbox.mails.slice(before).find((m) => m.raw.includes(pending.approval_code));
+    expect(mail, "an approval mail with the code").toBeDefined();
+    const link = /http:\/\/localhost:8787(\/approve\?token=[A-Za-z0-9_-]+)/.exec(
+      // The mail body is quoted-printable: undo soft line breaks and the encoded "=".
+      mail!.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "="),
+    )?.[1];
+    expect(link).toBeDefined();
+    expect(mail!.raw).not.toContain(SECRET);
+
+    expect((await new Browser(h.app).request("GET", link!)).statusCode).toBe(302);
+    const page = await op.request("GET", link!);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain("API_KEY");
+    const stranger = await readyOperator();
+    expect((await stranger.request("POST", link!)).statusCode).toBe(404);
+    const approved = await op.request("POST", link!);
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect(approved.json().grant).toMatchObject({ grant_id: pending.grant_id, status: "active" });
+    expect((await op.request("POST", link!)).statusCode).toBe(409);
+    expect((await call(agent)).origin_status).toBe(200);
+    await agent.close();
+  });
+});
+
 describe("need_item and the collect page", () => {
   it("collects a missing credential: need_item with collect_url, fulfilled by the operator, then the call goes through", async () => {
     const { op, token } = await setUp();

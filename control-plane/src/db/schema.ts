@@ -71,6 +71,7 @@ export interface GrantsTable {
   scope_method: ColumnType<string | null, string | null | undefined, string | null>;
   scope_path: ColumnType<string | null, string | null | undefined, string | null>;
   folder_id: ColumnType<string | null, string | null | undefined, string | null>;
+  approval_token_hash: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OperatorsTable {

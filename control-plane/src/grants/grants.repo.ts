@@ -39,6 +39,7 @@ export interface GrantsRepo {
   checkRequestLimit(organisationId: string, now: Date): Promise<void>;
   updateApprovalCode(id: string, codeHash: string | null, expiresAt: Date | null): Promise<void>;
   findGrantByCodeHash(organisationId: string, codeHash: string): Promise<GrantWithItem | undefined>;
+  findGrantByLinkHash(organisationId: string, tokenHash: string): Promise<GrantWithItem | undefined>;
   updateApprovalCodeWrong(id: string): Promise<number>;
   countCodeFailuresSince(
     organisationId: string,
@@ -156,6 +157,11 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       selectGrants()
         .where("grants.organisation_id", "=", organisationId)
         .where("grants.approval_code_hash", "=", codeHash)
+        .executeTakeFirst(),
+    findGrantByLinkHash: (organisationId, tokenHash) =>
+      selectGrants()
+        .where("grants.organisation_id", "=", organisationId)
+        .where("grants.approval_token_hash", "=", tokenHash)
         .executeTakeFirst(),
     async updateApprovalCodeWrong(id) {
       const row = await db

@@ -76,13 +76,15 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     };
     const covering = await deps.grants.findUsableGrant(grantScope);
     if (covering && covering.policy !== "prompt") return { grant: covering };
-    const { grant, approvalCode } = await deps.grants.requestGrant({
+    const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
       ...grantScope,
       environment: scope.environment,
       actor: scope.actor,
       taskDescription: typeof input.task_description === "string" ? input.task_description : undefined,
     });
-    return reply.status(201).send({ grant, approval_code: approvalCode, notify_failed: false });
+    return reply
+      .status(201)
+      .send({ grant, approval_code: approvalCode, notify_failed: notifyFailed ?? false });
   });
 
   app.post<{ Params: { id: string } }>("/api/grants/:id/approve", async (request) => {

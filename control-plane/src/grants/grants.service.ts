@@ -1,10 +1,13 @@
 // Approvals (spec 2.4, 3.1): request (pending), approve with a policy, revoke, and the check an
 // http_request makes before anything leaves: find a usable grant and, for a one-call grant, spend
 // it first (restored when the request never left the service).
+
+import { randomBytes } from "node:crypto";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEmailCode as newApprovalCode } from "../auth/codes.ts";
+import { sha256 } from "../auth/sessions.ts";
 import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
@@ -40,6 +43,13 @@ export interface GrantsServiceDeps {
    * toward 30 requests per organisation per hour. The local variant has neither.
    */
   approvalCodes?: { hashCode(code: string): string };
+  /** Hosted: tells the organisation's operators about a new pending grant (code and link). */
+  notifyApproval?: (notice: {
+    organisationId: string;
+    grant: PublicGrant;
+    approvalCode: string;
+    linkToken: string;
+  }) => Promise<void>;
 }
 
 /** Spec 8: wrong approval codes per approval, and per organisation in a window. */
@@ -101,9 +111,10 @@ export function createGrantsService(deps: GrantsServiceDeps) {
   async function requestCodedGrant(
     request: GrantRequest,
     codes: { hashCode(code: string): string },
-  ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode: string }> {
+  ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode: string; notifyFailed: boolean }> {
     const at = now();
     const code = newApprovalCode();
+    const linkToken = randomBytes(32).toString("base64url");
     const codeHash = codes.hashCode(`approval:${code}`);
     const expiresAt = new Date(at.getTime() + APPROVAL_CODE_TTL_MS);
     const outcome = await deps.repo.inOrganisationLock(request.organisationId, async (repo) => {
@@ -133,6 +144,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         revoked_at: null,
         approval_code_hash: codeHash,
         approval_code_expires_at: expiresAt,
+        approval_token_hash: sha256(linkToken),
       });
       return { id, isNew: true };
     });
@@ -147,10 +159,34 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         detail: { grant_id: outcome.id, agent_id: request.agentId, tool_id: request.toolId },
       });
     }
-    return { grant: toPublicGrant(row, at), isNew: outcome.isNew, approvalCode: code };
+    const grant = toPublicGrant(row, at);
+    let notifyFailed = false;
+    if (outcome.isNew && deps.notifyApproval) {
+      // Spec 6: notification is attempted; its outcome is reported, never fatal to the request.
+      notifyFailed = await deps
+        .notifyApproval({ organisationId: request.organisationId, grant, approvalCode: code, linkToken })
+        .then(
+          () => false,
+          () => true,
+        );
+    }
+    return { grant, isNew: outcome.isNew, approvalCode: code, notifyFailed };
   }
 
   return {
+    /** Approves the pending grant an emailed link names (single use: a second use is 409). */
+    async approveByLink(organisationId: string, actor: string, token: string): Promise<PublicGrant> {
+      const row = await deps.repo.findGrantByLinkHash(organisationId, sha256(token));
+      if (!row)
+        throw new AppError(
+          "not_found",
+          "this approval link is unknown here; sign in to the organisation it was sent for",
+        );
+      if (row.status !== "pending")
+        throw new AppError("approval_code_used", "this approval link was already used");
+      return this.approveGrant(organisationId, actor, row.id, "prompt");
+    },
+
     /**
      * Approves the pending grant an 8-digit code belongs to (spec 4.3): reuse 409, expired 410; wrong
      * codes count per approval (5, then its code is void) and per organisation (20 per 15 minutes).
@@ -216,7 +252,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
      */
     async requestGrant(
       request: GrantRequest,
-    ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode?: string }> {
+    ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode?: string; notifyFailed?: boolean }> {
       if (deps.approvalCodes) return requestCodedGrant(request, deps.approvalCodes);
       const existing = await deps.repo.findPendingGrant(request);
       if (existing) return { grant: toPublicGrant(existing, now()), isNew: false };

@@ -82,7 +82,7 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
 
   // Keepalive streams are hijacked from Fastify, so closing the server must end them itself.
   const streams = new Set<ServerResponse>();
-  app.addHook("onClose", async () => {
+  app.addHook("preClose", async () => {
     for (const stream of streams) stream.end();
   });
 

@@ -20,7 +20,7 @@ export async function runRequestGrant(
   // A session or standing approval already covers the agent: returned at once as the covering grant.
   const covering = await deps.grants.findUsableGrant(grantScope);
   if (covering && covering.policy !== "prompt") return { payload: { ...covering } };
-  const { grant, approvalCode } = await deps.grants.requestGrant({
+  const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
     ...grantScope,
     environment: scope.environment,
     actor: `agent:${scope.agentId}`,
@@ -30,7 +30,7 @@ export async function runRequestGrant(
     payload: {
       ...grant,
       ...(approvalCode ? { approval_code: approvalCode } : {}),
-      notify_failed: false,
+      notify_failed: notifyFailed ?? false,
       next: { for_model: deps.surface.approveHint(grant.grant_id) },
     },
   };

@@ -44,7 +44,7 @@ export async function runHttpRequest(
 
   const authorisation = await deps.grants.authoriseCall(grantScope);
   if (!authorisation) {
-    const { grant, approvalCode } = await deps.grants.requestGrant({
+    const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
       ...grantScope,
       environment: scope.environment,
       actor: `agent:${scope.agentId}`,
@@ -58,7 +58,7 @@ export async function runHttpRequest(
         item_name: item.name,
         host,
         ...(approvalCode ? { approval_code: approvalCode } : {}),
-        notify_failed: false,
+        notify_failed: notifyFailed ?? false,
         message: `Approval needed to use ${item.name} on ${host}.`,
         next: {
           for_model: deps.surface.approveHint(grant.grant_id),
