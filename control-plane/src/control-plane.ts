@@ -12,7 +12,7 @@ import { createSessionsRepo } from "./auth/sessions.ts";
 import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
-import { createClientsService } from "./clients/clients.service.ts";
+import { clientView, createClientsService } from "./clients/clients.service.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
@@ -87,6 +87,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const defaultEnvironment = config.LATCH_ENVIRONMENTS[0]!;
   const clients = createClientsService({
     db,
+    recordEvent: audit.insertAuditEvent,
     environments: config.LATCH_ENVIRONMENTS,
     defaultEnvironment,
     baseUrl: config.BASE_URL,
@@ -151,6 +152,28 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     },
   });
   const tools = { items, grants, calls, surface: createHostedSurface(needs) };
+  const access = {
+    listClients: async (organisationId: string) =>
+      (await clients.listClients(organisationId)).map(clientView),
+    listGrants: async (organisationId: string) => {
+      const rows = await db
+        .selectFrom("grants")
+        .select(["id", "item_id"])
+        .where("organisation_id", "=", organisationId)
+        .execute();
+      const itemOf = new Map(rows.map((r) => [r.id, r.item_id]));
+      return (await grants.listGrants(organisationId)).map((g) => ({
+        ...g,
+        item_id: itemOf.get(g.grant_id) ?? null,
+      }));
+    },
+    listLedger: async (organisationId: string) =>
+      (
+        await audit.findAuditEvents(organisationId, {
+          actions: ["client_issued", "client_rotated", "client_revoked"],
+        })
+      ).map((e) => ({ at: e.at, action: e.action, ...e.detail, revoked: e.action === "client_revoked" })),
+  };
 
   const app = await buildApp({
     logger,
@@ -164,7 +187,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
         (await clients.authenticate(token))?.kind as "model" | "trusted" | undefined,
     },
     routes: [
-      (app) => registerAuthRoutes(app, authDeps),
+      (app) => registerAuthRoutes(app, { ...authDeps, access }),
       (app) => registerItemsRoutes(app, { db, items }),
       (app) => registerClientsRoutes(app, { db, clients }),
       (app) => registerGrantsRoutes(app, { db, grants, items, clients, audit, defaultEnvironment, needs }),

@@ -25,6 +25,7 @@ const ROUTES: Route[] = [
   { method: "POST", path: "/api/orgs", body: { name: "Suite org" }, gate: "ready" },
   { method: "DELETE", path: "/api/orgs", body: { confirm_name: "nope" }, gate: "ready" },
   { method: "GET", path: "/api/access", gate: "ready" },
+  { method: "GET", path: "/api/access/events", gate: "ready" },
   { method: "POST", path: "/api/sessions/ses_x/revoke", gate: "ready" },
   { method: "POST", path: "/api/sessions/revoke-others", gate: "ready" },
   { method: "GET", path: "/api/items", gate: "ready" },

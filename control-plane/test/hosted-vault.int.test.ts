@@ -293,6 +293,31 @@ describe("need_item and the collect page", () => {
   });
 });
 
+describe("access", () => {
+  it("shows clients (bearer last4, never the token), grants with item_id, and the issuance ledger", async () => {
+    const { op, token, clientId } = await setUp();
+    const agent = await agentWith(token);
+    await call(agent);
+    const access = (await op.request("GET", "/api/access")).json();
+    expect(access.clients).toEqual([
+      expect.objectContaining({ client_id: clientId, kind: "model", bearer_last4: token.slice(-4) }),
+    ]);
+    expect(access.grants[0]).toMatchObject({ item_name: "API_KEY", item_id: expect.stringMatching(/^itm_/) });
+    await op.request("POST", `/api/clients/${clientId}/revoke`);
+    const ledger = (await op.request("GET", "/api/access/events")).json().events;
+    expect(ledger.map((e: { action: string }) => e.action)).toEqual(["client_revoked", "client_issued"]);
+    expect(ledger[1]).toMatchObject({
+      client_id: clientId,
+      jti_hash: expect.stringMatching(/^[0-9a-f]{24}$/),
+    });
+    expect(ledger[0].revoked).toBe(true);
+    const everything = JSON.stringify([access, ledger]);
+    expect(everything).not.toContain(token);
+    expect(everything).not.toContain(token.slice(4, 30));
+    await agent.close();
+  });
+});
+
 describe("trusted resolve", () => {
   it("returns the plaintext to an avt_ token, 403 to a model token, 401 to none", async () => {
     const { op, token } = await setUp();

@@ -29,6 +29,7 @@ export interface AuditEventView {
 
 export interface AuditFilter {
   itemName?: string | undefined;
+  actions?: readonly string[] | undefined;
   actor?: string | undefined;
   limit?: number | undefined;
 }
@@ -66,6 +67,7 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
         .limit(Math.min(filter.limit ?? DEFAULT_LIMIT, DEFAULT_LIMIT));
       if (filter.itemName) query = query.where("item_name", "=", filter.itemName);
       if (filter.actor) query = query.where("actor", "=", filter.actor);
+      if (filter.actions) query = query.where("action", "in", [...filter.actions]);
       const rows = await query.execute();
       return rows.map((r) => ({
         id: String(r.id),

@@ -16,6 +16,12 @@ import type { SessionsRepo } from "./sessions.ts";
 import type { TotpService } from "./totp.service.ts";
 
 export interface AuthRouteDeps {
+  /** The clients and grants parts of the access snapshot, and the issuance ledger. */
+  access?: {
+    listClients(organisationId: string): Promise<Record<string, unknown>[]>;
+    listGrants(organisationId: string): Promise<Record<string, unknown>[]>;
+    listLedger(organisationId: string): Promise<Record<string, unknown>[]>;
+  };
   db: Kysely<Database>;
   emailCodes: EmailCodeService;
   totp: TotpService;
@@ -161,11 +167,15 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   app.get("/api/access", async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     const organisationId = requireOrganisation(context);
-    const [members, sessions] = await Promise.all([
+    const [members, sessions, clients, grants] = await Promise.all([
       deps.orgs.findMembers(organisationId),
       deps.sessions.findSessionsInOrganisation(organisationId),
+      deps.access?.listClients(organisationId) ?? [],
+      deps.access?.listGrants(organisationId) ?? [],
     ]);
     return {
+      clients,
+      grants,
       operators: members.map((m) => ({ ...m, created_at: m.created_at.toISOString() })),
       sessions: sessions.map((s) => ({
         session_id: s.id,
@@ -178,6 +188,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
         current: s.id === context.session.id,
       })),
     };
+  });
+
+  app.get("/api/access/events", async (request) => {
+    const context = await requireOperator(request, db, { mfa: true });
+    return { events: (await deps.access?.listLedger(requireOrganisation(context))) ?? [] };
   });
 
   app.post<{ Params: { id: string } }>("/api/sessions/:id/revoke", async (request) => {

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
+import type { AuditEvent } from "../audit/audit.repo.ts";
 import { sha256 } from "../auth/sessions.ts";
 import type { ClientRow, Database } from "../db/schema.ts";
 
@@ -15,6 +16,8 @@ const USE_WRITE_INTERVAL_MS = 60_000;
 
 export interface ClientsServiceDeps {
   db: Kysely<Database>;
+  /** The issuance ledger (spec 6: GET /api/access/events) is written to the audit trail. */
+  recordEvent?: (event: AuditEvent) => Promise<void>;
   environments: readonly string[];
   defaultEnvironment: string;
   baseUrl: string;
@@ -46,6 +49,14 @@ export function clientView(row: ClientRow) {
 
 export function createClientsService(deps: ClientsServiceDeps) {
   const newToken = (kind: ClientKind) => `${PREFIX[kind]}${randomBytes(32).toString("base64url")}`;
+  /** A ledger entry: which token, by a hash of its hash (the jti of an OAuth token later). */
+  const ledger = (organisationId: string, action: string, clientId: string, token?: string) =>
+    deps.recordEvent?.({
+      organisationId,
+      actor: "operator",
+      action,
+      detail: { client_id: clientId, ...(token ? { jti_hash: sha256(sha256(token)).slice(0, 24) } : {}) },
+    });
 
   async function loadClient(organisationId: string, id: string): Promise<ClientRow> {
     const row = await deps.db
@@ -90,6 +101,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
           last_used_at: null,
         })
         .execute();
+      await ledger(organisationId, "client_issued", id, token);
       return {
         client_id: id,
         kind,
@@ -110,6 +122,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
         .set({ token_hash: sha256(token), token_last4: token.slice(-4), rotated_at: deps.now() })
         .where("id", "=", id)
         .execute();
+      await ledger(organisationId, "client_rotated", id, token);
       return {
         client_id: id,
         kind,
@@ -139,6 +152,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
           .where("status", "in", ["pending", "active"])
           .execute();
       });
+      await ledger(organisationId, "client_revoked", id);
     },
 
     /** The live client a bearer belongs to, or undefined. */
