@@ -168,6 +168,40 @@ describe("the hosted MCP endpoint", () => {
     await agent.close();
   });
 
+  it("lets a scoped standing grant cover its host, method and path, and asks again outside it", async () => {
+    const { op, token, clientId } = await setUp();
+    const agent = await agentWith(token);
+    const requested = await op.request("POST", "/api/grants/request", {
+      item_name: "API_KEY",
+      agent_id: clientId,
+      environment: "staging",
+      host: "api.latch.test",
+      method: "GET",
+      path: "/v1/data",
+    });
+    expect(requested.statusCode, requested.body).toBe(201);
+    expect(requested.json().grant.scope).toEqual({ host: "api.latch.test", method: "GET", path: "/v1/data" });
+    await op.request("POST", `/api/grants/${requested.json().grant.grant_id}/approve`, {
+      policy: "item_standing",
+    });
+    expect((await call(agent)).origin_status).toBe(200);
+    expect((await call(agent)).origin_status).toBe(200);
+    const outside = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "POST", path: "/v1/data", item_name: "API_KEY", body: {} },
+      }),
+    );
+    expect(outside.status).toBe("pending");
+    const listed = (await op.request("GET", "/api/grants")).json().grants;
+    expect(listed.find((g: { grant_id: string }) => g.grant_id === outside.grant_id).scope).toEqual({
+      host: "api.latch.test",
+      method: "POST",
+      path: "/v1/data",
+    });
+    await agent.close();
+  });
+
   it("sends exactly one request upstream for 20 simultaneous calls on one prompt grant", async () => {
     const { op, token } = await setUp();
     const agent = await agentWith(token);

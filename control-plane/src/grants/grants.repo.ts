@@ -6,11 +6,19 @@ import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit
 
 export type GrantWithItem = GrantRow & { item_name: string };
 
+export interface CallScope {
+  host?: string | null | undefined;
+  method?: string | null | undefined;
+  path?: string | null | undefined;
+}
+
 export interface GrantScope {
   organisationId: string;
   itemId: string;
   /** The item's folder: a folder_standing grant on it covers the item too. */
   folderId?: string | null | undefined;
+  /** A standing grant's scope (host, method, path prefix); unset parts cover everything. */
+  callScope?: CallScope | undefined;
   agentId: string;
   toolId: string;
 }
@@ -88,6 +96,17 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("grants.agent_id", "=", scope.agentId)
         .where("grants.tool_id", "=", scope.toolId)
         .where("grants.status", "=", "pending")
+        // A pending grant for another scope is another request.
+        .where((eb) =>
+          eb.and(
+            (["host", "method", "path"] as const).map((part) => {
+              const value = scope.callScope?.[part] ?? null;
+              return value === null
+                ? eb(`grants.scope_${part}`, "is", null)
+                : eb(`grants.scope_${part}`, "=", value);
+            }),
+          ),
+        )
         .orderBy("grants.created_at", "desc")
         .executeTakeFirst(),
     async findUsableGrants(scope, now) {

@@ -74,10 +74,17 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       agentId: scope.agentId,
       toolId: HTTP_REQUEST_TOOL,
     };
-    const covering = await deps.grants.findUsableGrant(grantScope);
+    const callScope = {
+      host: typeof input.host === "string" ? input.host.toLowerCase() : undefined,
+      method: typeof input.method === "string" ? input.method.toUpperCase() : undefined,
+      path: typeof input.path === "string" ? input.path.split("?")[0] : undefined,
+    };
+    const hasScope = Boolean(callScope.host || callScope.method || callScope.path);
+    const covering = await deps.grants.findUsableGrant(grantScope, hasScope ? callScope : undefined);
     if (covering && covering.policy !== "prompt") return { grant: covering };
     const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
       ...grantScope,
+      ...(hasScope ? { callScope } : {}),
       environment: scope.environment,
       actor: scope.actor,
       taskDescription: typeof input.task_description === "string" ? input.task_description : undefined,

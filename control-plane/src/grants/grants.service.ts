@@ -8,7 +8,7 @@ import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEmailCode as newApprovalCode } from "../auth/codes.ts";
 import { sha256 } from "../auth/sessions.ts";
-import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
+import type { CallScope, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
 export const SESSION_GRANT_MS = 8 * 60 * 60 * 1000;
@@ -32,6 +32,8 @@ export interface PublicGrant {
   consumed_at: string | null;
   task_id: string | null;
   task_description: string | null;
+  /** What a standing grant covers; null covers every call with the credential. */
+  scope: { host: string | null; method: string | null; path: string | null } | null;
 }
 
 export interface GrantsServiceDeps {
@@ -71,6 +73,27 @@ export interface GrantRequest extends GrantScope {
   taskId?: string | undefined;
 }
 
+/**
+ * Spec 3.1: a standing grant covers a call by host, method and path. A scope part left unset covers
+ * everything; a path scope covers itself and everything below it (segment by segment, so /v1/rep
+ * does not cover /v1/repos).
+ */
+export function isCovering(
+  row: { scope_host: string | null; scope_method: string | null; scope_path: string | null },
+  call: CallScope | undefined,
+): boolean {
+  if (!row.scope_host && !row.scope_method && !row.scope_path) return true;
+  if (!call) return false;
+  if (row.scope_host && row.scope_host !== call.host) return false;
+  if (row.scope_method && row.scope_method !== call.method) return false;
+  if (row.scope_path) {
+    const path = (call.path ?? "").split("?")[0]!;
+    const prefix = row.scope_path.endsWith("/") ? row.scope_path : `${row.scope_path}/`;
+    if (path !== row.scope_path && !path.startsWith(prefix)) return false;
+  }
+  return true;
+}
+
 function iso(date: Date | null): string | null {
   return date ? date.toISOString() : null;
 }
@@ -91,6 +114,10 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
     consumed_at: iso(row.consumed_at),
     task_id: row.task_id,
     task_description: row.task_description,
+    scope:
+      row.scope_host || row.scope_method || row.scope_path
+        ? { host: row.scope_host, method: row.scope_method, path: row.scope_path }
+        : null,
   };
 }
 
@@ -145,6 +172,9 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         approval_code_hash: codeHash,
         approval_code_expires_at: expiresAt,
         approval_token_hash: sha256(linkToken),
+        scope_host: request.callScope?.host ?? null,
+        scope_method: request.callScope?.method ?? null,
+        scope_path: request.callScope?.path ?? null,
       });
       return { id, isNew: true };
     });
@@ -375,19 +405,26 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     /**
      * The approval a call would use right now, without spending it (dry_run).
      */
-    async findUsableGrant(scope: GrantScope): Promise<PublicGrant | undefined> {
+    async findUsableGrant(scope: GrantScope, call?: CallScope): Promise<PublicGrant | undefined> {
       const at = now();
-      const [first] = await deps.repo.findUsableGrants(scope, at);
+      const [first] = (await deps.repo.findUsableGrants(scope, at)).filter((row) => isCovering(row, call));
       return first && toPublicGrant(first, at);
+    },
+
+    /** True when a standing grant exists for the scope but does not cover this call. */
+    async isOutsideStanding(scope: GrantScope, call: CallScope): Promise<boolean> {
+      const rows = await deps.repo.findUsableGrants(scope, now());
+      return rows.some((row) => row.policy !== "prompt" && !isCovering(row, call));
     },
 
     /**
      * Authorises one call: a usable grant, with a one-call grant spent before the request is
      * sent. Undefined when there is none (or another call spent the last one first).
      */
-    async authoriseCall(scope: GrantScope): Promise<CallAuthorisation | undefined> {
+    async authoriseCall(scope: GrantScope, call?: CallScope): Promise<CallAuthorisation | undefined> {
       const at = now();
       for (const row of await deps.repo.findUsableGrants(scope, at)) {
+        if (!isCovering(row, call)) continue;
         if (row.policy !== "prompt") return { grant: toPublicGrant(row, at), release: async () => {} };
         if (await deps.repo.updateGrantConsumed(row.id, at)) {
           const spent = { ...row, status: "consumed", consumed_at: at };

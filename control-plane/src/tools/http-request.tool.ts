@@ -22,8 +22,9 @@ export async function runHttpRequest(
     toolId: HTTP_REQUEST_TOOL,
   };
 
+  const call = { host, method: args.method, path: path.split("?")[0] };
   if (args.dry_run) {
-    const grant = await deps.grants.findUsableGrant(grantScope);
+    const grant = await deps.grants.findUsableGrant(grantScope, call);
     return {
       payload: {
         status: "dry_run",
@@ -42,10 +43,13 @@ export async function runHttpRequest(
     };
   }
 
-  const authorisation = await deps.grants.authoriseCall(grantScope);
+  const authorisation = await deps.grants.authoriseCall(grantScope, call);
   if (!authorisation) {
+    // A standing grant that does not cover this call: the new request is for exactly this scope.
+    const isOutside = await deps.grants.isOutsideStanding(grantScope, call);
     const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
       ...grantScope,
+      ...(isOutside ? { callScope: call } : {}),
       environment: scope.environment,
       actor: `agent:${scope.agentId}`,
       taskDescription: args.task_description,
