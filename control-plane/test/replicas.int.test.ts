@@ -1,5 +1,8 @@
 // Limits hold across two control-plane instances on one PostgreSQL (run when DATABASE_URL is set):
 // email code sends, wrong-code voiding and the authenticator lockout are counted in the database.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
 
@@ -52,5 +55,99 @@ describe.skipIf(!process.env.DATABASE_URL)("two replicas on one PostgreSQL", () 
     );
     expect(answers.map((r) => r.json().error.attempts_remaining).sort()).toEqual([0, 1, 2, 3, 4]);
     expect((await onB.request("POST", "/api/auth/otp/verify", { email, otp: good })).statusCode).toBe(401);
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)("the vault on two replicas", () => {
+  let a: HostedHarness;
+  let b: HostedHarness;
+  let urlA: string;
+  let urlB: string;
+  beforeAll(async () => {
+    a = await startHosted();
+    b = await startHosted({ replicaOf: a });
+    urlA = await a.app.listen({ host: "127.0.0.1", port: 0 });
+    urlB = await b.app.listen({ host: "127.0.0.1", port: 0 });
+    a.egress.setHandler((_req, res) => res.end("ok"));
+  }, 60_000);
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+  });
+
+  async function readyOperator(): Promise<Browser> {
+    const browser = new Browser(a.app);
+    const email = uniqueEmail("replica-op");
+    await browser.request("POST", "/api/auth/otp/send", { email });
+    await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(a.inbox, email) });
+    const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
+    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+    await browser.request("POST", "/api/auth/totp/confirm", {
+      code: totp.generate({ timestamp: a.clock.now.getTime() }),
+    });
+    return browser;
+  }
+
+  async function agent(url: string, token: string): Promise<Client> {
+    const client = new Client({ name: "replica-agent", version: "1" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    return client;
+  }
+
+  it("sends one request upstream for 20 simultaneous calls on one prompt grant, spread over both", async () => {
+    const op = await readyOperator();
+    await op.request("POST", "/api/items", {
+      name: "SHARED_KEY",
+      value: "sk_replica_value_0123456789",
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+    });
+    const token = (await op.request("POST", "/api/clients/model", { environment: "staging" })).json().token;
+    const onA = await agent(urlA, token);
+    const onB = await agent(urlB, token);
+    const args = { method: "GET", path: "/v1/x", item_name: "SHARED_KEY" };
+    const payload = (r: Awaited<ReturnType<Client["callTool"]>>) =>
+      JSON.parse((r.content as { text: string }[])[0]!.text) as Record<string, any>;
+    const pending = payload(await onA.callTool({ name: "http_request", arguments: args }));
+    await op.request("POST", "/api/grants/approve-by-code", { code: pending.approval_code });
+    const before = a.egress.origin.requests.length;
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        (i % 2 ? onA : onB).callTool({ name: "http_request", arguments: args }).then(payload),
+      ),
+    );
+    expect(answers.filter((x) => x.origin_status === 200)).toHaveLength(1);
+    expect(a.egress.origin.requests.length - before).toBe(1);
+    await onA.close();
+    await onB.close();
+  });
+
+  it("answers the 31st approval request in an hour with 429 on either replica", async () => {
+    const op = await readyOperator();
+    await op.request("POST", "/api/items", {
+      name: "LIMITED_KEY",
+      value: "sk_replica_value_0123456789",
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+    });
+    const onB = new Browser(b.app);
+    for (const [k, v] of op.cookies) onB.cookies.set(k, v);
+    const statuses = await Promise.all(
+      Array.from({ length: 31 }, (_, i) =>
+        (i % 2 ? op : onB)
+          .request("POST", "/api/grants/request", {
+            item_name: "LIMITED_KEY",
+            agent_id: `agent-${i}`,
+            environment: "staging",
+          })
+          .then((r) => r.statusCode),
+      ),
+    );
+    expect(statuses.filter((s) => s === 201)).toHaveLength(30);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(1);
   });
 });

@@ -1,0 +1,142 @@
+// The hosted leak test: a canary stored through the items API, used by an agent over MCP, rotated,
+// collected through a need request. It may come back only from /runtime/resolve to a trusted
+// token; it must appear in no other answer, no log line of either tier, no audit row, and no
+// database column in clear.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { sql } from "kysely";
+import * as OTPAuth from "otpauth";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+
+const CANARY = "cnry_hosted_5e6f7a8b9c0d1e2f3a4b";
+const ROTATED = "cnry_rotated_0a1b2c3d4e5f6a7b8c9d";
+const COLLECTED = "cnry_collected_9f8e7d6c5b4a39281";
+const canaries = [CANARY, ROTATED, COLLECTED];
+const forms = (v: string) => [v, Buffer.from(v).toString("base64"), encodeURIComponent(v), v.slice(5, 21)];
+
+let h: HostedHarness;
+let url: string;
+beforeAll(async () => {
+  h = await startHosted();
+  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
+  h.egress.setHandler((req, res) => {
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "x-request-id": String(req.headers.authorization),
+    });
+    res.end(JSON.stringify({ echoed: req.headers.authorization, url: req.url }));
+  });
+}, 60_000);
+afterAll(async () => {
+  await h.close();
+});
+
+describe("hosted canaries", () => {
+  it("never leave the sealed store except through trusted resolve", async () => {
+    const answers: string[] = [];
+    const op = new Browser(h.app);
+    const email = uniqueEmail("canary");
+    await op.request("POST", "/api/auth/otp/send", { email });
+    await op.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+    const started = (await op.request("POST", "/api/auth/totp/start", {})).json();
+    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+    await op.request("POST", "/api/auth/totp/confirm", {
+      code: totp.generate({ timestamp: h.clock.now.getTime() }),
+    });
+
+    const created = await op.request("POST", "/api/items", {
+      name: "CANARY_KEY",
+      value: CANARY,
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+    });
+    answers.push(created.body);
+    const token = (await op.request("POST", "/api/clients/model", { environment: "staging" })).json().token;
+    const trusted = (await op.request("POST", "/api/clients/trusted", { environment: "staging" })).json()
+      .token;
+    const agent = new Client({ name: "canary-agent", version: "1" });
+    await agent.connect(
+      new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    const callTool = async (name: string, args: Record<string, unknown>) => {
+      const result = await agent.callTool({ name, arguments: args });
+      answers.push(JSON.stringify(result));
+      return JSON.parse((result.content as { text: string }[])[0]!.text) as Record<string, any>;
+    };
+    const pending = await callTool("http_request", {
+      method: "GET",
+      path: "/v1/a?x=1",
+      item_name: "CANARY_KEY",
+    });
+    await op.request("POST", `/api/grants/${pending.grant_id}/approve`, { policy: "session" });
+    expect(
+      (await callTool("http_request", { method: "GET", path: "/v1/a", item_name: "CANARY_KEY" }))
+        .origin_status,
+    ).toBe(200);
+    answers.push(
+      (await op.request("POST", `/api/items/${created.json().item.id}/rotate`, { value: ROTATED })).body,
+    );
+    expect(
+      (await callTool("http_request", { method: "GET", path: "/v1/b", host: "api.latch.test" }))
+        .origin_status,
+    ).toBe(200);
+    const miss = await callTool("http_request", {
+      method: "GET",
+      path: "/v1/c",
+      host: "api.latch.test",
+      item_name: "OTHER_KEY",
+    });
+    answers.push(
+      (await op.request("POST", `/api/need-items/${miss.need_id}/fulfill`, { value: COLLECTED })).body,
+    );
+    expect(
+      (await callTool("http_request", { method: "GET", path: "/v1/c", item_name: "OTHER_KEY" }))
+        .origin_status,
+    ).toBe(200);
+    await callTool("list_items", {});
+    await callTool("find_items", { host: "api.latch.test" });
+    await callTool("list_grants", {});
+    for (const path of [
+      "/api/items",
+      "/api/inbox",
+      "/api/grants",
+      "/api/audit",
+      "/api/access",
+      "/api/access/events",
+    ]) {
+      answers.push((await op.request("GET", path)).body);
+    }
+    // The one legitimate way out: a trusted runtime's resolve.
+    const resolved = await fetch(`${url}/runtime/resolve`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${trusted}` },
+      body: JSON.stringify({ item_name: "CANARY_KEY" }),
+    });
+    expect(((await resolved.json()) as { value: string }).value).toBe(ROTATED);
+    await agent.close();
+
+    const everywhere: [string, string][] = [
+      ["answers", answers.join("\n")],
+      ["control plane logs", h.logs.text()],
+      ["egress proxy logs", h.egress.logs.text()],
+      ["mails", h.inbox.mails.map((m) => m.raw).join("\n")],
+    ];
+    const tables = await sql<{ tablename: string }>`
+      select tablename from pg_tables where schemaname = 'public'`.execute(h.plane.database.db);
+    for (const { tablename } of tables.rows) {
+      const rows = await sql<{
+        row: string;
+      }>`select row_to_json(t)::text as row from ${sql.table(tablename)} t`.execute(h.plane.database.db);
+      everywhere.push([`table ${tablename}`, rows.rows.map((r) => r.row).join("\n")]);
+    }
+    for (const [where, text] of everywhere) {
+      for (const canary of canaries) {
+        for (const form of forms(canary))
+          expect(text.includes(form), `${where} contains ${form}`).toBe(false);
+      }
+    }
+  });
+});
