@@ -327,6 +327,61 @@ describe("need_item and the collect page", () => {
   });
 });
 
+describe("approval code limits", () => {
+  it("voids an approval's code after five wrong tries naming it, and refuses a 21st wrong code in 15 minutes", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const pending = await call(agent);
+    const wrong = pending.approval_code === "00000000" ? "11111111" : "00000000";
+    for (let i = 0; i < 5; i++) {
+      const r = await op.request("POST", "/api/grants/approve-by-code", {
+        code: wrong,
+        grant_id: pending.grant_id,
+      });
+      expect(r.statusCode).toBe(400);
+    }
+    const afterVoid = await op.request("POST", "/api/grants/approve-by-code", {
+      code: pending.approval_code,
+    });
+    expect(afterVoid.statusCode).toBe(400);
+    // The agent asks again: a new code, but the wrong count stays with the approval.
+    const again = await call(agent);
+    expect(again.grant_id).toBe(pending.grant_id);
+    expect(
+      (await op.request("POST", "/api/grants/approve-by-code", { code: again.approval_code })).statusCode,
+    ).toBe(400);
+    // Six wrong so far (five naming the approval, one with its voided code); fourteen more make 20.
+    for (let i = 0; i < 14; i++) {
+      expect((await op.request("POST", "/api/grants/approve-by-code", { code: wrong })).statusCode).toBe(400);
+    }
+    const limited = await op.request("POST", "/api/grants/approve-by-code", { code: wrong });
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json().error.retry_after).toBeGreaterThan(0);
+    h.clock.advance(15 * 60_000 + 1000);
+    expect((await op.request("POST", "/api/grants/approve-by-code", { code: wrong })).statusCode).toBe(400);
+    await agent.close();
+  });
+});
+
+describe("another organisation's ids", () => {
+  it("are 404 for grants, clients and need requests", async () => {
+    const mine = await setUp();
+    const theirs = await setUp();
+    const agent = await agentWith(mine.token);
+    const pending = await call(agent);
+    for (const [method, path, body] of [
+      ["POST", `/api/grants/${pending.grant_id}/approve`, { policy: "prompt" }],
+      ["POST", `/api/grants/${pending.grant_id}/revoke`, undefined],
+      ["POST", `/api/clients/${mine.clientId}/rotate`, undefined],
+      ["POST", `/api/clients/${mine.clientId}/revoke`, undefined],
+    ] as const) {
+      expect((await theirs.op.request(method, path, body)).statusCode, path).toBe(404);
+    }
+    expect((await call(agent)).status).toBe("pending");
+    await agent.close();
+  });
+});
+
 describe("access", () => {
   it("shows clients (bearer last4, never the token), grants with item_id, and the issuance ledger", async () => {
     const { op, token, clientId } = await setUp();
@@ -348,6 +403,69 @@ describe("access", () => {
     const everything = JSON.stringify([access, ledger]);
     expect(everything).not.toContain(token);
     expect(everything).not.toContain(token.slice(4, 30));
+    await agent.close();
+  });
+});
+
+describe("need request outcomes", () => {
+  it("writes a standing approval with always_allow, denies, and refuses to fulfil a connect request", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const miss = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v1/y", host: "api.latch.test", item_name: "ALWAYS_KEY" },
+      }),
+    );
+    const fulfilled = await op.request("POST", `/api/need-items/${miss.need_id}/fulfill`, {
+      value: SECRET,
+      always_allow: true,
+    });
+    expect(fulfilled.json().grant).toMatchObject({ policy: "item_standing", status: "active" });
+    for (let i = 0; i < 2; i++) {
+      const answer = payloadOf(
+        await agent.callTool({
+          name: "http_request",
+          arguments: { method: "GET", path: "/v1/y", item_name: "ALWAYS_KEY" },
+        }),
+      );
+      expect(answer.origin_status).toBe(200);
+    }
+    const second = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v1/z", host: "api.latch.test", item_name: "DENIED_KEY" },
+      }),
+    );
+    expect((await op.request("POST", `/api/need-items/${second.need_id}/deny`)).statusCode).toBe(200);
+    expect((await op.request("GET", `/api/need-items/${second.need_id}`)).json().need.status).toBe("denied");
+    expect(
+      (await op.request("POST", `/api/need-items/${second.need_id}/fulfill`, { value: SECRET })).statusCode,
+    ).toBe(409);
+
+    const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id;
+    await h.plane.database.db
+      .insertInto("need_requests")
+      .values({
+        id: "ned_connecttest0000001",
+        organisation_id: organisationId,
+        environment: "staging",
+        kind: "connect",
+        host: "api.spotify.com",
+        suggested_name: "SPOTIFY",
+        agent_id: "someone",
+        message: null,
+        status: "pending",
+        item_id: null,
+        created_at: new Date(),
+        closed_at: null,
+      })
+      .execute();
+    const connect = await op.request("POST", "/api/need-items/ned_connecttest0000001/fulfill", {
+      value: SECRET,
+    });
+    expect(connect.statusCode).toBe(409);
+    expect(connect.json().error.code).toBe("need_is_connect");
     await agent.close();
   });
 });
