@@ -1,8 +1,12 @@
-// The shared authorization suite (STYLE.md): every operator route against every kind of caller.
-// A route added to the hosted API is added to ROUTES; the suite then proves who it refuses.
-import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+import {
+  Browser,
+  type HostedHarness,
+  lastCodeFor,
+  readyOperator,
+  startHosted,
+  uniqueEmail,
+} from "./hosted.ts";
 
 type Gate = "session" | "ready";
 
@@ -144,20 +148,8 @@ describe.each(ROUTES)("$method $path", (route) => {
 
 describe("another organisation's ids", () => {
   it("are 404: a session cannot revoke a session acting in another organisation", async () => {
-    const ready = async () => {
-      const browser = new Browser(h.app);
-      const email = uniqueEmail("org");
-      await browser.request("POST", "/api/auth/otp/send", { email });
-      await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-      const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
-      const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-      await browser.request("POST", "/api/auth/totp/confirm", {
-        code: totp.generate({ timestamp: h.clock.now.getTime() }),
-      });
-      return browser;
-    };
-    const alice = await ready();
-    const bob = await ready();
+    const alice = await readyOperator(h);
+    const bob = await readyOperator(h);
     const bobSession = (await bob.request("GET", "/api/access")).json().sessions[0].session_id;
     const attempt = await alice.request("POST", `/api/sessions/${bobSession}/revoke`);
     expect(attempt.statusCode).toBe(404);

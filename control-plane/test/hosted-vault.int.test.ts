@@ -3,9 +3,8 @@
 // revocation, trusted resolve and the hourly limit (spec 3.1, 3.4, 4.1-4.3, 5, 8).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+import { Browser, type HostedHarness, readyOperator, startHosted } from "./hosted.ts";
 
 const SECRET = "sk_live_hostedloop_canary_77aa";
 let h: HostedHarness;
@@ -23,21 +22,8 @@ afterAll(async () => {
   await h.close();
 });
 
-async function readyOperator(): Promise<Browser> {
-  const browser = new Browser(h.app);
-  const email = uniqueEmail("hosted");
-  await browser.request("POST", "/api/auth/otp/send", { email });
-  await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-  const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
-  const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-  await browser.request("POST", "/api/auth/totp/confirm", {
-    code: totp.generate({ timestamp: h.clock.now.getTime() }),
-  });
-  return browser;
-}
-
 async function setUp(extraItems: Record<string, unknown>[] = []) {
-  const op = await readyOperator();
+  const op = await readyOperator(h);
   for (const item of [{ name: "API_KEY", folder_name: "apis" }, ...extraItems]) {
     const created = await op.request("POST", "/api/items", {
       value: SECRET,
@@ -258,7 +244,7 @@ describe("approval notifications", () => {
     const page = await op.request("GET", link!);
     expect(page.statusCode).toBe(200);
     expect(page.body).not.toContain("API_KEY");
-    const stranger = await readyOperator();
+    const stranger = await readyOperator(h);
     expect((await stranger.request("POST", link!)).statusCode).toBe(404);
     const approved = await op.request("POST", link!);
     expect(approved.statusCode, approved.body).toBe(200);
@@ -299,7 +285,7 @@ describe("need_item and the collect page", () => {
     expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
     expect(page.body).not.toContain("api.latch.test");
     expect((await new Browser(h.app).request("GET", `/api/need-items/${miss.need_id}`)).statusCode).toBe(404);
-    const stranger = await readyOperator();
+    const stranger = await readyOperator(h);
     expect((await stranger.request("GET", `/api/need-items/${miss.need_id}`)).statusCode).toBe(404);
     expect(
       (await stranger.request("POST", `/api/need-items/${miss.need_id}/fulfill`, { value: "x".repeat(20) }))

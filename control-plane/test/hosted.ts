@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { FastifyInstance, InjectOptions } from "fastify";
+import * as OTPAuth from "otpauth";
 import pino from "pino";
 import { SMTPServer } from "smtp-server";
 import { loadConfig } from "../src/config.ts";
@@ -158,4 +159,22 @@ export class Browser {
     }
     return response;
   }
+}
+
+/** A browser signed up through the JSON API and past the authenticator step: a ready operator. */
+export async function readyOperator(
+  h: Pick<HostedHarness, "app" | "inbox" | "clock">,
+  label = "op",
+): Promise<Browser> {
+  const browser = new Browser(h.app);
+  const email = uniqueEmail(label);
+  await browser.request("POST", "/api/auth/otp/send", { email });
+  await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+  const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
+  const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+  const confirmed = await browser.request("POST", "/api/auth/totp/confirm", {
+    code: totp.generate({ timestamp: h.clock.now.getTime() }),
+  });
+  if (confirmed.statusCode !== 200) throw new Error(`enrolment failed: ${confirmed.body}`);
+  return browser;
 }

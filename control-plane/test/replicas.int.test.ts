@@ -2,9 +2,15 @@
 // email code sends, wrong-code voiding and the authenticator lockout are counted in the database.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+import {
+  Browser,
+  type HostedHarness,
+  lastCodeFor,
+  readyOperator,
+  startHosted,
+  uniqueEmail,
+} from "./hosted.ts";
 
 describe.skipIf(!process.env.DATABASE_URL)("two replicas on one PostgreSQL", () => {
   let a: HostedHarness;
@@ -75,19 +81,6 @@ describe.skipIf(!process.env.DATABASE_URL)("the vault on two replicas", () => {
     await a?.close();
   });
 
-  async function readyOperator(): Promise<Browser> {
-    const browser = new Browser(a.app);
-    const email = uniqueEmail("replica-op");
-    await browser.request("POST", "/api/auth/otp/send", { email });
-    await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(a.inbox, email) });
-    const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
-    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-    await browser.request("POST", "/api/auth/totp/confirm", {
-      code: totp.generate({ timestamp: a.clock.now.getTime() }),
-    });
-    return browser;
-  }
-
   async function agent(url: string, token: string): Promise<Client> {
     const client = new Client({ name: "replica-agent", version: "1" });
     await client.connect(
@@ -99,7 +92,7 @@ describe.skipIf(!process.env.DATABASE_URL)("the vault on two replicas", () => {
   }
 
   it("sends one request upstream for 20 simultaneous calls on one prompt grant, spread over both", async () => {
-    const op = await readyOperator();
+    const op = await readyOperator(a);
     await op.request("POST", "/api/items", {
       name: "SHARED_KEY",
       value: "sk_replica_value_0123456789",
@@ -127,7 +120,7 @@ describe.skipIf(!process.env.DATABASE_URL)("the vault on two replicas", () => {
   });
 
   it("answers the 31st approval request in an hour with 429 on either replica", async () => {
-    const op = await readyOperator();
+    const op = await readyOperator(a);
     await op.request("POST", "/api/items", {
       name: "LIMITED_KEY",
       value: "sk_replica_value_0123456789",

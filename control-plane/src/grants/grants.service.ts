@@ -8,6 +8,7 @@ import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEmailCode as newApprovalCode } from "../auth/codes.ts";
 import { sha256 } from "../auth/sessions.ts";
+import type { NewGrant } from "../db/schema.ts";
 import type { CallScope, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
@@ -121,6 +122,30 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
   };
 }
 
+/** The row of a new grant for `request`; `change` sets its policy, status and the rest. */
+function newGrantRow(
+  request: GrantRequest,
+  at: Date,
+  change: Pick<NewGrant, "policy" | "status"> & Partial<NewGrant>,
+): NewGrant {
+  return {
+    id: newId("grt"),
+    organisation_id: request.organisationId,
+    environment: request.environment,
+    item_id: request.itemId,
+    agent_id: request.agentId,
+    tool_id: request.toolId,
+    task_id: request.taskId ?? null,
+    task_description: request.taskDescription?.slice(0, MAX_TASK_DESCRIPTION) ?? null,
+    created_at: at,
+    approved_at: null,
+    expires_at: null,
+    consumed_at: null,
+    revoked_at: null,
+    ...change,
+  };
+}
+
 export function createGrantsService(deps: GrantsServiceDeps) {
   const now = deps.now ?? (() => new Date());
 
@@ -152,23 +177,9 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         return { id: existing.id, isNew: false };
       }
       await repo.checkRequestLimit(request.organisationId, at);
-      const id = newId("grt");
-      await repo.insertGrant({
-        id,
-        organisation_id: request.organisationId,
-        environment: request.environment,
-        item_id: request.itemId,
-        agent_id: request.agentId,
-        tool_id: request.toolId,
+      const row = newGrantRow(request, at, {
         policy: "prompt",
         status: "pending",
-        task_id: request.taskId ?? null,
-        task_description: request.taskDescription?.slice(0, MAX_TASK_DESCRIPTION) ?? null,
-        created_at: at,
-        approved_at: null,
-        expires_at: null,
-        consumed_at: null,
-        revoked_at: null,
         approval_code_hash: codeHash,
         approval_code_expires_at: expiresAt,
         approval_token_hash: sha256(linkToken),
@@ -176,6 +187,8 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         scope_method: request.callScope?.method ?? null,
         scope_path: request.callScope?.path ?? null,
       });
+      await repo.insertGrant(row);
+      const id = row.id;
       return { id, isNew: true };
     });
     const row = await loadGrant(request.organisationId, outcome.id);
@@ -287,24 +300,9 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       const existing = await deps.repo.findPendingGrant(request);
       if (existing) return { grant: toPublicGrant(existing, now()), isNew: false };
       const at = now();
-      const id = newId("grt");
-      await deps.repo.insertGrant({
-        id,
-        organisation_id: request.organisationId,
-        environment: request.environment,
-        item_id: request.itemId,
-        agent_id: request.agentId,
-        tool_id: request.toolId,
-        policy: "prompt",
-        status: "pending",
-        task_id: request.taskId ?? null,
-        task_description: request.taskDescription?.slice(0, MAX_TASK_DESCRIPTION) ?? null,
-        created_at: at,
-        approved_at: null,
-        expires_at: null,
-        consumed_at: null,
-        revoked_at: null,
-      });
+      const fresh = newGrantRow(request, at, { policy: "prompt", status: "pending" });
+      await deps.repo.insertGrant(fresh);
+      const { id } = fresh;
       const row = await loadGrant(request.organisationId, id);
       await deps.recordEvent({
         organisationId: request.organisationId,
@@ -320,24 +318,14 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     /** Writes an approval that is active at once (the operator approving ahead of a request). */
     async createActiveGrant(request: GrantRequest & { policy: GrantPolicy }): Promise<PublicGrant> {
       const at = now();
-      const id = newId("grt");
-      await deps.repo.insertGrant({
-        id,
-        organisation_id: request.organisationId,
-        environment: request.environment,
-        item_id: request.itemId,
-        agent_id: request.agentId,
-        tool_id: request.toolId,
+      const fresh = newGrantRow(request, at, {
         policy: request.policy,
         status: "active",
-        task_id: request.taskId ?? null,
-        task_description: request.taskDescription?.slice(0, MAX_TASK_DESCRIPTION) ?? null,
-        created_at: at,
         approved_at: at,
         expires_at: expiryFor(request.policy, at),
-        consumed_at: null,
-        revoked_at: null,
       });
+      await deps.repo.insertGrant(fresh);
+      const { id } = fresh;
       const row = await loadGrant(request.organisationId, id);
       await deps.recordEvent({
         organisationId: request.organisationId,

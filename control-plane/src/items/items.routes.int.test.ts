@@ -1,7 +1,5 @@
-// The hosted items API through HTTP as a signed-in operator (spec 4.3 "Items and collect").
-import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "../../test/hosted.ts";
+import { type HostedHarness, readyOperator, startHosted } from "../../test/hosted.ts";
 
 const VALUE = "sk_live_hostedcanary_0123456789";
 let h: HostedHarness;
@@ -12,19 +10,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h.close();
 });
-
-async function readyOperator(): Promise<Browser> {
-  const browser = new Browser(h.app);
-  const email = uniqueEmail("items");
-  await browser.request("POST", "/api/auth/otp/send", { email });
-  await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-  const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
-  const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-  await browser.request("POST", "/api/auth/totp/confirm", {
-    code: totp.generate({ timestamp: h.clock.now.getTime() }),
-  });
-  return browser;
-}
 
 const item = {
   name: "STRIPE_KEY",
@@ -37,7 +22,7 @@ const item = {
 
 describe("hosted items", () => {
   it("creates, lists without values, refuses duplicates and empty values", async () => {
-    const op = await readyOperator();
+    const op = await readyOperator(h);
     const created = await op.request("POST", "/api/items", item);
     expect(created.statusCode, created.body).toBe(201);
     expect(created.json().item).toMatchObject({
@@ -56,7 +41,7 @@ describe("hosted items", () => {
   });
 
   it("edits metadata keeping the value when it is blank, rotates the value, deletes", async () => {
-    const op = await readyOperator();
+    const op = await readyOperator(h);
     const id = (await op.request("POST", "/api/items", item)).json().item.id;
     const sealedBefore = await h.plane.database.db
       .selectFrom("items")
@@ -88,8 +73,8 @@ describe("hosted items", () => {
   });
 
   it("answers 404 for another organisation's item ids", async () => {
-    const mine = await readyOperator();
-    const theirs = await readyOperator();
+    const mine = await readyOperator(h);
+    const theirs = await readyOperator(h);
     const id = (await mine.request("POST", "/api/items", item)).json().item.id;
     for (const [method, path, body] of [
       ["POST", `/api/items/${id}`, { allowed_hosts: ["evil.example.com"] }],
@@ -102,7 +87,7 @@ describe("hosted items", () => {
   });
 
   it("creates folders and files items in them", async () => {
-    const op = await readyOperator();
+    const op = await readyOperator(h);
     const folder = await op.request("POST", "/api/folders", { environment: "staging", name: "payments" });
     expect(folder.statusCode).toBe(201);
     const created = await op.request("POST", "/api/items", {
