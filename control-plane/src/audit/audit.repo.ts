@@ -31,6 +31,8 @@ export interface AuditFilter {
   itemName?: string | undefined;
   actions?: readonly string[] | undefined;
   actor?: string | undefined;
+  /** Any of these actors (a client acts as agent:<id> or trusted:<id>). */
+  actors?: readonly string[] | undefined;
   limit?: number | undefined;
 }
 
@@ -67,6 +69,7 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
         .limit(Math.min(filter.limit ?? DEFAULT_LIMIT, DEFAULT_LIMIT));
       if (filter.itemName) query = query.where("item_name", "=", filter.itemName);
       if (filter.actor) query = query.where("actor", "=", filter.actor);
+      if (filter.actors) query = query.where("actor", "in", [...filter.actors]);
       if (filter.actions) query = query.where("action", "in", [...filter.actions]);
       const rows = await query.execute();
       return rows.map((r) => ({

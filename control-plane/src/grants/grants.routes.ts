@@ -156,7 +156,9 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     const operator = await operatorOf(request);
     const events = await deps.audit.findAuditEvents(operator.organisationId, {
       itemName: request.query.item_name,
-      actor: request.query.client_id ? `agent:${request.query.client_id}` : undefined,
+      actors: request.query.client_id
+        ? [`agent:${request.query.client_id}`, `trusted:${request.query.client_id}`]
+        : undefined,
     });
     return { events };
   });

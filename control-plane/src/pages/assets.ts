@@ -1,7 +1,9 @@
 // The scripts and the stylesheet of the hosted pages, served from this server (/assets/*) so the
 // pages' Content-Security-Policy needs no 'unsafe-inline' and no other host. Plain ES5-style
 // browser JavaScript; nothing here uses innerHTML: every value reaches the page as text, and the
-// QR code (our own server's SVG) as an <img> data: URL, never as live DOM.
+// QR code (our own server's SVG) as an <img> data: URL, never as live DOM. The console's own code
+// is in console.script.ts.
+import { CONSOLE_ACTIVITY, CONSOLE_CLIENTS, CONSOLE_CORE } from "./console.script.ts";
 
 /** Helpers both scripts share: the JSON API with the CSRF header, and the aria-live status. */
 const COMMON = `"use strict";
@@ -65,6 +67,7 @@ function fail(error) {
     location.assign("/sign-in");
     return;
   }
+  if (!(error && error.status) && window.console) console.error("Latch: request or script failed:", error);
   say(error && error.status ? error.message : "Could not reach Latch. Check your connection and try again.", true);
 }
 /** Runs a request for a form: buttons disabled meanwhile; on failure the field is marked and focused. */
@@ -234,32 +237,7 @@ else if (page === "enroll-totp") enrollPage();
 else if (page === "verify-totp") verifyPage();
 `;
 
-const CONSOLE_SCRIPT = `${COMMON}
-function showAccount(me) {
-  if (!me.session_ready) {
-    location.assign(me.totp_enabled ? "/verify-totp" : "/enroll-totp");
-    return;
-  }
-  byId("email").textContent = me.email;
-  byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
-  byId("backup-left").textContent = String(me.backup_codes_remaining);
-  if (me.backup_codes_remaining < 3) {
-    say("Only " + me.backup_codes_remaining + " backup codes left.", true);
-  }
-}
-var signOut = byId("sign-out");
-signOut.addEventListener("click", function () {
-  signOut.disabled = true;
-  api("POST", "/api/auth/logout").then(function () {
-    say("Signed out.");
-    location.assign("/sign-in");
-  }, function (error) {
-    signOut.disabled = false;
-    fail(error);
-  });
-});
-api("GET", "/api/auth/me").then(showAccount, fail);
-`;
+const CONSOLE_SCRIPT = `${COMMON}${CONSOLE_CORE}`;
 
 const STYLE = `:root{color-scheme:light dark;--fg:#14171a;--bg:#fff;--muted:#5b6470;--line:#d4d9de;--accent:#0b57d0;--error:#b3261e;--card:#f6f8fa}
 @media (prefers-color-scheme:dark){:root{--fg:#e8eaed;--bg:#15181c;--muted:#a4adb8;--line:#3a414a;--accent:#8ab4f8;--error:#f2b8b5;--card:#1e2227}}
@@ -268,6 +246,7 @@ const STYLE = `:root{color-scheme:light dark;--fg:#14171a;--bg:#fff;--muted:#5b6
 body{margin:0;background:var(--bg);color:var(--fg);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 .skip{position:absolute;left:-999px;top:0;background:var(--bg);padding:.5rem}
 .skip:focus{left:.5rem}
+.visually-hidden{position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;clip-path:inset(50%);white-space:nowrap;border:0}
 header.site{border-bottom:1px solid var(--line);padding:.75rem 1.25rem;display:flex;align-items:center;justify-content:space-between;gap:1rem}
 header.site button{margin:0}
 .brand{margin:0;font-weight:700;letter-spacing:.02em}
@@ -296,6 +275,35 @@ code,.codes{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 #secret{font-size:1.05rem;overflow-wrap:anywhere}
 .codes{columns:2;font-size:1.1rem;padding-left:1.75rem}
 .codes li{padding:.2rem 0;break-inside:avoid}
+body[data-page=console] main{max-width:76rem}
+select{font:inherit;width:100%;max-width:24rem;padding:.5rem .6rem;border:1px solid var(--muted);border-radius:6px;background:var(--bg);color:var(--fg)}
+h3{font-size:1.05rem;margin:1.5rem 0 .5rem}
+.card h3{margin-top:0}
+body[data-page=console] form>button{display:block}
+.summary{display:flex;flex-wrap:wrap;gap:.25rem 2.5rem}
+.summary dd{margin:0}
+nav.sections ul{list-style:none;display:flex;flex-wrap:wrap;gap:.25rem;margin:1.25rem 0 1rem;padding:0;border-bottom:1px solid var(--line)}
+nav.sections a{display:block;padding:.5rem 1rem;border:1px solid transparent;border-bottom:0;border-radius:6px 6px 0 0;text-decoration:none}
+nav.sections a[aria-current=page]{border-color:var(--line);background:var(--card);color:var(--fg);font-weight:600}
+.count{font-weight:700}
+.table-wrap{overflow-x:auto;margin:.5rem 0}
+table{border-collapse:collapse;width:100%;font-size:.95rem}
+caption{text-align:left;font-weight:600;padding:.25rem 0}
+th,td{text-align:left;vertical-align:top;padding:.45rem .5rem;border-bottom:1px solid var(--line);overflow-wrap:break-word}
+thead th{border-bottom:2px solid var(--muted)}
+th[scope=row],.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-weight:600}
+td.actions-cell{white-space:nowrap}
+td button{margin:.15rem .35rem .15rem 0;padding:.3rem .7rem;font-size:.9rem}
+.confirm{display:inline-flex;flex-wrap:wrap;align-items:center;gap:.35rem;white-space:normal}
+.confirm .question{font-weight:600}
+.confirm button{margin:0}
+button.danger{background:var(--error);border-color:var(--error);color:var(--bg)}
+.token{border:2px solid var(--accent)}
+.secret-text{font-size:1rem;overflow-wrap:anywhere}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:var(--bg);border:1px solid var(--line);border-radius:4px;padding:.5rem .75rem}
+.filters .fields{display:flex;flex-wrap:wrap;gap:0 1.25rem}
+.filters .fields div{flex:1 1 14rem}
+body[data-page=console] .status:not(:empty){position:sticky;bottom:0;background:var(--bg);border-top:1px solid var(--line);padding:.5rem 0;margin:0}
 `;
 
 export interface Asset {
@@ -307,5 +315,7 @@ export interface Asset {
 export const ASSETS: Record<string, Asset> = {
   "/assets/auth.js": { type: "text/javascript; charset=utf-8", body: AUTH_SCRIPT },
   "/assets/console.js": { type: "text/javascript; charset=utf-8", body: CONSOLE_SCRIPT },
+  "/assets/console-clients.js": { type: "text/javascript; charset=utf-8", body: CONSOLE_CLIENTS },
+  "/assets/console-activity.js": { type: "text/javascript; charset=utf-8", body: CONSOLE_ACTIVITY },
   "/assets/site.css": { type: "text/css; charset=utf-8", body: STYLE },
 };

@@ -190,6 +190,28 @@ describe("what the pages are made of", () => {
     }
   });
 
+  it("builds the console from text only: no markup from strings, no eval, every section present", async () => {
+    for (const [path, asset] of Object.entries(ASSETS)) {
+      if (!path.endsWith(".js")) continue;
+      expect(asset.body, path).not.toMatch(
+        /innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function/,
+      );
+    }
+    const { ready } = await browsersInEachState();
+    const page = (await ready.request("GET", "/console")).body;
+    for (const script of ["console", "console-clients", "console-activity"]) {
+      expect(page).toContain(`<script src="/assets/${script}.js"></script>`);
+    }
+    for (const section of ["vault", "clients", "inbox", "audit", "access"]) {
+      expect(page).toContain(`<section id="${section}" class="panel" aria-labelledby="${section}-heading">`);
+      expect(page).toContain(`<a href="#${section}">`);
+    }
+    // Secret inputs are password fields the browser does not offer to fill.
+    for (const id of ["item-value", "rotate-value"]) {
+      expect(page).toMatch(new RegExp(`<input id="${id}" [^>]*type="password" autocomplete="off"`));
+    }
+  });
+
   it("escapes what it puts into a page: an organisation name full of markup", async () => {
     expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe(
       "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;",

@@ -1,0 +1,424 @@
+// The operator console in a real headless Chromium against the real hosted plane on a real port:
+// an operator signs up through the pages, stores a credential (its value never reaches the page
+// again), issues a model client and reads its token off the page; the official MCP SDK client uses
+// that token, the console's inbox shows the pending call, the Approve-by-code form and the row
+// buttons approve it, and the audit shows the call. Then clients (trusted, rotate, revoke) and the
+// access section (revoke one session, sign out the others). Screenshots go to
+// test-artifacts/browser/console-*.png. Needs Debian's chromium: skipped without it, except on CI.
+import { existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import * as OTPAuth from "otpauth";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  Browser as ApiBrowser,
+  type HostedHarness,
+  lastCodeFor,
+  startHosted,
+  uniqueEmail,
+} from "../../test/hosted.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+const SHOTS = fileURLToPath(new URL("../../../test-artifacts/browser/", import.meta.url));
+const SECRET = "sk_live_console_canary_5b1e";
+const ROTATED = "sk_live_console_rotated_c0d7";
+const OTHER = "sk_other_console_canary_99f0";
+/** Long enough for the inbox's 5-second refresh and a round trip. */
+const SOON = { timeout: 12_000, interval: 100 };
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (!address || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+/** The fields of an http_request answer this test reads (spec 2.8, 3.1). */
+interface ToolAnswer {
+  status?: string;
+  item_name?: string;
+  approval_code?: string;
+  origin_status?: number;
+  body?: string;
+}
+const payloadOf = (result: Awaited<ReturnType<Client["callTool"]>>) =>
+  JSON.parse((result.content as { text: string }[])[0]!.text) as ToolAnswer;
+
+describe.skipIf(!hasChromium && !process.env.CI)("the operator console in Chromium", () => {
+  let h: HostedHarness;
+  let browser: Browser;
+  let base: string;
+
+  beforeAll(async () => {
+    if (!hasChromium) {
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does it)`,
+      );
+    }
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    h = await startHosted({ baseUrl: base });
+    await h.app.listen({ host: "127.0.0.1", port });
+    h.egress.setHandler((req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ auth: req.headers.authorization }));
+    });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+    mkdirSync(SHOTS, { recursive: true });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await h?.close();
+  });
+
+  /** A new page that records script errors and anything the CSP refused. */
+  async function openPage(): Promise<{ page: Page; problems: string[] }> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (/content security policy|refused to|^Latch: /i.test(message.text())) problems.push(message.text());
+    });
+    return { page, problems };
+  }
+
+  const shot = (page: Page, name: string) =>
+    page.screenshot({ path: `${SHOTS}console-${name}.png`, fullPage: true });
+  const statusOf = (page: Page) => page.locator("#status").textContent();
+
+  /** Signs up through the pages and reaches the console; returns the operator's authenticator. */
+  async function signUp(page: Page): Promise<{ email: string; totp: OTPAuth.TOTP }> {
+    const email = uniqueEmail("console");
+    await page.goto(`${base}/sign-up`);
+    await page.getByLabel("Email address").fill(email);
+    await page.getByRole("button", { name: "Email me a code" }).click();
+    const codeField = page.getByLabel("8-digit code from the email");
+    await codeField.waitFor({ state: "visible" });
+    await expect.poll(() => h.inbox.mails.filter((m) => m.to === email).length).toBe(1);
+    await codeField.fill(lastCodeFor(h.inbox, email));
+    await page.getByRole("button", { name: "Create account" }).click();
+    await page.waitForURL(`${base}/enroll-totp`);
+    await expect.poll(() => page.locator("#secret").textContent()).toMatch(/^[A-Z2-7]{4} /);
+    const secret = (await page.locator("#secret").textContent())!.replace(/\s+/g, "");
+    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    await page
+      .getByLabel("6-digit code from the app")
+      .fill(totp.generate({ timestamp: h.clock.now.getTime() }));
+    await page.getByRole("button", { name: "Confirm" }).click();
+    await page.getByRole("link", { name: "Continue to console" }).click();
+    await page.waitForURL(`${base}/console`);
+    return { email, totp };
+  }
+
+  /** Opens a console section from the navigation. */
+  async function openSection(page: Page, name: string) {
+    await page.getByRole("navigation", { name: "Console sections" }).getByRole("link", { name }).click();
+    await page.waitForURL(new RegExp(`#${name.toLowerCase()}$`));
+    const heading = page.getByRole("heading", { level: 2, name, exact: true });
+    await heading.waitFor({ state: "visible" });
+    expect(await page.locator(":focus").getAttribute("id")).toBe(`${name.toLowerCase()}-heading`);
+  }
+
+  it("stores a credential, issues a model client, approves its MCP call from the inbox and audits it", async () => {
+    const { page, problems } = await openPage();
+    await signUp(page);
+
+    // The vault opens first, empty.
+    const nav = page.getByRole("navigation", { name: "Console sections" });
+    expect(await nav.getByRole("link", { name: "Vault" }).getAttribute("aria-current")).toBe("page");
+    await expect.poll(() => page.locator("#items-empty").isVisible()).toBe(true);
+    expect(await page.locator("#clients").isHidden()).toBe(true);
+
+    // Add two credentials; the value field is a password field without autocomplete.
+    const add = page.locator("#add-form");
+    const value = add.getByLabel("Value");
+    expect(await value.getAttribute("type")).toBe("password");
+    expect(await value.getAttribute("autocomplete")).toBe("off");
+    await add.getByLabel("Name", { exact: true }).fill("api_key");
+    await value.fill(SECRET);
+    await add.getByLabel("Allowed hosts").fill("api.latch.test");
+    await add.getByRole("button", { name: "Add credential" }).click();
+    expect(await statusOf(page)).toMatch(/uppercase letter/);
+    expect(await add.getByLabel("Name", { exact: true }).getAttribute("aria-invalid")).toBe("true");
+    await add.getByLabel("Name", { exact: true }).fill("API_KEY");
+    await add.getByLabel("Environment").selectOption("staging");
+    await add.getByRole("button", { name: "Add credential" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Stored API_KEY (staging). Its value ends in 5b1e.");
+    expect(await value.inputValue()).toBe("");
+
+    await add.getByLabel("Name", { exact: true }).fill("OTHER_KEY");
+    await value.fill(OTHER);
+    await add.getByLabel("Environment").selectOption("production");
+    await add.getByLabel("Allowed hosts").fill("a.example.test, b.example.test");
+    await add.getByLabel("Inject as").fill("header:X-Api-Key");
+    await add.getByRole("button", { name: "Add credential" }).click();
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe("Stored OTHER_KEY (production). Its value ends in 99f0.");
+    const rows = page.locator("#items tbody tr");
+    await expect.poll(() => rows.count()).toBe(2);
+    const otherRow = rows.filter({ hasText: "OTHER_KEY" });
+    expect(await otherRow.locator("td").allTextContents()).toEqual([
+      "production",
+      "secret",
+      "a.example.test, b.example.test",
+      "header:X-Api-Key",
+      "…99f0",
+      expect.any(String),
+      "RotateEditDelete",
+    ]);
+
+    // Edit its hosts, then delete it (a confirm step first; Cancel puts the buttons back).
+    await page.getByRole("button", { name: "Edit OTHER_KEY (production)" }).click();
+    const edit = page.locator("#edit-form");
+    expect(await edit.getByLabel("Allowed hosts").inputValue()).toBe("a.example.test, b.example.test");
+    await edit.getByLabel("Allowed hosts").fill("c.example.test d.example.test");
+    await edit.getByRole("button", { name: "Save changes" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Saved OTHER_KEY (production).");
+    await expect
+      .poll(() => otherRow.locator("td").nth(2).textContent())
+      .toBe("c.example.test, d.example.test");
+    expect(await edit.isHidden()).toBe(true);
+    await page.getByRole("button", { name: "Delete OTHER_KEY (production)" }).click();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await page.getByRole("button", { name: "Delete OTHER_KEY (production)" }).click();
+    await shot(page, "01-vault-confirm-delete");
+    await page.getByRole("button", { name: "Delete for good" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Deleted OTHER_KEY (production).");
+    await expect.poll(() => rows.count()).toBe(1);
+
+    // Rotate API_KEY: the form asks for the new value; only the new last four show.
+    await page.getByRole("button", { name: "Rotate API_KEY (staging)" }).click();
+    const rotate = page.locator("#rotate-form");
+    expect(await page.locator(":focus").getAttribute("id")).toBe("rotate-value");
+    expect(await rotate.getByLabel("New value").getAttribute("type")).toBe("password");
+    await rotate.getByLabel("New value").fill(ROTATED);
+    await rotate.getByRole("button", { name: "Save new value" }).click();
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe("Rotated API_KEY (staging). The new value ends in c0d7.");
+    await expect.poll(() => rows.first().locator("td").nth(4).textContent()).toBe("…c0d7");
+    const vaultHtml = await page.content();
+    for (const secret of [SECRET, ROTATED, OTHER]) expect(vaultHtml).not.toContain(secret);
+    await shot(page, "02-vault");
+
+    // Issue a model client: the token once, with its MCP URL and how to send it.
+    await openSection(page, "Clients");
+    const clientForm = page.locator("#client-form");
+    await clientForm.getByLabel("Name").fill("console agent");
+    await clientForm.getByLabel("Kind").selectOption("model");
+    await clientForm.getByLabel("Environment").selectOption("staging");
+    await clientForm.getByRole("button", { name: "Issue client" }).click();
+    const tokenText = page.locator("#token-value");
+    await expect.poll(() => tokenText.textContent(), SOON).toMatch(/^avm_/);
+    const token = (await tokenText.textContent())!;
+    const mcpUrl = (await page.locator("#mcp-url").textContent())!;
+    expect(mcpUrl).toBe(`${base}/mcp`);
+    expect(await page.locator("#mcp-header").textContent()).toBe(`Authorization: Bearer ${token}`);
+    expect(await page.locator("#token-mcp").textContent()).toContain("Configure your MCP client");
+    expect(await page.locator(":focus").getAttribute("id")).toBe("token-heading");
+    await page.getByRole("button", { name: "Copy token" }).click();
+    await expect.poll(() => statusOf(page)).toMatch(/^Token copied|^The token is selected/);
+    if ((await statusOf(page))!.startsWith("Token copied")) {
+      expect(await page.evaluate("navigator.clipboard.readText()")).toBe(token);
+    }
+    const clientId = (await page.locator("#issued tbody tr td.mono").first().textContent())!;
+    expect(clientId).toMatch(/^cli_/);
+    await shot(page, "03-client-token");
+    await page.getByRole("button", { name: "I have stored it: hide the token" }).click();
+    expect(await page.locator("#token-panel").isHidden()).toBe(true);
+    expect(await page.content()).not.toContain(token);
+
+    // The agent calls through the official MCP SDK client with that token: pending, with a code.
+    const agent = new Client({ name: "console-agent", version: "1.0.0" });
+    await agent.connect(
+      new StreamableHTTPClientTransport(new URL(mcpUrl), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    const call = () =>
+      agent
+        .callTool({
+          name: "http_request",
+          arguments: { method: "GET", path: "/v1/data", item_name: "API_KEY" },
+        })
+        .then(payloadOf);
+
+    await openSection(page, "Inbox");
+    await expect.poll(() => page.locator("#approvals-empty").isVisible(), SOON).toBe(true);
+    const pending = await call();
+    expect(pending).toMatchObject({ status: "pending", item_name: "API_KEY" });
+    expect(pending.approval_code).toMatch(/^\d{8}$/);
+
+    // The inbox picks it up on its own (5-second refresh), naming the client issued in this tab.
+    const approvals = page.locator("#approvals tbody tr");
+    await expect.poll(() => approvals.count(), SOON).toBe(1);
+    expect(await approvals.first().locator("th").textContent()).toBe("API_KEY");
+    expect(await approvals.first().locator("td").nth(1).textContent()).toBe(`console agent (${clientId})`);
+    expect(await page.locator("#inbox-count").textContent()).toBe("(1)");
+    await shot(page, "04-inbox");
+
+    // Approve by code: a wrong code is refused in the status region, the right one approves.
+    const codeField = page.getByLabel("8-digit approval code");
+    const approvalCode = pending.approval_code!;
+    await codeField.fill(approvalCode === "00000000" ? "11111111" : "00000000");
+    await page.locator("#code-form").getByRole("button", { name: "Approve" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("That approval code matches no pending approval.");
+    expect(await codeField.getAttribute("aria-invalid")).toBe("true");
+    await codeField.fill(approvalCode);
+    await codeField.press("Enter");
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe(`Approved API_KEY for console agent (${clientId}) for one call.`);
+    await expect.poll(() => approvals.count()).toBe(0);
+    await shot(page, "05-approved-by-code");
+
+    const answer = await call();
+    expect(answer.origin_status).toBe(200);
+    expect(answer.body).toContain("Bearer [redacted]");
+    expect(JSON.stringify(answer)).not.toContain(ROTATED);
+
+    // The one-call approval is spent: the next call waits again; "Approve 8 hours" covers the rest.
+    expect((await call()).status).toBe("pending");
+    await expect.poll(() => approvals.count(), SOON).toBe(1);
+    await page.getByRole("button", { name: "Approve 8 hours: API_KEY for console agent" }).click();
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe(`Approved API_KEY for console agent (${clientId}) for 8 hours.`);
+    expect((await call()).origin_status).toBe(200);
+    expect((await call()).origin_status).toBe(200);
+    await agent.close();
+
+    // The audit shows the calls, filtered by credential and by client.
+    await openSection(page, "Audit");
+    const events = page.locator("#events tbody tr");
+    await expect.poll(() => events.count(), SOON).toBeGreaterThan(0);
+    const audit = page.locator("#audit-form");
+    await audit.getByLabel("Credential name").fill("API_KEY");
+    await audit.getByLabel("Client ID").fill(clientId);
+    await audit.getByRole("button", { name: "Show events" }).click();
+    await expect.poll(() => statusOf(page), SOON).toMatch(/^\d+ events\.$/);
+    const calls = events.filter({ hasText: "http_request" });
+    expect(await calls.count()).toBeGreaterThanOrEqual(3);
+    const cells = await calls.first().locator("td").allTextContents();
+    expect(cells.slice(1, 5)).toEqual([
+      "staging",
+      `agent console agent (${clientId})`,
+      "http_request",
+      "API_KEY",
+    ]);
+    for (const actor of await events.locator("td:nth-child(3)").allTextContents()) {
+      expect(actor).toBe(`agent console agent (${clientId})`);
+    }
+    await shot(page, "06-audit");
+    await audit.getByRole("button", { name: "Clear filters" }).click();
+    await expect.poll(() => statusOf(page), SOON).toMatch(/^Filters cleared: \d+ events\.$/);
+    expect(await events.filter({ hasText: "item_rotated" }).count()).toBe(1);
+
+    const finalHtml = await page.content();
+    for (const secret of [SECRET, ROTATED, OTHER, token]) expect(finalHtml).not.toContain(secret);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 180_000);
+
+  it("issues, rotates and revokes a trusted client, and manages sessions", async () => {
+    const { page, problems } = await openPage();
+    const { email, totp } = await signUp(page);
+
+    // A trusted client: its token is for /runtime/resolve, not MCP.
+    await page.goto(`${base}/console#clients`);
+    await page.getByRole("heading", { level: 2, name: "Clients" }).waitFor({ state: "visible" });
+    expect(await page.locator("#vault").isHidden()).toBe(true);
+    const clientForm = page.locator("#client-form");
+    await clientForm.getByLabel("Name").fill("runtime");
+    await clientForm.getByLabel("Kind").selectOption("trusted");
+    await clientForm.getByRole("button", { name: "Issue client" }).click();
+    const tokenText = page.locator("#token-value");
+    await expect.poll(() => tokenText.textContent(), SOON).toMatch(/^avt_/);
+    const first = (await tokenText.textContent())!;
+    expect(await page.locator("#token-mcp").isHidden()).toBe(true);
+    expect(await page.locator("#token-trusted").isVisible()).toBe(true);
+
+    const resolve = (bearer: string) =>
+      fetch(`${base}/runtime/resolve`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
+        body: JSON.stringify({ item_name: "NOPE" }),
+      }).then((r) => r.status);
+    expect(await resolve(first)).toBe(404);
+
+    // Rotate (a confirm step): a new token once; the old one stops.
+    await page.getByRole("button", { name: "Rotate runtime" }).click();
+    await page.getByRole("button", { name: "Rotate now" }).click();
+    await expect.poll(() => tokenText.textContent(), SOON).not.toBe(first);
+    const second = (await tokenText.textContent())!;
+    expect(second).toMatch(/^avt_/);
+    expect(await resolve(first)).toBe(401);
+    expect(await resolve(second)).toBe(404);
+
+    // Revoke: the row says so and the token stops.
+    await page.getByRole("button", { name: "Revoke runtime" }).click();
+    await shot(page, "07-client-revoke-confirm");
+    await page.getByRole("button", { name: "Revoke for good" }).click();
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe("Revoked runtime. Its token and approvals no longer work.");
+    expect(await page.locator("#issued tbody tr td").last().textContent()).toBe("Revoked");
+    expect(await page.locator("#token-panel").isHidden()).toBe(true);
+    expect(await resolve(second)).toBe(401);
+
+    // Two more sessions of the same operator, signed in over the API.
+    const others: ApiBrowser[] = [];
+    for (let i = 0; i < 2; i++) {
+      const other = new ApiBrowser(h.app, base);
+      await other.request("POST", "/api/auth/otp/send", { email });
+      await other.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+      h.clock.advance(31_000);
+      const verified = await other.request("POST", "/api/auth/totp/verify", {
+        code: totp.generate({ timestamp: h.clock.now.getTime() }),
+      });
+      expect(verified.statusCode, verified.body).toBe(200);
+      others.push(other);
+    }
+    const meOf = async (b: ApiBrowser) => (await b.request("GET", "/api/auth/me")).statusCode;
+
+    await openSection(page, "Access");
+    const sessions = page.locator("#sessions tbody tr");
+    await expect.poll(() => sessions.count(), SOON).toBe(3);
+    expect(await sessions.filter({ hasText: "This session" }).count()).toBe(1);
+    expect(await page.locator("#operators tbody tr th").allTextContents()).toEqual([email]);
+    await shot(page, "08-access");
+
+    // Revoke one session by its button (never offered on the current one).
+    expect(await sessions.filter({ hasText: "This session" }).getByRole("button").count()).toBe(0);
+    await page
+      .getByRole("button", { name: `Revoke the session of ${email}` })
+      .first()
+      .click();
+    await expect.poll(() => statusOf(page), SOON).toBe(`Signed out that session of ${email}.`);
+    await expect.poll(() => sessions.count()).toBe(2);
+    expect((await Promise.all(others.map(meOf))).sort()).toEqual([200, 401]);
+
+    // Sign out all the others.
+    await page.getByRole("button", { name: "Sign out all other sessions" }).click();
+    await page.getByRole("button", { name: "Sign them out" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Signed out 1 other session.");
+    await expect.poll(() => sessions.count()).toBe(1);
+    expect(await page.getByRole("button", { name: "Sign out all other sessions" }).isDisabled()).toBe(true);
+    expect(await Promise.all(others.map(meOf))).toEqual([401, 401]);
+    await shot(page, "09-access-after");
+
+    expect(await page.content()).not.toContain(second);
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 180_000);
+});
