@@ -333,7 +333,7 @@ window.addEventListener("DOMContentLoaded", function () {
 /** /assets/console-clients.js (after console.js): issue, rotate and revoke clients. */
 export const CONSOLE_CLIENTS = `
 /* ---------- clients ---------- */
-/** Clients issued (or rotated) in this tab: the API has no listing of clients. */
+/** The organisation's clients, from the access snapshot, plus any issued in this tab since. */
 var issued = [];
 /** client_id to name, for the inbox and the audit. */
 var clientNames = {};
@@ -401,6 +401,17 @@ byId("copy-token").addEventListener("click", function () {
 function renderIssued() {
   fillTable("issued", issued.map(issuedRow), "issued-empty");
 }
+/** Loads every client of the organisation (GET /api/access lists them, without tokens). */
+loaders.clients = function () {
+  return api("GET", "/api/access").then(function (access) {
+    (access.clients || []).forEach(function (client) {
+      var known = remember(client);
+      known.issued_at = client.created_at;
+      known.revoked = Boolean(client.revoked_at);
+    });
+    renderIssued();
+  }, fail);
+};
 function issuedRow(client) {
   var actions = el("td", null, "actions-cell");
   if (client.revoked) actions.textContent = "Revoked";

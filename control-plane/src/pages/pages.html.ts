@@ -278,9 +278,9 @@ const CLIENTS_SECTION = `<section id="clients" class="panel" aria-labelledby="cl
 <p id="token-trusted" hidden>Your runtime sends it as <code>Authorization: Bearer</code> followed by the token to <code>POST /runtime/resolve</code> with a body like <code>{"item_name": "API_KEY"}</code>.</p>
 <button type="button" id="token-done" class="secondary">I have stored it: hide the token</button>
 </section>
-<h3>Clients issued in this tab</h3>
-<p class="hint">Latch does not list clients yet, so this table shows only the clients issued since this page was opened; it is empty after a reload. Earlier clients appear by ID in the audit (actor agent:ID).</p>
-${dataTable("issued", "Clients issued in this tab", ["Name", "Kind", "Environment", "Client ID", "Issued", "Actions"], true)}
+<h3>Clients</h3>
+<p class="hint">Every client of this organisation. A token is shown only once, when it is issued or rotated.</p>
+${dataTable("issued", "Clients", ["Name", "Kind", "Environment", "Client ID", "Issued", "Actions"], true)}
 <p id="issued-empty" class="hint">None yet.</p>
 <form id="client-id-form" class="card" novalidate aria-labelledby="client-id-heading">
 <h3 id="client-id-heading">Rotate or revoke a client by ID</h3>
