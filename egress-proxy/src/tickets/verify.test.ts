@@ -121,4 +121,25 @@ describe("call ticket verification", () => {
       "ticket_invalid",
     );
   });
+
+  it.each([
+    ["empty", 0],
+    ["truncated", 63],
+    ["overlong", 65],
+  ])("refuses an %s signature and does not burn the ticket", async (_name, length) => {
+    const { minter, verify } = setup();
+    const signed = minter.mintCallTicket(call);
+    const signature = Buffer.alloc(length);
+    Buffer.from(signed.signature).copy(signature);
+    expect(await codeOf(verify({ ...signed, signature }))).toBe("ticket_signature");
+    await expect(verify(signed)).resolves.toBeDefined();
+  });
+
+  it("accepts a ticket presented several times at once exactly once", async () => {
+    const { minter, verify } = setup();
+    const signed = minter.mintCallTicket(call);
+    const codes = await Promise.all(Array.from({ length: 8 }, () => codeOf(verify(signed))));
+    expect(codes.filter((code) => code === "accepted")).toHaveLength(1);
+    expect(codes.filter((code) => code === "ticket_replayed")).toHaveLength(7);
+  });
 });

@@ -1,7 +1,7 @@
 // Connection pools to origins: one keep-alive HTTP/1.1 undici Pool per pinned (host, address, port),
 // dialling only the checked address, bounded in number and closed when idle.
 import type { LookupFunction } from "node:net";
-import { getCACertificates } from "node:tls";
+import { createSecureContext, getCACertificates, type SecureContext } from "node:tls";
 import { buildConnector, Pool } from "undici";
 import type { Destination } from "../destination/resolve.ts";
 
@@ -77,9 +77,27 @@ const refuseLookup: LookupFunction = (hostname, _options, callback) => {
   );
 };
 
-function createDialer(destination: Destination, ca: string[] | undefined): buildConnector.connector {
+/**
+ * The trust store for origins when extra CAs are configured: built once, when the first pool is
+ * created, and shared by every connection (tls.connect would otherwise parse the whole CA list
+ * again for each new connection). Without extra CAs tls.connect uses Node's default store.
+ */
+type TrustContext = () => SecureContext | undefined;
+
+function createTrustContext(ca: string[] | undefined): TrustContext {
+  let context: SecureContext | undefined;
+  return () => {
+    if (ca === undefined) return undefined;
+    context ??= createSecureContext({ ca });
+    return context;
+  };
+}
+
+function createDialer(destination: Destination, trust: TrustContext): buildConnector.connector {
+  // undici passes its own options to tls.connect, not the per-dial ones below.
+  const secureContext = trust();
   const connect = buildConnector({
-    ...(ca === undefined ? {} : { ca }),
+    ...(secureContext === undefined ? {} : { secureContext }),
     allowH2: false,
     timeout: BACKSTOP_MS,
     lookup: refuseLookup,
@@ -104,10 +122,10 @@ function createDialer(destination: Destination, ca: string[] | undefined): build
   };
 }
 
-function createPool(destination: Destination, ca: string[] | undefined): Pool {
+function createPool(destination: Destination, trust: TrustContext): Pool {
   // The origin URL sets the Host header: `https://host` with no port, whatever port is dialled.
   return new Pool(`https://${destination.host}`, {
-    connect: createDialer(destination, ca),
+    connect: createDialer(destination, trust),
     connections: CONNECTIONS_PER_POOL,
     pipelining: 1,
     allowH2: false,
@@ -134,6 +152,7 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   const idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
   // `ca` replaces Node's trust store, so the defaults go in first: extraCa adds, never replaces.
   const ca = opts.extraCa === undefined ? undefined : [...getCACertificates("default"), opts.extraCa];
+  const trust = createTrustContext(ca);
   // Insertion order is recency order: a used entry is moved to the end.
   const pools = new Map<string, { pool: Pool; lastUsed: number }>();
 
@@ -155,7 +174,7 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
     poolFor(destination) {
       const key = keyOf(destination);
       const found = pools.get(key);
-      const pool = found?.pool ?? createPool(destination, ca);
+      const pool = found?.pool ?? createPool(destination, trust);
       pools.delete(key);
       pools.set(key, { pool, lastUsed: Date.now() });
       while (pools.size > maxPools) {

@@ -1,0 +1,185 @@
+import { describe, expect, it } from "vitest";
+import { listSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
+
+// listSecretEncodings takes shortcuts (plain tokens skip the percent and JSON variants, ASCII
+// spellings become one Buffer). This checks that it still lists exactly the spellings of the
+// straightforward version below, kept verbatim as the reference, for secrets built from every
+// kind of character the encoders treat differently.
+
+const ALPHABET = [
+  ..."abcXYZ019",
+  ..."-_.*~!'()",
+  ..." /+=:%?&#;,@$",
+  ...'"\\<>&',
+  "\x00",
+  "\x1f",
+  "\x7f",
+  "\t",
+  "\x80",
+  "é",
+  "ÿ",
+  "€",
+  "\u2028",
+  "\u2029",
+  "😀",
+  "\ud800",
+  "\udc00",
+];
+
+/** A deterministic generator, so that a failure is reproducible. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32;
+  };
+}
+
+function randomValue(next: () => number): RedactionValue {
+  const pick = (pool: readonly string[], length: number) =>
+    Array.from({ length }, () => pool[Math.floor(next() * pool.length)]).join("");
+  // Half the secrets are plain tokens, which take the shortcuts; the rest mix everything.
+  const isPlain = next() < 0.5;
+  const pool = isPlain ? [..."abcdefXYZ0123456789-_."] : ALPHABET;
+  const secret = pick(pool, 1 + Math.floor(next() * 40));
+  const username = next() < 0.3 ? pick(ALPHABET.slice(0, 20), Math.floor(next() * 6)) : undefined;
+  return { secret, username };
+}
+
+const hexSet = (buffers: readonly Buffer[]) => buffers.map((b) => b.toString("hex")).sort();
+
+describe("listSecretEncodings", () => {
+  it("lists exactly the reference spellings for 5000 generated secrets", () => {
+    const next = random(20261123);
+    for (let i = 0; i < 5000; i++) {
+      const value = randomValue(next);
+      const listed = listSecretEncodings(value);
+      expect(hexSet(listed), JSON.stringify(value)).toEqual(hexSet(referenceEncodings(value)));
+      // Distinct and never empty.
+      expect(new Set(hexSet(listed)).size).toBe(listed.length);
+      expect(listed.every((b) => b.length > 0)).toBe(true);
+    }
+  });
+
+  it.each([
+    ["a plain token", { secret: "sk_live_0123456789abcdef" }],
+    ["a token with a username", { secret: "tok-1.2_3", username: "acct_42" }],
+    ["every special character", { secret: "s3cr/et+K ey~!'()<&>\"\\é😀zZ9", username: "acct_42" }],
+    ["a lone surrogate", { secret: "ab\ud800cd-efgh" }],
+    ["latin1 only", { secret: "pässwörd-42" }],
+    ["a short value", { secret: "abc" }],
+    ["an empty value", { secret: "" }],
+  ])("lists the reference spellings for %s", (_name, value: RedactionValue) => {
+    expect(hexSet(listSecretEncodings(value))).toEqual(hexSet(referenceEncodings(value)));
+  });
+});
+
+// --- The reference: secret-encodings.ts before the shortcuts, unchanged. ---
+
+// Below this many bytes a value has no "inside a longer base64 text" spellings: their few
+// characters would match unrelated base64 too often to be worth hiding.
+const MIN_EMBEDDED_BASE64_BYTES = 6;
+
+/** The spellings as listed before the fast paths: every text through UTF-8 and latin1, deduplicated by hex. */
+function referenceEncodings(value: RedactionValue): Buffer[] {
+  const secret = value.secret;
+  if (typeof secret !== "string" || secret.length === 0) return [];
+  const texts = new Set<string>([
+    secret,
+    ...listPercentEncodings(secret),
+    ...listJsonEscapes(secret),
+    ...listBase64Encodings(Buffer.from(secret, "utf8")),
+    ...listEmbeddedBase64(Buffer.from(secret, "utf8")),
+    ...listBase64Encodings(Buffer.from(`${secret}:`, "utf8")),
+  ]);
+  if (value.username !== undefined && value.username.length > 0) {
+    for (const text of listBase64Encodings(Buffer.from(`${value.username}:${secret}`, "utf8")))
+      texts.add(text);
+  }
+
+  const unique = new Map<string, Buffer>();
+  const add = (bytes: Buffer) => {
+    if (bytes.length > 0) unique.set(bytes.toString("hex"), bytes);
+  };
+  for (const text of texts) {
+    add(Buffer.from(text, "utf8"));
+    // A body in a single-byte charset carries each non-ASCII character as one byte.
+    if (/^[\x00-\xff]*$/.test(text)) add(Buffer.from(text, "latin1"));
+  }
+  return [...unique.values()];
+}
+
+function lowercaseHexEscapes(text: string): string {
+  return text.replace(/%[0-9A-F]{2}/g, (sequence) => sequence.toLowerCase());
+}
+
+/** RFC 3986 percent-encoding and the two form encodings, with upper and lowercase hex. */
+function listPercentEncodings(secret: string): string[] {
+  // encodeURIComponent throws on a lone surrogate; such a value has no URL spelling to hide.
+  if (!secret.isWellFormed()) return [];
+  const component = encodeURIComponent(secret);
+  // Form encoding as most clients write it (space as "+"), and as the WHATWG URL standard writes
+  // it (URLSearchParams also escapes ! ' ( ) ~).
+  const form = component.replaceAll("%20", "+");
+  const whatwgForm = new URLSearchParams([["", secret]]).toString().slice(1);
+  return [component, form, whatwgForm].flatMap((text) => [text, lowercaseHexEscapes(text)]);
+}
+
+/**
+ * JSON string escapes: as JSON.stringify writes them, with "\/" (PHP), with non-ASCII as \uXXXX
+ * in either case (Python's ensure_ascii, Java), and with <, >, &, U+2028 and U+2029 as \u escapes
+ * (Go's encoding/json), in every combination.
+ */
+function listJsonEscapes(secret: string): string[] {
+  const plain = JSON.stringify(secret).slice(1, -1);
+  const results: string[] = [];
+  for (const isSlashEscaped of [false, true]) {
+    for (const hexCase of ["none", "lower", "upper"] as const) {
+      for (const isHtmlEscaped of [false, true]) {
+        let text = isSlashEscaped ? plain.replaceAll("/", "\\/") : plain;
+        if (isHtmlEscaped) text = text.replace(/[<>&\u2028\u2029]/g, (c) => unicodeEscape(c, "lower"));
+        if (hexCase !== "none") text = text.replace(/[^\x00-\x7f]/g, (c) => unicodeEscape(c, hexCase));
+        results.push(text);
+      }
+    }
+  }
+  return results;
+}
+
+function unicodeEscape(char: string, hexCase: "lower" | "upper"): string {
+  // One \uXXXX per UTF-16 code unit: a character beyond the BMP becomes its surrogate pair.
+  let escaped = "";
+  for (let i = 0; i < char.length; i++) {
+    const hex = char.charCodeAt(i).toString(16).padStart(4, "0");
+    escaped += `\\u${hexCase === "upper" ? hex.toUpperCase() : hex}`;
+  }
+  return escaped;
+}
+
+/** base64 and base64url of `bytes`, each with and without "=" padding. */
+function listBase64Encodings(bytes: Buffer): string[] {
+  const standard = bytes.toString("base64");
+  const url = bytes.toString("base64url");
+  return [standard, standard.replace(/=+$/, ""), url, `${url}${"=".repeat(standard.length - url.length)}`];
+}
+
+/**
+ * The characters of base64(prefix + bytes + suffix) that depend on `bytes` alone, for each of
+ * the three alignments a prefix can give (its length mod 3). An origin that base64-encodes a
+ * larger text holding the secret (a JWT payload, a debug dump, a Basic pair with another user)
+ * spells the secret with one of these, whatever surrounds it.
+ */
+function listEmbeddedBase64(bytes: Buffer): string[] {
+  if (bytes.length < MIN_EMBEDDED_BASE64_BYTES) return [];
+  const results: string[] = [];
+  for (let offset = 0; offset < 3; offset++) {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64");
+    // Character i covers bits [6i, 6i + 6); keep those that lie wholly inside the value's bits
+    // [8 * offset, 8 * (offset + length)).
+    const first = Math.ceil((8 * offset) / 6);
+    const end = Math.floor((8 * (offset + bytes.length)) / 6);
+    const core = encoded.slice(first, end);
+    results.push(core, core.replaceAll("+", "-").replaceAll("/", "_"));
+  }
+  return results;
+}
