@@ -2,12 +2,18 @@
 // collected through a need request. It may come back only from /runtime/resolve to a trusted
 // token; it must appear in no other answer, no log line of either tier, no audit row, and no
 // database column in clear.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { sql } from "kysely";
 import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+import {
+  Browser,
+  connectAgent,
+  type HostedHarness,
+  lastCodeFor,
+  startHosted,
+  toolAnswer,
+  uniqueEmail,
+} from "./hosted.ts";
 
 const CANARY = "cnry_hosted_5e6f7a8b9c0d1e2f3a4b";
 const ROTATED = "cnry_rotated_0a1b2c3d4e5f6a7b8c9d";
@@ -55,16 +61,11 @@ describe("hosted canaries", () => {
     const token = (await op.request("POST", "/api/clients/model", { environment: "staging" })).json().token;
     const trusted = (await op.request("POST", "/api/clients/trusted", { environment: "staging" })).json()
       .token;
-    const agent = new Client({ name: "canary-agent", version: "1" });
-    await agent.connect(
-      new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    const agent = await connectAgent(url, token, "canary-agent");
     const callTool = async (name: string, args: Record<string, unknown>) => {
       const result = await agent.callTool({ name, arguments: args });
       answers.push(JSON.stringify(result));
-      return JSON.parse((result.content as { text: string }[])[0]!.text) as Record<string, any>;
+      return toolAnswer(result);
     };
     const pending = await callTool("http_request", {
       method: "GET",

@@ -1,10 +1,16 @@
 // The hosted core loop end to end: an operator stores a credential and issues a model token; the
 // official MCP SDK client calls the hosted /mcp with it; approvals by code, standing folder grants,
 // revocation, trusted resolve and the hourly limit (spec 3.1, 3.4, 4.1-4.3, 5, 8).
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, type HostedHarness, readyOperator, startHosted } from "./hosted.ts";
+import {
+  Browser,
+  connectAgent,
+  type HostedHarness,
+  readyOperator,
+  startHosted,
+  toolAnswer,
+} from "./hosted.ts";
 
 const SECRET = "sk_live_hostedloop_canary_77aa";
 let h: HostedHarness;
@@ -44,18 +50,9 @@ async function setUp(extraItems: Record<string, unknown>[] = []) {
   return { op, clientId: client.client_id as string, token: client.token as string };
 }
 
-async function agentWith(token: string): Promise<Client> {
-  const agent = new Client({ name: "hosted-agent", version: "1.0.0" });
-  await agent.connect(
-    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-    }),
-  );
-  return agent;
-}
+const agentWith = (token: string) => connectAgent(url, token);
 
-const payloadOf = (result: Awaited<ReturnType<Client["callTool"]>>) =>
-  JSON.parse((result.content as { text: string }[])[0]!.text) as Record<string, any>;
+const payloadOf = toolAnswer;
 const call = (agent: Client, item = "API_KEY") =>
   agent
     .callTool({ name: "http_request", arguments: { method: "GET", path: "/v1/data", item_name: item } })
@@ -231,7 +228,7 @@ describe("approval notifications", () => {
     const before = h.inbox.mails.length;
     const pending = await call(agent);
     expect(pending.notify_failed).toBe(false);
-    const mail = h.inbox.mails.slice(before).find((m) => m.raw.includes(pending.approval_code));
+    const mail = h.inbox.mails.slice(before).find((m) => m.raw.includes(pending.approval_code!));
     expect(mail, "an approval mail with the code").toBeDefined();
     const link = /http:\/\/localhost:8787(\/approve\?token=[A-Za-z0-9_-]+)/.exec(
       // The mail body is quoted-printable: undo soft line breaks and the encoded "=".

@@ -3,6 +3,8 @@
 // that behaves like one browser.
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FastifyInstance, InjectOptions } from "fastify";
 import * as OTPAuth from "otpauth";
 import pino from "pino";
@@ -177,4 +179,37 @@ export async function readyOperator(
   });
   if (confirmed.statusCode !== 200) throw new Error(`enrolment failed: ${confirmed.body}`);
   return browser;
+}
+
+/** An agent on the hosted MCP endpoint: the official SDK client holding a model token. */
+export async function connectAgent(mcpBase: string, token: string, name = "hosted-agent"): Promise<Client> {
+  const agent = new Client({ name, version: "1.0.0" });
+  await agent.connect(
+    new StreamableHTTPClientTransport(new URL(`${mcpBase}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  return agent;
+}
+
+/** The fields of a tool's answer (spec 2.8, 3.1) that the tests read. */
+export interface ToolAnswer {
+  status?: string;
+  origin_status?: number;
+  body?: string;
+  grant_id?: string;
+  need_id?: string;
+  item_name?: string;
+  approval_code?: string;
+  collect_url?: string;
+  notify_failed?: boolean;
+  retry_after?: number;
+  message?: string;
+  next?: { for_model?: string };
+  [field: string]: unknown;
+}
+
+/** Parses the JSON text a tool answers with. */
+export function toolAnswer(result: Awaited<ReturnType<Client["callTool"]>>): ToolAnswer {
+  return JSON.parse((result.content as { text: string }[])[0]!.text) as ToolAnswer;
 }

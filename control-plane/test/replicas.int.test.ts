@@ -1,14 +1,14 @@
 // Limits hold across two control-plane instances on one PostgreSQL (run when DATABASE_URL is set):
 // email code sends, wrong-code voiding and the authenticator lockout are counted in the database.
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   Browser,
+  connectAgent,
   type HostedHarness,
   lastCodeFor,
   readyOperator,
   startHosted,
+  toolAnswer,
   uniqueEmail,
 } from "./hosted.ts";
 
@@ -81,15 +81,7 @@ describe.skipIf(!process.env.DATABASE_URL)("the vault on two replicas", () => {
     await a?.close();
   });
 
-  async function agent(url: string, token: string): Promise<Client> {
-    const client = new Client({ name: "replica-agent", version: "1" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
-    return client;
-  }
+  const agent = (url: string, token: string) => connectAgent(url, token, "replica-agent");
 
   it("sends one request upstream for 20 simultaneous calls on one prompt grant, spread over both", async () => {
     const op = await readyOperator(a);
@@ -103,8 +95,7 @@ describe.skipIf(!process.env.DATABASE_URL)("the vault on two replicas", () => {
     const onA = await agent(urlA, token);
     const onB = await agent(urlB, token);
     const args = { method: "GET", path: "/v1/x", item_name: "SHARED_KEY" };
-    const payload = (r: Awaited<ReturnType<Client["callTool"]>>) =>
-      JSON.parse((r.content as { text: string }[])[0]!.text) as Record<string, any>;
+    const payload = toolAnswer;
     const pending = payload(await onA.callTool({ name: "http_request", arguments: args }));
     await op.request("POST", "/api/grants/approve-by-code", { code: pending.approval_code });
     const before = a.egress.origin.requests.length;

@@ -58,6 +58,13 @@ function payloadOf(result: Awaited<ReturnType<Client["callTool"]>>): Record<stri
   return JSON.parse(content[0]!.text) as Record<string, unknown>;
 }
 
+/** The fields of the local operator API's answers that these tests read (spec 4.4). */
+interface OperatorAnswer {
+  secret?: unknown;
+  grant?: { grant_id: string; expires_at: string };
+  grants?: unknown[];
+}
+
 async function operator(v: Vault, method: string, path: string, body?: unknown) {
   const response = await fetch(`${v.url}${path}`, {
     method,
@@ -67,7 +74,7 @@ async function operator(v: Vault, method: string, path: string, body?: unknown) 
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: response.status, json: (await response.json()) as Record<string, any> };
+  return { status: response.status, json: (await response.json()) as OperatorAnswer };
 }
 
 async function storeSecret(v: Vault, name = "GITHUB_TOKEN", extra: Record<string, unknown> = {}) {
@@ -147,7 +154,7 @@ describe("the approval cycle", () => {
       scope: "session",
     });
     expect(granted.status).toBe(201);
-    expect(Date.parse(granted.json.grant.expires_at) - Date.now()).toBeGreaterThan(7.9 * 3600_000);
+    expect(Date.parse(granted.json.grant!.expires_at) - Date.now()).toBeGreaterThan(7.9 * 3600_000);
     for (let i = 0; i < 3; i++) {
       expect(payloadOf(await call(agent, { host: "api.latch.test" })).origin_status).toBe(200);
     }
@@ -155,11 +162,11 @@ describe("the approval cycle", () => {
     const other = await connectAgent(v.url, "other-agent");
     expect(payloadOf(await call(other, { item_name: "GITHUB_TOKEN" })).status).toBe("pending");
 
-    await operator(v, "POST", `/api/grants/${granted.json.grant.grant_id}/revoke`);
+    await operator(v, "POST", `/api/grants/${granted.json.grant!.grant_id}/revoke`);
     expect(payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" })).status).toBe("pending");
     const listed = await operator(v, "GET", "/api/grants");
     expect(listed.json.grants).toContainEqual(
-      expect.objectContaining({ grant_id: granted.json.grant.grant_id, status: "revoked" }),
+      expect.objectContaining({ grant_id: granted.json.grant!.grant_id, status: "revoked" }),
     );
     await agent.close();
     await other.close();

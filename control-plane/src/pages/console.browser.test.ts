@@ -8,16 +8,16 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import * as OTPAuth from "otpauth";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   Browser as ApiBrowser,
+  connectAgent,
   type HostedHarness,
   lastCodeFor,
   startHosted,
+  toolAnswer,
   uniqueEmail,
 } from "../../test/hosted.ts";
 
@@ -38,17 +38,6 @@ async function freePort(): Promise<number> {
   if (!address || typeof address === "string") throw new Error("no port");
   return address.port;
 }
-
-/** The fields of an http_request answer this test reads (spec 2.8, 3.1). */
-interface ToolAnswer {
-  status?: string;
-  item_name?: string;
-  approval_code?: string;
-  origin_status?: number;
-  body?: string;
-}
-const payloadOf = (result: Awaited<ReturnType<Client["callTool"]>>) =>
-  JSON.parse((result.content as { text: string }[])[0]!.text) as ToolAnswer;
 
 describe.skipIf(!hasChromium && !process.env.CI)("the operator console in Chromium", () => {
   let h: HostedHarness;
@@ -239,19 +228,14 @@ describe.skipIf(!hasChromium && !process.env.CI)("the operator console in Chromi
     expect(await page.content()).not.toContain(token);
 
     // The agent calls through the official MCP SDK client with that token: pending, with a code.
-    const agent = new Client({ name: "console-agent", version: "1.0.0" });
-    await agent.connect(
-      new StreamableHTTPClientTransport(new URL(mcpUrl), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    const agent = await connectAgent(mcpUrl.replace(/\/mcp$/, ""), token, "console-agent");
     const call = () =>
       agent
         .callTool({
           name: "http_request",
           arguments: { method: "GET", path: "/v1/data", item_name: "API_KEY" },
         })
-        .then(payloadOf);
+        .then(toolAnswer);
 
     await openSection(page, "Inbox");
     await expect.poll(() => page.locator("#approvals-empty").isVisible(), SOON).toBe(true);
