@@ -17,7 +17,7 @@ import { createGrantsService, type GrantsService } from "../grants/grants.servic
 import { createItemsRepo } from "../items/items.repo.ts";
 import { createItemsService, type ItemsService } from "../items/items.service.ts";
 import type { ToolHandlers } from "../mcp/mcp-server.ts";
-import { createOrganisationsRepo } from "../organisations/organisations.repo.ts";
+import { ensureOrganisation } from "../orgs/orgs.service.ts";
 import { LOCAL_SURFACE } from "../tools/tool-context.ts";
 import { createToolHandlers } from "../tools/tools.ts";
 
@@ -75,7 +75,7 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
       connectEgress({ EGRESS_PORT: options.egressPort ?? 0 }, options.dataDir, options.logger),
     );
   const organisationId = options.organisationId ?? LOCAL_ORGANISATION_ID;
-  await createOrganisationsRepo(database.db).insertOrganisationIfMissing({
+  await ensureOrganisation(database.db, {
     id: organisationId,
     name: "Local vault",
   });

@@ -97,3 +97,12 @@ export function createOrgsService(deps: { db: Kysely<Database>; now: () => Date 
 }
 
 export type OrgsService = ReturnType<typeof createOrgsService>;
+
+/** Creates the organisation unless it exists: the local variant's single organisation. */
+export async function ensureOrganisation(db: Kysely<Database>, organisation: { id: string; name: string }) {
+  await db
+    .insertInto("organisations")
+    .values(organisation)
+    .onConflict((c) => c.column("id").doNothing())
+    .execute();
+}
