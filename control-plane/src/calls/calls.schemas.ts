@@ -27,6 +27,8 @@ export interface HttpRequestResult {
   body_truncated?: boolean;
   error?: { code: string; message: string };
   hint?: string;
+  /** Spec 4.2 rule 3: the path the call was sent to instead of the one given. */
+  path_rewritten?: { from: string; to: string };
   next?: { for_model: string; tool?: string; arguments?: Record<string, unknown> };
 }
 

@@ -8,6 +8,7 @@ import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
 import { encodeRequestBody } from "./form-body.ts";
+import { describeRewrite, rewritePlaylistPath } from "./path-rewrite.ts";
 
 /** A stored credential as the call path needs it: sealed, never opened here. */
 export interface CallableItem {
@@ -137,7 +138,8 @@ export function createCallsService(deps: CallsDeps) {
       args: HttpRequestArgs,
       located?: LocatedCredential,
     ): Promise<CallOutcome> {
-      const { item, host, path } = located ?? (await locateCredential(deps, scope, args));
+      const { item, host, path: validatedPath } = located ?? (await locateCredential(deps, scope, args));
+      const { path, body, rewritten } = rewritePlaylistPath(host, args.method, validatedPath, args.body);
       const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
       const ticket = deps.minter.mintCallTicket({
         credential: {
@@ -151,14 +153,18 @@ export function createCallsService(deps: CallsDeps) {
         allowedHosts: [...item.allowedHosts],
         method: args.method,
         path,
-        body: encodeRequestBody(args.body, args.content_type),
-        contentType: args.body === undefined ? "" : (args.content_type ?? "application/json"),
+        body: encodeRequestBody(body, args.content_type),
+        contentType: body === undefined ? "" : (args.content_type ?? "application/json"),
         timeoutMs,
         headers: [],
         redact: [],
       });
       const response = await deps.egress.execute(ticket, timeoutMs);
       const result = shapeResult(response);
+      if (rewritten) {
+        result.path_rewritten = rewritten;
+        result.next ??= { for_model: describeRewrite(rewritten) };
+      }
       await deps.recordEvent({
         organisationId: scope.organisationId,
         environment: scope.environment,

@@ -9,9 +9,10 @@ import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-s
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
 import { openLocalVault } from "../local/local-vault.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
-import { RPC_PARSE_ERROR, rpcError } from "../mcp/jsonrpc.ts";
+import { RPC_PARSE_ERROR, RPC_TOOL_ERROR, rpcError } from "../mcp/jsonrpc.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import { agentIdFromClientName } from "../mcp/mcp-sessions.ts";
+import { LOCAL_TOOL_ALIASES } from "../mcp/tool-schemas.ts";
 
 type FrameHandler = (frame: unknown) => Promise<unknown | undefined>;
 
@@ -43,6 +44,7 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
     let agentId = agentIdFromClientName(undefined);
     const mcp = createMcpServer({
       instructions: LOCAL_INSTRUCTIONS,
+      aliases: LOCAL_TOOL_ALIASES,
       tools: vault.tools,
       onInitialize: (name) => {
         agentId = agentIdFromClientName(name);
@@ -95,10 +97,17 @@ async function isUp(url: string): Promise<boolean> {
   }
 }
 
-function relayTo(baseUrl: string, modelToken: string): FrameHandler {
+/**
+ * Relays frames to a running `vault serve`. Its session is forgotten after 8 idle hours (spec 4.4,
+ * 404): the relay then replays the client's initialize (same client name, so the same agent id)
+ * and sends the frame again once. Any other HTTP refusal becomes a JSON-RPC error for the frame's
+ * id, so the MCP client gets an answer rather than a foreign body on stdout.
+ */
+export function relayTo(baseUrl: string, modelToken: string): FrameHandler {
   let sessionId: string | undefined;
-  return async (frame) => {
-    const response = await fetch(`${baseUrl}/mcp`, {
+  let initializeFrame: unknown;
+  const post = (frame: unknown) =>
+    fetch(`${baseUrl}/mcp`, {
       method: "POST",
       headers: {
         authorization: `Bearer ${modelToken}`,
@@ -108,11 +117,30 @@ function relayTo(baseUrl: string, modelToken: string): FrameHandler {
       },
       body: JSON.stringify(frame),
       signal: AbortSignal.timeout(120_000),
+    }).then((response) => {
+      const issued = response.headers.get("mcp-session-id");
+      if (issued) sessionId = issued;
+      return response;
     });
-    const issued = response.headers.get("mcp-session-id");
-    if (issued) sessionId = issued;
+  return async (frame) => {
+    const request = typeof frame === "object" && frame !== null ? (frame as Record<string, unknown>) : {};
+    if (request.method === "initialize") initializeFrame = frame;
+    let response = await post(frame);
+    if (response.status === 404 && sessionId && initializeFrame !== undefined && frame !== initializeFrame) {
+      sessionId = undefined;
+      const renewed = await post(initializeFrame);
+      await renewed.body?.cancel();
+      if (renewed.ok) response = await post(frame);
+    }
     if (response.status === 202) return undefined;
     const text = await response.text();
-    return text ? JSON.parse(text) : undefined;
+    if (response.ok) return text ? JSON.parse(text) : undefined;
+    const id = typeof request.id === "string" || typeof request.id === "number" ? request.id : null;
+    if (request.id === undefined) return undefined;
+    return rpcError(
+      id,
+      RPC_TOOL_ERROR,
+      `the running vault serve refused the frame (HTTP ${response.status})`,
+    );
   };
 }

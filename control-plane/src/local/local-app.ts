@@ -7,6 +7,7 @@ import { requestLogging } from "../http/logging.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import type { McpSessionStore } from "../mcp/mcp-sessions.ts";
+import { LOCAL_TOOL_ALIASES } from "../mcp/tool-schemas.ts";
 import { registerLocalApiRoutes } from "./local-api.routes.ts";
 import { registerLocalConsole } from "./local-console.ts";
 import { registerLocalGuards } from "./local-guards.ts";
@@ -41,6 +42,7 @@ export function buildLocalApp(deps: LocalAppDeps): FastifyInstance {
   registerLocalApiRoutes(app, deps.vault);
   const mcp = createMcpServer({
     instructions: LOCAL_INSTRUCTIONS,
+    aliases: LOCAL_TOOL_ALIASES,
     tools: deps.vault.tools,
     logError: (error) => deps.logger.error({ err: error }, "tool failed"),
   });

@@ -294,6 +294,8 @@ describe("tool answers", () => {
     expect(mismatch.isError).toBe(true);
     const ready = payloadOf(await agent.callTool({ name: "setup", arguments: { host: "api.latch.test" } }));
     expect(ready.status).toBe("ready_prompt");
+    // Locally there is no inbox: the hint names the `vault approve` command.
+    expect((ready.next as { for_model: string }).for_model).toContain("vault approve");
     const requested = payloadOf(
       await agent.callTool({
         name: "request_grant",

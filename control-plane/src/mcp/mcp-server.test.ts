@@ -1,6 +1,7 @@
 import { AppError } from "@latch/shared/errors";
 import { describe, expect, it } from "vitest";
 import { createMcpServer, type ToolHandlers } from "./mcp-server.ts";
+import { LOCAL_TOOL_ALIASES } from "./tool-schemas.ts";
 
 const calls: string[] = [];
 const ok = (name: string) => async (args: unknown) => {
@@ -90,7 +91,7 @@ describe("MCP method table", () => {
     });
   });
 
-  it("accepts the http.request and list_secrets aliases", async () => {
+  it("accepts the http.request alias; list_secrets only on the local server (spec 4.2)", async () => {
     const response = (await rpc("tools/call", {
       name: "http.request",
       arguments: { method: "GET", path: "/v1" },
@@ -98,7 +99,21 @@ describe("MCP method table", () => {
       result: { content: { text: string }[] };
     };
     expect(JSON.parse(response.result.content[0]!.text)).toMatchObject({ tool: "http_request" });
-    expect(await rpc("tools/call", { name: "list_secrets", arguments: {} })).toHaveProperty("result");
+    expect(await rpc("tools/call", { name: "list_secrets", arguments: {} })).toMatchObject({
+      error: { code: -32602 },
+    });
+    const local = createMcpServer({ instructions: "local", tools, aliases: LOCAL_TOOL_ALIASES });
+    const listed = (await local.handle(
+      { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "list_secrets", arguments: {} } },
+      caller,
+    )) as { result: { content: { text: string }[] } };
+    expect(JSON.parse(listed.result.content[0]!.text)).toMatchObject({ tool: "list_items" });
+    expect(
+      await local.handle(
+        { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "toString", arguments: {} } },
+        caller,
+      ),
+    ).toMatchObject({ error: { code: -32602 } });
   });
 
   it("refuses the tools that do not exist", async () => {

@@ -12,7 +12,7 @@ import {
   rpcError,
   rpcResult,
 } from "./jsonrpc.ts";
-import { listToolDefinitions, TOOL_ALIASES, TOOL_ARGS, type ToolName } from "./tool-schemas.ts";
+import { HOSTED_TOOL_ALIASES, listToolDefinitions, TOOL_ARGS, type ToolName } from "./tool-schemas.ts";
 
 export const MCP_PROTOCOL_VERSION = "2024-11-05";
 export const SERVER_NAME = "latch";
@@ -36,6 +36,8 @@ export type ToolHandlers = {
 export interface McpServerOptions {
   instructions: string;
   tools: ToolHandlers;
+  /** Old tool names and what they stand for; the hosted set unless given (local adds list_secrets). */
+  aliases?: Readonly<Record<string, ToolName>>;
   /** Called with each initialize's clientInfo.name (stdio uses it as the agent id). */
   onInitialize?: (clientName: string | undefined) => void;
   logError?: (error: unknown) => void;
@@ -58,13 +60,15 @@ function describeZodIssues(error: z.ZodError): string {
 }
 
 export function createMcpServer(options: McpServerOptions): McpServer {
+  const aliases = options.aliases ?? HOSTED_TOOL_ALIASES;
   async function callTool(
     id: RpcId,
     params: Record<string, unknown>,
     caller: McpCaller,
   ): Promise<RpcResponse> {
     const requested = typeof params.name === "string" ? params.name : "";
-    const name = (TOOL_ALIASES[requested] ?? requested) as ToolName;
+    const name = ((Object.hasOwn(aliases, requested) ? aliases[requested] : undefined) ??
+      requested) as ToolName;
     const schema = TOOL_ARGS[name];
     if (!Object.hasOwn(TOOL_ARGS, name) || !schema) {
       return rpcError(id, RPC_INVALID_PARAMS, `unknown tool ${requested.slice(0, 64)}`);

@@ -52,6 +52,7 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
       tools: createToolHandlers(deps.tools, {
         organisationId: client.organisation_id,
         environment: client.environment,
+        clientName: client.name,
       }),
       logError: deps.logError,
     });

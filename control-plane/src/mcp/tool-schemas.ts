@@ -51,9 +51,14 @@ export const TOOL_ARGS = {
 export type ToolName = keyof typeof TOOL_ARGS;
 export type ToolArgs<N extends ToolName> = z.infer<(typeof TOOL_ARGS)[N]>;
 
-/** Old names accepted for one release (spec 9). */
-export const TOOL_ALIASES: Readonly<Record<string, ToolName>> = {
+/** Old names accepted for one release (spec 4.2, 9): hosted only http.request. */
+export const HOSTED_TOOL_ALIASES: Readonly<Record<string, ToolName>> = {
   "http.request": "http_request",
+};
+
+/** Locally list_secrets is accepted too (spec 4.2, 9). */
+export const LOCAL_TOOL_ALIASES: Readonly<Record<string, ToolName>> = {
+  ...HOSTED_TOOL_ALIASES,
   list_secrets: "list_items",
 };
 

@@ -14,6 +14,7 @@ export async function runRequestGrant(
   const grantScope = {
     organisationId: scope.organisationId,
     itemId: item.id,
+    folderId: item.folderId,
     agentId: scope.agentId,
     toolId: HTTP_REQUEST_TOOL,
   };

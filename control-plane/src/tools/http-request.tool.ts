@@ -3,6 +3,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
+import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
@@ -25,13 +26,15 @@ export async function runHttpRequest(
   const call = { host, method: args.method, path: path.split("?")[0] };
   if (args.dry_run) {
     const grant = await deps.grants.findUsableGrant(grantScope, call);
+    const { path: sentPath, rewritten } = rewritePlaylistPath(host, args.method, path, args.body);
     return {
       payload: {
         status: "dry_run",
         item_name: item.name,
         host,
         method: args.method,
-        path,
+        path: sentPath,
+        ...(rewritten ? { path_rewritten: rewritten } : {}),
         inject: item.inject,
         provider: null,
         approval: grant
@@ -110,6 +113,8 @@ async function locateOrAnswer(
       // The host as validated by locateCredential, never the raw argument.
       const host = typeof error.extra.host === "string" ? error.extra.host : undefined;
       const suggested = args.item_name ?? (host ? suggestItemName(host) : "API_TOKEN");
+      // A dry run reports the miss but opens no collect request (nothing written, no limit spent).
+      if (args.dry_run) return dryRunNeedItemAnswer(suggested, host);
       return needItemAnswer(deps, scope, suggested, host);
     }
     throw error;
@@ -130,6 +135,19 @@ export async function needItemAnswer(
       ...(host ? { host } : {}),
       message,
       ...fields,
+    },
+  };
+}
+
+/** need_item for a dry run: what is missing, without writing a collect request (so no collect_url). */
+export function dryRunNeedItemAnswer(suggestedName: string, host: string | undefined): ToolAnswer {
+  return {
+    payload: {
+      status: "need_item",
+      suggested_name: suggestedName,
+      ...(host ? { host } : {}),
+      dry_run: true,
+      message: `Nothing is stored${host ? ` for ${host}` : ` as ${suggestedName}`}. Call again without dry_run to ask the user to store it.`,
     },
   };
 }

@@ -4,7 +4,7 @@ import { checkHostname } from "@latch/shared/requests/host";
 import type { CallableItem } from "../calls/calls.service.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import type { ToolArgs } from "../mcp/tool-schemas.ts";
-import { needItemAnswer } from "./http-request.tool.ts";
+import { dryRunNeedItemAnswer, needItemAnswer } from "./http-request.tool.ts";
 import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
 const MAX_AMBIGUOUS = 5;
@@ -85,15 +85,21 @@ export async function runSetup(
   const host = args.provider ? PROVIDER_HOSTS[args.provider]! : validHost(args.host!);
   const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host);
   const [only, ...others] = items;
-  if (!only) return needItemAnswer(deps, scope, suggestItemName(host), host);
+  if (!only) {
+    // A dry run writes nothing: no collect request, so no collect_url yet.
+    if (args.dry_run) return dryRunNeedItemAnswer(suggestItemName(host), host);
+    return needItemAnswer(deps, scope, suggestItemName(host), host);
+  }
   if (others.length > 0) return ambiguous(items, scope);
   const grant = await deps.grants.findUsableGrant({
     organisationId: scope.organisationId,
     itemId: only.id,
+    folderId: only.folderId,
     agentId: scope.agentId,
     toolId: HTTP_REQUEST_TOOL,
   });
-  const isStanding = grant !== undefined && grant.policy !== "prompt";
+  // Spec 4.2: ready means a standing approval; a one-call or 8-hour session approval is not one.
+  const isStanding = grant?.policy === "item_standing" || grant?.policy === "folder_standing";
   return {
     payload: {
       status: isStanding ? "ready" : "ready_prompt",
@@ -103,7 +109,7 @@ export async function runSetup(
       next: {
         for_model: isStanding
           ? `Call http_request with item_name ${only.name}.`
-          : `The credential is stored. Call http_request with item_name ${only.name}; the user approves the call when asked (or approves for the session).`,
+          : deps.surface.readyPromptHint(only.name),
         tool: HTTP_REQUEST_TOOL,
         arguments: { item_name: only.name, host },
       },

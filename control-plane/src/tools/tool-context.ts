@@ -8,6 +8,8 @@ export interface ToolScope {
   organisationId: string;
   environment: string;
   agentId: string;
+  /** The agent's client name where it has one (hosted): a need request's client_name (spec 2.5). */
+  clientName?: string | undefined;
 }
 
 /** How the operator acts on this surface: the words a tool answer uses. */
@@ -20,6 +22,8 @@ export interface OperatorSurface {
   ): Promise<{ message: string; fields: Record<string, unknown> }>;
   /** pending: how the operator approves this grant. */
   approveHint(grantId: string): string;
+  /** setup's ready_prompt: the credential is stored, no standing approval covers the agent yet. */
+  readyPromptHint(itemName: string): string;
 }
 
 export interface ToolDeps {
@@ -58,6 +62,9 @@ export const LOCAL_SURFACE: OperatorSurface = {
   approveHint(grantId) {
     return `Ask the user to approve it: \`vault approve ${grantId}\` (or \`--session\` for 8 hours), or the Approve button in the local console. Then call again with the same arguments.`;
   },
+  readyPromptHint(itemName) {
+    return `The credential is stored. Call http_request with item_name ${itemName}; the user approves the call with \`vault approve\` when asked (or \`--session\` for 8 hours).`;
+  },
 };
 
 /** The hosted service: a collect request the operator answers on the collect page or the inbox. */
@@ -68,7 +75,7 @@ export function createHostedSurface(needs: {
     host: string;
     suggestedName: string;
     agentId: string;
-  }): Promise<{ need_id: string; collect_url: string }>;
+  }): Promise<{ need_id: string; collect_url: string; client_name?: string; recipe?: unknown }>;
 }): OperatorSurface {
   return {
     async needItem(scope, suggestedName, host) {
@@ -87,11 +94,20 @@ export function createHostedSurface(needs: {
       });
       return {
         message: `Nothing is stored for ${host}. Give the user this link to store ${suggestedName}: ${need.collect_url} (they type the value there; never ask for it yourself). Then retry.`,
-        fields: { collect_url: need.collect_url, need_id: need.need_id, client_name: scope.agentId },
+        fields: {
+          collect_url: need.collect_url,
+          need_id: need.need_id,
+          client_name: scope.clientName ?? need.client_name ?? scope.agentId,
+          // Spec 2.5 / 4.2 find_items: the public recipe of a known provider host, when there is one.
+          ...(need.recipe ? { recipe: need.recipe } : {}),
+        },
       };
     },
     approveHint(grantId) {
       return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code), then retry with next.arguments.`;
+    },
+    readyPromptHint(itemName) {
+      return `The credential is stored. Ask the user to click Always allow in the Latch inbox when the approval request for ${itemName} appears, so later calls need no approval; call http_request with item_name ${itemName} now.`;
     },
   };
 }

@@ -7,7 +7,7 @@ import type { ToolDeps } from "./tool-context.ts";
 
 export function createToolHandlers(
   deps: ToolDeps,
-  binding: { organisationId: string; environment: string },
+  binding: { organisationId: string; environment: string; clientName?: string },
 ): ToolHandlers {
   const scopeOf = (agentId: string) => ({ ...binding, agentId });
   return {

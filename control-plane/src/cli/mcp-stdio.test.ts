@@ -1,0 +1,73 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { relayTo } from "./mcp-stdio.ts";
+
+// A stand-in for `vault serve`'s POST /mcp: sessions from initialize, 400 without one, 404 once
+// forgotten (spec 4.4).
+const sessions = new Set<string>();
+let issued = 0;
+let initializeCount = 0;
+let server: Server;
+let base: string;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c) => {
+      raw += c;
+    });
+    req.on("end", () => {
+      const frame = JSON.parse(raw) as { id?: number; method: string };
+      if (frame.method === "initialize") {
+        initializeCount++;
+        const id = `s${++issued}`;
+        sessions.add(id);
+        res.writeHead(200, { "content-type": "application/json", "mcp-session-id": id });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: frame.id, result: { session: id } }));
+        return;
+      }
+      const session = req.headers["mcp-session-id"];
+      if (typeof session !== "string") {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { code: "invalid_request", message: "send Mcp-Session-Id" } }));
+        return;
+      }
+      if (!sessions.has(session)) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { code: "not_found", message: "unknown session" } }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ jsonrpc: "2.0", id: frame.id, result: { session } }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+describe("the vault mcp relay to a running vault serve", () => {
+  it("answers a refused frame with a JSON-RPC error for its id", async () => {
+    const relay = relayTo(base, "avm_test");
+    expect(await relay({ jsonrpc: "2.0", id: 7, method: "ping" })).toMatchObject({
+      jsonrpc: "2.0",
+      id: 7,
+      error: { code: -32000 },
+    });
+  });
+
+  it("initializes again when the server forgot the session (8 idle hours) and sends the frame once more", async () => {
+    const relay = relayTo(base, "avm_test");
+    await relay({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "a" } } });
+    const before = initializeCount;
+    sessions.clear();
+    const answer = (await relay({ jsonrpc: "2.0", id: 2, method: "ping" })) as {
+      id: number;
+      result: { session: string };
+    };
+    expect(answer.id).toBe(2);
+    expect(sessions.has(answer.result.session)).toBe(true);
+    expect(initializeCount).toBe(before + 1);
+  });
+});

@@ -1,0 +1,157 @@
+// The six hosted MCP tools against the letter of spec 4.2 (setup, request_grant, find_items,
+// aliases, the music provider's playlist path rewrite), through the official MCP SDK client.
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectAgent, type HostedHarness, readyOperator, startHosted, toolAnswer } from "./hosted.ts";
+
+const SECRET = "sk_live_mcptools_canary_31bb";
+let h: HostedHarness;
+let url: string;
+
+beforeAll(async () => {
+  h = await startHosted();
+  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
+  h.egress.setHandler((req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ path: req.url }));
+  });
+}, 60_000);
+afterAll(async () => {
+  await h.close();
+});
+
+async function setUp(items: Record<string, unknown>[]) {
+  const op = await readyOperator(h);
+  for (const item of items) {
+    const created = await op.request("POST", "/api/items", {
+      value: SECRET,
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+      ...item,
+    });
+    expect(created.statusCode, created.body).toBe(201);
+  }
+  const issued = await op.request("POST", "/api/clients/model", {
+    name: "tools agent",
+    environment: "staging",
+  });
+  expect(issued.statusCode).toBe(201);
+  const agent = await connectAgent(url, issued.json().token as string);
+  return { op, agent, clientId: issued.json().client_id as string };
+}
+
+const tool = (agent: Client, name: string, args: Record<string, unknown>) =>
+  agent.callTool({ name, arguments: args }).then(toolAnswer);
+
+describe("setup", () => {
+  it("is ready only on a standing approval; a session approval is ready_prompt pointing at Always allow in the inbox", async () => {
+    const { op, agent } = await setUp([{ name: "API_KEY" }]);
+    const first = await tool(agent, "setup", { host: "api.latch.test" });
+    expect(first).toMatchObject({ status: "ready_prompt", item: { name: "API_KEY" } });
+    expect(first.next?.for_model).toMatch(/Always allow/);
+    expect(first.next?.for_model).toMatch(/inbox/);
+
+    const pending = await tool(agent, "request_grant", { item_name: "API_KEY" });
+    await op.request("POST", `/api/grants/${pending.grant_id}/approve`, { policy: "session" });
+    expect((await tool(agent, "setup", { host: "api.latch.test" })).status).toBe("ready_prompt");
+
+    const again = await tool(agent, "request_grant", { item_name: "API_KEY" });
+    expect(again).toMatchObject({ status: "active", policy: "session" });
+    const next = await tool(agent, "http_request", { method: "GET", path: "/x", item_name: "API_KEY" });
+    expect(next.origin_status).toBe(200);
+    await agent.close();
+
+    const { op: op2, agent: agent2 } = await setUp([{ name: "API_KEY" }]);
+    const asked = await tool(agent2, "request_grant", { item_name: "API_KEY" });
+    await op2.request("POST", `/api/grants/${asked.grant_id}/approve`, { policy: "item_standing" });
+    expect((await tool(agent2, "setup", { host: "api.latch.test" })).status).toBe("ready");
+    await agent2.close();
+  });
+
+  it("sees a folder_standing approval, in setup and in request_grant", async () => {
+    const { op, agent } = await setUp([
+      { name: "API_KEY", folder_name: "apis" },
+      { name: "SECOND_KEY", folder_name: "apis", allowed_hosts: ["second.latch.test"] },
+    ]);
+    const pending = await tool(agent, "request_grant", { item_name: "API_KEY" });
+    const approved = await op.request("POST", `/api/grants/${pending.grant_id}/approve`, {
+      policy: "folder_standing",
+      confirm_name: "apis",
+    });
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect(await tool(agent, "setup", { host: "second.latch.test" })).toMatchObject({
+      status: "ready",
+      item: { name: "SECOND_KEY" },
+    });
+    const covering = await tool(agent, "request_grant", { item_name: "SECOND_KEY" });
+    expect(covering).toMatchObject({
+      grant_id: pending.grant_id,
+      status: "active",
+      policy: "folder_standing",
+    });
+    const inbox = (await op.request("GET", "/api/inbox")).json();
+    expect(inbox.approvals).toEqual([]);
+    await agent.close();
+  });
+
+  it("writes nothing on dry_run (setup or http_request): no collect request in the inbox", async () => {
+    const { op, agent } = await setUp([]);
+    const dry = await tool(agent, "setup", { host: "fresh.latch.test", dry_run: true });
+    expect(dry).toMatchObject({ status: "need_item", host: "fresh.latch.test", dry_run: true });
+    expect(dry.collect_url).toBeUndefined();
+    const dryCall = await tool(agent, "http_request", {
+      method: "GET",
+      path: "https://fresh.latch.test/v1",
+      dry_run: true,
+    });
+    expect(dryCall).toMatchObject({ status: "need_item", host: "fresh.latch.test", dry_run: true });
+    expect(dryCall.collect_url).toBeUndefined();
+    expect((await op.request("GET", "/api/inbox")).json().requests).toEqual([]);
+    const real = await tool(agent, "setup", { host: "fresh.latch.test" });
+    expect(real.collect_url).toBe(`http://localhost:8787/collect/${real.need_id}`);
+    await agent.close();
+  });
+});
+
+describe("need_item", () => {
+  it("names the client by its name in client_name", async () => {
+    const { agent } = await setUp([]);
+    const miss = await tool(agent, "find_items", { host: "missing.latch.test" });
+    expect(miss).toMatchObject({ status: "need_item", client_name: "tools agent" });
+    await agent.close();
+  });
+});
+
+describe("aliases", () => {
+  it("accepts http.request hosted; list_secrets is a local alias only", async () => {
+    const { agent } = await setUp([{ name: "API_KEY" }]);
+    expect(
+      (await tool(agent, "http.request", { method: "GET", path: "/x", item_name: "API_KEY" })).status,
+    ).toBe("pending");
+    await expect(agent.callTool({ name: "list_secrets", arguments: {} })).rejects.toThrow(/-32602/);
+    await agent.close();
+  });
+});
+
+describe("the playlist path rewrite (spec 4.2 rule 3)", () => {
+  it("reports /tracks on the music provider's API as /items, and leaves other /tracks paths alone", async () => {
+    const { agent } = await setUp([{ name: "SPOTIFY_TOKEN", allowed_hosts: ["api.spotify.com"] }]);
+    const rewritten = await tool(agent, "http_request", {
+      method: "GET",
+      path: "https://api.spotify.com/v1/playlists/37i9dQZF1DXcBWIGoYBM5M/tracks?limit=5",
+      dry_run: true,
+    });
+    expect(rewritten).toMatchObject({
+      path: "/v1/playlists/37i9dQZF1DXcBWIGoYBM5M/items?limit=5",
+      path_rewritten: { from: "/v1/playlists/37i9dQZF1DXcBWIGoYBM5M/tracks?limit=5" },
+    });
+    const albums = await tool(agent, "http_request", {
+      method: "GET",
+      path: "https://api.spotify.com/v1/albums/abc/tracks",
+      dry_run: true,
+    });
+    expect(albums.path).toBe("/v1/albums/abc/tracks");
+    expect(albums.path_rewritten).toBeUndefined();
+    await agent.close();
+  });
+});
