@@ -153,8 +153,17 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
   const tools = { items, grants, calls, surface: createHostedSurface(needs) };
   const access = {
-    listClients: async (organisationId: string) =>
-      (await clients.listClients(organisationId)).map(clientView),
+    listClients: async (organisationId: string) => {
+      const [rows, fetched] = await Promise.all([
+        clients.listClients(organisationId),
+        audit.findFetchedNames(organisationId),
+      ]);
+      // A model client acts as agent:<id>, a trusted one as trusted:<id> (see the audit filter).
+      return rows.map((row) => ({
+        ...clientView(row),
+        fetched_names: fetched.get(`${row.kind === "trusted" ? "trusted" : "agent"}:${row.id}`) ?? [],
+      }));
+    },
     listGrants: async (organisationId: string) => {
       const rows = await db
         .selectFrom("grants")

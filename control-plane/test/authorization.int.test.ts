@@ -16,6 +16,8 @@ interface Route {
   body?: unknown;
   /** session: any signed-in browser; ready: past the authenticator step. */
   gate: Gate;
+  /** Spec 4.3: need requests answer 404, not 401, to a caller with no session. */
+  anonymousStatus?: 404;
 }
 
 const ROUTES: Route[] = [
@@ -55,6 +57,15 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/inbox", gate: "ready" },
   { method: "GET", path: "/api/audit", gate: "ready" },
   { method: "POST", path: "/approve?token=abcdefghijklmnopqrstuvwxyz", gate: "ready" },
+  { method: "GET", path: "/api/need-items/ned_x", gate: "ready", anonymousStatus: 404 },
+  {
+    method: "POST",
+    path: "/api/need-items/ned_x/fulfill",
+    body: { value: "v" },
+    gate: "ready",
+    anonymousStatus: 404,
+  },
+  { method: "POST", path: "/api/need-items/ned_x/deny", gate: "ready", anonymousStatus: 404 },
 ];
 
 let h: HostedHarness;
@@ -92,31 +103,49 @@ afterAll(async () => {
 const label = (r: Route) => `${r.method} ${r.path}`;
 
 describe.each(ROUTES)("$method $path", (route) => {
-  it("answers 401 to a caller with no session", async () => {
+  const anonymous = route.anonymousStatus ?? 401;
+
+  it(`answers ${anonymous} to a caller with no session`, async () => {
     const response = await new Browser(h.app).request(route.method, route.path, route.body);
-    expect(response.statusCode, label(route)).toBe(401);
-    expect(response.json().error.code).toBe("unauthorized");
+    expect(response.statusCode, label(route)).toBe(anonymous);
+    expect(response.json().error.code).toBe(anonymous === 401 ? "unauthorized" : "not_found");
   });
 
-  it("answers 403 to a model or trusted client token (wrong channel) and 401 to an invalid bearer", async () => {
-    for (const token of [modelToken, trustedToken]) {
-      const response = await new Browser(h.app).request(route.method, route.path, route.body, {
-        authorization: `Bearer ${token}`,
+  if (anonymous === 401) {
+    it("answers 403 to a model or trusted client token (wrong channel) and 401 to an invalid bearer", async () => {
+      for (const token of [modelToken, trustedToken]) {
+        const response = await new Browser(h.app).request(route.method, route.path, route.body, {
+          authorization: `Bearer ${token}`,
+        });
+        // POST /api/grants/request is open to model tokens; every route here is operator-only.
+        expect(response.statusCode, `${label(route)} with ${token.slice(0, 4)}`).toBe(403);
+      }
+      const invalid = await new Browser(h.app).request(route.method, route.path, route.body, {
+        authorization: "Bearer avm_notarealtokenatall_000000000",
       });
-      // POST /api/grants/request is open to model tokens; every route here is operator-only.
-      expect(response.statusCode, `${label(route)} with ${token.slice(0, 4)}`).toBe(403);
-    }
-    const invalid = await new Browser(h.app).request(route.method, route.path, route.body, {
+      expect(invalid.statusCode).toBe(401);
+    });
+
+    it("answers 401 to a forged session cookie", async () => {
+      const forged = new Browser(h.app);
+      forged.cookies.set("latch_session", "forged-session-token");
+      forged.cookies.set("latch_csrf", "forged");
+      expect((await forged.request(route.method, route.path, route.body)).statusCode).toBe(401);
+    });
+  }
+
+  it("answers 401 to an invalid bearer and 403 to a client token even beside a session cookie (spec 5 rule 7, 7)", async () => {
+    const invalid = await pending.request(route.method, route.path, route.body, {
       authorization: "Bearer avm_notarealtokenatall_000000000",
     });
-    expect(invalid.statusCode).toBe(401);
-  });
-
-  it("answers 401 to a forged session cookie", async () => {
-    const forged = new Browser(h.app);
-    forged.cookies.set("latch_session", "forged-session-token");
-    forged.cookies.set("latch_csrf", "forged");
-    expect((await forged.request(route.method, route.path, route.body)).statusCode).toBe(401);
+    expect(invalid.statusCode, label(route)).toBe(401);
+    for (const token of [modelToken, trustedToken]) {
+      const response = await pending.request(route.method, route.path, route.body, {
+        authorization: `Bearer ${token}`,
+      });
+      expect(response.statusCode, `${label(route)} with ${token.slice(0, 4)}`).toBe(403);
+      expect(response.json().error.code).toBe("forbidden");
+    }
   });
 
   it("answers 403 to a foreign Origin, without a CORS allow header", async () => {

@@ -39,7 +39,12 @@ export interface AuditFilter {
 export interface AuditRepo {
   insertAuditEvent(event: AuditEvent): Promise<void>;
   findAuditEvents(organisationId: string, filter?: AuditFilter): Promise<AuditEventView[]>;
+  /** The credential names each actor fetched (a call that reached its API, or a trusted resolve). */
+  findFetchedNames(organisationId: string): Promise<Map<string, string[]>>;
 }
+
+/** The actions that fetched a credential for its actor (spec 4.3 Access: "fetched names"). */
+const FETCH_ACTIONS = ["http_request", "resolved"];
 
 const DEFAULT_LIMIT = 200;
 
@@ -59,6 +64,25 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
           detail: JSON.stringify(event.detail ?? {}),
         })
         .execute();
+    },
+    async findFetchedNames(organisationId) {
+      const rows = await db
+        .selectFrom("audit_events")
+        .select(["actor", "item_name"])
+        .distinct()
+        .where("organisation_id", "=", organisationId)
+        .where("action", "in", FETCH_ACTIONS)
+        .where("item_name", "is not", null)
+        .orderBy("actor")
+        .orderBy("item_name")
+        .execute();
+      const names = new Map<string, string[]>();
+      for (const row of rows) {
+        const list = names.get(row.actor) ?? [];
+        list.push(row.item_name!);
+        names.set(row.actor, list);
+      }
+      return names;
     },
     async findAuditEvents(organisationId, filter = {}) {
       let query = db

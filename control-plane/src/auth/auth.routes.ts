@@ -167,16 +167,24 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   app.get("/api/access", async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     const organisationId = requireOrganisation(context);
-    const [members, sessions, clients, grants] = await Promise.all([
+    const [members, sessions, clients, grants, accessed] = await Promise.all([
       deps.orgs.findMembers(organisationId),
       deps.sessions.findSessionsInOrganisation(organisationId),
       deps.access?.listClients(organisationId) ?? [],
       deps.access?.listGrants(organisationId) ?? [],
+      deps.sessions.findAccessByOperator(organisationId),
     ]);
+    const accessOf = new Map(accessed.map((a) => [a.operator_id, a]));
+    const isoOrNull = (at: unknown) => (at ? new Date(at as string | Date).toISOString() : null);
     return {
       clients,
       grants,
-      operators: members.map((m) => ({ ...m, created_at: m.created_at.toISOString() })),
+      operators: members.map((m) => ({
+        ...m,
+        created_at: m.created_at.toISOString(),
+        first_access_at: isoOrNull(accessOf.get(m.operator_id)?.first_access_at),
+        last_access_at: isoOrNull(accessOf.get(m.operator_id)?.last_access_at),
+      })),
       sessions: sessions.map((s) => ({
         session_id: s.id,
         operator_id: s.operator_id,

@@ -95,14 +95,14 @@ export async function requireOperator(
   db: Kysely<Database>,
   options: { mfa: boolean },
 ): Promise<OperatorContext> {
-  const session = request.operatorSession;
-  if (!session) {
-    // Spec 7: a valid client token on an operator route is the wrong channel (403); an invalid one is 401.
-    if (request.clientBearerKind === "model" || request.clientBearerKind === "trusted") {
-      throw new AppError("forbidden", "a client token cannot call operator routes; sign in as an operator");
-    }
-    throw new AppError("unauthorized", "sign in first");
+  // Spec 5 rule 7 and 7: an invalid bearer on /api is 401 and a valid client token on an operator
+  // route is the wrong channel (403), whether or not a session cookie rides along.
+  if (request.clientBearerKind === "invalid") throw new AppError("unauthorized", "unknown bearer token");
+  if (request.clientBearerKind === "model" || request.clientBearerKind === "trusted") {
+    throw new AppError("forbidden", "a client token cannot call operator routes; sign in as an operator");
   }
+  const session = request.operatorSession;
+  if (!session) throw new AppError("unauthorized", "sign in first");
   if (request.method === "POST" || request.method === "DELETE") {
     const presented = request.headers["x-csrf-token"];
     if (typeof presented !== "string" || !isSameHash(sha256(presented), session.csrf_hash)) {

@@ -80,6 +80,18 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .executeTakeFirst();
       return Number(result.numUpdatedRows);
     },
+    /** Each operator's first and last access through sessions acting in this organisation. */
+    findAccessByOperator: (organisationId: string) =>
+      db
+        .selectFrom("operator_sessions")
+        .select((eb) => [
+          "operator_id",
+          eb.fn.min("created_at").as("first_access_at"),
+          eb.fn.max("last_seen_at").as("last_access_at"),
+        ])
+        .where("organisation_id", "=", organisationId)
+        .groupBy("operator_id")
+        .execute(),
     findSessionsInOrganisation: (organisationId: string) =>
       db
         .selectFrom("operator_sessions")

@@ -137,13 +137,13 @@ export function createClientsService(deps: ClientsServiceDeps) {
     async revokeClient(organisationId: string, id: string): Promise<void> {
       await loadClient(organisationId, id);
       const now = deps.now();
-      await deps.db.transaction().execute(async (trx) => {
-        await trx
+      const isRevokedNow = await deps.db.transaction().execute(async (trx) => {
+        const result = await trx
           .updateTable("clients")
           .set({ revoked_at: now })
           .where("id", "=", id)
           .where("revoked_at", "is", null)
-          .execute();
+          .executeTakeFirst();
         await trx
           .updateTable("grants")
           .set({ status: "revoked", revoked_at: now })
@@ -151,8 +151,10 @@ export function createClientsService(deps: ClientsServiceDeps) {
           .where("agent_id", "=", id)
           .where("status", "in", ["pending", "active"])
           .execute();
+        return result.numUpdatedRows === 1n;
       });
-      await ledger(organisationId, "client_revoked", id);
+      // A repeated revoke answers the same but marks the ledger once (spec 6).
+      if (isRevokedNow) await ledger(organisationId, "client_revoked", id);
     },
 
     /** The live client a bearer belongs to, or undefined. */

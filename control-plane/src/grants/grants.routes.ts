@@ -81,7 +81,21 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     };
     const hasScope = Boolean(callScope.host || callScope.method || callScope.path);
     const covering = await deps.grants.findUsableGrant(grantScope, hasScope ? callScope : undefined);
-    if (covering && covering.policy !== "prompt") return { grant: covering };
+    if (covering && covering.policy !== "prompt") {
+      // Spec 6: the audit lists auto_approved with the name and host. The host is the one asked
+      // for, or the credential's only host when the request named none.
+      const host = callScope.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
+      await deps.audit.insertAuditEvent({
+        organisationId: scope.organisationId,
+        environment: scope.environment,
+        actor: scope.actor,
+        action: "auto_approved",
+        itemName: item.name,
+        host,
+        detail: { grant_id: covering.grant_id, agent_id: scope.agentId, policy: covering.policy },
+      });
+      return { grant: covering };
+    }
     const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
       ...grantScope,
       ...(hasScope ? { callScope } : {}),
@@ -172,6 +186,14 @@ async function checkFolderStanding(
   grantId: string,
   confirmName: unknown,
 ): Promise<void> {
+  // Spec 5 rule 5: another organisation's grant (or none) is 404 before any other answer.
+  const grant = await db
+    .selectFrom("grants")
+    .select("id")
+    .where("organisation_id", "=", organisationId)
+    .where("id", "=", grantId)
+    .executeTakeFirst();
+  if (!grant) throw new AppError("not_found", "no such grant");
   const membership = await db
     .selectFrom("memberships")
     .select("role")
@@ -191,5 +213,12 @@ async function checkFolderStanding(
   if (!folder) throw new AppError("invalid_request", "this credential is in no folder");
   if (confirmName !== folder.name)
     throw new AppError("confirm_name_mismatch", "confirm_name must be the folder's name exactly");
-  await db.updateTable("grants").set({ folder_id: folder.id }).where("id", "=", grantId).execute();
+  // Only a pending grant takes the folder; approveGrant refuses any other with 409.
+  await db
+    .updateTable("grants")
+    .set({ folder_id: folder.id })
+    .where("organisation_id", "=", organisationId)
+    .where("id", "=", grantId)
+    .where("status", "=", "pending")
+    .execute();
 }

@@ -259,6 +259,12 @@ export function createGrantsService(deps: GrantsServiceDeps) {
           },
         );
       }
+      // Spec 5 rule 5: a grant_id of another organisation is 404, and its wrong-code count (which
+      // voids the code at five) is never touched from here.
+      if (options.grantId && !(await deps.repo.findGrantById(organisationId, options.grantId))) {
+        await deps.repo.insertCodeFailure(organisationId, at);
+        throw new AppError("not_found", "no such grant");
+      }
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
       const row = /^\d{8}$/.test(code)
         ? await deps.repo.findGrantByCodeHash(organisationId, codes.hashCode(`approval:${code}`))
@@ -268,7 +274,9 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         if (options.grantId) {
           const wrong = await deps.repo.updateApprovalCodeWrong(options.grantId);
           if (wrong >= MAX_WRONG_CODES_PER_APPROVAL)
-            await deps.repo.updateApprovalCode(options.grantId, null, null);
+            // Void the code but keep an expiry: the request still counts toward the hourly limit,
+            // which counts coded requests (limits/request-limit.ts).
+            await deps.repo.updateApprovalCode(options.grantId, null, at);
         }
         throw new AppError("approval_code_invalid", "that approval code matches no pending approval");
       }

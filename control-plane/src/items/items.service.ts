@@ -11,7 +11,7 @@ import type { CallableItem } from "../calls/calls.service.ts";
 import { isUniqueViolation } from "../db/database.ts";
 import type { ItemsRepo, ItemWithFolder } from "./items.repo.ts";
 import { toItemView } from "./items.repo.ts";
-import { ITEM_NAME, type ItemInput, type ItemView, itemInput } from "./items.schemas.ts";
+import { ITEM_NAME, type ItemInput, type ItemView, itemInput, MAX_VALUE_LENGTH } from "./items.schemas.ts";
 
 export interface ItemsServiceDeps {
   repo: ItemsRepo;
@@ -80,6 +80,10 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
 
   function checkValue(value: string): void {
     if (value.length === 0) throw new AppError("empty_value", "the value is empty");
+    // The same bound as a new item's value, for rotate and edit too (never quoting the value).
+    if (value.length > MAX_VALUE_LENGTH) {
+      throw new AppError("invalid_request", `a value is at most ${MAX_VALUE_LENGTH} characters`);
+    }
     if (CONTROL_CHARACTERS.test(value)) {
       throw new AppError("invalid_request", "the value contains a line break or another control character");
     }

@@ -10,6 +10,7 @@ import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
 import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
+import { findRecipe, type Recipe } from "./recipes.ts";
 
 export interface NeedsDeps {
   db: Kysely<Database>;
@@ -30,29 +31,45 @@ export interface NeedView {
   message: string | null;
   collect_url: string;
   created_at: string;
+  /** Spec 2.5: the public recipe for a known provider host. */
+  recipe?: Recipe;
 }
+
+/** A need request with the requesting client's name, when the agent is a client. */
+type NeedWithClient = NeedRequestRow & { client_label?: string | null };
+
+/** Need requests joined to the name of the client that asked (spec 2.5 client_name). */
+const selectNeeds = (db: Kysely<Database>) =>
+  db
+    .selectFrom("need_requests")
+    .leftJoin("clients", (join) =>
+      join
+        .onRef("clients.id", "=", "need_requests.agent_id")
+        .onRef("clients.organisation_id", "=", "need_requests.organisation_id"),
+    )
+    .selectAll("need_requests")
+    .select("clients.name as client_label");
 
 export function createNeedsService(deps: NeedsDeps) {
   const collectUrl = (id: string) => `${deps.baseUrl}/collect/${id}`;
-  const view = (row: NeedRequestRow): NeedView => ({
+  const view = (row: NeedWithClient): NeedView => ({
     need_id: row.id,
     kind: row.kind,
     status: row.status,
     environment: row.environment,
     host: row.host,
     suggested_name: row.suggested_name,
-    client_name: row.agent_id,
+    client_name: row.client_label ?? row.agent_id,
     message: row.message,
     collect_url: collectUrl(row.id),
     created_at: row.created_at.toISOString(),
+    ...(findRecipe(row.host) ? { recipe: findRecipe(row.host) } : {}),
   });
 
-  async function loadNeed(db: Kysely<Database>, organisationId: string, id: string): Promise<NeedRequestRow> {
-    const row = await db
-      .selectFrom("need_requests")
-      .selectAll()
-      .where("organisation_id", "=", organisationId)
-      .where("id", "=", id)
+  async function loadNeed(db: Kysely<Database>, organisationId: string, id: string): Promise<NeedWithClient> {
+    const row = await selectNeeds(db)
+      .where("need_requests.organisation_id", "=", organisationId)
+      .where("need_requests.id", "=", id)
       .executeTakeFirst();
     if (!row) throw new AppError("not_found", "no such request");
     return row;
@@ -97,7 +114,7 @@ export function createNeedsService(deps: NeedsDeps) {
         await trx.insertInto("need_requests").values(fresh).execute();
         return fresh;
       });
-      return view(row);
+      return view(await loadNeed(deps.db, input.organisationId, row.id));
     },
 
     async getNeed(organisationId: string, id: string): Promise<NeedView> {
@@ -106,12 +123,10 @@ export function createNeedsService(deps: NeedsDeps) {
 
     listPending: async (organisationId: string): Promise<NeedView[]> =>
       (
-        await deps.db
-          .selectFrom("need_requests")
-          .selectAll()
-          .where("organisation_id", "=", organisationId)
-          .where("status", "=", "pending")
-          .orderBy("created_at", "desc")
+        await selectNeeds(deps.db)
+          .where("need_requests.organisation_id", "=", organisationId)
+          .where("need_requests.status", "=", "pending")
+          .orderBy("need_requests.created_at", "desc")
           .execute()
       ).map(view),
 

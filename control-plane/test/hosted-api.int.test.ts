@@ -1,0 +1,207 @@
+// The hosted operator JSON API to the letter of spec 4.3, 5 rule 5, 6 and 8: another organisation's
+// ids, the audit's auto_approved rows, the access snapshot's fields, need requests' names and
+// recipes, and value limits on every route that takes a value.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectAgent, type HostedHarness, readyOperator, startHosted, toolAnswer } from "./hosted.ts";
+
+const SECRET = "sk_live_hostedapi_canary_5150";
+let h: HostedHarness;
+let url: string;
+
+beforeAll(async () => {
+  h = await startHosted();
+  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
+  h.egress.setHandler((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end("{}");
+  });
+}, 60_000);
+afterAll(async () => {
+  await h.close();
+});
+
+async function setUp() {
+  const op = await readyOperator(h);
+  const created = await op.request("POST", "/api/items", {
+    name: "API_KEY",
+    value: SECRET,
+    environment: "staging",
+    allowed_hosts: ["api.latch.test"],
+    folder_name: "apis",
+  });
+  expect(created.statusCode, created.body).toBe(201);
+  const issued = (
+    await op.request("POST", "/api/clients/model", { name: "billing agent", environment: "staging" })
+  ).json();
+  return { op, clientId: issued.client_id as string, token: issued.token as string };
+}
+
+/** POST /api/grants/request as the model client (spec 5: a model token may call it). */
+const requestAsModel = (token: string, body: Record<string, unknown>) =>
+  h.app.inject({
+    method: "POST",
+    url: "/api/grants/request",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    payload: JSON.stringify(body),
+  });
+
+describe("another organisation's grant ids (spec 5 rule 5)", () => {
+  it("are 404 to approve-by-code naming them, which never counts against that approval's code", async () => {
+    const mine = await setUp();
+    const theirs = await setUp();
+    const pending = (await requestAsModel(mine.token, { item_name: "API_KEY" })).json();
+    expect(pending.grant.status).toBe("pending");
+    const wrong = pending.approval_code === "00000000" ? "11111111" : "00000000";
+    for (let i = 0; i < 5; i++) {
+      const attempt = await theirs.op.request("POST", "/api/grants/approve-by-code", {
+        code: wrong,
+        grant_id: pending.grant.grant_id,
+      });
+      expect(attempt.statusCode).toBe(404);
+    }
+    const approved = await mine.op.request("POST", "/api/grants/approve-by-code", {
+      code: pending.approval_code,
+    });
+    expect(approved.statusCode, approved.body).toBe(200);
+  });
+
+  it("are 404 to a folder_standing approval, whoever asks and whatever confirm_name says", async () => {
+    const mine = await setUp();
+    const theirs = await setUp();
+    const pending = (await requestAsModel(mine.token, { item_name: "API_KEY" })).json();
+    for (const id of [pending.grant.grant_id, "grt_doesnotexist0000"]) {
+      const attempt = await theirs.op.request("POST", `/api/grants/${id}/approve`, {
+        policy: "folder_standing",
+        confirm_name: "apis",
+      });
+      expect(attempt.statusCode, attempt.body).toBe(404);
+    }
+    const grants = (await mine.op.request("GET", "/api/grants")).json().grants;
+    expect(grants[0]).toMatchObject({ grant_id: pending.grant.grant_id, status: "pending" });
+  });
+});
+
+describe("the audit (spec 4.3, 6)", () => {
+  it("records auto_approved with the item name and host when a standing approval covers a request", async () => {
+    const { op, token } = await setUp();
+    const pending = (await requestAsModel(token, { item_name: "API_KEY" })).json();
+    const approved = await op.request("POST", `/api/grants/${pending.grant.grant_id}/approve`, {
+      policy: "item_standing",
+    });
+    expect(approved.statusCode, approved.body).toBe(200);
+    const covered = await requestAsModel(token, {
+      item_name: "API_KEY",
+      host: "api.latch.test",
+      method: "GET",
+      path: "/v1/x",
+    });
+    expect(covered.statusCode).toBe(200);
+    expect(covered.json().grant).toMatchObject({ grant_id: pending.grant.grant_id, status: "active" });
+    const events = (await op.request("GET", "/api/audit?item_name=API_KEY")).json().events;
+    expect(events[0]).toMatchObject({
+      action: "auto_approved",
+      item_name: "API_KEY",
+      host: "api.latch.test",
+    });
+    expect(JSON.stringify(events)).not.toContain(SECRET);
+  });
+});
+
+describe("the access snapshot (spec 4.3 Access)", () => {
+  it("shows each client's fetched names and each operator's first and last access", async () => {
+    const { op, token } = await setUp();
+    const trusted = (await op.request("POST", "/api/clients/trusted", { environment: "staging" })).json();
+    const resolved = await h.app.inject({
+      method: "POST",
+      url: "/runtime/resolve",
+      headers: { authorization: `Bearer ${trusted.token}`, "content-type": "application/json" },
+      payload: JSON.stringify({ item_name: "API_KEY" }),
+    });
+    expect(resolved.statusCode).toBe(200);
+    const access = (await op.request("GET", "/api/access")).json();
+    const byKind = Object.fromEntries(
+      access.clients.map((c: { kind: string; fetched_names: string[] }) => [c.kind, c]),
+    );
+    expect(byKind.trusted.fetched_names).toEqual(["API_KEY"]);
+    expect(byKind.model.fetched_names).toEqual([]);
+    expect(access.operators[0]).toMatchObject({
+      created_at: expect.any(String),
+      first_access_at: expect.any(String),
+      last_access_at: expect.any(String),
+    });
+    expect(access).not.toHaveProperty("events");
+    expect(JSON.stringify(access)).not.toContain(SECRET);
+    expect(JSON.stringify(access)).not.toContain(token);
+  });
+});
+
+describe("need requests (spec 2.5, 4.3)", () => {
+  it("name the requesting client and carry the public recipe for a known provider host", async () => {
+    const { op, token } = await setUp();
+    const agent = await connectAgent(url, token);
+    const ask = (host: string) =>
+      agent
+        .callTool({ name: "http_request", arguments: { method: "GET", path: "/user", host } })
+        .then(toolAnswer);
+    const known = await ask("api.github.com");
+    const unknown = await ask("api.unknown-provider.test");
+    expect(known.status).toBe("need_item");
+    const need = (await op.request("GET", `/api/need-items/${known.need_id}`)).json().need;
+    expect(need).toMatchObject({ client_name: "billing agent", host: "api.github.com", kind: "secret" });
+    expect(need.recipe.steps.length).toBeGreaterThan(0);
+    expect(need.recipe.steps.every((s: unknown) => typeof s === "string")).toBe(true);
+    expect(typeof need.recipe.next).toBe("string");
+    const other = (await op.request("GET", `/api/need-items/${unknown.need_id}`)).json().need;
+    expect(other.recipe).toBeUndefined();
+    const inbox = (await op.request("GET", "/api/inbox")).json().requests;
+    expect(inbox.find((r: { need_id: string }) => r.need_id === known.need_id)).toMatchObject({
+      client_name: "billing agent",
+      recipe: { next: expect.any(String) },
+    });
+    await agent.close();
+  });
+});
+
+describe("values (spec 2.1, 8)", () => {
+  it("refuses on rotate and edit a value that create refuses, without echoing it", async () => {
+    const { op } = await setUp();
+    const id = (await op.request("GET", "/api/items")).json().items[0].id;
+    const long = `${"v".repeat(40 * 1024)}TAIL_MARKER`;
+    const rotated = await op.request("POST", `/api/items/${id}/rotate`, { value: long });
+    expect(rotated.statusCode).toBe(400);
+    expect(rotated.body).not.toContain("TAIL_MARKER");
+    const edited = await op.request("POST", `/api/items/${id}`, { value: long });
+    expect(edited.statusCode).toBe(400);
+    expect((await op.request("POST", `/api/items/${id}/rotate`, { value: "" })).statusCode).toBe(400);
+  });
+});
+
+describe("the issuance ledger (spec 4.3 Access, 6)", () => {
+  it("marks a client's revocation once, however often it is revoked", async () => {
+    const { op, clientId } = await setUp();
+    for (let i = 0; i < 2; i++) {
+      expect((await op.request("POST", `/api/clients/${clientId}/revoke`)).statusCode).toBe(200);
+    }
+    const ledger = (await op.request("GET", "/api/access/events")).json().events;
+    expect(ledger.map((e: { action: string }) => e.action)).toEqual(["client_revoked", "client_issued"]);
+    expect(ledger[0]).toMatchObject({ client_id: clientId, revoked: true });
+  });
+});
+
+describe("the hourly request limit (spec 8)", () => {
+  it("still counts a request whose approval code was voided by wrong codes", async () => {
+    const { op } = await setUp();
+    const ask = (i: number) =>
+      op.request("POST", "/api/grants/request", { item_name: "API_KEY", agent_id: `agent-${i}` });
+    const first = (await ask(0)).json();
+    const wrong = first.approval_code === "00000000" ? "11111111" : "00000000";
+    for (let i = 0; i < 5; i++) {
+      await op.request("POST", "/api/grants/approve-by-code", {
+        code: wrong,
+        grant_id: first.grant.grant_id,
+      });
+    }
+    for (let i = 1; i < 30; i++) expect((await ask(i)).statusCode).toBe(201);
+    expect((await ask(30)).statusCode).toBe(429);
+  });
+});
