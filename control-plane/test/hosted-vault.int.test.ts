@@ -1,6 +1,7 @@
 // The hosted core loop end to end: an operator stores a credential and issues a model token; the
 // official MCP SDK client calls the hosted /mcp with it; approvals by code, standing folder grants,
 // revocation, trusted resolve and the hourly limit (spec 3.1, 3.4, 4.1-4.3, 5, 8).
+import { randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -222,7 +223,7 @@ describe("the hosted MCP endpoint", () => {
 });
 
 describe("approval notifications", () => {
-  it("mails the operators a code and a single-use link that approves for a signed-in operator", async () => {
+  it("mails the operators a code and a single-use link that approves, on GET or POST, for a signed-in operator", async () => {
     const { op, token } = await setUp();
     const agent = await agentWith(token);
     const before = h.inbox.mails.length;
@@ -237,15 +238,22 @@ describe("approval notifications", () => {
     expect(link).toBeDefined();
     expect(mail!.raw).not.toContain(SECRET);
 
+    // A mail scanner without a session approves nothing; nor does an operator of another organisation.
     expect((await new Browser(h.app).request("GET", link!)).statusCode).toBe(302);
-    const page = await op.request("GET", link!);
-    expect(page.statusCode).toBe(200);
-    expect(page.body).not.toContain("API_KEY");
     const stranger = await readyOperator(h);
     expect((await stranger.request("POST", link!)).statusCode).toBe(404);
-    const approved = await op.request("POST", link!);
-    expect(approved.statusCode, approved.body).toBe(200);
-    expect(approved.json().grant).toMatchObject({ grant_id: pending.grant_id, status: "active" });
+    expect((await stranger.request("GET", link!)).statusCode).toBe(404);
+    // Opening the link approves (spec 3.1: GET or POST), once.
+    const page = await op.request("GET", link!);
+    expect(page.statusCode, page.body).toBe(200);
+    expect(page.body).toContain("may use API_KEY for one call");
+    expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
+    const grants = (await op.request("GET", "/api/grants")).json().grants as {
+      grant_id: string;
+      status: string;
+    }[];
+    expect(grants.find((g) => g.grant_id === pending.grant_id)?.status).toBe("active");
+    expect((await op.request("GET", link!)).statusCode).toBe(409);
     expect((await op.request("POST", link!)).statusCode).toBe(409);
     expect((await call(agent)).origin_status).toBe(200);
     await agent.close();
@@ -427,10 +435,12 @@ describe("need request outcomes", () => {
     ).toBe(409);
 
     const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id;
+    // Fresh per run: a server database outlives the test run.
+    const connectId = `ned_connect${randomBytes(6).toString("hex")}`;
     await h.plane.database.db
       .insertInto("need_requests")
       .values({
-        id: "ned_connecttest0000001",
+        id: connectId,
         organisation_id: organisationId,
         environment: "staging",
         kind: "connect",
@@ -444,7 +454,7 @@ describe("need request outcomes", () => {
         closed_at: null,
       })
       .execute();
-    const connect = await op.request("POST", "/api/need-items/ned_connecttest0000001/fulfill", {
+    const connect = await op.request("POST", `/api/need-items/${connectId}/fulfill`, {
       value: SECRET,
     });
     expect(connect.statusCode).toBe(409);

@@ -1,62 +1,60 @@
-// GET|POST /approve?token= (spec 4.3): the link in an approval email. Only a signed-in operator of
-// the grant's organisation can use it, once. GET shows a page with one button (a link preview or
-// a mail scanner fetching it approves nothing); POST approves. The token never reaches a log: the
-// request logger drops query strings, and the page sends no Referer.
+// GET|POST /approve?token= (spec 3.1, 4.3): the link in an approval email. Either method approves,
+// once, for a signed-in operator (authenticator passed) of the grant's organisation. A mail scanner
+// or link preview that fetches the link has no operator session: it is sent to /sign-in and
+// approves nothing. GET answers a plain page, POST the JSON grant. The token never reaches a log:
+// the request logger drops query strings, and the page sends no Referer.
 import { AppError } from "@latch/shared/errors";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import type { Database } from "../db/schema.ts";
+import { escapeHtml, PAGE_CSP } from "../pages/pages.html.ts";
 import type { GrantsService } from "./grants.service.ts";
 
-const CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+type ApproveRequest = FastifyRequest<{ Querystring: { token?: string } }>;
 
-const PAGE = `<!doctype html>
+function resultPage(heading: string, sentence: string): string {
+  return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Approve a request — Latch</title><link rel="stylesheet" href="/assets/site.css"></head>
-<body><main><h1>Approve a request</h1>
-<p>An agent asked to use a credential once. Approve it only if you expected this request.</p>
-<button type="button" id="approve">Approve one call</button>
-<p id="status" role="status" aria-live="polite"></p>
-</main><script src="/assets/approve.js"></script></body></html>
+<meta name="referrer" content="no-referrer">
+<title>${escapeHtml(heading)} — Latch</title><link rel="stylesheet" href="/assets/site.css"></head>
+<body><main><h1>${escapeHtml(heading)}</h1>
+<p role="status">${escapeHtml(sentence)}</p>
+<p><a href="/console">Open the console</a></p>
+</main></body></html>
 `;
-
-const SCRIPT = `"use strict";
-(function () {
-  var status = document.getElementById("status");
-  var button = document.getElementById("approve");
-  function csrf() { var m = /(?:^|; )latch_csrf=([^;]+)/.exec(document.cookie); return m ? decodeURIComponent(m[1]) : ""; }
-  button.addEventListener("click", function () {
-    button.disabled = true;
-    fetch(location.pathname + location.search, { method: "POST", headers: { "x-csrf-token": csrf() } })
-      .then(function (r) { return r.json().then(function (j) { if (!r.ok) throw new Error((j.error && j.error.message) || j.error || r.status); return j; }); })
-      .then(function (j) { status.textContent = "Approved: " + j.grant.agent_id + " may use " + j.grant.item_name + " for one call."; },
-            function (e) { status.textContent = e.message; button.disabled = false; });
-  });
-})();
-`;
+}
 
 export function registerApproveLinkRoutes(
   app: FastifyInstance,
   deps: { db: Kysely<Database>; grants: GrantsService },
 ): void {
-  app.get<{ Querystring: { token?: string } }>("/approve", async (request, reply) => {
-    if (!request.operatorSession?.is_mfa_passed) return reply.redirect("/sign-in", 302);
-    return reply.header("content-security-policy", CSP).type("text/html; charset=utf-8").send(PAGE);
-  });
-  app.get("/assets/approve.js", async (_request, reply) =>
-    reply.type("text/javascript; charset=utf-8").send(SCRIPT),
-  );
-  app.post<{ Querystring: { token?: string } }>("/approve", async (request) => {
+  async function approve(request: ApproveRequest) {
     const context = await requireOperator(request, deps.db, { mfa: true });
     const organisationId = requireOrganisation(context);
     const token = request.query.token;
     if (typeof token !== "string" || !/^[A-Za-z0-9_-]{20,100}$/.test(token)) {
       throw new AppError("invalid_request", "the approval link is incomplete");
     }
-    return {
-      grant: await deps.grants.approveByLink(organisationId, `operator:${context.operatorId}`, token),
-    };
+    return deps.grants.approveByLink(organisationId, `operator:${context.operatorId}`, token);
+  }
+
+  app.get<{ Querystring: { token?: string } }>("/approve", async (request, reply) => {
+    if (!request.operatorSession?.is_mfa_passed) return reply.redirect("/sign-in", 302);
+    reply.header("content-security-policy", PAGE_CSP).header("referrer-policy", "no-referrer");
+    reply.type("text/html; charset=utf-8");
+    try {
+      const grant = await approve(request);
+      return resultPage(
+        "Approved",
+        `${grant.agent_id} may use ${grant.item_name} for one call. The agent can retry its request now.`,
+      );
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      return reply.code(error.status).send(resultPage("Not approved", error.message));
+    }
   });
+  app.post<{ Querystring: { token?: string } }>("/approve", async (request) => ({
+    grant: await approve(request),
+  }));
 }
