@@ -120,6 +120,42 @@ describe("need_item", () => {
     expect(miss).toMatchObject({ status: "need_item", client_name: "tools agent" });
     await agent.close();
   });
+
+  it("shows the agent's task description in the inbox, cut to 500 characters", async () => {
+    const { op, agent } = await setUp([]);
+    const task = `Sync the invoices for the quarter. ${"x".repeat(600)}`;
+    const miss = await tool(agent, "find_items", { host: "tasks.latch.test", task_description: task });
+    expect(miss.status).toBe("need_item");
+    const requests = (await op.request("GET", "/api/inbox")).json().requests as {
+      need_id: string;
+      message: string;
+    }[];
+    expect(requests.find((r) => r.need_id === miss.need_id)?.message).toBe(task.slice(0, 500));
+    await agent.close();
+  });
+
+  it("carries the public recipe of a known provider host, in need_item and in setup's other answers", async () => {
+    const { op, agent } = await setUp([]);
+    const miss = await tool(agent, "setup", { provider: "github" });
+    expect(miss).toMatchObject({ status: "need_item", host: "api.github.com" });
+    const recipe = miss.recipe as { steps: string[]; next: string };
+    expect(recipe.steps.length).toBeGreaterThan(0);
+    expect(recipe.next).toEqual(expect.any(String));
+    const dry = await tool(agent, "setup", { host: "api.github.com", dry_run: true });
+    expect(dry.recipe).toEqual(recipe);
+    const stored = await op.request("POST", "/api/items", {
+      name: "GITHUB_TOKEN",
+      value: SECRET,
+      environment: "staging",
+      allowed_hosts: ["api.github.com"],
+    });
+    expect(stored.statusCode, stored.body).toBe(201);
+    const ready = await tool(agent, "setup", { host: "api.github.com" });
+    expect(ready).toMatchObject({ status: "ready_prompt", recipe });
+    // A host no provider owns has no recipe.
+    expect((await tool(agent, "setup", { host: "plain.latch.test" })).recipe).toBeUndefined();
+    await agent.close();
+  });
 });
 
 describe("aliases", () => {

@@ -5,7 +5,7 @@ import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { Database, NeedRequestRow } from "../db/schema.ts";
-import type { GrantsService, PublicGrant } from "../grants/grants.service.ts";
+import { type GrantsService, MAX_TASK_DESCRIPTION, type PublicGrant } from "../grants/grants.service.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
@@ -83,6 +83,8 @@ export function createNeedsService(deps: NeedsDeps) {
       host: string;
       suggestedName: string;
       agentId: string;
+      /** The agent's task description, shown in the Inbox (500 characters). */
+      message?: string | undefined;
     }): Promise<NeedView> {
       const now = deps.now();
       const row = await withOrganisationLock(deps.db, input.organisationId, async (trx) => {
@@ -105,7 +107,7 @@ export function createNeedsService(deps: NeedsDeps) {
           host: input.host,
           suggested_name: input.suggestedName,
           agent_id: input.agentId,
-          message: null,
+          message: input.message ? input.message.slice(0, MAX_TASK_DESCRIPTION) : null,
           status: "pending",
           item_id: null,
           created_at: now,

@@ -10,7 +10,7 @@ export async function runRequestGrant(
   args: ToolArgs<"request_grant">,
 ): Promise<ToolAnswer> {
   const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
-  if (!item) return needItemAnswer(deps, scope, args.item_name, undefined);
+  if (!item) return needItemAnswer(deps, scope, args.item_name, undefined, args.task_description);
   const grantScope = {
     organisationId: scope.organisationId,
     itemId: item.id,

@@ -5,6 +5,7 @@ import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
+import { findRecipe, type Recipe } from "../needs/recipes.ts";
 import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
 export async function runHttpRequest(
@@ -115,7 +116,7 @@ async function locateOrAnswer(
       const suggested = args.item_name ?? (host ? suggestItemName(host) : "API_TOKEN");
       // A dry run reports the miss but opens no collect request (nothing written, no limit spent).
       if (args.dry_run) return dryRunNeedItemAnswer(suggested, host);
-      return needItemAnswer(deps, scope, suggested, host);
+      return needItemAnswer(deps, scope, suggested, host, args.task_description);
     }
     throw error;
   }
@@ -126,17 +127,25 @@ export async function needItemAnswer(
   scope: ToolScope,
   suggestedName: string,
   host: string | undefined,
+  taskDescription?: string,
 ): Promise<ToolAnswer> {
-  const { message, fields } = await deps.surface.needItem(scope, suggestedName, host);
+  const { message, fields } = await deps.surface.needItem(scope, suggestedName, host, taskDescription);
   return {
     payload: {
       status: "need_item",
       suggested_name: suggestedName,
       ...(host ? { host } : {}),
       message,
+      ...recipeFields(host),
       ...fields,
     },
   };
+}
+
+/** Spec 2.5, 4.2: the public recipe of a known provider host, as a `recipe` field when there is one. */
+export function recipeFields(host: string | undefined): { recipe?: Recipe } {
+  const recipe = host ? findRecipe(host) : undefined;
+  return recipe ? { recipe } : {};
 }
 
 /** need_item for a dry run: what is missing, without writing a collect request (so no collect_url). */
@@ -146,6 +155,7 @@ export function dryRunNeedItemAnswer(suggestedName: string, host: string | undef
       status: "need_item",
       suggested_name: suggestedName,
       ...(host ? { host } : {}),
+      ...recipeFields(host),
       dry_run: true,
       message: `Nothing is stored${host ? ` for ${host}` : ` as ${suggestedName}`}. Call again without dry_run to ask the user to store it.`,
     },

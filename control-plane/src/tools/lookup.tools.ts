@@ -4,7 +4,7 @@ import { checkHostname } from "@latch/shared/requests/host";
 import type { CallableItem } from "../calls/calls.service.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import type { ToolArgs } from "../mcp/tool-schemas.ts";
-import { dryRunNeedItemAnswer, needItemAnswer } from "./http-request.tool.ts";
+import { dryRunNeedItemAnswer, needItemAnswer, recipeFields } from "./http-request.tool.ts";
 import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
 const MAX_AMBIGUOUS = 5;
@@ -60,7 +60,7 @@ export async function runFindItems(
   const host = args.host ? validHost(args.host) : undefined;
   if (args.item_name) {
     const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
-    if (!item) return needItemAnswer(deps, scope, args.item_name, host);
+    if (!item) return needItemAnswer(deps, scope, args.item_name, host, args.task_description);
     const found = await describeFull(deps, scope, item);
     if (host && !item.allowedHosts.includes(host)) {
       return { payload: { status: "host_mismatch", item: found }, isError: true };
@@ -69,7 +69,7 @@ export async function runFindItems(
   }
   const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host!);
   const [only, ...others] = items;
-  if (!only) return needItemAnswer(deps, scope, suggestItemName(host!), host!);
+  if (!only) return needItemAnswer(deps, scope, suggestItemName(host!), host!, args.task_description);
   if (others.length > 0) return ambiguous(items, scope);
   return { payload: { status: "found", item: await describeFull(deps, scope, only) } };
 }
@@ -88,9 +88,12 @@ export async function runSetup(
   if (!only) {
     // A dry run writes nothing: no collect request, so no collect_url yet.
     if (args.dry_run) return dryRunNeedItemAnswer(suggestItemName(host), host);
-    return needItemAnswer(deps, scope, suggestItemName(host), host);
+    return needItemAnswer(deps, scope, suggestItemName(host), host, args.task_description);
   }
-  if (others.length > 0) return ambiguous(items, scope);
+  if (others.length > 0) {
+    const answer = ambiguous(items, scope);
+    return { ...answer, payload: { ...answer.payload, ...recipeFields(host) } };
+  }
   const grant = await deps.grants.findUsableGrant({
     organisationId: scope.organisationId,
     itemId: only.id,
@@ -106,6 +109,7 @@ export async function runSetup(
       item: await describeFull(deps, scope, only),
       host,
       ...(args.provider ? { provider: args.provider } : {}),
+      ...recipeFields(host),
       next: {
         for_model: isStanding
           ? `Call http_request with item_name ${only.name}.`

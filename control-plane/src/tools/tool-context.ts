@@ -19,6 +19,7 @@ export interface OperatorSurface {
     scope: ToolScope,
     suggestedName: string,
     host: string | undefined,
+    taskDescription?: string,
   ): Promise<{ message: string; fields: Record<string, unknown> }>;
   /** pending: how the operator approves this grant. */
   approveHint(grantId: string): string;
@@ -75,10 +76,11 @@ export function createHostedSurface(needs: {
     host: string;
     suggestedName: string;
     agentId: string;
+    message?: string | undefined;
   }): Promise<{ need_id: string; collect_url: string; client_name?: string; recipe?: unknown }>;
 }): OperatorSurface {
   return {
-    async needItem(scope, suggestedName, host) {
+    async needItem(scope, suggestedName, host, taskDescription) {
       if (!host) {
         return {
           message: `Nothing is stored as ${suggestedName}. Call again with the API's host so the user can be asked to store it.`,
@@ -91,6 +93,8 @@ export function createHostedSurface(needs: {
         host,
         suggestedName,
         agentId: scope.agentId,
+        // Spec 4.2: the agent's task description is shown in the Inbox.
+        message: taskDescription,
       });
       return {
         message: `Nothing is stored for ${host}. Give the user this link to store ${suggestedName}: ${need.collect_url} (they type the value there; never ask for it yourself). Then retry.`,
