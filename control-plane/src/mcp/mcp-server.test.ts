@@ -23,11 +23,8 @@ const tools: ToolHandlers = {
 const errors: unknown[] = [];
 const server = createMcpServer({ instructions: "be careful", tools, logError: (e) => errors.push(e) });
 const caller = { agentId: "test-agent" };
-const rpc = (method: string, params?: unknown, id: number | undefined = 1) =>
-  server.handle(
-    { jsonrpc: "2.0", ...(id === undefined ? {} : { id }), method, ...(params ? { params } : {}) },
-    caller,
-  );
+const rpc = (method: string, params?: unknown, id = 1) =>
+  server.handle({ jsonrpc: "2.0", id, method, ...(params ? { params } : {}) }, caller);
 
 describe("MCP method table", () => {
   it("initializes with protocol 2024-11-05, tools capability, serverInfo latch and instructions", async () => {
@@ -68,7 +65,20 @@ describe("MCP method table", () => {
   });
 
   it("gives notifications no response", async () => {
-    expect(await rpc("notifications/initialized", undefined, undefined)).toBeUndefined();
+    expect(await rpc("notifications/initialized")).toBeUndefined();
+  });
+
+  it("refuses a request without an id with -32600 and does not run the tool", async () => {
+    const before = calls.length;
+    const withoutId = (method: string, params?: unknown) =>
+      server.handle({ jsonrpc: "2.0", method, ...(params ? { params } : {}) }, caller);
+    expect(await withoutId("tools/call", { name: "list_items", arguments: {} })).toMatchObject({
+      id: null,
+      error: { code: -32600 },
+    });
+    expect(calls.length).toBe(before);
+    expect(await withoutId("ping")).toMatchObject({ error: { code: -32600 } });
+    expect(await withoutId("notifications/initialized")).toBeUndefined();
   });
 
   it("answers an unknown method with -32601", async () => {

@@ -5,6 +5,7 @@ import type { z } from "zod";
 import {
   parseRpcRequest,
   RPC_INVALID_PARAMS,
+  RPC_INVALID_REQUEST,
   RPC_METHOD_NOT_FOUND,
   RPC_TOOL_ERROR,
   type RpcId,
@@ -101,7 +102,16 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       if (!parsed.ok) return parsed.response;
       const { request } = parsed;
       if (request.method.startsWith("notifications/")) return undefined;
-      const id = request.id ?? null;
+      // Every MCP method other than a notification is a request and carries an id: a frame without
+      // one is refused, never run (a tool call nobody can receive the answer of).
+      if (request.id === undefined || request.id === null) {
+        return rpcError(
+          null,
+          RPC_INVALID_REQUEST,
+          `${request.method.slice(0, 64)} is a request and needs an id`,
+        );
+      }
+      const id = request.id;
       switch (request.method) {
         case "initialize": {
           const clientInfo = request.params?.clientInfo as { name?: unknown } | undefined;
