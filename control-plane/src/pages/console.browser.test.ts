@@ -5,66 +5,42 @@
 // buttons approve it, and the audit shows the call. Then clients (trusted, rotate, revoke) and the
 // access section (revoke one session, sign out the others). Screenshots go to
 // test-artifacts/browser/console-*.png. Needs Debian's chromium: skipped without it, except on CI.
-import { existsSync, mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
 import * as OTPAuth from "otpauth";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
 import {
   Browser as ApiBrowser,
   connectAgent,
   type HostedHarness,
   lastCodeFor,
-  startHosted,
   toolAnswer,
   uniqueEmail,
 } from "../../test/hosted.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-const SHOTS = fileURLToPath(new URL("../../../test-artifacts/browser/", import.meta.url));
 const SECRET = "sk_live_console_canary_5b1e";
 const ROTATED = "sk_live_console_rotated_c0d7";
 const OTHER = "sk_other_console_canary_99f0";
 /** Long enough for the inbox's 5-second refresh and a round trip. */
 const SOON = { timeout: 12_000, interval: 100 };
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
-describe.skipIf(!hasChromium && !process.env.CI)("the operator console in Chromium", () => {
+describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
+  let rig: BrowserRig | undefined;
   let h: HostedHarness;
   let browser: Browser;
   let base: string;
 
   beforeAll(async () => {
-    if (!hasChromium) {
-      throw new Error(
-        `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does it)`,
-      );
-    }
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    h = await startHosted({ baseUrl: base });
-    await h.app.listen({ host: "127.0.0.1", port });
+    rig = await startBrowserRig();
+    ({ h, base, browser } = rig);
     h.egress.setHandler((req, res) => {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ auth: req.headers.authorization }));
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-    mkdirSync(SHOTS, { recursive: true });
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await h?.close();
+    await rig?.close();
   });
 
   /** A new page that records script errors and anything the CSP refused. */

@@ -2,49 +2,25 @@
 // hosted plane on a real port: the page scripts, the CSP, cookies and CSRF header, the QR and the
 // setup key, backup codes, and the error messages in the status region. Screenshots of each step
 // go to test-artifacts/browser/. Needs Debian's chromium: skipped without it, except on CI.
-import { existsSync, mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
 import * as OTPAuth from "otpauth";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "../../test/hosted.ts";
+import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import { type HostedHarness, lastCodeFor, uniqueEmail } from "../../test/hosted.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-const SHOTS = fileURLToPath(new URL("../../../test-artifacts/browser/", import.meta.url));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (!address || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
-describe.skipIf(!hasChromium && !process.env.CI)("the sign-in pages in Chromium", () => {
+describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
+  let rig: BrowserRig | undefined;
   let h: HostedHarness;
   let browser: Browser;
   let base: string;
 
   beforeAll(async () => {
-    if (!hasChromium) {
-      throw new Error(
-        `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does it)`,
-      );
-    }
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    h = await startHosted({ baseUrl: base });
-    await h.app.listen({ host: "127.0.0.1", port });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
-    mkdirSync(SHOTS, { recursive: true });
+    rig = await startBrowserRig();
+    ({ h, base, browser } = rig);
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await h?.close();
+    await rig?.close();
   });
 
   /** A new page that records script errors and anything the CSP refused. */
