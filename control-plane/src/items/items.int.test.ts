@@ -92,6 +92,16 @@ describe("storing an item", () => {
     expect(await items.listItems(org)).toHaveLength(2);
   });
 
+  it("answers duplicate_name when an edit renames a credential onto another one's name", async () => {
+    const org = await newTestOrganisation(database);
+    await items.storeItem(org, "operator", base);
+    const second = await items.storeItem(org, "operator", { ...base, name: "SECOND_TOKEN" });
+    expect(await codeOf(items.updateItem(org, "operator", second.id, { name: base.name }))).toBe(
+      "duplicate_name",
+    );
+    expect((await items.listItems(org)).map((i) => i.name).sort()).toEqual([base.name, "SECOND_TOKEN"]);
+  });
+
   it("lets exactly one of two simultaneous stores of one name win", async () => {
     const org = await newTestOrganisation(database);
     const outcomes = await Promise.all([

@@ -165,22 +165,11 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
         username: input.username,
         folder_id: folderId,
       };
-      let isNew = true;
-      try {
-        if (options.replace) {
-          isNew = (await deps.repo.upsertItemByName(row)).isNew;
-        } else {
-          await deps.repo.insertItem(row);
-        }
-      } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw new AppError(
-            "duplicate_name",
-            `a credential named ${input.name} already exists in ${input.environment}`,
-          );
-        }
-        throw error;
-      }
+      const isNew = await refuseDuplicateName(input, async () => {
+        if (options.replace) return (await deps.repo.upsertItemByName(row)).isNew;
+        await deps.repo.insertItem(row);
+        return true;
+      });
       await deps.recordEvent({
         organisationId,
         environment: input.environment,
@@ -215,8 +204,9 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
             newId("fld"),
           )
         : null;
-      try {
-        await deps.repo.updateItem(organisationId, id, {
+      const sealed = keepValue ? {} : await seal(input.value);
+      await refuseDuplicateName(input, () =>
+        deps.repo.updateItem(organisationId, id, {
           name: input.name,
           environment: input.environment,
           kind: input.kind,
@@ -224,18 +214,10 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           inject: input.inject,
           username: input.username,
           folder_id: folderId,
-          ...(keepValue ? {} : await seal(input.value)),
+          ...sealed,
           updated_at: new Date(),
-        });
-      } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw new AppError(
-            "duplicate_name",
-            `a credential named ${input.name} already exists in ${input.environment}`,
-          );
-        }
-        throw error;
-      }
+        }),
+      );
       await deps.recordEvent({
         organisationId,
         environment: input.environment,
@@ -300,3 +282,21 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
 }
 
 export type { ItemInput };
+
+/** Runs a write that may hit the (environment, name) unique index, as duplicate_name (spec 4.3: 409). */
+async function refuseDuplicateName<T>(
+  input: { name: string; environment: string },
+  write: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw new AppError(
+        "duplicate_name",
+        `a credential named ${input.name} already exists in ${input.environment}`,
+      );
+    }
+    throw error;
+  }
+}
