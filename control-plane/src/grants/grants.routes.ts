@@ -10,7 +10,7 @@ import type { Database } from "../db/schema.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { bearerOf } from "../local/local-tokens.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
-import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
+import { httpRequestGrantScope } from "../tools/tool-context.ts";
 import type { GrantPolicy, GrantsService } from "./grants.service.ts";
 
 export interface GrantsRouteDeps {
@@ -67,13 +67,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     );
     if (!item)
       throw new AppError("not_found", `no credential named ${input.item_name} in ${scope.environment}`);
-    const grantScope = {
-      organisationId: scope.organisationId,
-      itemId: item.id,
-      folderId: item.folderId,
-      agentId: scope.agentId,
-      toolId: HTTP_REQUEST_TOOL,
-    };
+    const grantScope = httpRequestGrantScope(scope, item);
     const callScope = {
       host: typeof input.host === "string" ? input.host.toLowerCase() : undefined,
       method: typeof input.method === "string" ? input.method.toUpperCase() : undefined,

@@ -2,7 +2,7 @@
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import type { ToolArgs } from "../mcp/tool-schemas.ts";
 import { needItemAnswer } from "./http-request.tool.ts";
-import { HTTP_REQUEST_TOOL, type ToolDeps, type ToolScope } from "./tool-context.ts";
+import { httpRequestGrantScope, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
 export async function runRequestGrant(
   deps: ToolDeps,
@@ -11,13 +11,7 @@ export async function runRequestGrant(
 ): Promise<ToolAnswer> {
   const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
   if (!item) return needItemAnswer(deps, scope, args.item_name, undefined, args.task_description);
-  const grantScope = {
-    organisationId: scope.organisationId,
-    itemId: item.id,
-    folderId: item.folderId,
-    agentId: scope.agentId,
-    toolId: HTTP_REQUEST_TOOL,
-  };
+  const grantScope = httpRequestGrantScope(scope, item);
   // A session or standing approval already covers the agent: returned at once as the covering grant.
   const covering = await deps.grants.findUsableGrant(grantScope);
   if (covering && covering.policy !== "prompt") return { payload: { ...covering } };

@@ -6,7 +6,13 @@ import { type LocatedCredential, locateCredential } from "../calls/calls.service
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import { findRecipe, type Recipe } from "../needs/recipes.ts";
-import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
+import {
+  HTTP_REQUEST_TOOL,
+  httpRequestGrantScope,
+  suggestItemName,
+  type ToolDeps,
+  type ToolScope,
+} from "./tool-context.ts";
 
 export async function runHttpRequest(
   deps: ToolDeps,
@@ -16,13 +22,7 @@ export async function runHttpRequest(
   const located = await locateOrAnswer(deps, scope, args);
   if ("payload" in located) return located;
   const { item, host, path } = located;
-  const grantScope = {
-    organisationId: scope.organisationId,
-    itemId: item.id,
-    folderId: item.folderId,
-    agentId: scope.agentId,
-    toolId: HTTP_REQUEST_TOOL,
-  };
+  const grantScope = httpRequestGrantScope(scope, item);
 
   const call = { host, method: args.method, path: path.split("?")[0] };
   if (args.dry_run) {

@@ -5,7 +5,13 @@ import type { CallableItem } from "../calls/calls.service.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import type { ToolArgs } from "../mcp/tool-schemas.ts";
 import { dryRunNeedItemAnswer, needItemAnswer, recipeFields } from "./http-request.tool.ts";
-import { HTTP_REQUEST_TOOL, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
+import {
+  HTTP_REQUEST_TOOL,
+  httpRequestGrantScope,
+  suggestItemName,
+  type ToolDeps,
+  type ToolScope,
+} from "./tool-context.ts";
 
 const MAX_AMBIGUOUS = 5;
 
@@ -94,13 +100,7 @@ export async function runSetup(
     const answer = ambiguous(items, scope);
     return { ...answer, payload: { ...answer.payload, ...recipeFields(host) } };
   }
-  const grant = await deps.grants.findUsableGrant({
-    organisationId: scope.organisationId,
-    itemId: only.id,
-    folderId: only.folderId,
-    agentId: scope.agentId,
-    toolId: HTTP_REQUEST_TOOL,
-  });
+  const grant = await deps.grants.findUsableGrant(httpRequestGrantScope(scope, only));
   // Spec 4.2: ready means a standing approval; a one-call or 8-hour session approval is not one.
   const isStanding = grant?.policy === "item_standing" || grant?.policy === "folder_standing";
   return {

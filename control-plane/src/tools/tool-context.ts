@@ -1,6 +1,7 @@
 // What every tool handler is given: the services it calls, and the surface it answers for (the
 // local `vault` or the hosted service), which decides how an operator is told to act.
-import type { CallsService } from "../calls/calls.service.ts";
+import type { CallableItem, CallsService } from "../calls/calls.service.ts";
+import type { GrantScope } from "../grants/grants.repo.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 
@@ -35,6 +36,20 @@ export interface ToolDeps {
 }
 
 export const HTTP_REQUEST_TOOL = "http_request";
+
+/** The approvals an agent's http_request with this credential looks for: its own, or its folder's. */
+export function httpRequestGrantScope(
+  scope: { organisationId: string; agentId: string },
+  item: Pick<CallableItem, "id" | "folderId">,
+): GrantScope {
+  return {
+    organisationId: scope.organisationId,
+    itemId: item.id,
+    folderId: item.folderId,
+    agentId: scope.agentId,
+    toolId: HTTP_REQUEST_TOOL,
+  };
+}
 
 /**
  * A name to suggest for a host's credential: the registrable part, uppercase, plus _TOKEN.
