@@ -159,6 +159,26 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     return row;
   }
 
+  /** Inserts a grant row and audits it under `action`; the row as read back, with its item's name. */
+  async function insertRecorded(
+    request: GrantRequest,
+    fresh: ReturnType<typeof newGrantRow>,
+    action: string,
+    detail: Record<string, unknown>,
+  ): Promise<GrantWithItem> {
+    await deps.repo.insertGrant(fresh);
+    const row = await loadGrant(request.organisationId, fresh.id);
+    await deps.recordEvent({
+      organisationId: request.organisationId,
+      environment: request.environment,
+      actor: request.actor,
+      action,
+      itemName: row.item_name,
+      detail: { grant_id: fresh.id, agent_id: request.agentId, ...detail },
+    });
+    return row;
+  }
+
   /** Hosted requests: a fresh code each time, the hourly limit counted under the organisation lock. */
   async function requestCodedGrant(
     request: GrantRequest,
@@ -308,18 +328,12 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       const existing = await deps.repo.findPendingGrant(request);
       if (existing) return { grant: toPublicGrant(existing, now()), isNew: false };
       const at = now();
-      const fresh = newGrantRow(request, at, { policy: "prompt", status: "pending" });
-      await deps.repo.insertGrant(fresh);
-      const { id } = fresh;
-      const row = await loadGrant(request.organisationId, id);
-      await deps.recordEvent({
-        organisationId: request.organisationId,
-        environment: request.environment,
-        actor: request.actor,
-        action: "grant_requested",
-        itemName: row.item_name,
-        detail: { grant_id: id, agent_id: request.agentId, tool_id: request.toolId },
-      });
+      const row = await insertRecorded(
+        request,
+        newGrantRow(request, at, { policy: "prompt", status: "pending" }),
+        "grant_requested",
+        { tool_id: request.toolId },
+      );
       return { grant: toPublicGrant(row, at), isNew: true };
     },
 
@@ -332,17 +346,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         approved_at: at,
         expires_at: expiryFor(request.policy, at),
       });
-      await deps.repo.insertGrant(fresh);
-      const { id } = fresh;
-      const row = await loadGrant(request.organisationId, id);
-      await deps.recordEvent({
-        organisationId: request.organisationId,
-        environment: request.environment,
-        actor: request.actor,
-        action: "grant_approved",
-        itemName: row.item_name,
-        detail: { grant_id: id, agent_id: request.agentId, policy: request.policy },
-      });
+      const row = await insertRecorded(request, fresh, "grant_approved", { policy: request.policy });
       return toPublicGrant(row, at);
     },
 
