@@ -156,6 +156,16 @@ describe.each(ROUTES)("$method $path", (route) => {
     expect(response.headers["access-control-allow-origin"]).toBeUndefined();
   });
 
+  it("answers 403 to a foreign Origin when the path is percent-encoded (the router decodes it)", async () => {
+    const evil = new Browser(h.app, "https://evil.example");
+    for (const [k, v] of pending.cookies) evil.cookies.set(k, v);
+    // "/api/items" -> "/%61pi/items", "/approve" -> "/%61pprove": the same route to the router.
+    const encoded = route.path.replace(/^\/(.)/, (_m, c: string) => `/%${c.charCodeAt(0).toString(16)}`);
+    const response = await evil.request(route.method, encoded, route.body);
+    expect(response.statusCode, encoded).toBe(403);
+    expect(response.json().error.code).toBe("forbidden");
+  });
+
   if (route.method !== "GET") {
     it("answers 403 csrf_failed without the session's X-CSRF-Token", async () => {
       const response = await pending.request(route.method, route.path, route.body, {

@@ -5,6 +5,7 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { Database, OperatorSessionRow } from "../db/schema.ts";
+import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
 import { CSRF_COOKIE, SESSION_COOKIE, type SessionsRepo, sha256 } from "./sessions.ts";
 
@@ -49,8 +50,8 @@ export function registerOperatorSessions(
   const ownOrigin = new URL(deps.baseUrl).origin;
   app.addHook("onRequest", async (request) => {
     const origin = request.headers.origin;
-    const path = request.url.split("?")[0]!;
-    if (origin !== undefined && origin !== ownOrigin && WALLED_PREFIXES.some((p) => path.startsWith(p))) {
+    // Judged on every reading of the path: the router decodes "/%61pi/..." to "/api/...".
+    if (origin !== undefined && origin !== ownOrigin && isUnderPrefix(request, WALLED_PREFIXES)) {
       throw new AppError("forbidden", "requests from another site's pages are refused");
     }
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")?.[1];

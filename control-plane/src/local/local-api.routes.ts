@@ -3,6 +3,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { isUnderPrefix } from "../http/route-path.ts";
 import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
 import { requireRole } from "./local-guards.ts";
 import { LOCAL_OPERATOR, type LocalVault } from "./local-vault.ts";
@@ -43,7 +44,8 @@ const POLICY_OF_SCOPE = { once: "prompt", session: "session" } as const;
 export function registerLocalApiRoutes(app: FastifyInstance, vault: LocalVault): void {
   const org = vault.organisationId;
   app.addHook("onRequest", async (request) => {
-    if (request.url.startsWith("/api/")) requireRole(request, "operator");
+    // The route the router chose, not only the raw text: "/%61pi/items" reaches "/api/items".
+    if (isUnderPrefix(request, ["/api/"])) requireRole(request, "operator");
   });
 
   async function findItemId(name: string): Promise<string> {

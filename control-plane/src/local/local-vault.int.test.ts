@@ -414,6 +414,22 @@ describe("the walls of vault serve", () => {
     ).toBe(401);
   });
 
+  it.each(["/%61pi/items", "/%61%70%69/grants", "/%2561pi/items"])(
+    "keeps the operator API behind the operator bearer when the path is percent-encoded (%s)",
+    async (path) => {
+      // The router decodes the path; the wall must judge the route it reaches, not the raw text.
+      expect((await raw(path)).statusCode).not.toBe(200);
+      const modelOnApi = await raw(path, { headers: { authorization: `Bearer ${tokens.model}` } });
+      expect(modelOnApi.statusCode).not.toBe(200);
+      const approve = await raw(path.replace(/items$/, "grants"), {
+        method: "POST",
+        headers: { authorization: `Bearer ${tokens.model}`, "content-type": "application/json" },
+        body: { item_name: "GITHUB_TOKEN", agent_id: "evil-agent", scope: "session" },
+      });
+      expect([401, 403, 404]).toContain(approve.statusCode);
+    },
+  );
+
   it("requires the Mcp-Session-Id: 400 without it, 404 unknown or idle for 8 hours", async () => {
     const init = await raw("/mcp", { method: "POST", headers: mcpHeaders, body: initialize });
     expect(init.statusCode).toBe(200);
