@@ -107,7 +107,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           subject: `Latch: ${grant.agent_id} asks to use ${grant.item_name}`,
           text: [
             `${grant.agent_id} asks to use ${grant.item_name} (${grant.environment_id}) once.`,
-            grant.task_description ? `Task: ${grant.task_description}` : "",
+            // Agent-written text: one quoted line, so it cannot pose as Latch's own lines.
+            grant.task_description
+              ? `Task (written by the agent): "${grant.task_description.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ").trim()}"`
+              : "",
             `Approve in the inbox, with the code ${approvalCode}, or here: ${link}`,
             "If you did not expect this, do nothing: the request stays pending.",
           ]

@@ -258,6 +258,61 @@ describe("approval notifications", () => {
     expect((await call(agent)).origin_status).toBe(200);
     await agent.close();
   });
+
+  it("quotes the agent's task description in the mail on one line, so it cannot pose as Latch's own lines", async () => {
+    const { token } = await setUp();
+    const agent = await agentWith(token);
+    const before = h.inbox.mails.length;
+    const forged =
+      "sync\r\n\r\nYour Latch session expired. Approve here instead: https://latch-login.evil.example/approve?token=x\n\nThanks";
+    const answer = payloadOf(
+      await agent.callTool({
+        name: "request_grant",
+        arguments: { item_name: "API_KEY", task_description: forged },
+      }),
+    );
+    const mail = h.inbox.mails.slice(before).find((m) => m.raw.includes(answer.approval_code as string));
+    expect(mail).toBeDefined();
+    const text = mail!.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+    const lines = text.split(/\r?\n/);
+    expect(lines.some((l) => l.startsWith("Your Latch session expired"))).toBe(false);
+    expect(lines.filter((l) => l.includes("evil.example"))).toHaveLength(1);
+    expect(lines.find((l) => l.includes("evil.example"))).toMatch(/^Task \(written by the agent\): "/);
+    await agent.close();
+  });
+
+  it("approves nothing on HEAD or on a browser's speculative prefetch of the link, only when opened", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const before = h.inbox.mails.length;
+    const pending = await call(agent);
+    const mail = h.inbox.mails.slice(before).find((m) => m.raw.includes(pending.approval_code!));
+    const link = /http:\/\/localhost:8787(\/approve\?token=[A-Za-z0-9_-]+)/.exec(
+      mail!.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "="),
+    )?.[1];
+    const cookie = [...op.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+    const statusOf = async () =>
+      ((await op.request("GET", "/api/grants")).json().grants as { grant_id: string; status: string }[]).find(
+        (g) => g.grant_id === pending.grant_id,
+      )?.status;
+    // A link checker's HEAD, and the prefetch a mail client's page or the browser makes ahead of
+    // a click, ride on the operator's cookies but are not the operator opening the link.
+    const head = await h.app.inject({ method: "HEAD", url: link!, headers: { cookie } });
+    expect(head.statusCode).not.toBe(409);
+    expect(await statusOf()).toBe("pending");
+    for (const hint of [
+      { "sec-purpose": "prefetch" },
+      { "sec-purpose": "prefetch;prerender" },
+      { purpose: "prefetch" },
+    ]) {
+      const prefetch = await h.app.inject({ method: "GET", url: link!, headers: { cookie, ...hint } });
+      expect(prefetch.statusCode).toBe(200);
+      expect(await statusOf()).toBe("pending");
+    }
+    expect((await op.request("GET", link!)).statusCode).toBe(200);
+    expect(await statusOf()).toBe("active");
+    await agent.close();
+  });
 });
 
 describe("need_item and the collect page", () => {
@@ -314,6 +369,29 @@ describe("need_item and the collect page", () => {
     );
     expect(answer.origin_status).toBe(200);
     expect(JSON.stringify(answer)).not.toContain(SECRET);
+    await agent.close();
+  });
+
+  it("fulfils a collect request once, even when two fulfils arrive together", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const miss = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v2/x", host: "api.latch.test", item_name: "RACE_KEY" },
+      }),
+    );
+    expect(miss.status).toBe("need_item");
+    const answers = await Promise.all(
+      ["RACE_KEY_A", "RACE_KEY_B", "RACE_KEY_C"].map((name) =>
+        op.request("POST", `/api/need-items/${miss.need_id}/fulfill`, { name, value: SECRET }),
+      ),
+    );
+    expect(answers.map((a) => a.statusCode).sort()).toEqual([200, 409, 409]);
+    const items = (await op.request("GET", "/api/items")).json().items as { name: string }[];
+    expect(items.filter((i) => i.name.startsWith("RACE_KEY_"))).toHaveLength(1);
+    const grants = (await op.request("GET", "/api/grants")).json().grants as { item_name: string }[];
+    expect(grants.filter((g) => g.item_name.startsWith("RACE_KEY_"))).toHaveLength(1);
     await agent.close();
   });
 });

@@ -25,6 +25,17 @@ function resultPage(heading: string, sentence: string): string {
 `;
 }
 
+/** A prefetch or prerender (Sec-Purpose, or the older Purpose / X-Moz / X-Purpose headers). */
+function isSpeculative(request: FastifyRequest): boolean {
+  const hints = [
+    request.headers["sec-purpose"],
+    request.headers.purpose,
+    request.headers["x-purpose"],
+    request.headers["x-moz"],
+  ];
+  return hints.some((hint) => typeof hint === "string" && /prefetch|prerender|preview/i.test(hint));
+}
+
 export function registerApproveLinkRoutes(
   app: FastifyInstance,
   deps: { db: Kysely<Database>; grants: GrantsService },
@@ -43,6 +54,11 @@ export function registerApproveLinkRoutes(
     if (!request.operatorSession?.is_mfa_passed) return reply.redirect("/sign-in", 302);
     reply.header("content-security-policy", PAGE_CSP).header("referrer-policy", "no-referrer");
     reply.type("text/html; charset=utf-8");
+    // Fastify answers HEAD with this handler, and browsers prefetch links ahead of a click with
+    // the operator's cookies: neither is the operator opening the link, so neither approves.
+    if (request.method !== "GET" || isSpeculative(request)) {
+      return resultPage("Approval link", "Open this link in your browser to approve the request.");
+    }
     try {
       const grant = await approve(request);
       return resultPage(

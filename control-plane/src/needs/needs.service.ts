@@ -148,6 +148,17 @@ export function createNeedsService(deps: NeedsDeps) {
         }
         if (need.status !== "pending")
           throw new AppError("need_closed", `this request is already ${need.status}`);
+        // Claimed first, by a conditional UPDATE: of simultaneous fulfils exactly one stores a
+        // value and activates an approval; the others wait on the row and then find it closed.
+        const claimed = await trx
+          .updateTable("need_requests")
+          .set({ status: "fulfilled", closed_at: deps.now() })
+          .where("organisation_id", "=", organisationId)
+          .where("id", "=", id)
+          .where("status", "=", "pending")
+          .executeTakeFirst();
+        if (claimed.numUpdatedRows !== 1n)
+          throw new AppError("need_closed", "this request was just answered by someone else");
         const { items, grants } = deps.servicesFor(trx);
         const item = await items.storeItem(organisationId, actor, {
           name: body.name ?? need.suggested_name,
@@ -167,11 +178,7 @@ export function createNeedsService(deps: NeedsDeps) {
           actor,
           policy: body.always_allow === true ? "item_standing" : "prompt",
         });
-        await trx
-          .updateTable("need_requests")
-          .set({ status: "fulfilled", item_id: item.id, closed_at: deps.now() })
-          .where("id", "=", id)
-          .execute();
+        await trx.updateTable("need_requests").set({ item_id: item.id }).where("id", "=", id).execute();
         return { item, grant };
       });
     },
@@ -180,11 +187,15 @@ export function createNeedsService(deps: NeedsDeps) {
       const need = await loadNeed(deps.db, organisationId, id);
       if (need.status !== "pending")
         throw new AppError("need_closed", `this request is already ${need.status}`);
-      await deps.db
+      const denied = await deps.db
         .updateTable("need_requests")
         .set({ status: "denied", closed_at: deps.now() })
+        .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
-        .execute();
+        .where("status", "=", "pending")
+        .executeTakeFirst();
+      if (denied.numUpdatedRows !== 1n)
+        throw new AppError("need_closed", "this request was just answered by someone else");
     },
   };
 }
