@@ -2,6 +2,7 @@
 // into DATA_DIR/local/runtime.json (owner-only) so the CLI's commands reach it instead of opening
 // the database a second time.
 import { existsSync, readFileSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
 import { writePrivateFileAtomic } from "@latch/shared/files";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -59,13 +60,23 @@ export async function startLocalServer(options: {
   };
 }
 
-/** The address of a live local server, if one says it is running. */
+/**
+ * The address of a live local server, if one says it is running. The CLI sends the operator token
+ * and plaintext values to that address, so a file left behind by a server that died is not
+ * trusted: another local user could be listening on the freed port. The process named in it must
+ * be alive, ours to signal (EPERM means another user's process) and the holder of the vault lock.
+ */
 export function readLocalRuntime(dataDir: string): { pid: number; url: string } | undefined {
   const path = localRuntimePath(dataDir);
   if (!existsSync(path)) return undefined;
   try {
-    return runtimeFile.parse(JSON.parse(readFileSync(path, "utf8")));
+    const runtime = runtimeFile.parse(JSON.parse(readFileSync(path, "utf8")));
+    const lockHolder = Number.parseInt(readFileSync(join(dataDir, "local", "db.lock"), "utf8").trim(), 10);
+    if (lockHolder !== runtime.pid) return undefined;
+    process.kill(runtime.pid, 0);
+    return runtime;
   } catch {
+    // Unreadable, no lock, or the process is gone (ESRCH) or not ours (EPERM).
     return undefined;
   }
 }
