@@ -2,7 +2,7 @@
 // ids, the audit's auto_approved rows, the access snapshot's fields, need requests' names and
 // recipes, and value limits on every route that takes a value.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectAgent, type HostedHarness, readyOperator, startHosted, toolAnswer } from "./hosted.ts";
+import { connectAgent, type HostedHarness, operatorWithClient, startHosted, toolAnswer } from "./hosted.ts";
 
 const SECRET = "sk_live_hostedapi_canary_5150";
 let h: HostedHarness;
@@ -21,19 +21,11 @@ afterAll(async () => {
 });
 
 async function setUp() {
-  const op = await readyOperator(h);
-  const created = await op.request("POST", "/api/items", {
-    name: "API_KEY",
-    value: SECRET,
-    environment: "staging",
-    allowed_hosts: ["api.latch.test"],
-    folder_name: "apis",
+  return operatorWithClient(h, {
+    secret: SECRET,
+    items: [{ name: "API_KEY", folder_name: "apis" }],
+    clientName: "billing agent",
   });
-  expect(created.statusCode, created.body).toBe(201);
-  const issued = (
-    await op.request("POST", "/api/clients/model", { name: "billing agent", environment: "staging" })
-  ).json();
-  return { op, clientId: issued.client_id as string, token: issued.token as string };
 }
 
 /** POST /api/grants/request as the model client (spec 5: a model token may call it). */

@@ -2,7 +2,7 @@
 // aliases, the music provider's playlist path rewrite), through the official MCP SDK client.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectAgent, type HostedHarness, readyOperator, startHosted, toolAnswer } from "./hosted.ts";
+import { connectAgent, type HostedHarness, operatorWithClient, startHosted, toolAnswer } from "./hosted.ts";
 
 const SECRET = "sk_live_mcptools_canary_31bb";
 let h: HostedHarness;
@@ -21,23 +21,12 @@ afterAll(async () => {
 });
 
 async function setUp(items: Record<string, unknown>[]) {
-  const op = await readyOperator(h);
-  for (const item of items) {
-    const created = await op.request("POST", "/api/items", {
-      value: SECRET,
-      environment: "staging",
-      allowed_hosts: ["api.latch.test"],
-      ...item,
-    });
-    expect(created.statusCode, created.body).toBe(201);
-  }
-  const issued = await op.request("POST", "/api/clients/model", {
-    name: "tools agent",
-    environment: "staging",
+  const { op, clientId, token } = await operatorWithClient(h, {
+    secret: SECRET,
+    items,
+    clientName: "tools agent",
   });
-  expect(issued.statusCode).toBe(201);
-  const agent = await connectAgent(url, issued.json().token as string);
-  return { op, agent, clientId: issued.json().client_id as string };
+  return { op, agent: await connectAgent(url, token), clientId };
 }
 
 const tool = (agent: Client, name: string, args: Record<string, unknown>) =>

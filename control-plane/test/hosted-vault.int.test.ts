@@ -8,6 +8,7 @@ import {
   Browser,
   connectAgent,
   type HostedHarness,
+  operatorWithClient,
   readyOperator,
   startHosted,
   toolAnswer,
@@ -30,25 +31,11 @@ afterAll(async () => {
 });
 
 async function setUp(extraItems: Record<string, unknown>[] = []) {
-  const op = await readyOperator(h);
-  for (const item of [{ name: "API_KEY", folder_name: "apis" }, ...extraItems]) {
-    const created = await op.request("POST", "/api/items", {
-      value: SECRET,
-      environment: "staging",
-      allowed_hosts: ["api.latch.test"],
-      ...item,
-    });
-    expect(created.statusCode, created.body).toBe(201);
-  }
-  const issued = await op.request("POST", "/api/clients/model", {
-    name: "test agent",
-    environment: "staging",
+  return operatorWithClient(h, {
+    secret: SECRET,
+    items: [{ name: "API_KEY", folder_name: "apis" }, ...extraItems],
+    clientName: "test agent",
   });
-  expect(issued.statusCode).toBe(201);
-  const client = issued.json();
-  expect(client.token).toMatch(/^avm_/);
-  expect(client.mcp_url).toBe("http://localhost:8787/mcp");
-  return { op, clientId: client.client_id as string, token: client.token as string };
 }
 
 const agentWith = (token: string) => connectAgent(url, token);
@@ -60,6 +47,22 @@ const call = (agent: Client, item = "API_KEY") =>
     .then(payloadOf);
 
 describe("the hosted MCP endpoint", () => {
+  it("issues a model client: the avm_ token once, with the MCP address; only its hash is stored", async () => {
+    const op = await readyOperator(h);
+    const issued = await op.request("POST", "/api/clients/model", {
+      name: "issued agent",
+      environment: "staging",
+    });
+    expect(issued.statusCode).toBe(201);
+    const client = issued.json();
+    expect(client.token).toMatch(/^avm_/);
+    expect(client.mcp_url).toBe("http://localhost:8787/mcp");
+    const listed = (await op.request("GET", "/api/access")).json();
+    expect(JSON.stringify(listed)).not.toContain(client.token);
+    const rows = await h.plane.database.db.selectFrom("clients").selectAll().execute();
+    expect(JSON.stringify(rows)).not.toContain(client.token);
+  });
+
   it("answers 401 with WWW-Authenticate to any unauthenticated method, and 403 to a trusted token", async () => {
     for (const method of ["initialize", "ping", "tools/list", "tools/call"]) {
       const response = await fetch(`${url}/mcp`, {

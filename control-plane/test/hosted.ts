@@ -213,3 +213,27 @@ export interface ToolAnswer {
 export function toolAnswer(result: Awaited<ReturnType<Client["callTool"]>>): ToolAnswer {
   return JSON.parse((result.content as { text: string }[])[0]!.text) as ToolAnswer;
 }
+
+/** A signed-in operator with credentials stored and a model client issued: a test's usual start. */
+export async function operatorWithClient(
+  h: Pick<HostedHarness, "app" | "inbox" | "clock">,
+  options: { secret: string; items: Record<string, unknown>[]; clientName: string },
+): Promise<{ op: Browser; clientId: string; token: string }> {
+  const op = await readyOperator(h);
+  for (const item of options.items) {
+    const created = await op.request("POST", "/api/items", {
+      value: options.secret,
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+      ...item,
+    });
+    if (created.statusCode !== 201) throw new Error(`storing ${String(item.name)} failed: ${created.body}`);
+  }
+  const issued = await op.request("POST", "/api/clients/model", {
+    name: options.clientName,
+    environment: "staging",
+  });
+  if (issued.statusCode !== 201) throw new Error(`issuing a model client failed: ${issued.body}`);
+  const client = issued.json();
+  return { op, clientId: client.client_id as string, token: client.token as string };
+}
