@@ -10,7 +10,7 @@ import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
 import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
-import { findRecipe, type Recipe } from "./recipes.ts";
+import { type Recipe, recipeFields } from "./recipes.ts";
 
 export interface NeedsDeps {
   db: Kysely<Database>;
@@ -63,7 +63,7 @@ export function createNeedsService(deps: NeedsDeps) {
     message: row.message,
     collect_url: collectUrl(row.id),
     created_at: row.created_at.toISOString(),
-    ...(findRecipe(row.host) ? { recipe: findRecipe(row.host) } : {}),
+    ...recipeFields(row.host),
   });
 
   async function loadNeed(db: Kysely<Database>, organisationId: string, id: string): Promise<NeedWithClient> {
@@ -73,6 +73,24 @@ export function createNeedsService(deps: NeedsDeps) {
       .executeTakeFirst();
     if (!row) throw new AppError("not_found", "no such request");
     return row;
+  }
+
+  /** pending -> `status` by a conditional UPDATE, so one answer wins; any later one is need_closed. */
+  async function closePending(
+    db: Kysely<Database>,
+    organisationId: string,
+    id: string,
+    status: "fulfilled" | "denied",
+  ): Promise<void> {
+    const closed = await db
+      .updateTable("need_requests")
+      .set({ status, closed_at: deps.now() })
+      .where("organisation_id", "=", organisationId)
+      .where("id", "=", id)
+      .where("status", "=", "pending")
+      .executeTakeFirst();
+    if (closed.numUpdatedRows !== 1n)
+      throw new AppError("need_closed", "this request was just answered by someone else");
   }
 
   return {
@@ -148,17 +166,9 @@ export function createNeedsService(deps: NeedsDeps) {
         }
         if (need.status !== "pending")
           throw new AppError("need_closed", `this request is already ${need.status}`);
-        // Claimed first, by a conditional UPDATE: of simultaneous fulfils exactly one stores a
-        // value and activates an approval; the others wait on the row and then find it closed.
-        const claimed = await trx
-          .updateTable("need_requests")
-          .set({ status: "fulfilled", closed_at: deps.now() })
-          .where("organisation_id", "=", organisationId)
-          .where("id", "=", id)
-          .where("status", "=", "pending")
-          .executeTakeFirst();
-        if (claimed.numUpdatedRows !== 1n)
-          throw new AppError("need_closed", "this request was just answered by someone else");
+        // Claimed first: of simultaneous fulfils exactly one stores a value and activates an
+        // approval; the others wait on the row and then find it closed.
+        await closePending(trx, organisationId, id, "fulfilled");
         const { items, grants } = deps.servicesFor(trx);
         const item = await items.storeItem(organisationId, actor, {
           name: body.name ?? need.suggested_name,
@@ -187,15 +197,7 @@ export function createNeedsService(deps: NeedsDeps) {
       const need = await loadNeed(deps.db, organisationId, id);
       if (need.status !== "pending")
         throw new AppError("need_closed", `this request is already ${need.status}`);
-      const denied = await deps.db
-        .updateTable("need_requests")
-        .set({ status: "denied", closed_at: deps.now() })
-        .where("organisation_id", "=", organisationId)
-        .where("id", "=", id)
-        .where("status", "=", "pending")
-        .executeTakeFirst();
-      if (denied.numUpdatedRows !== 1n)
-        throw new AppError("need_closed", "this request was just answered by someone else");
+      await closePending(deps.db, organisationId, id, "denied");
     },
   };
 }

@@ -58,3 +58,9 @@ const RECIPES: Readonly<Record<string, Recipe>> = {
 export function findRecipe(host: string): Recipe | undefined {
   return Object.hasOwn(RECIPES, host) ? RECIPES[host] : undefined;
 }
+
+/** The recipe of a known provider host as an answer's `recipe` field; nothing for any other host. */
+export function recipeFields(host: string | undefined): { recipe?: Recipe } {
+  const recipe = host ? findRecipe(host) : undefined;
+  return recipe ? { recipe } : {};
+}

@@ -5,7 +5,7 @@ import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
-import { findRecipe, type Recipe } from "../needs/recipes.ts";
+import { recipeFields } from "../needs/recipes.ts";
 import {
   HTTP_REQUEST_TOOL,
   httpRequestGrantScope,
@@ -140,12 +140,6 @@ export async function needItemAnswer(
       ...fields,
     },
   };
-}
-
-/** Spec 2.5, 4.2: the public recipe of a known provider host, as a `recipe` field when there is one. */
-export function recipeFields(host: string | undefined): { recipe?: Recipe } {
-  const recipe = host ? findRecipe(host) : undefined;
-  return recipe ? { recipe } : {};
 }
 
 /** need_item for a dry run: what is missing, without writing a collect request (so no collect_url). */

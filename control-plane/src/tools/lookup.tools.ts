@@ -4,7 +4,8 @@ import { checkHostname } from "@latch/shared/requests/host";
 import type { CallableItem } from "../calls/calls.service.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import type { ToolArgs } from "../mcp/tool-schemas.ts";
-import { dryRunNeedItemAnswer, needItemAnswer, recipeFields } from "./http-request.tool.ts";
+import { recipeFields } from "../needs/recipes.ts";
+import { dryRunNeedItemAnswer, needItemAnswer } from "./http-request.tool.ts";
 import {
   HTTP_REQUEST_TOOL,
   httpRequestGrantScope,
