@@ -17,9 +17,21 @@ function isAlive(pid: number): boolean {
   }
 }
 
+const lockPath = (dataDir: string) => join(dataDir, "local", "db.lock");
+
+/** The pid written in the lock file, whether or not that process still lives; undefined if none. */
+export function readLockHolder(dataDir: string): number | undefined {
+  try {
+    const holder = Number.parseInt(readFileSync(lockPath(dataDir), "utf8").trim(), 10);
+    return Number.isInteger(holder) && holder > 0 ? holder : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Takes the lock, or answers the pid of the live process that holds it. */
 export function tryLocalLock(dataDir: string): LocalLock | { heldBy: number } {
-  const path = join(dataDir, "local", "db.lock");
+  const path = lockPath(dataDir);
   for (let attempt = 0; attempt < 2; attempt++) {
     if (createPrivateFileExclusive(path, `${process.pid}\n`)) {
       return {
@@ -32,8 +44,8 @@ export function tryLocalLock(dataDir: string): LocalLock | { heldBy: number } {
         },
       };
     }
-    const holder = Number.parseInt(readFileSync(path, "utf8").trim(), 10);
-    if (Number.isInteger(holder) && holder > 0 && isAlive(holder) && holder !== process.pid) {
+    const holder = readLockHolder(dataDir);
+    if (holder !== undefined && isAlive(holder) && holder !== process.pid) {
       return { heldBy: holder };
     }
     // Stale: its process has exited without releasing it.

@@ -2,13 +2,13 @@
 // into DATA_DIR/local/runtime.json (owner-only) so the CLI's commands reach it instead of opening
 // the database a second time.
 import { existsSync, readFileSync, unlinkSync } from "node:fs";
-import { join } from "node:path";
 import { writePrivateFileAtomic } from "@latch/shared/files";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { createMcpSessionStore } from "../mcp/mcp-sessions.ts";
 import { buildLocalApp } from "./local-app.ts";
+import { readLockHolder } from "./local-lock.ts";
 import type { LocalTokens } from "./local-tokens.ts";
 import { type LocalVault, localRuntimePath } from "./local-vault.ts";
 
@@ -71,8 +71,7 @@ export function readLocalRuntime(dataDir: string): { pid: number; url: string } 
   if (!existsSync(path)) return undefined;
   try {
     const runtime = runtimeFile.parse(JSON.parse(readFileSync(path, "utf8")));
-    const lockHolder = Number.parseInt(readFileSync(join(dataDir, "local", "db.lock"), "utf8").trim(), 10);
-    if (lockHolder !== runtime.pid) return undefined;
+    if (readLockHolder(dataDir) !== runtime.pid) return undefined;
     process.kill(runtime.pid, 0);
     return runtime;
   } catch {
