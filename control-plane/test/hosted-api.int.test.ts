@@ -2,19 +2,17 @@
 // ids, the audit's auto_approved rows, the access snapshot's fields, need requests' names and
 // recipes, and value limits on every route that takes a value.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectAgent, type HostedHarness, operatorWithClient, startHosted, toolAnswer } from "./hosted.ts";
+import { connectAgent, type HostedHarness, listenHosted, operatorWithClient, toolAnswer } from "./hosted.ts";
 
 const SECRET = "sk_live_hostedapi_canary_5150";
 let h: HostedHarness;
 let url: string;
 
 beforeAll(async () => {
-  h = await startHosted();
-  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
-  h.egress.setHandler((_req, res) => {
+  ({ h, url } = await listenHosted((_req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end("{}");
-  });
+  }));
 }, 60_000);
 afterAll(async () => {
   await h.close();

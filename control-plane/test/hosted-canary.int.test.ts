@@ -10,7 +10,7 @@ import {
   connectAgent,
   type HostedHarness,
   lastCodeFor,
-  startHosted,
+  listenHosted,
   toolAnswer,
   uniqueEmail,
 } from "./hosted.ts";
@@ -24,15 +24,13 @@ const forms = (v: string) => [v, Buffer.from(v).toString("base64"), encodeURICom
 let h: HostedHarness;
 let url: string;
 beforeAll(async () => {
-  h = await startHosted();
-  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
-  h.egress.setHandler((req, res) => {
+  ({ h, url } = await listenHosted((req, res) => {
     res.writeHead(200, {
       "content-type": "application/json",
       "x-request-id": String(req.headers.authorization),
     });
     res.end(JSON.stringify({ echoed: req.headers.authorization, url: req.url }));
-  });
+  }));
 }, 60_000);
 afterAll(async () => {
   await h.close();

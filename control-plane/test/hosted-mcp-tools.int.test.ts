@@ -2,19 +2,17 @@
 // aliases, the music provider's playlist path rewrite), through the official MCP SDK client.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectAgent, type HostedHarness, operatorWithClient, startHosted, toolAnswer } from "./hosted.ts";
+import { connectAgent, type HostedHarness, listenHosted, operatorWithClient, toolAnswer } from "./hosted.ts";
 
 const SECRET = "sk_live_mcptools_canary_31bb";
 let h: HostedHarness;
 let url: string;
 
 beforeAll(async () => {
-  h = await startHosted();
-  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
-  h.egress.setHandler((req, res) => {
+  ({ h, url } = await listenHosted((req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ path: req.url }));
-  });
+  }));
 }, 60_000);
 afterAll(async () => {
   await h.close();

@@ -8,9 +8,9 @@ import {
   Browser,
   connectAgent,
   type HostedHarness,
+  listenHosted,
   operatorWithClient,
   readyOperator,
-  startHosted,
   toolAnswer,
 } from "./hosted.ts";
 
@@ -19,12 +19,10 @@ let h: HostedHarness;
 let url: string;
 
 beforeAll(async () => {
-  h = await startHosted();
-  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
-  h.egress.setHandler((req, res) => {
+  ({ h, url } = await listenHosted((req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ auth: req.headers.authorization ?? null, path: req.url }));
-  });
+  }));
 }, 60_000);
 afterAll(async () => {
   await h.close();

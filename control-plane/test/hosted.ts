@@ -9,6 +9,7 @@ import type { FastifyInstance, InjectOptions } from "fastify";
 import * as OTPAuth from "otpauth";
 import pino from "pino";
 import { SMTPServer } from "smtp-server";
+import type { OriginHandler } from "../../egress-proxy/test/origin.ts";
 import { loadConfig } from "../src/config.ts";
 import { buildControlPlane, type ControlPlane } from "../src/control-plane.ts";
 import { createMailer } from "../src/mail/mailer.ts";
@@ -236,4 +237,12 @@ export async function operatorWithClient(
   if (issued.statusCode !== 201) throw new Error(`issuing a model client failed: ${issued.body}`);
   const client = issued.json();
   return { op, clientId: client.client_id as string, token: client.token as string };
+}
+
+/** The hosted plane listening on a loopback port (for MCP clients), its test origin answering with `handler`. */
+export async function listenHosted(handler: OriginHandler): Promise<{ h: HostedHarness; url: string }> {
+  const h = await startHosted();
+  const url = await h.app.listen({ host: "127.0.0.1", port: 0 });
+  h.egress.setHandler(handler);
+  return { h, url };
 }
