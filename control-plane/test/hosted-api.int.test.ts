@@ -97,6 +97,38 @@ describe("the audit (spec 4.3, 6)", () => {
   });
 });
 
+describe("approval requests scoped to a call (spec 4.2 rules 1, 4)", () => {
+  it.each([
+    [{ host: "127.0.0.1" }, "ip_literal"],
+    [{ host: "api.latch.test\r\nx" }, "invalid_host"],
+    [{ host: 42 }, "invalid_host"],
+    [{ method: "TRACE" }, "invalid_request"],
+    [{ path: "/v1/../admin" }, "invalid_path"],
+    [{ path: "v1/x" }, "invalid_path"],
+  ])("refuses the scope %j with %s and writes no approval", async (scope, code) => {
+    const { op, token } = await setUp();
+    const refused = await requestAsModel(token, { item_name: "API_KEY", ...scope });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().error.code).toBe(code);
+    expect((await op.request("GET", "/api/grants")).json().grants).toEqual([]);
+  });
+
+  it("keeps a valid scope in its normal form: host lowercased, method uppercased, query dropped", async () => {
+    const { token } = await setUp();
+    const asked = await requestAsModel(token, {
+      item_name: "API_KEY",
+      host: "API.Latch.Test",
+      method: "get",
+      path: "/v1/x?page=2",
+    });
+    expect(asked.statusCode, asked.body).toBe(201);
+    expect(asked.json().grant).toMatchObject({
+      status: "pending",
+      scope: { host: "api.latch.test", method: "GET", path: "/v1/x" },
+    });
+  });
+});
+
 describe("the access snapshot (spec 4.3 Access)", () => {
   it("shows each client's fetched names and each operator's first and last access", async () => {
     const { op, token } = await setUp();

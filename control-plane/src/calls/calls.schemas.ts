@@ -1,9 +1,12 @@
 // The arguments of an http_request (spec 4.2) and the shape of its answer (spec 2.8).
 import { z } from "zod";
 
+/** The methods http_request sends (spec 4.2). */
+export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
 export const httpRequestArgs = z
   .object({
-    method: z.enum(["GET", "POST", "PUT", "PATCH", "DELETE"]),
+    method: z.enum(HTTP_METHODS),
     path: z.string().min(1).max(8192),
     host: z.string().min(1).max(253).optional(),
     item_name: z.string().min(1).max(128).optional(),

@@ -1,10 +1,13 @@
 // Hosted approvals (spec 4.3 "Clients, grants, inbox, audit"): request (model or operator),
 // approve with a policy, approve by code, revoke, the inbox of pending approvals, and the audit.
 import { AppError } from "@latch/shared/errors";
+import { checkHostname } from "@latch/shared/requests/host";
+import { validateRequestPath } from "@latch/shared/requests/path";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import { HTTP_METHODS } from "../calls/calls.schemas.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { Database } from "../db/schema.ts";
 import type { ItemsService } from "../items/items.service.ts";
@@ -60,6 +63,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       scope = { organisationId: operator.organisationId, environment, agentId, actor: operator.actor };
     }
     if (typeof input.item_name !== "string") throw new AppError("invalid_request", "item_name is required");
+    const callScope = checkCallScope(input);
     const item = await deps.items.findCallableByName(
       scope.organisationId,
       scope.environment,
@@ -68,11 +72,6 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     if (!item)
       throw new AppError("not_found", `no credential named ${input.item_name} in ${scope.environment}`);
     const grantScope = httpRequestGrantScope(scope, item);
-    const callScope = {
-      host: typeof input.host === "string" ? input.host.toLowerCase() : undefined,
-      method: typeof input.method === "string" ? input.method.toUpperCase() : undefined,
-      path: typeof input.path === "string" ? input.path.split("?")[0] : undefined,
-    };
     const hasScope = Boolean(callScope.host || callScope.method || callScope.path);
     const covering = await deps.grants.findUsableGrant(grantScope, hasScope ? callScope : undefined);
     if (covering && covering.policy !== "prompt") {
@@ -170,6 +169,32 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     });
     return { events };
   });
+}
+
+/**
+ * The optional host, method and path a request is scoped to, checked as http_request checks a call
+ * (spec 4.2 rules 1 and 4) before anything is stored or audited: a scope no call could match is
+ * refused, not kept.
+ */
+function checkCallScope(input: Record<string, unknown>): { host?: string; method?: string; path?: string } {
+  const scope: { host?: string; method?: string; path?: string } = {};
+  if (input.host !== undefined) {
+    const host = checkHostname(typeof input.host === "string" ? input.host : "");
+    if (!host.ok) throw new AppError(host.code, host.message);
+    scope.host = host.host;
+  }
+  if (input.method !== undefined) {
+    const method = typeof input.method === "string" ? input.method.toUpperCase() : "";
+    if (!(HTTP_METHODS as readonly string[]).includes(method))
+      throw new AppError("invalid_request", `method is one of ${HTTP_METHODS.join(", ")}`);
+    scope.method = method;
+  }
+  if (input.path !== undefined) {
+    const path = validateRequestPath(typeof input.path === "string" ? input.path : "");
+    if (!path.ok) throw new AppError(path.code, path.message);
+    scope.path = path.path.split("?")[0];
+  }
+  return scope;
 }
 
 /** folder_standing: owner-only, on an item in a folder, with the folder's name typed to confirm. */
