@@ -129,6 +129,110 @@ describe("validateRequestPath: path tricks are invalid_path", () => {
   });
 });
 
+describe("validateRequestPath: encodings that decode outside the approved prefix", () => {
+  // Each row passes a plain path-prefix check ("/a/" covers it) yet an origin that decodes leniently,
+  // folds Unicode (NFKC) or transliterates reads a "/", ".", "\" or ";" the operator never saw.
+  const refused: [string, string][] = [
+    // encoded ";": "..%3b" decodes to "..;", which Tomcat and Spring read as ".."
+    ["/a/..%3b/b", "%3b"],
+    ["/a/..%3B/b", "%3B"],
+    ["/a/%3b", "%3b"],
+    ["/a/x%3Bjsessionid=1", "%3B"],
+    // overlong UTF-8 for "/", "." and "\"
+    ["/a/%c0%af../admin", "not valid UTF-8"],
+    ["/a/%C0%AF", "not valid UTF-8"],
+    ["/a/%c0%ae%c0%ae/b", "not valid UTF-8"],
+    ["/a/%c1%9c", "not valid UTF-8"],
+    ["/a/%e0%80%af", "not valid UTF-8"],
+    ["/a/%f0%80%80%af", "not valid UTF-8"],
+    ["/a/%f8%80%80%80%af", "not valid UTF-8"],
+    ["/a/%fc%80%80%80%80%af", "not valid UTF-8"],
+    // surrogates encoded as UTF-8, code points over U+10FFFF, bytes UTF-8 never uses
+    ["/a/%ed%a0%80", "not valid UTF-8"],
+    ["/a/%ED%BF%BF", "not valid UTF-8"],
+    ["/a/%f4%90%80%80", "not valid UTF-8"],
+    ["/a/%f5%80%80%80", "not valid UTF-8"],
+    ["/a/%fe", "not valid UTF-8"],
+    ["/a/%ff", "not valid UTF-8"],
+    // cut-short sequences and lone continuation bytes
+    ["/a/%e2%82", "not valid UTF-8"],
+    ["/a/%e2%82/b", "not valid UTF-8"],
+    ["/a/%e2%82x", "not valid UTF-8"],
+    ["/a/x%c3", "not valid UTF-8"],
+    ["/a/%c3(", "not valid UTF-8"],
+    ["/a/%80", "not valid UTF-8"],
+    ["/a/%bf%bf", "not valid UTF-8"],
+    ["/a/%e2%82%ac%82", "not valid UTF-8"],
+    // fullwidth and other NFKC look-alikes of "/", ".", "\", ";" and "%"
+    ["/a/%ef%bc%8f", "U+FF0F"],
+    ["/a/%EF%BC%8F..%EF%BC%8Fadmin", "U+FF0F"],
+    ["/a/%ef%bc%8e%ef%bc%8e/b", "U+FF0E"],
+    ["/a/%ef%bc%bc", "U+FF3C"],
+    ["/a/%ef%b9%92", "U+FE52"],
+    ["/a/%ef%b9%a8", "U+FE68"],
+    ["/a/%e2%80%a4%e2%80%a4", "U+2024"],
+    ["/a/%e2%80%a5", "U+2025"],
+    ["/a/%e2%80%a6", "U+2026"],
+    ["/a/..%ef%bc%9b/b", "U+FF1B"],
+    ["/a/..%cd%be/b", "U+037E"],
+    ["/a/%ef%bc%852e", "U+FF05"],
+    ["/a/%e4%b8%ad%ef%bc%8f", "U+FF0F"],
+    // slashes NFKC keeps but transliteration turns into "/" or "\"
+    ["/a/%e2%88%95", "U+2215"],
+    ["/a/%e2%81%84", "U+2044"],
+    ["/a/%e2%a7%b8", "U+29F8"],
+    ["/a/%e2%88%96", "U+2216"],
+    // typed raw: refused as non-ASCII, and the message says why
+    ["/a/\uff0f", "U+FF0F"],
+    ["/a/\uff0e\uff0e/b", "U+FF0E"],
+    ["/a/\uff3c", "U+FF3C"],
+    ["/a/\u2215", "U+2215"],
+  ];
+  it.each(refused)("%j is invalid_path naming %s", (raw, named) => {
+    const check = validateRequestPath(raw);
+    expect(check.ok).toBe(false);
+    expect(check.ok ? undefined : check.code).toBe("invalid_path");
+    expect(check.ok ? "" : check.message).toContain(named);
+  });
+
+  // Look-alikes that must keep working: valid UTF-8 text, a literal ";", and anything in the query.
+  const accepted: string[] = [
+    "/v1/%E2%82%AC",
+    "/v1/%e2%82%ac%e2%82%ac",
+    "/v1/a;b",
+    "/v1/a;b=c/d",
+    "/v1/caf%C3%A9",
+    "/v1/%F0%9F%98%80",
+    "/v1/%f4%8f%bf%bf",
+    "/v1/%ef%bf%bd",
+    "/v1/%ee%80%80",
+    "/v1/%e4%b8%ad%e6%96%87/x",
+    "/v1/%ef%bc%a1", // fullwidth "A" folds to a letter, not to structure
+    "/v1/%e3%80%82", // ideographic full stop: NFKC keeps it
+    "/v1/%ef%bd%a1", // halfwidth ideographic full stop folds to U+3002, not "."
+    "/v1/l%c2%b7l", // Catalan middle dot
+    "/v1/%3a%40%2b%2C",
+    "/search?q=a%3bb",
+    "/search?q=%c0%af%ff%e2%82",
+    "/search?q=%ef%bc%8f%ef%bc%8e",
+    "/search?q=..%3b",
+  ];
+  it.each(accepted)("%j stays accepted byte for byte", (raw) => {
+    expect(pathOutcome(raw)).toBe(raw);
+  });
+
+  it("parseRequestTarget applies the same checks to a full URL", () => {
+    expect(targetOutcome({ path: "https://api.example.com/a/..%3b/admin" })).toEqual({
+      code: "invalid_path",
+    });
+    expect(targetOutcome({ path: "https://api.example.com/a/%c0%af" })).toEqual({ code: "invalid_path" });
+    expect(targetOutcome({ path: "https://api.example.com/v1/%E2%82%AC" })).toEqual({
+      host: "api.example.com",
+      path: "/v1/%E2%82%AC",
+    });
+  });
+});
+
 type TargetOutcome = { host: string | undefined; path: string } | { code: string; hint?: string };
 
 function targetOutcome(input: { path: string; host?: string }): TargetOutcome {

@@ -39,6 +39,30 @@ const ENCODED_SEPARATOR = /%(?:2f|5c|2e)/i;
 const ENCODED_CONTROL = /%(?:[01][0-9a-f]|7f)/i;
 /** The same, encoded twice ("%252e%252e"): servers that decode twice see "..". */
 const DOUBLE_ENCODED = /%25(?:2f|5c|2e|[01][0-9a-f]|7f)/i;
+/** Encoded ";": "..%3b" decodes to "..;", which Tomcat and Spring read as "..". */
+const ENCODED_SEMICOLON = /%3b/i;
+/** A run of percent escapes; a multi-byte UTF-8 character always sits inside one run. */
+const ESCAPE_RUN = /(?:%[0-9A-Fa-f]{2})+/g;
+/**
+ * Strict UTF-8 (WHATWG "fatal"): overlong forms (%c0%af for "/"), UTF-8-encoded surrogates
+ * (%ed%a0%80), code points over U+10FFFF, cut-short sequences and stray continuation bytes all
+ * throw. Lenient decoders turn some of them into "/" or "." after the scope check has passed.
+ */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+/** What a path must never turn into after Unicode folding: a separator, a dot, ";" or a new "%". */
+const STRUCTURAL_ASCII = /[/.\\;%]/;
+/**
+ * Slashes NFKC keeps but transliterating converters (glibc iconv to ASCII//TRANSLIT) turn into
+ * "/" or "\".
+ */
+const TRANSLITERATED_SLASHES: ReadonlyMap<string, string> = new Map([
+  ["\u2044", "/"],
+  ["\u2215", "/"],
+  ["\u29f8", "/"],
+  ["\u2216", "\\"],
+  ["\u29f5", "\\"],
+  ["\u29f9", "\\"],
+]);
 
 /**
  * Validates a request path (with an optional "?query") and returns it unchanged.
@@ -51,7 +75,10 @@ const DOUBLE_ENCODED = /%25(?:2f|5c|2e|[01][0-9a-f]|7f)/i;
  * Refused in the path part only (spec 4.2 rule 1): "." and ".." segments (also "..;" which Tomcat
  * reads as "..", and dot-only segments like "..." which Windows servers trim to ".."), "%2f" "%2e" "%5c"
  * in any case, encoded control characters ("%0d%0a" is refused even though encoded: it is only ever
- * header-injection bait in a path), those encoded twice, and characters outside RFC 3986 pchar.
+ * header-injection bait in a path), those encoded twice, characters outside RFC 3986 pchar, "%3b"
+ * in any case, percent escapes that are not strict UTF-8 (overlong "%c0%af", surrogates, cut-short
+ * sequences), and characters that Unicode folding (NFKC) or transliteration turns into "/", ".",
+ * "\", ";" or "%" (fullwidth "%ef%bc%8f", "%ef%bc%8e", one dot leader "%e2%80%a4", division slash).
  * The query is kept byte for byte: encoded data of any kind (%0a, %2f, %5c) is legitimate there.
  *
  * @example validateRequestPath("/v1/items?limit=10") // { ok: true, path: "/v1/items?limit=10" }
@@ -221,8 +248,11 @@ function findForbiddenCharacter(raw: string): string | undefined {
   if (char === "#")
     return 'The path contains "#": a fragment is never sent; percent-encode it as %23 if it is data.';
   if (char === "\\") return "The path contains a backslash, which some servers read as /.";
-  const code = `U+${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`;
+  const code = codePointName(char);
   if (char.charCodeAt(0) < 0x80) return `The path contains the control character ${code}.`;
+  const readAs = readAsStructural(char);
+  if (readAs !== undefined)
+    return `The path contains ${code}, which servers that fold Unicode read as ${quoteUntrusted(readAs, 8)}; it is refused encoded or not.`;
   return `The path contains the non-ASCII character ${code}; percent-encode its UTF-8 bytes.`;
 }
 
@@ -239,6 +269,11 @@ function findPathPartProblem(pathPart: string): string | undefined {
     return `The path contains ${separator[0]}: an encoded "/", "\\" or "." inside a segment is refused.`;
   const control = ENCODED_CONTROL.exec(pathPart);
   if (control) return `The path contains the encoded control character ${control[0]}.`;
+  const semicolon = ENCODED_SEMICOLON.exec(pathPart);
+  if (semicolon)
+    return `The path contains ${semicolon[0]}: an encoded ";" inside a segment is refused (decoded, "..;" reads as "..").`;
+  const unicode = findEncodedUnicodeProblem(pathPart);
+  if (unicode) return unicode;
   for (const segment of pathPart.split("/").slice(1)) {
     // "..;jsessionid" is ".." to Tomcat and Spring, so judge the part before any ";".
     const bare = segment.split(";")[0] ?? "";
@@ -246,6 +281,44 @@ function findPathPartProblem(pathPart: string): string | undefined {
       return `The path has a ${quoteUntrusted(segment, 16)} segment; give the resolved path instead.`;
   }
   return undefined;
+}
+
+/**
+ * Decodes every run of percent escapes in the path part as strict UTF-8 and refuses a run that is
+ * not valid UTF-8 or that holds a look-alike of "/", ".", "\\", ";" or "%". An origin that decodes
+ * leniently or folds Unicode (NFKC, transliteration) would otherwise read "/a/%ef%bc%8f../admin" as a path
+ * outside the prefix the operator approved, while the approved text itself looks harmless.
+ */
+function findEncodedUnicodeProblem(pathPart: string): string | undefined {
+  for (const [run] of pathPart.matchAll(ESCAPE_RUN)) {
+    const bytes = Uint8Array.from(run.slice(1).split("%"), (hex) => Number.parseInt(hex, 16));
+    if (bytes.every((byte) => byte < 0x80)) continue;
+    let text: string;
+    try {
+      text = STRICT_UTF8.decode(bytes);
+    } catch {
+      return `The path contains ${quoteUntrusted(run, 36)}, which is not valid UTF-8 (an overlong form, an encoded surrogate, a value over U+10FFFF or a cut-short sequence); servers that decode it leniently may read "/" or ".".`;
+    }
+    for (const char of text) {
+      const readAs = readAsStructural(char);
+      if (readAs !== undefined) {
+        return `The path contains ${encodeURIComponent(char)} (${codePointName(char)}), which servers that fold Unicode read as ${quoteUntrusted(readAs, 8)}.`;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The ASCII text a non-ASCII character may be folded into when that text is structural. */
+function readAsStructural(char: string): string | undefined {
+  if (char.charCodeAt(0) < 0x80) return undefined;
+  const folded = char.normalize("NFKC");
+  if (STRUCTURAL_ASCII.test(folded)) return folded;
+  return TRANSLITERATED_SLASHES.get(char);
+}
+
+function codePointName(char: string): string {
+  return `U+${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`;
 }
 
 function invalidPath(message: string): PathCheck {
