@@ -124,6 +124,50 @@ describe("injectCredential: the agent cannot pre-set the credential's slot", () 
     expect(inject("query:api_key", "SECRET", { path, headers: [] }).path).toBe(expected);
   });
 
+  // Each row: the caller's query, then whether its one pair is dropped (an origin may read it as
+  // `key`) or kept (it only starts with the letters).
+  it.each<[string, "dropped" | "kept"]>([
+    ["key=mine", "dropped"],
+    ["KEY=mine", "dropped"],
+    ["Key=mine", "dropped"],
+    ["k%65y=mine", "dropped"],
+    ["%4B%45%59=mine", "dropped"],
+    ["key[]=mine", "dropped"],
+    ["key[a]=mine", "dropped"],
+    ["key[=mine", "dropped"],
+    ["KEY[]=mine", "dropped"],
+    ["key%5b%5d=mine", "dropped"],
+    ["key%5B0%5D=mine", "dropped"],
+    ["key%00=mine", "dropped"],
+    ["key%00x=mine", "dropped"],
+    ["k%65y%00=mine", "dropped"],
+    ["key%ff=mine", "dropped"], // not UTF-8 once decoded: fails closed
+    ["k%65y%c0%af=mine", "dropped"],
+    ["%E2%84%AAey=mine", "dropped"], // KELVIN SIGN lowercases to "k"
+    ["key", "dropped"],
+    ["key[]", "dropped"],
+    ["keyboard=1", "kept"],
+    ["key_id=1", "kept"],
+    ["key.x=1", "kept"],
+    ["keys[]=1", "kept"],
+    ["ke=1", "kept"],
+    ["x[key]=1", "kept"],
+    ["monkey=1", "kept"],
+    ["key+=1", "kept"],
+    ["%ffkey=1", "kept"],
+    ["q=key[]", "kept"],
+  ])("query:key with %s: %s", (query, outcome) => {
+    const out = inject("query:key", "SECRET", { path: `/x?limit=5&${query}`, headers: [] }).path;
+    expect(out).toBe(outcome === "dropped" ? "/x?limit=5&key=SECRET" : `/x?limit=5&${query}&key=SECRET`);
+  });
+
+  it("query drops every agent copy and adds the credential exactly once", () => {
+    const path = "/x?key[]=a&KEY=b&key%00=c&k%65y=d&key%5b%5d=e&keyboard=f&key[x]=g;key=h";
+    const out = inject("query:key", "SECRET", { path, headers: [] }).path;
+    expect(out).toBe("/x?keyboard=f&key=SECRET");
+    expect(new URLSearchParams(out.split("?")[1]).getAll("key")).toEqual(["SECRET"]);
+  });
+
   it("query keeps names that only look alike", () => {
     const path = "/x?api_key2=1&xapi_key=2&api_ke=3&q=api_key";
     expect(inject("query:api_key", "S", { path, headers: [] }).path).toBe(`${path}&api_key=S`);

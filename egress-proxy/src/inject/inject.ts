@@ -47,8 +47,9 @@ function refuseSecret(item: string, slot: string): never {
  * - header:<name>: that header (lowercase name) with the secret as its whole value.
  * - query:<param>: `param=encodeURIComponent(secret)` appended to the query.
  * - cookie:<name>: `cookie: <name>=<secret>`.
- * Any header or query parameter of the same name already in `req` is removed first, so an agent
- * cannot pre-set the slot and have an origin read its value instead of the credential.
+ * Any header of the same name, or query parameter an origin could read as the same name
+ * (`KEY`, `key[]`, `key%00`), already in `req` is removed first, so an agent cannot pre-set the
+ * slot and have an origin read its value instead of the credential.
  * A secret that cannot be sent as-is in the slot throws `AppError("invalid_header")`; the
  * message names the item and the slot, never the value.
  *
@@ -116,10 +117,9 @@ function withHeader(req: OutgoingRequest, lowerName: string, value: string): Out
 }
 
 /**
- * Appends `param=encodedValue` to the query of `path`, dropping every caller pair whose name
- * decodes to `param`. Names are compared after percent- and plus-decoding and without regard to
- * case, and `;` is treated as a separator too, because some origin frameworks decode, fold case
- * or split on `;`: an agent's `API%5FKEY=mine;x` must not reach them beside the credential.
+ * Appends `param=encodedValue` to the query of `path`, dropping every caller pair that an origin
+ * could read as `param` (see `isSameQueryName`). `;` is treated as a separator too, because some
+ * origin frameworks split on it: an agent's `x;API_KEY=mine` must not reach them beside the credential.
  */
 function withQueryParam(path: string, param: string, encodedValue: string): string {
   // A fragment is never sent; one here means the path was not validated.
@@ -130,18 +130,36 @@ function withQueryParam(path: string, param: string, encodedValue: string): stri
   const wanted = param.toLowerCase();
   // Every other byte of the caller's query stays as it was: it is what the operator approved.
   const pairs = query.length === 0 ? [] : query.split("&");
-  const kept = pairs.filter((pair) => !pair.split(";").some((part) => decodeQueryName(part) === wanted));
+  const kept = pairs.filter((pair) => !pair.split(";").some((part) => isSameQueryName(part, wanted)));
   kept.push(`${param}=${encodedValue}`);
   return `${base}?${kept.join("&")}`;
 }
 
-/** The lowercase name of one `name=value` query pair, `+` and valid `%XX` escapes decoded. */
-function decodeQueryName(pair: string): string {
+/**
+ * True when an origin could read the name of the `name=value` pair as `wanted` (lowercase):
+ * - equal after `+` and percent-decoding, ignoring case (`KEY`, `k%65y`, `api%5Fkey`): frameworks
+ *   decode names and some fold case;
+ * - or `wanted` followed by `[` (`key[]`, `key[a]`, `key%5b%5d`): PHP, Rack and `qs` parse these
+ *   into `key` itself (a list or a map), so the agent's value lands beside or instead of ours;
+ * - or `wanted` followed by NUL (`key%00`): C-string parsers stop at the NUL and see `key`.
+ * A name that is not valid UTF-8 once decoded fails closed: it matches when its bytes start with
+ * `wanted`, since a lenient decoder may drop or replace whatever follows.
+ */
+function isSameQueryName(pair: string, wanted: string): boolean {
   const equals = pair.indexOf("=");
-  const raw = equals === -1 ? pair : pair.slice(0, equals);
-  // Decoding byte by byte as latin1 is enough: the name compared against is ASCII (unreserved).
-  return raw
-    .replaceAll("+", " ")
-    .replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
-    .toLowerCase();
+  const raw = (equals === -1 ? pair : pair.slice(0, equals)).replaceAll("+", " ");
+  let name: string;
+  try {
+    name = decodeURIComponent(raw).toLowerCase();
+  } catch {
+    return decodeBytewise(raw).toLowerCase().startsWith(wanted);
+  }
+  return name === wanted || name.startsWith(`${wanted}[`) || name.startsWith(`${wanted}\0`);
+}
+
+/** Each valid `%XX` as the one character of that byte value; used only when UTF-8 decoding fails. */
+function decodeBytewise(raw: string): string {
+  return raw.replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) =>
+    String.fromCharCode(Number.parseInt(hex, 16)),
+  );
 }
