@@ -136,7 +136,7 @@ export class Browser {
     body?: unknown,
     headers: Record<string, string> = {},
   ) {
-    const csrf = this.cookies.get("latch_csrf");
+    const csrf = this.cookies.get("__Host-latch_csrf") ?? this.cookies.get("latch_csrf");
     const options: InjectOptions = {
       method,
       url,

@@ -24,6 +24,8 @@ export const ERROR_STATUS = {
   // 401/403: who is asking
   unauthorized: 401,
   otp_invalid: 401,
+  /** Two session cookies on one request: one was planted beside the other (cookie tossing). */
+  duplicate_session_cookie: 401,
   totp_invalid: 401,
   forbidden: 403,
   csrf_failed: 403,

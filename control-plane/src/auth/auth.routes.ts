@@ -142,7 +142,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   app.post("/api/auth/logout", async (request, reply) => {
     const context = await requireOperator(request, db, { mfa: false });
     await deps.sessions.updateSessionRevoked(context.session.id, deps.now());
-    clearSessionCookies(reply);
+    clearSessionCookies(reply, deps.isSecureCookies);
     return { ok: true };
   });
 

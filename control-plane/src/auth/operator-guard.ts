@@ -7,7 +7,7 @@ import type { Kysely } from "kysely";
 import type { Database, OperatorSessionRow } from "../db/schema.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
-import { CSRF_COOKIE, SESSION_COOKIE, type SessionsRepo, sha256 } from "./sessions.ts";
+import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames, sha256 } from "./sessions.ts";
 
 export interface OperatorContext {
   session: OperatorSessionRow;
@@ -48,6 +48,7 @@ export function registerOperatorSessions(
   },
 ): void {
   const ownOrigin = new URL(deps.baseUrl).origin;
+  const cookieName = sessionCookieNames(new URL(deps.baseUrl).protocol === "https:").session;
   app.addHook("onRequest", async (request) => {
     const origin = request.headers.origin;
     // Judged on every reading of the path: the router decodes "/%61pi/..." to "/api/...".
@@ -57,7 +58,17 @@ export function registerOperatorSessions(
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")?.[1];
     if (bearer && deps.identifyBearer)
       request.clientBearerKind = (await deps.identifyBearer(bearer)) ?? "invalid";
-    const token = request.cookies[SESSION_COOKIE];
+    // Two session cookies are one planted beside the real one (a sibling subdomain or an http page
+    // can set a cookie the browser then sends along): refused, since whichever a parser keeps
+    // first could be the attacker's session. Counted on the raw header, before any parser merges.
+    if (countSessionCookies(request.headers.cookie) > 1) {
+      throw new AppError(
+        "duplicate_session_cookie",
+        "this request carries more than one Latch session cookie; clear this site's cookies and sign in again",
+      );
+    }
+    // Only the name this plane sets counts: over https an unprefixed latch_session is not ours.
+    const token = request.cookies[cookieName];
     if (!token) {
       request.operatorSession = null;
       return;
@@ -71,20 +82,35 @@ export function registerOperatorSessions(
   });
 }
 
+/** How many cookies in a raw Cookie header carry a session cookie name (either spelling). */
+function countSessionCookies(header: string | undefined): number {
+  if (!header) return 0;
+  let count = 0;
+  for (const pair of header.split(";")) {
+    const name = pair.slice(0, pair.includes("=") ? pair.indexOf("=") : pair.length).trim();
+    if (SESSION_COOKIE_NAMES.includes(name)) count += 1;
+  }
+  return count;
+}
+
+// No Domain attribute on either cookie: `__Host-` requires it absent, and host-only is the intent.
 export function setSessionCookies(
   reply: FastifyReply,
   tokens: { token: string; csrfToken: string },
   isSecure: boolean,
 ): void {
+  const names = sessionCookieNames(isSecure);
   const common = { path: "/", sameSite: "lax" as const, secure: isSecure };
-  reply.setCookie(SESSION_COOKIE, tokens.token, { ...common, httpOnly: true });
+  reply.setCookie(names.session, tokens.token, { ...common, httpOnly: true });
   // Readable by our pages so they can echo it in X-CSRF-Token; useless to another site.
-  reply.setCookie(CSRF_COOKIE, tokens.csrfToken, { ...common, httpOnly: false });
+  reply.setCookie(names.csrf, tokens.csrfToken, { ...common, httpOnly: false });
 }
 
-export function clearSessionCookies(reply: FastifyReply): void {
-  reply.clearCookie(SESSION_COOKIE, { path: "/" });
-  reply.clearCookie(CSRF_COOKIE, { path: "/" });
+/** A browser drops a `__Host-` cookie only when told so with the same Secure and Path. */
+export function clearSessionCookies(reply: FastifyReply, isSecure: boolean): void {
+  const names = sessionCookieNames(isSecure);
+  reply.clearCookie(names.session, { path: "/", secure: isSecure });
+  reply.clearCookie(names.csrf, { path: "/", secure: isSecure });
 }
 
 /**

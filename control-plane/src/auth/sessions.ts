@@ -5,8 +5,22 @@ import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { Database, OperatorSessionRow } from "../db/schema.ts";
 
-export const SESSION_COOKIE = "latch_session";
-export const CSRF_COOKIE = "latch_csrf";
+/**
+ * The cookie names, by whether the plane's BASE_URL is https. Over https both carry the `__Host-`
+ * prefix: a browser keeps such a cookie only when it was set Secure, with Path=/ and no Domain, so
+ * a sibling subdomain or a plain-http page on the same host cannot plant one beside ours (cookie
+ * tossing) and fix the operator into an attacker's session. Browsers refuse a `__Host-` cookie
+ * without Secure, and not every browser stores Secure cookies from http://localhost, so a
+ * plain-http development plane (BASE_URL http://localhost:8787, the README's first run) uses the
+ * plain names: there is no TLS to protect there, and a loopback host has no sibling subdomains.
+ */
+export function sessionCookieNames(isSecure: boolean): { session: string; csrf: string } {
+  const prefix = isSecure ? "__Host-" : "";
+  return { session: `${prefix}latch_session`, csrf: `${prefix}latch_csrf` };
+}
+
+/** Every name a session cookie may arrive under; a request carrying two of them is refused. */
+export const SESSION_COOKIE_NAMES: readonly string[] = ["latch_session", "__Host-latch_session"];
 
 export const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
 

@@ -25,7 +25,7 @@ export const COLLECT_SCRIPT = `"use strict";
   var id = location.pathname.split("/").pop();
   var status = document.getElementById("status");
   var form = document.getElementById("collect");
-  function csrf() { var m = /(?:^|; )latch_csrf=([^;]+)/.exec(document.cookie); return m ? decodeURIComponent(m[1]) : ""; }
+  function csrf() { var m = /(?:^|; )__Host-latch_csrf=([^;]+)/.exec(document.cookie) || /(?:^|; )latch_csrf=([^;]+)/.exec(document.cookie); return m ? decodeURIComponent(m[1]) : ""; }
   function api(method, path, body) {
     return fetch(path, { method: method, headers: Object.assign({ "x-csrf-token": csrf() }, body ? { "content-type": "application/json" } : {}), body: body ? JSON.stringify(body) : undefined })
       .then(function (r) { return r.json().then(function (j) { if (!r.ok) throw new Error((j.error && j.error.message) || j.error || r.status); return j; }); });

@@ -14,7 +14,9 @@ function say(text, isError) {
   statusBox.classList.toggle("error", Boolean(isError));
 }
 function csrfToken() {
-  var match = /(?:^|;\\s*)latch_csrf=([^;]*)/.exec(document.cookie);
+  // __Host-latch_csrf over https, latch_csrf on an http://localhost development plane.
+  var match = /(?:^|;\\s*)__Host-latch_csrf=([^;]*)/.exec(document.cookie) ||
+    /(?:^|;\\s*)latch_csrf=([^;]*)/.exec(document.cookie);
   return match ? decodeURIComponent(match[1]) : "";
 }
 function sentence(text) {
@@ -286,6 +288,10 @@ nav.sections ul{list-style:none;display:flex;flex-wrap:wrap;gap:.25rem;margin:1.
 nav.sections a{display:block;padding:.5rem 1rem;border:1px solid transparent;border-bottom:0;border-radius:6px 6px 0 0;text-decoration:none}
 nav.sections a[aria-current=page]{border-color:var(--line);background:var(--card);color:var(--fg);font-weight:600}
 .count{font-weight:700}
+.request-cell{min-width:18rem}
+.request-line{font-size:1rem;overflow-wrap:anywhere}
+.request-line .method{font-weight:700;padding:.05rem .35rem;border:1px solid var(--accent);border-radius:4px}
+.request-cell .digest{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.8rem;overflow-wrap:anywhere;margin:.2rem 0}
 .table-wrap{overflow-x:auto;margin:.5rem 0}
 table{border-collapse:collapse;width:100%;font-size:.95rem}
 caption{text-align:left;font-weight:600;padding:.25rem 0}
