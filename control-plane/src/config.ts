@@ -71,7 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ControlPlaneConfig {
     problems.push("EGRESS_URL: a proxy off loopback is reached over mTLS (set EGRESS_CLIENT_TLS_*)");
   }
   if (c.NODE_ENV === "production" && !c.SMTP_URL) {
-    // Without SMTP, sign-in codes go to the log: fine on a laptop, an account takeover in production.
+    // Without SMTP, sign-in codes are files in DATA_DIR/outbox: fine on a laptop, no mail in production.
     problems.push("SMTP_URL is required when NODE_ENV=production");
   }
   if (problems.length > 0) {

@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   logger.info({ address, database: plane.databaseKind, egress: egress.address }, "control plane listening");
   process.stdout.write(
     `Latch is running at ${address} (health: ${address}/health)\n` +
-      `Sign up or sign in at ${config.BASE_URL}/sign-up${config.SMTP_URL ? "" : ` (email codes go to the log and ${dataDir}/outbox)`}\n`,
+      `Sign up or sign in at ${config.BASE_URL}/sign-up${config.SMTP_URL ? "" : ` (email codes are written to files in ${dataDir}/outbox)`}\n`,
   );
 
   let isStopping = false;

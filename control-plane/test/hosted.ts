@@ -63,7 +63,12 @@ export interface HostedHarness {
  * DATA_DIR (keys), proxy, mail server and clock: two replicas behind one load balancer.
  */
 export async function startHosted(
-  options: { baseUrl?: string; replicaOf?: HostedHarness } = {},
+  options: {
+    baseUrl?: string;
+    replicaOf?: HostedHarness;
+    /** Mail as a developer without SMTP_URL gets it: files in DATA_DIR/outbox, a pointer in the log. */
+    isDevOutbox?: boolean;
+  } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
   const egress = shared?.egress ?? (await startEgressHarness());
@@ -89,7 +94,11 @@ export async function startHosted(
     egress: { client: egress.client, sealingKey: async () => egress.proxy.sealingKey },
     logger,
     database: await testDatabase(),
-    mailer: createMailer({ smtpUrl: `smtp://127.0.0.1:${inbox.port}`, dataDir: egress.dataDir, logger }),
+    mailer: createMailer({
+      smtpUrl: options.isDevOutbox ? undefined : `smtp://127.0.0.1:${inbox.port}`,
+      dataDir: egress.dataDir,
+      logger,
+    }),
     now: () => clock.now,
   });
   return {

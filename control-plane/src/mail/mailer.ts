@@ -1,5 +1,6 @@
 // Outgoing mail: SMTP through nodemailer when SMTP_URL is set; otherwise (development) each mail is
-// written to DATA_DIR/outbox and to the log, so a developer can sign in without a mail server.
+// written to DATA_DIR/outbox, readable by its owner only, so a developer can sign in without a mail
+// server. The log says which file to open and never what is in it.
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { writePrivateFileAtomic } from "@latch/shared/files";
@@ -39,13 +40,16 @@ export function createMailer(options: {
   return {
     async send(mail) {
       const name = `${new Date().toISOString().replace(/[:.]/g, "-")}-${randomBytes(4).toString("hex")}.txt`;
+      const file = join(outbox, name);
       writePrivateFileAtomic(
-        join(outbox, name),
+        file,
         `From: ${from}\nTo: ${mail.to}\nSubject: ${mail.subject}\n\n${mail.text}\n`,
       );
+      // Neither the subject nor the text: they carry sign-in codes, approval codes and single-use
+      // approve links, and a log travels further (collectors, CI output, support tickets).
       options.logger.warn(
-        { to: mail.to, subject: mail.subject, text: mail.text, file: name },
-        "mail written to the dev outbox (SMTP_URL is not set)",
+        { to: mail.to, file },
+        `mail written to ${file} (SMTP_URL is not set): open it there`,
       );
     },
     close: () => {},
