@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
 import { createAuditRepo } from "./audit/audit.repo.ts";
+import { logAuditFailure } from "./audit/audit-failure.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
@@ -18,6 +19,7 @@ import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/databas
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
+import { approvalMail } from "./grants/approval-text.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
 import { createGrantsRepo } from "./grants/grants.repo.ts";
 import { registerGrantsRoutes } from "./grants/grants.routes.ts";
@@ -101,23 +103,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     notifyApproval: async ({ organisationId, grant, approvalCode, linkToken }) => {
       const members = await orgs.findMembers(organisationId);
       const link = `${config.BASE_URL}/approve?token=${linkToken}`;
-      for (const member of members) {
-        await mailer.send({
-          to: member.email,
-          subject: `Latch: ${grant.agent_id} asks to use ${grant.item_name}`,
-          text: [
-            `${grant.agent_id} asks to use ${grant.item_name} (${grant.environment_id}) once.`,
-            // Agent-written text: one quoted line, so it cannot pose as Latch's own lines.
-            grant.task_description
-              ? `Task (written by the agent): "${grant.task_description.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ").trim()}"`
-              : "",
-            `Approve in the inbox, with the code ${approvalCode}, or here: ${link}`,
-            "If you did not expect this, do nothing: the request stays pending.",
-          ]
-            .filter(Boolean)
-            .join("\n\n"),
-        });
-      }
+      const mail = approvalMail(grant, approvalCode, link);
+      for (const member of members) await mailer.send({ to: member.email, ...mail });
     },
   });
   const minter = createTicketMinter({
@@ -131,6 +118,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     recordEvent: audit.insertAuditEvent,
     minter,
     egress: deps.egress.client,
+    onAuditFailure: logAuditFailure(logger),
   });
   const needs = createNeedsService({
     db,

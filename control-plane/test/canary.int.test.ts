@@ -8,7 +8,7 @@ import { sql } from "kysely";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuditRepo } from "../src/audit/audit.repo.ts";
-import { createCallsService } from "../src/calls/calls.service.ts";
+import { createCallsService, locateCredential } from "../src/calls/calls.service.ts";
 import type { OpenDatabase } from "../src/db/database.ts";
 import { createItemsRepo } from "../src/items/items.repo.ts";
 import { createItemsService } from "../src/items/items.service.ts";
@@ -95,10 +95,16 @@ describe("a canary secret", () => {
         username: inject === "basic" ? "user" : undefined,
       });
       answers.push(JSON.stringify(stored));
-      const outcome = await calls.executeCall(
-        { organisationId, environment: "production", actor: "agent:canary" },
-        { method: "GET", path: "/v1/echo?page=1", item_name: name },
+      const args = { method: "GET" as const, path: "/v1/echo?page=1", item_name: name };
+      const callScope = { organisationId, environment: "production" };
+      const located = await locateCredential(
+        { findItemByName: items.findCallableByName, findItemsByHost: items.findCallableByHost },
+        callScope,
+        args,
       );
+      const outcome = await calls.executeCall({ ...callScope, actor: "agent:canary" }, args, located, {
+        release: async () => {},
+      });
       expect(outcome.reachedOrigin).toBe(true);
       expect(outcome.result.origin_status).toBe(200);
       // The origin did receive the secret: the proxy injected it...

@@ -238,6 +238,9 @@ describe("approval notifications", () => {
     )?.[1];
     expect(link).toBeDefined();
     expect(mail!.raw).not.toContain(SECRET);
+    // DECISIONS "Approvals": the mail names the exact request the approval covers.
+    expect(mail!.raw.replace(/=\r?\n/g, "")).toMatch(/GET https:\/\/[a-z.]+\/v1\/data\s+no body/);
+    expect(mail!.raw.replace(/=\r?\n/g, "")).toContain("Approving covers exactly this request");
 
     // A mail scanner without a session approves nothing; nor does an operator of another organisation.
     expect((await new Browser(h.app).request("GET", link!)).statusCode).toBe(302);
@@ -247,7 +250,7 @@ describe("approval notifications", () => {
     // Opening the link approves (spec 3.1: GET or POST), once.
     const page = await op.request("GET", link!);
     expect(page.statusCode, page.body).toBe(200);
-    expect(page.body).toContain("may use API_KEY for one call");
+    expect(page.body).toMatch(/may send GET https:\/\/[a-z.]+\/v1\/data \(no body\) once with API_KEY/);
     expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
     const grants = (await op.request("GET", "/api/grants")).json().grants as {
       grant_id: string;

@@ -1,5 +1,6 @@
 // The audit trail: names, hosts, reasons and outcomes. A value never reaches this table; the
 // service layer builds rows from metadata only, and the leak tests search it for canaries.
+import { toSafeJson, toSafeText } from "@latch/shared/text/safe-text";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 
@@ -51,17 +52,21 @@ const DEFAULT_LIMIT = 200;
 export function createAuditRepo(db: Kysely<Database>): AuditRepo {
   return {
     async insertAuditEvent(event) {
+      // A row is never skipped for its text: a field that slipped past the edge with a NUL or an
+      // unpaired surrogate (which PostgreSQL's text and jsonb refuse) is written with U+FFFD in
+      // place of the offending characters.
+      const text = (value: string | undefined) => (value === undefined ? null : toSafeText(value));
       await db
         .insertInto("audit_events")
         .values({
           organisation_id: event.organisationId,
-          environment: event.environment ?? null,
-          actor: event.actor,
+          environment: text(event.environment),
+          actor: toSafeText(event.actor),
           action: event.action,
-          item_name: event.itemName ?? null,
-          host: event.host ?? null,
-          reason: event.reason ?? null,
-          detail: JSON.stringify(event.detail ?? {}),
+          item_name: text(event.itemName),
+          host: text(event.host),
+          reason: text(event.reason),
+          detail: JSON.stringify(toSafeJson(event.detail ?? {})),
         })
         .execute();
     },

@@ -32,6 +32,16 @@ export interface CallsDeps {
   recordEvent(event: AuditEvent): Promise<void>;
   minter: TicketMinter;
   egress: EgressClient;
+  /**
+   * An audit row could not be written (the database refused it or is gone). Called with the error
+   * so its code can be logged; the answer still goes back, and the agent text is never logged.
+   */
+  onAuditFailure?: (error: unknown) => void;
+}
+
+/** The approval a call runs under: given back only when the proxy says nothing left. */
+export interface CallApproval {
+  release(): Promise<void>;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -62,6 +72,14 @@ export async function locateCredential(
       throw new AppError("not_found", `no credential named ${args.item_name} in this environment`, {
         extra: target.host ? { host: target.host } : {},
       });
+    }
+    // Stored without hosts (the local API allows it, spec 4.4): sent nowhere until hosts are added.
+    if (item.allowedHosts.length === 0) {
+      throw new AppError(
+        "host_mismatch",
+        `credential ${item.name} has no allowed host yet, so it is sent nowhere; the operator adds one with \`vault set ${item.name} --host HOST\` (or in the console)`,
+        { extra: { item_name: item.name, allowed_hosts: [] } },
+      );
     }
     const host = target.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
     if (!host)
@@ -132,58 +150,109 @@ export function createCallsService(deps: CallsDeps) {
     /**
      * Makes one call. Authorisation (grants) is the caller's job and happens before this; here
      * the request is validated, sent through the proxy and audited.
+     *
+     * `approval.release()` is called in exactly two cases: the call failed before its ticket left
+     * for the proxy, or the proxy answered that nothing reached the origin. Nothing after the proxy
+     * answered (the audit insert, shaping the result, a thrown error) can give an approval back,
+     * and a proxy that did not answer leaves it spent (the request may have gone out).
      */
     async executeCall(
       scope: { organisationId: string; environment: string; actor: string; clientId?: string },
       args: HttpRequestArgs,
-      located?: LocatedCredential,
+      located: LocatedCredential,
+      approval: CallApproval,
     ): Promise<CallOutcome> {
-      const { item, host, path: validatedPath } = located ?? (await locateCredential(deps, scope, args));
-      const { path, body, rewritten } = rewritePlaylistPath(host, args.method, validatedPath, args.body);
-      const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
-      const ticket = deps.minter.mintCallTicket({
-        credential: {
-          itemName: item.name,
-          keyId: item.sealingKeyId,
-          sealedValue: Buffer.from(item.sealedValue),
-          username: item.username ?? "",
-        },
-        inject: item.inject,
+      const { item, host } = located;
+      let prepared: ReturnType<typeof prepareCall>;
+      try {
+        prepared = prepareCall(deps.minter, args, located);
+      } catch (error) {
+        await approval.release();
+        throw error;
+      }
+      const { path, rewritten, ticket, timeoutMs } = prepared;
+      const audit = {
+        organisationId: scope.organisationId,
+        environment: scope.environment,
+        actor: scope.actor,
+        itemName: item.name,
         host,
-        allowedHosts: [...item.allowedHosts],
+      };
+      const detail = {
         method: args.method,
-        path,
-        body: encodeRequestBody(body, args.content_type),
-        contentType: body === undefined ? "" : (args.content_type ?? "application/json"),
-        timeoutMs,
-        headers: [],
-        redact: [],
+        // The path without its query: a query may carry personal data; the audit needs the route.
+        path: path.split("?")[0],
+        ...(scope.clientId ? { client_id: scope.clientId } : {}),
+      };
+
+      let response: ExecuteResponse;
+      try {
+        response = await deps.egress.execute(ticket, timeoutMs);
+      } catch (error) {
+        // The ticket left for the proxy and no answer came back: the request may have reached the
+        // origin, so the approval stays spent, and the attempt is audited.
+        await recordSafely({
+          ...audit,
+          action: "http_request_failed",
+          reason: error instanceof AppError ? error.code : "internal",
+          detail,
+        });
+        throw error;
+      }
+      if (!response.reachedOrigin) await approval.release();
+
+      await recordSafely({
+        ...audit,
+        action: response.error && !response.reachedOrigin ? "http_request_refused" : "http_request",
+        reason: response.error?.code,
+        detail: {
+          ...detail,
+          ...(response.reachedOrigin ? { origin_status: response.originStatus || 502 } : {}),
+        },
       });
-      const response = await deps.egress.execute(ticket, timeoutMs);
       const result = shapeResult(response);
       if (rewritten) {
         result.path_rewritten = rewritten;
         result.next ??= { for_model: describeRewrite(rewritten) };
       }
-      await deps.recordEvent({
-        organisationId: scope.organisationId,
-        environment: scope.environment,
-        actor: scope.actor,
-        action: response.error && !response.reachedOrigin ? "http_request_refused" : "http_request",
-        itemName: item.name,
-        host,
-        reason: response.error?.code,
-        detail: {
-          method: args.method,
-          // The path without its query: a query may carry personal data; the audit needs the route.
-          path: path.split("?")[0],
-          ...(response.reachedOrigin ? { origin_status: response.originStatus || 502 } : {}),
-          ...(scope.clientId ? { client_id: scope.clientId } : {}),
-        },
-      });
       return { reachedOrigin: response.reachedOrigin, itemName: item.name, host, result };
     },
   };
+
+  /** Writes an audit row; a failure is reported (its code only) and never stops the answer. */
+  async function recordSafely(event: AuditEvent): Promise<void> {
+    try {
+      await deps.recordEvent(event);
+    } catch (error) {
+      deps.onAuditFailure?.(error);
+    }
+  }
+}
+
+/** The ticket for exactly this request (after the playlist rewrite of rule 3). */
+function prepareCall(minter: TicketMinter, args: HttpRequestArgs, located: LocatedCredential) {
+  const { item, host, path: validatedPath } = located;
+  const { path, body, rewritten } = rewritePlaylistPath(host, args.method, validatedPath, args.body);
+  const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+  const ticket = minter.mintCallTicket({
+    credential: {
+      itemName: item.name,
+      keyId: item.sealingKeyId,
+      sealedValue: Buffer.from(item.sealedValue),
+      username: item.username ?? "",
+    },
+    inject: item.inject,
+    host,
+    allowedHosts: [...item.allowedHosts],
+    method: args.method,
+    path,
+    body: encodeRequestBody(body, args.content_type),
+    contentType: body === undefined ? "" : (args.content_type ?? "application/json"),
+    timeoutMs,
+    headers: [],
+    redact: [],
+  });
+  return { path, rewritten, ticket, timeoutMs };
 }
 
 export type CallsService = ReturnType<typeof createCallsService>;

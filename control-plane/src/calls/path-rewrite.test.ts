@@ -80,6 +80,7 @@ describe("executeCall with a rewritten path", () => {
       { organisationId: "org", environment: "staging", actor: "agent:a" },
       { method: "DELETE", path: "/v1/playlists/p1/tracks", body: { tracks: [{ uri: "u" }] } },
       { item, host: HOST, path: "/v1/playlists/p1/tracks" },
+      { release: async () => {} },
     );
     expect(minted[0]).toMatchObject({ path: "/v1/playlists/p1/items", method: "DELETE" });
     expect(JSON.parse(Buffer.from(minted[0]!.body).toString("utf8"))).toEqual({ items: [{ uri: "u" }] });

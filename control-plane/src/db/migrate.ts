@@ -7,6 +7,7 @@ import * as operators from "./migrations/2026-11-23T0100-operators.ts";
 import * as clients from "./migrations/2026-11-23T0200-clients-approvals.ts";
 import * as needs from "./migrations/2026-11-23T0300-need-requests.ts";
 import * as approvalLinks from "./migrations/2026-11-23T0400-approval-links.ts";
+import * as callBoundApprovals from "./migrations/2026-11-24T0000-call-bound-approvals.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-23T0200-clients-approvals": clients,
   "2026-11-23T0300-need-requests": needs,
   "2026-11-23T0400-approval-links": approvalLinks,
+  "2026-11-24T0000-call-bound-approvals": callBoundApprovals,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -72,6 +72,13 @@ export interface GrantsTable {
   scope_path: ColumnType<string | null, string | null | undefined, string | null>;
   folder_id: ColumnType<string | null, string | null | undefined, string | null>;
   approval_token_hash: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The call a pending grant was asked for (DECISIONS "Approvals"); null: the whole item. */
+  call_method: ColumnType<string | null, string | null | undefined, string | null>;
+  call_host: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The validated path with its query, byte for byte. */
+  call_path: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Hex SHA-256 of the exact body bytes; null for a call without a body. */
+  call_body_sha256: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OperatorsTable {

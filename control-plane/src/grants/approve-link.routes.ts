@@ -9,6 +9,7 @@ import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import type { Database } from "../db/schema.ts";
 import { escapeHtml, PAGE_CSP } from "../pages/pages.html.ts";
+import { describeGrantBody, describeGrantCall } from "./approval-text.ts";
 import type { GrantsService } from "./grants.service.ts";
 
 type ApproveRequest = FastifyRequest<{ Querystring: { token?: string } }>;
@@ -63,7 +64,9 @@ export function registerApproveLinkRoutes(
       const grant = await approve(request);
       return resultPage(
         "Approved",
-        `${grant.agent_id} may use ${grant.item_name} for one call. The agent can retry its request now.`,
+        grant.call
+          ? `${grant.agent_id} may send ${describeGrantCall(grant)} (${describeGrantBody(grant)}) once with ${grant.item_name}. The agent can retry its request now.`
+          : `${grant.agent_id} may use ${grant.item_name} for one call of any kind. The agent can retry its request now.`,
       );
     } catch (error) {
       if (!(error instanceof AppError)) throw error;

@@ -12,6 +12,19 @@ export interface CallScope {
   path?: string | null | undefined;
 }
 
+/**
+ * The one call a pending grant was asked for (DECISIONS "Approvals"). A prompt approval covers
+ * exactly this call; a session approval covers its host and method under its path's prefix.
+ */
+export interface RequestedCall {
+  method: string;
+  host: string;
+  /** The validated path with its query, byte for byte. */
+  path: string;
+  /** Hex SHA-256 of the exact body bytes; null for a call without a body. */
+  bodySha256: string | null;
+}
+
 export interface GrantScope {
   organisationId: string;
   itemId: string;
@@ -19,6 +32,8 @@ export interface GrantScope {
   folderId?: string | null | undefined;
   /** A standing grant's scope (host, method, path prefix); unset parts cover everything. */
   callScope?: CallScope | undefined;
+  /** The call an http_request asks approval for; unset: the whole item (request_grant). */
+  requestedCall?: RequestedCall | undefined;
   agentId: string;
   toolId: string;
 }
@@ -96,17 +111,25 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("grants.agent_id", "=", scope.agentId)
         .where("grants.tool_id", "=", scope.toolId)
         .where("grants.status", "=", "pending")
-        // A pending grant for another scope is another request.
-        .where((eb) =>
-          eb.and(
-            (["host", "method", "path"] as const).map((part) => {
-              const value = scope.callScope?.[part] ?? null;
-              return value === null
-                ? eb(`grants.scope_${part}`, "is", null)
-                : eb(`grants.scope_${part}`, "=", value);
-            }),
-          ),
-        )
+        // A pending grant for another scope or another call is another request: the operator
+        // approves what the grant shows, so a second call never rides on the first one's row.
+        .where((eb) => {
+          const call = scope.requestedCall;
+          const parts = [
+            ...(["host", "method", "path"] as const).map(
+              (part) => [`grants.scope_${part}`, scope.callScope?.[part] ?? null] as const,
+            ),
+            ["grants.call_method", call?.method ?? null] as const,
+            ["grants.call_host", call?.host ?? null] as const,
+            ["grants.call_path", call?.path ?? null] as const,
+            ["grants.call_body_sha256", call?.bodySha256 ?? null] as const,
+          ];
+          return eb.and(
+            parts.map(([column, value]) =>
+              value === null ? eb(column, "is", null) : eb(column, "=", value),
+            ),
+          );
+        })
         .orderBy("grants.created_at", "desc")
         .executeTakeFirst(),
     async findUsableGrants(scope, now) {

@@ -9,7 +9,7 @@ import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEmailCode as newApprovalCode } from "../auth/codes.ts";
 import { sha256 } from "../auth/sessions.ts";
 import type { NewGrant } from "../db/schema.ts";
-import type { CallScope, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
+import type { CallScope, GrantScope, GrantsRepo, GrantWithItem, RequestedCall } from "./grants.repo.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
 export const SESSION_GRANT_MS = 8 * 60 * 60 * 1000;
@@ -35,6 +35,11 @@ export interface PublicGrant {
   task_description: string | null;
   /** What a standing grant covers; null covers every call with the credential. */
   scope: { host: string | null; method: string | null; path: string | null } | null;
+  /**
+   * The exact call the grant was asked for, as the operator approves it (DECISIONS "Approvals");
+   * null: asked for the whole item (request_grant), any call.
+   */
+  call: { method: string; host: string; path: string; body_sha256: string | null } | null;
 }
 
 export interface GrantsServiceDeps {
@@ -74,15 +79,53 @@ export interface GrantRequest extends GrantScope {
   taskId?: string | undefined;
 }
 
+/** A call as coverage judges it: its path with the query; the body digest where the call has one. */
+export type CallTarget = CallScope & { bodySha256?: string | null | undefined };
+
+type CoverageRow = {
+  scope_host: string | null;
+  scope_method: string | null;
+  scope_path: string | null;
+} & Partial<Pick<GrantWithItem, "policy" | "call_method" | "call_host" | "call_path" | "call_body_sha256">>;
+
+/**
+ * Whether a grant covers a call: inside its standing scope, and inside the call it was approved
+ * for (a prompt approval: exactly that call; a session approval: that host and method under the
+ * path's prefix up to its last `/`). Standing policies keep only the scope the operator gave.
+ */
+export function isCovering(row: CoverageRow, call: CallTarget | undefined): boolean {
+  return isInsideScope(row, call) && isInsideApprovedCall(row, call);
+}
+
+function withoutQuery(path: string): string {
+  const at = path.indexOf("?");
+  return at === -1 ? path : path.slice(0, at);
+}
+
+/**
+ * DECISIONS "Approvals": what the operator saw is what is covered. The path with its query is
+ * compared byte for byte (the path was validated once, spec 4.2 rule 1) and so is the body digest:
+ * a GET approval does not send a DELETE, and an approved body cannot be swapped for another.
+ */
+function isInsideApprovedCall(row: CoverageRow, call: CallTarget | undefined): boolean {
+  if (!row.call_method || !row.call_host || row.call_path == null) return true;
+  if (row.policy === "item_standing" || row.policy === "folder_standing") return true;
+  if (!call) return false;
+  if (call.host !== row.call_host || call.method !== row.call_method) return false;
+  if (row.policy === "session") {
+    const approved = withoutQuery(row.call_path);
+    const prefix = approved.slice(0, approved.lastIndexOf("/") + 1);
+    return withoutQuery(call.path ?? "").startsWith(prefix);
+  }
+  return call.path === row.call_path && (call.bodySha256 ?? null) === (row.call_body_sha256 ?? null);
+}
+
 /**
  * Spec 3.1: a standing grant covers a call by host, method and path. A scope part left unset covers
  * everything; a path scope covers itself and everything below it (segment by segment, so /v1/rep
  * does not cover /v1/repos).
  */
-export function isCovering(
-  row: { scope_host: string | null; scope_method: string | null; scope_path: string | null },
-  call: CallScope | undefined,
-): boolean {
+function isInsideScope(row: CoverageRow, call: CallTarget | undefined): boolean {
   if (!row.scope_host && !row.scope_method && !row.scope_path) return true;
   if (!call) return false;
   if (row.scope_host && row.scope_host !== call.host) return false;
@@ -119,6 +162,25 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
       row.scope_host || row.scope_method || row.scope_path
         ? { host: row.scope_host, method: row.scope_method, path: row.scope_path }
         : null,
+    call:
+      row.call_method && row.call_host && row.call_path != null
+        ? {
+            method: row.call_method,
+            host: row.call_host,
+            path: row.call_path,
+            body_sha256: row.call_body_sha256,
+          }
+        : null,
+  };
+}
+
+/** The grant row's columns for a requested call (none: the whole item). */
+function requestedCallColumns(call: RequestedCall | undefined): Partial<NewGrant> {
+  return {
+    call_method: call?.method ?? null,
+    call_host: call?.host ?? null,
+    call_path: call?.path ?? null,
+    call_body_sha256: call?.bodySha256 ?? null,
   };
 }
 
@@ -142,6 +204,10 @@ function newGrantRow(
     expires_at: null,
     consumed_at: null,
     revoked_at: null,
+    scope_host: request.callScope?.host ?? null,
+    scope_method: request.callScope?.method ?? null,
+    scope_path: request.callScope?.path ?? null,
+    ...requestedCallColumns(request.requestedCall),
     ...change,
   };
 }
@@ -203,9 +269,6 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         approval_code_hash: codeHash,
         approval_code_expires_at: expiresAt,
         approval_token_hash: sha256(linkToken),
-        scope_host: request.callScope?.host ?? null,
-        scope_method: request.callScope?.method ?? null,
-        scope_path: request.callScope?.path ?? null,
       });
       await repo.insertGrant(row);
       const id = row.id;
@@ -405,23 +468,26 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     /**
      * The approval a call would use right now, without spending it (dry_run).
      */
-    async findUsableGrant(scope: GrantScope, call?: CallScope): Promise<PublicGrant | undefined> {
+    async findUsableGrant(scope: GrantScope, call?: CallTarget): Promise<PublicGrant | undefined> {
       const at = now();
       const [first] = (await deps.repo.findUsableGrants(scope, at)).filter((row) => isCovering(row, call));
       return first && toPublicGrant(first, at);
     },
 
     /** True when a standing grant exists for the scope but does not cover this call. */
-    async isOutsideStanding(scope: GrantScope, call: CallScope): Promise<boolean> {
+    async isOutsideStanding(scope: GrantScope, call: CallTarget): Promise<boolean> {
       const rows = await deps.repo.findUsableGrants(scope, now());
-      return rows.some((row) => row.policy !== "prompt" && !isCovering(row, call));
+      return rows.some(
+        (row) =>
+          (row.policy === "item_standing" || row.policy === "folder_standing") && !isCovering(row, call),
+      );
     },
 
     /**
      * Authorises one call: a usable grant, with a one-call grant spent before the request is
      * sent. Undefined when there is none (or another call spent the last one first).
      */
-    async authoriseCall(scope: GrantScope, call?: CallScope): Promise<CallAuthorisation | undefined> {
+    async authoriseCall(scope: GrantScope, call?: CallTarget): Promise<CallAuthorisation | undefined> {
       const at = now();
       for (const row of await deps.repo.findUsableGrants(scope, at)) {
         if (!isCovering(row, call)) continue;

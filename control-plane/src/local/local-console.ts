@@ -19,7 +19,7 @@ const PAGE = `<!doctype html>
 <header><h1>Latch <small>local vault</small></h1><p id="status" role="status" aria-live="polite"></p></header>
 <main>
 <section aria-labelledby="h-grants"><h2 id="h-grants">Approvals</h2>
-<table><thead><tr><th>Grant</th><th>Credential</th><th>Agent</th><th>Policy</th><th>Status</th><th>Expires</th><th>Actions</th></tr></thead><tbody id="grants"></tbody></table></section>
+<table><thead><tr><th>Grant</th><th>Credential</th><th>Agent</th><th>Request</th><th>Body</th><th>Policy</th><th>Status</th><th>Expires</th><th>Actions</th></tr></thead><tbody id="grants"></tbody></table></section>
 <section aria-labelledby="h-items"><h2 id="h-items">Credentials</h2>
 <p>Values are never shown. Add or replace one with <code>vault set NAME --host HOST</code>.</p>
 <table><thead><tr><th>Name</th><th>Hosts</th><th>Inject</th><th>User</th><th>Last 4</th></tr></thead><tbody id="items"></tbody></table></section>
@@ -70,7 +70,10 @@ const SCRIPT = `"use strict";
     Promise.all([api("GET", "/api/grants"), api("GET", "/api/items"), api("GET", "/api/audit?limit=50")]).then(function (all) {
       say("");
       fill("grants", all[0].grants, function (tr, g) {
-        cell(tr, g.grant_id); cell(tr, g.item_name); cell(tr, g.agent_id); cell(tr, g.policy); cell(tr, g.status); cell(tr, g.expires_at);
+        cell(tr, g.grant_id); cell(tr, g.item_name); cell(tr, g.agent_id);
+        cell(tr, g.call ? g.call.method + " https://" + g.call.host + g.call.path : "any call (the whole credential)");
+        cell(tr, g.call ? (g.call.body_sha256 ? "SHA-256 " + g.call.body_sha256 : "no body") : "");
+        cell(tr, g.policy); cell(tr, g.status); cell(tr, g.expires_at);
         var td = cell(tr, "");
         if (g.status === "pending") {
           button(td, "Approve once", function () { return api("POST", "/api/grants", { grant_id: g.grant_id, scope: "once" }); });

@@ -296,7 +296,7 @@ ${dataTable("issued", "Clients", ["Name", "Kind", "Environment", "Client ID", "I
 const INBOX_SECTION = `<section id="inbox" class="panel" aria-labelledby="inbox-heading">
 <h2 id="inbox-heading" tabindex="-1">Inbox</h2>
 <p class="hint">Agents waiting for your approval. Updated every 5 seconds.</p>
-${dataTable("approvals", "Pending approvals", ["Credential", "Environment", "Agent", "Task", "Requested", "Decision"])}
+${dataTable("approvals", "Pending approvals", ["Credential", "Environment", "Agent", "Request", "Task", "Requested", "Decision"])}
 <p id="approvals-empty" class="hint">Nothing is waiting for approval.</p>
 <form id="code-form" class="card" novalidate aria-labelledby="code-heading">
 <h3 id="code-heading">Approve by code</h3>

@@ -26,6 +26,8 @@ export async function runRequestGrant(
       ...grant,
       ...(approvalCode ? { approval_code: approvalCode } : {}),
       notify_failed: notifyFailed ?? false,
+      // DECISIONS "Approvals": a request without a call asks for the whole item, and says so.
+      message: `This asks the operator for ${item.name} as a whole: no request is named, so the approval covers any call with it. To ask for one exact request, call http_request instead (it asks for that call only).`,
       next: { for_model: deps.surface.approveHint(grant.grant_id) },
     },
   };

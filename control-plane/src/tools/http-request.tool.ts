@@ -1,6 +1,8 @@
-// http_request (spec 4.2): locate the credential, check the agent's approval (spending a one-call
-// approval before anything leaves), send through the egress proxy, answer in the shape of 2.8.
+// http_request (spec 4.2): locate the credential, check the agent's approval for exactly this call
+// (spending a one-call approval before anything leaves), send through the egress proxy, answer in
+// the shape of 2.8.
 import { AppError } from "@latch/shared/errors";
+import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
@@ -24,7 +26,8 @@ export async function runHttpRequest(
   const { item, host, path } = located;
   const grantScope = httpRequestGrantScope(scope, item);
 
-  const call = { host, method: args.method, path: path.split("?")[0] };
+  // The call as the operator approves it: method, host, validated path with its query, body digest.
+  const call = requestedCallOf(host, path, args);
   if (args.dry_run) {
     const grant = await deps.grants.findUsableGrant(grantScope, call);
     const { path: sentPath, rewritten } = rewritePlaylistPath(host, args.method, path, args.body);
@@ -53,7 +56,8 @@ export async function runHttpRequest(
     const isOutside = await deps.grants.isOutsideStanding(grantScope, call);
     const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
       ...grantScope,
-      ...(isOutside ? { callScope: call } : {}),
+      requestedCall: call,
+      ...(isOutside ? { callScope: { host, method: args.method, path: path.split("?")[0] } } : {}),
       environment: scope.environment,
       actor: `agent:${scope.agentId}`,
       taskDescription: args.task_description,
@@ -67,7 +71,7 @@ export async function runHttpRequest(
         host,
         ...(approvalCode ? { approval_code: approvalCode } : {}),
         notify_failed: notifyFailed ?? false,
-        message: `Approval needed to use ${item.name} on ${host}.`,
+        message: `Approval needed to send ${args.method} ${host}${path} with ${item.name}; the operator approves exactly this call.`,
         next: {
           for_model: deps.surface.approveHint(grant.grant_id),
           tool: HTTP_REQUEST_TOOL,
@@ -77,19 +81,14 @@ export async function runHttpRequest(
     };
   }
 
-  let outcome: Awaited<ReturnType<ToolDeps["calls"]["executeCall"]>>;
-  try {
-    outcome = await deps.calls.executeCall(
-      { ...scope, actor: `agent:${scope.agentId}`, ...(args.client_id ? { clientId: args.client_id } : {}) },
-      args,
-      located,
-    );
-  } catch (error) {
-    // Nothing reached the origin: the approval was not used.
-    await authorisation.release();
-    throw error;
-  }
-  if (!outcome.reachedOrigin) await authorisation.release();
+  // Whether a spent approval is given back is executeCall's decision alone (the proxy's
+  // reached_origin): nothing here may give it back after the request left.
+  const outcome = await deps.calls.executeCall(
+    { ...scope, actor: `agent:${scope.agentId}`, ...(args.client_id ? { clientId: args.client_id } : {}) },
+    args,
+    located,
+    authorisation,
+  );
   return { payload: { ...outcome.result, grant_id: authorisation.grant.grant_id } };
 }
 

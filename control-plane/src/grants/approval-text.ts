@@ -1,0 +1,51 @@
+// The words an operator reads before approving (DECISIONS "Approvals"): the exact call a grant is
+// for (method, host, path with query, body digest) or, for a grant asked without a call, that it
+// covers any call with the credential. The mail, the CLI and the pages say the same thing.
+import type { PublicGrant } from "./grants.service.ts";
+
+/** Agent-written text on one line, so it cannot pose as lines of our own. */
+function oneLine(text: string): string {
+  return text.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ").trim();
+}
+
+/**
+ * The call a grant covers, on one line.
+ * @example describeGrantCall(grant) // "GET https://api.example.com/v1/me?x=1"
+ */
+export function describeGrantCall(grant: Pick<PublicGrant, "call">): string {
+  if (!grant.call) return "any call (the whole credential: no call was named)";
+  return `${grant.call.method} https://${grant.call.host}${grant.call.path}`;
+}
+
+/** The body line: the digest the operator can compare, or that the call has no body. */
+export function describeGrantBody(grant: Pick<PublicGrant, "call">): string {
+  if (!grant.call) return "";
+  return grant.call.body_sha256 ? `body SHA-256 ${grant.call.body_sha256}` : "no body";
+}
+
+/** The approval mail (spec 6): who asks, for exactly what, and how to approve. */
+export function approvalMail(
+  grant: PublicGrant,
+  approvalCode: string,
+  link: string,
+): { subject: string; text: string } {
+  const call = grant.call
+    ? [
+        `${grant.agent_id} asks to send this request once with ${grant.item_name} (${grant.environment_id}):`,
+        `    ${describeGrantCall(grant)}`,
+        `    ${describeGrantBody(grant)}`,
+        "Approving covers exactly this request: another method, path, query or body needs a new approval.",
+      ].join("\n")
+    : `${grant.agent_id} asks to use ${grant.item_name} (${grant.environment_id}) for any call: no request was named, so approving lets its next call use the credential.`;
+  return {
+    subject: `Latch: ${grant.agent_id} asks to use ${grant.item_name}`,
+    text: [
+      call,
+      grant.task_description ? `Task (written by the agent): "${oneLine(grant.task_description)}"` : "",
+      `Approve in the inbox, with the code ${approvalCode}, or here: ${link}`,
+      "If you did not expect this, do nothing: the request stays pending.",
+    ]
+      .filter(Boolean)
+      .join("\n\n"),
+  };
+}
