@@ -3,8 +3,9 @@
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
+import { type Dialect, Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
 import pg from "pg";
+import { withSafeDatabaseErrors } from "./database-error.ts";
 import { migrateToLatest } from "./migrate.ts";
 import type { Database } from "./schema.ts";
 
@@ -31,7 +32,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenDataba
   const kind: DatabaseKind = options.databaseUrl ? "postgres" : "pglite";
   let pool: pg.Pool | undefined;
   let pglite: PGlite | undefined;
-  let dialect: PostgresDialect | PGliteDialect;
+  let dialect: Dialect;
   if (options.databaseUrl) {
     pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
     // An idle client that loses its server emits 'error'; without a listener that kills the process.
@@ -45,7 +46,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenDataba
     if (!options.pglite) chmodSync(pgdata, 0o700);
     dialect = new PGliteDialect({ pglite });
   }
-  const db = new Kysely<Database>({ dialect });
+  // Errors leave the driver as DatabaseError (SQLSTATE and statement name): a pg or PGlite error
+  // quotes SQL, parameters and values, and any catch block may log what it caught.
+  const db = new Kysely<Database>({ dialect: withSafeDatabaseErrors(dialect) });
   if (options.migrate !== false) await migrateToLatest(db as unknown as Kysely<unknown>);
   const ownsPglite = pglite !== undefined && options.pglite === undefined;
 

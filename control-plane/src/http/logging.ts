@@ -1,7 +1,9 @@
 // What an HTTP request may put in a log line: method, path without its query (approval links
-// carry single-use tokens there), status and timing. No header, cookie or body, ever.
+// carry single-use tokens there), status and timing. No header, cookie or body, ever. An error is
+// logged with its type, message and stack, except a database error: its SQLSTATE and statement only.
 import type { FastifyServerOptions } from "fastify";
-import type { Logger } from "pino";
+import { type Logger, stdSerializers } from "pino";
+import { databaseErrorCode, isRawDatabaseError } from "../db/database-error.ts";
 
 export function requestLogging(
   logger: Logger,
@@ -17,10 +19,41 @@ export function requestLogging(
             path: (req.url ?? "").split("?")[0],
           }),
           res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
+          err: serializeLoggedError,
         },
       },
     ),
     // Request ids come from us, not from a caller's header (which could smuggle text into logs).
     requestIdHeader: false,
   };
+}
+
+/**
+ * pino's error serializer, unless the error or one of its causes came straight from pg or PGlite
+ * without passing `withSafeDatabaseErrors`: such an error prints its SQL, parameters and the values
+ * it quotes (also through a cause, whose message pino appends), so only its code is kept.
+ *
+ * @example serializeLoggedError(pgUniqueViolation) // { type: "DatabaseError", code: "23505", statement: "database" }
+ */
+export function serializeLoggedError(error: unknown): unknown {
+  const raw = findRawDatabaseError(error);
+  if (raw === undefined) return stdSerializers.err(error as Error);
+  return {
+    type: "DatabaseError",
+    message: `database error ${databaseErrorCode(raw)} in database`,
+    code: databaseErrorCode(raw),
+    statement: "database",
+  };
+}
+
+/** The first raw database error in `error`'s cause chain (at most 8 deep, cycles cut). */
+function findRawDatabaseError(error: unknown): unknown {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth += 1) {
+    if (isRawDatabaseError(current)) return current;
+    const next: unknown = (current as { cause?: unknown }).cause;
+    if (next === current) return undefined;
+    current = next;
+  }
+  return undefined;
 }
