@@ -4,6 +4,7 @@
 // across replicas. Known and unknown addresses get the same answer.
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
+import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import { type Kysely, sql } from "kysely";
 import { z } from "zod";
 import type { Database } from "../db/schema.ts";
@@ -19,6 +20,7 @@ export const SEND_WINDOW_MS = 15 * 60 * 1000;
 const email = z.email().max(254);
 
 export function normaliseEmail(raw: unknown): string {
+  refuseUnsafeText("email", raw, { code: "invalid_email" });
   const parsed = email.safeParse(typeof raw === "string" ? raw.trim().toLowerCase() : raw);
   if (!parsed.success) throw new AppError("invalid_email", "give a valid email address");
   return parsed.data;

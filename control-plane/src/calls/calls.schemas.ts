@@ -1,4 +1,5 @@
 // The arguments of an http_request (spec 4.2) and the shape of its answer (spec 2.8).
+import { freeText, safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
 
 /** The methods http_request sends (spec 4.2). */
@@ -7,13 +8,13 @@ export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 export const httpRequestArgs = z
   .object({
     method: z.enum(HTTP_METHODS),
-    path: z.string().min(1).max(8192),
-    host: z.string().min(1).max(253).optional(),
-    item_name: z.string().min(1).max(128).optional(),
+    path: safeString().min(1).max(8192),
+    host: safeString().min(1).max(253).optional(),
+    item_name: safeString().min(1).max(128).optional(),
     body: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
     content_type: z.enum(["application/json", "application/x-www-form-urlencoded"]).optional(),
-    client_id: z.string().max(256).optional(),
-    task_description: z.string().optional(),
+    client_id: safeString().max(256).optional(),
+    task_description: freeText().optional(),
     timeout_ms: z.number().int().min(1000).max(30000).optional(),
     dry_run: z.boolean().optional(),
   })

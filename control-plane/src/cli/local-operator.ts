@@ -2,6 +2,7 @@
 // running `vault serve` / `vault mcp` (its loopback API and the operator token), or by opening the
 // local vault directly when none runs.
 import { AppError, isErrorCode } from "@latch/shared/errors";
+import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { Logger } from "pino";
 import type { AuditEventView } from "../audit/audit.repo.ts";
 import type { PublicGrant } from "../grants/grants.service.ts";
@@ -78,7 +79,9 @@ function directOperator(
   release: () => void,
 ): LocalOperator {
   const org = vault.organisationId;
+  // The same edge as the HTTP path: a name or id typed on the command line is safe text.
   async function itemId(name: string): Promise<string> {
+    refuseUnsafeText("NAME", name);
     const item = await vault.items.findItemByName(org, vault.environment, name);
     if (!item) throw new AppError("not_found", `no credential named ${name}`);
     return item.id;
@@ -88,10 +91,18 @@ function directOperator(
     listItems: () => vault.items.listItems(org),
     deleteItem: async (name) => vault.items.deleteItem(org, LOCAL_OPERATOR, await itemId(name)),
     listGrants: () => vault.grants.listGrants(org),
-    approveGrant: (id, scope) =>
-      vault.grants.approveGrant(org, LOCAL_OPERATOR, id, scope === "session" ? "session" : "prompt"),
-    revokeGrant: (id) => vault.grants.revokeGrant(org, LOCAL_OPERATOR, id),
-    listAudit: (filter) => vault.audit.findAuditEvents(org, filter),
+    async approveGrant(id, scope) {
+      refuseUnsafeText("GRANT_ID", id);
+      return vault.grants.approveGrant(org, LOCAL_OPERATOR, id, scope === "session" ? "session" : "prompt");
+    },
+    async revokeGrant(id) {
+      refuseUnsafeText("GRANT_ID", id);
+      return vault.grants.revokeGrant(org, LOCAL_OPERATOR, id);
+    },
+    async listAudit(filter) {
+      refuseUnsafeText("--item", filter.itemName);
+      return vault.audit.findAuditEvents(org, filter);
+    },
     async close() {
       await vault.close();
       release();

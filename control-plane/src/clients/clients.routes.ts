@@ -1,4 +1,5 @@
 // Issuing, rotating and revoking model and trusted clients (spec 4.3 "Clients").
+import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
@@ -17,7 +18,9 @@ export function registerClientsRoutes(
   for (const kind of ["model", "trusted"] as ClientKind[]) {
     app.post(`/api/clients/${kind}`, async (request, reply) => {
       const organisationId = await organisationOf(request);
-      return reply.status(201).send(await deps.clients.issueClient(organisationId, kind, body(request.body)));
+      const input = body(request.body);
+      checkTextFields(input, { environment: "line", name: "line" });
+      return reply.status(201).send(await deps.clients.issueClient(organisationId, kind, input));
     });
   }
   app.post<{ Params: { id: string } }>("/api/clients/:id/rotate", async (request) =>

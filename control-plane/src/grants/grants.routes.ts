@@ -3,6 +3,7 @@
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
 import { validateRequestPath } from "@latch/shared/requests/path";
+import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { AuditRepo } from "../audit/audit.repo.ts";
@@ -43,6 +44,15 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   /** Spec 5: a model client or an operator may ask; the agent is the client (or the operator). */
   app.post("/api/grants/request", async (request, reply) => {
     const input = body(request.body);
+    checkTextFields(input, {
+      agent_id: "line",
+      environment: "line",
+      item_name: "line",
+      host: "line",
+      method: "line",
+      path: "line",
+      task_description: "multiline",
+    });
     const token = bearerOf(request.headers.authorization);
     let scope: { organisationId: string; environment: string; agentId: string; actor: string };
     if (token) {
@@ -104,6 +114,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   app.post<{ Params: { id: string } }>("/api/grants/:id/approve", async (request) => {
     const operator = await operatorOf(request);
     const input = body(request.body);
+    checkTextFields(input, { policy: "line", confirm_name: "line" });
     const policy = (input.policy ?? "prompt") as GrantPolicy;
     if (!POLICIES.includes(policy))
       throw new AppError("invalid_request", `policy is one of ${POLICIES.join(", ")}`);
@@ -136,6 +147,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   app.post("/api/grants/approve-by-code", async (request) => {
     const operator = await operatorOf(request);
     const input = body(request.body);
+    checkTextFields(input, { policy: "line", code: "line", grant_id: "line" });
     const policy = (input.policy ?? "prompt") as GrantPolicy;
     if (!POLICIES.includes(policy) || policy === "folder_standing") {
       throw new AppError("invalid_request", "policy is prompt, session or item_standing");

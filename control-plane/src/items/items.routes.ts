@@ -1,5 +1,6 @@
 // The hosted items API (spec 4.3 "Items and collect"): list without values, create, edit, rotate,
 // delete, folders. Every route needs a ready operator session acting in an organisation.
+import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
@@ -45,6 +46,7 @@ export function registerItemsRoutes(
   app.post("/api/folders", async (request, reply) => {
     const { organisationId } = await operatorOf(request);
     const input = body(request.body);
+    checkTextFields(input, { environment: "line", name: "line" });
     return reply
       .status(201)
       .send({ folder: await deps.items.createFolder(organisationId, input.environment, input.name) });

@@ -1,4 +1,5 @@
 // The shapes of an item at the edges: what an operator sends, what any caller may see.
+import { safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
 import { ENVIRONMENTS } from "../config.ts";
 
@@ -11,14 +12,14 @@ export const MAX_ALLOWED_HOSTS = 20;
 
 /** An item to store. Field rules beyond shape (name, hosts, inject, kind) live in items.service. */
 export const itemInput = z.strictObject({
-  name: z.string().max(256),
+  name: safeString().max(256),
   value: z.string().max(MAX_VALUE_LENGTH, `a value is at most ${MAX_VALUE_LENGTH} characters`),
   environment: z.enum(ENVIRONMENTS).optional(),
   kind: z.enum(ITEM_KINDS).default("secret"),
-  allowed_hosts: z.array(z.string().max(300)).max(MAX_ALLOWED_HOSTS).default([]),
-  inject: z.string().max(300).default("bearer"),
-  username: z.string().max(512).nullish(),
-  folder_name: z.string().min(1).max(128).nullish(),
+  allowed_hosts: z.array(safeString().max(300)).max(MAX_ALLOWED_HOSTS).default([]),
+  inject: safeString().max(300).default("bearer"),
+  username: safeString().max(512).nullish(),
+  folder_name: safeString().min(1).max(128).nullish(),
 });
 export type ItemInput = z.input<typeof itemInput>;
 

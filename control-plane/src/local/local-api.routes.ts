@@ -1,6 +1,7 @@
 // The local operator API (spec 4.4): credentials, grants and audit, for the console and the CLI.
 // Every route needs the operator bearer.
 import { AppError } from "@latch/shared/errors";
+import { freeText, safeString } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { isUnderPrefix } from "../http/route-path.ts";
@@ -9,24 +10,29 @@ import { requireRole } from "./local-guards.ts";
 import { LOCAL_OPERATOR, type LocalVault } from "./local-vault.ts";
 
 const grantRequestBody = z.strictObject({
-  item_name: z.string().min(1).max(128),
-  agent_id: z.string().min(1).max(64),
+  item_name: safeString().min(1).max(128),
+  agent_id: safeString().min(1).max(64),
   tool_id: z.literal(HTTP_REQUEST_TOOL).default(HTTP_REQUEST_TOOL),
-  task_description: z.string().max(10_000).optional(),
+  task_description: freeText().max(10_000).optional(),
 });
 
-const approveBody = z.union([
-  z.strictObject({ grant_id: z.string().min(1).max(64), scope: z.enum(["once", "session"]).default("once") }),
-  z.strictObject({
-    item_name: z.string().min(1).max(128),
-    agent_id: z.string().min(1).max(64),
-    scope: z.enum(["once", "session"]).default("once"),
-    tool_id: z.literal(HTTP_REQUEST_TOOL).default(HTTP_REQUEST_TOOL),
-  }),
-]);
+// Spec 4.4: POST /api/grants approves a pending grant by grant_id, or makes an active one for
+// item_name and agent_id; either way "tool_id http_request for agent calls" may ride along. Every
+// grant an agent can ask for is an http_request grant, so another tool_id is a 400 naming the field.
+const approveById = z.strictObject({
+  grant_id: safeString().min(1).max(64),
+  scope: z.enum(["once", "session"]).default("once"),
+  tool_id: z.literal(HTTP_REQUEST_TOOL).optional(),
+});
+const approveByName = z.strictObject({
+  item_name: safeString().min(1).max(128),
+  agent_id: safeString().min(1).max(64),
+  scope: z.enum(["once", "session"]).default("once"),
+  tool_id: z.literal(HTTP_REQUEST_TOOL).default(HTTP_REQUEST_TOOL),
+});
 
 const auditQuery = z.object({
-  item_name: z.string().max(128).optional(),
+  item_name: safeString().max(128).optional(),
   limit: z.coerce.number().int().min(1).max(200).optional(),
 });
 
@@ -85,11 +91,15 @@ export function registerLocalApiRoutes(app: FastifyInstance, vault: LocalVault):
     return reply.status(201).send({ grant });
   });
   app.post("/api/grants", async (request, reply) => {
-    const body = parse(approveBody, request.body);
-    const policy = POLICY_OF_SCOPE[body.scope];
-    if ("grant_id" in body) {
-      return { grant: await vault.grants.approveGrant(org, LOCAL_OPERATOR, body.grant_id, policy) };
+    // The body's shape picks the schema, so a refusal names the field that is wrong.
+    const raw = request.body;
+    if (typeof raw === "object" && raw !== null && "grant_id" in raw) {
+      const byId = parse(approveById, raw);
+      const policy = POLICY_OF_SCOPE[byId.scope];
+      return { grant: await vault.grants.approveGrant(org, LOCAL_OPERATOR, byId.grant_id, policy) };
     }
+    const body = parse(approveByName, raw);
+    const policy = POLICY_OF_SCOPE[body.scope];
     const grant = await vault.grants.createActiveGrant({
       organisationId: org,
       environment: vault.environment,

@@ -1,20 +1,20 @@
 // The six MCP tools (spec 4.2): argument schemas (zod, strict: an undefined argument is -32602)
 // and the descriptions and JSON schemas tools/list shows.
+import { freeText, safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
 import { httpRequestArgs } from "../calls/calls.schemas.ts";
 
 export const PROVIDERS = ["spotify", "github", "google", "slack", "stripe"] as const;
 
-const taskDescription = z
-  .string()
+const taskDescription = freeText()
   .max(10_000)
   .optional()
   .describe("What the call is for; shown to the operator (500 characters)");
 
 export const findItemsArgs = z
   .object({
-    item_name: z.string().min(1).max(128).optional().describe("Exact stored credential name"),
-    host: z.string().min(1).max(253).optional().describe("Exact API hostname"),
+    item_name: safeString().min(1).max(128).optional().describe("Exact stored credential name"),
+    host: safeString().min(1).max(253).optional().describe("Exact API hostname"),
     task_description: taskDescription,
   })
   .strict();
@@ -22,7 +22,7 @@ export const findItemsArgs = z
 export const setupArgs = z
   .object({
     provider: z.enum(PROVIDERS).optional().describe("A provider with built-in connect"),
-    host: z.string().min(1).max(253).optional().describe("The API hostname to set up"),
+    host: safeString().min(1).max(253).optional().describe("The API hostname to set up"),
     task_description: taskDescription,
     dry_run: z.boolean().optional(),
   })
@@ -32,7 +32,7 @@ export const listItemsArgs = z.object({}).strict();
 
 export const requestGrantArgs = z
   .object({
-    item_name: z.string().min(1).max(128).describe("Exact stored credential name"),
+    item_name: safeString().min(1).max(128).describe("Exact stored credential name"),
     task_description: taskDescription,
   })
   .strict();

@@ -2,12 +2,14 @@
 // owned, deleted whole (everything in it) in one transaction with the name typed to confirm.
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
+import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 
 export const MAX_OWNED_ORGANISATIONS = 10;
 
 export function checkOrganisationName(raw: unknown): string {
+  refuseUnsafeText("name", raw);
   const name = typeof raw === "string" ? raw.trim() : "";
   if (name.length < 1 || name.length > 80) {
     throw new AppError("invalid_request", "an organisation name is 1 to 80 characters");

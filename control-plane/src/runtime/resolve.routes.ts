@@ -1,6 +1,7 @@
 // POST /runtime/resolve (spec 4.3 "Trusted resolve"): a trusted runtime (avt_ bearer) gets the
 // plaintext of one credential, opened by the egress proxy for this one answer. A model token is 403.
 import { AppError } from "@latch/shared/errors";
+import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
@@ -25,6 +26,7 @@ export function registerResolveRoutes(app: FastifyInstance, deps: ResolveDeps): 
     if (client.kind !== "trusted")
       throw new AppError("forbidden", "only a trusted client token may resolve values");
     const input = (request.body ?? {}) as Record<string, unknown>;
+    refuseUnsafeText("item_name", input.item_name);
     if (typeof input.item_name !== "string" || input.item_name.length > 128) {
       throw new AppError("invalid_request", "item_name is required");
     }
