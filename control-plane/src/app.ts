@@ -6,8 +6,10 @@ import type { Logger } from "pino";
 import { registerOperatorSessions } from "./auth/operator-guard.ts";
 import type { SessionsRepo } from "./auth/sessions.ts";
 import { registerHealthRoutes } from "./health/health.routes.ts";
-import { registerErrorHandling } from "./http/errors.ts";
+import { answerFrameworkError, registerErrorHandling } from "./http/errors.ts";
+import { registerJsonBody } from "./http/json-body.ts";
 import { requestLogging } from "./http/logging.ts";
+import { registerRequestTextCheck } from "./http/request-text.ts";
 
 /** Spec 4.3 and 8: JSON bodies over 128 KiB are 413. */
 export const BODY_LIMIT_BYTES = 128 * 1024;
@@ -35,6 +37,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // One exact route table: /api/items/ is not /api/items.
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false },
     trustProxy: false,
+    frameworkErrors: answerFrameworkError,
   }) as unknown as FastifyInstance;
   registerJsonOnly(app);
   registerErrorHandling(app);
@@ -55,7 +58,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   return app;
 }
 
-/** JSON routes take application/json only (spec 4.3: anything else is 415). */
+/**
+ * JSON routes take application/json only (spec 4.3: anything else is 415), parsed with the edge's
+ * depth and text checks; every path and query parameter is judged as typed text.
+ */
 export function registerJsonOnly(app: FastifyInstance): void {
   app.removeContentTypeParser("text/plain");
+  registerJsonBody(app);
+  registerRequestTextCheck(app);
 }

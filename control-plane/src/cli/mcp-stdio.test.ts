@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { relayTo } from "./mcp-stdio.ts";
+import { answerLine, relayTo } from "./mcp-stdio.ts";
 
 // A stand-in for `vault serve`'s POST /mcp: sessions from initialize, 400 without one, 404 once
 // forgotten (spec 4.4).
@@ -69,5 +69,24 @@ describe("the vault mcp relay to a running vault serve", () => {
     expect(answer.id).toBe(2);
     expect(sessions.has(answer.result.session)).toBe(true);
     expect(initializeCount).toBe(before + 1);
+  });
+});
+
+describe("a stdin line", () => {
+  it("too deep is refused with -32602 for its id before the relay serialises it (no stack overflow)", async () => {
+    const handled: unknown[] = [];
+    const handle = async (frame: unknown) => {
+      handled.push(frame);
+      return { jsonrpc: "2.0", id: 1, result: {} };
+    };
+    const deep = `${"[".repeat(50_000)}${"]".repeat(50_000)}`;
+    const line = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"http_request","arguments":{"method":"POST","path":"/","body":${deep}}}}`;
+    expect(await answerLine(line, handle)).toMatchObject({ jsonrpc: "2.0", id: 9, error: { code: -32602 } });
+    expect(await answerLine("{not json", handle)).toMatchObject({ id: null, error: { code: -32700 } });
+    expect(handled).toEqual([]);
+    expect(await answerLine('{"jsonrpc":"2.0","id":1,"method":"ping"}', handle)).toMatchObject({
+      result: {},
+    });
+    expect(handled).toHaveLength(1);
   });
 });

@@ -9,7 +9,7 @@ import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-s
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
 import { openLocalVault } from "../local/local-vault.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
-import { RPC_PARSE_ERROR, RPC_TOOL_ERROR, rpcError } from "../mcp/jsonrpc.ts";
+import { RPC_PARSE_ERROR, RPC_TOOL_ERROR, refuseDeepFrame, rpcError } from "../mcp/jsonrpc.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import { agentIdFromClientName } from "../mcp/mcp-sessions.ts";
 import { LOCAL_TOOL_ALIASES } from "../mcp/tool-schemas.ts";
@@ -65,15 +65,8 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
   lines.on("line", (line) => {
     if (line.trim() === "") return;
     queue = queue.then(async () => {
-      let frame: unknown;
       try {
-        frame = JSON.parse(line);
-      } catch {
-        write(rpcError(null, RPC_PARSE_ERROR, "a frame must be one line of JSON"));
-        return;
-      }
-      try {
-        const response = await handle(frame);
+        const response = await answerLine(line, handle);
         if (response !== undefined) write(response);
       } catch (error) {
         logger.error({ err: error instanceof Error ? error.message : String(error) }, "frame failed");
@@ -83,6 +76,20 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
   await new Promise<void>((resolve) => lines.once("close", () => resolve()));
   await queue;
   await close();
+}
+
+/**
+ * One stdin line to its answer: a parse error, a frame nested too deeply (refused here, before the
+ * relay serialises it again and JSON.stringify overflows), or what the handler answers.
+ */
+export async function answerLine(line: string, handle: FrameHandler): Promise<unknown | undefined> {
+  let frame: unknown;
+  try {
+    frame = JSON.parse(line);
+  } catch {
+    return rpcError(null, RPC_PARSE_ERROR, "a frame must be one line of JSON");
+  }
+  return refuseDeepFrame(frame) ?? handle(frame);
 }
 
 function write(frame: unknown): void {

@@ -1,7 +1,7 @@
 // One error envelope for every HTTP route: `{ error: { code, message, ...extra } }`, the status
 // from shared/errors' table. The internal cause is logged, never sent.
 import { AppError } from "@latch/shared/errors";
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
 /** Fastify's own failures before a handler runs, mapped to our codes. */
 const FASTIFY_ERRORS: Record<string, () => AppError> = {
@@ -12,6 +12,8 @@ const FASTIFY_ERRORS: Record<string, () => AppError> = {
     new AppError("invalid_request", "the Content-Length does not match the body"),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => new AppError("invalid_json", "the JSON body is empty"),
   FST_ERR_CTP_INVALID_JSON_BODY: () => new AppError("invalid_json", "the body is not valid JSON"),
+  // A path whose percent-encoding is not UTF-8 (`/api/grants/%ED%A0%80/approve`): no id is that.
+  FST_ERR_BAD_URL: () => new AppError("invalid_request", "the URL's path is not valid percent-encoded UTF-8"),
 };
 
 export function toAppError(error: unknown): AppError {
@@ -24,6 +26,19 @@ export function toAppError(error: unknown): AppError {
     return new AppError("invalid_json", "the body is not valid JSON");
   }
   return new AppError("internal", "something went wrong on our side; it has been logged", { cause: error });
+}
+
+/**
+ * Fastify's `frameworkErrors` option: failures the router answers before any hook or handler (a
+ * path that does not decode), in the same envelope as everything else.
+ */
+export function answerFrameworkError(
+  error: FastifyError,
+  _request: FastifyRequest,
+  reply: FastifyReply,
+): void {
+  const appError = toAppError(error);
+  void reply.status(appError.status).send(appError.toBody());
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {

@@ -2,7 +2,7 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { BODY_LIMIT_BYTES, PRODUCT_NAME, registerJsonOnly } from "../app.ts";
-import { registerErrorHandling } from "../http/errors.ts";
+import { answerFrameworkError, registerErrorHandling } from "../http/errors.ts";
 import { requestLogging } from "../http/logging.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
@@ -27,6 +27,7 @@ export function buildLocalApp(deps: LocalAppDeps): FastifyInstance {
     ...requestLogging(deps.logger),
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: false,
+    frameworkErrors: answerFrameworkError,
   }) as unknown as FastifyInstance;
   registerJsonOnly(app);
   registerErrorHandling(app);

@@ -13,7 +13,8 @@ export function registerLocalMcpRoutes(
   mcp: McpServer,
   sessions: McpSessionStore,
 ): void {
-  app.post("/mcp", async (request, reply) => {
+  // JSON-RPC: the frame's depth and arguments are refused by the MCP server, for the frame's id.
+  app.post("/mcp", { config: { isJsonRpc: true } }, async (request, reply) => {
     requireRole(request, "model");
     const frame = request.body as
       | { method?: unknown; params?: { clientInfo?: { name?: unknown } } }

@@ -1,4 +1,6 @@
 // JSON-RPC 2.0 framing for MCP: request parsing and the error codes spec 4.1 and 7 name.
+import { describeTooDeep, findTooDeep } from "../http/json-depth.ts";
+
 export const RPC_PARSE_ERROR = -32700;
 export const RPC_INVALID_REQUEST = -32600;
 export const RPC_METHOD_NOT_FOUND = -32601;
@@ -25,6 +27,32 @@ export function rpcError(id: RpcId, code: number, message: string, data?: unknow
   return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
 }
 
+/** The id of a frame, when it has a usable one. */
+function idOf(frame: Record<string, unknown>): RpcId | undefined {
+  const id = frame.id;
+  return typeof id === "string" || typeof id === "number" || id === null ? id : undefined;
+}
+
+/**
+ * The error for a frame nested deeper than MAX_JSON_DEPTH, before anything walks or serialises it
+ * (an http_request `body` of 50,000 levels overflows JSON.stringify): -32602 when the depth is in
+ * params (the arguments), else -32600. Undefined for a frame within the limit.
+ */
+export function refuseDeepFrame(frame: unknown): RpcResponse | undefined {
+  const path = findTooDeep(frame);
+  if (path === undefined) return undefined;
+  const f =
+    typeof frame === "object" && frame !== null && !Array.isArray(frame)
+      ? (frame as Record<string, unknown>)
+      : {};
+  const isInParams = path === "params" || path.startsWith("params.");
+  return rpcError(
+    idOf(f) ?? null,
+    isInParams ? RPC_INVALID_PARAMS : RPC_INVALID_REQUEST,
+    describeTooDeep(path, "the frame"),
+  );
+}
+
 /** Parses one frame. A batch or a non-object is an invalid request (MCP sends single objects). */
 export function parseRpcRequest(
   frame: unknown,
@@ -35,9 +63,10 @@ export function parseRpcRequest(
       response: rpcError(null, RPC_INVALID_REQUEST, "a JSON-RPC request must be one object"),
     };
   }
+  const tooDeep = refuseDeepFrame(frame);
+  if (tooDeep) return { ok: false, response: tooDeep };
   const f = frame as Record<string, unknown>;
-  const id =
-    typeof f.id === "string" || typeof f.id === "number" || f.id === null ? (f.id as RpcId) : undefined;
+  const id = idOf(f);
   if (f.jsonrpc !== "2.0" || typeof f.method !== "string") {
     return {
       ok: false,

@@ -149,6 +149,47 @@ describe("MCP method table", () => {
     expect(errors).toHaveLength(1);
   });
 
+  it("refuses a frame nested deeper than the limit before any tool runs: -32602 in params, else -32600", async () => {
+    const before = calls.length;
+    const deepBody = JSON.parse(`${"[".repeat(50_000)}${"]".repeat(50_000)}`);
+    const response = await rpc("tools/call", {
+      name: "http_request",
+      arguments: { method: "POST", path: "/", body: deepBody },
+    });
+    expect(response).toMatchObject({ id: 1, error: { code: -32602 } });
+    expect(JSON.stringify(response)).toContain("params.arguments.body");
+    expect(calls.length).toBe(before);
+    let deepId: unknown = {};
+    for (let i = 0; i < 100; i++) deepId = { deepId };
+    expect(await server.handle({ jsonrpc: "2.0", id: deepId, method: "ping" }, caller)).toMatchObject({
+      id: null,
+      error: { code: -32600 },
+    });
+  });
+
+  it("refuses unsafe text in a tool argument with -32602 naming it; free text keeps newlines", async () => {
+    const before = calls.length;
+    for (const [argument, text] of [
+      ["task_description", "a\u0000b"],
+      ["client_id", "\ud800"],
+      ["path", "/a\u001bb"],
+    ] as const) {
+      const response = await rpc("tools/call", {
+        name: "http_request",
+        arguments: { method: "GET", path: "/", [argument]: text },
+      });
+      expect(response).toMatchObject({ error: { code: -32602 } });
+      expect(JSON.stringify(response)).toContain(argument);
+    }
+    expect(calls.length).toBe(before);
+    expect(
+      await rpc("tools/call", {
+        name: "http_request",
+        arguments: { method: "GET", path: "/", task_description: "line\n\tline" },
+      }),
+    ).toMatchObject({ result: {} });
+  });
+
   it("refuses a frame that is not a JSON-RPC object", async () => {
     expect(await server.handle([1, 2], caller)).toMatchObject({ error: { code: -32600 } });
     expect(await server.handle({ jsonrpc: "1.0", id: 1, method: "ping" }, caller)).toMatchObject({

@@ -69,7 +69,8 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
       .send();
   });
 
-  app.post("/mcp", async (request, reply) => {
+  // JSON-RPC: the frame's depth and arguments are refused by the MCP server, for the frame's id.
+  app.post("/mcp", { config: { isJsonRpc: true } }, async (request, reply) => {
     const client = await modelClientOf(request, reply);
     const response = await server(client).handle(request.body, { agentId: client.id });
     if (response === undefined) return reply.status(202).send();
