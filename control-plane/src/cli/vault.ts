@@ -21,7 +21,8 @@ Usage: vault <command> [options]
   mcp                           MCP over stdio (for an agent that starts it as a subprocess)
   set NAME --host HOST [--host HOST ...] [--inject MODE] [--username U] [--kind KIND]
                                 store or replace a credential; the value comes from standard input
-                                or a prompt that does not echo, never from the command line
+                                or a prompt that does not echo, never from the command line; without
+                                --host it is stored but sent nowhere until set again with hosts
   list                          credentials: names, hosts, inject mode, last 4 characters; no values
   rm NAME                       delete a credential and its approvals
   grants                        approvals, pending first
@@ -119,21 +120,25 @@ async function main(argv: string[]): Promise<number> {
       }
       const name = positionals[0];
       if (!name) throw new UsageError("usage: vault set NAME --host HOST [--inject MODE] [--username U]");
-      if (!values.host?.length)
-        throw new UsageError("name at least one --host the credential may be sent to");
+      // Hosts are optional, as on POST /api/secrets (spec 4.4): such a credential is refused at
+      // call time, naming this command, until it is set again with --host.
+      const hosts = (values.host as string[] | undefined) ?? [];
       const value = await readSecretValue(`Value for ${name} (input hidden): `);
       const item = await withOperator(dataDir, logger, (op) =>
         op.storeItem({
           name,
           value,
-          allowed_hosts: values.host as string[],
+          allowed_hosts: hosts,
           inject: values.inject as string | undefined,
           username: values.username as string | undefined,
           kind: values.kind as string | undefined,
         }),
       );
+      const stored = `inject ${item.inject}${item.last4 ? `, ends in ${item.last4}` : ""}`;
       process.stdout.write(
-        `Stored ${item.name} for ${item.allowed_hosts.join(", ")} (inject ${item.inject}${item.last4 ? `, ends in ${item.last4}` : ""}).\n`,
+        item.allowed_hosts.length > 0
+          ? `Stored ${item.name} for ${item.allowed_hosts.join(", ")} (${stored}).\n`
+          : `Stored ${item.name} with no allowed host (${stored}): agents cannot use it until you run vault set ${item.name} --host HOST.\n`,
       );
       return 0;
     }
@@ -147,7 +152,13 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(
         table([
           ["NAME", "HOSTS", "INJECT", "USERNAME", "LAST4"],
-          ...items.map((i) => [i.name, i.allowed_hosts.join(","), i.inject, i.username ?? "", i.last4]),
+          ...items.map((i) => [
+            i.name,
+            i.allowed_hosts.join(",") || "(none)",
+            i.inject,
+            i.username ?? "",
+            i.last4,
+          ]),
         ]),
       );
       return 0;

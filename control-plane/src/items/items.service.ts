@@ -20,6 +20,11 @@ export interface ItemsServiceDeps {
   recordEvent(event: AuditEvent): Promise<void>;
   environments: readonly string[];
   defaultEnvironment: string;
+  /**
+   * Spec 4.4: the local API takes allowed_hosts as optional. Such a credential is stored, listed
+   * and found by name, and every call with it is refused (host_mismatch) until hosts are added.
+   */
+  isHostListOptional?: boolean;
 }
 
 export interface ItemsService {
@@ -118,7 +123,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       );
     }
     checkValue(input.value);
-    if (input.allowed_hosts.length === 0) {
+    if (input.allowed_hosts.length === 0 && !deps.isHostListOptional) {
       throw new AppError("invalid_host", "name at least one host the credential may be sent to");
     }
     const hosts: string[] = [];

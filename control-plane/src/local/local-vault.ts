@@ -87,6 +87,7 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     recordEvent: audit.insertAuditEvent,
     environments: [LOCAL_ENVIRONMENT],
     defaultEnvironment: LOCAL_ENVIRONMENT,
+    isHostListOptional: true,
   });
   const grants = createGrantsService({
     repo: createGrantsRepo(database.db),
