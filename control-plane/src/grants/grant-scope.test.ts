@@ -28,3 +28,60 @@ describe("a standing grant's scope", () => {
     expect(isCovering(grant, target)).toBe(expected);
   });
 });
+
+describe("an approval bound to the call it was asked for (DECISIONS Approvals)", () => {
+  const asked = {
+    scope_host: null,
+    scope_method: null,
+    scope_path: null,
+    call_method: "POST",
+    call_host: "api.example.com",
+    call_path: "/v1/repos/latch/issues?draft=1",
+    call_body_sha256: "ab".repeat(32),
+  };
+  const exact = {
+    host: "api.example.com",
+    method: "POST",
+    path: "/v1/repos/latch/issues?draft=1",
+    bodySha256: "ab".repeat(32),
+  };
+  it.each([
+    ["prompt: the exact call", "prompt", exact, true],
+    ["prompt: another body", "prompt", { ...exact, bodySha256: "cd".repeat(32) }, false],
+    ["prompt: no body", "prompt", { ...exact, bodySha256: null }, false],
+    ["prompt: another query", "prompt", { ...exact, path: "/v1/repos/latch/issues?draft=0" }, false],
+    ["prompt: no query", "prompt", { ...exact, path: "/v1/repos/latch/issues" }, false],
+    ["prompt: another method", "prompt", { ...exact, method: "DELETE" }, false],
+    ["prompt: another host", "prompt", { ...exact, host: "uploads.example.com" }, false],
+    ["prompt: an unknown call", "prompt", undefined, false],
+    [
+      "session: same prefix, any query and body",
+      "session",
+      { ...exact, path: "/v1/repos/latch/labels", bodySha256: null },
+      true,
+    ],
+    ["session: the prefix itself", "session", { ...exact, path: "/v1/repos/latch/" }, true],
+    ["session: above the prefix", "session", { ...exact, path: "/v1/repos/latch" }, false],
+    [
+      "session: a sibling that shares letters",
+      "session",
+      { ...exact, path: "/v1/repos/latchx/issues" },
+      false,
+    ],
+    ["session: another method", "session", { ...exact, method: "GET" }, false],
+    [
+      "item_standing: the operator's scope only",
+      "item_standing",
+      { ...exact, method: "DELETE", path: "/x" },
+      true,
+    ],
+  ] as const)("%s", (_label, policy, target, expected) => {
+    expect(isCovering({ ...asked, policy }, target)).toBe(expected);
+  });
+
+  it("a grant asked without a call covers any call, as before", () => {
+    expect(
+      isCovering({ ...asked, call_method: null, call_host: null, call_path: null, policy: "prompt" }, exact),
+    ).toBe(true);
+  });
+});

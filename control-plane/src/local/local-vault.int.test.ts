@@ -208,6 +208,69 @@ describe("the approval cycle", () => {
   });
 });
 
+describe("an approval is for the call it was asked for, and spent exactly once (vault serve)", () => {
+  it("a once approval for GET /v1/echo does not send a DELETE, another path or another body", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url, "binding-agent");
+    const pending = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", path: "/v1/echo?x=1" }));
+    const listed = await operator(v, "GET", "/api/grants");
+    expect(listed.json.grants).toContainEqual(
+      expect.objectContaining({
+        grant_id: pending.grant_id,
+        call: { method: "GET", host: "api.latch.test", path: "/v1/echo?x=1", body_sha256: null },
+      }),
+    );
+    await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "once" });
+    const before = harness.origin.requests.length;
+    for (const attempt of [
+      { method: "DELETE", path: "/v1/admin/everything" },
+      { method: "GET", path: "/v1/echo?x=2" },
+      { method: "POST", path: "/v1/echo?x=1", body: { a: 1 } },
+    ]) {
+      const answer = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", ...attempt }));
+      expect(answer.status, JSON.stringify(attempt)).toBe("pending");
+    }
+    expect(harness.origin.requests.length).toBe(before);
+    const answer = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", path: "/v1/echo?x=1" }));
+    expect(answer.origin_status).toBe(200);
+    expect(harness.origin.requests.length).toBe(before + 1);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("a NUL or unpaired surrogate in client_id never reaches the origin nor spends the approval, however often it is sent", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url, "nul-agent");
+    const pending = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }));
+    await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "once" });
+    const before = harness.origin.requests.length;
+    for (const clientId of ["x\u0000y", "\ud800", "a\u001bb"]) {
+      const refused = await agent
+        .callTool({
+          name: "http_request",
+          arguments: { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x", client_id: clientId },
+        })
+        .then(
+          () => undefined,
+          (error: { code?: number; message?: string }) => error,
+        );
+      expect(refused?.code, JSON.stringify(clientId)).toBe(-32602);
+      expect(refused?.message).toContain("client_id");
+    }
+    expect(harness.origin.requests.length).toBe(before);
+    // The approval is still there, for exactly the call the operator saw, once.
+    const sent = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }));
+    expect(sent.origin_status).toBe(200);
+    const again = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }));
+    expect(again.status).toBe("pending");
+    expect(harness.origin.requests.length).toBe(before + 1);
+    await agent.close();
+    await v.app.close();
+  });
+});
+
 describe("tool answers", () => {
   it("answers need_item with the vault set command when nothing is stored", async () => {
     const v = await startVault();
