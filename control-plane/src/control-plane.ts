@@ -190,7 +190,16 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => registerAuthRoutes(app, { ...authDeps, access }),
       (app) => registerItemsRoutes(app, { db, items }),
       (app) => registerClientsRoutes(app, { db, clients }),
-      (app) => registerGrantsRoutes(app, { db, grants, items, clients, audit, defaultEnvironment, needs }),
+      (app) =>
+        registerGrantsRoutes(app, {
+          db,
+          grants,
+          items,
+          clients,
+          audit,
+          environments: config.LATCH_ENVIRONMENTS,
+          needs,
+        }),
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,

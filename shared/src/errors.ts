@@ -43,6 +43,8 @@ export const ERROR_STATUS = {
   host_mismatch: 403,
   not_found: 404,
   duplicate_name: 409,
+  /** One name matched in several environments; the caller names one (the message lists them). */
+  ambiguous: 409,
   grant_not_pending: 409,
   grant_not_revocable: 409,
   approval_code_used: 409,

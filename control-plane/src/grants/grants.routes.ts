@@ -23,7 +23,8 @@ export interface GrantsRouteDeps {
   items: ItemsService;
   clients: ClientsService;
   audit: AuditRepo;
-  defaultEnvironment: string;
+  /** The environments this plane serves: where an operator's request looks for item_name. */
+  environments: readonly string[];
   needs: Pick<NeedsService, "listPending">;
 }
 
@@ -54,33 +55,32 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       task_description: "multiline",
     });
     const token = bearerOf(request.headers.authorization);
-    let scope: { organisationId: string; environment: string; agentId: string; actor: string };
+    let caller: { organisationId: string; agentId: string; actor: string };
+    // Where item_name is looked for: the model client's own environment; for an operator the one
+    // named, else every environment the plane serves (operator routes span them all, spec 4.3).
+    let environments: readonly string[];
     if (token) {
       const client = await deps.clients.authenticate(token);
       if (!client) throw new AppError("unauthorized", "unknown or revoked bearer token");
       if (client.kind !== "model")
         throw new AppError("forbidden", "a trusted client cannot request approvals");
-      scope = {
-        organisationId: client.organisation_id,
-        environment: client.environment,
-        agentId: client.id,
-        actor: `agent:${client.id}`,
-      };
+      caller = { organisationId: client.organisation_id, agentId: client.id, actor: `agent:${client.id}` };
+      environments = [client.environment];
     } else {
       const operator = await operatorOf(request);
       const agentId = typeof input.agent_id === "string" ? input.agent_id : operator.actor;
-      const environment = typeof input.environment === "string" ? input.environment : deps.defaultEnvironment;
-      scope = { organisationId: operator.organisationId, environment, agentId, actor: operator.actor };
+      environments = checkEnvironment(input.environment, deps.environments);
+      caller = { organisationId: operator.organisationId, agentId, actor: operator.actor };
     }
     if (typeof input.item_name !== "string") throw new AppError("invalid_request", "item_name is required");
     const callScope = checkCallScope(input);
-    const item = await deps.items.findCallableByName(
-      scope.organisationId,
-      scope.environment,
+    const { environment, item } = await findItemInEnvironments(
+      deps.items,
+      caller.organisationId,
+      environments,
       input.item_name,
     );
-    if (!item)
-      throw new AppError("not_found", `no credential named ${input.item_name} in ${scope.environment}`);
+    const scope = { ...caller, environment };
     const grantScope = httpRequestGrantScope(scope, item);
     const hasScope = Boolean(callScope.host || callScope.method || callScope.path);
     const covering = await deps.grants.findUsableGrant(grantScope, hasScope ? callScope : undefined);
@@ -181,6 +181,47 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     });
     return { events };
   });
+}
+
+/** The environments to search: the one named (which this plane must serve), else all it serves. */
+function checkEnvironment(raw: unknown, served: readonly string[]): readonly string[] {
+  if (raw === undefined) return served;
+  if (typeof raw !== "string") throw new AppError("invalid_request", "environment is a string");
+  // As on /api/items: an environment this plane does not serve answers as if it did not exist.
+  if (!served.includes(raw))
+    throw new AppError("not_found", `this service does not serve the ${raw} environment`);
+  return [raw];
+}
+
+/**
+ * The one credential named `name` across `environments`. Several matches are 409 ambiguous with
+ * the environments listed, never a silent pick: approving the staging key is not approving the
+ * production one.
+ */
+async function findItemInEnvironments(
+  items: Pick<ItemsService, "findCallableByName">,
+  organisationId: string,
+  environments: readonly string[],
+  name: string,
+) {
+  const found = await Promise.all(
+    environments.map(async (environment) => ({
+      environment,
+      item: await items.findCallableByName(organisationId, environment, name),
+    })),
+  );
+  const matches = found.flatMap((f) => (f.item ? [{ environment: f.environment, item: f.item }] : []));
+  const [only, ...others] = matches;
+  if (!only) throw new AppError("not_found", `no credential named ${name} in ${environments.join(" or ")}`);
+  if (others.length > 0) {
+    const names = matches.map((m) => m.environment);
+    throw new AppError(
+      "ambiguous",
+      `${name} is stored in ${names.join(" and ")}; send environment to say which one`,
+      { extra: { environments: names } },
+    );
+  }
+  return only;
 }
 
 /**
