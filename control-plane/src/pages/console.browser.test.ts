@@ -5,6 +5,7 @@
 // buttons approve it, and the audit shows the call. Then clients (trusted, rotate, revoke) and the
 // access section (revoke one session, sign out the others). Screenshots go to
 // test-artifacts/browser/console-*.png. Needs Debian's chromium: skipped without it, except on CI.
+import { createHash } from "node:crypto";
 import * as OTPAuth from "otpauth";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -225,6 +226,12 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await approvals.first().locator("th").textContent()).toBe("API_KEY");
     expect(await approvals.first().locator("td").nth(1).textContent()).toBe(`console agent (${clientId})`);
     expect(await page.locator("#inbox-count").textContent()).toBe("(1)");
+    // The row shows the exact request the approval is for (DECISIONS "Approvals").
+    const requestCell = approvals.first().locator("td.request-cell");
+    expect(await requestCell.locator(".request-line").textContent()).toBe(
+      "GET https://api.latch.test/v1/data",
+    );
+    expect(await requestCell.locator(".digest").textContent()).toBe("No body");
     await shot(page, "04-inbox");
 
     // Approve by code: a wrong code is refused in the status region, the right one approves.
@@ -256,6 +263,35 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
       .toBe(`Approved API_KEY for console agent (${clientId}) for 8 hours.`);
     expect((await call()).origin_status).toBe(200);
     expect((await call()).origin_status).toBe(200);
+
+    // A call with a body: 8 hours of GET do not cover a POST; the row shows method, host, path
+    // with its query and the body's SHA-256, which is what one approval will send.
+    const body = { title: "Ship it", labels: ["release"] };
+    const posted = toolAnswer(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "POST", path: "/v1/issues?draft=false", item_name: "API_KEY", body },
+      }),
+    );
+    expect(posted.status).toBe("pending");
+    await expect.poll(() => approvals.count(), SOON).toBe(1);
+    const postCell = approvals.first().locator("td.request-cell");
+    expect(await postCell.locator(".request-line").textContent()).toBe(
+      "POST https://api.latch.test/v1/issues?draft=false",
+    );
+    const digest = createHash("sha256").update(JSON.stringify(body)).digest("hex");
+    expect(await postCell.locator(".digest").textContent()).toBe(`Body SHA-256 ${digest}`);
+    expect(await postCell.textContent()).toContain("Once: exactly this request.");
+    await approvals.first().screenshot({ path: `${SHOTS}console-04b-inbox-row-with-body.png` });
+    await page.getByRole("button", { name: "Approve once: API_KEY for console agent" }).click();
+    await expect.poll(() => approvals.count(), SOON).toBe(0);
+    const sent = toolAnswer(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "POST", path: "/v1/issues?draft=false", item_name: "API_KEY", body },
+      }),
+    );
+    expect(sent.origin_status).toBe(200);
     await agent.close();
 
     // The audit shows the calls, filtered by credential and by client.
