@@ -115,11 +115,17 @@ describe("the vault CLI and vault mcp", () => {
     const grants = await vault(["grants"]);
     expect(grants.code, grants.stderr).toBe(0);
     expect(grants.stdout).toMatch(
-      new RegExp(`${grantId}\\s+pending\\s+prompt\\s+GITHUB_TOKEN\\s+stdio-agent`),
+      new RegExp(
+        `${grantId}\\s+pending\\s+prompt\\s+GITHUB_TOKEN\\s+stdio-agent\\s+GET https://[a-z.]+/v1/me\\s+no body`,
+      ),
     );
     const approved = await vault(["approve", grantId]);
     expect(approved.code, approved.stderr).toBe(0);
-    expect(approved.stdout).toContain(`Approved ${grantId}: stdio-agent may use GITHUB_TOKEN for one call.`);
+    expect(approved.stdout).toMatch(
+      new RegExp(
+        `Approved ${grantId}: stdio-agent may use GITHUB_TOKEN for one call: GET https://[a-z.]+/v1/me \\(no body\\)\\.`,
+      ),
+    );
 
     const answer = payloadOf(
       await agent.callTool({

@@ -6,6 +6,7 @@ import { resolve } from "node:path";
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { AppError } from "@latch/shared/errors";
 import pino from "pino";
+import { describeGrantBody, describeGrantCall } from "../grants/approval-text.ts";
 import { LOCAL_PORT } from "../local/local-server.ts";
 import { runKekRotate } from "./kek-rotate.command.ts";
 import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
@@ -180,13 +181,17 @@ async function main(argv: string[]): Promise<number> {
         grants.length === 0
           ? "No approvals yet.\n"
           : table([
-              ["GRANT", "STATUS", "POLICY", "CREDENTIAL", "AGENT", "EXPIRES"],
+              ["GRANT", "STATUS", "POLICY", "CREDENTIAL", "AGENT", "REQUEST", "BODY", "EXPIRES"],
+              // The exact request an approval covers (DECISIONS "Approvals"), so the operator
+              // approves what will be sent.
               ...grants.map((g) => [
                 g.grant_id,
                 g.status,
                 g.policy,
                 g.item_name,
                 g.agent_id,
+                describeGrantCall(g),
+                describeGrantBody(g),
                 g.expires_at ?? "",
               ]),
             ]),
@@ -201,7 +206,7 @@ async function main(argv: string[]): Promise<number> {
         op.approveGrant(id, values.session ? "session" : "once"),
       );
       process.stdout.write(
-        `Approved ${grant.grant_id}: ${grant.agent_id} may use ${grant.item_name} ${grant.policy === "session" ? `until ${grant.expires_at}` : "for one call"}.\n`,
+        `Approved ${grant.grant_id}: ${grant.agent_id} may use ${grant.item_name} ${grant.policy === "session" ? `until ${grant.expires_at}` : "for one call"}${grant.call ? `: ${describeGrantCall(grant)} (${describeGrantBody(grant)})${grant.policy === "session" ? " and calls under its path" : ""}` : ""}.\n`,
       );
       return 0;
     }

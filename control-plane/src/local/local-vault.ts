@@ -6,6 +6,7 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { ensurePrivateDir } from "@latch/shared/files";
 import type { Logger } from "pino";
 import { type AuditRepo, createAuditRepo } from "../audit/audit.repo.ts";
+import { logAuditFailure } from "../audit/audit-failure.ts";
 import { type CallsService, createCallsService } from "../calls/calls.service.ts";
 import { type OpenDatabase, openDatabase } from "../db/database.ts";
 import { connectEgress, type EgressConnection } from "../egress/connect-egress.ts";
@@ -104,6 +105,7 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
       audience: options.audience ?? "latch-egress",
     }),
     egress: egress.client,
+    onAuditFailure: logAuditFailure(options.logger),
   });
   const tools = createToolHandlers(
     { items, grants, calls, surface: LOCAL_SURFACE },
