@@ -1,6 +1,6 @@
 // Opens the database: PostgreSQL when DATABASE_URL is set, else an embedded PGlite (a real
 // PostgreSQL compiled to WebAssembly) kept in DATA_DIR/pgdata. One schema, one set of migrations.
-import { chmodSync } from "node:fs";
+import { chmodSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { type Dialect, Kysely, PGliteDialect, PostgresDialect, sql } from "kysely";
@@ -42,8 +42,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenDataba
     const pgdata = join(options.dataDir, "pgdata");
     pglite = options.pglite ?? new PGlite(pgdata);
     await pglite.waitReady;
-    // PGlite's file layer creates files 0666 whatever the umask: the directory is the wall.
-    if (!options.pglite) chmodSync(pgdata, 0o700);
+    if (!options.pglite) restrictToOwner(pgdata);
     dialect = new PGliteDialect({ pglite });
   }
   // Errors leave the driver as DatabaseError (SQLSTATE and statement name): a pg or PGlite error
@@ -78,6 +77,22 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenDataba
       }
     },
   };
+}
+
+/**
+ * Makes `pgdata` and everything in it owner-only (directories 0700, files 0600), once PGlite has
+ * started. PGlite writes its initial files 0666 and rewrites pg_internal.init 0644 at each start:
+ * its file layer (Emscripten) chmods a new file to the mode asked for less its own umask, so the
+ * process umask has no say. Files PostgreSQL makes later (relations, WAL segments, temp files) are
+ * created 0600, and recycled WAL segments keep the mode set here. Also repairs older data dirs.
+ */
+function restrictToOwner(dir: string): void {
+  chmodSync(dir, 0o700);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) restrictToOwner(path);
+    else if (entry.isFile()) chmodSync(path, 0o600);
+  }
 }
 
 /** True when `error` is PostgreSQL's unique_violation (23505), from pg or PGlite. */
