@@ -49,10 +49,9 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       agent_id: "line",
       environment: "line",
       item_name: "line",
-      host: "line",
       method: "line",
-      path: "line",
       task_description: "multiline",
+      // host and path are judged by checkCallScope below, as a call's are (invalid_host, invalid_path).
     });
     const token = bearerOf(request.headers.authorization);
     let caller: { organisationId: string; agentId: string; actor: string };
