@@ -1,6 +1,9 @@
 // Redaction of an origin's answer: every byte that spells a credential (in any encoding that
-// secret-encodings.ts lists) becomes "[redacted]" before the answer leaves the proxy.
+// secret-encodings.ts lists) becomes "[redacted]" before the answer leaves the proxy, in the body
+// and in the allowed response headers.
+import { findHeadersSplittingASpelling } from "./header-block.ts";
 import { addSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
+import { buildSpellingAutomaton } from "./spelling-automaton.ts";
 
 export type { RedactionValue } from "./secret-encodings.ts";
 
@@ -15,23 +18,20 @@ export interface Redactor {
   redactBytes(body: Buffer): Buffer;
   /** Redacts one header value (or any text), whether it was decoded as UTF-8 or as latin1. */
   redactText(text: string): string;
-}
-
-/**
- * A pattern searched with indexOf, plus the longer patterns that contain it: those are only
- * compared at the places where the short one matched, so each body is scanned once per anchor
- * rather than once per spelling (a value has up to ~40 spellings, most sharing a core).
- */
-interface Anchor {
-  bytes: Buffer;
-  extensions: { bytes: Buffer; offset: number }[];
+  /**
+   * Redacts a response's headers, in order: each value as `redactText` does, and every header
+   * that holds a piece of a spelling split across headers (two allowed headers, or a duplicate
+   * x-request-id, each carrying half) becomes "[redacted]" whole.
+   */
+  redactHeaders<T extends { value: string }>(headers: readonly T[]): T[];
 }
 
 const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
 
 /**
  * Builds a redactor for `values` (the injected credential, and any token minted on the way).
- * All patterns are computed here, once per call, as Buffers. Empty secrets are skipped.
+ * Every spelling of every value is listed and compiled into one automaton here, once per call.
+ * Empty secrets are skipped.
  *
  * Every match is found, overlapping ones included; each run of bytes covered by one or more
  * matches becomes a single "[redacted]" (so adjacent or overlapping spellings hide together and
@@ -41,32 +41,18 @@ const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
  * @example createRedactor([{ secret: "sk_live_123" }]).redactText("key sk_live_123") // "key [redacted]"
  */
 export function createRedactor(values: readonly RedactionValue[]): Redactor {
-  const patterns = new Map<string, Buffer>();
-  for (const value of values) addSecretEncodings(value, patterns);
-  const anchors = planAnchors(patterns);
+  const spellings: string[] = [];
+  for (const value of values) addSecretEncodings(value, spellings);
+  const automaton = buildSpellingAutomaton(spellings);
 
   function redactBytes(body: Buffer): Buffer {
-    if (anchors.length === 0 || body.length === 0) return body;
-    let covered: Uint8Array | undefined;
-    for (const anchor of anchors) {
-      for (let at = body.indexOf(anchor.bytes); at !== -1; at = body.indexOf(anchor.bytes, at + 1)) {
-        covered ??= new Uint8Array(body.length);
-        covered.fill(1, at, at + anchor.bytes.length);
-        for (const extension of anchor.extensions) {
-          const start = at - extension.offset;
-          const end = start + extension.bytes.length;
-          if (start >= 0 && end <= body.length && extension.bytes.equals(body.subarray(start, end))) {
-            covered.fill(1, start, end);
-          }
-        }
-      }
-    }
-    if (covered === undefined) return body;
-    return replaceCoveredRuns(body, covered);
+    if (automaton === undefined || body.length === 0) return body;
+    const runs = automaton.findCoveredRuns(body);
+    return runs.length === 0 ? body : replaceRuns(body, runs);
   }
 
   function redactText(text: string): string {
-    if (anchors.length === 0 || text.length === 0) return text;
+    if (automaton === undefined || text.length === 0) return text;
     // Header values reach us decoded as UTF-8 or as latin1 depending on the client; run the
     // UTF-8 pass, then a latin1 pass (the original wire bytes) when the text allows it, so a
     // non-ASCII secret is found under either decoding.
@@ -75,43 +61,30 @@ export function createRedactor(values: readonly RedactionValue[]): Redactor {
     return redactBytes(Buffer.from(afterUtf8, "latin1")).toString("latin1");
   }
 
-  return { redactBytes, redactText };
-}
-
-/**
- * Groups patterns so that a pattern containing a shorter one is checked only where that one
- * matched. `patterns` is keyed by each pattern's bytes read as latin1 (one character per byte):
- * containment is tested on those strings, which is cheaper than a Buffer call per pair.
- */
-function planAnchors(patterns: ReadonlyMap<string, Buffer>): Anchor[] {
-  const shortestFirst = [...patterns].sort((a, b) => a[0].length - b[0].length);
-  const anchors: (Anchor & { text: string })[] = [];
-  for (const [text, pattern] of shortestFirst) {
-    const anchor = anchors.find((candidate) => text.includes(candidate.text));
-    if (anchor === undefined) {
-      anchors.push({ text, bytes: pattern, extensions: [] });
-      continue;
-    }
-    // Every place the anchor occurs inside the pattern is a place the pattern may start from.
-    for (let at = text.indexOf(anchor.text); at !== -1; at = text.indexOf(anchor.text, at + 1)) {
-      anchor.extensions.push({ bytes: pattern, offset: at });
-    }
+  function redactHeaders<T extends { value: string }>(headers: readonly T[]): T[] {
+    if (automaton === undefined) return [...headers];
+    const split = findHeadersSplittingASpelling(
+      automaton,
+      headers.map((header) => header.value),
+    );
+    return headers.map((header, i) => ({
+      ...header,
+      value: split.has(i) ? REDACTED : redactText(header.value),
+    }));
   }
-  return anchors;
+
+  return { redactBytes, redactText, redactHeaders };
 }
 
-/** Copies `body` with every run of covered bytes replaced by one "[redacted]". */
-function replaceCoveredRuns(body: Buffer, covered: Uint8Array): Buffer {
+/** Copies `body` with each run [start, end) of `runs` replaced by one "[redacted]". */
+function replaceRuns(body: Buffer, runs: readonly number[]): Buffer {
   const pieces: Buffer[] = [];
   let position = 0;
-  while (position < body.length) {
-    const runStart = covered.indexOf(1, position);
-    if (runStart === -1) break;
-    let runEnd = covered.indexOf(0, runStart);
-    if (runEnd === -1) runEnd = body.length;
-    if (runStart > position) pieces.push(body.subarray(position, runStart));
+  for (let i = 0; i < runs.length; i += 2) {
+    const start = runs[i]!;
+    if (start > position) pieces.push(body.subarray(position, start));
     pieces.push(REDACTED_BYTES);
-    position = runEnd;
+    position = runs[i + 1]!;
   }
   if (position < body.length) pieces.push(body.subarray(position));
   return Buffer.concat(pieces);

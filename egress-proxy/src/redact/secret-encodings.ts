@@ -1,5 +1,10 @@
-// The spellings of one credential that an origin may echo back: raw, URL and form encoded,
-// JSON escaped, base64 (whole, inside a longer base64 text, and as an HTTP Basic pair).
+// The spellings of one credential that an origin may echo back: raw, hex, URL and form encoded
+// (url-encodings.ts), JSON escaped (json-escapes.ts), HTML escaped (html-escapes.ts), base64
+// (whole, inside a longer base64 text, and as an HTTP Basic pair). Spellings that differ only in
+// hex case or line breaks are one for the scan (spelling-automaton.ts), so each is listed once.
+import { listHtmlEscapes } from "./html-escapes.ts";
+import { listJsonEscapes } from "./json-escapes.ts";
+import { listUrlEncodings } from "./url-encodings.ts";
 
 export interface RedactionValue {
   secret: string;
@@ -13,113 +18,90 @@ const MIN_EMBEDDED_BASE64_BYTES = 6;
 
 /** Every distinct byte spelling of `value` to hide, unordered; empty when the secret is empty. */
 export function listSecretEncodings(value: RedactionValue): Buffer[] {
-  const patterns = new Map<string, Buffer>();
-  addSecretEncodings(value, patterns);
-  return [...patterns.values()];
+  const spellings: string[] = [];
+  addSecretEncodings(value, spellings);
+  return [...new Set(spellings)].map((spelling) => Buffer.from(spelling, "latin1"));
 }
 
 /**
- * Adds every byte spelling of `value` to `patterns`, keyed by its bytes read as latin1 (one
- * character per byte), so that spellings with the same bytes, of this value or of another one
- * added to the same map, are one entry. Adds nothing when the secret is empty.
+ * Appends every byte spelling of `value` to `spellings` as a byte string (its bytes read as
+ * latin1, one character per byte). The same spelling may be appended more than once (the scan
+ * keeps one); nothing when the secret is empty.
  */
-export function addSecretEncodings(value: RedactionValue, patterns: Map<string, Buffer>): void {
+export function addSecretEncodings(value: RedactionValue, spellings: string[]): void {
   const secret = value.secret;
   if (typeof secret !== "string" || secret.length === 0) return;
-  // Only the secret itself and its JSON escapes can hold non-ASCII; every other spelling is ASCII.
-  addText(patterns, secret);
-  for (const text of listJsonEscapes(secret)) addText(patterns, text);
-  for (const text of listPercentEncodings(secret)) addAscii(patterns, text);
+  // The secret itself, its JSON escapes and its HTML escapes can hold non-ASCII; every other
+  // spelling is ASCII, and so are the escapes of an ASCII secret.
+  addText(spellings, secret);
+  if (ASCII.test(secret)) spellings.push(...listJsonEscapes(secret), ...listHtmlEscapes(secret));
+  else for (const text of [...listJsonEscapes(secret), ...listHtmlEscapes(secret)]) addText(spellings, text);
   const bytes = Buffer.from(secret, "utf8");
-  for (const text of listBase64Encodings(bytes)) addAscii(patterns, text);
-  for (const text of listEmbeddedBase64(bytes)) addAscii(patterns, text);
-  for (const text of listBase64Encodings(Buffer.from(`${secret}:`, "utf8"))) addAscii(patterns, text);
+  spellings.push(
+    ...listUrlEncodings(secret, bytes),
+    ...listHexEncodings(bytes),
+    ...listBase64Encodings(bytes),
+    ...listEmbeddedBase64(bytes),
+    ...listBase64Encodings(Buffer.from(`${secret}:`, "utf8")),
+  );
   if (value.username !== undefined && value.username.length > 0) {
-    for (const text of listBase64Encodings(Buffer.from(`${value.username}:${secret}`, "utf8")))
-      addAscii(patterns, text);
+    spellings.push(...listBase64Encodings(Buffer.from(`${value.username}:${secret}`, "utf8")));
   }
 }
 
-/** An ASCII text: UTF-8 and latin1 spell it alike, so it is one pattern and its own key. */
-function addAscii(patterns: Map<string, Buffer>, text: string): void {
-  if (text.length > 0 && !patterns.has(text)) patterns.set(text, Buffer.from(text, "latin1"));
-}
-
-function addText(patterns: Map<string, Buffer>, text: string): void {
+function addText(spellings: string[], text: string): void {
   if (ASCII.test(text)) {
-    addAscii(patterns, text);
+    // An ASCII text: UTF-8 and latin1 spell it alike, so it is its own byte string.
+    spellings.push(text);
     return;
   }
-  const utf8 = Buffer.from(text, "utf8");
-  patterns.set(utf8.toString("latin1"), utf8);
+  spellings.push(Buffer.from(text, "utf8").toString("latin1"));
   // A body in a single-byte charset carries each non-ASCII character as one byte.
-  if (LATIN1.test(text)) patterns.set(text, Buffer.from(text, "latin1"));
+  if (LATIN1.test(text)) spellings.push(text);
 }
 
 const ASCII = /^[\x00-\x7f]*$/;
 const LATIN1 = /^[\x00-\xff]*$/;
-/** Characters encodeURIComponent leaves alone but URLSearchParams escapes. */
-const WHATWG_FORM_ESCAPED = /[!'()~]/;
-/** Characters some JSON encoder writes escaped (JSON.stringify, "\/", \uXXXX of non-ASCII, Go's <>&). */
-const JSON_ESCAPED = /[\x00-\x1f"\\/<>&]|[^\x00-\x7f]/;
-
-function lowercaseHexEscapes(text: string): string {
-  return text.replace(/%[0-9A-F]{2}/g, (sequence) => sequence.toLowerCase());
-}
-
-/** RFC 3986 percent-encoding and the two form encodings, with upper and lowercase hex. */
-function listPercentEncodings(secret: string): string[] {
-  // encodeURIComponent throws on a lone surrogate; such a value has no URL spelling to hide.
-  if (!secret.isWellFormed()) return [];
-  const component = encodeURIComponent(secret);
-  // Nothing escaped (the usual token: letters, digits, "-", "_", "."): every spelling below is
-  // the secret itself.
-  if (component === secret && !WHATWG_FORM_ESCAPED.test(secret)) return [secret];
-  // Form encoding as most clients write it (space as "+"), and as the WHATWG URL standard writes
-  // it (URLSearchParams also escapes ! ' ( ) ~).
-  const form = component.replaceAll("%20", "+");
-  const whatwgForm = new URLSearchParams([["", secret]]).toString().slice(1);
-  return [component, form, whatwgForm].flatMap((text) => [text, lowercaseHexEscapes(text)]);
-}
 
 /**
- * JSON string escapes: as JSON.stringify writes them, with "\/" (PHP), with non-ASCII as \uXXXX
- * in either case (Python's ensure_ascii, Java), and with <, >, &, U+2028 and U+2029 as \u escapes
- * (Go's encoding/json), in every combination.
+ * Hex of the UTF-8 bytes, plain and with ":", "-" or " " between bytes (hex dumps, fingerprints,
+ * debug logs). Lowercase only: the scan reads hex digits without case.
  */
-function listJsonEscapes(secret: string): string[] {
-  // Nothing any of these encoders escapes: all twelve spellings are the secret itself.
-  if (!JSON_ESCAPED.test(secret)) return [secret];
-  const plain = JSON.stringify(secret).slice(1, -1);
-  const results: string[] = [];
-  for (const isSlashEscaped of [false, true]) {
-    for (const hexCase of ["none", "lower", "upper"] as const) {
-      for (const isHtmlEscaped of [false, true]) {
-        let text = isSlashEscaped ? plain.replaceAll("/", "\\/") : plain;
-        if (isHtmlEscaped) text = text.replace(/[<>&\u2028\u2029]/g, (c) => unicodeEscape(c, "lower"));
-        if (hexCase !== "none") text = text.replace(/[^\x00-\x7f]/g, (c) => unicodeEscape(c, hexCase));
-        results.push(text);
-      }
-    }
+function listHexEncodings(bytes: Buffer): string[] {
+  const hex = bytes.toString("hex");
+  if (bytes.length < 2) return [hex];
+  // Two hex digits per byte, then a separator after every byte but the last.
+  const digits = Buffer.from(hex, "latin1");
+  const separated = Buffer.alloc(3 * bytes.length - 1);
+  for (let i = 0; i < bytes.length; i++) {
+    separated[3 * i] = digits[2 * i]!;
+    separated[3 * i + 1] = digits[2 * i + 1]!;
+  }
+  const results = [hex];
+  for (const separator of [0x3a, 0x2d, 0x20]) {
+    for (let at = 2; at < separated.length; at += 3) separated[at] = separator;
+    results.push(separated.toString("latin1"));
   }
   return results;
 }
 
-function unicodeEscape(char: string, hexCase: "lower" | "upper"): string {
-  // One \uXXXX per UTF-16 code unit: a character beyond the BMP becomes its surrogate pair.
-  let escaped = "";
-  for (let i = 0; i < char.length; i++) {
-    const hex = char.charCodeAt(i).toString(16).padStart(4, "0");
-    escaped += `\\u${hexCase === "upper" ? hex.toUpperCase() : hex}`;
-  }
-  return escaped;
-}
-
-/** base64 and base64url of `bytes`, each with and without "=" padding. */
+/** base64 and base64url of `bytes`, each with and without "=" padding (each text once). */
 function listBase64Encodings(bytes: Buffer): string[] {
   const standard = bytes.toString("base64");
-  const url = bytes.toString("base64url");
-  return [standard, standard.replace(/=+$/, ""), url, `${url}${"=".repeat(standard.length - url.length)}`];
+  const unpadded = standard.replace(/=+$/, "");
+  const results = unpadded === standard ? [standard] : [standard, unpadded];
+  if (!BASE64_ONLY.test(unpadded)) return results;
+  const url = toBase64Url(unpadded);
+  results.push(url);
+  if (unpadded !== standard) results.push(`${url}${standard.slice(unpadded.length)}`);
+  return results;
+}
+
+/** Characters that base64 and base64url write differently. */
+const BASE64_ONLY = /[+/]/;
+
+function toBase64Url(base64: string): string {
+  return base64.replaceAll("+", "-").replaceAll("/", "_");
 }
 
 /**
@@ -141,7 +123,8 @@ function listEmbeddedBase64(bytes: Buffer): string[] {
     const first = Math.ceil((8 * offset) / 6);
     const end = Math.floor((8 * (offset + bytes.length)) / 6);
     const core = encoded.slice(first, end);
-    results.push(core, core.replaceAll("+", "-").replaceAll("/", "_"));
+    results.push(core);
+    if (BASE64_ONLY.test(core)) results.push(toBase64Url(core));
   }
   padded.fill(0);
   return results;

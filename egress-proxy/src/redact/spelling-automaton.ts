@@ -1,0 +1,302 @@
+// One Aho-Corasick automaton over every spelling of every secret of a call: a single pass over a
+// body finds every occurrence of any spelling, overlapping ones included, in time linear in the
+// body whatever the number of spellings (no indexOf per spelling).
+//
+// The scan reads bytes the way encoders vary them: the hex letters a-f and the "x" of "&#x" are
+// read without case (so %2f, %2F, \u00E9 and &#X41; match the one spelling listed), and CR and LF
+// are not read at all, so a spelling still matches when an encoder wrapped its lines (MIME base64
+// at 64 or 76 columns, CRLF or LF, wherever the wrapped text starts) or a line break was put inside
+// it. A match covers the original bytes from its first to its last byte, breaks included.
+//
+// The automaton holds each spelling's first ANCHOR_BYTES only (the encoded spellings are long:
+// six bytes per character for \uXXXX), and where an anchor matches, the rest of its spelling is
+// compared byte by byte. A spelling is cut so only when its anchor occurs nowhere else in it: then
+// two comparisons of one spelling never read the same body bytes twice (beyond an anchor's
+// length), so an origin cannot make the scan quadratic with a body of near-misses.
+
+const ANCHOR_BYTES = 16;
+
+/** What the scan reads for each byte: its case-folded value, or SKIP for CR and LF. */
+const SKIP = -1;
+const READ_AS: Int16Array = buildReadTable();
+
+function buildReadTable(): Int16Array {
+  const table = new Int16Array(256);
+  for (let byte = 0; byte < 256; byte++) table[byte] = byte;
+  for (const upper of "ABCDEFX") table[upper.charCodeAt(0)] = upper.toLowerCase().charCodeAt(0);
+  table[0x0d] = SKIP;
+  table[0x0a] = SKIP;
+  return table;
+}
+
+// What comparing the rest of a spelling found.
+const MISMATCH = -1;
+const RAN_OFF_THE_END = -2;
+
+export interface SpellingAutomaton {
+  /**
+   * The byte ranges of `bytes` covered by one or more spellings, as a flat list
+   * [start0, end0, start1, end1, ...] (end exclusive), in order; overlapping and touching
+   * matches are merged into one range. Empty when nothing matched.
+   */
+  findCoveredRuns(bytes: Uint8Array): number[];
+  /** Whether `bytes` ends with the beginning of a spelling (that text following it could complete). */
+  isOpenAtEnd(bytes: Uint8Array): boolean;
+}
+
+/**
+ * Builds the automaton over `spellings`, each a byte string (one character per byte, as
+ * Buffer's latin1); duplicates are allowed. Spellings that differ only in hex case or line
+ * breaks read alike; a spelling of nothing but line breaks is dropped. Returns undefined when
+ * no spelling is left.
+ *
+ * @example buildSpellingAutomaton(["s3cr%2Fet"])?.findCoveredRuns(Buffer.from("a=s3cr%2fet")) // [2, 11]
+ */
+export function buildSpellingAutomaton(spellings: readonly string[]): SpellingAutomaton | undefined {
+  // Which spellings the trie holds only the anchor of (the rest is compared where it matches).
+  const isCut: boolean[] = [];
+  let capacity = 1;
+  for (const spelling of spellings) {
+    const cut = isCuttable(spelling);
+    isCut.push(cut);
+    capacity += cut ? ANCHOR_BYTES : spelling.length;
+  }
+
+  // The trie of anchors: node 0 is the root; every other node is reached by one byte (`label`)
+  // from its parent. The root's children are a table; other nodes keep a list (most have one).
+  // One allocation for every table: a typed array each would cost more than filling them.
+  const buffer = new ArrayBuffer(4 * (256 + 8 * capacity + spellings.length + 1));
+  let offset = 0;
+  const table = (length: number): Int32Array => {
+    const view = new Int32Array(buffer, offset, length);
+    offset += 4 * length;
+    return view;
+  };
+  const trie: Trie = {
+    rootNext: table(256),
+    firstChild: table(capacity),
+    nextSibling: table(capacity),
+    label: table(capacity),
+    depth: table(capacity),
+    fail: table(capacity),
+    firstEntry: table(capacity),
+    nextEntry: table(spellings.length + 1),
+    output: table(capacity),
+    spellings,
+    restStarts: [],
+  };
+  const { rootNext, firstChild, nextSibling, label, depth, fail, firstEntry, nextEntry, output } = trie;
+  let count = 1;
+
+  // Where in each spelling the part after its anchor begins.
+  const restStarts: number[] = [];
+  for (let index = 0; index < spellings.length; index++) {
+    const spelling = spellings[index]!;
+    const anchorLength = isCut[index] ? ANCHOR_BYTES : spelling.length;
+    let node = 0;
+    let i = 0;
+    for (; i < spelling.length && depth[node]! < anchorLength; i++) {
+      const byte = READ_AS[spelling.charCodeAt(i) & 0xff]!;
+      if (byte === SKIP) continue;
+      let child = childOf(trie, node, byte);
+      if (child === 0) {
+        child = count++;
+        label[child] = byte;
+        depth[child] = depth[node]! + 1;
+        if (node === 0) rootNext[byte] = child;
+        else {
+          nextSibling[child] = firstChild[node]!;
+          firstChild[node] = child;
+        }
+      }
+      node = child;
+    }
+    restStarts.push(i);
+    // Nothing but line breaks: nothing to find.
+    if (node !== 0 && !hasEntry(trie, node, spelling)) {
+      nextEntry[index + 1] = firstEntry[node]!;
+      firstEntry[node] = index + 1;
+      output[node] = node;
+    }
+  }
+
+  trie.restStarts = restStarts;
+  if (count === 1) return undefined;
+
+  // Failure links in breadth-first order, so that every shallower node is done first.
+  const queue = table(count);
+  let tail = 0;
+  for (let byte = 0; byte < 256; byte++) if (rootNext[byte] !== 0) queue[tail++] = rootNext[byte]!;
+  for (let head = 0; head < tail; head++) {
+    const node = queue[head]!;
+    for (let child = firstChild[node]!; child !== 0; child = nextSibling[child]!) {
+      const target = follow(trie, fail[node]!, label[child]!);
+      fail[child] = target;
+      if (output[child] === 0) output[child] = output[target]!;
+      queue[tail++] = child;
+    }
+  }
+
+  return {
+    findCoveredRuns: (bytes) => {
+      const runs: number[] = [];
+      scan(trie, bytes, runs);
+      return runs;
+    },
+    isOpenAtEnd: (bytes) => scan(trie, bytes, undefined),
+  };
+}
+
+/** The automaton's tables (see buildSpellingAutomaton). */
+interface Trie {
+  rootNext: Int32Array;
+  firstChild: Int32Array;
+  nextSibling: Int32Array;
+  /** The byte (as read) on the edge into a node. */
+  label: Int32Array;
+  /** Bytes (as read) from the root to a node. */
+  depth: Int32Array;
+  /** The node for the longest proper suffix of a node's text that is in the trie. */
+  fail: Int32Array;
+  /** The spellings whose anchor ends at a node, as a list (0 ends it): entry e is spelling e - 1. */
+  firstEntry: Int32Array;
+  nextEntry: Int32Array;
+  /** The deepest node on the failure chain (the node itself included) where an anchor ends. */
+  output: Int32Array;
+  spellings: readonly string[];
+  /** Where in each spelling the part after its anchor begins. */
+  restStarts: number[];
+}
+
+function childOf(trie: Trie, node: number, byte: number): number {
+  if (node === 0) return trie.rootNext[byte]!;
+  const { firstChild, nextSibling, label } = trie;
+  for (let child = firstChild[node]!; child !== 0; child = nextSibling[child]!) {
+    if (label[child] === byte) return child;
+  }
+  return 0;
+}
+
+/** The state after reading `byte` in `state`: its child, else its failure chain's. */
+function follow(trie: Trie, state: number, byte: number): number {
+  let current = state;
+  for (;;) {
+    const next = childOf(trie, current, byte);
+    if (next !== 0 || current === 0) return next;
+    current = trie.fail[current]!;
+  }
+}
+
+function hasEntry(trie: Trie, node: number, spelling: string): boolean {
+  for (let entry = trie.firstEntry[node]!; entry !== 0; entry = trie.nextEntry[entry]!) {
+    if (trie.spellings[entry - 1] === spelling) return true;
+  }
+  return false;
+}
+
+/** Scans `bytes`; adds covered runs to `runs` when given; answers whether the end is open. */
+function scan(trie: Trie, bytes: Uint8Array, runs: number[] | undefined): boolean {
+  // This loop runs once per byte of every body: the usual byte, outside any anchor, costs two
+  // table lookups; anchors found are handled out of line.
+  const readAs = READ_AS;
+  const { rootNext, output } = trie;
+  const length = bytes.length;
+  let isOpen = false;
+  let state = 0;
+  for (let i = 0; i < length; i++) {
+    const byte = readAs[bytes[i]!]!;
+    if (byte === SKIP) continue;
+    state = state === 0 ? rootNext[byte]! : follow(trie, state, byte);
+    if (state !== 0 && output[state] !== 0 && checkAnchorsAt(trie, bytes, i, state, runs)) isOpen = true;
+  }
+  return isOpen || trie.depth[state]! > 0;
+}
+
+/**
+ * Compares the spellings of every anchor that ends at byte `last` in `state` with the bytes
+ * after it; adds each full match to `runs`. Answers whether a spelling ran off the end of `bytes`.
+ */
+function checkAnchorsAt(
+  trie: Trie,
+  bytes: Uint8Array,
+  last: number,
+  state: number,
+  runs: number[] | undefined,
+): boolean {
+  const { output, fail, firstEntry, nextEntry, spellings, restStarts, depth } = trie;
+  let isOpen = false;
+  for (let node = output[state]!; node !== 0; node = output[fail[node]!]!) {
+    let start = -1;
+    for (let entry = firstEntry[node]!; entry !== 0; entry = nextEntry[entry]!) {
+      const end = compareRest(bytes, last + 1, spellings[entry - 1]!, restStarts[entry - 1]!);
+      if (end === RAN_OFF_THE_END) isOpen = true;
+      else if (end !== MISMATCH && runs !== undefined) {
+        if (start === -1) start = findAnchorStart(bytes, last, depth[node]!);
+        addRun(runs, start, end);
+      }
+    }
+  }
+  return isOpen;
+}
+
+/** Where an anchor of `length` bytes (as read) that ends at `last` begins, behind any CR or LF. */
+function findAnchorStart(bytes: Uint8Array, last: number, length: number): number {
+  let start = last;
+  for (let read = 1; read < length; ) if (READ_AS[bytes[--start]!] !== SKIP) read++;
+  return start;
+}
+
+/**
+ * Compares `spelling` from its character `from` on with `bytes` from `at` on, as the scan reads
+ * both. Answers the end (exclusive) of the match in `bytes`, MISMATCH, or RAN_OFF_THE_END.
+ */
+function compareRest(bytes: Uint8Array, at: number, spelling: string, from: number): number {
+  let position = at;
+  for (let i = from; i < spelling.length; i++) {
+    const expected = READ_AS[spelling.charCodeAt(i) & 0xff]!;
+    if (expected === SKIP) continue;
+    let byte: number;
+    do {
+      if (position >= bytes.length) return RAN_OFF_THE_END;
+      byte = READ_AS[bytes[position++]!]!;
+    } while (byte === SKIP);
+    if (byte !== expected) return MISMATCH;
+  }
+  return position;
+}
+
+/**
+ * Whether the automaton may hold only the first ANCHOR_BYTES of `spelling`: when it is longer,
+ * holds no line break, and those bytes occur nowhere else in it (see the top of this file).
+ * Compared in lowercase, which equates at least what the scan equates.
+ */
+function isCuttable(spelling: string): boolean {
+  if (spelling.length <= ANCHOR_BYTES) return false;
+  const lower = spelling.toLowerCase();
+  return !LINE_BREAK.test(lower) && lower.indexOf(lower.slice(0, ANCHOR_BYTES), 1) === -1;
+}
+
+const LINE_BREAK = /[\r\n]/;
+
+/** Appends [start, end) to sorted, disjoint `runs`, merging it with every run it touches. */
+function addRun(runs: number[], start: number, end: number): void {
+  let from = start;
+  let to = end;
+  // A later match ends at or after the start of every earlier run, but may start before
+  // several of them.
+  while (runs.length > 0 && runs[runs.length - 1]! >= from) {
+    to = Math.max(to, runs.pop()!);
+    from = Math.min(from, runs.pop()!);
+  }
+  runs.push(from, to);
+}
+
+/** A spelling as the scan reads it: hex letters and "x" in lowercase, no CR or LF (for tests). */
+export function normalizeSpelling(spelling: string): string {
+  let text = "";
+  for (let i = 0; i < spelling.length; i++) {
+    const byte = READ_AS[spelling.charCodeAt(i) & 0xff]!;
+    if (byte !== SKIP) text += String.fromCharCode(byte);
+  }
+  return text;
+}
