@@ -155,10 +155,7 @@ export function createExecute(
       });
 
       const { body, truncated } = truncateForModel(redactor.redactBytes(response.body));
-      const headers: Header[] = response.headers.map((h) => ({
-        name: h.name,
-        value: redactor.redactText(h.value),
-      }));
+      const headers: Header[] = redactor.redactHeaders(response.headers);
       deps.metrics.countCall("answered");
       deps.logger.info(
         {
