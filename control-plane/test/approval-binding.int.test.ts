@@ -185,3 +185,42 @@ describe("request_grant without a call", () => {
     await agent.close();
   });
 });
+
+describe("a collect request binds the approval it activates to the call that asked", () => {
+  it("storing the value approves the asking call once; another method or path asks again", async () => {
+    const { op, token } = await operatorWithClient(h, {
+      secret: SECRET,
+      items: [],
+      clientName: "collect agent",
+    });
+    const agent = await connectAgent(url, token);
+    const ask = { method: "GET", path: "/v1/me?fields=id", host: HOST };
+    const need = toolAnswer(await agent.callTool({ name: "http_request", arguments: ask }));
+    expect(need.status).toBe("need_item");
+    const requests = (await op.request("GET", "/api/inbox")).json().requests as {
+      need_id: string;
+      call: InboxGrant["call"];
+    }[];
+    expect(requests.find((r) => r.need_id === need.need_id)?.call).toEqual({
+      method: "GET",
+      host: HOST,
+      path: "/v1/me?fields=id",
+      body_sha256: null,
+    });
+    const fulfilled = await op.request("POST", `/api/need-items/${need.need_id}/fulfill`, { value: SECRET });
+    expect(fulfilled.statusCode, fulfilled.body).toBe(200);
+    expect(fulfilled.json().grant.call).toMatchObject({ method: "GET", path: "/v1/me?fields=id" });
+
+    const before = received.length;
+    const widened = toolAnswer(
+      await agent.callTool({ name: "http_request", arguments: { ...ask, method: "DELETE", path: "/v1/me" } }),
+    );
+    expect(widened.status).toBe("pending");
+    expect(received.length).toBe(before);
+    expect(toolAnswer(await agent.callTool({ name: "http_request", arguments: ask })).origin_status).toBe(
+      200,
+    );
+    expect(received.at(-1)).toBe("GET /v1/me?fields=id");
+    await agent.close();
+  });
+});

@@ -8,6 +8,7 @@ import * as clients from "./migrations/2026-11-23T0200-clients-approvals.ts";
 import * as needs from "./migrations/2026-11-23T0300-need-requests.ts";
 import * as approvalLinks from "./migrations/2026-11-23T0400-approval-links.ts";
 import * as callBoundApprovals from "./migrations/2026-11-24T0000-call-bound-approvals.ts";
+import * as needRequestCalls from "./migrations/2026-11-24T0100-need-request-calls.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-23T0300-need-requests": needs,
   "2026-11-23T0400-approval-links": approvalLinks,
   "2026-11-24T0000-call-bound-approvals": callBoundApprovals,
+  "2026-11-24T0100-need-request-calls": needRequestCalls,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

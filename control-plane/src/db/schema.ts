@@ -170,6 +170,11 @@ export interface NeedRequestsTable {
   item_id: string | null;
   created_at: Date;
   closed_at: Date | null;
+  /** The call that asked (http_request); null for setup and find_items, which name none. */
+  call_method: ColumnType<string | null, string | null | undefined, string | null>;
+  call_host: ColumnType<string | null, string | null | undefined, string | null>;
+  call_path: ColumnType<string | null, string | null | undefined, string | null>;
+  call_body_sha256: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {

@@ -162,20 +162,34 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
       row.scope_host || row.scope_method || row.scope_path
         ? { host: row.scope_host, method: row.scope_method, path: row.scope_path }
         : null,
-    call:
-      row.call_method && row.call_host && row.call_path != null
-        ? {
-            method: row.call_method,
-            host: row.call_host,
-            path: row.call_path,
-            body_sha256: row.call_body_sha256,
-          }
-        : null,
+    call: toPublicCall(row),
   };
 }
 
-/** The grant row's columns for a requested call (none: the whole item). */
-function requestedCallColumns(call: RequestedCall | undefined): Partial<NewGrant> {
+/** The columns a requested call is stored in, on a grant or a need request. */
+export interface RequestedCallColumns {
+  call_method: string | null;
+  call_host: string | null;
+  call_path: string | null;
+  call_body_sha256: string | null;
+}
+
+/** The requested call of a row as callers see it (PublicGrant.call); null: the whole item. */
+export function toPublicCall(row: RequestedCallColumns): PublicGrant["call"] {
+  return row.call_method && row.call_host && row.call_path != null
+    ? { method: row.call_method, host: row.call_host, path: row.call_path, body_sha256: row.call_body_sha256 }
+    : null;
+}
+
+/** The requested call a row records, back in the shape grants are asked with. */
+export function requestedCallOfRow(row: RequestedCallColumns): RequestedCall | undefined {
+  return row.call_method && row.call_host && row.call_path != null
+    ? { method: row.call_method, host: row.call_host, path: row.call_path, bodySha256: row.call_body_sha256 }
+    : undefined;
+}
+
+/** The row columns for a requested call (none: the whole item). */
+export function requestedCallColumns(call: RequestedCall | undefined): RequestedCallColumns {
   return {
     call_method: call?.method ?? null,
     call_host: call?.host ?? null,

@@ -71,7 +71,7 @@ const SCRIPT = `"use strict";
       say("");
       fill("grants", all[0].grants, function (tr, g) {
         cell(tr, g.grant_id); cell(tr, g.item_name); cell(tr, g.agent_id);
-        cell(tr, g.call ? g.call.method + " https://" + g.call.host + g.call.path : "any call (the whole credential)");
+        cell(tr, g.call ? g.call.method + " " + g.call.host + g.call.path : "any call (the whole credential)");
         cell(tr, g.call ? (g.call.body_sha256 ? "SHA-256 " + g.call.body_sha256 : "no body") : "");
         cell(tr, g.policy); cell(tr, g.status); cell(tr, g.expires_at);
         var td = cell(tr, "");

@@ -12,6 +12,7 @@ export const COLLECT_PAGE = `<!doctype html>
 <p id="status" role="status" aria-live="polite">Loading the request...</p>
 <form id="collect" hidden>
 <p id="summary"></p>
+<p id="call" class="hint"></p>
 <label for="name">Name</label> <input id="name" name="name" required pattern="[A-Z][A-Z0-9_]{0,127}">
 <label for="value">Value</label> <input id="value" name="value" type="password" autocomplete="off" required>
 <label><input id="always" type="checkbox"> Always allow this agent to use it</label>
@@ -34,6 +35,12 @@ export const COLLECT_SCRIPT = `"use strict";
     var need = j.need;
     if (need.status !== "pending") { status.textContent = "This request is " + need.status + "."; return; }
     document.getElementById("summary").textContent = need.client_name + " needs a credential for " + need.host + " (" + need.environment + ").";
+    // DECISIONS "Approvals": storing the value approves the request that asked, once, and no other.
+    document.getElementById("call").textContent = need.call
+      ? "Storing it approves this request once: " + need.call.method + " " + need.call.host + need.call.path +
+        (need.call.body_sha256 ? " (body SHA-256 " + need.call.body_sha256 + ")" : " (no body)") +
+        ". Always allow lets this agent make any call with it until you revoke it."
+      : "Storing it approves one call of any kind by this agent (it named no request).";
     document.getElementById("name").value = need.suggested_name;
     status.textContent = "";
     form.hidden = false;

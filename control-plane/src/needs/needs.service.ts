@@ -5,7 +5,15 @@ import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { Database, NeedRequestRow } from "../db/schema.ts";
-import { type GrantsService, MAX_TASK_DESCRIPTION, type PublicGrant } from "../grants/grants.service.ts";
+import type { RequestedCall } from "../grants/grants.repo.ts";
+import {
+  type GrantsService,
+  MAX_TASK_DESCRIPTION,
+  type PublicGrant,
+  requestedCallColumns,
+  requestedCallOfRow,
+  toPublicCall,
+} from "../grants/grants.service.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
@@ -33,6 +41,8 @@ export interface NeedView {
   created_at: string;
   /** Spec 2.5: the public recipe for a known provider host. */
   recipe?: Recipe;
+  /** The call that asked: fulfilling approves it once (DECISIONS "Approvals"); null: any call. */
+  call: PublicGrant["call"];
 }
 
 /** A need request with the requesting client's name, when the agent is a client. */
@@ -63,6 +73,7 @@ export function createNeedsService(deps: NeedsDeps) {
     message: row.message,
     collect_url: collectUrl(row.id),
     created_at: row.created_at.toISOString(),
+    call: toPublicCall(row),
     ...recipeFields(row.host),
   });
 
@@ -103,6 +114,8 @@ export function createNeedsService(deps: NeedsDeps) {
       agentId: string;
       /** The agent's task description, shown in the Inbox (500 characters). */
       message?: string | undefined;
+      /** The http_request that found nothing stored: what fulfilling approves once. */
+      requestedCall?: RequestedCall | undefined;
     }): Promise<NeedView> {
       const now = deps.now();
       const row = await withOrganisationLock(deps.db, input.organisationId, async (trx) => {
@@ -130,6 +143,7 @@ export function createNeedsService(deps: NeedsDeps) {
           item_id: null,
           created_at: now,
           closed_at: null,
+          ...requestedCallColumns(input.requestedCall),
         };
         await trx.insertInto("need_requests").values(fresh).execute();
         return fresh;
@@ -187,6 +201,9 @@ export function createNeedsService(deps: NeedsDeps) {
           toolId: HTTP_REQUEST_TOOL,
           actor,
           policy: body.always_allow === true ? "item_standing" : "prompt",
+          // One call: the call that asked, as the collect page showed it. Always allow keeps the
+          // whole item (a standing grant keeps the scope the operator gives it).
+          ...(body.always_allow === true ? {} : { requestedCall: requestedCallOfRow(need) }),
         });
         await trx.updateTable("need_requests").set({ item_id: item.id }).where("id", "=", id).execute();
         return { item, grant };

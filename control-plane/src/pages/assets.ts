@@ -14,7 +14,7 @@ function say(text, isError) {
   statusBox.classList.toggle("error", Boolean(isError));
 }
 function csrfToken() {
-  // __Host-latch_csrf over https, latch_csrf on an http://localhost development plane.
+  // __Host-latch_csrf over https, latch_csrf on a plain-http localhost development plane.
   var match = /(?:^|;\\s*)__Host-latch_csrf=([^;]*)/.exec(document.cookie) ||
     /(?:^|;\\s*)latch_csrf=([^;]*)/.exec(document.cookie);
   return match ? decodeURIComponent(match[1]) : "";

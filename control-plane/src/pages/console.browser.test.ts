@@ -228,9 +228,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await page.locator("#inbox-count").textContent()).toBe("(1)");
     // The row shows the exact request the approval is for (DECISIONS "Approvals").
     const requestCell = approvals.first().locator("td.request-cell");
-    expect(await requestCell.locator(".request-line").textContent()).toBe(
-      "GET https://api.latch.test/v1/data",
-    );
+    expect(await requestCell.locator(".request-line").textContent()).toBe("GET api.latch.test/v1/data");
     expect(await requestCell.locator(".digest").textContent()).toBe("No body");
     await shot(page, "04-inbox");
 
@@ -277,7 +275,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await expect.poll(() => approvals.count(), SOON).toBe(1);
     const postCell = approvals.first().locator("td.request-cell");
     expect(await postCell.locator(".request-line").textContent()).toBe(
-      "POST https://api.latch.test/v1/issues?draft=false",
+      "POST api.latch.test/v1/issues?draft=false",
     );
     const digest = createHash("sha256").update(JSON.stringify(body)).digest("hex");
     expect(await postCell.locator(".digest").textContent()).toBe(`Body SHA-256 ${digest}`);

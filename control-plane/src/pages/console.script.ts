@@ -554,15 +554,17 @@ function approvalRow(grant) {
   });
   decide.appendChild(revoke);
   return row([rowHeader(grant.item_name), grant.environment_id, agentName(grant.agent_id),
-    requestCell(grant), grant.task_description, timeCell(grant.created_at), decide]);
+    requestCell(grant.call, function (call, path) {
+      return "Once: exactly this request. 8 hours: " + call.method + " on " + call.host + " under " +
+        path.slice(0, path.lastIndexOf("/") + 1) + ". Always: every call.";
+    }), grant.task_description, timeCell(grant.created_at), decide]);
 }
 /**
  * What approving covers, shown in full (DECISIONS "Approvals"): the exact request with its body
  * digest, what 8 hours would cover, or, for a grant asked without a request, every call.
  */
-function requestCell(grant) {
+function requestCell(call, coverage) {
   var cell = el("td", null, "request-cell");
-  var call = grant.call;
   if (!call) {
     cell.appendChild(el("strong", "Any call"));
     cell.appendChild(el("span", " with this credential: the agent named no request.", "hint"));
@@ -571,12 +573,10 @@ function requestCell(grant) {
   var line = el("div", null, "request-line");
   line.appendChild(el("code", call.method, "method"));
   line.appendChild(document.createTextNode(" "));
-  line.appendChild(el("code", "https://" + call.host + call.path, "target"));
+  line.appendChild(el("code", call.host + call.path, "target"));
   cell.appendChild(line);
   cell.appendChild(el("div", call.body_sha256 ? "Body SHA-256 " + call.body_sha256 : "No body", "digest"));
-  var path = call.path.split("?")[0];
-  cell.appendChild(el("div", "Once: exactly this request. 8 hours: " + call.method + " on " + call.host +
-    " under " + path.slice(0, path.lastIndexOf("/") + 1) + ". Always: every call.", "hint"));
+  cell.appendChild(el("div", coverage(call, call.path.split("?")[0]), "hint"));
   return cell;
 }
 function inboxChanged(message) {
@@ -612,8 +612,10 @@ function requestRow(need) {
     });
   });
   answer.appendChild(deny);
-  return row([need.kind, need.suggested_name, need.host, agentName(need.client_name || ""), need.message,
-    timeCell(need.created_at), answer]);
+  return row([need.kind, need.suggested_name, need.host, agentName(need.client_name || ""),
+    requestCell(need.call, function () {
+      return "Storing the value approves exactly this request once; Always allow: every call.";
+    }), need.message, timeCell(need.created_at), answer]);
 }
 var codeForm = byId("code-form");
 onSubmit(codeForm, function () {

@@ -312,7 +312,7 @@ ${dataTable("approvals", "Pending approvals", ["Credential", "Environment", "Age
 <button type="submit">Approve</button>
 </form>
 <h3>Requests for credentials</h3>
-${dataTable("requests", "Requests for credentials", ["Kind", "Suggested name", "Host", "Agent", "Message", "Requested", "Answer"], true)}
+${dataTable("requests", "Requests for credentials", ["Kind", "Suggested name", "Host", "Agent", "Request", "Message", "Requested", "Answer"], true)}
 <p id="requests-empty" class="hint">No agent is asking for a credential.</p>
 </section>`;
 

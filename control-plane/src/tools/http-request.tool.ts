@@ -2,10 +2,12 @@
 // (spending a one-call approval before anything leaves), send through the egress proxy, answer in
 // the shape of 2.8.
 import { AppError } from "@latch/shared/errors";
+import { parseRequestTarget } from "@latch/shared/requests/path";
 import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
+import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import { recipeFields } from "../needs/recipes.ts";
 import {
@@ -115,7 +117,10 @@ async function locateOrAnswer(
       const suggested = args.item_name ?? (host ? suggestItemName(host) : "API_TOKEN");
       // A dry run reports the miss but opens no collect request (nothing written, no limit spent).
       if (args.dry_run) return dryRunNeedItemAnswer(suggested, host);
-      return needItemAnswer(deps, scope, suggested, host, args.task_description);
+      // The call that asked: storing the value approves this call once, as a pending grant would.
+      const target = parseRequestTarget({ path: args.path, host: args.host });
+      const requestedCall = host && target.ok ? requestedCallOf(host, target.path, args) : undefined;
+      return needItemAnswer(deps, scope, suggested, host, args.task_description, requestedCall);
     }
     throw error;
   }
@@ -127,8 +132,15 @@ export async function needItemAnswer(
   suggestedName: string,
   host: string | undefined,
   taskDescription?: string,
+  requestedCall?: RequestedCall,
 ): Promise<ToolAnswer> {
-  const { message, fields } = await deps.surface.needItem(scope, suggestedName, host, taskDescription);
+  const { message, fields } = await deps.surface.needItem(
+    scope,
+    suggestedName,
+    host,
+    taskDescription,
+    requestedCall,
+  );
   return {
     payload: {
       status: "need_item",

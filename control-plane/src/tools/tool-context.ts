@@ -1,7 +1,7 @@
 // What every tool handler is given: the services it calls, and the surface it answers for (the
 // local `vault` or the hosted service), which decides how an operator is told to act.
 import type { CallableItem, CallsService } from "../calls/calls.service.ts";
-import type { GrantScope } from "../grants/grants.repo.ts";
+import type { GrantScope, RequestedCall } from "../grants/grants.repo.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 
@@ -21,6 +21,7 @@ export interface OperatorSurface {
     suggestedName: string,
     host: string | undefined,
     taskDescription?: string,
+    requestedCall?: RequestedCall,
   ): Promise<{ message: string; fields: Record<string, unknown> }>;
   /** pending: how the operator approves this grant. */
   approveHint(grantId: string): string;
@@ -92,10 +93,11 @@ export function createHostedSurface(needs: {
     suggestedName: string;
     agentId: string;
     message?: string | undefined;
+    requestedCall?: RequestedCall | undefined;
   }): Promise<{ need_id: string; collect_url: string; client_name?: string; recipe?: unknown }>;
 }): OperatorSurface {
   return {
-    async needItem(scope, suggestedName, host, taskDescription) {
+    async needItem(scope, suggestedName, host, taskDescription, requestedCall) {
       if (!host) {
         return {
           message: `Nothing is stored as ${suggestedName}. Call again with the API's host so the user can be asked to store it.`,
@@ -110,6 +112,7 @@ export function createHostedSurface(needs: {
         agentId: scope.agentId,
         // Spec 4.2: the agent's task description is shown in the Inbox.
         message: taskDescription,
+        requestedCall,
       });
       return {
         message: `Nothing is stored for ${host}. Give the user this link to store ${suggestedName}: ${need.collect_url} (they type the value there; never ask for it yourself). Then retry.`,
