@@ -121,6 +121,9 @@ export function createExecute(
     if (!spec?.credential) throw new AppError("ticket_invalid", "the ticket carries no call");
 
     let call: CheckedCall | undefined;
+    // Set once the origin's answer is in hand: from then on no failure (redaction, shaping) may
+    // report the request as unsent, or the control plane would give a spent approval back.
+    let hasAnswer = false;
     try {
       call = checkCallSpec(spec);
       const secret = deps.keyring.open(spec.credential.keyId, spec.credential.sealedValue);
@@ -153,6 +156,7 @@ export function createExecute(
         contentType: call.contentType,
         timeoutMs: remainingMs,
       });
+      hasAnswer = true;
 
       const { body, truncated } = truncateForModel(redactor.redactBytes(response.body));
       const headers: Header[] = redactor.redactHeaders(response.headers);
@@ -177,10 +181,17 @@ export function createExecute(
         durationMs: Math.round(performance.now() - started),
       };
     } catch (caught) {
-      const error =
+      const failure =
         caught instanceof AppError
           ? caught
           : new AppError("internal", "the call failed inside the proxy", { cause: caught });
+      const error =
+        hasAnswer && failure.extra.reachedOrigin !== true
+          ? new AppError(failure.code, failure.message, {
+              cause: failure.cause,
+              extra: { ...failure.extra, reachedOrigin: true },
+            })
+          : failure;
       if (error.code === "internal") deps.logger.error({ err: caught }, "call failed");
       deps.metrics.countCall(error.extra.reachedOrigin === true ? "failed_after_send" : "refused");
       deps.metrics.countDenial(error.code);
