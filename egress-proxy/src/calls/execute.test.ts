@@ -23,7 +23,7 @@ function spec(): CallSpec {
     timeoutMs: 5_000,
     headers: [],
     redact: [],
-  } as CallSpec;
+  } as unknown as CallSpec;
 }
 
 function executeWith(upstreamCall: () => Promise<UpstreamResponse>) {
