@@ -9,10 +9,10 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pino from "pino";
+import { HTTP_REQUEST_TOOL } from "../control-plane/src/grants/grant-scope.ts";
 import { startLocalServer } from "../control-plane/src/local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../control-plane/src/local/local-tokens.ts";
 import { LOCAL_OPERATOR, openLocalVault } from "../control-plane/src/local/local-vault.ts";
-import { HTTP_REQUEST_TOOL } from "../control-plane/src/tools/tool-context.ts";
 import {
   ensureK6,
   figuresOf,

@@ -24,6 +24,7 @@ import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
 import { createGrantsRepo } from "./grants/grants.repo.ts";
 import { registerGrantsRoutes } from "./grants/grants.routes.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
+import { registerInboxRoutes } from "./inbox/inbox.routes.ts";
 import { createItemsRepo } from "./items/items.repo.ts";
 import { registerItemsRoutes } from "./items/items.routes.ts";
 import { createItemsService, type ItemsService } from "./items/items.service.ts";
@@ -198,8 +199,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           clients,
           audit,
           environments: config.LATCH_ENVIRONMENTS,
-          needs,
         }),
+      (app) => registerInboxRoutes(app, { db, grants, needs }),
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,

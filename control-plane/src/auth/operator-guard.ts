@@ -5,6 +5,7 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { Database, OperatorSessionRow } from "../db/schema.ts";
+import { bearerOf } from "../http/bearer.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
 import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames, sha256 } from "./sessions.ts";
@@ -55,7 +56,7 @@ export function registerOperatorSessions(
     if (origin !== undefined && origin !== ownOrigin && isUnderPrefix(request, WALLED_PREFIXES)) {
       throw new AppError("forbidden", "requests from another site's pages are refused");
     }
-    const bearer = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "")?.[1];
+    const bearer = bearerOf(request.headers.authorization);
     if (bearer && deps.identifyBearer)
       request.clientBearerKind = (await deps.identifyBearer(bearer)) ?? "invalid";
     // Two session cookies are one planted beside the real one (a sibling subdomain or an http page
@@ -156,4 +157,24 @@ export function requireOrganisation(context: OperatorContext): string {
   if (!context.organisationId)
     throw new AppError("not_found", "no organisation: create one with POST /api/orgs");
   return context.organisationId;
+}
+
+/** An operator past the authenticator step, acting in an organisation: every org-scoped route's caller. */
+export interface OrgOperator extends OperatorContext {
+  organisationId: string;
+  /** How the audit names this operator. */
+  actor: string;
+}
+
+/** requireOperator with the authenticator step, then requireOrganisation: one call per route. */
+export async function requireOrgOperator(
+  request: FastifyRequest,
+  db: Kysely<Database>,
+): Promise<OrgOperator> {
+  const context = await requireOperator(request, db, { mfa: true });
+  return {
+    ...context,
+    organisationId: requireOrganisation(context),
+    actor: `operator:${context.operatorId}`,
+  };
 }

@@ -1,9 +1,8 @@
 // The arguments of an http_request (spec 4.2) and the shape of its answer (spec 2.8).
+
+import { HTTP_METHODS } from "@latch/shared/requests/methods";
 import { freeText, safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
-
-/** The methods http_request sends (spec 4.2). */
-export const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 export const httpRequestArgs = z
   .object({

@@ -12,7 +12,7 @@ import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
 import { RPC_PARSE_ERROR, RPC_TOOL_ERROR, refuseDeepFrame, rpcError } from "../mcp/jsonrpc.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import { agentIdFromClientName } from "../mcp/mcp-sessions.ts";
-import { LOCAL_TOOL_ALIASES } from "../mcp/tool-schemas.ts";
+import { LOCAL_TOOL_ALIASES } from "../tools/tool-schemas.ts";
 
 type FrameHandler = (frame: unknown) => Promise<unknown | undefined>;
 

@@ -2,19 +2,18 @@
 // approve with a policy, approve by code, revoke, the inbox of pending approvals, and the audit.
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
+import { HTTP_METHODS } from "@latch/shared/requests/methods";
 import { validateRequestPath } from "@latch/shared/requests/path";
 import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { AuditRepo } from "../audit/audit.repo.ts";
-import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
-import { HTTP_METHODS } from "../calls/calls.schemas.ts";
+import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { Database } from "../db/schema.ts";
+import { bearerOf } from "../http/bearer.ts";
 import type { ItemsService } from "../items/items.service.ts";
-import { bearerOf } from "../local/local-tokens.ts";
-import type { NeedsService } from "../needs/needs.service.ts";
-import { httpRequestGrantScope } from "../tools/tool-context.ts";
+import { httpRequestGrantScope } from "./grant-scope.ts";
 import type { GrantPolicy, GrantsService } from "./grants.service.ts";
 
 export interface GrantsRouteDeps {
@@ -25,7 +24,6 @@ export interface GrantsRouteDeps {
   audit: AuditRepo;
   /** The environments this plane serves: where an operator's request looks for item_name. */
   environments: readonly string[];
-  needs: Pick<NeedsService, "listPending">;
 }
 
 const POLICIES: readonly GrantPolicy[] = ["prompt", "session", "item_standing", "folder_standing"];
@@ -33,14 +31,7 @@ const POLICIES: readonly GrantPolicy[] = ["prompt", "session", "item_standing", 
 export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
   const body = (raw: unknown) =>
     typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
-  const operatorOf = async (request: FastifyRequest) => {
-    const context = await requireOperator(request, deps.db, { mfa: true });
-    return {
-      ...context,
-      organisationId: requireOrganisation(context),
-      actor: `operator:${context.operatorId}`,
-    };
-  };
+  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request, deps.db);
 
   /** Spec 5: a model client or an operator may ask; the agent is the client (or the operator). */
   app.post("/api/grants/request", async (request, reply) => {
@@ -156,13 +147,6 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       policy,
     });
     return { grant };
-  });
-
-  app.get("/api/inbox", async (request) => {
-    const operator = await operatorOf(request);
-    const grants = await deps.grants.listGrants(operator.organisationId);
-    const requests = await deps.needs.listPending(operator.organisationId);
-    return { approvals: grants.filter((g) => g.status === "pending"), requests };
   });
 
   app.get("/api/grants", async (request) => {

@@ -3,7 +3,7 @@
 import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
-import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { Database } from "../db/schema.ts";
 import type { ItemsService } from "./items.service.ts";
 
@@ -11,10 +11,8 @@ export function registerItemsRoutes(
   app: FastifyInstance,
   deps: { db: Kysely<Database>; items: ItemsService },
 ): void {
-  const operatorOf = async (request: Parameters<typeof requireOperator>[0]) => {
-    const context = await requireOperator(request, deps.db, { mfa: true });
-    return { organisationId: requireOrganisation(context), actor: `operator:${context.operatorId}` };
-  };
+  const operatorOf = (request: Parameters<typeof requireOrgOperator>[0]) =>
+    requireOrgOperator(request, deps.db);
   const body = (raw: unknown) =>
     typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
 

@@ -4,8 +4,8 @@ import { AppError } from "@latch/shared/errors";
 import { freeText, safeString } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
-import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
 import { requireRole } from "./local-guards.ts";
 import { LOCAL_OPERATOR, type LocalVault } from "./local-vault.ts";
 

@@ -7,7 +7,7 @@ import { requestLogging } from "../http/logging.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import type { McpSessionStore } from "../mcp/mcp-sessions.ts";
-import { LOCAL_TOOL_ALIASES } from "../mcp/tool-schemas.ts";
+import { LOCAL_TOOL_ALIASES } from "../tools/tool-schemas.ts";
 import { registerLocalApiRoutes } from "./local-api.routes.ts";
 import { registerLocalConsole } from "./local-console.ts";
 import { registerLocalGuards } from "./local-guards.ts";

@@ -3,7 +3,8 @@
 // keeps each bearer on its own surface: operator on /api/*, model on /mcp.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { bearerOf, type LocalRole } from "./local-tokens.ts";
+import { bearerOf } from "../http/bearer.ts";
+import type { LocalRole } from "./local-tokens.ts";
 
 const LOOPBACK_HOST = /^(127\.0\.0\.1|localhost|\[::1\])(:\d{1,5})?$/;
 

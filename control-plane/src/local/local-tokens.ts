@@ -52,9 +52,3 @@ export function createTokenChecker(
     return undefined;
   };
 }
-
-/** The bearer of an Authorization header, or undefined. */
-export function bearerOf(header: string | undefined): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
-  return match?.[1];
-}

@@ -243,7 +243,9 @@ describe("an approval is for the call it was asked for, and spent exactly once (
     const v = await startVault();
     await storeSecret(v);
     const agent = await connectAgent(v.url, "nul-agent");
-    const pending = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }));
+    const pending = payloadOf(
+      await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }),
+    );
     await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "once" });
     const before = harness.origin.requests.length;
     for (const clientId of ["x\u0000y", "\ud800", "a\u001bb"]) {
@@ -263,7 +265,9 @@ describe("an approval is for the call it was asked for, and spent exactly once (
     // The approval is still there, for exactly the call the operator saw, once.
     const sent = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }));
     expect(sent.origin_status).toBe(200);
-    const again = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }));
+    const again = payloadOf(
+      await call(agent, { item_name: "GITHUB_TOKEN", method: "DELETE", path: "/v1/x" }),
+    );
     expect(again.status).toBe("pending");
     expect(harness.origin.requests.length).toBe(before + 1);
     await agent.close();

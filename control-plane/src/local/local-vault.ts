@@ -17,8 +17,8 @@ import { createGrantsRepo } from "../grants/grants.repo.ts";
 import { createGrantsService, type GrantsService } from "../grants/grants.service.ts";
 import { createItemsRepo } from "../items/items.repo.ts";
 import { createItemsService, type ItemsService } from "../items/items.service.ts";
-import type { ToolHandlers } from "../mcp/mcp-server.ts";
 import { ensureOrganisation } from "../orgs/orgs.service.ts";
+import type { ToolHandlers } from "../tools/tool-answer.ts";
 import { LOCAL_SURFACE } from "../tools/tool-context.ts";
 import { createToolHandlers } from "../tools/tools.ts";
 

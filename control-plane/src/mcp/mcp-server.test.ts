@@ -1,7 +1,8 @@
 import { AppError } from "@latch/shared/errors";
 import { describe, expect, it } from "vitest";
-import { createMcpServer, type ToolHandlers } from "./mcp-server.ts";
-import { LOCAL_TOOL_ALIASES } from "./tool-schemas.ts";
+import type { ToolHandlers } from "../tools/tool-answer.ts";
+import { LOCAL_TOOL_ALIASES } from "../tools/tool-schemas.ts";
+import { createMcpServer } from "./mcp-server.ts";
 
 const calls: string[] = [];
 const ok = (name: string) => async (args: unknown) => {

@@ -2,6 +2,8 @@
 // Transport-free: the HTTP routes and the stdio loop both hand frames to `handle`.
 import { AppError } from "@latch/shared/errors";
 import type { z } from "zod";
+import type { ToolAnswer, ToolCaller, ToolHandlers } from "../tools/tool-answer.ts";
+import { HOSTED_TOOL_ALIASES, listToolDefinitions, TOOL_ARGS, type ToolName } from "../tools/tool-schemas.ts";
 import {
   parseRpcRequest,
   RPC_INVALID_PARAMS,
@@ -13,26 +15,13 @@ import {
   rpcError,
   rpcResult,
 } from "./jsonrpc.ts";
-import { HOSTED_TOOL_ALIASES, listToolDefinitions, TOOL_ARGS, type ToolName } from "./tool-schemas.ts";
 
 export const MCP_PROTOCOL_VERSION = "2024-11-05";
 export const SERVER_NAME = "latch";
 export const SERVER_VERSION = "0.1.0";
 
-/** What a tool answers: the JSON payload, and whether MCP should flag it as an error result. */
-export interface ToolAnswer {
-  payload: Record<string, unknown>;
-  isError?: boolean;
-}
-
 /** Who is calling: set by the transport from its credential, never from the frame. */
-export interface McpCaller {
-  agentId: string;
-}
-
-export type ToolHandlers = {
-  [N in ToolName]: (args: z.infer<(typeof TOOL_ARGS)[N]>, caller: McpCaller) => Promise<ToolAnswer>;
-};
+export type McpCaller = ToolCaller;
 
 export interface McpServerOptions {
   instructions: string;

@@ -6,12 +6,12 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { ClientRow } from "../db/schema.ts";
-import { bearerOf } from "../local/local-tokens.ts";
+import { bearerOf } from "../http/bearer.ts";
 import type { ToolDeps } from "../tools/tool-context.ts";
+import { listToolDefinitions } from "../tools/tool-schemas.ts";
 import { createToolHandlers } from "../tools/tools.ts";
 import { HOSTED_INSTRUCTIONS } from "./instructions.ts";
 import { createMcpServer } from "./mcp-server.ts";
-import { listToolDefinitions } from "./tool-schemas.ts";
 
 const KEEPALIVE_MS = 25_000;
 

@@ -4,7 +4,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
-import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { Database } from "../db/schema.ts";
 import { COLLECT_CSP, COLLECT_PAGE, COLLECT_SCRIPT } from "./collect.page.ts";
 import type { NeedsService } from "./needs.service.ts";
@@ -15,8 +15,7 @@ export function registerNeedsRoutes(
 ): void {
   const operatorOf = async (request: FastifyRequest) => {
     if (!request.operatorSession) throw new AppError("not_found", "no such request");
-    const context = await requireOperator(request, deps.db, { mfa: true });
-    return { organisationId: requireOrganisation(context), actor: `operator:${context.operatorId}` };
+    return requireOrgOperator(request, deps.db);
   };
   const body = (raw: unknown) =>
     typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};

@@ -5,6 +5,7 @@ import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { Database, NeedRequestRow } from "../db/schema.ts";
+import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import {
   type GrantsService,
@@ -17,7 +18,6 @@ import {
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
-import { HTTP_REQUEST_TOOL } from "../tools/tool-context.ts";
 import { type Recipe, recipeFields } from "./recipes.ts";
 
 export interface NeedsDeps {

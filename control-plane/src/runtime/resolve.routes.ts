@@ -7,8 +7,8 @@ import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
+import { bearerOf } from "../http/bearer.ts";
 import type { ItemsService } from "../items/items.service.ts";
-import { bearerOf } from "../local/local-tokens.ts";
 
 export interface ResolveDeps {
   clients: ClientsService;

@@ -1,8 +1,10 @@
 // request_grant and list_grants (spec 4.2): an agent asks ahead of a call, and sees its own approvals.
-import type { ToolAnswer } from "../mcp/mcp-server.ts";
-import type { ToolArgs } from "../mcp/tool-schemas.ts";
+
+import { httpRequestGrantScope } from "../grants/grant-scope.ts";
 import { needItemAnswer } from "./http-request.tool.ts";
-import { httpRequestGrantScope, type ToolDeps, type ToolScope } from "./tool-context.ts";
+import type { ToolAnswer } from "./tool-answer.ts";
+import type { ToolDeps, ToolScope } from "./tool-context.ts";
+import type { ToolArgs } from "./tool-schemas.ts";
 
 export async function runRequestGrant(
   deps: ToolDeps,

@@ -7,16 +7,11 @@ import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
+import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
-import type { ToolAnswer } from "../mcp/mcp-server.ts";
 import { recipeFields } from "../needs/recipes.ts";
-import {
-  HTTP_REQUEST_TOOL,
-  httpRequestGrantScope,
-  suggestItemName,
-  type ToolDeps,
-  type ToolScope,
-} from "./tool-context.ts";
+import type { ToolAnswer } from "./tool-answer.ts";
+import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
 export async function runHttpRequest(
   deps: ToolDeps,

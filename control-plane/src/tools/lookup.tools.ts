@@ -2,17 +2,12 @@
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
 import type { CallableItem } from "../calls/calls.service.ts";
-import type { ToolAnswer } from "../mcp/mcp-server.ts";
-import type { ToolArgs } from "../mcp/tool-schemas.ts";
+import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import { recipeFields } from "../needs/recipes.ts";
 import { dryRunNeedItemAnswer, needItemAnswer } from "./http-request.tool.ts";
-import {
-  HTTP_REQUEST_TOOL,
-  httpRequestGrantScope,
-  suggestItemName,
-  type ToolDeps,
-  type ToolScope,
-} from "./tool-context.ts";
+import type { ToolAnswer } from "./tool-answer.ts";
+import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
+import type { ToolArgs } from "./tool-schemas.ts";
 
 const MAX_AMBIGUOUS = 5;
 

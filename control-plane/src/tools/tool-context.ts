@@ -1,7 +1,7 @@
 // What every tool handler is given: the services it calls, and the surface it answers for (the
 // local `vault` or the hosted service), which decides how an operator is told to act.
-import type { CallableItem, CallsService } from "../calls/calls.service.ts";
-import type { GrantScope, RequestedCall } from "../grants/grants.repo.ts";
+import type { CallsService } from "../calls/calls.service.ts";
+import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 
@@ -34,22 +34,6 @@ export interface ToolDeps {
   grants: GrantsService;
   calls: CallsService;
   surface: OperatorSurface;
-}
-
-export const HTTP_REQUEST_TOOL = "http_request";
-
-/** The approvals an agent's http_request with this credential looks for: its own, or its folder's. */
-export function httpRequestGrantScope(
-  scope: { organisationId: string; agentId: string },
-  item: Pick<CallableItem, "id" | "folderId">,
-): GrantScope {
-  return {
-    organisationId: scope.organisationId,
-    itemId: item.id,
-    folderId: item.folderId,
-    agentId: scope.agentId,
-    toolId: HTTP_REQUEST_TOOL,
-  };
 }
 
 /**

@@ -1,8 +1,9 @@
 // The six tools as the MCP method table calls them, bound to one organisation and environment.
-import type { ToolHandlers } from "../mcp/mcp-server.ts";
+
 import { runListGrants, runRequestGrant } from "./grant.tools.ts";
 import { runHttpRequest } from "./http-request.tool.ts";
 import { runFindItems, runListItems, runSetup } from "./lookup.tools.ts";
+import type { ToolHandlers } from "./tool-answer.ts";
 import type { ToolDeps } from "./tool-context.ts";
 
 export function createToolHandlers(
