@@ -8,7 +8,7 @@ import type { CallSpec } from "@latch/proto/egress";
 import { sealValue } from "@latch/shared/crypto/seal";
 import pino from "pino";
 import { loadEgressConfig } from "../../egress-proxy/src/config.ts";
-import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/server.ts";
+import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/egress-proxy.ts";
 import {
   type DnsAnswerPlan,
   type RunningDnsServer,

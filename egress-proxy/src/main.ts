@@ -1,7 +1,7 @@
 // The egress proxy process: config -> keys -> gRPC server. Stops cleanly on SIGINT/SIGTERM.
 import pino from "pino";
 import { loadEgressConfig } from "./config.ts";
-import { startEgressProxy } from "./server.ts";
+import { startEgressProxy } from "./egress-proxy.ts";
 
 const logger = pino({ name: "egress-proxy", level: process.env.LOG_LEVEL ?? "info" });
 try {

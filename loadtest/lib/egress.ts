@@ -11,7 +11,7 @@ import pino from "pino";
 import { loadOrCreateTicketKey } from "../../control-plane/src/egress/ticket-key.ts";
 import { createTicketMinter, type TicketMinter } from "../../control-plane/src/egress/tickets.ts";
 import { loadEgressConfig } from "../../egress-proxy/src/config.ts";
-import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/server.ts";
+import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/egress-proxy.ts";
 import { ORIGIN_HOST, TEST_CA_PATH } from "./origin-process.ts";
 
 export interface BenchProxy {

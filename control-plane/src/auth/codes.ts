@@ -2,8 +2,8 @@
 // modulo bias, compared in constant time through their peppered hashes.
 import { randomInt, timingSafeEqual } from "node:crypto";
 
-/** An 8-digit email code (spec 4.3). */
-export function newEmailCode(): string {
+/** An 8-digit code: email sign-in codes and approval codes alike (spec 4.3, 2.4). */
+export function newEightDigitCode(): string {
   return String(randomInt(0, 100_000_000)).padStart(8, "0");
 }
 

@@ -9,7 +9,7 @@ import { type Kysely, sql } from "kysely";
 import { z } from "zod";
 import type { Database } from "../db/schema.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { isSameHash, newEmailCode } from "./codes.ts";
+import { isSameHash, newEightDigitCode } from "./codes.ts";
 import type { Keyring } from "./kek.ts";
 
 export const EMAIL_CODE_TTL_MS = 10 * 60 * 1000;
@@ -40,7 +40,7 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
   return {
     async sendCode(rawEmail: unknown): Promise<void> {
       const address = normaliseEmail(rawEmail);
-      const code = newEmailCode();
+      const code = newEightDigitCode();
       const now = deps.now();
       await deps.db.transaction().execute(async (trx) => {
         await lockEmail(trx, address);

@@ -1,6 +1,7 @@
 // Who an operator request is from (spec 5): the session cookie, then CSRF on POST and DELETE, then
 // the authenticator step. Also the Origin wall of rule 6 for /api, /console, /collect, auth pages.
 import type {} from "@fastify/cookie";
+import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
@@ -8,7 +9,7 @@ import type { Database, OperatorSessionRow } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
-import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames, sha256 } from "./sessions.ts";
+import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
 
 export interface OperatorContext {
   session: OperatorSessionRow;
@@ -133,7 +134,7 @@ export async function requireOperator(
   if (!session) throw new AppError("unauthorized", "sign in first");
   if (request.method === "POST" || request.method === "DELETE") {
     const presented = request.headers["x-csrf-token"];
-    if (typeof presented !== "string" || !isSameHash(sha256(presented), session.csrf_hash)) {
+    if (typeof presented !== "string" || !isSameHash(sha256Hex(presented), session.csrf_hash)) {
       throw new AppError("csrf_failed", "send the X-CSRF-Token header of this session");
     }
   }

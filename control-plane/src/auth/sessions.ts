@@ -1,6 +1,7 @@
 // Operator sessions: a random token in an HttpOnly cookie (only its SHA-256 is stored) and a
 // separate CSRF token the pages send back as X-CSRF-Token on every POST and DELETE.
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
+import { sha256Hex } from "@latch/shared/crypto/hash";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { Database, OperatorSessionRow } from "../db/schema.ts";
@@ -22,8 +23,6 @@ export function sessionCookieNames(isSecure: boolean): { session: string; csrf: 
 /** Every name a session cookie may arrive under; a request carrying two of them is refused. */
 export const SESSION_COOKIE_NAMES: readonly string[] = ["latch_session", "__Host-latch_session"];
 
-export const sha256 = (value: string) => createHash("sha256").update(value).digest("hex");
-
 export interface NewSession {
   session: OperatorSessionRow;
   token: string;
@@ -42,8 +41,8 @@ export function createSessionsRepo(db: Kysely<Database>) {
       const csrfToken = randomBytes(24).toString("base64url");
       const session = {
         id: newId("ses"),
-        token_hash: sha256(token),
-        csrf_hash: sha256(csrfToken),
+        token_hash: sha256Hex(token),
+        csrf_hash: sha256Hex(csrfToken),
         operator_id: operatorId,
         organisation_id: organisationId,
         is_mfa_passed: false,
@@ -59,7 +58,7 @@ export function createSessionsRepo(db: Kysely<Database>) {
       db
         .selectFrom("operator_sessions")
         .selectAll()
-        .where("token_hash", "=", sha256(token))
+        .where("token_hash", "=", sha256Hex(token))
         .where("revoked_at", "is", null)
         .executeTakeFirst(),
     async updateSessionSeen(id: string, now: Date) {

@@ -2,11 +2,11 @@
 // SHA-256; rotating replaces the hash (the old token stops at once); revoking stops the token and
 // revokes the client's approvals.
 import { randomBytes } from "node:crypto";
+import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { AuditEvent } from "../audit/audit.repo.ts";
-import { sha256 } from "../auth/sessions.ts";
 import type { ClientRow, Database } from "../db/schema.ts";
 
 export type ClientKind = "model" | "trusted";
@@ -55,7 +55,10 @@ export function createClientsService(deps: ClientsServiceDeps) {
       organisationId,
       actor: "operator",
       action,
-      detail: { client_id: clientId, ...(token ? { jti_hash: sha256(sha256(token)).slice(0, 24) } : {}) },
+      detail: {
+        client_id: clientId,
+        ...(token ? { jti_hash: sha256Hex(sha256Hex(token)).slice(0, 24) } : {}),
+      },
     });
 
   async function loadClient(organisationId: string, id: string): Promise<ClientRow> {
@@ -92,7 +95,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
           kind,
           name,
           environment,
-          token_hash: sha256(token),
+          token_hash: sha256Hex(token),
           token_last4: token.slice(-4),
           created_at: deps.now(),
           rotated_at: null,
@@ -119,7 +122,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
       const token = newToken(kind);
       await deps.db
         .updateTable("clients")
-        .set({ token_hash: sha256(token), token_last4: token.slice(-4), rotated_at: deps.now() })
+        .set({ token_hash: sha256Hex(token), token_last4: token.slice(-4), rotated_at: deps.now() })
         .where("id", "=", id)
         .execute();
       await ledger(organisationId, "client_rotated", id, token);
@@ -163,7 +166,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
       const row = await deps.db
         .selectFrom("clients")
         .selectAll()
-        .where("token_hash", "=", sha256(token))
+        .where("token_hash", "=", sha256Hex(token))
         .where("revoked_at", "is", null)
         .executeTakeFirst();
       if (!row) return undefined;

@@ -197,7 +197,6 @@ export interface Database {
 export type ItemRow = Selectable<ItemsTable>;
 export type NewItem = Insertable<ItemsTable>;
 export type ItemUpdate = Updateable<ItemsTable>;
-export type AuditEventRow = Selectable<AuditEventsTable>;
 export type GrantRow = Selectable<GrantsTable>;
 export type OperatorRow = Selectable<OperatorsTable>;
 export type OperatorSessionRow = Selectable<OperatorSessionsTable>;

@@ -3,11 +3,11 @@
 // it first (restored when the request never left the service).
 
 import { randomBytes } from "node:crypto";
+import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
-import { newEmailCode as newApprovalCode } from "../auth/codes.ts";
-import { sha256 } from "../auth/sessions.ts";
+import { newEightDigitCode } from "../auth/codes.ts";
 import type { NewGrant } from "../db/schema.ts";
 import type { CallScope, GrantScope, GrantsRepo, GrantWithItem, RequestedCall } from "./grants.repo.ts";
 
@@ -265,7 +265,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     codes: { hashCode(code: string): string },
   ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode: string; notifyFailed: boolean }> {
     const at = now();
-    const code = newApprovalCode();
+    const code = newEightDigitCode();
     const linkToken = randomBytes(32).toString("base64url");
     const codeHash = codes.hashCode(`approval:${code}`);
     const expiresAt = new Date(at.getTime() + APPROVAL_CODE_TTL_MS);
@@ -282,7 +282,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         status: "pending",
         approval_code_hash: codeHash,
         approval_code_expires_at: expiresAt,
-        approval_token_hash: sha256(linkToken),
+        approval_token_hash: sha256Hex(linkToken),
       });
       await repo.insertGrant(row);
       const id = row.id;
@@ -316,7 +316,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
   return {
     /** Approves the pending grant an emailed link names (single use: a second use is 409). */
     async approveByLink(organisationId: string, actor: string, token: string): Promise<PublicGrant> {
-      const row = await deps.repo.findGrantByLinkHash(organisationId, sha256(token));
+      const row = await deps.repo.findGrantByLinkHash(organisationId, sha256Hex(token));
       if (!row)
         throw new AppError(
           "not_found",
