@@ -1,0 +1,82 @@
+// The collect page (/collect/:id): loads the request only for a signed-in operator of its
+// organisation and posts the typed value straight to fulfil, where it is sealed on arrival.
+"use strict";
+(() => {
+  var id = location.pathname.split("/").pop();
+  var status = document.getElementById("status");
+  var form = document.getElementById("collect");
+  function csrf() {
+    var m =
+      /(?:^|; )__Host-latch_csrf=([^;]+)/.exec(document.cookie) ||
+      /(?:^|; )latch_csrf=([^;]+)/.exec(document.cookie);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+  function api(method, path, body) {
+    return fetch(path, {
+      method: method,
+      headers: Object.assign({ "x-csrf-token": csrf() }, body ? { "content-type": "application/json" } : {}),
+      body: body ? JSON.stringify(body) : undefined,
+    }).then((r) =>
+      r.json().then((j) => {
+        if (!r.ok) throw new Error(j.error?.message || j.error || r.status);
+        return j;
+      }),
+    );
+  }
+  api("GET", `/api/need-items/${encodeURIComponent(id)}`).then(
+    (j) => {
+      var need = j.need;
+      if (need.status !== "pending") {
+        status.textContent = `This request is ${need.status}.`;
+        return;
+      }
+      document.getElementById("summary").textContent =
+        `${need.client_name} needs a credential for ${need.host} (${need.environment}).`;
+      // DECISIONS "Approvals": storing the value approves the request that asked, once, and no other.
+      document.getElementById("call").textContent = need.call
+        ? "Storing it approves this request once: " +
+          need.call.method +
+          " " +
+          need.call.host +
+          need.call.path +
+          (need.call.body_sha256 ? ` (body SHA-256 ${need.call.body_sha256})` : " (no body)") +
+          ". Always allow lets this agent make any call with it until you revoke it."
+        : "Storing it approves one call of any kind by this agent (it named no request).";
+      document.getElementById("name").value = need.suggested_name;
+      status.textContent = "";
+      form.hidden = false;
+    },
+    () => {
+      status.textContent = "Sign in as an operator of this organisation to see this request.";
+    },
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    var value = document.getElementById("value");
+    api("POST", `/api/need-items/${encodeURIComponent(id)}/fulfill`, {
+      name: document.getElementById("name").value,
+      value: value.value,
+      always_allow: document.getElementById("always").checked,
+    }).then(
+      () => {
+        value.value = "";
+        form.hidden = true;
+        status.textContent = "Stored. The agent can retry now.";
+      },
+      (err) => {
+        status.textContent = err.message;
+      },
+    );
+  });
+  document.getElementById("deny").addEventListener("click", () => {
+    api("POST", `/api/need-items/${encodeURIComponent(id)}/deny`).then(
+      () => {
+        form.hidden = true;
+        status.textContent = "Denied.";
+      },
+      (err) => {
+        status.textContent = err.message;
+      },
+    );
+  });
+})();

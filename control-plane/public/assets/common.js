@@ -1,0 +1,111 @@
+// Loaded first by every hosted page that has a script: the JSON API with the CSRF header, the
+// aria-live status and the form helpers. Classic scripts: the page's next script calls these as
+// globals. Every value reaches the page as text (textContent, attributes), never as markup.
+// biome-ignore-all lint/correctness/noUnusedVariables: the scripts loaded after this one call its functions
+"use strict";
+var statusBox = document.getElementById("status");
+function byId(id) {
+  return document.getElementById(id);
+}
+function say(text, isError) {
+  statusBox.textContent = text || "";
+  statusBox.classList.toggle("error", Boolean(isError));
+}
+function csrfToken() {
+  // __Host-latch_csrf over https, latch_csrf on a plain-http localhost development plane.
+  var match =
+    /(?:^|;\s*)__Host-latch_csrf=([^;]*)/.exec(document.cookie) ||
+    /(?:^|;\s*)latch_csrf=([^;]*)/.exec(document.cookie);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+function sentence(text) {
+  text = String(text || "").trim();
+  if (!text) return "";
+  text = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?]$/.test(text) ? text : `${text}.`;
+}
+function waitText(seconds) {
+  return seconds >= 90 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`;
+}
+function describeError(status, json) {
+  var error = json?.error;
+  if (typeof error === "string") return sentence(json.message || error);
+  if (!error) return `The request failed (HTTP ${status}). Try again.`;
+  var text = sentence(error.message || error.code);
+  if (typeof error.attempts_remaining === "number") text += ` Attempts left: ${error.attempts_remaining}.`;
+  if (typeof error.retry_after === "number") text += ` Try again in ${waitText(error.retry_after)}.`;
+  return text;
+}
+function api(method, path, body) {
+  var headers = { accept: "application/json" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  var token = csrfToken();
+  if (method !== "GET" && token) headers["x-csrf-token"] = token;
+  return fetch(path, {
+    method: method,
+    headers: headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+    cache: "no-store",
+  }).then((response) =>
+    response
+      .json()
+      .catch(() => ({}))
+      .then((json) => {
+        if (response.ok) return json;
+        var failure = new Error(describeError(response.status, json));
+        failure.status = response.status;
+        failure.body = json;
+        failure.code = json && (typeof json.error === "string" ? json.error : json.error?.code);
+        throw failure;
+      }),
+  );
+}
+/** Shows a failure; a lost session or a missing authenticator step goes to the page that fixes it. */
+function fail(error) {
+  if (error && error.code === "mfa_required" && error.body) {
+    location.assign(error.body.verify_url || error.body.enroll_url || "/sign-in");
+    return;
+  }
+  if (error && error.code === "unauthorized") {
+    location.assign("/sign-in");
+    return;
+  }
+  if (!error?.status && window.console) console.error("Latch: request or script failed:", error);
+  say(error?.status ? error.message : "Could not reach Latch. Check your connection and try again.", true);
+}
+/** Runs a request for a form: buttons disabled meanwhile; on failure the field is marked and focused. */
+function busy(form, promise, field) {
+  var buttons = Array.prototype.slice.call(form.querySelectorAll("button"));
+  form.setAttribute("aria-busy", "true");
+  buttons.forEach((b) => {
+    b.disabled = true;
+  });
+  if (field) field.removeAttribute("aria-invalid");
+  return promise
+    .catch((error) => {
+      fail(error);
+      if (field) {
+        field.setAttribute("aria-invalid", "true");
+        field.focus();
+        field.select();
+      }
+    })
+    .then(() => {
+      form.removeAttribute("aria-busy");
+      buttons.forEach((b) => {
+        b.disabled = false;
+      });
+    });
+}
+function onSubmit(form, handler) {
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (form.getAttribute("aria-busy") !== "true") handler();
+  });
+}
+function refuse(field, text) {
+  field.setAttribute("aria-invalid", "true");
+  say(text, true);
+  field.focus();
+}

@@ -1,0 +1,362 @@
+// The operator console (after common.js): DOM helpers, section navigation, account and vault.
+// console-clients.js and console-activity.js follow in the same global scope; the console starts
+// on DOMContentLoaded, once all three have run. Values reach the page as text, never as markup.
+"use strict";
+/* ---------- DOM helpers ---------- */
+function el(tag, text, className) {
+  var node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+function button(text, label, isSecondary) {
+  var b = el("button", text, isSecondary ? "secondary" : "");
+  b.type = "button";
+  if (label) b.setAttribute("aria-label", label);
+  return b;
+}
+function when(iso) {
+  return iso ? new Date(iso).toLocaleString() : "";
+}
+function timeCell(iso) {
+  var cell = el("td");
+  if (!iso) return cell;
+  var time = el("time", when(iso));
+  time.dateTime = iso;
+  cell.appendChild(time);
+  return cell;
+}
+/** A table row from cells: a node is used as is, anything else becomes a text cell. */
+function row(cells) {
+  var tr = el("tr");
+  cells.forEach((c) => {
+    tr.appendChild(c?.nodeType ? c : el("td", c === undefined || c === null || c === "" ? "—" : c));
+  });
+  return tr;
+}
+function rowHeader(text) {
+  var th = el("th", text);
+  th.scope = "row";
+  return th;
+}
+/** Replaces a table's rows; with emptyId, an empty table gives way to its "nothing here" line. */
+function fillTable(id, rows, emptyId) {
+  var body = byId(id).tBodies[0];
+  body.replaceChildren.apply(body, rows);
+  if (!emptyId) return;
+  byId(emptyId).hidden = rows.length > 0;
+  byId(id).parentNode.hidden = rows.length === 0;
+}
+function enc(id) {
+  return encodeURIComponent(id);
+}
+/** An action from a button outside a form: disabled meanwhile; a failure goes to the status. */
+function act(control, run) {
+  control.disabled = true;
+  return Promise.resolve()
+    .then(run)
+    .catch(fail)
+    .then(() => {
+      control.disabled = false;
+    });
+}
+/**
+ * A destructive action's second step: the opener's container (a cell or a row of its own) shows
+ * the question with a confirm and a cancel button; cancel puts the buttons back.
+ */
+function confirmStep(opener, question, confirmLabel, run) {
+  var container = opener.parentNode;
+  var previous = Array.prototype.slice.call(container.childNodes);
+  var group = el("span", null, "confirm");
+  group.setAttribute("role", "group");
+  group.setAttribute("aria-label", question);
+  var yes = button(confirmLabel, null, false);
+  yes.classList.add("danger");
+  var no = button("Cancel", null, true);
+  group.append(el("span", question, "question"), yes, no);
+  container.replaceChildren(group);
+  function restore() {
+    container.replaceChildren.apply(container, previous);
+    opener.focus();
+  }
+  no.addEventListener("click", restore);
+  yes.addEventListener("click", () => {
+    act(yes, () =>
+      run().then(() => {
+        if (group.isConnected) container.replaceChildren.apply(container, previous);
+      }),
+    );
+  });
+  no.focus();
+}
+function markInvalid(field) {
+  field.setAttribute("aria-invalid", "true");
+  field.focus();
+}
+function clearInvalid(form) {
+  Array.prototype.forEach.call(form.querySelectorAll("[aria-invalid]"), (f) => {
+    f.removeAttribute("aria-invalid");
+  });
+}
+function listOf(text) {
+  return text.split(/[\s,]+/).filter(Boolean);
+}
+
+/* ---------- sections ---------- */
+var SECTIONS = ["vault", "clients", "inbox", "audit", "access"];
+/** Each section's loader (returns a promise), called whenever the section is shown. */
+var loaders = {};
+var currentSection = "";
+function sectionInHash() {
+  var name = location.hash.replace(/^#/, "").split("?")[0];
+  return SECTIONS.indexOf(name) >= 0 ? name : "";
+}
+function showSection(name, shouldFocus) {
+  currentSection = name;
+  SECTIONS.forEach((s) => {
+    byId(s).hidden = s !== name;
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("nav.sections a"), (link) => {
+    if (link.getAttribute("href") === `#${name}`) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  });
+  if (loaders[name]) loaders[name]().catch(fail);
+  if (!shouldFocus) return;
+  say("");
+  byId(`${name}-heading`).focus();
+}
+function route(shouldFocus) {
+  var name = sectionInHash();
+  if (name) showSection(name, shouldFocus);
+  else if (!currentSection) showSection("vault", false);
+}
+/** A provider connect comes back as #vault?connected=<provider> or ?connect_error=<provider>&reason=. */
+function announceConnect() {
+  var query = new URLSearchParams(location.hash.split("?")[1] || "");
+  if (query.has("connected")) say(`Connected your ${query.get("connected")} account.`);
+  else if (query.has("connect_error")) {
+    say(
+      "Could not connect " +
+        query.get("connect_error") +
+        " (" +
+        (query.get("reason") || "unknown reason") +
+        ").",
+      true,
+    );
+  } else return;
+  history.replaceState(null, "", `#${sectionInHash() || "vault"}`);
+}
+
+/* ---------- account ---------- */
+function showAccount(me) {
+  if (!me.session_ready) {
+    location.assign(me.totp_enabled ? "/verify-totp" : "/enroll-totp");
+    return;
+  }
+  byId("email").textContent = me.email;
+  byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
+  byId("backup-left").textContent = String(me.backup_codes_remaining);
+  if (me.backup_codes_remaining < 3) {
+    say(`Only ${me.backup_codes_remaining} backup codes left.`, true);
+  }
+}
+var signOut = byId("sign-out");
+signOut.addEventListener("click", () => {
+  signOut.disabled = true;
+  api("POST", "/api/auth/logout").then(
+    () => {
+      say("Signed out.");
+      location.assign("/sign-in");
+    },
+    (error) => {
+      signOut.disabled = false;
+      fail(error);
+    },
+  );
+});
+
+/* ---------- vault ---------- */
+var itemForms = { rotate: byId("rotate-form"), edit: byId("edit-form") };
+/** The item the rotate or edit form is open for, and the button that opened it. */
+var editing = null;
+var editOpener = null;
+function itemLabel(item) {
+  return `${item.name} (${item.environment})`;
+}
+function loadItems() {
+  return api("GET", "/api/items").then((answer) => {
+    fillTable("items", answer.items.map(itemRow), "items-empty");
+  });
+}
+function itemRow(item) {
+  var label = itemLabel(item);
+  var actions = el("td", null, "actions-cell");
+  var rotate = button("Rotate", `Rotate ${label}`, true);
+  var edit = button("Edit", `Edit ${label}`, true);
+  var remove = button("Delete", `Delete ${label}`, true);
+  rotate.addEventListener("click", () => {
+    openItemForm("rotate", item, rotate);
+  });
+  edit.addEventListener("click", () => {
+    openItemForm("edit", item, edit);
+  });
+  remove.addEventListener("click", () => {
+    confirmStep(remove, `Delete ${label} and its approvals?`, "Delete for good", () =>
+      api("DELETE", `/api/items/${enc(item.id)}`).then(() => {
+        say(`Deleted ${label}.`);
+        byId("vault-heading").focus();
+        return loadItems();
+      }),
+    );
+  });
+  actions.append(rotate, edit, remove);
+  var inject = item.inject + (item.username ? ` (user ${item.username})` : "");
+  return row([
+    rowHeader(item.name),
+    item.environment,
+    item.kind,
+    item.allowed_hosts.join(", "),
+    inject,
+    `…${item.last4}`,
+    timeCell(item.updated_at),
+    actions,
+  ]);
+}
+function openItemForm(which, item, opener) {
+  closeItemForms(false);
+  editing = item;
+  editOpener = opener;
+  var form = itemForms[which];
+  byId(`${which}-name`).textContent = itemLabel(item);
+  if (which === "edit") {
+    byId("edit-hosts").value = item.allowed_hosts.join(", ");
+    byId("edit-inject").value = item.inject;
+    byId("edit-username").value = item.username || "";
+  }
+  form.hidden = false;
+  form.querySelector("input").focus();
+}
+function closeItemForms(shouldRefocus) {
+  Object.keys(itemForms).forEach((key) => {
+    itemForms[key].reset();
+    clearInvalid(itemForms[key]);
+    itemForms[key].hidden = true;
+  });
+  if (shouldRefocus && editOpener?.isConnected) editOpener.focus();
+  editing = null;
+  editOpener = null;
+}
+Object.keys(itemForms).forEach((key) => {
+  itemForms[key].querySelector("[data-close]").addEventListener("click", () => {
+    closeItemForms(true);
+  });
+});
+/** After a change: the forms close, the list reloads, focus goes back to the vault heading. */
+function itemChanged(message) {
+  closeItemForms(false);
+  say(message);
+  byId("vault-heading").focus();
+  return loadItems();
+}
+onSubmit(itemForms.rotate, () => {
+  var field = byId("rotate-value"),
+    item = editing;
+  if (!field.value) return refuse(field, "Enter the new value.");
+  var rotated = api("POST", `/api/items/${enc(item.id)}/rotate`, { value: field.value });
+  busy(
+    itemForms.rotate,
+    rotated.then((answer) =>
+      itemChanged(`Rotated ${itemLabel(item)}. The new value ends in ${answer.item.last4}.`),
+    ),
+    field,
+  );
+});
+onSubmit(itemForms.edit, () => {
+  var hosts = byId("edit-hosts"),
+    inject = byId("edit-inject"),
+    item = editing;
+  clearInvalid(itemForms.edit);
+  if (!listOf(hosts.value).length)
+    return refuse(hosts, "Name at least one host the credential may be sent to.");
+  if (!inject.value.trim()) return refuse(inject, "Say how the credential is sent, for example bearer.");
+  var saved = api("POST", `/api/items/${enc(item.id)}/meta`, {
+    allowed_hosts: listOf(hosts.value),
+    inject: inject.value.trim(),
+    username: byId("edit-username").value.trim() || null,
+  });
+  busy(
+    itemForms.edit,
+    saved.then(
+      (answer) => itemChanged(`Saved ${itemLabel(answer.item)}.`),
+      (error) => {
+        fail(error);
+        var code = error.code || "";
+        if (/inject/.test(code)) markInvalid(inject);
+        else if (/host|ip_literal/.test(code)) markInvalid(hosts);
+      },
+    ),
+  );
+});
+
+var addForm = byId("add-form");
+/** Which add-form field an error code is about. */
+function fieldForError(code) {
+  if (/host|ip_literal/.test(code)) return byId("item-hosts");
+  if (/inject/.test(code)) return byId("item-inject");
+  if (/name/.test(code)) return byId("item-name");
+  return null;
+}
+onSubmit(addForm, () => {
+  var name = byId("item-name"),
+    value = byId("item-value"),
+    hosts = byId("item-hosts");
+  var username = byId("item-username").value.trim(),
+    folder = byId("item-folder").value.trim();
+  clearInvalid(addForm);
+  if (!/^[A-Z][A-Z0-9_]{0,127}$/.test(name.value.trim())) {
+    return refuse(
+      name,
+      "A name is an uppercase letter, then uppercase letters, digits or underscores (like GITHUB_TOKEN).",
+    );
+  }
+  if (!value.value) return refuse(value, "Enter the value to store.");
+  if (!listOf(hosts.value).length)
+    return refuse(hosts, "Name at least one host the credential may be sent to.");
+  var stored = api("POST", "/api/items", {
+    name: name.value.trim(),
+    value: value.value,
+    environment: byId("item-environment").value,
+    kind: byId("item-kind").value,
+    allowed_hosts: listOf(hosts.value),
+    inject: byId("item-inject").value.trim() || "bearer",
+    username: username || undefined,
+    folder_name: folder || undefined,
+  });
+  busy(
+    addForm,
+    stored.then(
+      (answer) => {
+        addForm.reset();
+        say(`Stored ${itemLabel(answer.item)}. Its value ends in ${answer.item.last4}.`);
+        name.focus();
+        return loadItems();
+      },
+      (error) => {
+        fail(error);
+        var field = fieldForError(error.code || "");
+        if (field) markInvalid(field);
+      },
+    ),
+  );
+});
+loaders.vault = loadItems;
+
+/* ---------- start, once every console script has run ---------- */
+window.addEventListener("hashchange", () => {
+  route(true);
+});
+window.addEventListener("DOMContentLoaded", () => {
+  api("GET", "/api/auth/me").then(showAccount, fail);
+  announceConnect();
+  route(false);
+});

@@ -1,0 +1,97 @@
+// The files under control-plane/public/ and how they are answered. A page is read once, when the
+// routes are registered, and sent from memory with its kind's headers; the few that show a server
+// value name it as a {{slot}}, filled HTML-escaped. Scripts and stylesheets go out through
+// @fastify/static (ETag, Last-Modified, 304), each at its own route, with a short cache.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import fastifyStatic from "@fastify/static";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { assetHeaders, type PageKind, pageHeaders } from "./page-headers.ts";
+
+/** control-plane/public/, found from this file so that any working directory serves it. */
+export const PUBLIC_ROOT = fileURLToPath(new URL("../../public/", import.meta.url));
+
+const HTML_ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+/** Text made safe for an HTML text node or a quoted attribute value. */
+export function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}
+
+const SLOT = /\{\{([A-Za-z]+)\}\}/g;
+
+/** A page with its slots; `fill` answers the page with each slot's value HTML-escaped. */
+export interface PageFile<Slot extends string> {
+  fill(values: Readonly<Record<Slot, string>>): string;
+}
+
+/**
+ * Reads `path` (under public/) and checks that its {{slots}} are exactly `slots`, so a page and
+ * the code that fills it cannot drift apart unnoticed: a mismatch stops the server at start.
+ */
+export function readPage<Slot extends string = never>(
+  path: string,
+  slots: readonly Slot[] = [],
+): PageFile<Slot> {
+  const text = readFileSync(join(PUBLIC_ROOT, path), "utf8");
+  // split() with a capture group: text at even indexes, slot names at odd ones.
+  const parts = text.split(SLOT);
+  const found = new Set(parts.filter((_, index) => index % 2 === 1));
+  const expected = new Set<string>(slots);
+  if (found.size !== expected.size || [...found].some((slot) => !expected.has(slot))) {
+    throw new Error(
+      `${path} has the slots {${[...found].join(", ")}}, its route fills {${slots.join(", ")}}`,
+    );
+  }
+  return {
+    fill(values) {
+      return parts.map((part, index) => (index % 2 === 1 ? escapeHtml(values[part as Slot]) : part)).join("");
+    },
+  };
+}
+
+/** Answers an HTML page with the headers of its kind (page-headers.ts). */
+export function sendPage(reply: FastifyReply, kind: PageKind, html: string): FastifyReply {
+  return reply.headers(pageHeaders(kind)).send(html);
+}
+
+/**
+ * Serves every file of public/`folder` at `prefix` + its name, one GET (and HEAD) route each, so
+ * the route table names every file and anything else is the app's own 404.
+ */
+export function registerAssets(app: FastifyInstance, folder: string, prefix: string): void {
+  const root = join(PUBLIC_ROOT, folder);
+  const files = readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isFile() && !entry.name.startsWith("."))
+    .map((entry) => ({ name: entry.name, headers: assetHeaders(entry.name) }));
+  // Its own scope: @fastify/static decorates the reply, and each surface may register it once.
+  app.register(async (scope) => {
+    await scope.register(fastifyStatic, {
+      root,
+      serve: false,
+      cacheControl: false,
+      etag: true,
+      lastModified: true,
+    });
+    for (const file of files) {
+      scope.get(
+        `${prefix}${file.name}`,
+        {
+          // Route hooks run after the app's own onSend hooks, which mark every answer no-store: a
+          // file that was found (200, or 304 to a matching ETag) gets its type and cache instead.
+          onSend: async (_request, reply) => {
+            if (reply.statusCode < 400) reply.headers(file.headers);
+          },
+        },
+        (_request, reply) => reply.sendFile(file.name),
+      );
+    }
+  });
+}

@@ -1,0 +1,100 @@
+// The response headers of every HTML page and browser file the planes serve: one
+// Content-Security-Policy family, where each page names only how it differs from the strictest
+// policy, plus framing, referrer, sniffing and caching. No page holds inline script or style, so
+// no policy needs 'unsafe-inline' or another host.
+
+type Directive =
+  | "default-src"
+  | "script-src"
+  | "style-src"
+  | "img-src"
+  | "connect-src"
+  | "base-uri"
+  | "form-action"
+  | "frame-ancestors";
+
+/**
+ * The strictest policy, in the order it is written out: our own scripts, stylesheets, images and
+ * fetches; no <base> that could redirect relative URLs; no form posts; no framing (clickjacking).
+ */
+const STRICT: ReadonlyArray<readonly [Directive, string]> = [
+  ["default-src", "'none'"],
+  ["script-src", "'self'"],
+  ["style-src", "'self'"],
+  ["img-src", "'self'"],
+  ["connect-src", "'self'"],
+  ["base-uri", "'none'"],
+  ["form-action", "'none'"],
+  ["frame-ancestors", "'none'"],
+];
+
+/** Each kind of page, and where its policy differs from STRICT. */
+const CSP_DIFFERENCES = {
+  /**
+   * Sign-in, sign-up, enrolment, the authenticator step and the console: the enrolment QR code is a
+   * data: image; forms are sent by script, and were one ever submitted it could only reach us.
+   */
+  account: { "img-src": "'self' data:", "form-action": "'self'" },
+  /** The collect page (/collect/:id). */
+  collect: {},
+  /** The console of `vault serve` (GET /). */
+  "local-console": {},
+  /** The answer to an approval link: text and our stylesheet, no script, fetch or image. */
+  "approval-result": { "script-src": "'none'", "img-src": "'none'", "connect-src": "'none'" },
+} as const satisfies Record<string, Partial<Record<Directive, string>>>;
+
+export type PageKind = keyof typeof CSP_DIFFERENCES;
+
+function policyOf(kind: PageKind): string {
+  const differences: Partial<Record<Directive, string>> = CSP_DIFFERENCES[kind];
+  return STRICT.map(([directive, value]) => `${directive} ${differences[directive] ?? value}`).join("; ");
+}
+
+/** The policy of the sign-in pages and the console. */
+export const PAGE_CSP = policyOf("account");
+
+function headersOf(kind: PageKind): Readonly<Record<string, string>> {
+  return Object.freeze({
+    "content-type": "text/html; charset=utf-8",
+    "content-security-policy": policyOf(kind),
+    // For browsers that predate frame-ancestors.
+    "x-frame-options": "DENY",
+    // An approval link carries its token in the URL: no page tells another site where it was.
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+    // A page's answer depends on the session (a redirect, or the operator's own email), so no
+    // cache keeps one.
+    "cache-control": "no-store",
+  });
+}
+
+const PAGE_HEADERS = Object.fromEntries(
+  Object.keys(CSP_DIFFERENCES).map((kind) => [kind, headersOf(kind as PageKind)]),
+) as Record<PageKind, Readonly<Record<string, string>>>;
+
+/** The headers of one kind of HTML page. */
+export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
+  return PAGE_HEADERS[kind];
+}
+
+const ASSET_TYPES: Readonly<Record<string, string>> = {
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+};
+
+/**
+ * Asset URLs carry no content hash, so a browser may keep a file only briefly: after five minutes
+ * it asks again with the file's ETag (a 304 when nothing changed).
+ */
+export const ASSET_CACHE_CONTROL = "public, max-age=300";
+
+/** The headers of a script or stylesheet; any other kind of file is refused when it is registered. */
+export function assetHeaders(file: string): Readonly<Record<string, string>> {
+  const type = ASSET_TYPES[file.slice(file.lastIndexOf(".") + 1)];
+  if (!type) throw new Error(`no content type for the browser file ${file}: add one to page-headers.ts`);
+  return Object.freeze({
+    "content-type": type,
+    "cache-control": ASSET_CACHE_CONTROL,
+    "x-content-type-options": "nosniff",
+  });
+}
