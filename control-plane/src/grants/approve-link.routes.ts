@@ -4,27 +4,15 @@
 // approves nothing. GET answers a plain page, POST the JSON grant. The token never reaches a log:
 // the request logger drops query strings, and the page sends no Referer.
 import { AppError } from "@latch/shared/errors";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import type { Database } from "../db/schema.ts";
-import { escapeHtml, PAGE_CSP } from "../pages/pages.html.ts";
+import { readPage, sendPage } from "../pages/page-files.ts";
 import { describeGrantBody, describeGrantCall } from "./approval-text.ts";
 import type { GrantsService } from "./grants.service.ts";
 
 type ApproveRequest = FastifyRequest<{ Querystring: { token?: string } }>;
-
-function resultPage(heading: string, sentence: string): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${escapeHtml(heading)} — Latch</title><link rel="stylesheet" href="/assets/site.css"></head>
-<body><main><h1>${escapeHtml(heading)}</h1>
-<p role="status">${escapeHtml(sentence)}</p>
-<p><a href="/console">Open the console</a></p>
-</main></body></html>
-`;
-}
 
 /** A prefetch or prerender (Sec-Purpose, or the older Purpose / X-Moz / X-Purpose headers). */
 function isSpeculative(request: FastifyRequest): boolean {
@@ -51,18 +39,21 @@ export function registerApproveLinkRoutes(
     return deps.grants.approveByLink(organisationId, `operator:${context.operatorId}`, token);
   }
 
+  const resultPage = readPage("pages/approve-result.html", ["heading", "sentence"]);
+  const answer = (reply: FastifyReply, heading: string, sentence: string) =>
+    sendPage(reply, "approval-result", resultPage.fill({ heading, sentence }));
+
   app.get<{ Querystring: { token?: string } }>("/approve", async (request, reply) => {
     if (!request.operatorSession?.is_mfa_passed) return reply.redirect("/sign-in", 302);
-    reply.header("content-security-policy", PAGE_CSP).header("referrer-policy", "no-referrer");
-    reply.type("text/html; charset=utf-8");
     // Fastify answers HEAD with this handler, and browsers prefetch links ahead of a click with
     // the operator's cookies: neither is the operator opening the link, so neither approves.
     if (request.method !== "GET" || isSpeculative(request)) {
-      return resultPage("Approval link", "Open this link in your browser to approve the request.");
+      return answer(reply, "Approval link", "Open this link in your browser to approve the request.");
     }
     try {
       const grant = await approve(request);
-      return resultPage(
+      return answer(
+        reply,
         "Approved",
         grant.call
           ? `${grant.agent_id} may send ${describeGrantCall(grant)} (${describeGrantBody(grant)}) once with ${grant.item_name}. The agent can retry its request now.`
@@ -70,7 +61,7 @@ export function registerApproveLinkRoutes(
       );
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      return reply.code(error.status).send(resultPage("Not approved", error.message));
+      return answer(reply.code(error.status), "Not approved", error.message);
     }
   });
   app.post<{ Querystring: { token?: string } }>("/approve", async (request) => ({

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { Database } from "../db/schema.ts";
-import { COLLECT_CSP, COLLECT_PAGE, COLLECT_SCRIPT } from "./collect.page.ts";
+import { readPage, sendPage } from "../pages/page-files.ts";
 import type { NeedsService } from "./needs.service.ts";
 
 export function registerNeedsRoutes(
@@ -33,10 +33,10 @@ export function registerNeedsRoutes(
     await deps.needs.denyNeed(organisationId, request.params.id);
     return { ok: true };
   });
+  // A shell with no details in it: its script (/assets/collect.js) loads the request as the
+  // signed-in operator, so the page itself is the same for everyone.
+  const collectPage = readPage("pages/collect.html").fill({});
   app.get<{ Params: { id: string } }>("/collect/:id", async (_request, reply) =>
-    reply.header("content-security-policy", COLLECT_CSP).type("text/html; charset=utf-8").send(COLLECT_PAGE),
-  );
-  app.get("/assets/collect.js", async (_request, reply) =>
-    reply.type("text/javascript; charset=utf-8").send(COLLECT_SCRIPT),
+    sendPage(reply, "collect", collectPage),
   );
 }

@@ -1,11 +1,28 @@
 // The hosted sign-in pages and console shell (spec 4.3 "Sign-in and account", 3.3, 5 rules 4 and 6):
 // where each page sends a browser in each sign-in state, the CSP on every page, no outside assets,
 // and escaping of what the server puts into a page.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Browser, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "../../test/hosted.ts";
-import { ASSETS } from "./assets.ts";
-import { escapeHtml, PAGE_CSP } from "./pages.html.ts";
+import { escapeHtml, PUBLIC_ROOT } from "./page-files.ts";
+import { PAGE_CSP } from "./page-headers.ts";
+
+const ASSET_TYPES: Record<string, string> = {
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+};
+/** Every file of public/assets/ by its path under /assets/: the type it must be served with, its body. */
+const ASSETS = Object.fromEntries(
+  readdirSync(join(PUBLIC_ROOT, "assets")).map((name) => [
+    `/assets/${name}`,
+    {
+      type: ASSET_TYPES[name.split(".").pop()!],
+      body: readFileSync(join(PUBLIC_ROOT, "assets", name), "utf8"),
+    },
+  ]),
+);
 
 let h: HostedHarness;
 

@@ -1,12 +1,11 @@
 // GET /sign-in, /sign-up, /enroll-totp, /verify-totp and /console (spec 4.3 "Sign-in and account",
 // 3.3): each page first sends the browser where its session belongs, by the session's state and
-// whether the operator has an authenticator; then answers the page with a strict CSP. Also the
-// pages' same-origin scripts and stylesheet under /assets/.
+// whether the operator has an authenticator; then answers the page (public/pages/) with the
+// headers of page-headers.ts. Also every file of public/assets/ at /assets/<name>.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { ASSETS } from "./assets.ts";
-import { consolePage, enrollPage, PAGE_CSP, signInPage, signUpPage, verifyPage } from "./pages.html.ts";
+import { readPage, registerAssets, sendPage } from "./page-files.ts";
 
 export interface PageRouteDeps {
   db: Kysely<Database>;
@@ -48,26 +47,27 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
       : { kind: "needs_enrollment", operator };
   }
 
-  function html(reply: FastifyReply, page: string): FastifyReply {
-    return reply
-      .header("content-security-policy", PAGE_CSP)
-      .header("x-frame-options", "DENY")
-      .type("text/html; charset=utf-8")
-      .send(page);
-  }
+  const pages = {
+    signIn: readPage("pages/sign-in.html"),
+    signUp: readPage("pages/sign-up.html"),
+    enroll: readPage("pages/enroll-totp.html", ["reenroll", "heading"]),
+    verify: readPage("pages/verify-totp.html"),
+    console: readPage("pages/console.html", ["email", "organisation", "backupCodesRemaining"]),
+  };
+  const html = (reply: FastifyReply, page: string): FastifyReply => sendPage(reply, "account", page);
 
   const redirect = (reply: FastifyReply, to: string) => reply.redirect(to, 302);
 
-  for (const [path, render] of [
-    ["/sign-in", signInPage],
-    ["/sign-up", signUpPage],
+  for (const [path, page] of [
+    ["/sign-in", pages.signIn],
+    ["/sign-up", pages.signUp],
   ] as const) {
     app.get(path, async (request, reply) => {
       const state = await stateOf(request);
       if (state.kind === "ready") return redirect(reply, CONSOLE);
       if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
       if (state.kind === "needs_verification") return redirect(reply, VERIFY);
-      return html(reply, render());
+      return html(reply, page.fill({}));
     });
   }
 
@@ -76,7 +76,15 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     if (state.kind === "none") return redirect(reply, SIGN_IN);
     // Replacing an active authenticator needs this session past the step first.
     if (state.kind === "needs_verification") return redirect(reply, VERIFY);
-    return html(reply, enrollPage({ isReenrolment: state.kind === "ready" && state.operator.totp_enabled }));
+    // An active authenticator is replaced only after a current code from it (the script asks).
+    const isReenrolment = state.kind === "ready" && state.operator.totp_enabled;
+    return html(
+      reply,
+      pages.enroll.fill({
+        reenroll: String(isReenrolment),
+        heading: isReenrolment ? "Replace your authenticator" : "Set up your authenticator app",
+      }),
+    );
   });
 
   app.get(VERIFY, async (request, reply) => {
@@ -84,7 +92,7 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     if (state.kind === "none") return redirect(reply, SIGN_IN);
     if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
     if (state.kind === "ready") return redirect(reply, CONSOLE);
-    return html(reply, verifyPage());
+    return html(reply, pages.verify.fill({}));
   });
 
   app.get(CONSOLE, async (request, reply) => {
@@ -109,15 +117,13 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     ]);
     return html(
       reply,
-      consolePage({
+      pages.console.fill({
         email: state.operator.email,
-        organisationName: organisation?.name ?? null,
-        backupCodesRemaining: Number(backupCodes.n),
+        organisation: organisation?.name ?? "None yet",
+        backupCodesRemaining: String(Number(backupCodes.n)),
       }),
     );
   });
 
-  for (const [path, asset] of Object.entries(ASSETS)) {
-    app.get(path, async (_request, reply) => reply.type(asset.type).send(asset.body));
-  }
+  registerAssets(app, "assets", "/assets/");
 }
