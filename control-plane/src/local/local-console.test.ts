@@ -1,0 +1,34 @@
+// The `vault serve` console on a bare Fastify: the page with its strict policy, and its script and
+// stylesheet from public/local/assets/ at the paths the page names.
+import Fastify from "fastify";
+import { expect, it } from "vitest";
+import { pageHeaders } from "../pages/page-headers.ts";
+import { registerLocalConsole } from "./local-console.ts";
+
+it("serves the page, /console.js and /console.css, and nothing else from the folder", async () => {
+  const app = Fastify();
+  registerLocalConsole(app);
+  try {
+    const page = await app.inject({ method: "GET", url: "/" });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["content-security-policy"]).toBe(
+      pageHeaders("local-console")["content-security-policy"],
+    );
+    expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(page.body).toContain('<script src="/console.js"></script>');
+    expect(page.body).toContain('<link rel="stylesheet" href="/console.css">');
+    expect(page.body).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>|\sstyle=|<style|\son[a-z]+=/i);
+    const script = await app.inject({ method: "GET", url: "/console.js" });
+    expect(script.statusCode).toBe(200);
+    expect(script.headers["content-type"]).toBe("text/javascript; charset=utf-8");
+    expect(script.body).toContain("latch-operator-token");
+    expect(script.body).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(/);
+    const style = await app.inject({ method: "GET", url: "/console.css" });
+    expect(style.headers["content-type"]).toBe("text/css; charset=utf-8");
+    for (const url of ["/console.html", "/assets/console.js", "/index.html"]) {
+      expect((await app.inject({ method: "GET", url })).statusCode, url).toBe(404);
+    }
+  } finally {
+    await app.close();
+  }
+});
