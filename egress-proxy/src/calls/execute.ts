@@ -98,6 +98,7 @@ function errorResponse(error: AppError, started: number): ExecuteResponse {
     headers: [],
     error: { code: error.code, message: error.message },
     durationMs: Math.round(performance.now() - started),
+    rotatedCredentials: [],
   };
 }
 
@@ -179,6 +180,7 @@ export function createExecute(
         headers,
         error: undefined,
         durationMs: Math.round(performance.now() - started),
+        rotatedCredentials: [],
       };
     } catch (caught) {
       const failure =

@@ -32,6 +32,56 @@ export const protobufFileName = "latch/egress/v1/egress.proto";
  * answers with a redacted result. Versioned package: breaking changes go to v2.
  */
 
+export const TokenKind = {
+  TOKEN_KIND_UNSPECIFIED: 0,
+  /** TOKEN_KIND_ACCESS - A short-lived access token, reused until 60 s before it expires. */
+  TOKEN_KIND_ACCESS: 1,
+  /** TOKEN_KIND_REFRESH - A refresh token; a rotated one replaces the stored one in the transaction that spends it. */
+  TOKEN_KIND_REFRESH: 2,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type TokenKind = typeof TokenKind[keyof typeof TokenKind];
+
+export namespace TokenKind {
+  export type TOKEN_KIND_UNSPECIFIED = typeof TokenKind.TOKEN_KIND_UNSPECIFIED;
+  export type TOKEN_KIND_ACCESS = typeof TokenKind.TOKEN_KIND_ACCESS;
+  export type TOKEN_KIND_REFRESH = typeof TokenKind.TOKEN_KIND_REFRESH;
+  export type UNRECOGNIZED = typeof TokenKind.UNRECOGNIZED;
+}
+
+export function tokenKindFromJSON(object: any): TokenKind {
+  switch (object) {
+    case 0:
+    case "TOKEN_KIND_UNSPECIFIED":
+      return TokenKind.TOKEN_KIND_UNSPECIFIED;
+    case 1:
+    case "TOKEN_KIND_ACCESS":
+      return TokenKind.TOKEN_KIND_ACCESS;
+    case 2:
+    case "TOKEN_KIND_REFRESH":
+      return TokenKind.TOKEN_KIND_REFRESH;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return TokenKind.UNRECOGNIZED;
+  }
+}
+
+export function tokenKindToJSON(object: TokenKind): string {
+  switch (object) {
+    case TokenKind.TOKEN_KIND_UNSPECIFIED:
+      return "TOKEN_KIND_UNSPECIFIED";
+    case TokenKind.TOKEN_KIND_ACCESS:
+      return "TOKEN_KIND_ACCESS";
+    case TokenKind.TOKEN_KIND_REFRESH:
+      return "TOKEN_KIND_REFRESH";
+    case TokenKind.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /**
  * A ticket and the control plane's signature over it.
  * signature = Ed25519(signing key `key_id`, "latch.egress.v1.ticket\0" || payload)
@@ -128,6 +178,33 @@ export interface ExecuteResponse {
   headers: Header[];
   error: CallError | undefined;
   durationMs: number;
+  /**
+   * Credentials the proxy minted or rotated on the way (a refreshed access token, a rotated
+   * refresh token), already sealed to its own key: the control plane stores them and never sees
+   * the plaintext. Empty until provider connect and refresh land; the control plane may ignore it.
+   */
+  rotatedCredentials: RotatedCredential[];
+}
+
+/** One credential minted or rotated during a call, sealed, with what may be shown about it. */
+export interface RotatedCredential {
+  /**
+   * item_name: the item it replaces or accompanies; key_id: the sealing key that opens it;
+   * sealed_value: the sealed box; username stays empty.
+   */
+  credential: SealedCredential | undefined;
+  kind: TokenKind;
+  metadata: TokenMetadata | undefined;
+}
+
+/** What a token endpoint said about a token that is safe to store and show: never the token. */
+export interface TokenMetadata {
+  /** the token endpoint's expires_in, seconds; 0 when it said none */
+  expiresInS: number;
+  /** the granted scope, space-separated, as the token endpoint returned it */
+  scope: string;
+  /** the last four characters, for the operator to tell tokens apart */
+  tokenLast4: string;
 }
 
 export interface ResolveRequest {
@@ -1132,6 +1209,7 @@ function createBaseExecuteResponse(): ExecuteResponse {
     headers: [],
     error: undefined,
     durationMs: 0,
+    rotatedCredentials: [],
   };
 }
 
@@ -1157,6 +1235,9 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
     }
     if (message.durationMs !== 0) {
       writer.uint32(56).uint32(message.durationMs);
+    }
+    for (const v of message.rotatedCredentials) {
+      RotatedCredential.encode(v!, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -1230,6 +1311,14 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
             message.durationMs = reader.uint32();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.rotatedCredentials.push(RotatedCredential.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1267,6 +1356,11 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
         : isSet(object.duration_ms)
         ? globalThis.Number(object.duration_ms)
         : 0,
+      rotatedCredentials: globalThis.Array.isArray(object?.rotatedCredentials)
+        ? object.rotatedCredentials.map((e: any) => RotatedCredential.fromJSON(e))
+        : globalThis.Array.isArray(object?.rotated_credentials)
+        ? object.rotated_credentials.map((e: any) => RotatedCredential.fromJSON(e))
+        : [],
     };
   },
 
@@ -1293,6 +1387,9 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
     if (message.durationMs !== 0) {
       obj.durationMs = Math.round(message.durationMs);
     }
+    if (message.rotatedCredentials?.length) {
+      obj.rotatedCredentials = message.rotatedCredentials.map((e) => RotatedCredential.toJSON(e));
+    }
     return obj;
   },
 
@@ -1310,6 +1407,221 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
       ? CallError.fromPartial(object.error)
       : undefined;
     message.durationMs = object.durationMs ?? 0;
+    message.rotatedCredentials = object.rotatedCredentials?.map((e) => RotatedCredential.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRotatedCredential(): RotatedCredential {
+  return { credential: undefined, kind: 0, metadata: undefined };
+}
+
+export const RotatedCredential: MessageFns<RotatedCredential> = {
+  encode(message: RotatedCredential, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.credential !== undefined) {
+      SealedCredential.encode(message.credential, writer.uint32(10).fork()).join();
+    }
+    if (message.kind !== 0) {
+      writer.uint32(16).int32(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      TokenMetadata.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotatedCredential {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotatedCredential();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.credential = SealedCredential.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.kind = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = TokenMetadata.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RotatedCredential {
+    return {
+      credential: isSet(object.credential) ? SealedCredential.fromJSON(object.credential) : undefined,
+      kind: isSet(object.kind) ? tokenKindFromJSON(object.kind) : 0,
+      metadata: isSet(object.metadata) ? TokenMetadata.fromJSON(object.metadata) : undefined,
+    };
+  },
+
+  toJSON(message: RotatedCredential): unknown {
+    const obj: any = {};
+    if (message.credential !== undefined) {
+      obj.credential = SealedCredential.toJSON(message.credential);
+    }
+    if (message.kind !== 0) {
+      obj.kind = tokenKindToJSON(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      obj.metadata = TokenMetadata.toJSON(message.metadata);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RotatedCredential>, I>>(base?: I): RotatedCredential {
+    return RotatedCredential.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotatedCredential>, I>>(object: I): RotatedCredential {
+    const message = createBaseRotatedCredential();
+    message.credential = (object.credential !== undefined && object.credential !== null)
+      ? SealedCredential.fromPartial(object.credential)
+      : undefined;
+    message.kind = object.kind ?? 0;
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? TokenMetadata.fromPartial(object.metadata)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTokenMetadata(): TokenMetadata {
+  return { expiresInS: 0, scope: "", tokenLast4: "" };
+}
+
+export const TokenMetadata: MessageFns<TokenMetadata> = {
+  encode(message: TokenMetadata, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.expiresInS !== 0) {
+      writer.uint32(8).uint32(message.expiresInS);
+    }
+    if (message.scope !== "") {
+      writer.uint32(18).string(message.scope);
+    }
+    if (message.tokenLast4 !== "") {
+      writer.uint32(26).string(message.tokenLast4);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenMetadata {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenMetadata();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.expiresInS = reader.uint32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tokenLast4 = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenMetadata {
+    return {
+      expiresInS: isSet(object.expiresInS)
+        ? globalThis.Number(object.expiresInS)
+        : isSet(object.expires_in_s)
+        ? globalThis.Number(object.expires_in_s)
+        : 0,
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      tokenLast4: isSet(object.tokenLast4)
+        ? globalThis.String(object.tokenLast4)
+        : isSet(object.token_last4)
+        ? globalThis.String(object.token_last4)
+        : "",
+    };
+  },
+
+  toJSON(message: TokenMetadata): unknown {
+    const obj: any = {};
+    if (message.expiresInS !== 0) {
+      obj.expiresInS = Math.round(message.expiresInS);
+    }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    if (message.tokenLast4 !== "") {
+      obj.tokenLast4 = message.tokenLast4;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenMetadata>, I>>(base?: I): TokenMetadata {
+    return TokenMetadata.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenMetadata>, I>>(object: I): TokenMetadata {
+    const message = createBaseTokenMetadata();
+    message.expiresInS = object.expiresInS ?? 0;
+    message.scope = object.scope ?? "";
+    message.tokenLast4 = object.tokenLast4 ?? "";
     return message;
   },
 };
