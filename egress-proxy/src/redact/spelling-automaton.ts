@@ -6,7 +6,8 @@
 // read without case (so %2f, %2F, \u00E9 and &#X41; match the one spelling listed), and CR and LF
 // are not read at all, so a spelling still matches when an encoder wrapped its lines (MIME base64
 // at 64 or 76 columns, CRLF or LF, wherever the wrapped text starts) or a line break was put inside
-// it. A match covers the original bytes from its first to its last byte, breaks included.
+// it. A match covers the original bytes from its first to its last byte read, the breaks between
+// included (a break at either end of a spelling stays; it tells nothing).
 //
 // The automaton holds each spelling's first ANCHOR_BYTES only (the encoded spellings are long:
 // six bytes per character for \uXXXX), and where an anchor matches, the rest of its spelling is
@@ -271,12 +272,14 @@ function compareRest(bytes: Uint8Array, at: number, spelling: string, from: numb
  * Compared in lowercase, which equates at least what the scan equates.
  */
 function isCuttable(spelling: string): boolean {
-  if (spelling.length <= ANCHOR_BYTES) return false;
-  const lower = spelling.toLowerCase();
-  return !LINE_BREAK.test(lower) && lower.indexOf(lower.slice(0, ANCHOR_BYTES), 1) === -1;
+  if (spelling.length <= ANCHOR_BYTES || LINE_BREAK.test(spelling)) return false;
+  // Most long spellings (escapes, hex) hold no letter the scan folds: no copy needed for them.
+  const lower = FOLDED.test(spelling) ? spelling.toLowerCase() : spelling;
+  return lower.indexOf(lower.slice(0, ANCHOR_BYTES), 1) === -1;
 }
 
 const LINE_BREAK = /[\r\n]/;
+const FOLDED = /[A-FX]/;
 
 /** Appends [start, end) to sorted, disjoint `runs`, merging it with every run it touches. */
 function addRun(runs: number[], start: number, end: number): void {

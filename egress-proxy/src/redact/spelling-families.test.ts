@@ -226,6 +226,35 @@ describe("MIME-wrapped base64", () => {
   });
 });
 
+describe("secrets the anchors cannot cut", () => {
+  it("hides a secret that holds line breaks (a PEM key) raw, with CRLF for LF, and JSON-escaped", () => {
+    const pem =
+      "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ0xq1Yj0Lr8kZ3JcBHZ9fQ7\n-----END PRIVATE KEY-----\n";
+    const redactor = createRedactor([{ secret: pem }]);
+    // The scan does not read line breaks, so the secret's final one stays: it tells nothing.
+    expect(redactor.redactText(`a ${pem} b`)).toBe(`a ${REDACTED}\n b`);
+    expect(redactor.redactText(`a ${pem.replaceAll("\n", "\r\n")} b`)).toBe(`a ${REDACTED}\r\n b`);
+    expect(redactor.redactText(`{"key":"${json(pem)}"}`)).toBe(`{"key":"${REDACTED}"}`);
+  });
+
+  it("hides a long periodic secret and every overlapping repetition of it", () => {
+    const secret = "ab".repeat(40);
+    const redactor = createRedactor([{ secret }]);
+    expect(redactor.redactText(`x${"ab".repeat(100)}y`)).toBe(`x${REDACTED}y`);
+    expect(redactor.redactText(`x${"ab".repeat(39)}y`)).toBe(`x${"ab".repeat(39)}y`);
+    expect(redactor.redactText(`x${hex(secret, ":")}y`)).toBe(`x${REDACTED}y`);
+  });
+
+  it("leaves a near miss of a long spelling alone, however often it repeats", () => {
+    const secret = "sk_live_0123456789abcdefghijklmnopqrstuvwxyz";
+    const redactor = createRedactor([{ secret }]);
+    const nearMiss = `${secret.slice(0, -1)}!`;
+    const body = nearMiss.repeat(1000);
+    expect(redactor.redactText(body)).toBe(body);
+    expect(redactor.redactText(`${body}${secret}`)).toBe(`${body}${REDACTED}`);
+  });
+});
+
 describe("generated secrets: no spelling survives", () => {
   const PRINTABLE = Array.from({ length: 95 }, (_, i) => String.fromCharCode(32 + i)).filter(
     (c) => c !== "|",
