@@ -16,6 +16,7 @@ import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import { clientView, createClientsService } from "./clients/clients.service.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
+import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
@@ -30,6 +31,7 @@ import { registerItemsRoutes } from "./items/items.routes.ts";
 import { createItemsService, type ItemsService } from "./items/items.service.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
+import { createNeedsRepo } from "./needs/needs.repo.ts";
 import { registerNeedsRoutes } from "./needs/needs.routes.ts";
 import { createNeedsService } from "./needs/needs.service.ts";
 import { createOrgsService } from "./orgs/orgs.service.ts";
@@ -122,26 +124,28 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     onAuditFailure: logAuditFailure(logger),
   });
   const needs = createNeedsService({
-    db,
+    repo: createNeedsRepo(db),
     baseUrl: config.BASE_URL,
     now,
-    servicesFor: (trx) => {
-      const trxAudit = createAuditRepo(trx);
-      return {
-        items: createItemsService({
-          repo: createItemsRepo(trx),
-          sealingKey: deps.egress.sealingKey,
-          recordEvent: trxAudit.insertAuditEvent,
-          environments: config.LATCH_ENVIRONMENTS,
-          defaultEnvironment,
-        }),
-        grants: createGrantsService({
-          repo: createGrantsRepo(trx),
-          recordEvent: trxAudit.insertAuditEvent,
-          now,
-        }),
-      };
-    },
+    inTransaction: (fn) =>
+      runInTransaction(db, (trx) => {
+        const trxAudit = createAuditRepo(trx);
+        return fn({
+          repo: createNeedsRepo(trx),
+          items: createItemsService({
+            repo: createItemsRepo(trx),
+            sealingKey: deps.egress.sealingKey,
+            recordEvent: trxAudit.insertAuditEvent,
+            environments: config.LATCH_ENVIRONMENTS,
+            defaultEnvironment,
+          }),
+          grants: createGrantsService({
+            repo: createGrantsRepo(trx),
+            recordEvent: trxAudit.insertAuditEvent,
+            now,
+          }),
+        });
+      }),
   });
   const tools = { items, grants, calls, surface: createHostedSurface(needs) };
   const access = {

@@ -2,7 +2,11 @@
 // of simultaneous calls on one prompt grant, exactly one sees its row change from active.
 import type { Kysely } from "kysely";
 import type { Database, GrantRow, NewGrant } from "../db/schema.ts";
-import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
+import {
+  findRequestUsageSince,
+  type RequestUsage,
+  withOrganisationRequestLock,
+} from "../limits/request-limit.repo.ts";
 
 export type GrantWithItem = GrantRow & { item_name: string };
 
@@ -57,9 +61,8 @@ export interface GrantsRepo {
   updateGrantRevoked(organisationId: string, id: string, now: Date): Promise<boolean>;
   /** Runs `fn` in one transaction holding the organisation's advisory lock (limits that must not race). */
   inOrganisationLock<T>(organisationId: string, fn: (repo: GrantsRepo) => Promise<T>): Promise<T>;
-  /** Hosted approval requests since `since` (each carries an approval code). */
-  /** Spec 8's 30 requests per hour (call inside inOrganisationLock). */
-  checkRequestLimit(organisationId: string, now: Date): Promise<void>;
+  /** Approval and collect requests since `since`, for spec 8's limit (call inside inOrganisationLock). */
+  findRequestUsageSince(organisationId: string, since: Date): Promise<RequestUsage>;
   updateApprovalCode(id: string, codeHash: string | null, expiresAt: Date | null): Promise<void>;
   findGrantByCodeHash(organisationId: string, codeHash: string): Promise<GrantWithItem | undefined>;
   findGrantByLinkHash(organisationId: string, tokenHash: string): Promise<GrantWithItem | undefined>;
@@ -186,8 +189,8 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       return result.numUpdatedRows === 1n;
     },
     inOrganisationLock: (organisationId, fn) =>
-      withOrganisationLock(db, organisationId, (trx) => fn(createGrantsRepo(trx))),
-    checkRequestLimit: (organisationId, now) => checkRequestLimit(db, organisationId, now),
+      withOrganisationRequestLock(db, organisationId, (trx) => fn(createGrantsRepo(trx))),
+    findRequestUsageSince: (organisationId, since) => findRequestUsageSince(db, organisationId, since),
     async updateApprovalCode(id, codeHash, expiresAt) {
       await db
         .updateTable("grants")

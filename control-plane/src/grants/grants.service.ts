@@ -9,6 +9,7 @@ import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEightDigitCode } from "../auth/codes.ts";
 import type { NewGrant } from "../db/schema.ts";
+import { checkRequestLimit } from "../limits/request-limit.ts";
 import type { CallScope, GrantScope, GrantsRepo, GrantWithItem, RequestedCall } from "./grants.repo.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
@@ -276,7 +277,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         await repo.updateApprovalCode(existing.id, codeHash, expiresAt);
         return { id: existing.id, isNew: false };
       }
-      await repo.checkRequestLimit(request.organisationId, at);
+      await checkRequestLimit((since) => repo.findRequestUsageSince(request.organisationId, since), at);
       const row = newGrantRow(request, at, {
         policy: "prompt",
         status: "pending",

@@ -3,8 +3,7 @@
 // agent's approval and, with always_allow, writes a standing approval, all in one transaction.
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
-import type { Kysely } from "kysely";
-import type { Database, NeedRequestRow } from "../db/schema.ts";
+import type { NeedRequestRow } from "../db/schema.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import {
@@ -17,15 +16,23 @@ import {
 } from "../grants/grants.service.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
-import { checkRequestLimit, withOrganisationLock } from "../limits/request-limit.ts";
+import { checkRequestLimit } from "../limits/request-limit.ts";
+import type { NeedsRepo, NeedWithClient } from "./needs.repo.ts";
 import { type Recipe, recipeFields } from "./recipes.ts";
 
+/** What fulfilling writes in one transaction: the need, the stored item and its approval. */
+export interface NeedsTransaction {
+  repo: NeedsRepo;
+  items: Pick<ItemsService, "storeItem">;
+  grants: Pick<GrantsService, "createActiveGrant">;
+}
+
 export interface NeedsDeps {
-  db: Kysely<Database>;
+  repo: NeedsRepo;
   baseUrl: string;
   now: () => Date;
-  /** Items and grants services bound to one transaction. */
-  servicesFor(trx: Kysely<Database>): { items: ItemsService; grants: GrantsService };
+  /** Runs `fn` in one transaction with the repo and services bound to it (services.ts). */
+  inTransaction<T>(fn: (tx: NeedsTransaction) => Promise<T>): Promise<T>;
 }
 
 export interface NeedView {
@@ -45,21 +52,6 @@ export interface NeedView {
   call: PublicGrant["call"];
 }
 
-/** A need request with the requesting client's name, when the agent is a client. */
-type NeedWithClient = NeedRequestRow & { client_label?: string | null };
-
-/** Need requests joined to the name of the client that asked (spec 2.5 client_name). */
-const selectNeeds = (db: Kysely<Database>) =>
-  db
-    .selectFrom("need_requests")
-    .leftJoin("clients", (join) =>
-      join
-        .onRef("clients.id", "=", "need_requests.agent_id")
-        .onRef("clients.organisation_id", "=", "need_requests.organisation_id"),
-    )
-    .selectAll("need_requests")
-    .select("clients.name as client_label");
-
 export function createNeedsService(deps: NeedsDeps) {
   const collectUrl = (id: string) => `${deps.baseUrl}/collect/${id}`;
   const view = (row: NeedWithClient): NeedView => ({
@@ -77,31 +69,21 @@ export function createNeedsService(deps: NeedsDeps) {
     ...recipeFields(row.host),
   });
 
-  async function loadNeed(db: Kysely<Database>, organisationId: string, id: string): Promise<NeedWithClient> {
-    const row = await selectNeeds(db)
-      .where("need_requests.organisation_id", "=", organisationId)
-      .where("need_requests.id", "=", id)
-      .executeTakeFirst();
+  async function loadNeed(repo: NeedsRepo, organisationId: string, id: string): Promise<NeedWithClient> {
+    const row = await repo.findNeedById(organisationId, id);
     if (!row) throw new AppError("not_found", "no such request");
     return row;
   }
 
   /** pending -> `status` by a conditional UPDATE, so one answer wins; any later one is need_closed. */
   async function closePending(
-    db: Kysely<Database>,
+    repo: NeedsRepo,
     organisationId: string,
     id: string,
     status: "fulfilled" | "denied",
   ): Promise<void> {
-    const closed = await db
-      .updateTable("need_requests")
-      .set({ status, closed_at: deps.now() })
-      .where("organisation_id", "=", organisationId)
-      .where("id", "=", id)
-      .where("status", "=", "pending")
-      .executeTakeFirst();
-    if (closed.numUpdatedRows !== 1n)
-      throw new AppError("need_closed", "this request was just answered by someone else");
+    const isClosed = await repo.updateNeedClosed(organisationId, id, status, deps.now());
+    if (!isClosed) throw new AppError("need_closed", "this request was just answered by someone else");
   }
 
   return {
@@ -118,18 +100,10 @@ export function createNeedsService(deps: NeedsDeps) {
       requestedCall?: RequestedCall | undefined;
     }): Promise<NeedView> {
       const now = deps.now();
-      const row = await withOrganisationLock(deps.db, input.organisationId, async (trx) => {
-        const existing = await trx
-          .selectFrom("need_requests")
-          .selectAll()
-          .where("organisation_id", "=", input.organisationId)
-          .where("environment", "=", input.environment)
-          .where("host", "=", input.host)
-          .where("agent_id", "=", input.agentId)
-          .where("status", "=", "pending")
-          .executeTakeFirst();
+      const row = await deps.repo.inOrganisationLock(input.organisationId, async (repo) => {
+        const existing = await repo.findPendingNeedOfAgent(input);
         if (existing) return existing;
-        await checkRequestLimit(trx, input.organisationId, now);
+        await checkRequestLimit((since) => repo.findRequestUsageSince(input.organisationId, since), now);
         const fresh: NeedRequestRow = {
           id: newId("ned"),
           organisation_id: input.organisationId,
@@ -145,24 +119,18 @@ export function createNeedsService(deps: NeedsDeps) {
           closed_at: null,
           ...requestedCallColumns(input.requestedCall),
         };
-        await trx.insertInto("need_requests").values(fresh).execute();
+        await repo.insertNeed(fresh);
         return fresh;
       });
-      return view(await loadNeed(deps.db, input.organisationId, row.id));
+      return view(await loadNeed(deps.repo, input.organisationId, row.id));
     },
 
     async getNeed(organisationId: string, id: string): Promise<NeedView> {
-      return view(await loadNeed(deps.db, organisationId, id));
+      return view(await loadNeed(deps.repo, organisationId, id));
     },
 
     listPending: async (organisationId: string): Promise<NeedView[]> =>
-      (
-        await selectNeeds(deps.db)
-          .where("need_requests.organisation_id", "=", organisationId)
-          .where("need_requests.status", "=", "pending")
-          .orderBy("need_requests.created_at", "desc")
-          .execute()
-      ).map(view),
+      (await deps.repo.findPendingNeeds(organisationId)).map(view),
 
     async fulfilNeed(
       organisationId: string,
@@ -170,8 +138,8 @@ export function createNeedsService(deps: NeedsDeps) {
       id: string,
       body: Record<string, unknown>,
     ): Promise<{ item: ItemView; grant: PublicGrant }> {
-      return deps.db.transaction().execute(async (trx) => {
-        const need = await loadNeed(trx, organisationId, id);
+      return deps.inTransaction(async ({ repo, items, grants }) => {
+        const need = await loadNeed(repo, organisationId, id);
         if (need.kind === "connect") {
           throw new AppError(
             "need_is_connect",
@@ -182,8 +150,7 @@ export function createNeedsService(deps: NeedsDeps) {
           throw new AppError("need_closed", `this request is already ${need.status}`);
         // Claimed first: of simultaneous fulfils exactly one stores a value and activates an
         // approval; the others wait on the row and then find it closed.
-        await closePending(trx, organisationId, id, "fulfilled");
-        const { items, grants } = deps.servicesFor(trx);
+        await closePending(repo, organisationId, id, "fulfilled");
         const item = await items.storeItem(organisationId, actor, {
           name: body.name ?? need.suggested_name,
           value: body.value,
@@ -205,16 +172,16 @@ export function createNeedsService(deps: NeedsDeps) {
           // whole item (a standing grant keeps the scope the operator gives it).
           ...(body.always_allow === true ? {} : { requestedCall: requestedCallOfRow(need) }),
         });
-        await trx.updateTable("need_requests").set({ item_id: item.id }).where("id", "=", id).execute();
+        await repo.updateNeedItem(id, item.id);
         return { item, grant };
       });
     },
 
     async denyNeed(organisationId: string, id: string): Promise<void> {
-      const need = await loadNeed(deps.db, organisationId, id);
+      const need = await loadNeed(deps.repo, organisationId, id);
       if (need.status !== "pending")
         throw new AppError("need_closed", `this request is already ${need.status}`);
-      await closePending(deps.db, organisationId, id, "denied");
+      await closePending(deps.repo, organisationId, id, "denied");
     },
   };
 }
