@@ -200,6 +200,64 @@ describe("classifyAddress: malformed or non-canonical text fails closed", () => 
   });
 });
 
+describe("classifyAddress: the verdict names the address and the reason", () => {
+  const rows: [string, AddressVerdict][] = [
+    ["8.8.8.8", { allowed: true, reason: "public_unicast", address: "8.8.8.8" }],
+    ["2606:4700:4700::1111", { allowed: true, reason: "public_unicast", address: "2606:4700:4700::1111" }],
+    [
+      "127.0.0.1",
+      { allowed: false, reason: "loopback", address: "127.0.0.1", range: "127.0.0.0/8 (loopback, RFC 1122)" },
+    ],
+    [
+      "fd00:ec2::254",
+      {
+        allowed: false,
+        reason: "private_range",
+        address: "fd00:ec2::254",
+        range: "fc00::/7 (unique local, RFC 4193)",
+      },
+    ],
+    [
+      "0177.0.0.1",
+      {
+        allowed: false,
+        reason: "reserved_range",
+        address: "0177.0.0.1",
+        range: "not a canonical IP address",
+      },
+    ],
+  ];
+  it.each(rows)("%s", (address, verdict) => {
+    expect(classifyAddress(address)).toEqual(verdict);
+  });
+});
+
+describe("classifyAddress with a development allow list", () => {
+  const allow = parseCidrList("127.0.0.1/32,10.20.0.0/16");
+  const rows: [string, Expected | "allow_listed"][] = [
+    ["127.0.0.1", "allow_listed"],
+    ["10.20.1.1", "allow_listed"],
+    // Only what the list names: neighbours keep their refusal.
+    ["127.0.0.2", "loopback"],
+    ["10.21.0.1", "private_range"],
+    // Families never cross-match, so the mapped form of an allowed address stays refused.
+    ["::ffff:127.0.0.1", "ipv6_embedding"],
+    // Non-canonical text is never in a list.
+    ["127.1", "reserved_range"],
+    ["8.8.8.8", "allowed"],
+  ];
+  it.each(rows)("%s -> %s", (address, expected) => {
+    const verdict = classifyAddress(address, allow);
+    const got = verdict.allowed
+      ? verdict.reason === "allow_listed"
+        ? "allow_listed"
+        : "allowed"
+      : verdict.reason;
+    expect(got).toBe(expected);
+    expect(verdict.address).toBe(address);
+  });
+});
+
 describe("parseCidrList and isInCidrs", () => {
   const cidrs = parseCidrList("127.0.0.1/32, ::1/128,10.20.0.0/16,fd00::/8,192.0.2.7");
 

@@ -16,7 +16,20 @@ export type DenyReason =
   | "ipv6_embedding"
   | "not_global_unicast";
 
-export type AddressVerdict = { allowed: true } | { allowed: false; reason: DenyReason; range: string };
+/** Why an address may be dialled: plainly public, or inside the development allow list. */
+export type AllowReason = "public_unicast" | "allow_listed";
+
+/** A refusal: the reason is also the call's error code and its metric label. */
+export type DeniedVerdict = { allowed: false; reason: DenyReason; address: string; range: string };
+
+/**
+ * The decision on one address, named so that it can be logged and counted: `address` is the text
+ * that was judged, `range` (on a refusal) the block it fell in, with its RFC.
+ */
+export type AddressVerdict = { allowed: true; reason: AllowReason; address: string } | DeniedVerdict;
+
+/** The classification of one block hit, before it is tied to the address text. */
+type Classification = { allowed: true } | { allowed: false; reason: DenyReason; range: string };
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 
@@ -152,15 +165,28 @@ const EMBEDDINGS: readonly { cidr: Cidr; label: string; extract: (p: readonly nu
 ];
 
 /**
- * Decides whether the proxy may dial `address` (as returned by DNS). Fails closed: text that is not a
- * canonical IPv4 or IPv6 address is refused as `reserved_range`.
+ * Decides whether the proxy may dial `address` (as returned by DNS). Pure: no lookup, no clock.
+ * `allowCidrs` (development/test only, `EGRESS_ALLOW_CIDRS`) is checked first so that a test can
+ * reach a loopback origin; nothing else bends the rule. Fails closed: text that is not a canonical
+ * IPv4 or IPv6 address is refused as `reserved_range`.
  *
- * @example classifyAddress("169.254.169.254") // { allowed: false, reason: "link_local", range: "169.254.0.0/16 (...)" }
+ * @example classifyAddress("169.254.169.254")
+ *   // { allowed: false, reason: "link_local", address: "169.254.169.254", range: "169.254.0.0/16 (...)" }
  */
-export function classifyAddress(address: string): AddressVerdict {
+export function classifyAddress(address: string, allowCidrs: readonly Cidr[] = []): AddressVerdict {
+  const text = typeof address === "string" ? address.slice(0, 64) : "";
+  if (allowCidrs.length > 0 && isInCidrs(address, allowCidrs)) {
+    return { allowed: true, reason: "allow_listed", address: text };
+  }
   const parsed = parseAddress(address);
-  if (!parsed) return { allowed: false, reason: "reserved_range", range: "not a canonical IP address" };
-  return parsed.kind() === "ipv4" ? classifyIpv4(parsed as ipaddr.IPv4) : classifyIpv6(parsed as ipaddr.IPv6);
+  const classification: Classification = !parsed
+    ? { allowed: false, reason: "reserved_range", range: "not a canonical IP address" }
+    : parsed.kind() === "ipv4"
+      ? classifyIpv4(parsed as ipaddr.IPv4)
+      : classifyIpv6(parsed as ipaddr.IPv6);
+  return classification.allowed
+    ? { allowed: true, reason: "public_unicast", address: text }
+    : { ...classification, address: text };
 }
 
 /**
@@ -192,12 +218,12 @@ export function isInCidrs(address: string, cidrs: readonly Cidr[]): boolean {
   return cidrs.some((c) => c.network.kind() === parsed.kind() && parsed.match(c.network, c.prefix));
 }
 
-function classifyIpv4(address: ipaddr.IPv4): AddressVerdict {
+function classifyIpv4(address: ipaddr.IPv4): Classification {
   const hit = IPV4_BLOCKS.find((b) => address.match(b.cidr.network, b.cidr.prefix));
   return hit ? deny(hit.reason, `${hit.cidr.text} (${hit.label})`) : { allowed: true };
 }
 
-function classifyIpv6(address: ipaddr.IPv6): AddressVerdict {
+function classifyIpv6(address: ipaddr.IPv6): Classification {
   const exact = IPV6_SELF.find((b) => address.match(b.cidr.network, b.cidr.prefix));
   if (exact) return deny(exact.reason, `${exact.cidr.text} (${exact.label})`);
   const embedding = EMBEDDINGS.find((e) => address.match(e.cidr.network, e.cidr.prefix));
@@ -218,7 +244,7 @@ function classifyIpv6(address: ipaddr.IPv6): AddressVerdict {
   return { allowed: true };
 }
 
-function deny(reason: DenyReason, range: string): AddressVerdict {
+function deny(reason: DenyReason, range: string): Classification {
   return { allowed: false, reason, range };
 }
 

@@ -3,8 +3,9 @@
 import { Resolver } from "node:dns/promises";
 import { isIP } from "node:net";
 import { AppError } from "@latch/shared/errors";
-import { type Cidr, classifyAddress, isInCidrs } from "./classify.ts";
+import type { Cidr, DeniedVerdict } from "./classify.ts";
 import { type ConnectToRule, findConnectToRule } from "./connect-to.ts";
+import { decideDestination } from "./decide.ts";
 
 export interface ResolverOptions {
   /** Resolvers to ask, `ip[:port]` (`[v6]:port`); unset means the system's (from resolv.conf). */
@@ -48,17 +49,19 @@ function newResolver(servers: readonly string[] | undefined, timeoutMs: number):
 }
 
 /**
- * Refuses an address outside the public-address rule. `allowCidrs` is checked first so that a test
- * can reach a loopback origin; nothing else bends the rule.
+ * A refusal by the public-address rule. An AppError whose code is the verdict's reason (so the
+ * caller sees `link_local`, `ipv6_embedding`, ...), carrying the verdict itself for the call's
+ * log line: which address of the answer was refused and in which block.
  */
-function checkAddress(host: string, address: string, allowCidrs: readonly Cidr[]): void {
-  if (isInCidrs(address, allowCidrs)) return;
-  const verdict = classifyAddress(address);
-  if (!verdict.allowed) {
-    throw new AppError(
+export class AddressRefused extends AppError {
+  readonly verdict: DeniedVerdict;
+
+  constructor(host: string, verdict: DeniedVerdict) {
+    super(
       verdict.reason,
       `${host} resolves to a refused address, ${verdict.range}; calls go to public addresses only`,
     );
+    this.verdict = verdict;
   }
 }
 
@@ -124,10 +127,9 @@ function validateServers(servers: readonly string[] | undefined): void {
  * 1. a connect-to rule with a target address replaces DNS (development/test only);
  * 2. otherwise asks the configured resolvers for A and AAAA in parallel (never getaddrinfo:
  *    /etc/hosts and nsswitch must not decide where a credential goes);
- * 3. checks every answer: one refused address refuses the whole answer, because an attacker who
- *    controls DNS returns one public and one private address and hopes the dialer picks the private;
- * 4. picks the first IPv4 answer, else the first IPv6 one (IPv4 first: the path most origins
- *    serve and test).
+ * 3. classifies every answer and decides (decide.ts): one refused address refuses the whole
+ *    answer with an `AddressRefused` naming it; otherwise the first IPv4 answer, else the first
+ *    IPv6 one, is the one address the upstream call dials.
  *
  * @example
  * const resolver = createDestinationResolver({ connectTo: [], allowCidrs: [] });
@@ -148,18 +150,20 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
       const rule = findConnectToRule(connectTo, host, HTTPS_PORT);
       const port = rule?.targetPort ?? HTTPS_PORT;
 
-      if (rule?.targetAddress !== undefined) {
-        checkAddress(host, rule.targetAddress, allowCidrs);
-        return { host, address: rule.targetAddress, family: isIP(rule.targetAddress) === 6 ? 6 : 4, port };
+      // A connect-to target replaces DNS but not the policy: it is decided like any answer.
+      const target = rule?.targetAddress;
+      const answer =
+        target !== undefined
+          ? isIP(target) === 6
+            ? { v4: [], v6: [target] }
+            : { v4: [target], v6: [] }
+          : await resolveWithDeadline(servers, host, timeoutMs, signal);
+      if (answer.v4.length === 0 && answer.v6.length === 0) {
+        throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
       }
-
-      const { v4, v6 } = await resolveWithDeadline(servers, host, timeoutMs, signal);
-      for (const address of [...v4, ...v6]) checkAddress(host, address, allowCidrs);
-      const [first4] = v4;
-      if (first4 !== undefined) return { host, address: first4, family: 4, port };
-      const [first6] = v6;
-      if (first6 !== undefined) return { host, address: first6, family: 6, port };
-      throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
+      const decision = decideDestination(answer, allowCidrs);
+      if (!decision.allowed) throw new AddressRefused(host, decision.refused);
+      return { host, address: decision.address, family: decision.family, port };
     },
   };
 }
