@@ -35,7 +35,16 @@ function verifySignature(data: Buffer, key: KeyObject, signature: Uint8Array): P
   });
 }
 
-export function createTicketVerifier(options: TicketVerifierOptions): TicketVerifier {
+/** Checks a signed ticket's signature, audience and lifetime; spends nothing. */
+export type TicketChecker = (signed: SignedTicket | undefined) => Promise<Ticket>;
+/** Spends a checked ticket's id; throws `ticket_replayed` when it was spent before. */
+export type TicketSpender = (ticket: Ticket) => Promise<void>;
+
+/**
+ * The checks before single use: signature, then audience, id and lifetime. Kept apart from
+ * spending so that a caller runs them as two ordered steps; never spend a ticket this did not pass.
+ */
+export function createTicketChecker(options: Omit<TicketVerifierOptions, "replayStore">): TicketChecker {
   const now = options.now ?? Date.now;
   const skew = options.skewMs ?? DEFAULT_SKEW_MS;
 
@@ -65,10 +74,30 @@ export function createTicketVerifier(options: TicketVerifierOptions): TicketVeri
       throw new AppError("ticket_invalid", "the call ticket's lifetime is not acceptable");
     }
     if (ticket.expiresAtMs + skew < t) throw new AppError("ticket_expired", "the call ticket has expired");
-    // Spent last: only a ticket that passed every other check can consume its id.
+    return ticket;
+  };
+}
+
+/** Single use: the id is remembered until the ticket could no longer pass the lifetime check. */
+export function createTicketSpender(
+  options: Pick<TicketVerifierOptions, "replayStore" | "skewMs">,
+): TicketSpender {
+  const skew = options.skewMs ?? DEFAULT_SKEW_MS;
+  return async (ticket) => {
     if (!(await options.replayStore.spend(ticket.id, ticket.expiresAtMs + skew))) {
       throw new AppError("ticket_replayed", "the call ticket was already used");
     }
+  };
+}
+
+/** Check, then spend: the order the Resolve call uses (Execute runs the two as its first steps). */
+export function createTicketVerifier(options: TicketVerifierOptions): TicketVerifier {
+  const check = createTicketChecker(options);
+  const spend = createTicketSpender(options);
+  return async (signed) => {
+    const ticket = await check(signed);
+    // Spent last: only a ticket that passed every other check can consume its id.
+    await spend(ticket);
     return ticket;
   };
 }
