@@ -16,7 +16,7 @@ import { startGrpcServer } from "./grpc/server.ts";
 import { loadOrCreateSealingKeyring } from "./keys/sealing-keys.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
 import { createMemoryReplayStore, createPostgresReplayStore } from "./tickets/replay-store.ts";
-import { createTicketVerifier } from "./tickets/verify.ts";
+import { createTicketChecker, createTicketSpender } from "./tickets/verify.ts";
 import { createUpstream } from "./upstream/call.ts";
 
 export interface RunningEgressProxy {
@@ -57,11 +57,11 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   const replayStore = config.EGRESS_REPLAY_DATABASE_URL
     ? await createPostgresReplayStore(config.EGRESS_REPLAY_DATABASE_URL)
     : createMemoryReplayStore();
-  const verifyTicket = createTicketVerifier({
+  const checkTicket = createTicketChecker({
     trustedKeys: parseTrustedTicketKeys(readTrustedTicketKeysText(config)),
     audience: config.EGRESS_AUDIENCE,
-    replayStore,
   });
+  const spendTicket = createTicketSpender({ replayStore });
   const resolver = createDestinationResolver({
     dnsServers: config.EGRESS_DNS_SERVERS?.split(",")
       .map((s) => s.trim())
@@ -73,8 +73,8 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     extraCa: config.EGRESS_EXTRA_CA ? readFileSync(config.EGRESS_EXTRA_CA, "utf8") : undefined,
   });
   const metrics = createMetrics();
-  const execute = createExecute({ verifyTicket, keyring, resolver, upstream, metrics, logger });
-  const resolve = createResolve({ verifyTicket, keyring, logger });
+  const execute = createExecute({ checkTicket, spendTicket, keyring, resolver, upstream, metrics, logger });
+  const resolve = createResolve({ checkTicket, spendTicket, keyring, logger });
   let isServing = true;
 
   const grpc = await startGrpcServer({

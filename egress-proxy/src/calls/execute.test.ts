@@ -28,7 +28,7 @@ function spec(): CallSpec {
 
 function executeWith(upstreamCall: () => Promise<UpstreamResponse>) {
   const deps = {
-    verifyTicket: async () =>
+    checkTicket: async () =>
       ({
         id: "t".repeat(22),
         issuer: "i",
@@ -37,6 +37,7 @@ function executeWith(upstreamCall: () => Promise<UpstreamResponse>) {
         expiresAtMs: 0,
         call: spec(),
       }) as Ticket,
+    spendTicket: async () => {},
     keyring: { current: { keyId: "k1", publicKey: new Uint8Array() }, open: () => SECRET },
     resolver: {
       resolve: async () => ({ host: "api.example.com", address: "93.184.216.34", family: 4, port: 443 }),

@@ -4,15 +4,18 @@ import type { ResolveResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import type { Logger } from "pino";
 import type { SealingKeyring } from "../keys/sealing-keys.ts";
-import type { TicketVerifier } from "../tickets/verify.ts";
+import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 
 export function createResolve(deps: {
-  verifyTicket: TicketVerifier;
+  checkTicket: TicketChecker;
+  spendTicket: TicketSpender;
   keyring: SealingKeyring;
   logger: Logger;
 }): (signed: SignedTicket | undefined) => Promise<ResolveResponse> {
   return async (signed) => {
-    const ticket = await deps.verifyTicket(signed);
+    // Checked before spent, as in Execute: an unsigned ticket can never burn a real ticket's id.
+    const ticket = await deps.checkTicket(signed);
+    await deps.spendTicket(ticket);
     const credential = ticket.resolve?.credential;
     if (!credential) throw new AppError("ticket_invalid", "the ticket carries no resolve request");
     const value = deps.keyring.open(credential.keyId, credential.sealedValue);
