@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { registerOperatorSessions } from "./auth/operator-guard.ts";
 import type { SessionsRepo } from "./auth/sessions.ts";
+import type { ClientRow } from "./db/schema.ts";
 import { registerHealthRoutes } from "./health/health.routes.ts";
 import { answerFrameworkError, registerErrorHandling } from "./http/errors.ts";
 import { registerJsonBody } from "./http/json-body.ts";
@@ -24,7 +25,7 @@ export interface AppDeps {
     sessions: SessionsRepo;
     baseUrl: string;
     now: () => Date;
-    identifyBearer?: (token: string) => Promise<"model" | "trusted" | undefined>;
+    authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
   };
   /** Feature routes, registered after the walls. */
   routes?: ((app: FastifyInstance) => void)[];

@@ -5,10 +5,11 @@ import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
-import type { Database, OperatorSessionRow } from "../db/schema.ts";
+import type { ClientRow, Database, OperatorSessionRow } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
+import { enforceRouteAccess, refusalFor, resolvePrincipal } from "./principal.ts";
 import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
 
 export interface OperatorContext {
@@ -19,9 +20,8 @@ export interface OperatorContext {
 
 declare module "fastify" {
   interface FastifyRequest {
+    /** The cookie's session whatever else was sent: pages (which no bearer reaches) read it. */
     operatorSession?: OperatorSessionRow | null;
-    /** The kind of client bearer sent, if any: operator routes refuse it as the wrong channel. */
-    clientBearerKind?: "model" | "trusted" | "invalid";
   }
 }
 
@@ -46,7 +46,8 @@ export function registerOperatorSessions(
     sessions: SessionsRepo;
     baseUrl: string;
     now: () => Date;
-    identifyBearer?: (token: string) => Promise<"model" | "trusted" | undefined>;
+    /** The live client a bearer belongs to (hosted: avm_ and avt_ tokens). */
+    authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
   },
 ): void {
   const ownOrigin = new URL(deps.baseUrl).origin;
@@ -57,9 +58,6 @@ export function registerOperatorSessions(
     if (origin !== undefined && origin !== ownOrigin && isUnderPrefix(request, WALLED_PREFIXES)) {
       throw new AppError("forbidden", "requests from another site's pages are refused");
     }
-    const bearer = bearerOf(request.headers.authorization);
-    if (bearer && deps.identifyBearer)
-      request.clientBearerKind = (await deps.identifyBearer(bearer)) ?? "invalid";
     // Two session cookies are one planted beside the real one (a sibling subdomain or an http page
     // can set a cookie the browser then sends along): refused, since whichever a parser keeps
     // first could be the attacker's session. Counted on the raw header, before any parser merges.
@@ -71,17 +69,21 @@ export function registerOperatorSessions(
     }
     // Only the name this plane sets counts: over https an unprefixed latch_session is not ours.
     const token = request.cookies[cookieName];
-    if (!token) {
-      request.operatorSession = null;
-      return;
-    }
-    const session = await deps.sessions.findLiveSessionByToken(token);
+    const session = token ? await deps.sessions.findLiveSessionByToken(token) : undefined;
     request.operatorSession = session ?? null;
+    // One principal per request, from the bearer if one was sent, else from this session.
+    request.principal = await resolvePrincipal({
+      bearer: deps.authenticateBearer ? bearerOf(request.headers.authorization) : undefined,
+      session,
+      authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
+    });
     const now = deps.now();
     if (session && now.getTime() - session.last_seen_at.getTime() > SEEN_WRITE_INTERVAL_MS) {
       await deps.sessions.updateSessionSeen(session.id, now);
     }
   });
+  // Each route's declared principals, judged before its body is read.
+  app.addHook("onRequest", enforceRouteAccess);
 }
 
 /** How many cookies in a raw Cookie header carry a session cookie name (either spelling). */
@@ -124,14 +126,12 @@ export async function requireOperator(
   db: Kysely<Database>,
   options: { mfa: boolean },
 ): Promise<OperatorContext> {
-  // Spec 5 rule 7 and 7: an invalid bearer on /api is 401 and a valid client token on an operator
-  // route is the wrong channel (403), whether or not a session cookie rides along.
-  if (request.clientBearerKind === "invalid") throw new AppError("unauthorized", "unknown bearer token");
-  if (request.clientBearerKind === "model" || request.clientBearerKind === "trusted") {
-    throw new AppError("forbidden", "a client token cannot call operator routes; sign in as an operator");
-  }
-  const session = request.operatorSession;
-  if (!session) throw new AppError("unauthorized", "sign in first");
+  // Spec 5 rule 7: an invalid bearer on /api is 401 and a valid client token on an operator route
+  // is the wrong channel (403), whether or not a session cookie rides along.
+  const refusal = refusalFor(request.principal, { principals: ["operator"] });
+  if (refusal) throw refusal;
+  if (request.principal.kind !== "operator") throw new AppError("unauthorized", "sign in first");
+  const session = request.principal.session;
   if (request.method === "POST" || request.method === "DELETE") {
     const presented = request.headers["x-csrf-token"];
     if (typeof presented !== "string" || !isSameHash(sha256Hex(presented), session.csrf_hash)) {

@@ -9,9 +9,9 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
+import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { Database } from "../db/schema.ts";
-import { bearerOf } from "../http/bearer.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { httpRequestGrantScope } from "./grant-scope.ts";
 import type { GrantPolicy, GrantsService } from "./grants.service.ts";
@@ -34,7 +34,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request, deps.db);
 
   /** Spec 5: a model client or an operator may ask; the agent is the client (or the operator). */
-  app.post("/api/grants/request", async (request, reply) => {
+  app.post("/api/grants/request", { config: OPERATOR_OR_MODEL }, async (request, reply) => {
     const input = body(request.body);
     checkTextFields(input, {
       agent_id: "line",
@@ -44,16 +44,12 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       task_description: "multiline",
       // host and path are judged by checkCallScope below, as a call's are (invalid_host, invalid_path).
     });
-    const token = bearerOf(request.headers.authorization);
     let caller: { organisationId: string; agentId: string; actor: string };
     // Where item_name is looked for: the model client's own environment; for an operator the one
     // named, else every environment the plane serves (operator routes span them all, spec 4.3).
     let environments: readonly string[];
-    if (token) {
-      const client = await deps.clients.authenticate(token);
-      if (!client) throw new AppError("unauthorized", "unknown or revoked bearer token");
-      if (client.kind !== "model")
-        throw new AppError("forbidden", "a trusted client cannot request approvals");
+    if (request.principal.kind === "model") {
+      const client = request.principal.client;
       caller = { organisationId: client.organisation_id, agentId: client.id, actor: `agent:${client.id}` };
       environments = [client.environment];
     } else {
@@ -101,40 +97,47 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       .send({ grant, approval_code: approvalCode, notify_failed: notifyFailed ?? false });
   });
 
-  app.post<{ Params: { id: string } }>("/api/grants/:id/approve", async (request) => {
-    const operator = await operatorOf(request);
-    const input = body(request.body);
-    checkTextFields(input, { policy: "line", confirm_name: "line" });
-    const policy = (input.policy ?? "prompt") as GrantPolicy;
-    if (!POLICIES.includes(policy))
-      throw new AppError("invalid_request", `policy is one of ${POLICIES.join(", ")}`);
-    if (policy === "folder_standing") {
-      await checkFolderStanding(
-        deps.db,
-        operator.organisationId,
-        operator.operatorId,
-        request.params.id,
-        input.confirm_name,
-      );
-    }
-    return {
-      grant: await deps.grants.approveGrant(
-        operator.organisationId,
-        operator.actor,
-        request.params.id,
-        policy,
-      ),
-    };
-  });
+  app.post<{ Params: { id: string } }>(
+    "/api/grants/:id/approve",
+    { config: OPERATOR_ONLY },
+    async (request) => {
+      const operator = await operatorOf(request);
+      const input = body(request.body);
+      checkTextFields(input, { policy: "line", confirm_name: "line" });
+      const policy = (input.policy ?? "prompt") as GrantPolicy;
+      if (!POLICIES.includes(policy))
+        throw new AppError("invalid_request", `policy is one of ${POLICIES.join(", ")}`);
+      if (policy === "folder_standing") {
+        await deps.grants.bindFolderStanding(
+          operator.organisationId,
+          operator.operatorId,
+          request.params.id,
+          input.confirm_name,
+        );
+      }
+      return {
+        grant: await deps.grants.approveGrant(
+          operator.organisationId,
+          operator.actor,
+          request.params.id,
+          policy,
+        ),
+      };
+    },
+  );
 
-  app.post<{ Params: { id: string } }>("/api/grants/:id/revoke", async (request) => {
-    const operator = await operatorOf(request);
-    return {
-      grant: await deps.grants.revokeGrant(operator.organisationId, operator.actor, request.params.id),
-    };
-  });
+  app.post<{ Params: { id: string } }>(
+    "/api/grants/:id/revoke",
+    { config: OPERATOR_ONLY },
+    async (request) => {
+      const operator = await operatorOf(request);
+      return {
+        grant: await deps.grants.revokeGrant(operator.organisationId, operator.actor, request.params.id),
+      };
+    },
+  );
 
-  app.post("/api/grants/approve-by-code", async (request) => {
+  app.post("/api/grants/approve-by-code", { config: OPERATOR_ONLY }, async (request) => {
     const operator = await operatorOf(request);
     const input = body(request.body);
     checkTextFields(input, { policy: "line", code: "line", grant_id: "line" });
@@ -149,21 +152,25 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     return { grant };
   });
 
-  app.get("/api/grants", async (request) => {
+  app.get("/api/grants", { config: OPERATOR_ONLY }, async (request) => {
     const operator = await operatorOf(request);
     return { grants: await deps.grants.listGrants(operator.organisationId) };
   });
 
-  app.get<{ Querystring: { client_id?: string; item_name?: string } }>("/api/audit", async (request) => {
-    const operator = await operatorOf(request);
-    const events = await deps.audit.findAuditEvents(operator.organisationId, {
-      itemName: request.query.item_name,
-      actors: request.query.client_id
-        ? [`agent:${request.query.client_id}`, `trusted:${request.query.client_id}`]
-        : undefined,
-    });
-    return { events };
-  });
+  app.get<{ Querystring: { client_id?: string; item_name?: string } }>(
+    "/api/audit",
+    { config: OPERATOR_ONLY },
+    async (request) => {
+      const operator = await operatorOf(request);
+      const events = await deps.audit.findAuditEvents(operator.organisationId, {
+        itemName: request.query.item_name,
+        actors: request.query.client_id
+          ? [`agent:${request.query.client_id}`, `trusted:${request.query.client_id}`]
+          : undefined,
+      });
+      return { events };
+    },
+  );
 }
 
 /** The environments to search: the one named (which this plane must serve), else all it serves. */
@@ -231,49 +238,4 @@ function checkCallScope(input: Record<string, unknown>): { host?: string; method
     scope.path = path.path.split("?")[0];
   }
   return scope;
-}
-
-/** folder_standing: owner-only, on an item in a folder, with the folder's name typed to confirm. */
-async function checkFolderStanding(
-  db: Kysely<Database>,
-  organisationId: string,
-  operatorId: string,
-  grantId: string,
-  confirmName: unknown,
-): Promise<void> {
-  // Spec 5 rule 5: another organisation's grant (or none) is 404 before any other answer.
-  const grant = await db
-    .selectFrom("grants")
-    .select("id")
-    .where("organisation_id", "=", organisationId)
-    .where("id", "=", grantId)
-    .executeTakeFirst();
-  if (!grant) throw new AppError("not_found", "no such grant");
-  const membership = await db
-    .selectFrom("memberships")
-    .select("role")
-    .where("organisation_id", "=", organisationId)
-    .where("operator_id", "=", operatorId)
-    .executeTakeFirst();
-  if (membership?.role !== "owner")
-    throw new AppError("not_owner", "only an owner can approve a folder-standing grant");
-  const folder = await db
-    .selectFrom("grants")
-    .innerJoin("items", "items.id", "grants.item_id")
-    .innerJoin("folders", "folders.id", "items.folder_id")
-    .select(["folders.id", "folders.name"])
-    .where("grants.organisation_id", "=", organisationId)
-    .where("grants.id", "=", grantId)
-    .executeTakeFirst();
-  if (!folder) throw new AppError("invalid_request", "this credential is in no folder");
-  if (confirmName !== folder.name)
-    throw new AppError("confirm_name_mismatch", "confirm_name must be the folder's name exactly");
-  // Only a pending grant takes the folder; approveGrant refuses any other with 409.
-  await db
-    .updateTable("grants")
-    .set({ folder_id: folder.id })
-    .where("organisation_id", "=", organisationId)
-    .where("id", "=", grantId)
-    .where("status", "=", "pending")
-    .execute();
 }

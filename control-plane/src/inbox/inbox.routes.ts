@@ -3,6 +3,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
+import { OPERATOR_ONLY } from "../auth/principal.ts";
 import type { Database } from "../db/schema.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
@@ -14,7 +15,7 @@ export interface InboxRouteDeps {
 }
 
 export function registerInboxRoutes(app: FastifyInstance, deps: InboxRouteDeps): void {
-  app.get("/api/inbox", async (request) => {
+  app.get("/api/inbox", { config: OPERATOR_ONLY }, async (request) => {
     const operator = await requireOrgOperator(request, deps.db);
     const grants = await deps.grants.listGrants(operator.organisationId);
     const requests = await deps.needs.listPending(operator.organisationId);

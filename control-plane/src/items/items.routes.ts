@@ -4,6 +4,7 @@ import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
+import { OPERATOR_ONLY } from "../auth/principal.ts";
 import type { Database } from "../db/schema.ts";
 import type { ItemsService } from "./items.service.ts";
 
@@ -16,32 +17,40 @@ export function registerItemsRoutes(
   const body = (raw: unknown) =>
     typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
 
-  app.get<{ Querystring: { environment?: string } }>("/api/items", async (request) => {
-    const { organisationId } = await operatorOf(request);
-    return { items: await deps.items.listItems(organisationId, request.query.environment) };
-  });
-  app.post("/api/items", async (request, reply) => {
+  app.get<{ Querystring: { environment?: string } }>(
+    "/api/items",
+    { config: OPERATOR_ONLY },
+    async (request) => {
+      const { organisationId } = await operatorOf(request);
+      return { items: await deps.items.listItems(organisationId, request.query.environment) };
+    },
+  );
+  app.post("/api/items", { config: OPERATOR_ONLY }, async (request, reply) => {
     const { organisationId, actor } = await operatorOf(request);
     return reply.status(201).send({ item: await deps.items.storeItem(organisationId, actor, request.body) });
   });
   for (const path of ["/api/items/:id", "/api/items/:id/meta"]) {
-    app.post<{ Params: { id: string } }>(path, async (request) => {
+    app.post<{ Params: { id: string } }>(path, { config: OPERATOR_ONLY }, async (request) => {
       const { organisationId, actor } = await operatorOf(request);
       return { item: await deps.items.updateItem(organisationId, actor, request.params.id, request.body) };
     });
   }
-  app.post<{ Params: { id: string } }>("/api/items/:id/rotate", async (request) => {
-    const { organisationId, actor } = await operatorOf(request);
-    return {
-      item: await deps.items.rotateItem(organisationId, actor, request.params.id, body(request.body).value),
-    };
-  });
-  app.delete<{ Params: { id: string } }>("/api/items/:id", async (request) => {
+  app.post<{ Params: { id: string } }>(
+    "/api/items/:id/rotate",
+    { config: OPERATOR_ONLY },
+    async (request) => {
+      const { organisationId, actor } = await operatorOf(request);
+      return {
+        item: await deps.items.rotateItem(organisationId, actor, request.params.id, body(request.body).value),
+      };
+    },
+  );
+  app.delete<{ Params: { id: string } }>("/api/items/:id", { config: OPERATOR_ONLY }, async (request) => {
     const { organisationId, actor } = await operatorOf(request);
     await deps.items.deleteItem(organisationId, actor, request.params.id);
     return { ok: true };
   });
-  app.post("/api/folders", async (request, reply) => {
+  app.post("/api/folders", { config: OPERATOR_ONLY }, async (request, reply) => {
     const { organisationId } = await operatorOf(request);
     const input = body(request.body);
     checkTextFields(input, { environment: "line", name: "line" });

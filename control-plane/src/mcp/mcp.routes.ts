@@ -2,11 +2,10 @@
 // /mcp/tools. A model client's avm_ bearer names the organisation and environment; the agent is
 // the client. No bearer: 401 with WWW-Authenticate pointing at the protected-resource document.
 import type { ServerResponse } from "node:http";
-import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { clientOf, type RouteAccess } from "../auth/principal.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { ClientRow } from "../db/schema.ts";
-import { bearerOf } from "../http/bearer.ts";
 import type { ToolDeps } from "../tools/tool-context.ts";
 import { listToolDefinitions } from "../tools/tool-schemas.ts";
 import { createToolHandlers } from "../tools/tools.ts";
@@ -31,20 +30,14 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     if (origin) reply.header("access-control-allow-origin", origin).header("vary", "Origin");
   };
 
-  async function modelClientOf(request: FastifyRequest, reply: FastifyReply): Promise<ClientRow> {
-    reflectOrigin(request, reply);
-    const token = bearerOf(request.headers.authorization);
-    const client = token ? await deps.clients.authenticate(token) : undefined;
-    if (!client) {
-      reply.header("www-authenticate", challenge);
-      throw new AppError(
-        "unauthorized",
-        "send a model client's bearer token (avm_...) or an OAuth access token",
-      );
-    }
-    if (client.kind !== "model") throw new AppError("forbidden", "a trusted client token cannot call MCP");
-    return client;
-  }
+  /** Spec 4.1: only a model client; no credential is 401 with the challenge, a refusal reflects Origin too. */
+  const modelOnly = {
+    config: { principals: ["model"], challenge } satisfies RouteAccess,
+    onSend: async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+      reflectOrigin(request, reply);
+      return payload;
+    },
+  };
 
   const server = (client: ClientRow) =>
     createMcpServer({
@@ -70,15 +63,18 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
   });
 
   // JSON-RPC: the frame's depth and arguments are refused by the MCP server, for the frame's id.
-  app.post("/mcp", { config: { isJsonRpc: true } }, async (request, reply) => {
-    const client = await modelClientOf(request, reply);
-    const response = await server(client).handle(request.body, { agentId: client.id });
-    if (response === undefined) return reply.status(202).send();
-    return reply.send(response);
-  });
+  app.post(
+    "/mcp",
+    { ...modelOnly, config: { ...modelOnly.config, isJsonRpc: true } },
+    async (request, reply) => {
+      const client = clientOf(request);
+      const response = await server(client).handle(request.body, { agentId: client.id });
+      if (response === undefined) return reply.status(202).send();
+      return reply.send(response);
+    },
+  );
 
-  app.get("/mcp/tools", async (request, reply) => {
-    await modelClientOf(request, reply);
+  app.get("/mcp/tools", modelOnly, async () => {
     return { tools: listToolDefinitions() };
   });
 
@@ -88,8 +84,7 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     for (const stream of streams) stream.end();
   });
 
-  app.get("/mcp", async (request, reply) => {
-    await modelClientOf(request, reply);
+  app.get("/mcp", modelOnly, async (request, reply) => {
     reply.hijack();
     const raw = reply.raw;
     streams.add(raw);

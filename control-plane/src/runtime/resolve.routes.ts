@@ -4,10 +4,10 @@ import { AppError } from "@latch/shared/errors";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import type { AuditEvent } from "../audit/audit.repo.ts";
+import { clientOf, TRUSTED_ONLY } from "../auth/principal.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
-import { bearerOf } from "../http/bearer.ts";
 import type { ItemsService } from "../items/items.service.ts";
 
 export interface ResolveDeps {
@@ -19,12 +19,8 @@ export interface ResolveDeps {
 }
 
 export function registerResolveRoutes(app: FastifyInstance, deps: ResolveDeps): void {
-  app.post("/runtime/resolve", async (request) => {
-    const token = bearerOf(request.headers.authorization);
-    const client = token ? await deps.clients.authenticate(token) : undefined;
-    if (!client) throw new AppError("unauthorized", "send a trusted client's bearer token (avt_...)");
-    if (client.kind !== "trusted")
-      throw new AppError("forbidden", "only a trusted client token may resolve values");
+  app.post("/runtime/resolve", { config: TRUSTED_ONLY }, async (request) => {
+    const client = clientOf(request);
     const input = (request.body ?? {}) as Record<string, unknown>;
     refuseUnsafeText("item_name", input.item_name);
     if (typeof input.item_name !== "string" || input.item_name.length > 128) {

@@ -1,0 +1,101 @@
+// Who is calling (spec 5 "Authentication"), worked out once per request, and the one rule that
+// answers a caller a route does not accept. A bearer wins over a cookie: an API client's token is
+// the credential it chose, and a browser never sends one. Room is left for an OAuth access token:
+// one more kind here, one more branch in resolvePrincipal, and the routes that accept it say so.
+import { AppError } from "@latch/shared/errors";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ClientRow, OperatorSessionRow } from "../db/schema.ts";
+
+/** The kinds a route may accept. */
+export type PrincipalKind = "operator" | "model" | "trusted";
+
+export type Principal =
+  | { kind: "anonymous" }
+  /** A bearer that matches no live client: always 401, never "no bearer". */
+  | { kind: "invalid_bearer" }
+  | { kind: "operator"; session: OperatorSessionRow }
+  | { kind: "model" | "trusted"; client: ClientRow };
+
+/** What a route declares about its callers (Fastify route `config`). */
+export interface RouteAccess {
+  /** The principals the route accepts; a route without it is public. */
+  principals?: readonly PrincipalKind[];
+  /** Spec 4.3: need requests answer 404, not 401, to a caller with no session. */
+  anonymousStatus?: 404;
+  /** A 401 carries this WWW-Authenticate challenge (MCP: the protected-resource document). */
+  challenge?: string;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+  interface FastifyContextConfig extends RouteAccess {}
+}
+
+export interface PrincipalSources {
+  bearer: string | undefined;
+  session: OperatorSessionRow | undefined;
+  authenticateBearer(token: string): Promise<ClientRow | undefined>;
+}
+
+/** The caller behind a request: its bearer when it sent one, else its operator session. */
+export async function resolvePrincipal(sources: PrincipalSources): Promise<Principal> {
+  if (sources.bearer) {
+    const client = await sources.authenticateBearer(sources.bearer);
+    if (!client) return { kind: "invalid_bearer" };
+    if (client.kind === "model" || client.kind === "trusted") return { kind: client.kind, client };
+    return { kind: "invalid_bearer" };
+  }
+  return sources.session ? { kind: "operator", session: sources.session } : { kind: "anonymous" };
+}
+
+const WRONG_CHANNEL: Record<PrincipalKind, string> = {
+  operator: "a client token cannot call operator routes; sign in as an operator",
+  model: "only a model client token (avm_...) may call this route",
+  trusted: "only a trusted client token (avt_...) may call this route",
+};
+
+/**
+ * Why `principal` may not call a route that accepts `access`, or undefined when it may. An operator
+ * session on a bearer-only route counts as no credential at all (cookies never authenticate a
+ * bearer route, so a page on another site cannot ride an operator's cookie into one).
+ */
+export function refusalFor(principal: Principal, access: RouteAccess): AppError | undefined {
+  const accepted = access.principals;
+  if (!accepted) return undefined;
+  const kind = principal.kind;
+  if (kind === "operator" || kind === "model" || kind === "trusted") {
+    if (accepted.includes(kind)) return undefined;
+    if (kind !== "operator") return new AppError("forbidden", WRONG_CHANNEL[accepted[0]!]);
+  }
+  if (kind === "invalid_bearer") return new AppError("unauthorized", "unknown bearer token");
+  if (access.anonymousStatus === 404) return new AppError("not_found", "no such request");
+  return new AppError(
+    "unauthorized",
+    accepted.includes("operator") ? "sign in first" : "send a client's bearer token in Authorization",
+  );
+}
+
+/** The onRequest check every route runs: its declared principals, refused before the body is read. */
+export async function enforceRouteAccess(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const access = request.routeOptions.config;
+  const refusal = refusalFor(request.principal, access);
+  if (!refusal) return;
+  if (refusal.status === 401 && access.challenge) reply.header("www-authenticate", access.challenge);
+  throw refusal;
+}
+
+/** The client behind a bearer route (its declared principals were already enforced). */
+export function clientOf(request: FastifyRequest): ClientRow {
+  const principal = request.principal;
+  if (principal.kind !== "model" && principal.kind !== "trusted") {
+    throw new AppError("unauthorized", "send a client's bearer token in Authorization");
+  }
+  return principal.client;
+}
+
+/** Route configs, so that each route says who may call it in one word. */
+export const OPERATOR_ONLY = { principals: ["operator"] } as const satisfies RouteAccess;
+export const OPERATOR_OR_MODEL = { principals: ["operator", "model"] } as const satisfies RouteAccess;
+export const TRUSTED_ONLY = { principals: ["trusted"] } as const satisfies RouteAccess;
