@@ -84,14 +84,7 @@ beforeAll(async () => {
     .select("id")
     .limit(1)
     .executeTakeFirstOrThrow();
-  const { createClientsService } = await import("../src/clients/clients.service.ts");
-  const issuer = createClientsService({
-    db: h.plane.database.db,
-    environments: ["staging", "production"],
-    defaultEnvironment: "staging",
-    baseUrl: "http://localhost:8787",
-    now: () => new Date(),
-  });
+  const issuer = h.plane.services.clients;
   modelToken = (await issuer.issueClient(organisation.id, "model", {})).token;
   trustedToken = (await issuer.issueClient(organisation.id, "trusted", {})).token;
 }, 60_000);

@@ -5,17 +5,26 @@ import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
-import type { Kysely } from "kysely";
 import type { AuditEvent } from "../audit/audit.repo.ts";
-import type { ClientRow, Database } from "../db/schema.ts";
+import type { ClientRow } from "../db/schema.ts";
+import type { GrantsService } from "../grants/grants.service.ts";
+import type { ClientsRepo } from "./clients.repo.ts";
 
 export type ClientKind = "model" | "trusted";
 const PREFIX: Record<ClientKind, string> = { model: "avm_", trusted: "avt_" };
 /** last_used_at is written at most once a minute per client. */
 const USE_WRITE_INTERVAL_MS = 60_000;
 
+/** What revoking writes in one transaction: the client and the approvals it holds. */
+export interface ClientsTransaction {
+  repo: ClientsRepo;
+  grants: Pick<GrantsService, "revokeAgentGrants">;
+}
+
 export interface ClientsServiceDeps {
-  db: Kysely<Database>;
+  repo: ClientsRepo;
+  /** Runs `fn` in one transaction with the repo and services bound to it (services.ts). */
+  inTransaction<T>(fn: (tx: ClientsTransaction) => Promise<T>): Promise<T>;
   /** The issuance ledger (spec 6: GET /api/access/events) is written to the audit trail. */
   recordEvent?: (event: AuditEvent) => Promise<void>;
   environments: readonly string[];
@@ -62,12 +71,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
     });
 
   async function loadClient(organisationId: string, id: string): Promise<ClientRow> {
-    const row = await deps.db
-      .selectFrom("clients")
-      .selectAll()
-      .where("organisation_id", "=", organisationId)
-      .where("id", "=", id)
-      .executeTakeFirst();
+    const row = await deps.repo.findClientById(organisationId, id);
     if (!row) throw new AppError("not_found", "no such client");
     return row;
   }
@@ -87,23 +91,20 @@ export function createClientsService(deps: ClientsServiceDeps) {
           : `${kind} client`;
       const token = newToken(kind);
       const id = newId("cli");
-      await deps.db
-        .insertInto("clients")
-        .values({
-          id,
-          organisation_id: organisationId,
-          kind,
-          name,
-          environment,
-          token_hash: sha256Hex(token),
-          token_last4: token.slice(-4),
-          created_at: deps.now(),
-          rotated_at: null,
-          revoked_at: null,
-          first_used_at: null,
-          last_used_at: null,
-        })
-        .execute();
+      await deps.repo.insertClient({
+        id,
+        organisation_id: organisationId,
+        kind,
+        name,
+        environment,
+        token_hash: sha256Hex(token),
+        token_last4: token.slice(-4),
+        created_at: deps.now(),
+        rotated_at: null,
+        revoked_at: null,
+        first_used_at: null,
+        last_used_at: null,
+      });
       await ledger(organisationId, "client_issued", id, token);
       return {
         client_id: id,
@@ -120,11 +121,11 @@ export function createClientsService(deps: ClientsServiceDeps) {
       if (row.revoked_at) throw new AppError("not_found", "this client is revoked");
       const kind = row.kind as ClientKind;
       const token = newToken(kind);
-      await deps.db
-        .updateTable("clients")
-        .set({ token_hash: sha256Hex(token), token_last4: token.slice(-4), rotated_at: deps.now() })
-        .where("id", "=", id)
-        .execute();
+      await deps.repo.updateClientToken(id, {
+        tokenHash: sha256Hex(token),
+        tokenLast4: token.slice(-4),
+        rotatedAt: deps.now(),
+      });
       await ledger(organisationId, "client_rotated", id, token);
       return {
         client_id: id,
@@ -140,21 +141,10 @@ export function createClientsService(deps: ClientsServiceDeps) {
     async revokeClient(organisationId: string, id: string): Promise<void> {
       await loadClient(organisationId, id);
       const now = deps.now();
-      const isRevokedNow = await deps.db.transaction().execute(async (trx) => {
-        const result = await trx
-          .updateTable("clients")
-          .set({ revoked_at: now })
-          .where("id", "=", id)
-          .where("revoked_at", "is", null)
-          .executeTakeFirst();
-        await trx
-          .updateTable("grants")
-          .set({ status: "revoked", revoked_at: now })
-          .where("organisation_id", "=", organisationId)
-          .where("agent_id", "=", id)
-          .where("status", "in", ["pending", "active"])
-          .execute();
-        return result.numUpdatedRows === 1n;
+      const isRevokedNow = await deps.inTransaction(async ({ repo, grants }) => {
+        const isRevoked = await repo.updateClientRevoked(id, now);
+        await grants.revokeAgentGrants(organisationId, id, now);
+        return isRevoked;
       });
       // A repeated revoke answers the same but marks the ledger once (spec 6).
       if (isRevokedNow) await ledger(organisationId, "client_revoked", id);
@@ -163,31 +153,16 @@ export function createClientsService(deps: ClientsServiceDeps) {
     /** The live client a bearer belongs to, or undefined. */
     async authenticate(token: string): Promise<ClientRow | undefined> {
       if (!/^av[mt]_[A-Za-z0-9_-]{20,100}$/.test(token)) return undefined;
-      const row = await deps.db
-        .selectFrom("clients")
-        .selectAll()
-        .where("token_hash", "=", sha256Hex(token))
-        .where("revoked_at", "is", null)
-        .executeTakeFirst();
+      const row = await deps.repo.findLiveClientByTokenHash(sha256Hex(token));
       if (!row) return undefined;
       const now = deps.now();
       if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > USE_WRITE_INTERVAL_MS) {
-        await deps.db
-          .updateTable("clients")
-          .set({ last_used_at: now, first_used_at: row.first_used_at ?? now })
-          .where("id", "=", row.id)
-          .execute();
+        await deps.repo.updateClientUsed(row.id, { lastUsedAt: now, firstUsedAt: row.first_used_at ?? now });
       }
       return row;
     },
 
-    listClients: (organisationId: string) =>
-      deps.db
-        .selectFrom("clients")
-        .selectAll()
-        .where("organisation_id", "=", organisationId)
-        .orderBy("created_at")
-        .execute(),
+    listClients: (organisationId: string) => deps.repo.findClients(organisationId),
   };
 }
 

@@ -59,6 +59,12 @@ export interface GrantsRepo {
     change: { policy: string; approvedAt: Date; expiresAt: Date | null },
   ): Promise<boolean>;
   updateGrantRevoked(organisationId: string, id: string, now: Date): Promise<boolean>;
+  /** Revokes every pending or active grant an agent holds (its client was revoked). */
+  updateAgentGrantsRevoked(organisationId: string, agentId: string, now: Date): Promise<void>;
+  /** The folder of the grant's item, if it is in one. */
+  findGrantFolder(organisationId: string, id: string): Promise<{ id: string; name: string } | undefined>;
+  /** Gives a pending grant its item's folder (folder_standing); any other status is left alone. */
+  updateGrantFolder(organisationId: string, id: string, folderId: string): Promise<void>;
   /** Runs `fn` in one transaction holding the organisation's advisory lock (limits that must not race). */
   inOrganisationLock<T>(organisationId: string, fn: (repo: GrantsRepo) => Promise<T>): Promise<T>;
   /** Approval and collect requests since `since`, for spec 8's limit (call inside inOrganisationLock). */
@@ -228,6 +234,33 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       ),
     async insertCodeFailure(organisationId, at) {
       await db.insertInto("approval_code_failures").values({ organisation_id: organisationId, at }).execute();
+    },
+    async updateAgentGrantsRevoked(organisationId, agentId, now) {
+      await db
+        .updateTable("grants")
+        .set({ status: "revoked", revoked_at: now })
+        .where("organisation_id", "=", organisationId)
+        .where("agent_id", "=", agentId)
+        .where("status", "in", ["pending", "active"])
+        .execute();
+    },
+    findGrantFolder: (organisationId, id) =>
+      db
+        .selectFrom("grants")
+        .innerJoin("items", "items.id", "grants.item_id")
+        .innerJoin("folders", "folders.id", "items.folder_id")
+        .select(["folders.id", "folders.name"])
+        .where("grants.organisation_id", "=", organisationId)
+        .where("grants.id", "=", id)
+        .executeTakeFirst(),
+    async updateGrantFolder(organisationId, id, folderId) {
+      await db
+        .updateTable("grants")
+        .set({ folder_id: folderId })
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", id)
+        .where("status", "=", "pending")
+        .execute();
     },
     async updateGrantRevoked(organisationId, id, now) {
       const result = await db

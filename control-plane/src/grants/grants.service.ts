@@ -52,6 +52,8 @@ export interface GrantsServiceDeps {
    * toward 30 requests per organisation per hour. The local variant has neither.
    */
   approvalCodes?: { hashCode(code: string): string };
+  /** Hosted: the operator's role in the organisation (folder_standing is owner-only). */
+  findMemberRole?: (organisationId: string, operatorId: string) => Promise<string | undefined>;
   /** Hosted: tells the organisation's operators about a new pending grant (code and link). */
   notifyApproval?: (notice: {
     organisationId: string;
@@ -478,6 +480,41 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     async listGrants(organisationId: string, filter: { agentId?: string } = {}): Promise<PublicGrant[]> {
       const at = now();
       return (await deps.repo.findGrants(organisationId, filter)).map((row) => toPublicGrant(row, at));
+    },
+
+    /** The grants with the item each one is for (the access snapshot). */
+    async listGrantsWithItem(organisationId: string) {
+      const at = now();
+      return (await deps.repo.findGrants(organisationId, {})).map((row) => ({
+        ...toPublicGrant(row, at),
+        item_id: row.item_id,
+      }));
+    },
+
+    /** Stops every approval an agent holds: its client was revoked (call in that transaction). */
+    revokeAgentGrants: (organisationId: string, agentId: string, at: Date): Promise<void> =>
+      deps.repo.updateAgentGrantsRevoked(organisationId, agentId, at),
+
+    /**
+     * folder_standing: owner-only, on an item in a folder, with the folder's name typed to confirm.
+     * Gives the pending grant its folder; approveGrant then refuses any grant no longer pending.
+     */
+    async bindFolderStanding(
+      organisationId: string,
+      operatorId: string,
+      id: string,
+      confirmName: unknown,
+    ): Promise<void> {
+      // Spec 5 rule 5: another organisation's grant (or none) is 404 before any other answer.
+      await loadGrant(organisationId, id);
+      const role = await deps.findMemberRole?.(organisationId, operatorId);
+      if (role !== "owner")
+        throw new AppError("not_owner", "only an owner can approve a folder-standing grant");
+      const folder = await deps.repo.findGrantFolder(organisationId, id);
+      if (!folder) throw new AppError("invalid_request", "this credential is in no folder");
+      if (confirmName !== folder.name)
+        throw new AppError("confirm_name_mismatch", "confirm_name must be the folder's name exactly");
+      await deps.repo.updateGrantFolder(organisationId, id, folder.id);
     },
 
     /**

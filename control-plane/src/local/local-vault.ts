@@ -5,22 +5,17 @@ import { join } from "node:path";
 import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { ensurePrivateDir } from "@latch/shared/files";
 import type { Logger } from "pino";
-import { type AuditRepo, createAuditRepo } from "../audit/audit.repo.ts";
-import { logAuditFailure } from "../audit/audit-failure.ts";
-import { type CallsService, createCallsService } from "../calls/calls.service.ts";
+import type { AuditRepo } from "../audit/audit.repo.ts";
+import type { CallsService } from "../calls/calls.service.ts";
 import { type OpenDatabase, openDatabase } from "../db/database.ts";
 import { connectEgress, type EgressConnection } from "../egress/connect-egress.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import { loadOrCreateTicketKey } from "../egress/ticket-key.ts";
 import { createTicketMinter } from "../egress/tickets.ts";
-import { createGrantsRepo } from "../grants/grants.repo.ts";
-import { createGrantsService, type GrantsService } from "../grants/grants.service.ts";
-import { createItemsRepo } from "../items/items.repo.ts";
-import { createItemsService, type ItemsService } from "../items/items.service.ts";
-import { ensureOrganisation } from "../orgs/orgs.service.ts";
+import type { GrantsService } from "../grants/grants.service.ts";
+import type { ItemsService } from "../items/items.service.ts";
+import { createServices } from "../services.ts";
 import type { ToolHandlers } from "../tools/tool-answer.ts";
-import { LOCAL_SURFACE } from "../tools/tool-context.ts";
-import { createToolHandlers } from "../tools/tools.ts";
 
 export const LOCAL_ORGANISATION_ID = "org_local";
 export const LOCAL_ENVIRONMENT = "production";
@@ -76,41 +71,21 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
       connectEgress({ EGRESS_PORT: options.egressPort ?? 0 }, options.dataDir, options.logger),
     );
   const organisationId = options.organisationId ?? LOCAL_ORGANISATION_ID;
-  await ensureOrganisation(database.db, {
-    id: organisationId,
-    name: "Local vault",
-  });
-
-  const audit = createAuditRepo(database.db);
-  const items = createItemsService({
-    repo: createItemsRepo(database.db),
-    sealingKey: () => egress.sealingKey(),
-    recordEvent: audit.insertAuditEvent,
+  const { audit, items, grants, calls, orgs, tools } = createServices(database.db, {
+    kind: "local",
+    organisationId,
     environments: [LOCAL_ENVIRONMENT],
-    defaultEnvironment: LOCAL_ENVIRONMENT,
-    isHostListOptional: true,
-  });
-  const grants = createGrantsService({
-    repo: createGrantsRepo(database.db),
-    recordEvent: audit.insertAuditEvent,
-    ...(options.now ? { now: options.now } : {}),
-  });
-  const calls = createCallsService({
-    findItemByName: items.findCallableByName,
-    findItemsByHost: items.findCallableByHost,
-    recordEvent: audit.insertAuditEvent,
+    sealingKey: () => egress.sealingKey(),
+    egress: egress.client,
     minter: createTicketMinter({
       key: ticketKey,
       issuer: "latch-local",
       audience: options.audience ?? "latch-egress",
     }),
-    egress: egress.client,
-    onAuditFailure: logAuditFailure(options.logger),
+    logger: options.logger,
+    now: options.now ?? (() => new Date()),
   });
-  const tools = createToolHandlers(
-    { items, grants, calls, surface: LOCAL_SURFACE },
-    { organisationId, environment: LOCAL_ENVIRONMENT },
-  );
+  await orgs.ensureOrganisation({ id: organisationId, name: "Local vault" });
 
   return {
     organisationId,

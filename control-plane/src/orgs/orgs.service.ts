@@ -3,8 +3,7 @@
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
-import { type Kysely, sql } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { OrgsRepo } from "./orgs.repo.ts";
 
 export const MAX_OWNED_ORGANISATIONS = 10;
 
@@ -17,31 +16,21 @@ export function checkOrganisationName(raw: unknown): string {
   return name;
 }
 
-export function createOrgsService(deps: { db: Kysely<Database>; now: () => Date }) {
+export function createOrgsService(deps: { repo: OrgsRepo; now: () => Date }) {
   return {
     async createOrganisation(operatorId: string, rawName: unknown): Promise<{ id: string; name: string }> {
       const name = checkOrganisationName(rawName);
-      return deps.db.transaction().execute(async (trx) => {
-        // One operator's creations are serialised, so two replicas cannot both pass the count.
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`orgs:${operatorId}`}, 0))`.execute(trx);
-        const owned = await trx
-          .selectFrom("memberships")
-          .select((eb) => eb.fn.countAll<string>().as("n"))
-          .where("operator_id", "=", operatorId)
-          .where("role", "=", "owner")
-          .executeTakeFirstOrThrow();
-        if (Number(owned.n) >= MAX_OWNED_ORGANISATIONS) {
+      // One operator's creations are serialised, so two replicas cannot both pass the count.
+      return deps.repo.inOperatorLock(operatorId, async (repo) => {
+        if ((await repo.findOwnedCount(operatorId)) >= MAX_OWNED_ORGANISATIONS) {
           throw new AppError(
             "plan_limit",
             `an account owns at most ${MAX_OWNED_ORGANISATIONS} organisations`,
           );
         }
         const id = newId("org");
-        await trx.insertInto("organisations").values({ id, name }).execute();
-        await trx
-          .insertInto("memberships")
-          .values({ organisation_id: id, operator_id: operatorId, role: "owner", created_at: deps.now() })
-          .execute();
+        await repo.insertOrganisation({ id, name });
+        await repo.insertMembership({ organisationId: id, operatorId, role: "owner", createdAt: deps.now() });
         return { id, name };
       });
     },
@@ -52,59 +41,32 @@ export function createOrgsService(deps: { db: Kysely<Database>; now: () => Date 
       organisationId: string,
       confirmName: unknown,
     ): Promise<void> {
-      await deps.db.transaction().execute(async (trx) => {
-        const row = await trx
-          .selectFrom("organisations")
-          .innerJoin("memberships", "memberships.organisation_id", "organisations.id")
-          .select(["organisations.name", "memberships.role"])
-          .where("organisations.id", "=", organisationId)
-          .where("memberships.operator_id", "=", operatorId)
-          .executeTakeFirst();
+      await deps.repo.inTransaction(async (repo) => {
+        const row = await repo.findMembership(organisationId, operatorId);
         if (!row) throw new AppError("not_found", "no such organisation");
         if (row.role !== "owner")
           throw new AppError("not_owner", "only an owner can delete the organisation");
         if (confirmName !== row.name) {
           throw new AppError("confirm_name_mismatch", "confirm_name must be the organisation's name exactly");
         }
-        await trx.deleteFrom("organisations").where("id", "=", organisationId).execute();
+        await repo.deleteOrganisation(organisationId);
       });
     },
 
     /** The organisation a new session acts in: the first one the operator owns, else belongs to. */
-    async findDefaultOrganisation(operatorId: string): Promise<string | null> {
-      const row = await deps.db
-        .selectFrom("memberships")
-        .select("organisation_id")
-        .where("operator_id", "=", operatorId)
-        .orderBy(sql`role = 'owner'`, "desc")
-        .orderBy("created_at")
-        .executeTakeFirst();
-      return row?.organisation_id ?? null;
-    },
+    findDefaultOrganisation: (operatorId: string): Promise<string | null> =>
+      deps.repo.findDefaultOrganisationId(operatorId),
 
-    findMembers: (organisationId: string) =>
-      deps.db
-        .selectFrom("memberships")
-        .innerJoin("operators", "operators.id", "memberships.operator_id")
-        .select([
-          "operators.id as operator_id",
-          "operators.email",
-          "memberships.role",
-          "memberships.created_at",
-        ])
-        .where("memberships.organisation_id", "=", organisationId)
-        .orderBy("memberships.created_at")
-        .execute(),
+    findMembers: (organisationId: string) => deps.repo.findMembers(organisationId),
+
+    /** The operator's role in the organisation, or undefined for a stranger. */
+    findMemberRole: async (organisationId: string, operatorId: string): Promise<string | undefined> =>
+      (await deps.repo.findMembership(organisationId, operatorId))?.role,
+
+    /** Creates the organisation unless it exists: the local variant's single organisation. */
+    ensureOrganisation: (organisation: { id: string; name: string }) =>
+      deps.repo.insertOrganisationIfMissing(organisation),
   };
 }
 
 export type OrgsService = ReturnType<typeof createOrgsService>;
-
-/** Creates the organisation unless it exists: the local variant's single organisation. */
-export async function ensureOrganisation(db: Kysely<Database>, organisation: { id: string; name: string }) {
-  await db
-    .insertInto("organisations")
-    .values(organisation)
-    .onConflict((c) => c.column("id").doNothing())
-    .execute();
-}

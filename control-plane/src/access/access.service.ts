@@ -1,0 +1,43 @@
+// The access snapshot (spec 4.3 "Access"): who holds a client and what each one fetched, the grants
+// with the item each is for, and the issuance ledger. It reads; the clients, grants and audit
+// features own the rows.
+import type { AuditRepo } from "../audit/audit.repo.ts";
+import { type ClientsService, clientView } from "../clients/clients.service.ts";
+import type { GrantsService } from "../grants/grants.service.ts";
+
+export interface AccessDeps {
+  clients: Pick<ClientsService, "listClients">;
+  grants: Pick<GrantsService, "listGrantsWithItem">;
+  audit: Pick<AuditRepo, "findFetchedNames" | "findAuditEvents">;
+}
+
+/** The ledger's actions: a client issued, rotated or revoked (spec 6: GET /api/access/events). */
+const LEDGER_ACTIONS = ["client_issued", "client_rotated", "client_revoked"];
+
+export function createAccessService(deps: AccessDeps) {
+  return {
+    async listClients(organisationId: string) {
+      const [rows, fetched] = await Promise.all([
+        deps.clients.listClients(organisationId),
+        deps.audit.findFetchedNames(organisationId),
+      ]);
+      // A model client acts as agent:<id>, a trusted one as trusted:<id> (see the audit filter).
+      return rows.map((row) => ({
+        ...clientView(row),
+        fetched_names: fetched.get(`${row.kind === "trusted" ? "trusted" : "agent"}:${row.id}`) ?? [],
+      }));
+    },
+
+    listGrants: (organisationId: string) => deps.grants.listGrantsWithItem(organisationId),
+
+    listLedger: async (organisationId: string) =>
+      (await deps.audit.findAuditEvents(organisationId, { actions: LEDGER_ACTIONS })).map((e) => ({
+        at: e.at,
+        action: e.action,
+        ...e.detail,
+        revoked: e.action === "client_revoked",
+      })),
+  };
+}
+
+export type AccessService = ReturnType<typeof createAccessService>;

@@ -1,0 +1,71 @@
+// Model and trusted clients in the database: a bearer is stored only as its SHA-256, and revoking
+// is a conditional UPDATE so a repeated revoke is seen as one.
+import type { Kysely } from "kysely";
+import type { ClientRow, Database } from "../db/schema.ts";
+
+export interface ClientsRepo {
+  insertClient(row: ClientRow): Promise<void>;
+  findClientById(organisationId: string, id: string): Promise<ClientRow | undefined>;
+  findClients(organisationId: string): Promise<ClientRow[]>;
+  /** The unrevoked client whose bearer hashes to `tokenHash`. */
+  findLiveClientByTokenHash(tokenHash: string): Promise<ClientRow | undefined>;
+  updateClientToken(
+    id: string,
+    change: { tokenHash: string; tokenLast4: string; rotatedAt: Date },
+  ): Promise<void>;
+  /** Sets revoked_at only if unset. True for the call that revoked it. */
+  updateClientRevoked(id: string, now: Date): Promise<boolean>;
+  updateClientUsed(id: string, change: { lastUsedAt: Date; firstUsedAt: Date }): Promise<void>;
+}
+
+export function createClientsRepo(db: Kysely<Database>): ClientsRepo {
+  return {
+    async insertClient(row) {
+      await db.insertInto("clients").values(row).execute();
+    },
+    findClientById: (organisationId, id) =>
+      db
+        .selectFrom("clients")
+        .selectAll()
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", id)
+        .executeTakeFirst(),
+    findClients: (organisationId) =>
+      db
+        .selectFrom("clients")
+        .selectAll()
+        .where("organisation_id", "=", organisationId)
+        .orderBy("created_at")
+        .execute(),
+    findLiveClientByTokenHash: (tokenHash) =>
+      db
+        .selectFrom("clients")
+        .selectAll()
+        .where("token_hash", "=", tokenHash)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst(),
+    async updateClientToken(id, change) {
+      await db
+        .updateTable("clients")
+        .set({ token_hash: change.tokenHash, token_last4: change.tokenLast4, rotated_at: change.rotatedAt })
+        .where("id", "=", id)
+        .execute();
+    },
+    async updateClientRevoked(id, now) {
+      const result = await db
+        .updateTable("clients")
+        .set({ revoked_at: now })
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    async updateClientUsed(id, change) {
+      await db
+        .updateTable("clients")
+        .set({ last_used_at: change.lastUsedAt, first_used_at: change.firstUsedAt })
+        .where("id", "=", id)
+        .execute();
+    },
+  };
+}

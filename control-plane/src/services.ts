@@ -1,0 +1,176 @@
+// The one place that builds repos and services from a database handle: for the hosted plane, for
+// the local vault and, again on a transaction's handle, for work that spans features (fulfilling a
+// need, revoking a client). The variant says what differs between hosted and local.
+import type { SealingPublicKey } from "@latch/shared/crypto/seal";
+import type { Kysely } from "kysely";
+import type { Logger } from "pino";
+import { createAccessService } from "./access/access.service.ts";
+import { type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
+import { logAuditFailure } from "./audit/audit-failure.ts";
+import { createEmailCodeService } from "./auth/email-code.service.ts";
+import type { Keyring } from "./auth/kek.ts";
+import { createSessionsRepo } from "./auth/sessions.ts";
+import { createTotpService } from "./auth/totp.service.ts";
+import { createCallsService } from "./calls/calls.service.ts";
+import { createClientsRepo } from "./clients/clients.repo.ts";
+import { createClientsService } from "./clients/clients.service.ts";
+import type { Database } from "./db/schema.ts";
+import { runInTransaction } from "./db/transaction.ts";
+import type { EgressClient } from "./egress/egress-client.ts";
+import type { TicketMinter } from "./egress/tickets.ts";
+import { approvalMail } from "./grants/approval-text.ts";
+import { createGrantsRepo } from "./grants/grants.repo.ts";
+import { createGrantsService } from "./grants/grants.service.ts";
+import { createItemsRepo } from "./items/items.repo.ts";
+import { createItemsService } from "./items/items.service.ts";
+import type { Mailer } from "./mail/mailer.ts";
+import { createNeedsRepo } from "./needs/needs.repo.ts";
+import { createNeedsService } from "./needs/needs.service.ts";
+import { createOrgsRepo } from "./orgs/orgs.repo.ts";
+import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
+import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
+import { createToolHandlers } from "./tools/tools.ts";
+
+interface CommonVariant {
+  /** The environments served; the first is the default. */
+  environments: readonly string[];
+  sealingKey(): Promise<SealingPublicKey>;
+  egress: EgressClient;
+  minter: TicketMinter;
+  logger: Logger;
+  now: () => Date;
+}
+
+/** Hosted: many organisations, approval codes, mail to operators, collect requests, clients. */
+export interface HostedVariant extends CommonVariant {
+  kind: "hosted";
+  baseUrl: string;
+  mailer: Mailer;
+  keyring: Keyring;
+}
+
+/** Local: one organisation, the operator at the keyboard (LOCAL_SURFACE), no approval codes. */
+export interface LocalVariant extends CommonVariant {
+  kind: "local";
+  organisationId: string;
+}
+
+function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLocal: boolean) {
+  const audit = createAuditRepo(db);
+  const items = createItemsService({
+    repo: createItemsRepo(db),
+    sealingKey: () => variant.sealingKey(),
+    recordEvent: audit.insertAuditEvent,
+    environments: variant.environments,
+    defaultEnvironment: variant.environments[0]!,
+    ...(isLocal ? { isHostListOptional: true } : {}),
+  });
+  const calls = createCallsService({
+    findItemByName: items.findCallableByName,
+    findItemsByHost: items.findCallableByHost,
+    recordEvent: audit.insertAuditEvent,
+    minter: variant.minter,
+    egress: variant.egress,
+    onAuditFailure: logAuditFailure(variant.logger),
+  });
+  return { audit, items, calls };
+}
+
+export function createServices(db: Kysely<Database>, variant: HostedVariant): HostedServices;
+export function createServices(db: Kysely<Database>, variant: LocalVariant): LocalServices;
+export function createServices(
+  db: Kysely<Database>,
+  variant: HostedVariant | LocalVariant,
+): HostedServices | LocalServices {
+  return variant.kind === "hosted" ? createHostedServices(db, variant) : createLocalServices(db, variant);
+}
+
+function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
+  const { audit, items, calls } = createCoreServices(db, variant, true);
+  const orgs = createOrgsService({ repo: createOrgsRepo(db), now: variant.now });
+  const grants = createGrantsService({
+    repo: createGrantsRepo(db),
+    recordEvent: audit.insertAuditEvent,
+    now: variant.now,
+  });
+  const tools = createToolHandlers(
+    { items, grants, calls, surface: LOCAL_SURFACE },
+    { organisationId: variant.organisationId, environment: variant.environments[0]! },
+  );
+  return { audit, items, grants, calls, orgs, tools };
+}
+
+export type LocalServices = ReturnType<typeof createLocalServices>;
+
+function createHostedGrants(
+  db: Kysely<Database>,
+  variant: HostedVariant,
+  audit: AuditRepo,
+  orgs: Pick<OrgsService, "findMembers" | "findMemberRole">,
+) {
+  return createGrantsService({
+    repo: createGrantsRepo(db),
+    recordEvent: audit.insertAuditEvent,
+    now: variant.now,
+    approvalCodes: { hashCode: variant.keyring.hashCode },
+    findMemberRole: orgs.findMemberRole,
+    notifyApproval: async ({ organisationId, grant, approvalCode, linkToken }) => {
+      const members = await orgs.findMembers(organisationId);
+      const mail = approvalMail(grant, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
+      for (const member of members) await variant.mailer.send({ to: member.email, ...mail });
+    },
+  });
+}
+
+/** The repos and services a transaction that spans features writes through, bound to its handle. */
+function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant) {
+  const { audit, items } = createCoreServices(trx, variant, false);
+  const orgs = createOrgsService({ repo: createOrgsRepo(trx), now: variant.now });
+  return {
+    repos: { needs: createNeedsRepo(trx), clients: createClientsRepo(trx) },
+    items,
+    grants: createHostedGrants(trx, variant, audit, orgs),
+  };
+}
+
+function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
+  const { now, baseUrl } = variant;
+  const { audit, items, calls } = createCoreServices(db, variant, false);
+  const orgs = createOrgsService({ repo: createOrgsRepo(db), now });
+  const grants = createHostedGrants(db, variant, audit, orgs);
+  const inTransaction = <T>(fn: (tx: ReturnType<typeof createTransactionServices>) => Promise<T>) =>
+    runInTransaction(db, (trx) => fn(createTransactionServices(trx, variant)));
+  const clients = createClientsService({
+    repo: createClientsRepo(db),
+    inTransaction: (fn) => inTransaction((tx) => fn({ repo: tx.repos.clients, grants: tx.grants })),
+    recordEvent: audit.insertAuditEvent,
+    environments: variant.environments,
+    defaultEnvironment: variant.environments[0]!,
+    baseUrl,
+    now,
+  });
+  const needs = createNeedsService({
+    repo: createNeedsRepo(db),
+    baseUrl,
+    now,
+    inTransaction: (fn) =>
+      inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
+  });
+  return {
+    audit,
+    items,
+    grants,
+    calls,
+    orgs,
+    clients,
+    needs,
+    access: createAccessService({ clients, grants, audit }),
+    sessions: createSessionsRepo(db),
+    emailCodes: createEmailCodeService({ db, mailer: variant.mailer, keyring: variant.keyring, now }),
+    totp: createTotpService({ db, keyring: variant.keyring, now }),
+    /** What the MCP tools run on; each client's handlers are bound per request (mcp.routes.ts). */
+    tools: { items, grants, calls, surface: createHostedSurface(needs) },
+  };
+}
+
+export type HostedServices = ReturnType<typeof createHostedServices>;
