@@ -5,7 +5,12 @@ import { type RunningOrigin, readTestCa, startOrigin } from "../../test/origin.t
 import { createUpstream, type Upstream } from "../upstream/call.ts";
 import { parseCidrList } from "./classify.ts";
 import { parseConnectTo } from "./connect-to.ts";
-import { createDestinationResolver, type DestinationResolver, type ResolverOptions } from "./resolve.ts";
+import {
+  AddressRefused,
+  createDestinationResolver,
+  type DestinationResolver,
+  type ResolverOptions,
+} from "./resolve.ts";
 
 const HOST = "api.latch.test";
 
@@ -108,6 +113,18 @@ describe("destination resolution over real DNS", () => {
     const error = await failure(callThrough(resolverFor(server)));
     expect(error.code).toBe("private_range");
     expect(origin.requests).toHaveLength(0);
+  });
+
+  it("names the refused answer in the refusal's verdict (address and block), for the log line", async () => {
+    const server = await dns({ [HOST]: { A: ["127.0.0.1", "10.0.0.1"] } });
+    const error = await failure(callThrough(resolverFor(server)));
+    expect(error).toBeInstanceOf(AddressRefused);
+    expect((error as AddressRefused).verdict).toEqual({
+      allowed: false,
+      reason: "private_range",
+      address: "10.0.0.1",
+      range: "10.0.0.0/8 (private-use, RFC 1918)",
+    });
   });
 
   it("refuses a mixed answer across families", async () => {

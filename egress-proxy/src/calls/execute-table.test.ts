@@ -1,0 +1,193 @@
+// The order of Execute's table and what its one log line says: the ticket is checked before it is
+// spent and nothing is opened for a ticket that fails either; a refused address is named in the
+// call's single log line by its verdict; the OutgoingCall carries what a signing step needs.
+import { Writable } from "node:stream";
+import type { CallSpec, Ticket } from "@latch/proto/egress";
+import { AppError } from "@latch/shared/errors";
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { classifyAddress, type DeniedVerdict } from "../destination/classify.ts";
+import { AddressRefused } from "../destination/resolve.ts";
+import { createMetrics } from "../metrics/metrics.ts";
+import { createExecute, type ExecuteDeps } from "./execute.ts";
+import { checkCall } from "./steps/check-call.ts";
+import { injectIntoRequest } from "./steps/inject-credential.ts";
+import { openCredentials } from "./steps/open-credentials.ts";
+import type { StepDeps } from "./steps/outgoing-call.ts";
+import type { CallTicket } from "./steps/verify-ticket.ts";
+
+const SECRET = "sk_live_execute_table_canary_7e2f";
+
+function spec(overrides: Partial<CallSpec> = {}): CallSpec {
+  return {
+    credential: { itemName: "API_KEY", keyId: "k1", sealedValue: Buffer.from([1]), username: "" },
+    inject: "bearer",
+    host: "api.example.com",
+    allowedHosts: ["api.example.com"],
+    method: "POST",
+    path: "/v1/charges",
+    body: Buffer.from('{"amount":1}'),
+    contentType: "application/json",
+    timeoutMs: 5_000,
+    headers: [],
+    redact: [],
+    ...overrides,
+  };
+}
+
+function ticket(call: CallSpec = spec()): CallTicket {
+  return {
+    id: "t".repeat(22),
+    issuer: "i",
+    audience: "a",
+    issuedAtMs: 0,
+    expiresAtMs: 0,
+    call,
+  } as CallTicket;
+}
+
+/** A harness recording the order of what Execute touched and every log line it wrote. */
+function harness(overrides: Partial<ExecuteDeps> = {}) {
+  const events: string[] = [];
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)) as Record<string, unknown>);
+      done();
+    },
+  });
+  const metrics = createMetrics();
+  const deps: ExecuteDeps = {
+    checkTicket: async () => {
+      events.push("check");
+      return ticket() as Ticket;
+    },
+    spendTicket: async () => {
+      events.push("spend");
+    },
+    keyring: {
+      current: { keyId: "k1", publicKey: new Uint8Array() },
+      open: () => {
+        events.push("open");
+        return SECRET;
+      },
+    },
+    resolver: {
+      resolve: async (host) => {
+        events.push("resolve");
+        return { host, address: "93.184.216.34", family: 4, port: 443 };
+      },
+    },
+    upstream: {
+      call: async () => {
+        events.push("dial");
+        return { status: 200, headers: [], body: Buffer.from(`{"echo":"${SECRET}"}`) };
+      },
+      close: async () => {},
+    },
+    metrics,
+    logger: pino({ level: "info" }, sink),
+    ...overrides,
+  };
+  return { execute: createExecute(deps), events, lines, metrics };
+}
+
+describe("Execute's table: the ticket steps come first, in order", () => {
+  it("checks, spends, opens, resolves and dials in that order, and redacts the answer", async () => {
+    const { execute, events } = harness();
+    const response = await execute(undefined);
+    expect(events).toEqual(["check", "spend", "open", "resolve", "dial"]);
+    expect(response.originStatus).toBe(200);
+    expect(Buffer.from(response.body).toString()).toBe('{"echo":"[redacted]"}');
+    expect(response.rotatedCredentials).toEqual([]);
+  });
+
+  it("spends nothing and opens nothing when the ticket fails its checks", async () => {
+    const { execute, events } = harness({
+      checkTicket: async () => {
+        events.push("check");
+        throw new AppError("ticket_signature", "the call ticket's signature does not verify");
+      },
+    });
+    await expect(execute(undefined)).rejects.toMatchObject({ code: "ticket_signature" });
+    expect(events).toEqual(["check"]);
+  });
+
+  it("opens nothing for a replayed ticket, and the refusal stays an error of the link", async () => {
+    const { execute, events } = harness({
+      spendTicket: async () => {
+        events.push("spend");
+        throw new AppError("ticket_replayed", "the call ticket was already used");
+      },
+    });
+    await expect(execute(undefined)).rejects.toMatchObject({ code: "ticket_replayed" });
+    expect(events).toEqual(["check", "spend"]);
+  });
+});
+
+describe("Execute's one log line", () => {
+  it("names the refused address's verdict, apart from the public message", async () => {
+    const verdict = classifyAddress("169.254.169.254") as DeniedVerdict;
+    const { execute, events, lines, metrics } = harness({
+      resolver: {
+        resolve: async (host) => {
+          events.push("resolve");
+          throw new AddressRefused(host, verdict);
+        },
+      },
+    });
+    const response = await execute(undefined);
+    expect(response.error?.code).toBe("link_local");
+    expect(response.reachedOrigin).toBe(false);
+    expect(events).not.toContain("dial");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      msg: "call refused",
+      code: "link_local",
+      host: "api.example.com",
+      verdict: { allowed: false, reason: "link_local", address: "169.254.169.254" },
+    });
+    expect(metrics.render()).toContain('latch_egress_denials_total{reason="link_local"} 1');
+  });
+
+  it("writes one line for an answered call, without the secret", async () => {
+    const { execute, lines } = harness();
+    await execute(undefined);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ msg: "call answered", status: 200, method: "POST" });
+    expect(JSON.stringify(lines)).not.toContain(SECRET);
+  });
+});
+
+describe("the OutgoingCall carries what a signing step needs", () => {
+  const deps = {
+    keyring: { current: { keyId: "k1", publicKey: new Uint8Array() }, open: () => SECRET },
+  } as unknown as StepDeps;
+
+  it("has the method, host, path, body, content type, clock and inject mode", () => {
+    const call = checkCall(ticket(spec({ method: "put" })), { now: () => 1_700_000_000_000, startedAt: 0 });
+    expect(call).toMatchObject({
+      method: "PUT",
+      host: "api.example.com",
+      path: "/v1/charges",
+      contentType: "application/json",
+      inject: { kind: "bearer" },
+    });
+    expect(Buffer.from(call.body ?? []).toString()).toBe('{"amount":1}');
+    expect(call.now()).toBe(1_700_000_000_000);
+  });
+
+  it("re-checks the spec itself: a host outside the allowed hosts is refused", () => {
+    expect(() =>
+      checkCall(ticket(spec({ host: "evil.example.net" })), { now: Date.now, startedAt: 0 }),
+    ).toThrow(expect.objectContaining({ code: "host_mismatch" }));
+  });
+
+  it("opens the credential for redaction and injects it into the request", async () => {
+    const call = checkCall(ticket(spec({ inject: "query:api_key" })), { now: Date.now, startedAt: 0 });
+    await openCredentials(call, deps);
+    expect(call.redactionValues).toEqual([{ secret: SECRET, username: undefined }]);
+    await injectIntoRequest(call, deps);
+    expect(call.path).toBe(`/v1/charges?api_key=${SECRET}`);
+  });
+});
