@@ -4,6 +4,7 @@ import fastifyCookie from "@fastify/cookie";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { registerOperatorSessions } from "./auth/operator-guard.ts";
+import type { PrincipalKind } from "./auth/principal.ts";
 import type { SessionsRepo } from "./auth/sessions.ts";
 import type { ClientRow } from "./db/schema.ts";
 import { registerHealthRoutes } from "./health/health.routes.ts";
@@ -31,6 +32,20 @@ export interface AppDeps {
   routes?: ((app: FastifyInstance) => void)[];
 }
 
+/** A route as registered, with the principals it declared: the authorization suite's route list. */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  principals: readonly PrincipalKind[] | undefined;
+}
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Every route registered on this app (HEAD twins left out), in registration order. */
+    registeredRoutes: readonly RegisteredRoute[];
+  }
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     ...requestLogging(deps.logger),
@@ -40,6 +55,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     trustProxy: false,
     frameworkErrors: answerFrameworkError,
   }) as unknown as FastifyInstance;
+  // Recorded from the first route on, so that no route (a plugin's included) escapes the suite.
+  const registered: RegisteredRoute[] = [];
+  app.decorate("registeredRoutes", registered);
+  app.addHook("onRoute", (route) => {
+    for (const method of [route.method].flat()) {
+      if (method === "HEAD") continue;
+      registered.push({ method, url: route.url, principals: route.config?.principals });
+    }
+  });
   registerJsonOnly(app);
   registerErrorHandling(app);
   app.addHook("onSend", async (_request, reply) => {

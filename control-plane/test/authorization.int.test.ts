@@ -188,3 +188,82 @@ describe("another organisation's ids", () => {
     expect((await bob.request("GET", "/api/auth/me")).statusCode).toBe(200);
   });
 });
+
+/**
+ * Routes anyone may call: pages (which redirect to sign-in themselves), discovery, the first two
+ * sign-in steps, health, static assets. A route that is neither here, in ROUTES nor in
+ * BEARER_ROUTES fails the suite: a new route cannot be left out.
+ */
+const PUBLIC_ROUTES = [
+  /^GET \/(health|ready)$/,
+  /^POST \/api\/auth\/otp\/(send|verify)$/,
+  /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|collect\/:id)$/,
+  /^GET \/assets\/[a-z-]+\.(js|css)$/,
+  /^GET \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
+  /^OPTIONS \/mcp$/,
+];
+
+/** Routes for client bearers: who may call, and how everyone else is answered. */
+const BEARER_ROUTES: { method: "GET" | "POST"; path: string; accepts: string[]; challenge?: boolean }[] = [
+  { method: "POST", path: "/mcp", accepts: ["model"], challenge: true },
+  { method: "GET", path: "/mcp/tools", accepts: ["model"], challenge: true },
+  { method: "GET", path: "/mcp", accepts: ["model"], challenge: true },
+  { method: "POST", path: "/runtime/resolve", accepts: ["trusted"] },
+  { method: "POST", path: "/api/grants/request", accepts: ["operator", "model"] },
+];
+
+const matches = (url: string, path: string) =>
+  new RegExp(`^${url.replace(/:[^/]+/g, "[^/]+")}$`).test(path.split("?")[0]!);
+
+describe("every registered route is in this suite", () => {
+  it("is an operator route of ROUTES, a bearer route or a listed public route, with the principals it declares", () => {
+    const unlisted: string[] = [];
+    for (const route of h.app.registeredRoutes) {
+      const key = `${route.method} ${route.url}`;
+      const operator = ROUTES.find((r) => r.method === route.method && matches(route.url, r.path));
+      const bearer = BEARER_ROUTES.find((r) => r.method === route.method && r.path === route.url);
+      if (operator) expect(route.principals, key).toEqual(["operator"]);
+      else if (bearer) expect(route.principals, key).toEqual(bearer.accepts);
+      else if (PUBLIC_ROUTES.some((p) => p.test(key))) expect(route.principals, key).toBeUndefined();
+      else unlisted.push(key);
+    }
+    expect(unlisted).toEqual([]);
+  });
+});
+
+describe.each(BEARER_ROUTES)("$method $path (a bearer route)", (route) => {
+  const send = (headers: Record<string, string>, browser = new Browser(h.app)) =>
+    browser.request(route.method, route.path, route.method === "POST" ? {} : undefined, headers);
+
+  it("answers 401 to no credential and to an invalid bearer, with MCP's challenge where it has one", async () => {
+    for (const headers of [{}, { authorization: "Bearer avm_notarealtokenatall_000000000" }]) {
+      const response = await send(headers);
+      if (route.accepts.includes("operator") && !("authorization" in headers)) {
+        expect(response.statusCode).toBe(401);
+        continue;
+      }
+      expect(response.statusCode, JSON.stringify(headers)).toBe(401);
+      expect(response.json().error.code).toBe("unauthorized");
+      if (route.challenge) expect(response.headers["www-authenticate"]).toMatch(/resource_metadata=/);
+    }
+  });
+
+  it("answers 403 to a client of the other kind", async () => {
+    const others = [
+      ...(route.accepts.includes("model") ? [] : [modelToken]),
+      ...(route.accepts.includes("trusted") ? [] : [trustedToken]),
+    ];
+    for (const token of others) {
+      const response = await send({ authorization: `Bearer ${token}` });
+      expect(response.statusCode, token.slice(0, 4)).toBe(403);
+      expect(response.json().error.code).toBe("forbidden");
+    }
+  });
+
+  if (!route.accepts.includes("operator")) {
+    it("treats an operator's session cookie as no credential at all (401)", async () => {
+      const response = await send({}, pending);
+      expect(response.statusCode).toBe(401);
+    });
+  }
+});

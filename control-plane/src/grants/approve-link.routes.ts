@@ -7,6 +7,7 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
+import { OPERATOR_ONLY } from "../auth/principal.ts";
 import type { Database } from "../db/schema.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { describeGrantBody, describeGrantCall } from "./approval-text.ts";
@@ -64,7 +65,7 @@ export function registerApproveLinkRoutes(
       return answer(reply.code(error.status), "Not approved", error.message);
     }
   });
-  app.post<{ Querystring: { token?: string } }>("/approve", async (request) => ({
+  app.post<{ Querystring: { token?: string } }>("/approve", { config: OPERATOR_ONLY }, async (request) => ({
     grant: await approve(request),
   }));
 }
