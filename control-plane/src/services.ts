@@ -8,8 +8,10 @@ import { createAccessService } from "./access/access.service.ts";
 import { type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
 import { logAuditFailure } from "./audit/audit-failure.ts";
 import { createEmailCodeService } from "./auth/email-code.service.ts";
+import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
 import type { Keyring } from "./auth/kek.ts";
-import { createSessionsRepo } from "./auth/sessions.ts";
+import { createOperatorsRepo } from "./auth/operators.repo.ts";
+import { createSessionsRepo } from "./auth/sessions.repo.ts";
 import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
@@ -166,8 +168,13 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     needs,
     access: createAccessService({ clients, grants, audit }),
     sessions: createSessionsRepo(db),
-    emailCodes: createEmailCodeService({ db, mailer: variant.mailer, keyring: variant.keyring, now }),
-    totp: createTotpService({ db, keyring: variant.keyring, now }),
+    emailCodes: createEmailCodeService({
+      repo: createEmailCodesRepo(db),
+      mailer: variant.mailer,
+      keyring: variant.keyring,
+      now,
+    }),
+    totp: createTotpService({ repo: createOperatorsRepo(db), keyring: variant.keyring, now }),
     /** What the MCP tools run on; each client's handlers are bound per request (mcp.routes.ts). */
     tools: { items, grants, calls, surface: createHostedSurface(needs) },
   };

@@ -5,11 +5,10 @@
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
-import { type Kysely, sql } from "kysely";
 import { z } from "zod";
-import type { Database } from "../db/schema.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { isSameHash, newEightDigitCode } from "./codes.ts";
+import type { EmailCodesRepo } from "./email-codes.repo.ts";
 import type { Keyring } from "./kek.ts";
 
 export const EMAIL_CODE_TTL_MS = 10 * 60 * 1000;
@@ -27,33 +26,22 @@ export function normaliseEmail(raw: unknown): string {
 }
 
 export interface EmailCodeDeps {
-  db: Kysely<Database>;
+  repo: EmailCodesRepo;
   mailer: Mailer;
   keyring: Keyring;
   now: () => Date;
 }
 
 export function createEmailCodeService(deps: EmailCodeDeps) {
-  const lockEmail = (trx: Kysely<Database>, address: string) =>
-    sql`select pg_advisory_xact_lock(hashtextextended(${`email:${address}`}, 0))`.execute(trx);
-
   return {
     async sendCode(rawEmail: unknown): Promise<void> {
       const address = normaliseEmail(rawEmail);
       const code = newEightDigitCode();
       const now = deps.now();
-      await deps.db.transaction().execute(async (trx) => {
-        await lockEmail(trx, address);
-        const windowStart = new Date(now.getTime() - SEND_WINDOW_MS);
-        const sends = await trx
-          .selectFrom("email_sends")
-          .select("sent_at")
-          .where("email", "=", address)
-          .where("sent_at", ">", windowStart)
-          .orderBy("sent_at")
-          .execute();
+      await deps.repo.inEmailLock(address, async (repo) => {
+        const sends = await repo.findSendTimesSince(address, new Date(now.getTime() - SEND_WINDOW_MS));
         if (sends.length >= MAX_SENDS) {
-          const retryAfter = Math.ceil((sends[0]!.sent_at.getTime() + SEND_WINDOW_MS - now.getTime()) / 1000);
+          const retryAfter = Math.ceil((sends[0]!.getTime() + SEND_WINDOW_MS - now.getTime()) / 1000);
           throw new AppError(
             "rate_limited",
             "too many codes sent to this address; wait before asking again",
@@ -62,24 +50,13 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
             },
           );
         }
-        await trx.insertInto("email_sends").values({ email: address, sent_at: now }).execute();
+        await repo.insertSend(address, now);
         // A new send replaces the previous code, and its wrong-attempt count starts again.
-        await trx
-          .insertInto("email_challenges")
-          .values({
-            email: address,
-            code_hash: deps.keyring.hashCode(code),
-            expires_at: new Date(now.getTime() + EMAIL_CODE_TTL_MS),
-            wrong_attempts: 0,
-          })
-          .onConflict((c) =>
-            c.column("email").doUpdateSet((eb) => ({
-              code_hash: eb.ref("excluded.code_hash"),
-              expires_at: eb.ref("excluded.expires_at"),
-              wrong_attempts: 0,
-            })),
-          )
-          .execute();
+        await repo.insertChallenge(
+          address,
+          deps.keyring.hashCode(code),
+          new Date(now.getTime() + EMAIL_CODE_TTL_MS),
+        );
       });
       await deps.mailer.send({
         to: address,
@@ -93,13 +70,8 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
       const address = normaliseEmail(rawEmail);
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
       const now = deps.now();
-      const outcome = await deps.db.transaction().execute(async (trx) => {
-        await lockEmail(trx, address);
-        const challenge = await trx
-          .selectFrom("email_challenges")
-          .selectAll()
-          .where("email", "=", address)
-          .executeTakeFirst();
+      const outcome = await deps.repo.inEmailLock(address, async (repo) => {
+        const challenge = await repo.findChallenge(address);
         if (!challenge || challenge.expires_at <= now) {
           return {
             ok: false as const,
@@ -110,33 +82,19 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
         if (!/^\d{8}$/.test(code) || !isSameHash(deps.keyring.hashCode(code), challenge.code_hash)) {
           const wrong = challenge.wrong_attempts + 1;
           const remaining = Math.max(MAX_WRONG_EMAIL_CODES - wrong, 0);
-          if (remaining === 0) {
-            await trx.deleteFrom("email_challenges").where("email", "=", address).execute();
-          } else {
-            await trx
-              .updateTable("email_challenges")
-              .set({ wrong_attempts: wrong })
-              .where("email", "=", address)
-              .execute();
-          }
+          if (remaining === 0) await repo.deleteChallenge(address);
+          else await repo.updateChallengeWrongAttempts(address, wrong);
           return {
             ok: false as const,
             remaining,
             reason: remaining === 0 ? "wrong code; this code is now void, send a new one" : "wrong code",
           };
         }
-        await trx.deleteFrom("email_challenges").where("email", "=", address).execute();
-        const existing = await trx
-          .selectFrom("operators")
-          .select("id")
-          .where("email", "=", address)
-          .executeTakeFirst();
-        if (existing) return { ok: true as const, operatorId: existing.id, isNew: false };
+        await repo.deleteChallenge(address);
+        const existing = await repo.findOperatorIdByEmail(address);
+        if (existing) return { ok: true as const, operatorId: existing, isNew: false };
         const operatorId = newId("opr");
-        await trx
-          .insertInto("operators")
-          .values({ id: operatorId, email: address, created_at: now })
-          .execute();
+        await repo.insertOperator({ id: operatorId, email: address, createdAt: now });
         return { ok: true as const, operatorId, isNew: true };
       });
       if (!outcome.ok) {

@@ -8,6 +8,7 @@ import { testDatabase } from "../../test/database.ts";
 import type { OpenDatabase } from "../db/database.ts";
 import { addKeyringKey, loadOrCreateKeyring } from "./kek.ts";
 import { rotateKek } from "./kek-rotate.ts";
+import { createOperatorsRepo } from "./operators.repo.ts";
 import { createTotpService } from "./totp.service.ts";
 
 let database: OpenDatabase;
@@ -22,7 +23,7 @@ async function enrolledOperator(keyringFile: string, at: Date) {
     .values({ id, email: `${id}@example.test`, created_at: at })
     .execute();
   const totp = createTotpService({
-    db: database.db,
+    repo: createOperatorsRepo(database.db),
     keyring: loadOrCreateKeyring(keyringFile),
     now: () => at,
   });
@@ -48,7 +49,7 @@ describe("vault kek-rotate", () => {
     const operators = [await enrolledOperator(file, at), await enrolledOperator(file, at)];
     const oldKey = loadOrCreateKeyring(file).currentId;
     const lines: string[] = [];
-    const report = await rotateKek(database.db, file, (l) => lines.push(l));
+    const report = await rotateKek(createOperatorsRepo(database.db), file, (l) => lines.push(l));
     expect(report.keyId).not.toBe(oldKey);
     expect(report.retired).toEqual([oldKey]);
     expect(report.rewrapped).toBeGreaterThanOrEqual(2);
@@ -59,7 +60,7 @@ describe("vault kek-rotate", () => {
       // The secret still verifies: same authenticator, later code.
       const later = new Date(at.getTime() + 60_000);
       const totp = createTotpService({
-        db: database.db,
+        repo: createOperatorsRepo(database.db),
         keyring: loadOrCreateKeyring(file),
         now: () => later,
       });
@@ -77,7 +78,7 @@ describe("vault kek-rotate", () => {
     const newKey = addKeyringKey(file).currentId;
     expect(await keyIdOf(op.id)).toBe(oldKey);
     const lines: string[] = [];
-    const report = await rotateKek(database.db, file, (l) => lines.push(l));
+    const report = await rotateKek(createOperatorsRepo(database.db), file, (l) => lines.push(l));
     expect(lines[0]).toContain(`finishing an interrupted rotation to ${newKey}`);
     expect(report.keyId).toBe(newKey);
     expect(await keyIdOf(op.id)).toBe(newKey);

@@ -2,9 +2,8 @@
 // then the keys no row uses are retired. Safe to interrupt and rerun: each row is re-wrapped by a
 // conditional UPDATE on its old key id, and a rerun that finds rows still under an older key
 // finishes them before it adds another key.
-import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
 import { addKeyringKey, loadOrCreateKeyring, retireKeyringKeys } from "./kek.ts";
+import type { OperatorsRepo } from "./operators.repo.ts";
 
 const ACTIVE = (id: string) => `${id}:totp`;
 const PENDING = (id: string) => `${id}:pending-totp`;
@@ -18,13 +17,13 @@ export interface RotationReport {
 }
 
 export async function rotateKek(
-  db: Kysely<Database>,
+  repo: OperatorsRepo,
   keyringFile: string,
   progress: (line: string) => void,
 ): Promise<RotationReport> {
   let keyring = loadOrCreateKeyring(keyringFile);
   const isKnown = (id: string | null) => id === null || keyring.keyIds().includes(id);
-  const behind = (await findRowsNotUnder(db, keyring.currentId)).filter(
+  const behind = (await repo.findOperatorsNotUnderKey(keyring.currentId)).filter(
     (r) => isKnown(r.totp_kek_id) && isKnown(r.pending_totp_kek_id),
   );
   if (behind.length === 0) {
@@ -33,7 +32,7 @@ export async function rotateKek(
   } else {
     progress(`finishing an interrupted rotation to ${keyring.currentId}`);
   }
-  const all = await findRowsNotUnder(db, keyring.currentId);
+  const all = await repo.findOperatorsNotUnderKey(keyring.currentId);
   const rows = all.filter((r) => isKnown(r.totp_kek_id) && isKnown(r.pending_totp_kek_id));
   const unknownKeyRows = all.length - rows.length;
   if (unknownKeyRows > 0) {
@@ -48,52 +47,20 @@ export async function rotateKek(
         keyring.unwrap(row.totp_kek_id, row.totp_secret, ACTIVE(row.id)),
         ACTIVE(row.id),
       );
-      await db
-        .updateTable("operators")
-        .set({ totp_secret: next.blob, totp_kek_id: next.kekId })
-        .where("id", "=", row.id)
-        .where("totp_kek_id", "=", row.totp_kek_id)
-        .execute();
+      await repo.updateTotpSecretRewrapped(row.id, row.totp_kek_id, next);
     }
     if (row.pending_totp_secret && row.pending_totp_kek_id && row.pending_totp_kek_id !== keyring.currentId) {
       const next = keyring.wrap(
         keyring.unwrap(row.pending_totp_kek_id, row.pending_totp_secret, PENDING(row.id)),
         PENDING(row.id),
       );
-      await db
-        .updateTable("operators")
-        .set({ pending_totp_secret: next.blob, pending_totp_kek_id: next.kekId })
-        .where("id", "=", row.id)
-        .where("pending_totp_kek_id", "=", row.pending_totp_kek_id)
-        .execute();
+      await repo.updatePendingTotpRewrapped(row.id, row.pending_totp_kek_id, next);
     }
     rewrapped++;
     if (rewrapped % 100 === 0 || rewrapped === rows.length)
       progress(`re-wrapped ${rewrapped} of ${rows.length}`);
   }
-  const stillUsed = new Set<string>();
-  for (const row of await db
-    .selectFrom("operators")
-    .select(["totp_kek_id", "pending_totp_kek_id"])
-    .execute()) {
-    if (row.totp_kek_id) stillUsed.add(row.totp_kek_id);
-    if (row.pending_totp_kek_id) stillUsed.add(row.pending_totp_kek_id);
-  }
-  const retired = retireKeyringKeys(keyringFile, stillUsed);
+  const retired = retireKeyringKeys(keyringFile, await repo.findUsedKeyIds());
   if (retired.length > 0) progress(`retired ${retired.join(", ")}`);
   return { keyId: keyring.currentId, rewrapped, retired, unknownKeyRows };
-}
-
-function findRowsNotUnder(db: Kysely<Database>, keyId: string) {
-  return db
-    .selectFrom("operators")
-    .select(["id", "totp_secret", "totp_kek_id", "pending_totp_secret", "pending_totp_kek_id"])
-    .where((eb) =>
-      eb.or([
-        eb.and([eb("totp_kek_id", "is not", null), eb("totp_kek_id", "!=", keyId)]),
-        eb.and([eb("pending_totp_kek_id", "is not", null), eb("pending_totp_kek_id", "!=", keyId)]),
-      ]),
-    )
-    .orderBy("id")
-    .execute();
 }

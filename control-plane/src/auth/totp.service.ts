@@ -2,12 +2,12 @@
 // with replay protection, or a one-time backup code. Secrets are stored wrapped under the KEK;
 // backup codes only as peppered hashes. Ten failures lock the account for 15 minutes.
 import { AppError } from "@latch/shared/errors";
-import type { Kysely } from "kysely";
 import * as OTPAuth from "otpauth";
 import QRCode from "qrcode";
-import type { Database, OperatorRow } from "../db/schema.ts";
+import type { OperatorRow } from "../db/schema.ts";
 import { BACKUP_CODE_COUNT, isSameHash, newBackupCode, normaliseBackupCode } from "./codes.ts";
 import type { Keyring } from "./kek.ts";
+import type { OperatorsRepo } from "./operators.repo.ts";
 
 export const ENROLLMENT_TTL_MS = 10 * 60 * 1000;
 export const MAX_TOTP_FAILURES = 10;
@@ -17,7 +17,7 @@ const PERIOD_S = 30;
 const WINDOW = 1;
 
 export interface TotpDeps {
-  db: Kysely<Database>;
+  repo: OperatorsRepo;
   keyring: Keyring;
   now: () => Date;
   issuer?: string;
@@ -36,7 +36,9 @@ export function createTotpService(deps: TotpDeps) {
   const issuer = deps.issuer ?? "Latch";
 
   async function loadOperator(operatorId: string): Promise<OperatorRow> {
-    return deps.db.selectFrom("operators").selectAll().where("id", "=", operatorId).executeTakeFirstOrThrow();
+    const operator = await deps.repo.findOperatorById(operatorId);
+    if (!operator) throw new Error("no such operator");
+    return operator;
   }
 
   function totpFor(email: string, secret: Buffer): OTPAuth.TOTP {
@@ -81,49 +83,25 @@ export function createTotpService(deps: TotpDeps) {
     );
     const step = matchStep(totpFor(operator.email, secret), code);
     if (step === undefined) return false;
-    const result = await deps.db
-      .updateTable("operators")
-      .set({ totp_last_step: step })
-      .where("id", "=", operator.id)
-      .where("totp_last_step", "<", String(step))
-      .executeTakeFirst();
-    return result.numUpdatedRows === 1n;
+    return deps.repo.updateTotpLastStep(operator.id, step);
   }
 
   async function spendBackupCode(operatorId: string, typed: string): Promise<boolean> {
     const normalised = normaliseBackupCode(typed);
     if (normalised.length !== 10) return false;
     const hash = deps.keyring.hashCode(`backup:${normalised}`);
-    const unused = await deps.db
-      .selectFrom("backup_codes")
-      .select(["id", "code_hash"])
-      .where("operator_id", "=", operatorId)
-      .where("used_at", "is", null)
-      .execute();
+    const unused = await deps.repo.findUnusedBackupCodes(operatorId);
     const match = unused.find((row) => isSameHash(row.code_hash, hash));
     if (!match) return false;
-    const result = await deps.db
-      .updateTable("backup_codes")
-      .set({ used_at: deps.now() })
-      .where("id", "=", match.id)
-      .where("used_at", "is", null)
-      .executeTakeFirst();
-    return result.numUpdatedRows === 1n;
+    return deps.repo.updateBackupCodeUsed(match.id, deps.now());
   }
 
-  async function replaceBackupCodes(trx: Kysely<Database>, operatorId: string): Promise<string[]> {
+  async function replaceBackupCodes(repo: OperatorsRepo, operatorId: string): Promise<string[]> {
     const codes = Array.from({ length: BACKUP_CODE_COUNT }, newBackupCode);
-    await trx.deleteFrom("backup_codes").where("operator_id", "=", operatorId).execute();
-    await trx
-      .insertInto("backup_codes")
-      .values(
-        codes.map((code) => ({
-          operator_id: operatorId,
-          code_hash: deps.keyring.hashCode(`backup:${normaliseBackupCode(code)}`),
-          used_at: null,
-        })),
-      )
-      .execute();
+    await repo.deleteAndInsertBackupCodes(
+      operatorId,
+      codes.map((code) => deps.keyring.hashCode(`backup:${normaliseBackupCode(code)}`)),
+    );
     return codes;
   }
 
@@ -139,24 +117,15 @@ export function createTotpService(deps: TotpDeps) {
 
   /** Counts a failure; the tenth in a row locks the account (429 with retry_after). */
   async function recordFailure(operatorId: string): Promise<never> {
-    const row = await deps.db
-      .updateTable("operators")
-      .set((eb) => ({ totp_failures: eb("totp_failures", "+", 1) }))
-      .where("id", "=", operatorId)
-      .returning("totp_failures")
-      .executeTakeFirstOrThrow();
-    if (row.totp_failures >= MAX_TOTP_FAILURES) {
-      await deps.db
-        .updateTable("operators")
-        .set({ totp_failures: 0, totp_locked_until: new Date(deps.now().getTime() + TOTP_LOCK_MS) })
-        .where("id", "=", operatorId)
-        .execute();
+    const failures = await deps.repo.updateTotpFailuresIncremented(operatorId);
+    if (failures >= MAX_TOTP_FAILURES) {
+      await deps.repo.updateTotpLocked(operatorId, new Date(deps.now().getTime() + TOTP_LOCK_MS));
       throw new AppError("totp_locked", "too many wrong codes; the account is locked for 15 minutes", {
         extra: { retry_after: TOTP_LOCK_MS / 1000 },
       });
     }
     throw new AppError("totp_invalid", "that code is not valid", {
-      extra: { attempts_remaining: MAX_TOTP_FAILURES - row.totp_failures },
+      extra: { attempts_remaining: MAX_TOTP_FAILURES - failures },
     });
   }
 
@@ -181,15 +150,7 @@ export function createTotpService(deps: TotpDeps) {
       const secret = Buffer.from(new OTPAuth.Secret({ size: 20 }).bytes);
       const wrapped = deps.keyring.wrap(secret, pendingBinding(operatorId));
       const expiresAt = new Date(deps.now().getTime() + ENROLLMENT_TTL_MS);
-      await deps.db
-        .updateTable("operators")
-        .set({
-          pending_totp_secret: wrapped.blob,
-          pending_totp_kek_id: wrapped.kekId,
-          pending_totp_expires_at: expiresAt,
-        })
-        .where("id", "=", operatorId)
-        .execute();
+      await deps.repo.updatePendingTotp(operatorId, wrapped, expiresAt);
       return enrollmentOf(operator, secret, expiresAt);
     },
 
@@ -216,25 +177,10 @@ export function createTotpService(deps: TotpDeps) {
       if (step === undefined)
         throw new AppError("totp_invalid", "that code does not match the new authenticator");
       const wrapped = deps.keyring.wrap(secret, activeBinding(operatorId));
-      return deps.db.transaction().execute(async (trx) => {
-        const result = await trx
-          .updateTable("operators")
-          .set({
-            totp_enabled: true,
-            totp_secret: wrapped.blob,
-            totp_kek_id: wrapped.kekId,
-            totp_last_step: step,
-            totp_failures: 0,
-            pending_totp_secret: null,
-            pending_totp_kek_id: null,
-            pending_totp_expires_at: null,
-          })
-          .where("id", "=", operatorId)
-          .where("pending_totp_expires_at", "=", operator.pending_totp_expires_at!)
-          .executeTakeFirst();
-        if (result.numUpdatedRows !== 1n)
+      return deps.repo.inTransaction(async (repo) => {
+        if (!(await repo.updateTotpEnabled(operatorId, wrapped, step, operator.pending_totp_expires_at!)))
           throw new AppError("no_pending_enrollment", "this enrollment was already confirmed");
-        return replaceBackupCodes(trx, operatorId);
+        return replaceBackupCodes(repo, operatorId);
       });
     },
 
@@ -252,7 +198,7 @@ export function createTotpService(deps: TotpDeps) {
         usedBackupCode = isValid;
       }
       if (!isValid) await recordFailure(operatorId);
-      await deps.db.updateTable("operators").set({ totp_failures: 0 }).where("id", "=", operatorId).execute();
+      await deps.repo.updateTotpFailuresReset(operatorId);
       return { usedBackupCode };
     },
 
@@ -263,18 +209,15 @@ export function createTotpService(deps: TotpDeps) {
       if (!(await spendTotpCode(operator, typeof rawCode === "string" ? rawCode.trim() : ""))) {
         await recordFailure(operatorId);
       }
-      return deps.db.transaction().execute((trx) => replaceBackupCodes(trx, operatorId));
+      return deps.repo.inTransaction((repo) => replaceBackupCodes(repo, operatorId));
     },
 
-    async countUnusedBackupCodes(operatorId: string): Promise<number> {
-      const row = await deps.db
-        .selectFrom("backup_codes")
-        .select((eb) => eb.fn.countAll<string>().as("n"))
-        .where("operator_id", "=", operatorId)
-        .where("used_at", "is", null)
-        .executeTakeFirstOrThrow();
-      return Number(row.n);
-    },
+    countUnusedBackupCodes: (operatorId: string): Promise<number> =>
+      deps.repo.findUnusedBackupCodeCount(operatorId),
+
+    /** The operator's account as the console shows it, or undefined. */
+    findOperator: (operatorId: string): Promise<OperatorRow | undefined> =>
+      deps.repo.findOperatorById(operatorId),
   };
 
   /**

@@ -4,6 +4,7 @@
 import { resolve } from "node:path";
 import { keyringPath } from "../auth/kek.ts";
 import { rotateKek } from "../auth/kek-rotate.ts";
+import { createOperatorsRepo } from "../auth/operators.repo.ts";
 import { loadConfig } from "../config.ts";
 import { openDatabase } from "../db/database.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
@@ -24,7 +25,7 @@ export async function runKekRotate(
     const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir });
     try {
       progress(`rotating the key-encryption key in ${keyringPath(dataDir)}`);
-      const report = await rotateKek(database.db, keyringPath(dataDir), progress);
+      const report = await rotateKek(createOperatorsRepo(database.db), keyringPath(dataDir), progress);
       progress(`done: ${report.rewrapped} operator(s) now under ${report.keyId}`);
       return report.unknownKeyRows > 0 ? 1 : 0;
     } finally {

@@ -1,0 +1,185 @@
+// Operators and their backup codes in the database. The single-use rules live here as conditional
+// UPDATEs: an authenticator time step is accepted only above the last one, a backup code only while
+// unused, a pending enrollment confirmed once, and a KEK re-wrap only from the key it was under.
+import type { Kysely } from "kysely";
+import type { Database, OperatorRow } from "../db/schema.ts";
+
+/** A wrapped secret: the blob and the id of the key-encryption key it is under. */
+export interface WrappedSecret {
+  blob: Buffer;
+  kekId: string;
+}
+
+export type OperatorKeyRow = Pick<
+  OperatorRow,
+  "id" | "totp_secret" | "totp_kek_id" | "pending_totp_secret" | "pending_totp_kek_id"
+>;
+
+export interface OperatorsRepo {
+  /** Runs `fn` in one transaction. */
+  inTransaction<T>(fn: (repo: OperatorsRepo) => Promise<T>): Promise<T>;
+  findOperatorById(id: string): Promise<OperatorRow | undefined>;
+  /** Sets totp_last_step only if `step` is after it. True for the one caller that won. */
+  updateTotpLastStep(id: string, step: number): Promise<boolean>;
+  /** Adds one failure and returns the count. */
+  updateTotpFailuresIncremented(id: string): Promise<number>;
+  updateTotpFailuresReset(id: string): Promise<void>;
+  updateTotpLocked(id: string, until: Date): Promise<void>;
+  updatePendingTotp(id: string, secret: WrappedSecret, expiresAt: Date): Promise<void>;
+  /** Pending -> enabled, only for the enrollment that expires at `pendingExpiresAt`. */
+  updateTotpEnabled(
+    id: string,
+    secret: WrappedSecret,
+    step: number,
+    pendingExpiresAt: Date,
+  ): Promise<boolean>;
+  findUnusedBackupCodes(operatorId: string): Promise<{ id: string; code_hash: string }[]>;
+  /** Marks the code used only if unused. True for the one caller that won. */
+  updateBackupCodeUsed(id: string, at: Date): Promise<boolean>;
+  findUnusedBackupCodeCount(operatorId: string): Promise<number>;
+  /** The operator's backup codes become exactly these hashes. Call inside inTransaction. */
+  deleteAndInsertBackupCodes(operatorId: string, codeHashes: string[]): Promise<void>;
+  /** Operators with an active or pending secret under another key than `keyId`, by id. */
+  findOperatorsNotUnderKey(keyId: string): Promise<OperatorKeyRow[]>;
+  /** The key ids some operator's secret is under. */
+  findUsedKeyIds(): Promise<Set<string>>;
+  /** Re-wraps the active secret, only if it is still under `fromKekId`. */
+  updateTotpSecretRewrapped(id: string, fromKekId: string, next: WrappedSecret): Promise<void>;
+  /** Re-wraps the pending secret, only if it is still under `fromKekId`. */
+  updatePendingTotpRewrapped(id: string, fromKekId: string, next: WrappedSecret): Promise<void>;
+}
+
+export function createOperatorsRepo(db: Kysely<Database>): OperatorsRepo {
+  return {
+    inTransaction: (fn) => db.transaction().execute((trx) => fn(createOperatorsRepo(trx))),
+    findOperatorById: (id) => db.selectFrom("operators").selectAll().where("id", "=", id).executeTakeFirst(),
+    async updateTotpLastStep(id, step) {
+      const result = await db
+        .updateTable("operators")
+        .set({ totp_last_step: step })
+        .where("id", "=", id)
+        .where("totp_last_step", "<", String(step))
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    async updateTotpFailuresIncremented(id) {
+      const row = await db
+        .updateTable("operators")
+        .set((eb) => ({ totp_failures: eb("totp_failures", "+", 1) }))
+        .where("id", "=", id)
+        .returning("totp_failures")
+        .executeTakeFirstOrThrow();
+      return row.totp_failures;
+    },
+    async updateTotpFailuresReset(id) {
+      await db.updateTable("operators").set({ totp_failures: 0 }).where("id", "=", id).execute();
+    },
+    async updateTotpLocked(id, until) {
+      await db
+        .updateTable("operators")
+        .set({ totp_failures: 0, totp_locked_until: until })
+        .where("id", "=", id)
+        .execute();
+    },
+    async updatePendingTotp(id, secret, expiresAt) {
+      await db
+        .updateTable("operators")
+        .set({
+          pending_totp_secret: secret.blob,
+          pending_totp_kek_id: secret.kekId,
+          pending_totp_expires_at: expiresAt,
+        })
+        .where("id", "=", id)
+        .execute();
+    },
+    async updateTotpEnabled(id, secret, step, pendingExpiresAt) {
+      const result = await db
+        .updateTable("operators")
+        .set({
+          totp_enabled: true,
+          totp_secret: secret.blob,
+          totp_kek_id: secret.kekId,
+          totp_last_step: step,
+          totp_failures: 0,
+          pending_totp_secret: null,
+          pending_totp_kek_id: null,
+          pending_totp_expires_at: null,
+        })
+        .where("id", "=", id)
+        .where("pending_totp_expires_at", "=", pendingExpiresAt)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    findUnusedBackupCodes: (operatorId) =>
+      db
+        .selectFrom("backup_codes")
+        .select(["id", "code_hash"])
+        .where("operator_id", "=", operatorId)
+        .where("used_at", "is", null)
+        .execute(),
+    async updateBackupCodeUsed(id, at) {
+      const result = await db
+        .updateTable("backup_codes")
+        .set({ used_at: at })
+        .where("id", "=", id)
+        .where("used_at", "is", null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    async findUnusedBackupCodeCount(operatorId) {
+      const row = await db
+        .selectFrom("backup_codes")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("operator_id", "=", operatorId)
+        .where("used_at", "is", null)
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+    async deleteAndInsertBackupCodes(operatorId, codeHashes) {
+      await db.deleteFrom("backup_codes").where("operator_id", "=", operatorId).execute();
+      await db
+        .insertInto("backup_codes")
+        .values(codeHashes.map((code_hash) => ({ operator_id: operatorId, code_hash, used_at: null })))
+        .execute();
+    },
+    findOperatorsNotUnderKey: (keyId) =>
+      db
+        .selectFrom("operators")
+        .select(["id", "totp_secret", "totp_kek_id", "pending_totp_secret", "pending_totp_kek_id"])
+        .where((eb) =>
+          eb.or([
+            eb.and([eb("totp_kek_id", "is not", null), eb("totp_kek_id", "!=", keyId)]),
+            eb.and([eb("pending_totp_kek_id", "is not", null), eb("pending_totp_kek_id", "!=", keyId)]),
+          ]),
+        )
+        .orderBy("id")
+        .execute(),
+    async findUsedKeyIds() {
+      const used = new Set<string>();
+      for (const row of await db
+        .selectFrom("operators")
+        .select(["totp_kek_id", "pending_totp_kek_id"])
+        .execute()) {
+        if (row.totp_kek_id) used.add(row.totp_kek_id);
+        if (row.pending_totp_kek_id) used.add(row.pending_totp_kek_id);
+      }
+      return used;
+    },
+    async updateTotpSecretRewrapped(id, fromKekId, next) {
+      await db
+        .updateTable("operators")
+        .set({ totp_secret: next.blob, totp_kek_id: next.kekId })
+        .where("id", "=", id)
+        .where("totp_kek_id", "=", fromKekId)
+        .execute();
+    },
+    async updatePendingTotpRewrapped(id, fromKekId, next) {
+      await db
+        .updateTable("operators")
+        .set({ pending_totp_secret: next.blob, pending_totp_kek_id: next.kekId })
+        .where("id", "=", id)
+        .where("pending_totp_kek_id", "=", fromKekId)
+        .execute();
+    },
+  };
+}

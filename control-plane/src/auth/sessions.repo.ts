@@ -1,0 +1,111 @@
+// Operator sessions in the database: only the SHA-256 of the session token and of its CSRF token
+// are stored; revoking is a conditional UPDATE.
+import { randomBytes } from "node:crypto";
+import { sha256Hex } from "@latch/shared/crypto/hash";
+import { newId } from "@latch/shared/ids";
+import type { Kysely } from "kysely";
+import type { Database, OperatorSessionRow } from "../db/schema.ts";
+
+export interface NewSession {
+  session: OperatorSessionRow;
+  token: string;
+  csrfToken: string;
+}
+
+export function createSessionsRepo(db: Kysely<Database>) {
+  return {
+    async insertSession(
+      operatorId: string,
+      organisationId: string | null,
+      userAgent: string | undefined,
+      now: Date,
+    ): Promise<NewSession> {
+      const token = randomBytes(32).toString("base64url");
+      const csrfToken = randomBytes(24).toString("base64url");
+      const session = {
+        id: newId("ses"),
+        token_hash: sha256Hex(token),
+        csrf_hash: sha256Hex(csrfToken),
+        operator_id: operatorId,
+        organisation_id: organisationId,
+        is_mfa_passed: false,
+        user_agent: userAgent?.slice(0, 200) ?? null,
+        created_at: now,
+        last_seen_at: now,
+        revoked_at: null,
+      };
+      await db.insertInto("operator_sessions").values(session).execute();
+      return { session, token, csrfToken };
+    },
+    findLiveSessionByToken: (token: string) =>
+      db
+        .selectFrom("operator_sessions")
+        .selectAll()
+        .where("token_hash", "=", sha256Hex(token))
+        .where("revoked_at", "is", null)
+        .executeTakeFirst(),
+    async updateSessionSeen(id: string, now: Date) {
+      await db.updateTable("operator_sessions").set({ last_seen_at: now }).where("id", "=", id).execute();
+    },
+    async updateSessionMfaPassed(id: string) {
+      await db.updateTable("operator_sessions").set({ is_mfa_passed: true }).where("id", "=", id).execute();
+    },
+    async updateSessionOrganisation(id: string, organisationId: string | null) {
+      await db
+        .updateTable("operator_sessions")
+        .set({ organisation_id: organisationId })
+        .where("id", "=", id)
+        .execute();
+    },
+    async updateSessionRevoked(id: string, now: Date): Promise<boolean> {
+      const result = await db
+        .updateTable("operator_sessions")
+        .set({ revoked_at: now })
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    async updateOtherSessionsRevoked(organisationId: string, keepId: string, now: Date): Promise<number> {
+      const result = await db
+        .updateTable("operator_sessions")
+        .set({ revoked_at: now })
+        .where("organisation_id", "=", organisationId)
+        .where("id", "!=", keepId)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    },
+    /** Each operator's first and last access through sessions acting in this organisation. */
+    findAccessByOperator: (organisationId: string) =>
+      db
+        .selectFrom("operator_sessions")
+        .select((eb) => [
+          "operator_id",
+          eb.fn.min("created_at").as("first_access_at"),
+          eb.fn.max("last_seen_at").as("last_access_at"),
+        ])
+        .where("organisation_id", "=", organisationId)
+        .groupBy("operator_id")
+        .execute(),
+    findSessionsInOrganisation: (organisationId: string) =>
+      db
+        .selectFrom("operator_sessions")
+        .innerJoin("operators", "operators.id", "operator_sessions.operator_id")
+        .select([
+          "operator_sessions.id",
+          "operator_sessions.operator_id",
+          "operators.email",
+          "operator_sessions.user_agent",
+          "operator_sessions.created_at",
+          "operator_sessions.last_seen_at",
+          "operator_sessions.is_mfa_passed",
+        ])
+        .where("operator_sessions.organisation_id", "=", organisationId)
+        .where("operator_sessions.revoked_at", "is", null)
+        .orderBy("operator_sessions.created_at", "desc")
+        .execute(),
+  };
+}
+
+export type SessionsRepo = ReturnType<typeof createSessionsRepo>;
