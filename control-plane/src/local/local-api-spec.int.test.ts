@@ -2,55 +2,22 @@
 // the official MCP SDK client as the agent: POST /api/grants takes tool_id beside grant_id, and a
 // credential may be stored without allowed_hosts (found by name, refused at call time until hosts
 // are added, with the command that adds them).
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { FastifyInstance } from "fastify";
-import pino from "pino";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newTestOrganisation, testDatabase } from "../../test/database.ts";
-import { type EgressHarness, LogCapture, startEgressHarness } from "../../test/egress-harness.ts";
-import { createMcpSessionStore } from "../mcp/mcp-sessions.ts";
-import { buildLocalApp } from "./local-app.ts";
-import type { LocalTokens } from "./local-tokens.ts";
-import { openLocalVault } from "./local-vault.ts";
+import { type EgressHarness, startEgressHarness } from "../../test/egress-harness.ts";
+import {
+  connectLocalAgent as connectAgent,
+  localOperator,
+  toolPayload as payloadOf,
+  startLocalVault,
+  type LocalRig as Vault,
+} from "../../test/local.ts";
 
 const SECRET = "ghp_localspec_0123456789abcdef";
-const tokens: LocalTokens = { operator: "lvo_spec_operator_token", model: "lvm_spec_model_token" };
 
 let harness: EgressHarness;
 
-interface Vault {
-  app: FastifyInstance;
-  url: string;
-}
-
-async function startVault(): Promise<Vault> {
-  const database = await testDatabase();
-  const logger = pino({ level: "debug" }, new LogCapture());
-  const vault = await openLocalVault({
-    dataDir: harness.dataDir,
-    logger,
-    database,
-    egress: { client: harness.client, sealingKey: async () => harness.proxy.sealingKey },
-    organisationId: await newTestOrganisation(database),
-  });
-  const app = buildLocalApp({ vault, tokens, sessions: createMcpSessionStore(() => Date.now()), logger });
-  return { app, url: await app.listen({ host: "127.0.0.1", port: 0 }) };
-}
-
-async function connectAgent(url: string, name: string): Promise<Client> {
-  const client = new Client({ name, version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-      requestInit: { headers: { authorization: `Bearer ${tokens.model}` } },
-    }),
-  );
-  return client;
-}
-
-function payloadOf(result: Awaited<ReturnType<Client["callTool"]>>): Record<string, unknown> {
-  return JSON.parse((result.content as { text: string }[])[0]!.text) as Record<string, unknown>;
-}
+const startVault = () => startLocalVault(harness);
 
 /** The fields of the local operator API's answers that these tests read. */
 interface OperatorAnswer {
@@ -62,17 +29,8 @@ interface OperatorAnswer {
   error?: { code: string; message: string };
 }
 
-async function operator(v: Vault, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${v.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${tokens.operator}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, json: (await response.json()) as OperatorAnswer };
-}
+const operator = (v: Vault, method: string, path: string, body?: unknown) =>
+  localOperator<OperatorAnswer>(v, method, path, body);
 
 const call = (client: Client, args: Record<string, unknown>) =>
   client.callTool({ name: "http_request", arguments: { method: "GET", path: "/v1/echo", ...args } });

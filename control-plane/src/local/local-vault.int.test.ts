@@ -1,62 +1,26 @@
 // `vault serve` end to end over HTTP with the official MCP SDK client as the agent, a real egress
 // proxy and a real TLS origin on loopback (spec 4.4, 4.2 local rules, 3.1).
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { FastifyInstance } from "fastify";
-import pino from "pino";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newTestOrganisation, testDatabase } from "../../test/database.ts";
 import { type EgressHarness, LogCapture, startEgressHarness } from "../../test/egress-harness.ts";
-import { createMcpSessionStore, SESSION_IDLE_MS } from "../mcp/mcp-sessions.ts";
-import { buildLocalApp } from "./local-app.ts";
-import type { LocalTokens } from "./local-tokens.ts";
-import { type LocalVault, openLocalVault } from "./local-vault.ts";
+import {
+  connectLocalAgent as connectAgent,
+  localOperator,
+  toolPayload as payloadOf,
+  startLocalVault,
+  LOCAL_TOKENS as tokens,
+  type LocalRig as Vault,
+} from "../../test/local.ts";
+import { SESSION_IDLE_MS } from "../mcp/mcp-sessions.ts";
 
 const SECRET = "ghp_localcanary_0123456789abcdef";
-const tokens: LocalTokens = { operator: "lvo_test_operator_token", model: "lvm_test_model_token" };
 
 let harness: EgressHarness;
 let clock = Date.now();
 const logs = new LogCapture();
 
-interface Vault {
-  vault: LocalVault;
-  app: FastifyInstance;
-  url: string;
-}
-
 /** A local vault in its own organisation, listening on a free loopback port. */
-async function startVault(): Promise<Vault> {
-  const database = await testDatabase();
-  const logger = pino({ level: "debug" }, logs);
-  const vault = await openLocalVault({
-    dataDir: harness.dataDir,
-    logger,
-    database,
-    egress: { client: harness.client, sealingKey: async () => harness.proxy.sealingKey },
-    organisationId: await newTestOrganisation(database),
-  });
-  const app = buildLocalApp({ vault, tokens, sessions: createMcpSessionStore(() => clock), logger });
-  const url = await app.listen({ host: "127.0.0.1", port: 0 });
-  return { vault, app, url };
-}
-
-async function connectAgent(url: string, name = "test-agent"): Promise<Client> {
-  const client = new Client({ name, version: "1.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-      requestInit: { headers: { authorization: `Bearer ${tokens.model}` } },
-    }),
-  );
-  return client;
-}
-
-/** The JSON payload of a tool answer. */
-function payloadOf(result: Awaited<ReturnType<Client["callTool"]>>): Record<string, unknown> {
-  const content = result.content as { type: string; text: string }[];
-  expect(content).toHaveLength(1);
-  return JSON.parse(content[0]!.text) as Record<string, unknown>;
-}
+const startVault = () => startLocalVault(harness, { logs, sessionClock: () => clock });
 
 /** The fields of the local operator API's answers that these tests read (spec 4.4). */
 interface OperatorAnswer {
@@ -65,17 +29,8 @@ interface OperatorAnswer {
   grants?: unknown[];
 }
 
-async function operator(v: Vault, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${v.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${tokens.operator}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, json: (await response.json()) as OperatorAnswer };
-}
+const operator = (v: Vault, method: string, path: string, body?: unknown) =>
+  localOperator<OperatorAnswer>(v, method, path, body);
 
 async function storeSecret(v: Vault, name = "GITHUB_TOKEN", extra: Record<string, unknown> = {}) {
   const stored = await operator(v, "POST", "/api/secrets", {
