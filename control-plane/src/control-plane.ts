@@ -121,7 +121,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           egress: deps.egress.client,
           recordEvent: audit.insertAuditEvent,
         }),
-      (app) => registerPageRoutes(app, { db }),
+      (app) => registerPageRoutes(app, { totp: services.totp, orgs: services.orgs }),
       (app) => registerNeedsRoutes(app, { db, needs }),
       (app) => registerApproveLinkRoutes(app, { db, grants }),
     ],

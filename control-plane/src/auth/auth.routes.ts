@@ -66,11 +66,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       deps.now(),
     );
     setSessionCookies(reply, created, deps.isSecureCookies);
-    const operator = await db
-      .selectFrom("operators")
-      .select("totp_enabled")
-      .where("id", "=", operatorId)
-      .executeTakeFirstOrThrow();
+    const operator = await deps.totp.getOperator(operatorId);
     return {
       ok: true,
       enroll: !operator.totp_enabled,
@@ -110,17 +106,9 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
 
   app.get("/api/auth/me", async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
-    const operator = await db
-      .selectFrom("operators")
-      .select(["email", "totp_enabled", "created_at"])
-      .where("id", "=", context.operatorId)
-      .executeTakeFirstOrThrow();
+    const operator = await deps.totp.getOperator(context.operatorId);
     const organisation = context.organisationId
-      ? await db
-          .selectFrom("organisations")
-          .select(["id", "name"])
-          .where("id", "=", context.organisationId)
-          .executeTakeFirst()
+      ? await deps.orgs.findOrganisation(context.organisationId)
       : undefined;
     return {
       email: operator.email,

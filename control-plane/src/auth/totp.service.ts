@@ -218,6 +218,9 @@ export function createTotpService(deps: TotpDeps) {
     /** The operator's account as the console shows it, or undefined. */
     findOperator: (operatorId: string): Promise<OperatorRow | undefined> =>
       deps.repo.findOperatorById(operatorId),
+
+    /** The operator a live session belongs to (it exists: deleting one ends its sessions). */
+    getOperator: (operatorId: string): Promise<OperatorRow> => loadOperator(operatorId),
   };
 
   /**

@@ -16,6 +16,7 @@ export interface OrgsRepo {
   /** Runs `fn` in one transaction. */
   inTransaction<T>(fn: (repo: OrgsRepo) => Promise<T>): Promise<T>;
   findOwnedCount(operatorId: string): Promise<number>;
+  findOrganisationById(id: string): Promise<{ id: string; name: string } | undefined>;
   insertOrganisation(organisation: { id: string; name: string }): Promise<void>;
   /** The local variant's single organisation: inserted unless it exists. */
   insertOrganisationIfMissing(organisation: { id: string; name: string }): Promise<void>;
@@ -53,6 +54,8 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
         .executeTakeFirstOrThrow();
       return Number(owned.n);
     },
+    findOrganisationById: (id) =>
+      db.selectFrom("organisations").select(["id", "name"]).where("id", "=", id).executeTakeFirst(),
     async insertOrganisation(organisation) {
       await db.insertInto("organisations").values(organisation).execute();
     },

@@ -3,12 +3,13 @@
 // whether the operator has an authenticator; then answers the page (public/pages/) with the
 // headers of page-headers.ts. Also every file of public/assets/ at /assets/<name>.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
+import type { TotpService } from "../auth/totp.service.ts";
+import type { OrgsService } from "../orgs/orgs.service.ts";
 import { readPage, registerAssets, sendPage } from "./page-files.ts";
 
 export interface PageRouteDeps {
-  db: Kysely<Database>;
+  totp: Pick<TotpService, "findOperator" | "countUnusedBackupCodes">;
+  orgs: Pick<OrgsService, "findOrganisation">;
 }
 
 /** Where a browser is in sign-in (spec 3.3): no session, pending (enrol or verify next), or ready. */
@@ -30,17 +31,12 @@ const CONSOLE = "/console";
 const SIGN_IN = "/sign-in";
 
 export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): void {
-  const { db } = deps;
-
   async function stateOf(request: FastifyRequest): Promise<SignInState> {
     const session = request.operatorSession;
     if (!session) return { kind: "none" };
-    const operator = await db
-      .selectFrom("operators")
-      .select(["id", "email", "totp_enabled"])
-      .where("id", "=", session.operator_id)
-      .executeTakeFirst();
-    if (!operator) return { kind: "none" };
+    const row = await deps.totp.findOperator(session.operator_id);
+    if (!row) return { kind: "none" };
+    const operator: PageOperator = { id: row.id, email: row.email, totp_enabled: row.totp_enabled };
     if (session.is_mfa_passed) return { kind: "ready", operator, organisationId: session.organisation_id };
     return operator.totp_enabled
       ? { kind: "needs_verification", operator }
@@ -101,26 +97,15 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
     if (state.kind === "needs_verification") return redirect(reply, VERIFY);
     const [organisation, backupCodes] = await Promise.all([
-      state.organisationId
-        ? db
-            .selectFrom("organisations")
-            .select("name")
-            .where("id", "=", state.organisationId)
-            .executeTakeFirst()
-        : undefined,
-      db
-        .selectFrom("backup_codes")
-        .select((eb) => eb.fn.countAll<string>().as("n"))
-        .where("operator_id", "=", state.operator.id)
-        .where("used_at", "is", null)
-        .executeTakeFirstOrThrow(),
+      state.organisationId ? deps.orgs.findOrganisation(state.organisationId) : undefined,
+      deps.totp.countUnusedBackupCodes(state.operator.id),
     ]);
     return html(
       reply,
       pages.console.fill({
         email: state.operator.email,
         organisation: organisation?.name ?? "None yet",
-        backupCodesRemaining: String(Number(backupCodes.n)),
+        backupCodesRemaining: String(backupCodes),
       }),
     );
   });
