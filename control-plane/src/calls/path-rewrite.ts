@@ -1,11 +1,8 @@
-// Spec 4.2 rule 3: the music provider renamed playlist content from /tracks to /items. Calls on the
-// old path are sent to the new one (the validated path is what the operator approved; the rewrite
-// only follows the provider's rename), and a DELETE body's `tracks` key becomes `items`.
-
-const MUSIC_API_HOST = "api.spotify.com";
-const REWRITTEN_METHODS = new Set(["GET", "POST", "PUT", "DELETE"]);
-/** Exactly /v1/playlists/{id}/tracks, optionally with a query; /tracks/... and other paths stay. */
-const PLAYLIST_TRACKS = /^(\/v1\/playlists\/[^/?#]+)\/tracks(\?.*)?$/;
+// Spec 4.2 rule 3: a provider renamed a path. A call on the old path is sent to the new one by the
+// rule the provider's file declares (providers/; today Spotify's playlist /tracks -> /items). The
+// validated path is what the operator approved; the rewrite only follows the provider's rename.
+import type { PathRewriteRule } from "../providers/provider.ts";
+import { findProviderByApiHost, listProviders } from "../providers/providers.ts";
 
 export interface PathRewrite {
   path: string;
@@ -13,27 +10,42 @@ export interface PathRewrite {
   rewritten?: { from: string; to: string };
 }
 
-/** The path and body to send for a validated request; unchanged unless rule 3 applies. */
-export function rewritePlaylistPath(host: string, method: string, path: string, body: unknown): PathRewrite {
-  const match = host === MUSIC_API_HOST && REWRITTEN_METHODS.has(method) ? PLAYLIST_TRACKS.exec(path) : null;
-  if (!match) return { path, body };
-  const to = `${match[1]}/items${match[2] ?? ""}`;
-  let sent = body;
-  if (
-    method === "DELETE" &&
-    typeof body === "object" &&
-    body !== null &&
-    !Array.isArray(body) &&
-    Object.hasOwn(body, "tracks") &&
-    !Object.hasOwn(body, "items")
-  ) {
-    const { tracks, ...rest } = body as Record<string, unknown>;
-    sent = { ...rest, items: tracks };
-  }
-  return { path: to, body: sent, rewritten: { from: path, to } };
+function findRule(rules: readonly PathRewriteRule[], method: string, path: string) {
+  return rules.find((rule) => rule.methods.includes(method) && rule.pattern.test(path));
 }
 
-/** next.for_model naming the change (spec 4.2 rule 3). */
+function renameBodyKey(rule: PathRewriteRule, method: string, body: unknown): unknown {
+  const rename = rule.bodyKeyRename;
+  if (
+    !rename ||
+    method !== rename.method ||
+    typeof body !== "object" ||
+    body === null ||
+    Array.isArray(body) ||
+    !Object.hasOwn(body, rename.from) ||
+    Object.hasOwn(body, rename.to)
+  ) {
+    return body;
+  }
+  const { [rename.from]: value, ...rest } = body as Record<string, unknown>;
+  return { ...rest, [rename.to]: value };
+}
+
+/** The path and body to send for a validated request; unchanged unless the host's provider
+ * renamed that path (the name keeps the one rename there is today). */
+export function rewritePlaylistPath(host: string, method: string, path: string, body: unknown): PathRewrite {
+  const rule = findRule(findProviderByApiHost(host)?.pathRewrites ?? [], method, path);
+  if (!rule) return { path, body };
+  const to = path.replace(rule.pattern, rule.replacement);
+  return { path: to, body: renameBodyKey(rule, method, body), rewritten: { from: path, to } };
+}
+
+/** next.for_model naming the change, in the words of the rule that made it (spec 4.2 rule 3). */
 export function describeRewrite(rewritten: { from: string; to: string }): string {
-  return `The provider renamed playlist tracks to items: this call was sent to ${rewritten.to} instead of ${rewritten.from}. Use the /items path from now on.`;
+  const rule = listProviders()
+    .flatMap((provider) => provider.pathRewrites)
+    .find((candidate) => candidate.pattern.test(rewritten.from));
+  return rule
+    ? rule.describe(rewritten)
+    : `This call was sent to ${rewritten.to} instead of ${rewritten.from}. Use that path from now on.`;
 }

@@ -17,8 +17,9 @@ import {
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
+import type { Recipe } from "../providers/provider.ts";
+import { recipeFields } from "../providers/providers.ts";
 import type { NeedsRepo, NeedWithClient } from "./needs.repo.ts";
-import { type Recipe, recipeFields } from "./recipes.ts";
 
 /** What fulfilling writes in one transaction: the need, the stored item and its approval. */
 export interface NeedsTransaction {

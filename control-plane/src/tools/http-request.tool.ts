@@ -9,7 +9,7 @@ import { type LocatedCredential, locateCredential } from "../calls/calls.service
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
-import { recipeFields } from "../needs/recipes.ts";
+import { recipeFields } from "../providers/providers.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 

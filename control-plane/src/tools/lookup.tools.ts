@@ -3,22 +3,13 @@ import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
 import type { CallableItem } from "../calls/calls.service.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
-import { recipeFields } from "../needs/recipes.ts";
+import { getProvider, recipeFields } from "../providers/providers.ts";
 import { dryRunNeedItemAnswer, needItemAnswer } from "./http-request.tool.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 import type { ToolArgs } from "./tool-schemas.ts";
 
 const MAX_AMBIGUOUS = 5;
-
-/** The API host of each provider identifier (DECISIONS.md), for setup. */
-const PROVIDER_HOSTS: Record<string, string> = {
-  spotify: "api.spotify.com",
-  github: "api.github.com",
-  google: "www.googleapis.com",
-  slack: "slack.com",
-  stripe: "api.stripe.com",
-};
 
 function describe(item: CallableItem, environment: string) {
   return {
@@ -84,7 +75,7 @@ export async function runSetup(
   if (Boolean(args.provider) === Boolean(args.host)) {
     throw new AppError("invalid_request", "give exactly one of provider or host");
   }
-  const host = args.provider ? PROVIDER_HOSTS[args.provider]! : validHost(args.host!);
+  const host = args.provider ? getProvider(args.provider).apiHosts[0] : validHost(args.host!);
   const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host);
   const [only, ...others] = items;
   if (!only) {

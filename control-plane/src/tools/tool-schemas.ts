@@ -3,8 +3,7 @@
 import { freeText, safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
 import { httpRequestArgs } from "../calls/calls.schemas.ts";
-
-export const PROVIDERS = ["spotify", "github", "google", "slack", "stripe"] as const;
+import { PROVIDER_IDS } from "../providers/providers.ts";
 
 const taskDescription = freeText()
   .max(10_000)
@@ -21,7 +20,7 @@ export const findItemsArgs = z
 
 export const setupArgs = z
   .object({
-    provider: z.enum(PROVIDERS).optional().describe("A provider with built-in connect"),
+    provider: z.enum(PROVIDER_IDS).optional().describe("A provider with built-in connect"),
     host: safeString().min(1).max(253).optional().describe("The API hostname to set up"),
     task_description: taskDescription,
     dry_run: z.boolean().optional(),
