@@ -9,6 +9,7 @@ import type { ClientRow, Database, OperatorSessionRow } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
+import { createOperatorsRepo } from "./operators.repo.ts";
 import { enforceRouteAccess, refusalFor, resolvePrincipal } from "./principal.ts";
 import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
 
@@ -139,11 +140,8 @@ export async function requireOperator(
     }
   }
   if (options.mfa && !session.is_mfa_passed) {
-    const operator = await db
-      .selectFrom("operators")
-      .select("totp_enabled")
-      .where("id", "=", session.operator_id)
-      .executeTakeFirstOrThrow();
+    const operator = await createOperatorsRepo(db).findOperatorById(session.operator_id);
+    if (!operator) throw new Error("no such operator");
     throw new AppError(
       "mfa_required",
       operator.totp_enabled ? "pass the authenticator step first" : "enroll an authenticator app first",
