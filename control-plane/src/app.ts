@@ -12,6 +12,7 @@ import { answerFrameworkError, registerErrorHandling } from "./http/errors.ts";
 import { registerJsonBody } from "./http/json-body.ts";
 import { requestLogging } from "./http/logging.ts";
 import { registerRequestTextCheck } from "./http/request-text.ts";
+import { registerRouteSchemas } from "./http/route-schemas.ts";
 
 /** Spec 4.3 and 8: JSON bodies over 128 KiB are 413. */
 export const BODY_LIMIT_BYTES = 128 * 1024;
@@ -85,10 +86,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
 /**
  * JSON routes take application/json only (spec 4.3: anything else is 415), parsed with the edge's
- * depth and text checks; every path and query parameter is judged as typed text.
+ * depth and text checks; every path and query parameter is judged as typed text, then by the
+ * route's own zod schemas.
  */
 export function registerJsonOnly(app: FastifyInstance): void {
   app.removeContentTypeParser("text/plain");
   registerJsonBody(app);
   registerRequestTextCheck(app);
+  registerRouteSchemas(app);
 }

@@ -2,6 +2,7 @@
 // from shared/errors' table. The internal cause is logged, never sent.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { toValidationAppError } from "./route-schemas.ts";
 
 /** Fastify's own failures before a handler runs, mapped to our codes. */
 const FASTIFY_ERRORS: Record<string, () => AppError> = {
@@ -18,6 +19,8 @@ const FASTIFY_ERRORS: Record<string, () => AppError> = {
 
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
+  const refused = toValidationAppError(error);
+  if (refused) return refused;
   const fastifyError = error as Partial<FastifyError>;
   const mapped = fastifyError.code ? FASTIFY_ERRORS[fastifyError.code] : undefined;
   if (mapped) return mapped();

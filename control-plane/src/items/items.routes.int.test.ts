@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type HostedHarness, readyOperator, startHosted } from "../../test/hosted.ts";
+import {
+  Browser,
+  type HostedHarness,
+  lastCodeFor,
+  readyOperator,
+  startHosted,
+  uniqueEmail,
+} from "../../test/hosted.ts";
 
 const VALUE = "sk_live_hostedcanary_0123456789";
 let h: HostedHarness;
@@ -96,5 +103,31 @@ describe("hosted items", () => {
       folder_name: "payments",
     });
     expect(created.json().item).toMatchObject({ folder_name: "payments", environment: "staging" });
+  });
+
+  it("refuses a body its schema does not fit as 400 naming the field, in the error envelope", async () => {
+    const op = await readyOperator(h);
+    const wrongType = await op.request("POST", "/api/items", { ...item, allowed_hosts: "api.stripe.com" });
+    expect(wrongType.statusCode).toBe(400);
+    expect(wrongType.json()).toEqual({
+      error: { code: "invalid_request", message: expect.stringContaining("allowed_hosts") },
+    });
+    const secretish = await op.request("POST", "/api/items", { ...item, value: 12345678 });
+    expect(secretish.json().error).toEqual({
+      code: "invalid_request",
+      message: "invalid value: not a string of the allowed length",
+    });
+  });
+
+  it("judges the caller before the body: a session short of the authenticator step is 403, not 400", async () => {
+    const pending = new Browser(h.app);
+    const email = uniqueEmail("pending");
+    await pending.request("POST", "/api/auth/otp/send", { email });
+    await pending.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+    const refused = await pending.request("POST", "/api/items", { name: 42 });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json()).toMatchObject({ error: "mfa_required" });
+    const noCsrf = await pending.request("POST", "/api/items", { name: 42 }, { "x-csrf-token": "wrong" });
+    expect(noCsrf.json().error.code).toBe("csrf_failed");
   });
 });

@@ -23,17 +23,52 @@ export const itemInput = z.strictObject({
 });
 export type ItemInput = z.input<typeof itemInput>;
 
-/** An item as listings show it: everything but the value, plus its last four characters. */
-export interface ItemView {
-  id: string;
-  name: string;
-  kind: string;
-  environment: string;
-  allowed_hosts: string[];
-  inject: string;
-  username: string | null;
-  folder_name: string | null;
-  last4: string;
-  created_at: string;
-  updated_at: string;
-}
+/**
+ * An edit (POST /api/items/:id and /meta): any field of an item, none required; a blank or missing
+ * value keeps the stored one. No defaults here: a field left out keeps its stored value.
+ */
+export const itemEdit = z.object({
+  name: safeString().max(256).optional(),
+  value: z.string().max(MAX_VALUE_LENGTH).nullish(),
+  environment: z.enum(ENVIRONMENTS).optional(),
+  kind: z.enum(ITEM_KINDS).optional(),
+  allowed_hosts: z.array(safeString().max(300)).max(MAX_ALLOWED_HOSTS).optional(),
+  inject: safeString().max(300).optional(),
+  username: safeString().max(512).nullish(),
+  folder_name: safeString().max(128).nullish(),
+});
+
+/** POST /api/items/:id/rotate: the new value only. */
+export const itemRotation = z.object({ value: z.string().max(MAX_VALUE_LENGTH) });
+
+/** POST /api/folders. The name's length is the service's rule (1 to 128 after trimming). */
+export const folderInput = z.object({
+  environment: safeString().optional(),
+  name: safeString(),
+});
+
+export const itemsQuery = z.object({ environment: z.string().optional() });
+
+/**
+ * An item as listings show it: everything but the value, plus its last four characters. Answers
+ * are checked against their schemas, and the handler's own value is sent (http/route-schemas.ts).
+ */
+export const itemView = z.object({
+  id: z.string(),
+  name: z.string(),
+  kind: z.string(),
+  environment: z.string(),
+  allowed_hosts: z.array(z.string()),
+  inject: z.string(),
+  username: z.string().nullable(),
+  folder_name: z.string().nullable(),
+  last4: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ItemView = z.infer<typeof itemView>;
+export const itemAnswer = z.object({ item: itemView });
+export const itemList = z.object({ items: z.array(itemView) });
+export const folderAnswer = z.object({
+  folder: z.object({ id: z.string(), name: z.string(), environment: z.string() }),
+});

@@ -1,0 +1,88 @@
+// Route schemas at the HTTP edge of both tiers: every route declares zod schemas for its params,
+// query, body and responses (the same schemas an OpenAPI document is generated from), checked
+// through fastify-type-provider-zod. A refusal keeps our envelope: 400 `invalid_request` naming the
+// field, in the words items.service and the local API have always used ("invalid name: ...").
+import { AppError } from "@latch/shared/errors";
+import type {
+  FastifyContextConfig,
+  FastifyInstance,
+  FastifyRequest,
+  FastifySchemaCompiler,
+  FastifySerializerCompiler,
+} from "fastify";
+import { hasZodFastifySchemaValidationErrors, validatorCompiler } from "fastify-type-provider-zod";
+import { type ZodType, z } from "zod";
+
+export type { ZodTypeProvider } from "fastify-type-provider-zod";
+
+/**
+ * A request with no body (or a JSON `null`) is judged as `{}`: a route whose fields are all
+ * optional still answers a bare POST, as the hand-read bodies did.
+ */
+const validateRoutePart: FastifySchemaCompiler<ZodType> = (route) => {
+  const validate = validatorCompiler(route);
+  return route.httpPart === "body" ? (data) => validate(data ?? {}) : validate;
+};
+
+/**
+ * A response is checked against its schema, then the handler's own value is sent: a zod object
+ * strips keys it does not name, and a serializer must never drop a field a caller reads. A value
+ * that does not match is a 500 (logged), as a wrong answer would be.
+ */
+const serializeResponse: FastifySerializerCompiler<ZodType> = ({ schema, method, url }) => {
+  return (data) => {
+    const checked = schema.safeParse(data);
+    if (!checked.success) {
+      throw new Error(`the ${method} ${url} answer does not match its schema`, { cause: checked.error });
+    }
+    return JSON.stringify(data);
+  };
+};
+
+/** Requests validated and responses checked by each route's zod schemas. */
+export function registerRouteSchemas(app: FastifyInstance): void {
+  app.setValidatorCompiler(validateRoutePart);
+  app.setSerializerCompiler(serializeResponse);
+}
+
+/** Where a refused value was: the query parameter or path id by name, a body field by its path. */
+const PART_NAMES: Record<string, string> = { body: "body", querystring: "query", params: "path" };
+
+/**
+ * A schema refusal as our 400, or undefined when `error` is not one. Only the field's path and
+ * zod's reason go back, never the value (a refused `value` may be a secret).
+ */
+export function toValidationAppError(error: unknown): AppError | undefined {
+  if (!hasZodFastifySchemaValidationErrors(error)) return undefined;
+  const issue = error.validation[0];
+  const path = issue?.instancePath.split("/").filter(Boolean).join(".");
+  const context = (error as { validationContext?: string }).validationContext ?? "body";
+  const field = path || PART_NAMES[context] || context;
+  const reason = path === "value" ? "not a string of the allowed length" : issue?.message;
+  return new AppError("invalid_request", `invalid ${field}: ${reason}`);
+}
+
+/** A route's `:id`: any text here (the edge's text check has judged it); the service finds it or 404s. */
+export const idParams = z.object({ id: z.string() });
+
+/** The answer of a route that only acknowledges (a delete, a revoke, a denial). */
+export const okAnswer = z.object({ ok: z.literal(true) });
+
+/**
+ * A route's `config` with the check of its caller (session, CSRF token, authenticator step,
+ * organisation) run as a preValidation hook: a caller the route refuses is answered 401, 403 or
+ * 404 before the schemas judge its body, never 400. The handler runs the same check again for the
+ * context it returns (a check of the request alone, no query unless it refuses).
+ * @example api.post("/api/items", { ...checkedFirst(OPERATOR_ONLY, operatorOf), schema }, handler)
+ */
+export function checkedFirst(
+  config: FastifyContextConfig,
+  check: (request: FastifyRequest) => Promise<unknown>,
+) {
+  return {
+    config,
+    preValidation: async (request: FastifyRequest) => {
+      await check(request);
+    },
+  };
+}
