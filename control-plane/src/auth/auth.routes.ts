@@ -12,6 +12,7 @@ import {
   requireOrganisation,
   setSessionCookies,
 } from "./operator-guard.ts";
+import { OPERATOR_ONLY } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
 import type { TotpService } from "./totp.service.ts";
 
@@ -75,7 +76,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     };
   });
 
-  app.post("/api/auth/totp/start", async (request) => {
+  app.post("/api/auth/totp/start", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
     return deps.totp.start(context.operatorId, {
       isSessionReady: context.session.is_mfa_passed,
@@ -83,12 +84,12 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     });
   });
 
-  app.get("/api/auth/totp/pending", async (request) => {
+  app.get("/api/auth/totp/pending", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
     return deps.totp.pending(context.operatorId, { isSessionReady: context.session.is_mfa_passed });
   });
 
-  app.post("/api/auth/totp/confirm", async (request) => {
+  app.post("/api/auth/totp/confirm", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
     const backupCodes = await deps.totp.confirm(context.operatorId, bodyOf(request.body).code, {
       isSessionReady: context.session.is_mfa_passed,
@@ -97,14 +98,14 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     return { ok: true, backup_codes: backupCodes };
   });
 
-  app.post("/api/auth/totp/verify", async (request) => {
+  app.post("/api/auth/totp/verify", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
     const { usedBackupCode } = await deps.totp.verify(context.operatorId, bodyOf(request.body).code);
     await deps.sessions.updateSessionMfaPassed(context.session.id);
     return { ok: true, used_backup_code: usedBackupCode };
   });
 
-  app.get("/api/auth/me", async (request) => {
+  app.get("/api/auth/me", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
     const operator = await deps.totp.getOperator(context.operatorId);
     const organisation = context.organisationId
@@ -120,28 +121,28 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     };
   });
 
-  app.post("/api/auth/backup-codes/regenerate", async (request) => {
+  app.post("/api/auth/backup-codes/regenerate", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     return {
       backup_codes: await deps.totp.regenerateBackupCodes(context.operatorId, bodyOf(request.body).code),
     };
   });
 
-  app.post("/api/auth/logout", async (request, reply) => {
+  app.post("/api/auth/logout", { config: OPERATOR_ONLY }, async (request, reply) => {
     const context = await requireOperator(request, db, { mfa: false });
     await deps.sessions.updateSessionRevoked(context.session.id, deps.now());
     clearSessionCookies(reply, deps.isSecureCookies);
     return { ok: true };
   });
 
-  app.post("/api/orgs", async (request, reply) => {
+  app.post("/api/orgs", { config: OPERATOR_ONLY }, async (request, reply) => {
     const context = await requireOperator(request, db, { mfa: true });
     const organisation = await deps.orgs.createOrganisation(context.operatorId, bodyOf(request.body).name);
     await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
     return reply.status(201).send({ organisation });
   });
 
-  app.delete("/api/orgs", async (request) => {
+  app.delete("/api/orgs", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     const organisationId = requireOrganisation(context);
     await deps.orgs.deleteOrganisation(context.operatorId, organisationId, bodyOf(request.body).confirm_name);
@@ -152,7 +153,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     return { ok: true };
   });
 
-  app.get("/api/access", async (request) => {
+  app.get("/api/access", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     const organisationId = requireOrganisation(context);
     const [members, sessions, clients, grants, accessed] = await Promise.all([
@@ -186,24 +187,28 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     };
   });
 
-  app.get("/api/access/events", async (request) => {
+  app.get("/api/access/events", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     return { events: (await deps.access?.listLedger(requireOrganisation(context))) ?? [] };
   });
 
-  app.post<{ Params: { id: string } }>("/api/sessions/:id/revoke", async (request) => {
-    const context = await requireOperator(request, db, { mfa: true });
-    const organisationId = requireOrganisation(context);
-    if (request.params.id === context.session.id) {
-      throw new AppError("cannot_revoke_current", "this is your current session; sign out instead");
-    }
-    const listed = await deps.sessions.findSessionsInOrganisation(organisationId);
-    if (!listed.some((s) => s.id === request.params.id)) throw new AppError("not_found", "no such session");
-    await deps.sessions.updateSessionRevoked(request.params.id, deps.now());
-    return { ok: true };
-  });
+  app.post<{ Params: { id: string } }>(
+    "/api/sessions/:id/revoke",
+    { config: OPERATOR_ONLY },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: true });
+      const organisationId = requireOrganisation(context);
+      if (request.params.id === context.session.id) {
+        throw new AppError("cannot_revoke_current", "this is your current session; sign out instead");
+      }
+      const listed = await deps.sessions.findSessionsInOrganisation(organisationId);
+      if (!listed.some((s) => s.id === request.params.id)) throw new AppError("not_found", "no such session");
+      await deps.sessions.updateSessionRevoked(request.params.id, deps.now());
+      return { ok: true };
+    },
+  );
 
-  app.post("/api/sessions/revoke-others", async (request) => {
+  app.post("/api/sessions/revoke-others", { config: OPERATOR_ONLY }, async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     const organisationId = requireOrganisation(context);
     const revoked = await deps.sessions.updateOtherSessionsRevoked(
