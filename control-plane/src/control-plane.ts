@@ -21,7 +21,7 @@ import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
 import { registerNeedsRoutes } from "./needs/needs.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
-import { registerResolveRoutes } from "./runtime/resolve.routes.ts";
+import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 
 export interface ControlPlaneDeps {

@@ -236,7 +236,11 @@ describe.each(BEARER_ROUTES)("$method $path (a bearer route)", (route) => {
     browser.request(route.method, route.path, route.method === "POST" ? {} : undefined, headers);
 
   it("answers 401 to no credential and to an invalid bearer, with MCP's challenge where it has one", async () => {
-    for (const headers of [{}, { authorization: "Bearer avm_notarealtokenatall_000000000" }]) {
+    const cases: Record<string, string>[] = [
+      {},
+      { authorization: "Bearer avm_notarealtokenatall_000000000" },
+    ];
+    for (const headers of cases) {
       const response = await send(headers);
       if (route.accepts.includes("operator") && !("authorization" in headers)) {
         expect(response.statusCode).toBe(401);
