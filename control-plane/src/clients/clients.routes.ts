@@ -1,40 +1,43 @@
 // Issuing, rotating and revoking model and trusted clients (spec 4.3 "Clients").
-import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
 import type { Database } from "../db/schema.ts";
+import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
+import { clientInput, issuedClient } from "./clients.schemas.ts";
 import type { ClientKind, ClientsService } from "./clients.service.ts";
 
 export function registerClientsRoutes(
   app: FastifyInstance,
   deps: { db: Kysely<Database>; clients: ClientsService },
 ): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
   const organisationOf = async (request: FastifyRequest) =>
     requireOrganisation(await requireOperator(request, deps.db, { mfa: true }));
-  const body = (raw: unknown) =>
-    typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+  const operatorOnly = checkedFirst(OPERATOR_ONLY, organisationOf);
 
   for (const kind of ["model", "trusted"] as ClientKind[]) {
-    app.post(`/api/clients/${kind}`, { config: OPERATOR_ONLY }, async (request, reply) => {
-      const organisationId = await organisationOf(request);
-      const input = body(request.body);
-      checkTextFields(input, { environment: "line", name: "line" });
-      return reply.status(201).send(await deps.clients.issueClient(organisationId, kind, input));
-    });
+    api.post(
+      `/api/clients/${kind}`,
+      { ...operatorOnly, schema: { body: clientInput, response: { 201: issuedClient } } },
+      async (request, reply) => {
+        const organisationId = await organisationOf(request);
+        return reply.status(201).send(await deps.clients.issueClient(organisationId, kind, request.body));
+      },
+    );
   }
-  app.post<{ Params: { id: string } }>(
+  api.post(
     "/api/clients/:id/rotate",
-    { config: OPERATOR_ONLY },
+    { ...operatorOnly, schema: { params: idParams, response: { 200: issuedClient } } },
     async (request) => deps.clients.rotateClient(await organisationOf(request), request.params.id),
   );
-  app.post<{ Params: { id: string } }>(
+  api.post(
     "/api/clients/:id/revoke",
-    { config: OPERATOR_ONLY },
+    { ...operatorOnly, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
       await deps.clients.revokeClient(await organisationOf(request), request.params.id);
-      return { ok: true };
+      return { ok: true as const };
     },
   );
 }

@@ -9,11 +9,11 @@ import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
 import type { Database } from "../db/schema.ts";
+import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { describeGrantBody, describeGrantCall } from "./approval-text.ts";
+import { approveLinkQuery, grantAnswer } from "./grants.schemas.ts";
 import type { GrantsService } from "./grants.service.ts";
-
-type ApproveRequest = FastifyRequest<{ Querystring: { token?: string } }>;
 
 /** A prefetch or prerender (Sec-Purpose, or the older Purpose / X-Moz / X-Purpose headers). */
 function isSpeculative(request: FastifyRequest): boolean {
@@ -30,10 +30,14 @@ export function registerApproveLinkRoutes(
   app: FastifyInstance,
   deps: { db: Kysely<Database>; grants: GrantsService },
 ): void {
-  async function approve(request: ApproveRequest) {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const organisationOf = async (request: FastifyRequest) =>
+    requireOrganisation(await requireOperator(request, deps.db, { mfa: true }));
+
+  /** The token's form is checked after the caller, so a stranger learns nothing from it. */
+  async function approve(request: FastifyRequest, token: string | undefined) {
     const context = await requireOperator(request, deps.db, { mfa: true });
     const organisationId = requireOrganisation(context);
-    const token = request.query.token;
     if (typeof token !== "string" || !/^[A-Za-z0-9_-]{20,100}$/.test(token)) {
       throw new AppError("invalid_request", "the approval link is incomplete");
     }
@@ -44,7 +48,7 @@ export function registerApproveLinkRoutes(
   const answer = (reply: FastifyReply, heading: string, sentence: string) =>
     sendPage(reply, "approval-result", resultPage.fill({ heading, sentence }));
 
-  app.get<{ Querystring: { token?: string } }>("/approve", async (request, reply) => {
+  api.get("/approve", { schema: { querystring: approveLinkQuery } }, async (request, reply) => {
     if (!request.operatorSession?.is_mfa_passed) return reply.redirect("/sign-in", 302);
     // Fastify answers HEAD with this handler, and browsers prefetch links ahead of a click with
     // the operator's cookies: neither is the operator opening the link, so neither approves.
@@ -52,7 +56,7 @@ export function registerApproveLinkRoutes(
       return answer(reply, "Approval link", "Open this link in your browser to approve the request.");
     }
     try {
-      const grant = await approve(request);
+      const grant = await approve(request, request.query.token);
       return answer(
         reply,
         "Approved",
@@ -65,7 +69,12 @@ export function registerApproveLinkRoutes(
       return answer(reply.code(error.status), "Not approved", error.message);
     }
   });
-  app.post<{ Querystring: { token?: string } }>("/approve", { config: OPERATOR_ONLY }, async (request) => ({
-    grant: await approve(request),
-  }));
+  api.post(
+    "/approve",
+    {
+      ...checkedFirst(OPERATOR_ONLY, organisationOf),
+      schema: { querystring: approveLinkQuery, response: { 200: grantAnswer } },
+    },
+    async (request) => ({ grant: await approve(request, request.query.token) }),
+  );
 }

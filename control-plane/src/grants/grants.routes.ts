@@ -4,7 +4,6 @@ import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
 import { HTTP_METHODS } from "@latch/shared/requests/methods";
 import { validateRequestPath } from "@latch/shared/requests/path";
-import { checkTextFields } from "@latch/shared/text/safe-string";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { AuditRepo } from "../audit/audit.repo.ts";
@@ -12,9 +11,20 @@ import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { Database } from "../db/schema.ts";
+import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { httpRequestGrantScope } from "./grant-scope.ts";
-import type { GrantPolicy, GrantsService } from "./grants.service.ts";
+import {
+  auditList,
+  auditQuery,
+  codeApproval,
+  grantAnswer,
+  grantApproval,
+  grantList,
+  grantRequestInput,
+  requestedGrant,
+} from "./grants.schemas.ts";
+import type { GrantsService } from "./grants.service.ts";
 
 export interface GrantsRouteDeps {
   db: Kysely<Database>;
@@ -26,87 +36,87 @@ export interface GrantsRouteDeps {
   environments: readonly string[];
 }
 
-const POLICIES: readonly GrantPolicy[] = ["prompt", "session", "item_standing", "folder_standing"];
-
 export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
-  const body = (raw: unknown) =>
-    typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+  const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request, deps.db);
+  const operatorOnly = checkedFirst(OPERATOR_ONLY, operatorOf);
+  /** A model client was judged on its bearer (onRequest); an operator also on its session. */
+  const operatorOrModel = checkedFirst(OPERATOR_OR_MODEL, async (request) =>
+    request.principal.kind === "operator" ? operatorOf(request) : undefined,
+  );
 
   /** Spec 5: a model client or an operator may ask; the agent is the client (or the operator). */
-  app.post("/api/grants/request", { config: OPERATOR_OR_MODEL }, async (request, reply) => {
-    const input = body(request.body);
-    checkTextFields(input, {
-      agent_id: "line",
-      environment: "line",
-      item_name: "line",
-      method: "line",
-      task_description: "multiline",
-      // host and path are judged by checkCallScope below, as a call's are (invalid_host, invalid_path).
-    });
-    let caller: { organisationId: string; agentId: string; actor: string };
-    // Where item_name is looked for: the model client's own environment; for an operator the one
-    // named, else every environment the plane serves (operator routes span them all, spec 4.3).
-    let environments: readonly string[];
-    if (request.principal.kind === "model") {
-      const client = request.principal.client;
-      caller = { organisationId: client.organisation_id, agentId: client.id, actor: `agent:${client.id}` };
-      environments = [client.environment];
-    } else {
-      const operator = await operatorOf(request);
-      const agentId = typeof input.agent_id === "string" ? input.agent_id : operator.actor;
-      environments = checkEnvironment(input.environment, deps.environments);
-      caller = { organisationId: operator.organisationId, agentId, actor: operator.actor };
-    }
-    if (typeof input.item_name !== "string") throw new AppError("invalid_request", "item_name is required");
-    const callScope = checkCallScope(input);
-    const { environment, item } = await findItemInEnvironments(
-      deps.items,
-      caller.organisationId,
-      environments,
-      input.item_name,
-    );
-    const scope = { ...caller, environment };
-    const grantScope = httpRequestGrantScope(scope, item);
-    const hasScope = Boolean(callScope.host || callScope.method || callScope.path);
-    const covering = await deps.grants.findUsableGrant(grantScope, hasScope ? callScope : undefined);
-    if (covering && covering.policy !== "prompt") {
-      // Spec 6: the audit lists auto_approved with the name and host. The host is the one asked
-      // for, or the credential's only host when the request named none.
-      const host = callScope.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
-      await deps.audit.insertAuditEvent({
-        organisationId: scope.organisationId,
+  api.post(
+    "/api/grants/request",
+    {
+      ...operatorOrModel,
+      schema: { body: grantRequestInput, response: { 200: grantAnswer, 201: requestedGrant } },
+    },
+    async (request, reply) => {
+      const input = request.body;
+      let caller: { organisationId: string; agentId: string; actor: string };
+      // Where item_name is looked for: the model client's own environment; for an operator the one
+      // named, else every environment the plane serves (operator routes span them all, spec 4.3).
+      let environments: readonly string[];
+      if (request.principal.kind === "model") {
+        const client = request.principal.client;
+        caller = { organisationId: client.organisation_id, agentId: client.id, actor: `agent:${client.id}` };
+        environments = [client.environment];
+      } else {
+        const operator = await operatorOf(request);
+        const agentId = input.agent_id ?? operator.actor;
+        environments = checkEnvironment(input.environment, deps.environments);
+        caller = { organisationId: operator.organisationId, agentId, actor: operator.actor };
+      }
+      const callScope = checkCallScope(input);
+      const { environment, item } = await findItemInEnvironments(
+        deps.items,
+        caller.organisationId,
+        environments,
+        input.item_name,
+      );
+      const scope = { ...caller, environment };
+      const grantScope = httpRequestGrantScope(scope, item);
+      const hasScope = Boolean(callScope.host || callScope.method || callScope.path);
+      const covering = await deps.grants.findUsableGrant(grantScope, hasScope ? callScope : undefined);
+      if (covering && covering.policy !== "prompt") {
+        // Spec 6: the audit lists auto_approved with the name and host. The host is the one asked
+        // for, or the credential's only host when the request named none.
+        const host = callScope.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
+        await deps.audit.insertAuditEvent({
+          organisationId: scope.organisationId,
+          environment: scope.environment,
+          actor: scope.actor,
+          action: "auto_approved",
+          itemName: item.name,
+          host,
+          detail: { grant_id: covering.grant_id, agent_id: scope.agentId, policy: covering.policy },
+        });
+        return { grant: covering };
+      }
+      const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
+        ...grantScope,
+        ...(hasScope ? { callScope } : {}),
         environment: scope.environment,
         actor: scope.actor,
-        action: "auto_approved",
-        itemName: item.name,
-        host,
-        detail: { grant_id: covering.grant_id, agent_id: scope.agentId, policy: covering.policy },
+        taskDescription: input.task_description,
       });
-      return { grant: covering };
-    }
-    const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
-      ...grantScope,
-      ...(hasScope ? { callScope } : {}),
-      environment: scope.environment,
-      actor: scope.actor,
-      taskDescription: typeof input.task_description === "string" ? input.task_description : undefined,
-    });
-    return reply
-      .status(201)
-      .send({ grant, approval_code: approvalCode, notify_failed: notifyFailed ?? false });
-  });
+      return reply
+        .status(201)
+        .send({ grant, approval_code: approvalCode, notify_failed: notifyFailed ?? false });
+    },
+  );
 
-  app.post<{ Params: { id: string } }>(
+  api.post(
     "/api/grants/:id/approve",
-    { config: OPERATOR_ONLY },
+    {
+      ...operatorOnly,
+      schema: { params: idParams, body: grantApproval, response: { 200: grantAnswer } },
+    },
     async (request) => {
       const operator = await operatorOf(request);
-      const input = body(request.body);
-      checkTextFields(input, { policy: "line", confirm_name: "line" });
-      const policy = (input.policy ?? "prompt") as GrantPolicy;
-      if (!POLICIES.includes(policy))
-        throw new AppError("invalid_request", `policy is one of ${POLICIES.join(", ")}`);
+      const input = request.body;
+      const policy = input.policy ?? "prompt";
       if (policy === "folder_standing") {
         await deps.grants.bindFolderStanding(
           operator.organisationId,
@@ -126,9 +136,9 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     },
   );
 
-  app.post<{ Params: { id: string } }>(
+  api.post(
     "/api/grants/:id/revoke",
-    { config: OPERATOR_ONLY },
+    { ...operatorOnly, schema: { params: idParams, response: { 200: grantAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       return {
@@ -137,29 +147,29 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     },
   );
 
-  app.post("/api/grants/approve-by-code", { config: OPERATOR_ONLY }, async (request) => {
-    const operator = await operatorOf(request);
-    const input = body(request.body);
-    checkTextFields(input, { policy: "line", code: "line", grant_id: "line" });
-    const policy = (input.policy ?? "prompt") as GrantPolicy;
-    if (!POLICIES.includes(policy) || policy === "folder_standing") {
-      throw new AppError("invalid_request", "policy is prompt, session or item_standing");
-    }
-    const grant = await deps.grants.approveByCode(operator.organisationId, operator.actor, input.code, {
-      grantId: typeof input.grant_id === "string" ? input.grant_id : undefined,
-      policy,
-    });
-    return { grant };
-  });
+  // folder_standing needs the grant's id and a typed folder name: POST /api/grants/:id/approve.
+  api.post(
+    "/api/grants/approve-by-code",
+    { ...operatorOnly, schema: { body: codeApproval, response: { 200: grantAnswer } } },
+    async (request) => {
+      const operator = await operatorOf(request);
+      const input = request.body;
+      const grant = await deps.grants.approveByCode(operator.organisationId, operator.actor, input.code, {
+        grantId: input.grant_id,
+        policy: input.policy ?? "prompt",
+      });
+      return { grant };
+    },
+  );
 
-  app.get("/api/grants", { config: OPERATOR_ONLY }, async (request) => {
+  api.get("/api/grants", { ...operatorOnly, schema: { response: { 200: grantList } } }, async (request) => {
     const operator = await operatorOf(request);
     return { grants: await deps.grants.listGrants(operator.organisationId) };
   });
 
-  app.get<{ Querystring: { client_id?: string; item_name?: string } }>(
+  api.get(
     "/api/audit",
-    { config: OPERATOR_ONLY },
+    { ...operatorOnly, schema: { querystring: auditQuery, response: { 200: auditList } } },
     async (request) => {
       const operator = await operatorOf(request);
       const events = await deps.audit.findAuditEvents(operator.organisationId, {

@@ -3,6 +3,7 @@
 // through fastify-type-provider-zod. A refusal keeps our envelope: 400 `invalid_request` naming the
 // field, in the words items.service and the local API have always used ("invalid name: ...").
 import { AppError } from "@latch/shared/errors";
+import { safeString } from "@latch/shared/text/safe-string";
 import type {
   FastifyContextConfig,
   FastifyInstance,
@@ -54,16 +55,61 @@ const PART_NAMES: Record<string, string> = { body: "body", querystring: "query",
  */
 export function toValidationAppError(error: unknown): AppError | undefined {
   if (!hasZodFastifySchemaValidationErrors(error)) return undefined;
-  const issue = error.validation[0];
-  const path = issue?.instancePath.split("/").filter(Boolean).join(".");
+  const first = error.validation[0];
+  if (!first) return undefined;
+  const issue = closestIssue({
+    path: first.instancePath.split("/").filter(Boolean),
+    code: first.keyword,
+    message: first.message ?? "is not valid",
+    errors: (first.params as { errors?: unknown }).errors,
+  });
+  const path = issue.path.join(".");
   const context = (error as { validationContext?: string }).validationContext ?? "body";
   const field = path || PART_NAMES[context] || context;
-  const reason = path === "value" ? "not a string of the allowed length" : issue?.message;
+  const reason = issue.path.at(-1) === "value" ? "not a string of the allowed length" : issue.message;
   return new AppError("invalid_request", `invalid ${field}: ${reason}`);
+}
+
+interface Issue {
+  path: PropertyKey[];
+  code: string;
+  message: string;
+  errors?: unknown;
+}
+
+/**
+ * A body that fits none of a union's forms (the local POST /api/grants: by grant_id, or by
+ * item_name and agent_id) is named by the form it came closest to, the one with the fewest
+ * issues: `{ grant_id: "a\u0000" }` is refused for its grant_id, not as "Invalid input".
+ */
+function closestIssue(issue: Issue): Issue {
+  if (issue.code !== "invalid_union" || !Array.isArray(issue.errors)) return issue;
+  const branches = (issue.errors as Issue[][]).filter((branch) => branch.length > 0);
+  const [closest] = branches.sort((a, b) => a.length - b.length);
+  const inner = closest?.[0];
+  return inner ? closestIssue({ ...inner, path: [...issue.path, ...inner.path] }) : issue;
 }
 
 /** A route's `:id`: any text here (the edge's text check has judged it); the service finds it or 404s. */
 export const idParams = z.object({ id: z.string() });
+
+/**
+ * A string field whose every value goes on to the service, which answers a wrong one with its own
+ * code (`invalid_email`, `invalid_host`, a wrong code counted against its limit): documented as a
+ * string, refused here never (with `isSafeText`, only a string that is not safe one-line text), so
+ * that the schema cannot change which code a bad input gets.
+ * @example z.object({ email: stringJudgedByService("the operator's email address") })
+ */
+export function stringJudgedByService(description: string, options: { isSafeText?: boolean } = {}) {
+  const field = z.unknown().optional().meta({ type: "string", description });
+  if (!options.isSafeText) return field;
+  return field.superRefine((value, ctx) => {
+    if (typeof value !== "string") return;
+    for (const issue of safeString().safeParse(value).error?.issues ?? []) {
+      ctx.addIssue({ code: "custom", message: issue.message });
+    }
+  });
+}
 
 /** The answer of a route that only acknowledges (a delete, a revoke, a denial). */
 export const okAnswer = z.object({ ok: z.literal(true) });

@@ -6,7 +6,9 @@ import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
 import type { Database } from "../db/schema.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
+import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
+import { inboxAnswer } from "./inbox.schemas.ts";
 
 export interface InboxRouteDeps {
   db: Kysely<Database>;
@@ -15,10 +17,15 @@ export interface InboxRouteDeps {
 }
 
 export function registerInboxRoutes(app: FastifyInstance, deps: InboxRouteDeps): void {
-  app.get("/api/inbox", { config: OPERATOR_ONLY }, async (request) => {
-    const operator = await requireOrgOperator(request, deps.db);
-    const grants = await deps.grants.listGrants(operator.organisationId);
-    const requests = await deps.needs.listPending(operator.organisationId);
-    return { approvals: grants.filter((g) => g.status === "pending"), requests };
-  });
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.get(
+    "/api/inbox",
+    { config: OPERATOR_ONLY, schema: { response: { 200: inboxAnswer } } },
+    async (request) => {
+      const operator = await requireOrgOperator(request, deps.db);
+      const grants = await deps.grants.listGrants(operator.organisationId);
+      const requests = await deps.needs.listPending(operator.organisationId);
+      return { approvals: grants.filter((g) => g.status === "pending"), requests };
+    },
+  );
 }

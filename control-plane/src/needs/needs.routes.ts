@@ -6,7 +6,9 @@ import type { Kysely } from "kysely";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { RouteAccess } from "../auth/principal.ts";
 import type { Database } from "../db/schema.ts";
+import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
+import { fulfilledNeed, needAnswer, needFulfilment } from "./needs.schemas.ts";
 import type { NeedsService } from "./needs.service.ts";
 
 /** Operators only; anyone else is told nothing, not even that the request exists. */
@@ -16,39 +18,42 @@ export function registerNeedsRoutes(
   app: FastifyInstance,
   deps: { db: Kysely<Database>; needs: NeedsService },
 ): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request, deps.db);
-  const body = (raw: unknown) =>
-    typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
+  const operatorOnly = checkedFirst(NEED_REQUEST_ACCESS, operatorOf);
 
-  app.get<{ Params: { id: string } }>(
+  api.get(
     "/api/need-items/:id",
-    { config: NEED_REQUEST_ACCESS },
+    { ...operatorOnly, schema: { params: idParams, response: { 200: needAnswer } } },
     async (request) => {
       const { organisationId } = await operatorOf(request);
       return { need: await deps.needs.getNeed(organisationId, request.params.id) };
     },
   );
-  app.post<{ Params: { id: string } }>(
+  api.post(
     "/api/need-items/:id/fulfill",
-    { config: NEED_REQUEST_ACCESS },
+    {
+      ...operatorOnly,
+      schema: { params: idParams, body: needFulfilment, response: { 200: fulfilledNeed } },
+    },
     async (request) => {
       const { organisationId, actor } = await operatorOf(request);
-      return deps.needs.fulfilNeed(organisationId, actor, request.params.id, body(request.body));
+      return deps.needs.fulfilNeed(organisationId, actor, request.params.id, request.body);
     },
   );
-  app.post<{ Params: { id: string } }>(
+  api.post(
     "/api/need-items/:id/deny",
-    { config: NEED_REQUEST_ACCESS },
+    { ...operatorOnly, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
       const { organisationId } = await operatorOf(request);
       await deps.needs.denyNeed(organisationId, request.params.id);
-      return { ok: true };
+      return { ok: true as const };
     },
   );
   // A shell with no details in it: its script (/assets/collect.js) loads the request as the
   // signed-in operator, so the page itself is the same for everyone.
   const collectPage = readPage("pages/collect.html").fill({});
-  app.get<{ Params: { id: string } }>("/collect/:id", async (_request, reply) =>
+  api.get("/collect/:id", { schema: { params: idParams } }, async (_request, reply) =>
     sendPage(reply, "collect", collectPage),
   );
 }

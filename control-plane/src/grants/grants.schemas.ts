@@ -1,0 +1,94 @@
+// The shapes of the approvals API at the edge (spec 4.3 "Clients, grants, inbox, audit"): what a
+// model client or an operator sends, and the grant (spec 2.4) and audit event every answer carries.
+// Checks a call would make (a host's form, a path's, a policy's reach) stay with the route and
+// the grants service, which answer invalid_host, invalid_path, not_owner, confirm_name_mismatch.
+import { freeText, safeString } from "@latch/shared/text/safe-string";
+import { z } from "zod";
+import { stringJudgedByService } from "../http/route-schemas.ts";
+
+export const GRANT_POLICIES = ["prompt", "session", "item_standing", "folder_standing"] as const;
+
+/**
+ * POST /api/grants/request. A model client is its own agent in its own environment, so it sends
+ * neither agent_id nor environment; an operator may. host and path are strings, but any value is
+ * let through to checkCallScope, which judges them as a call's are: a host that is not one
+ * (`42`, `127.0.0.1`, a line break) is invalid_host or ip_literal, a bad path invalid_path.
+ */
+export const grantRequestInput = z.object({
+  item_name: safeString(),
+  agent_id: safeString().optional(),
+  environment: safeString().optional(),
+  host: stringJudgedByService("the host the call goes to"),
+  method: safeString().optional(),
+  path: stringJudgedByService("the path of the call, from /"),
+  task_description: freeText().optional(),
+});
+
+/** POST /api/grants/:id/approve. folder_standing needs the folder's name typed back. */
+export const grantApproval = z.object({
+  policy: z.enum(GRANT_POLICIES).optional(),
+  confirm_name: safeString().optional(),
+});
+
+/**
+ * POST /api/grants/approve-by-code. A missing or malformed code is the service's to count as a
+ * wrong one (spec 4.3: five per approval, twenty per organisation).
+ */
+export const codeApproval = z.object({
+  code: stringJudgedByService("the approval's 8-digit code", { isSafeText: true }),
+  grant_id: safeString().optional(),
+  policy: z.enum(["prompt", "session", "item_standing"]).optional(),
+});
+
+/** GET|POST /approve?token=: the token's form is judged after the caller (approve-link.routes.ts). */
+export const approveLinkQuery = z.object({ token: z.string().optional() });
+
+export const auditQuery = z.object({
+  client_id: z.string().optional(),
+  item_name: z.string().optional(),
+});
+
+/** Spec 2.4's public fields, plus the names a listing needs. Never a value. */
+export const publicGrant = z.object({
+  grant_id: z.string(),
+  policy: z.string(),
+  status: z.string(),
+  environment_id: z.string(),
+  item_name: z.string(),
+  agent_id: z.string(),
+  tool_id: z.string(),
+  expires_at: z.string().nullable(),
+  created_at: z.string(),
+  approved_at: z.string().nullable(),
+  consumed_at: z.string().nullable(),
+  task_id: z.string().nullable(),
+  task_description: z.string().nullable(),
+  scope: z
+    .object({ host: z.string().nullable(), method: z.string().nullable(), path: z.string().nullable() })
+    .nullable(),
+  call: z
+    .object({ method: z.string(), host: z.string(), path: z.string(), body_sha256: z.string().nullable() })
+    .nullable(),
+});
+
+export const grantAnswer = z.object({ grant: publicGrant });
+/** A new pending grant: its 8-digit code when approval codes are on, and whether mailing failed. */
+export const requestedGrant = z.object({
+  grant: publicGrant,
+  approval_code: z.string().optional(),
+  notify_failed: z.boolean(),
+});
+export const grantList = z.object({ grants: z.array(publicGrant) });
+
+export const auditEvent = z.object({
+  id: z.string(),
+  at: z.string(),
+  environment: z.string().nullable(),
+  actor: z.string(),
+  action: z.string(),
+  item_name: z.string().nullable(),
+  host: z.string().nullable(),
+  reason: z.string().nullable(),
+  detail: z.record(z.string(), z.unknown()),
+});
+export const auditList = z.object({ events: z.array(auditEvent) });

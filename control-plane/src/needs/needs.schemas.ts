@@ -1,0 +1,39 @@
+// The shapes of the need-item API at the edge (spec 4.3 "Items and collect"): the collect page's
+// fulfil, and the request as the operator reads it. The fulfil body is permissive on content: the
+// request's own state (need_is_connect, need_closed) is judged first, then the item as any stored
+// item is (items.service: invalid_name, empty_value, invalid_host ...).
+import { safeString } from "@latch/shared/text/safe-string";
+import { z } from "zod";
+import { publicGrant } from "../grants/grants.schemas.ts";
+import { ITEM_KINDS, itemView } from "../items/items.schemas.ts";
+
+/** What the collect page sends; everything but the value has a default from the request. */
+export const needFulfilment = z.object({
+  value: z.string().optional(),
+  name: safeString().optional(),
+  kind: z.enum(ITEM_KINDS).optional(),
+  allowed_hosts: z.array(safeString()).optional(),
+  inject: safeString().optional(),
+  username: safeString().nullish(),
+  /** An item_standing approval instead of one call. */
+  always_allow: z.boolean().optional(),
+});
+
+export const needView = z.object({
+  need_id: z.string(),
+  kind: z.string(),
+  status: z.string(),
+  environment: z.string(),
+  host: z.string(),
+  suggested_name: z.string(),
+  client_name: z.string(),
+  message: z.string().nullable(),
+  collect_url: z.string(),
+  created_at: z.string(),
+  /** Spec 2.5: the public recipe for a known provider host. */
+  recipe: z.object({ steps: z.array(z.string()), next: z.string() }).optional(),
+  call: publicGrant.shape.call,
+});
+
+export const needAnswer = z.object({ need: needView });
+export const fulfilledNeed = z.object({ item: itemView, grant: publicGrant });
