@@ -2,6 +2,7 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { BODY_LIMIT_BYTES, PRODUCT_NAME, registerJsonOnly } from "../app.ts";
+import { liveness } from "../health/health.schemas.ts";
 import { answerFrameworkError, registerErrorHandling } from "../http/errors.ts";
 import { requestLogging } from "../http/logging.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
@@ -38,7 +39,10 @@ export function buildLocalApp(deps: LocalAppDeps): FastifyInstance {
     reply.header("cache-control", "no-store");
     reply.header("x-frame-options", "DENY");
   });
-  app.get("/health", async () => ({ ok: true, product: PRODUCT_NAME }));
+  app.get("/health", { schema: { response: { 200: liveness } } }, async () => ({
+    ok: true,
+    product: PRODUCT_NAME,
+  }));
   registerLocalConsole(app);
   registerLocalApiRoutes(app, deps.vault);
   const mcp = createMcpServer({

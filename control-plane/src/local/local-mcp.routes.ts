@@ -14,6 +14,8 @@ export function registerLocalMcpRoutes(
   sessions: McpSessionStore,
 ): void {
   // JSON-RPC: the frame's depth and arguments are refused by the MCP server, for the frame's id.
+  // No body schema, on purpose: a route schema would answer a bad frame with our 400 envelope,
+  // where JSON-RPC wants an error object carrying the frame's id (config.isJsonRpc).
   app.post("/mcp", { config: { isJsonRpc: true } }, async (request, reply) => {
     requireRole(request, "model");
     const frame = request.body as

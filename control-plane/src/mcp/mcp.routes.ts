@@ -6,10 +6,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { clientOf, type RouteAccess } from "../auth/principal.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { ClientRow } from "../db/schema.ts";
+import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ToolDeps } from "../tools/tool-context.ts";
 import { listToolDefinitions } from "../tools/tool-schemas.ts";
 import { createToolHandlers } from "../tools/tools.ts";
 import { HOSTED_INSTRUCTIONS } from "./instructions.ts";
+import { protectedResource, toolList } from "./mcp.schemas.ts";
 import { createMcpServer } from "./mcp-server.ts";
 
 const KEEPALIVE_MS = 25_000;
@@ -63,6 +65,8 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
   });
 
   // JSON-RPC: the frame's depth and arguments are refused by the MCP server, for the frame's id.
+  // No body schema, on purpose: a route schema would answer a bad frame with our 400 envelope,
+  // where JSON-RPC wants an error object carrying the frame's id (config.isJsonRpc).
   app.post(
     "/mcp",
     { ...modelOnly, config: { ...modelOnly.config, isJsonRpc: true } },
@@ -74,7 +78,8 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     },
   );
 
-  app.get("/mcp/tools", modelOnly, async () => {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.get("/mcp/tools", { ...modelOnly, schema: { response: { 200: toolList } } }, async () => {
     return { tools: listToolDefinitions() };
   });
 
@@ -104,9 +109,10 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     });
   });
 
-  app.get("/.well-known/oauth-protected-resource", protectedResource);
-  app.get("/.well-known/oauth-protected-resource/mcp", protectedResource);
-  async function protectedResource(request: FastifyRequest, reply: FastifyReply) {
+  const resourceSchema = { schema: { response: { 200: protectedResource } } };
+  api.get("/.well-known/oauth-protected-resource", resourceSchema, describeResource);
+  api.get("/.well-known/oauth-protected-resource/mcp", resourceSchema, describeResource);
+  async function describeResource(request: FastifyRequest, reply: FastifyReply) {
     reflectOrigin(request, reply);
     return {
       resource: `${deps.baseUrl}/mcp`,

@@ -1,0 +1,8 @@
+// The answers of GET /health and GET /ready (spec 4.3): nothing about keys or versions.
+import { z } from "zod";
+
+export const liveness = z.object({ ok: z.literal(true), product: z.string() });
+
+const check = z.enum(["ok", "unavailable"]);
+/** 200 when both answer, 503 otherwise, with the same shape. */
+export const readiness = z.object({ ok: z.boolean(), checks: z.object({ database: check, egress: check }) });
