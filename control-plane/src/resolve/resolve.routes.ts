@@ -1,14 +1,15 @@
 // POST /runtime/resolve (spec 4.3 "Trusted resolve"): a trusted runtime (avt_ bearer) gets the
 // plaintext of one credential, opened by the egress proxy for this one answer. A model token is 403.
 import { AppError } from "@latch/shared/errors";
-import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { clientOf, TRUSTED_ONLY } from "../auth/principal.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
+import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
+import { resolvedItem, resolveInput } from "./resolve.schemas.ts";
 
 export interface ResolveDeps {
   clients: ClientsService;
@@ -19,36 +20,37 @@ export interface ResolveDeps {
 }
 
 export function registerResolveRoutes(app: FastifyInstance, deps: ResolveDeps): void {
-  app.post("/runtime/resolve", { config: TRUSTED_ONLY }, async (request) => {
-    const client = clientOf(request);
-    const input = (request.body ?? {}) as Record<string, unknown>;
-    refuseUnsafeText("item_name", input.item_name);
-    if (typeof input.item_name !== "string" || input.item_name.length > 128) {
-      throw new AppError("invalid_request", "item_name is required");
-    }
-    const item = await deps.items.findCallableByName(
-      client.organisation_id,
-      client.environment,
-      input.item_name,
-    );
-    if (!item)
-      throw new AppError("not_found", `no credential named ${input.item_name} in ${client.environment}`);
-    const ticket = deps.minter.mintResolveTicket({
-      credential: {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.post(
+    "/runtime/resolve",
+    { config: TRUSTED_ONLY, schema: { body: resolveInput, response: { 200: resolvedItem } } },
+    async (request) => {
+      const client = clientOf(request);
+      const input = request.body;
+      const item = await deps.items.findCallableByName(
+        client.organisation_id,
+        client.environment,
+        input.item_name,
+      );
+      if (!item)
+        throw new AppError("not_found", `no credential named ${input.item_name} in ${client.environment}`);
+      const ticket = deps.minter.mintResolveTicket({
+        credential: {
+          itemName: item.name,
+          keyId: item.sealingKeyId,
+          sealedValue: Buffer.from(item.sealedValue),
+          username: item.username ?? "",
+        },
+      });
+      const value = await deps.egress.resolve(ticket);
+      await deps.recordEvent({
+        organisationId: client.organisation_id,
+        environment: client.environment,
+        actor: `trusted:${client.id}`,
+        action: "resolved",
         itemName: item.name,
-        keyId: item.sealingKeyId,
-        sealedValue: Buffer.from(item.sealedValue),
-        username: item.username ?? "",
-      },
-    });
-    const value = await deps.egress.resolve(ticket);
-    await deps.recordEvent({
-      organisationId: client.organisation_id,
-      environment: client.environment,
-      actor: `trusted:${client.id}`,
-      action: "resolved",
-      itemName: item.name,
-    });
-    return { item_name: item.name, value };
-  });
+      });
+      return { item_name: item.name, value };
+    },
+  );
 }
