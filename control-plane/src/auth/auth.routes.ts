@@ -1,10 +1,29 @@
 // Sign-in and account routes (spec 4.3 "Sign-in and account", 3.3), organisations, and the
 // operator and session parts of Access.
 import { AppError } from "@latch/shared/errors";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { OrgsService } from "../orgs/orgs.service.ts";
+import {
+  accessEvents,
+  accessSnapshot,
+  backupCodes,
+  confirmedTotp,
+  createdOrg,
+  enrollment,
+  me,
+  orgDeletion,
+  orgInput,
+  othersRevoked,
+  otpSend,
+  otpVerify,
+  signedIn,
+  totpCode,
+  totpStart,
+  verifiedTotp,
+} from "./auth.schemas.ts";
 import type { EmailCodeService } from "./email-code.service.ts";
 import {
   clearSessionCookies,
@@ -32,80 +51,104 @@ export interface AuthRouteDeps {
   now: () => Date;
 }
 
-type Body = Record<string, unknown>;
-
-function bodyOf(raw: unknown): Body {
-  if (raw === undefined || raw === null) return {};
-  if (typeof raw !== "object" || Array.isArray(raw))
-    throw new AppError("invalid_request", "the body must be a JSON object");
-  return raw as Body;
-}
-
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): void {
   const { db } = deps;
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  /** Any signed-in session: the authenticator steps themselves, the account, sign-out. */
+  const signedInOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
+    requireOperator(request, db, { mfa: false }),
+  );
+  /** A session past the authenticator step. */
+  const readyOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
+    requireOperator(request, db, { mfa: true }),
+  );
 
-  app.post("/api/auth/otp/send", async (request) => {
-    await deps.emailCodes.sendCode(bodyOf(request.body).email);
-    return { ok: true };
-  });
+  api.post(
+    "/api/auth/otp/send",
+    { schema: { body: otpSend, response: { 200: okAnswer } } },
+    async (request) => {
+      await deps.emailCodes.sendCode(request.body.email);
+      return { ok: true as const };
+    },
+  );
 
-  app.post("/api/auth/otp/verify", async (request, reply) => {
-    const body = bodyOf(request.body);
-    const { operatorId, isNew } = await deps.emailCodes.verifyCode(body.email, body.otp);
-    if (isNew) {
-      const email = String(body.email).trim().toLowerCase();
-      await deps.orgs.createOrganisation(operatorId, `${email.split("@")[0]!.slice(0, 60)}'s organisation`);
-    }
-    // A new sign-in replaces the session this browser had.
-    if (request.operatorSession)
-      await deps.sessions.updateSessionRevoked(request.operatorSession.id, deps.now());
-    const organisationId = await deps.orgs.findDefaultOrganisation(operatorId);
-    const created = await deps.sessions.insertSession(
-      operatorId,
-      organisationId,
-      request.headers["user-agent"],
-      deps.now(),
-    );
-    setSessionCookies(reply, created, deps.isSecureCookies);
-    const operator = await deps.totp.getOperator(operatorId);
-    return {
-      ok: true,
-      enroll: !operator.totp_enabled,
-      verify: operator.totp_enabled,
-      csrf_token: created.csrfToken,
-    };
-  });
+  api.post(
+    "/api/auth/otp/verify",
+    { schema: { body: otpVerify, response: { 200: signedIn } } },
+    async (request, reply) => {
+      const body = request.body;
+      const { operatorId, isNew } = await deps.emailCodes.verifyCode(body.email, body.otp);
+      if (isNew) {
+        const email = String(body.email).trim().toLowerCase();
+        await deps.orgs.createOrganisation(operatorId, `${email.split("@")[0]!.slice(0, 60)}'s organisation`);
+      }
+      // A new sign-in replaces the session this browser had.
+      if (request.operatorSession)
+        await deps.sessions.updateSessionRevoked(request.operatorSession.id, deps.now());
+      const organisationId = await deps.orgs.findDefaultOrganisation(operatorId);
+      const created = await deps.sessions.insertSession(
+        operatorId,
+        organisationId,
+        request.headers["user-agent"],
+        deps.now(),
+      );
+      setSessionCookies(reply, created, deps.isSecureCookies);
+      const operator = await deps.totp.getOperator(operatorId);
+      return {
+        ok: true as const,
+        enroll: !operator.totp_enabled,
+        verify: operator.totp_enabled,
+        csrf_token: created.csrfToken,
+      };
+    },
+  );
 
-  app.post("/api/auth/totp/start", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: false });
-    return deps.totp.start(context.operatorId, {
-      isSessionReady: context.session.is_mfa_passed,
-      currentCode: bodyOf(request.body).current_code,
-    });
-  });
+  api.post(
+    "/api/auth/totp/start",
+    { ...signedInOnly, schema: { body: totpStart, response: { 200: enrollment } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: false });
+      return deps.totp.start(context.operatorId, {
+        isSessionReady: context.session.is_mfa_passed,
+        currentCode: request.body.current_code,
+      });
+    },
+  );
 
-  app.get("/api/auth/totp/pending", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: false });
-    return deps.totp.pending(context.operatorId, { isSessionReady: context.session.is_mfa_passed });
-  });
+  api.get(
+    "/api/auth/totp/pending",
+    { ...signedInOnly, schema: { response: { 200: enrollment } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: false });
+      return deps.totp.pending(context.operatorId, { isSessionReady: context.session.is_mfa_passed });
+    },
+  );
 
-  app.post("/api/auth/totp/confirm", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: false });
-    const backupCodes = await deps.totp.confirm(context.operatorId, bodyOf(request.body).code, {
-      isSessionReady: context.session.is_mfa_passed,
-    });
-    await deps.sessions.updateSessionMfaPassed(context.session.id);
-    return { ok: true, backup_codes: backupCodes };
-  });
+  api.post(
+    "/api/auth/totp/confirm",
+    { ...signedInOnly, schema: { body: totpCode, response: { 200: confirmedTotp } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: false });
+      const codes = await deps.totp.confirm(context.operatorId, request.body.code, {
+        isSessionReady: context.session.is_mfa_passed,
+      });
+      await deps.sessions.updateSessionMfaPassed(context.session.id);
+      return { ok: true as const, backup_codes: codes };
+    },
+  );
 
-  app.post("/api/auth/totp/verify", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: false });
-    const { usedBackupCode } = await deps.totp.verify(context.operatorId, bodyOf(request.body).code);
-    await deps.sessions.updateSessionMfaPassed(context.session.id);
-    return { ok: true, used_backup_code: usedBackupCode };
-  });
+  api.post(
+    "/api/auth/totp/verify",
+    { ...signedInOnly, schema: { body: totpCode, response: { 200: verifiedTotp } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: false });
+      const { usedBackupCode } = await deps.totp.verify(context.operatorId, request.body.code);
+      await deps.sessions.updateSessionMfaPassed(context.session.id);
+      return { ok: true as const, used_backup_code: usedBackupCode };
+    },
+  );
 
-  app.get("/api/auth/me", { config: OPERATOR_ONLY }, async (request) => {
+  api.get("/api/auth/me", { ...signedInOnly, schema: { response: { 200: me } } }, async (request) => {
     const context = await requireOperator(request, db, { mfa: false });
     const operator = await deps.totp.getOperator(context.operatorId);
     const organisation = context.organisationId
@@ -121,39 +164,55 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     };
   });
 
-  app.post("/api/auth/backup-codes/regenerate", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: true });
-    return {
-      backup_codes: await deps.totp.regenerateBackupCodes(context.operatorId, bodyOf(request.body).code),
-    };
-  });
+  api.post(
+    "/api/auth/backup-codes/regenerate",
+    { ...readyOnly, schema: { body: totpCode, response: { 200: backupCodes } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: true });
+      return {
+        backup_codes: await deps.totp.regenerateBackupCodes(context.operatorId, request.body.code),
+      };
+    },
+  );
 
-  app.post("/api/auth/logout", { config: OPERATOR_ONLY }, async (request, reply) => {
-    const context = await requireOperator(request, db, { mfa: false });
-    await deps.sessions.updateSessionRevoked(context.session.id, deps.now());
-    clearSessionCookies(reply, deps.isSecureCookies);
-    return { ok: true };
-  });
+  api.post(
+    "/api/auth/logout",
+    { ...signedInOnly, schema: { response: { 200: okAnswer } } },
+    async (request, reply) => {
+      const context = await requireOperator(request, db, { mfa: false });
+      await deps.sessions.updateSessionRevoked(context.session.id, deps.now());
+      clearSessionCookies(reply, deps.isSecureCookies);
+      return { ok: true as const };
+    },
+  );
 
-  app.post("/api/orgs", { config: OPERATOR_ONLY }, async (request, reply) => {
-    const context = await requireOperator(request, db, { mfa: true });
-    const organisation = await deps.orgs.createOrganisation(context.operatorId, bodyOf(request.body).name);
-    await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
-    return reply.status(201).send({ organisation });
-  });
+  api.post(
+    "/api/orgs",
+    { ...readyOnly, schema: { body: orgInput, response: { 201: createdOrg } } },
+    async (request, reply) => {
+      const context = await requireOperator(request, db, { mfa: true });
+      const organisation = await deps.orgs.createOrganisation(context.operatorId, request.body.name);
+      await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
+      return reply.status(201).send({ organisation });
+    },
+  );
 
-  app.delete("/api/orgs", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: true });
-    const organisationId = requireOrganisation(context);
-    await deps.orgs.deleteOrganisation(context.operatorId, organisationId, bodyOf(request.body).confirm_name);
-    await deps.sessions.updateSessionOrganisation(
-      context.session.id,
-      await deps.orgs.findDefaultOrganisation(context.operatorId),
-    );
-    return { ok: true };
-  });
+  api.delete(
+    "/api/orgs",
+    { ...readyOnly, schema: { body: orgDeletion, response: { 200: okAnswer } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: true });
+      const organisationId = requireOrganisation(context);
+      await deps.orgs.deleteOrganisation(context.operatorId, organisationId, request.body.confirm_name);
+      await deps.sessions.updateSessionOrganisation(
+        context.session.id,
+        await deps.orgs.findDefaultOrganisation(context.operatorId),
+      );
+      return { ok: true as const };
+    },
+  );
 
-  app.get("/api/access", { config: OPERATOR_ONLY }, async (request) => {
+  api.get("/api/access", { ...readyOnly, schema: { response: { 200: accessSnapshot } } }, async (request) => {
     const context = await requireOperator(request, db, { mfa: true });
     const organisationId = requireOrganisation(context);
     const [members, sessions, clients, grants, accessed] = await Promise.all([
@@ -187,14 +246,18 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     };
   });
 
-  app.get("/api/access/events", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: true });
-    return { events: (await deps.access?.listLedger(requireOrganisation(context))) ?? [] };
-  });
+  api.get(
+    "/api/access/events",
+    { ...readyOnly, schema: { response: { 200: accessEvents } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: true });
+      return { events: (await deps.access?.listLedger(requireOrganisation(context))) ?? [] };
+    },
+  );
 
-  app.post<{ Params: { id: string } }>(
+  api.post(
     "/api/sessions/:id/revoke",
-    { config: OPERATOR_ONLY },
+    { ...readyOnly, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
       const context = await requireOperator(request, db, { mfa: true });
       const organisationId = requireOrganisation(context);
@@ -204,18 +267,22 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       const listed = await deps.sessions.findSessionsInOrganisation(organisationId);
       if (!listed.some((s) => s.id === request.params.id)) throw new AppError("not_found", "no such session");
       await deps.sessions.updateSessionRevoked(request.params.id, deps.now());
-      return { ok: true };
+      return { ok: true as const };
     },
   );
 
-  app.post("/api/sessions/revoke-others", { config: OPERATOR_ONLY }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: true });
-    const organisationId = requireOrganisation(context);
-    const revoked = await deps.sessions.updateOtherSessionsRevoked(
-      organisationId,
-      context.session.id,
-      deps.now(),
-    );
-    return { ok: true, revoked };
-  });
+  api.post(
+    "/api/sessions/revoke-others",
+    { ...readyOnly, schema: { response: { 200: othersRevoked } } },
+    async (request) => {
+      const context = await requireOperator(request, db, { mfa: true });
+      const organisationId = requireOrganisation(context);
+      const revoked = await deps.sessions.updateOtherSessionsRevoked(
+        organisationId,
+        context.session.id,
+        deps.now(),
+      );
+      return { ok: true as const, revoked };
+    },
+  );
 }
