@@ -39,16 +39,3 @@ export function refuseUnsafeText(
   const reason = unsafeTextReason(value, options);
   if (reason) throw new AppError(options.code ?? "invalid_request", `${field} ${describeUnsafeText(reason)}`);
 }
-
-/** One line (a name, an id) or free text (tab and newlines kept). */
-export type TextKind = "line" | "multiline";
-
-/**
- * refuseUnsafeText over the typed fields of a body a route reads by hand.
- * @example checkTextFields(input, { agent_id: "line", task_description: "multiline" })
- */
-export function checkTextFields(input: Record<string, unknown>, fields: Record<string, TextKind>): void {
-  for (const [field, kind] of Object.entries(fields)) {
-    refuseUnsafeText(field, input[field], { multiline: kind === "multiline" });
-  }
-}
