@@ -168,3 +168,21 @@ describe("the vault CLI and vault mcp", () => {
     }
   });
 });
+
+// Spec 4.4: `vault set NAME` without --host, as POST /api/secrets without allowed_hosts: stored,
+// listed with no host, and the output says the credential is sent nowhere until hosts are added.
+describe("vault set without --host", () => {
+  const HOSTLESS = "ghp_hostlesscanary_0123456789ab";
+
+  it("stores the credential with no host and says how to add one", async () => {
+    const stored = await vault(["set", "LATER_TOKEN"], `${HOSTLESS}\n`);
+    expect(stored.code, stored.stderr).toBe(0);
+    expect(stored.stdout).toBe(
+      "Stored LATER_TOKEN with no allowed host (inject bearer, ends in 89ab): agents cannot use it until you run vault set LATER_TOKEN --host HOST.\n",
+    );
+    const listed = await vault(["list"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/LATER_TOKEN\s+\(none\)\s+bearer\s+89ab/);
+    expect(stored.stdout + stored.stderr + listed.stdout + listed.stderr).not.toContain(HOSTLESS);
+  }, 90_000);
+});
