@@ -101,7 +101,6 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           db,
           grants,
           items,
-          clients,
           audit,
           environments: config.LATCH_ENVIRONMENTS,
         }),
@@ -109,13 +108,11 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,
-          clients,
           tools: services.tools,
           logError: (error) => logger.error({ err: error }, "tool failed"),
         }),
       (app) =>
         registerResolveRoutes(app, {
-          clients,
           items,
           minter,
           egress: deps.egress.client,

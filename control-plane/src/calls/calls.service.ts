@@ -6,21 +6,10 @@ import { parseRequestTarget } from "@latch/shared/requests/path";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
+import type { CallableItem } from "../items/callable-item.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
 import { encodeRequestBody } from "./form-body.ts";
 import { describeRewrite, rewritePlaylistPath } from "./path-rewrite.ts";
-
-/** A stored credential as the call path needs it: sealed, never opened here. */
-export interface CallableItem {
-  id: string;
-  name: string;
-  folderId?: string | null;
-  allowedHosts: readonly string[];
-  inject: string;
-  username: string | null;
-  sealingKeyId: string;
-  sealedValue: Uint8Array;
-}
 
 export interface CallsDeps {
   findItemByName(

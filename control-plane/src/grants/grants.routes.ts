@@ -9,7 +9,6 @@ import type { Kysely } from "kysely";
 import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
-import type { ClientsService } from "../clients/clients.service.ts";
 import type { Database } from "../db/schema.ts";
 import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
@@ -30,7 +29,6 @@ export interface GrantsRouteDeps {
   db: Kysely<Database>;
   grants: GrantsService;
   items: ItemsService;
-  clients: ClientsService;
   audit: AuditRepo;
   /** The environments this plane serves: where an operator's request looks for item_name. */
   environments: readonly string[];

@@ -4,7 +4,6 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { clientOf, type RouteAccess } from "../auth/principal.ts";
-import type { ClientsService } from "../clients/clients.service.ts";
 import type { ClientRow } from "../db/schema.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ToolDeps } from "../tools/tool-context.ts";
@@ -18,7 +17,6 @@ const KEEPALIVE_MS = 25_000;
 
 export interface McpRouteDeps {
   baseUrl: string;
-  clients: ClientsService;
   tools: ToolDeps;
   logError(error: unknown): void;
 }

@@ -4,7 +4,6 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance } from "fastify";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { clientOf, TRUSTED_ONLY } from "../auth/principal.ts";
-import type { ClientsService } from "../clients/clients.service.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
@@ -12,7 +11,6 @@ import type { ItemsService } from "../items/items.service.ts";
 import { resolvedItem, resolveInput } from "./resolve.schemas.ts";
 
 export interface ResolveDeps {
-  clients: ClientsService;
   items: ItemsService;
   minter: TicketMinter;
   egress: EgressClient;

@@ -1,8 +1,8 @@
 // find_items, setup and list_items (spec 4.2): what is stored, by name or host. Never a value.
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
-import type { CallableItem } from "../calls/calls.service.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
+import type { CallableItem } from "../items/callable-item.ts";
 import { getProvider, recipeFields } from "../providers/providers.ts";
 import { dryRunNeedItemAnswer, needItemAnswer } from "./http-request.tool.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
