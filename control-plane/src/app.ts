@@ -28,6 +28,7 @@ export interface AppDeps {
     baseUrl: string;
     now: () => Date;
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
+    hasAuthenticator: (operatorId: string) => Promise<boolean>;
   };
   /** Feature routes, registered after the walls. */
   routes?: ((app: FastifyInstance) => void)[];

@@ -73,7 +73,6 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
   const { audit, items, grants, clients, needs, sessions } = services;
   const authDeps = {
-    db,
     emailCodes: services.emailCodes,
     totp: services.totp,
     sessions,
@@ -91,20 +90,21 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       baseUrl: config.BASE_URL,
       now,
       authenticateBearer: clients.authenticate,
+      hasAuthenticator: async (operatorId) =>
+        Boolean((await services.totp.findOperator(operatorId))?.totp_enabled),
     },
     routes: [
       (app) => registerAuthRoutes(app, { ...authDeps, access: services.access }),
-      (app) => registerItemsRoutes(app, { db, items }),
-      (app) => registerClientsRoutes(app, { db, clients }),
+      (app) => registerItemsRoutes(app, { items }),
+      (app) => registerClientsRoutes(app, { clients }),
       (app) =>
         registerGrantsRoutes(app, {
-          db,
           grants,
           items,
           audit,
           environments: config.LATCH_ENVIRONMENTS,
         }),
-      (app) => registerInboxRoutes(app, { db, grants, needs }),
+      (app) => registerInboxRoutes(app, { grants, needs }),
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,
@@ -119,8 +119,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           recordEvent: audit.insertAuditEvent,
         }),
       (app) => registerPageRoutes(app, { totp: services.totp, orgs: services.orgs }),
-      (app) => registerNeedsRoutes(app, { db, needs }),
-      (app) => registerApproveLinkRoutes(app, { db, grants }),
+      (app) => registerNeedsRoutes(app, { needs }),
+      (app) => registerApproveLinkRoutes(app, { grants }),
     ],
   });
   await app.ready();

@@ -2,8 +2,6 @@
 // operator and session parts of Access.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
-import type { Database } from "../db/schema.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { OrgsService } from "../orgs/orgs.service.ts";
 import {
@@ -42,7 +40,6 @@ export interface AuthRouteDeps {
     listGrants(organisationId: string): Promise<Record<string, unknown>[]>;
     listLedger(organisationId: string): Promise<Record<string, unknown>[]>;
   };
-  db: Kysely<Database>;
   emailCodes: EmailCodeService;
   totp: TotpService;
   sessions: SessionsRepo;
@@ -52,15 +49,14 @@ export interface AuthRouteDeps {
 }
 
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): void {
-  const { db } = deps;
   const api = app.withTypeProvider<ZodTypeProvider>();
   /** Any signed-in session: the authenticator steps themselves, the account, sign-out. */
   const signedInOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
-    requireOperator(request, db, { mfa: false }),
+    requireOperator(request, { mfa: false }),
   );
   /** A session past the authenticator step. */
   const readyOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
-    requireOperator(request, db, { mfa: true }),
+    requireOperator(request, { mfa: true }),
   );
 
   api.post(
@@ -107,7 +103,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/auth/totp/start",
     { ...signedInOnly, schema: { body: totpStart, response: { 200: enrollment } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: false });
+      const context = await requireOperator(request, { mfa: false });
       return deps.totp.start(context.operatorId, {
         isSessionReady: context.session.is_mfa_passed,
         currentCode: request.body.current_code,
@@ -119,7 +115,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/auth/totp/pending",
     { ...signedInOnly, schema: { response: { 200: enrollment } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: false });
+      const context = await requireOperator(request, { mfa: false });
       return deps.totp.pending(context.operatorId, { isSessionReady: context.session.is_mfa_passed });
     },
   );
@@ -128,7 +124,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/auth/totp/confirm",
     { ...signedInOnly, schema: { body: totpCode, response: { 200: confirmedTotp } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: false });
+      const context = await requireOperator(request, { mfa: false });
       const codes = await deps.totp.confirm(context.operatorId, request.body.code, {
         isSessionReady: context.session.is_mfa_passed,
       });
@@ -141,7 +137,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/auth/totp/verify",
     { ...signedInOnly, schema: { body: totpCode, response: { 200: verifiedTotp } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: false });
+      const context = await requireOperator(request, { mfa: false });
       const { usedBackupCode } = await deps.totp.verify(context.operatorId, request.body.code);
       await deps.sessions.updateSessionMfaPassed(context.session.id);
       return { ok: true as const, used_backup_code: usedBackupCode };
@@ -149,7 +145,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   );
 
   api.get("/api/auth/me", { ...signedInOnly, schema: { response: { 200: me } } }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: false });
+    const context = await requireOperator(request, { mfa: false });
     const operator = await deps.totp.getOperator(context.operatorId);
     const organisation = context.organisationId
       ? await deps.orgs.findOrganisation(context.organisationId)
@@ -168,7 +164,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/auth/backup-codes/regenerate",
     { ...readyOnly, schema: { body: totpCode, response: { 200: backupCodes } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: true });
+      const context = await requireOperator(request, { mfa: true });
       return {
         backup_codes: await deps.totp.regenerateBackupCodes(context.operatorId, request.body.code),
       };
@@ -179,7 +175,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/auth/logout",
     { ...signedInOnly, schema: { response: { 200: okAnswer } } },
     async (request, reply) => {
-      const context = await requireOperator(request, db, { mfa: false });
+      const context = await requireOperator(request, { mfa: false });
       await deps.sessions.updateSessionRevoked(context.session.id, deps.now());
       clearSessionCookies(reply, deps.isSecureCookies);
       return { ok: true as const };
@@ -190,7 +186,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/orgs",
     { ...readyOnly, schema: { body: orgInput, response: { 201: createdOrg } } },
     async (request, reply) => {
-      const context = await requireOperator(request, db, { mfa: true });
+      const context = await requireOperator(request, { mfa: true });
       const organisation = await deps.orgs.createOrganisation(context.operatorId, request.body.name);
       await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
       return reply.status(201).send({ organisation });
@@ -201,7 +197,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/orgs",
     { ...readyOnly, schema: { body: orgDeletion, response: { 200: okAnswer } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: true });
+      const context = await requireOperator(request, { mfa: true });
       const organisationId = requireOrganisation(context);
       await deps.orgs.deleteOrganisation(context.operatorId, organisationId, request.body.confirm_name);
       await deps.sessions.updateSessionOrganisation(
@@ -213,7 +209,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   );
 
   api.get("/api/access", { ...readyOnly, schema: { response: { 200: accessSnapshot } } }, async (request) => {
-    const context = await requireOperator(request, db, { mfa: true });
+    const context = await requireOperator(request, { mfa: true });
     const organisationId = requireOrganisation(context);
     const [members, sessions, clients, grants, accessed] = await Promise.all([
       deps.orgs.findMembers(organisationId),
@@ -250,7 +246,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/access/events",
     { ...readyOnly, schema: { response: { 200: accessEvents } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: true });
+      const context = await requireOperator(request, { mfa: true });
       return { events: (await deps.access?.listLedger(requireOrganisation(context))) ?? [] };
     },
   );
@@ -259,7 +255,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/sessions/:id/revoke",
     { ...readyOnly, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: true });
+      const context = await requireOperator(request, { mfa: true });
       const organisationId = requireOrganisation(context);
       if (request.params.id === context.session.id) {
         throw new AppError("cannot_revoke_current", "this is your current session; sign out instead");
@@ -275,7 +271,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/sessions/revoke-others",
     { ...readyOnly, schema: { response: { 200: othersRevoked } } },
     async (request) => {
-      const context = await requireOperator(request, db, { mfa: true });
+      const context = await requireOperator(request, { mfa: true });
       const organisationId = requireOrganisation(context);
       const revoked = await deps.sessions.updateOtherSessionsRevoked(
         organisationId,

@@ -4,12 +4,10 @@ import type {} from "@fastify/cookie";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
-import type { ClientRow, Database, OperatorSessionRow } from "../db/schema.ts";
+import type { ClientRow, OperatorSessionRow } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
-import { createOperatorsRepo } from "./operators.repo.ts";
 import { enforceRouteAccess, refusalFor, resolvePrincipal } from "./principal.ts";
 import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
 
@@ -49,6 +47,8 @@ export function registerOperatorSessions(
     now: () => Date;
     /** The live client a bearer belongs to (hosted: avm_ and avt_ tokens). */
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
+    /** Whether an operator has an authenticator: the mfa_required answer says enroll or verify. */
+    hasAuthenticator: (operatorId: string) => Promise<boolean>;
   },
 ): void {
   const ownOrigin = new URL(deps.baseUrl).origin;
@@ -77,6 +77,7 @@ export function registerOperatorSessions(
       bearer: deps.authenticateBearer ? bearerOf(request.headers.authorization) : undefined,
       session,
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
+      hasAuthenticator: deps.hasAuthenticator,
     });
     const now = deps.now();
     if (session && now.getTime() - session.last_seen_at.getTime() > SEEN_WRITE_INTERVAL_MS) {
@@ -124,7 +125,6 @@ export function clearSessionCookies(reply: FastifyReply, isSecure: boolean): voi
  */
 export async function requireOperator(
   request: FastifyRequest,
-  db: Kysely<Database>,
   options: { mfa: boolean },
 ): Promise<OperatorContext> {
   // Spec 5 rule 7: an invalid bearer on /api is 401 and a valid client token on an operator route
@@ -132,7 +132,7 @@ export async function requireOperator(
   const refusal = refusalFor(request.principal, { principals: ["operator"] });
   if (refusal) throw refusal;
   if (request.principal.kind !== "operator") throw new AppError("unauthorized", "sign in first");
-  const session = request.principal.session;
+  const { session, hasAuthenticator } = request.principal;
   if (request.method === "POST" || request.method === "DELETE") {
     const presented = request.headers["x-csrf-token"];
     if (typeof presented !== "string" || !isSameHash(sha256Hex(presented), session.csrf_hash)) {
@@ -140,12 +140,11 @@ export async function requireOperator(
     }
   }
   if (options.mfa && !session.is_mfa_passed) {
-    const operator = await createOperatorsRepo(db).findOperatorById(session.operator_id);
-    if (!operator) throw new Error("no such operator");
+    const isEnrolled = await hasAuthenticator();
     throw new AppError(
       "mfa_required",
-      operator.totp_enabled ? "pass the authenticator step first" : "enroll an authenticator app first",
-      { extra: operator.totp_enabled ? { verify_url: "/verify-totp" } : { enroll_url: "/enroll-totp" } },
+      isEnrolled ? "pass the authenticator step first" : "enroll an authenticator app first",
+      { extra: isEnrolled ? { verify_url: "/verify-totp" } : { enroll_url: "/enroll-totp" } },
     );
   }
   return { session, operatorId: session.operator_id, organisationId: session.organisation_id };
@@ -166,11 +165,8 @@ export interface OrgOperator extends OperatorContext {
 }
 
 /** requireOperator with the authenticator step, then requireOrganisation: one call per route. */
-export async function requireOrgOperator(
-  request: FastifyRequest,
-  db: Kysely<Database>,
-): Promise<OrgOperator> {
-  const context = await requireOperator(request, db, { mfa: true });
+export async function requireOrgOperator(request: FastifyRequest): Promise<OrgOperator> {
+  const context = await requireOperator(request, { mfa: true });
   return {
     ...context,
     organisationId: requireOrganisation(context),

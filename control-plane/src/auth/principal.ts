@@ -13,7 +13,12 @@ export type Principal =
   | { kind: "anonymous" }
   /** A bearer that matches no live client: always 401, never "no bearer". */
   | { kind: "invalid_bearer" }
-  | { kind: "operator"; session: OperatorSessionRow }
+  | {
+      kind: "operator";
+      session: OperatorSessionRow;
+      /** Whether the operator has an authenticator (asked only when a route needs the step). */
+      hasAuthenticator(): Promise<boolean>;
+    }
   | { kind: "model" | "trusted"; client: ClientRow };
 
 /** What a route declares about its callers (Fastify route `config`). */
@@ -37,6 +42,7 @@ export interface PrincipalSources {
   bearer: string | undefined;
   session: OperatorSessionRow | undefined;
   authenticateBearer(token: string): Promise<ClientRow | undefined>;
+  hasAuthenticator(operatorId: string): Promise<boolean>;
 }
 
 /** The caller behind a request: its bearer when it sent one, else its operator session. */
@@ -47,7 +53,9 @@ export async function resolvePrincipal(sources: PrincipalSources): Promise<Princ
     if (client.kind === "model" || client.kind === "trusted") return { kind: client.kind, client };
     return { kind: "invalid_bearer" };
   }
-  return sources.session ? { kind: "operator", session: sources.session } : { kind: "anonymous" };
+  const session = sources.session;
+  if (!session) return { kind: "anonymous" };
+  return { kind: "operator", session, hasAuthenticator: () => sources.hasAuthenticator(session.operator_id) };
 }
 
 const WRONG_CHANNEL: Record<PrincipalKind, string> = {

@@ -1,20 +1,15 @@
 // Issuing, rotating and revoking model and trusted clients (spec 4.3 "Clients").
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
-import type { Database } from "../db/schema.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { clientInput, issuedClient } from "./clients.schemas.ts";
 import type { ClientKind, ClientsService } from "./clients.service.ts";
 
-export function registerClientsRoutes(
-  app: FastifyInstance,
-  deps: { db: Kysely<Database>; clients: ClientsService },
-): void {
+export function registerClientsRoutes(app: FastifyInstance, deps: { clients: ClientsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const organisationOf = async (request: FastifyRequest) =>
-    requireOrganisation(await requireOperator(request, deps.db, { mfa: true }));
+    requireOrganisation(await requireOperator(request, { mfa: true }));
   const operatorOnly = checkedFirst(OPERATOR_ONLY, organisationOf);
 
   for (const kind of ["model", "trusted"] as ClientKind[]) {

@@ -5,10 +5,8 @@
 // the request logger drops query strings, and the page sends no Referer.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
-import type { Database } from "../db/schema.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { describeGrantBody, describeGrantCall } from "./approval-text.ts";
@@ -26,17 +24,14 @@ function isSpeculative(request: FastifyRequest): boolean {
   return hints.some((hint) => typeof hint === "string" && /prefetch|prerender|preview/i.test(hint));
 }
 
-export function registerApproveLinkRoutes(
-  app: FastifyInstance,
-  deps: { db: Kysely<Database>; grants: GrantsService },
-): void {
+export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: GrantsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const organisationOf = async (request: FastifyRequest) =>
-    requireOrganisation(await requireOperator(request, deps.db, { mfa: true }));
+    requireOrganisation(await requireOperator(request, { mfa: true }));
 
   /** The token's form is checked after the caller, so a stranger learns nothing from it. */
   async function approve(request: FastifyRequest, token: string | undefined) {
-    const context = await requireOperator(request, deps.db, { mfa: true });
+    const context = await requireOperator(request, { mfa: true });
     const organisationId = requireOrganisation(context);
     if (typeof token !== "string" || !/^[A-Za-z0-9_-]{20,100}$/.test(token)) {
       throw new AppError("invalid_request", "the approval link is incomplete");

@@ -5,11 +5,9 @@ import { checkHostname } from "@latch/shared/requests/host";
 import { HTTP_METHODS } from "@latch/shared/requests/methods";
 import { validateRequestPath } from "@latch/shared/requests/path";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
 import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
-import type { Database } from "../db/schema.ts";
 import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { httpRequestGrantScope } from "./grant-scope.ts";
@@ -26,7 +24,6 @@ import {
 import type { GrantsService } from "./grants.service.ts";
 
 export interface GrantsRouteDeps {
-  db: Kysely<Database>;
   grants: GrantsService;
   items: ItemsService;
   audit: AuditRepo;
@@ -36,7 +33,7 @@ export interface GrantsRouteDeps {
 
 export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request, deps.db);
+  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
   const operatorOnly = checkedFirst(OPERATOR_ONLY, operatorOf);
   /** A model client was judged on its bearer (onRequest); an operator also on its session. */
   const operatorOrModel = checkedFirst(OPERATOR_OR_MODEL, async (request) =>

@@ -1,17 +1,14 @@
 // The operator's inbox (spec 4.3 "Clients, grants, inbox, audit"): the approvals waiting and the
 // requests for credentials, from the two features that own them.
 import type { FastifyInstance } from "fastify";
-import type { Kysely } from "kysely";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
-import type { Database } from "../db/schema.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
 import { inboxAnswer } from "./inbox.schemas.ts";
 
 export interface InboxRouteDeps {
-  db: Kysely<Database>;
   grants: Pick<GrantsService, "listGrants">;
   needs: Pick<NeedsService, "listPending">;
 }
@@ -22,7 +19,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: InboxRouteDeps):
     "/api/inbox",
     { config: OPERATOR_ONLY, schema: { response: { 200: inboxAnswer } } },
     async (request) => {
-      const operator = await requireOrgOperator(request, deps.db);
+      const operator = await requireOrgOperator(request);
       const grants = await deps.grants.listGrants(operator.organisationId);
       const requests = await deps.needs.listPending(operator.organisationId);
       return { approvals: grants.filter((g) => g.status === "pending"), requests };

@@ -1,10 +1,8 @@
 // The hosted items API (spec 4.3 "Items and collect"): list without values, create, edit, rotate,
 // delete, folders. Every route needs a ready operator session acting in an organisation.
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
-import type { Database } from "../db/schema.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import {
   folderAnswer,
@@ -18,12 +16,9 @@ import {
 } from "./items.schemas.ts";
 import type { ItemsService } from "./items.service.ts";
 
-export function registerItemsRoutes(
-  app: FastifyInstance,
-  deps: { db: Kysely<Database>; items: ItemsService },
-): void {
+export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request, deps.db);
+  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
   const operatorOnly = checkedFirst(OPERATOR_ONLY, operatorOf);
 
   api.get(

@@ -2,10 +2,8 @@
 // request; GET /collect/:id is the page where the value is typed. Unauthenticated or another
 // organisation's request is 404, so a leaked collect link tells a stranger nothing.
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Kysely } from "kysely";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { RouteAccess } from "../auth/principal.ts";
-import type { Database } from "../db/schema.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { fulfilledNeed, needAnswer, needFulfilment } from "./needs.schemas.ts";
@@ -14,12 +12,9 @@ import type { NeedsService } from "./needs.service.ts";
 /** Operators only; anyone else is told nothing, not even that the request exists. */
 const NEED_REQUEST_ACCESS = { principals: ["operator"], anonymousStatus: 404 } as const satisfies RouteAccess;
 
-export function registerNeedsRoutes(
-  app: FastifyInstance,
-  deps: { db: Kysely<Database>; needs: NeedsService },
-): void {
+export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request, deps.db);
+  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
   const operatorOnly = checkedFirst(NEED_REQUEST_ACCESS, operatorOf);
 
   api.get(
