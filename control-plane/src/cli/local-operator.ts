@@ -5,7 +5,7 @@ import { AppError, isErrorCode } from "@latch/shared/errors";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { Logger } from "pino";
 import type { AuditEventView } from "../audit/audit.repo.ts";
-import type { PublicGrant } from "../grants/grants.service.ts";
+import type { PublicGrant } from "../grants/grant-view.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { readLocalRuntime } from "../local/local-server.ts";

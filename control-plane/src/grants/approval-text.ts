@@ -1,7 +1,7 @@
 // The words an operator reads before approving (DECISIONS "Approvals"): the exact call a grant is
 // for (method, host, path with query, body digest) or, for a grant asked without a call, that it
 // covers any call with the credential. The mail, the CLI and the pages say the same thing.
-import type { PublicGrant } from "./grants.service.ts";
+import type { PublicGrant } from "./grant-view.ts";
 
 /** Agent-written text on one line, so it cannot pose as lines of our own. */
 function oneLine(text: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isCovering } from "./grants.service.ts";
+import { isCovering } from "./grant-coverage.ts";
 
 const row = (host: string | null, method: string | null, path: string | null) => ({
   scope_host: host,

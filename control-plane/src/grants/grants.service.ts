@@ -10,7 +10,9 @@ import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEightDigitCode } from "../auth/codes.ts";
 import type { NewGrant } from "../db/schema.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
-import type { CallScope, GrantScope, GrantsRepo, GrantWithItem, RequestedCall } from "./grants.repo.ts";
+import { type CallTarget, isCovering } from "./grant-coverage.ts";
+import { type PublicGrant, requestedCallColumns, toPublicGrant } from "./grant-view.ts";
+import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
 export const SESSION_GRANT_MS = 8 * 60 * 60 * 1000;
@@ -18,30 +20,6 @@ export const SESSION_GRANT_MS = 8 * 60 * 60 * 1000;
 export const MAX_TASK_DESCRIPTION = 500;
 
 export type GrantPolicy = "prompt" | "session" | "item_standing" | "folder_standing";
-
-/** Spec 2.4's public fields, plus the names a listing needs. Never a value. */
-export interface PublicGrant {
-  grant_id: string;
-  policy: string;
-  status: string;
-  environment_id: string;
-  item_name: string;
-  agent_id: string;
-  tool_id: string;
-  expires_at: string | null;
-  created_at: string;
-  approved_at: string | null;
-  consumed_at: string | null;
-  task_id: string | null;
-  task_description: string | null;
-  /** What a standing grant covers; null covers every call with the credential. */
-  scope: { host: string | null; method: string | null; path: string | null } | null;
-  /**
-   * The exact call the grant was asked for, as the operator approves it (DECISIONS "Approvals");
-   * null: asked for the whole item (request_grant), any call.
-   */
-  call: { method: string; host: string; path: string; body_sha256: string | null } | null;
-}
 
 export interface GrantsServiceDeps {
   repo: GrantsRepo;
@@ -80,125 +58,6 @@ export interface GrantRequest extends GrantScope {
   actor: string;
   taskDescription?: string | undefined;
   taskId?: string | undefined;
-}
-
-/** A call as coverage judges it: its path with the query; the body digest where the call has one. */
-export type CallTarget = CallScope & { bodySha256?: string | null | undefined };
-
-type CoverageRow = {
-  scope_host: string | null;
-  scope_method: string | null;
-  scope_path: string | null;
-} & Partial<Pick<GrantWithItem, "policy" | "call_method" | "call_host" | "call_path" | "call_body_sha256">>;
-
-/**
- * Whether a grant covers a call: inside its standing scope, and inside the call it was approved
- * for (a prompt approval: exactly that call; a session approval: that host and method under the
- * path's prefix up to its last `/`). Standing policies keep only the scope the operator gave.
- */
-export function isCovering(row: CoverageRow, call: CallTarget | undefined): boolean {
-  return isInsideScope(row, call) && isInsideApprovedCall(row, call);
-}
-
-function withoutQuery(path: string): string {
-  const at = path.indexOf("?");
-  return at === -1 ? path : path.slice(0, at);
-}
-
-/**
- * DECISIONS "Approvals": what the operator saw is what is covered. The path with its query is
- * compared byte for byte (the path was validated once, spec 4.2 rule 1) and so is the body digest:
- * a GET approval does not send a DELETE, and an approved body cannot be swapped for another.
- */
-function isInsideApprovedCall(row: CoverageRow, call: CallTarget | undefined): boolean {
-  if (!row.call_method || !row.call_host || row.call_path == null) return true;
-  if (row.policy === "item_standing" || row.policy === "folder_standing") return true;
-  if (!call) return false;
-  if (call.host !== row.call_host || call.method !== row.call_method) return false;
-  if (row.policy === "session") {
-    const approved = withoutQuery(row.call_path);
-    const prefix = approved.slice(0, approved.lastIndexOf("/") + 1);
-    return withoutQuery(call.path ?? "").startsWith(prefix);
-  }
-  return call.path === row.call_path && (call.bodySha256 ?? null) === (row.call_body_sha256 ?? null);
-}
-
-/**
- * Spec 3.1: a standing grant covers a call by host, method and path. A scope part left unset covers
- * everything; a path scope covers itself and everything below it (segment by segment, so /v1/rep
- * does not cover /v1/repos).
- */
-function isInsideScope(row: CoverageRow, call: CallTarget | undefined): boolean {
-  if (!row.scope_host && !row.scope_method && !row.scope_path) return true;
-  if (!call) return false;
-  if (row.scope_host && row.scope_host !== call.host) return false;
-  if (row.scope_method && row.scope_method !== call.method) return false;
-  if (row.scope_path) {
-    const path = (call.path ?? "").split("?")[0]!;
-    const prefix = row.scope_path.endsWith("/") ? row.scope_path : `${row.scope_path}/`;
-    if (path !== row.scope_path && !path.startsWith(prefix)) return false;
-  }
-  return true;
-}
-
-function iso(date: Date | null): string | null {
-  return date ? date.toISOString() : null;
-}
-
-export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
-  const isExpired = row.status === "active" && row.expires_at !== null && row.expires_at <= now;
-  return {
-    grant_id: row.id,
-    policy: row.policy,
-    status: isExpired ? "expired" : row.status,
-    environment_id: row.environment,
-    item_name: row.item_name,
-    agent_id: row.agent_id,
-    tool_id: row.tool_id,
-    expires_at: iso(row.expires_at),
-    created_at: row.created_at.toISOString(),
-    approved_at: iso(row.approved_at),
-    consumed_at: iso(row.consumed_at),
-    task_id: row.task_id,
-    task_description: row.task_description,
-    scope:
-      row.scope_host || row.scope_method || row.scope_path
-        ? { host: row.scope_host, method: row.scope_method, path: row.scope_path }
-        : null,
-    call: toPublicCall(row),
-  };
-}
-
-/** The columns a requested call is stored in, on a grant or a need request. */
-export interface RequestedCallColumns {
-  call_method: string | null;
-  call_host: string | null;
-  call_path: string | null;
-  call_body_sha256: string | null;
-}
-
-/** The requested call of a row as callers see it (PublicGrant.call); null: the whole item. */
-export function toPublicCall(row: RequestedCallColumns): PublicGrant["call"] {
-  return row.call_method && row.call_host && row.call_path != null
-    ? { method: row.call_method, host: row.call_host, path: row.call_path, body_sha256: row.call_body_sha256 }
-    : null;
-}
-
-/** The requested call a row records, back in the shape grants are asked with. */
-export function requestedCallOfRow(row: RequestedCallColumns): RequestedCall | undefined {
-  return row.call_method && row.call_host && row.call_path != null
-    ? { method: row.call_method, host: row.call_host, path: row.call_path, bodySha256: row.call_body_sha256 }
-    : undefined;
-}
-
-/** The row columns for a requested call (none: the whole item). */
-export function requestedCallColumns(call: RequestedCall | undefined): RequestedCallColumns {
-  return {
-    call_method: call?.method ?? null,
-    call_host: call?.host ?? null,
-    call_path: call?.path ?? null,
-    call_body_sha256: call?.bodySha256 ?? null,
-  };
 }
 
 /** The row of a new grant for `request`; `change` sets its policy, status and the rest. */

@@ -5,15 +5,14 @@ import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { NeedRequestRow } from "../db/schema.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
-import type { RequestedCall } from "../grants/grants.repo.ts";
 import {
-  type GrantsService,
-  MAX_TASK_DESCRIPTION,
   type PublicGrant,
   requestedCallColumns,
   requestedCallOfRow,
   toPublicCall,
-} from "../grants/grants.service.ts";
+} from "../grants/grant-view.ts";
+import type { RequestedCall } from "../grants/grants.repo.ts";
+import { type GrantsService, MAX_TASK_DESCRIPTION } from "../grants/grants.service.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
