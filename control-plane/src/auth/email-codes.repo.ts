@@ -1,8 +1,9 @@
 // Email sign-in codes in the database: the sends per address, the one live challenge per address,
 // and the operator a first sign-in creates. Each flow runs under the address's advisory lock, so
 // replicas count sends and wrong attempts as one.
-import { type Kysely, type Selectable, sql } from "kysely";
+import type { Kysely, Selectable } from "kysely";
 import type { Database, EmailChallengesTable } from "../db/schema.ts";
+import { inAdvisoryLock } from "../db/transaction.ts";
 
 export type EmailChallengeRow = Selectable<EmailChallengesTable>;
 
@@ -24,10 +25,7 @@ export interface EmailCodesRepo {
 export function createEmailCodesRepo(db: Kysely<Database>): EmailCodesRepo {
   return {
     inEmailLock: (address, fn) =>
-      db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`email:${address}`}, 0))`.execute(trx);
-        return fn(createEmailCodesRepo(trx));
-      }),
+      inAdvisoryLock(db, `email:${address}`, (trx) => fn(createEmailCodesRepo(trx))),
     async findSendTimesSince(address, since) {
       const sends = await db
         .selectFrom("email_sends")

@@ -1,8 +1,9 @@
 // The rows spec 8's request limit counts (coded approval requests and collect requests) and the
 // per-organisation advisory lock the count is taken under, so two replicas cannot both take the
 // 30th place. Read-only over grants and need_requests; their own repos write them.
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { inAdvisoryLock } from "../db/transaction.ts";
 
 export interface RequestUsage {
   count: number;
@@ -16,12 +17,7 @@ export function withOrganisationRequestLock<T>(
   organisationId: string,
   fn: (trx: Kysely<Database>) => Promise<T>,
 ): Promise<T> {
-  return db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(hashtextextended(${`requests:${organisationId}`}, 0))`.execute(
-      trx,
-    );
-    return fn(trx);
-  });
+  return inAdvisoryLock(db, `requests:${organisationId}`, fn);
 }
 
 /** Approval and collect requests made since `since`. Call under the lock, on its transaction. */

@@ -2,6 +2,7 @@
 // lock, so two replicas cannot both pass the owned-organisations count.
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { inAdvisoryLock } from "../db/transaction.ts";
 
 export interface MemberView {
   operator_id: string;
@@ -40,10 +41,7 @@ export interface OrgsRepo {
 export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
   return {
     inOperatorLock: (operatorId, fn) =>
-      db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`orgs:${operatorId}`}, 0))`.execute(trx);
-        return fn(createOrgsRepo(trx));
-      }),
+      inAdvisoryLock(db, `orgs:${operatorId}`, (trx) => fn(createOrgsRepo(trx))),
     inTransaction: (fn) => db.transaction().execute((trx) => fn(createOrgsRepo(trx))),
     async findOwnedCount(operatorId) {
       const owned = await db
