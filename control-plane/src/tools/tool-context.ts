@@ -4,6 +4,7 @@ import type { CallsService } from "../calls/calls.service.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
+import type { NeedsService } from "../needs/needs.service.ts";
 
 export interface ToolScope {
   organisationId: string;
@@ -69,17 +70,7 @@ export const LOCAL_SURFACE: OperatorSurface = {
 };
 
 /** The hosted service: a collect request the operator answers on the collect page or the inbox. */
-export function createHostedSurface(needs: {
-  requestNeed(input: {
-    organisationId: string;
-    environment: string;
-    host: string;
-    suggestedName: string;
-    agentId: string;
-    message?: string | undefined;
-    requestedCall?: RequestedCall | undefined;
-  }): Promise<{ need_id: string; collect_url: string; client_name?: string; recipe?: unknown }>;
-}): OperatorSurface {
+export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): OperatorSurface {
   return {
     async needItem(scope, suggestedName, host, taskDescription, requestedCall) {
       if (!host) {
