@@ -111,6 +111,15 @@ export function stringJudgedByService(description: string, options: { isSafeText
   });
 }
 
+/**
+ * An HTML page's route: it reads no parameter (any query a link carries, such as a campaign tag,
+ * is ignored, never refused) and answers a page or a redirect.
+ */
+export const pageSchema = {
+  querystring: z.looseObject({}).describe("ignored: the page reads no parameter"),
+  response: { 200: z.string().describe("an HTML page") },
+} as const;
+
 /** The answer of a route that only acknowledges (a delete, a revoke, a denial). */
 export const okAnswer = z.object({ ok: z.literal(true) });
 

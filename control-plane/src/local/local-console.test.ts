@@ -2,11 +2,14 @@
 // stylesheet from public/local/assets/ at the paths the page names.
 import Fastify from "fastify";
 import { expect, it } from "vitest";
+import { registerRouteSchemas } from "../http/route-schemas.ts";
 import { pageHeaders } from "../pages/page-headers.ts";
 import { registerLocalConsole } from "./local-console.ts";
 
 it("serves the page, /console.js and /console.css, and nothing else from the folder", async () => {
   const app = Fastify();
+  // The zod compilers every app of ours registers (the page declares a zod schema).
+  registerRouteSchemas(app);
   registerLocalConsole(app);
   try {
     const page = await app.inject({ method: "GET", url: "/" });

@@ -4,10 +4,11 @@
 // allows nothing else. The operator token arrives in the URL fragment (never sent to a server or
 // a log) and is kept in sessionStorage for this tab only.
 import type { FastifyInstance } from "fastify";
+import { pageSchema } from "../http/route-schemas.ts";
 import { readPage, registerAssets, sendPage } from "../pages/page-files.ts";
 
 export function registerLocalConsole(app: FastifyInstance): void {
   const page = readPage("local/console.html").fill({});
-  app.get("/", async (_request, reply) => sendPage(reply, "local-console", page));
+  app.get("/", { schema: pageSchema }, async (_request, reply) => sendPage(reply, "local-console", page));
   registerAssets(app, "local/assets", "/");
 }

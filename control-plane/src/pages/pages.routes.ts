@@ -4,6 +4,7 @@
 // headers of page-headers.ts. Also every file of public/assets/ at /assets/<name>.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { TotpService } from "../auth/totp.service.ts";
+import { pageSchema } from "../http/route-schemas.ts";
 import type { OrgsService } from "../orgs/orgs.service.ts";
 import { readPage, registerAssets, sendPage } from "./page-files.ts";
 
@@ -58,7 +59,7 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     ["/sign-in", pages.signIn],
     ["/sign-up", pages.signUp],
   ] as const) {
-    app.get(path, async (request, reply) => {
+    app.get(path, { schema: pageSchema }, async (request, reply) => {
       const state = await stateOf(request);
       if (state.kind === "ready") return redirect(reply, CONSOLE);
       if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
@@ -67,7 +68,7 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     });
   }
 
-  app.get(ENROLL, async (request, reply) => {
+  app.get(ENROLL, { schema: pageSchema }, async (request, reply) => {
     const state = await stateOf(request);
     if (state.kind === "none") return redirect(reply, SIGN_IN);
     // Replacing an active authenticator needs this session past the step first.
@@ -83,7 +84,7 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     );
   });
 
-  app.get(VERIFY, async (request, reply) => {
+  app.get(VERIFY, { schema: pageSchema }, async (request, reply) => {
     const state = await stateOf(request);
     if (state.kind === "none") return redirect(reply, SIGN_IN);
     if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
@@ -91,7 +92,7 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     return html(reply, pages.verify.fill({}));
   });
 
-  app.get(CONSOLE, async (request, reply) => {
+  app.get(CONSOLE, { schema: pageSchema }, async (request, reply) => {
     const state = await stateOf(request);
     if (state.kind === "none") return redirect(reply, SIGN_IN);
     if (state.kind === "needs_enrollment") return redirect(reply, ENROLL);
