@@ -1,16 +1,19 @@
 // npm run bench:egress: the egress proxy's gRPC Execute path under k6, next to direct HTTPS calls
-// to the same origin in the same run. Prints req/s, p50 and p99 of both and the throughput ratio.
+// to the same origin and a bare forwarder (the floor) behind the same gRPC service, in the same run.
+// Prints req/s, p50 and p99 of all three, the latency the proxy adds over direct, and the proxy's
+// CPU per call against the floor's.
 //
-//   npm run bench:egress -- [--vus 32,16] [--direct-iterations N] [--proxy-iterations N] [--warmup N]
+//   npm run bench:egress -- [--vus 1,4,16] [--direct-iterations N] [--proxy-iterations N] [--warmup N]
 //
-// The origin runs in its own process, the proxy in this one (idle otherwise while k6 runs), k6 in
-// a third. See loadtest/README.md.
+// The origin runs in its own process; the proxy and the floor in this one (idle otherwise while k6
+// runs; only one of them has calls at a time), k6 in a third. See loadtest/README.md.
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { echoCallSpec, startBenchProxy, writeTicketFile } from "./lib/egress.ts";
+import { startFloorForwarder } from "./lib/floor-forwarder.ts";
 import {
   ensureK6,
   figuresOf,
@@ -27,10 +30,11 @@ import { startOriginProcess, TEST_CA_PATH } from "./lib/origin-process.ts";
 
 const { values: args } = parseArgs({
   options: {
-    vus: { type: "string", default: "32,16" },
-    "direct-iterations": { type: "string", default: "100000" },
-    "proxy-iterations": { type: "string", default: "15000" },
-    warmup: { type: "string", default: "2000" },
+    vus: { type: "string", default: "1,4,16" },
+    "direct-iterations": { type: "string", default: "20000" },
+    // Also the floor's: both answer the same gRPC calls.
+    "proxy-iterations": { type: "string", default: "4000" },
+    warmup: { type: "string", default: "300" },
   },
 });
 
@@ -72,17 +76,19 @@ async function main(): Promise<void> {
     originPort: origin.port,
     logPath: join(RESULTS_DIR, "bench-egress.proxy.log"),
   });
+  const floor = await startFloorForwarder({ originPort: origin.port, secret });
   const call = await echoCallSpec(bench.proxy, secret);
   console.log(
-    `origin https://api.latch.test:${origin.port} (pid ${origin.pid}), proxy grpc ${bench.address}`,
+    `origin https://api.latch.test:${origin.port} (pid ${origin.pid}), proxy grpc ${bench.address},` +
+      ` floor grpc ${floor.address}`,
   );
 
   const directVars = { ORIGIN_PORT: origin.port, SECRET: secret };
   const directEnv = { SSL_CERT_FILE: TEST_CA_PATH };
   const ticketsFile = join(RESULTS_DIR, "bench-egress.tickets.json");
-  const proxyVars = { PROXY_ADDR: bench.address, PROTO_ROOT, TICKETS_FILE: ticketsFile, SECRET: secret };
+  const grpcVars = { PROTO_ROOT, TICKETS_FILE: ticketsFile, SECRET: secret };
 
-  /** One k6 run, with the origin's (and this process's, i.e. the proxy's) CPU time around it. */
+  /** One k6 run, with the origin's (and this process's, i.e. the proxy's or floor's) CPU time around it. */
   async function measured(run: Parameters<typeof runK6>[0]) {
     const originBefore = await origin.stats();
     const cpuBefore = process.cpuUsage();
@@ -116,15 +122,29 @@ async function main(): Promise<void> {
     };
   }
 
-  async function proxied(name: string, vus: number, iterations: number): Promise<Run & { ok: number }> {
+  /**
+   * One gRPC run of k6/egress-proxy.js against the proxy or the floor, with tickets minted the
+   * same way for both (the floor decodes them and never checks or spends them).
+   */
+  async function proxied(
+    target: "proxy" | "floor",
+    name: string,
+    vus: number,
+    iterations: number,
+  ): Promise<Run & { ok: number }> {
     writeTicketFile(bench.minter, call, iterations, ticketsFile);
     const m = await measured({
       name,
       script: PROXY_SCRIPT,
-      vars: { ...proxyVars, VUS: vus, ITERATIONS: iterations },
+      vars: {
+        ...grpcVars,
+        PROXY_ADDR: target === "proxy" ? bench.address : floor.address,
+        VUS: vus,
+        ITERATIONS: iterations,
+      },
     });
     const figures = figuresOf(m.result, {
-      scenario: "proxy (gRPC Execute)",
+      scenario: target === "proxy" ? "proxy (gRPC Execute)" : "floor (bare forwarder)",
       vus,
       latencyMetric: "grpc_req_duration",
     });
@@ -150,13 +170,14 @@ async function main(): Promise<void> {
     console.log(
       `  ${r.figures.reqPerSec.toFixed(0)} req/s, p50 ${r.figures.p50Ms.toFixed(2)} ms, p99 ${r.figures.p99Ms.toFixed(2)} ms`,
     );
-  const levels: { vus: number; direct: Run; proxy: Run }[] = [];
+  const levels: { vus: number; direct: Run; proxy: Run; floor: Run }[] = [];
   let proxiedOk = 0;
   let proxiedPlanned = 0;
   for (const vus of vusLevels) {
     console.log(`\n${vus} VUs: warm-up (${warmupIterations} iterations each, not reported)...`);
     await direct(`egress-direct-warmup-${vus}vu`, vus, warmupIterations);
-    await proxied(`egress-proxy-warmup-${vus}vu`, vus, warmupIterations);
+    await proxied("proxy", `egress-proxy-warmup-${vus}vu`, vus, warmupIterations);
+    await proxied("floor", `egress-floor-warmup-${vus}vu`, vus, warmupIterations);
 
     console.log(`${vus} VUs: direct, ${directIterations} iterations...`);
     const d = await direct(`egress-direct-${vus}vu`, vus, directIterations);
@@ -164,25 +185,39 @@ async function main(): Promise<void> {
     console.log(
       `${vus} VUs: proxy, ${proxyIterations} iterations (${proxyIterations} tickets minted first)...`,
     );
-    const p = await proxied(`egress-proxy-${vus}vu`, vus, proxyIterations);
+    const p = await proxied("proxy", `egress-proxy-${vus}vu`, vus, proxyIterations);
     say(p);
-    levels.push({ vus, direct: d, proxy: p });
+    console.log(
+      `${vus} VUs: floor, ${proxyIterations} iterations (${proxyIterations} tickets minted first)...`,
+    );
+    const f = await proxied("floor", `egress-floor-${vus}vu`, vus, proxyIterations);
+    say(f);
+    levels.push({ vus, direct: d, proxy: p, floor: f });
     proxiedOk += p.ok;
     proxiedPlanned += proxyIterations;
   }
 
   const originStats = await origin.stats();
   const calls = bench.proxy.metrics.render();
+  await floor.close();
   await bench.close();
   await origin.close();
 
-  const rows = levels.flatMap((l) => [l.direct.figures, l.proxy.figures]);
+  const rows = levels.flatMap((l) => [l.direct.figures, l.proxy.figures, l.floor.figures]);
   const ratios = levels.map((l) => ({
     vus: l.vus,
     ratio: throughputRatio(l.proxy.figures, l.direct.figures),
   }));
   console.log(`\n${formatTable(rows)}\n`);
   for (const { vus, ratio } of ratios) console.log(`ratio proxy/direct throughput (${vus} VUs): ${ratio}`);
+  for (const l of levels) {
+    // What an agent feels: the proxy's latency over a direct call at the same concurrency.
+    const added = (run: Run) =>
+      `p50 ${signedMs(run.figures.p50Ms - l.direct.figures.p50Ms)}, p99 ${signedMs(run.figures.p99Ms - l.direct.figures.p99Ms)}`;
+    console.log(
+      `added latency at ${l.vus} VU${l.vus === 1 ? "" : "s"}: ${added(l.proxy)} (floor: ${added(l.floor)})`,
+    );
+  }
   console.log(
     proxiedOk === proxiedPlanned && problems.length === 0
       ? `every proxied call reached the origin and got 200, credential redacted (${proxiedOk}/${proxiedPlanned})`
@@ -200,15 +235,32 @@ async function main(): Promise<void> {
       `  ${vus}  proxy   k6 ${ms(p.k6CpuMsPerRequest)}, origin ${ms(p.originCpuMsPerRequest)},` +
         ` proxy ${ms(p.proxyCpuMsPerCall)} (busy ${Math.round(100 * (p.proxyCoreShare ?? 0))}% of one core)`,
     );
+    const f = l.floor;
+    console.log(
+      `  ${vus}  floor   k6 ${ms(f.k6CpuMsPerRequest)}, origin ${ms(f.originCpuMsPerRequest)},` +
+        ` floor ${ms(f.proxyCpuMsPerCall)} (busy ${Math.round(100 * (f.proxyCoreShare ?? 0))}% of one core)`,
+    );
     const directTotal = sum(l.direct.k6CpuMsPerRequest, l.direct.originCpuMsPerRequest);
     const proxyTotal = sum(p.k6CpuMsPerRequest, p.originCpuMsPerRequest, p.proxyCpuMsPerCall);
     if (directTotal !== undefined && proxyTotal !== undefined) {
       // Less sensitive to other load on the machine than req/s: what each request costs in all.
       console.log(
-        `  ${vus}  all processes: direct ${ms(directTotal)}, proxy ${ms(proxyTotal)};` +
+        `  ${vus}  all processes: direct ${ms(directTotal)}, proxy ${ms(proxyTotal)},` +
+          ` floor ${ms(sum(f.k6CpuMsPerRequest, f.originCpuMsPerRequest, f.proxyCpuMsPerCall))};` +
           ` CPU ratio direct/proxy ${(directTotal / proxyTotal).toFixed(2)}`,
       );
     }
+  }
+  // The figure issue 15 tracks: what our own work costs over the cheapest forwarder of this stack.
+  const floorRatios = levels.map((l) => ({
+    vus: l.vus,
+    ratio: (l.proxy.proxyCpuMsPerCall ?? Number.NaN) / (l.floor.proxyCpuMsPerCall ?? Number.NaN),
+  }));
+  for (const { vus, ratio } of floorRatios) {
+    console.log(
+      `  ${String(vus).padStart(3)} VUs  proxy CPU per call / floor CPU per call = ${ratio.toFixed(2)}x` +
+        " (target <= 1.5x, goal 1.2x)",
+    );
   }
   console.log(
     `origin: ${originStats.requests} requests on ${originStats.connections} TLS connections in all`,
@@ -230,6 +282,7 @@ async function main(): Promise<void> {
         loadAverageBefore: loadBefore,
         levels,
         ratios,
+        floorRatios,
         problems,
       },
       null,
@@ -246,13 +299,18 @@ interface Run {
   figures: ScenarioFigures;
   originCpuMsPerRequest: number;
   k6CpuMsPerRequest: number | undefined;
-  /** Proxy scenario only: this process's CPU time per call, and its share of one core. */
+  /** Proxy and floor scenarios only: this process's CPU time per call, and its share of one core. */
   proxyCpuMsPerCall?: number;
   proxyCoreShare?: number;
 }
 
 function sum(...values: (number | undefined)[]): number | undefined {
   return values.some((v) => v === undefined) ? undefined : values.reduce<number>((t, v) => t + (v ?? 0), 0);
+}
+
+/** A latency difference with its sign: "+1.23 ms", "-0.10 ms". */
+function signedMs(value: number): string {
+  return `${value >= 0 ? "+" : ""}${value.toFixed(2)} ms`;
 }
 
 function perRequest(totalMs: number | undefined, requests: number): number | undefined {
