@@ -8,7 +8,7 @@
 import { AppError } from "@latch/shared/errors";
 import { describeUnsafeText, type UnsafeTextReason } from "@latch/shared/text/safe-text";
 import type { FastifyInstance } from "fastify";
-import { describeTooDeep, findTooDeep } from "./json-depth.ts";
+import { describeTooDeep, findTooDeep, shownFieldPath } from "./json-depth.ts";
 
 declare module "fastify" {
   interface FastifyContextConfig {
@@ -52,7 +52,10 @@ export function checkJsonBody(value: unknown): void {
   if (deep !== undefined) throw new AppError("invalid_json", describeTooDeep(deep));
   const unstorable = findUnstorable(value, "");
   if (unstorable) {
-    throw new AppError("invalid_request", `${unstorable.path} ${describeUnsafeText(unstorable.reason)}`);
+    throw new AppError(
+      "invalid_request",
+      `${shownFieldPath(unstorable.path)} ${describeUnsafeText(unstorable.reason)}`,
+    );
   }
 }
 

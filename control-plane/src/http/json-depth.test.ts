@@ -34,3 +34,13 @@ describe("findTooDeep", () => {
     expect(describeTooDeep("", "the frame")).toBe(`the frame nests deeper than ${MAX_JSON_DEPTH} levels`);
   });
 });
+
+describe("the field path a refusal repeats", () => {
+  it("is cut short, so a huge key name does not come back whole", async () => {
+    const { checkJsonBody } = await import("./json-body.ts");
+    const key = "k".repeat(100_000);
+    expect(() => checkJsonBody({ [key]: "a\u0000b" })).toThrow(/^k{80}… contains a NUL character$/);
+    expect(describeTooDeep(key)).toBe(`${"k".repeat(80)}… nests deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(describeTooDeep("items.0.name")).toBe(`items.0.name nests deeper than ${MAX_JSON_DEPTH} levels`);
+  });
+});

@@ -46,5 +46,16 @@ export function findTooDeep(value: unknown, limit: number = MAX_JSON_DEPTH): str
 
 /** The sentence for a too-deep value: "params.arguments.body nests deeper than 64 levels". */
 export function describeTooDeep(path: string, what = "the JSON body"): string {
-  return `${path || what} nests deeper than ${MAX_JSON_DEPTH} levels`;
+  return `${path ? shownFieldPath(path) : what} nests deeper than ${MAX_JSON_DEPTH} levels`;
+}
+
+/** Longest piece of a caller's field path repeated in a message. */
+const SHOWN_PATH = 80;
+
+/**
+ * A field path as an error message repeats it: the caller's own key names, cut short, so that a
+ * 100 KiB key does not come back as a 100 KiB message.
+ */
+export function shownFieldPath(path: string): string {
+  return path.length > SHOWN_PATH ? `${path.slice(0, SHOWN_PATH)}…` : path;
 }
