@@ -16,7 +16,7 @@ import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
-import type { Database } from "./db/schema.ts";
+import type { ClientRow, Database } from "./db/schema.ts";
 import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
@@ -49,6 +49,8 @@ export interface HostedVariant extends CommonVariant {
   baseUrl: string;
   mailer: Mailer;
   keyring: Keyring;
+  /** Revoking an OAuth client's row ends its consents and tokens too (the OAuth server's work). */
+  onOAuthClientRevoked?: (client: ClientRow) => Promise<void>;
 }
 
 /** Local: one organisation, the operator at the keyboard (LOCAL_SURFACE), no approval codes. */
@@ -146,6 +148,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     repo: createClientsRepo(db),
     inTransaction: (fn) => inTransaction((tx) => fn({ repo: tx.repos.clients, grants: tx.grants })),
     recordEvent: audit.insertAuditEvent,
+    ...(variant.onOAuthClientRevoked ? { onOAuthClientRevoked: variant.onOAuthClientRevoked } : {}),
     environments: variant.environments,
     defaultEnvironment: variant.environments[0]!,
     baseUrl,

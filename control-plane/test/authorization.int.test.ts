@@ -66,6 +66,8 @@ const ROUTES: Route[] = [
     anonymousStatus: 404,
   },
   { method: "POST", path: "/api/need-items/ned_x/deny", gate: "ready", anonymousStatus: 404 },
+  { method: "GET", path: "/consent/details?uid=abc", gate: "ready" },
+  { method: "POST", path: "/consent", body: { uid: "abc", decision: "deny" }, gate: "ready" },
 ];
 
 let h: HostedHarness;
@@ -201,6 +203,16 @@ const PUBLIC_ROUTES = [
   /^GET \/assets\/[a-z-]+\.(js|css)$/,
   /^GET \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
   /^OPTIONS \/mcp$/,
+  // The authorization server: metadata, its CORS preflights, the endpoints of the RFCs (each
+  // authenticates by its own rules: PKCE, the client id, the interaction cookie) and the pages.
+  /^(GET|OPTIONS) \/\.well-known\/(oauth-authorization-server|openid-configuration)$/,
+  /^OPTIONS \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
+  /^OPTIONS \/oauth\/(token|register|revoke|jwks|device\/auth)$/,
+  /^GET \/oauth\/(authorize|authorize\/:uid|jwks)$/,
+  /^POST \/oauth\/(token|register|revoke|device\/auth)$/,
+  /^(GET|POST) \/device$/,
+  /^GET \/device\/:uid$/,
+  /^GET \/consent$/,
 ];
 
 /** Routes for client bearers: who may call, and how everyone else is answered. */

@@ -149,6 +149,42 @@ export interface ClientsTable {
   revoked_at: Date | null;
   first_used_at: Date | null;
   last_used_at: Date | null;
+  /** Set on the row of an OAuth client acting in this organisation (it has no bearer of its own). */
+  oauth_client_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** One oidc-provider artifact, keyed by a hash of its id (a refresh token's id is the token). */
+export interface OAuthArtifactsTable {
+  model: string;
+  id_hash: string;
+  payload: ColumnType<Record<string, unknown>, string, string>;
+  grant_id: string | null;
+  user_code_hash: string | null;
+  uid_hash: string | null;
+  account_id: string | null;
+  expires_at: Date | null;
+  consumed_at: Date | null;
+}
+
+/** A consent: the OAuth grant an operator gave a client, bound to one organisation. */
+export interface OAuthConsentsTable {
+  grant_id: string;
+  organisation_id: string;
+  operator_id: string;
+  client_row_id: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface OAuthDeniedTokensTable {
+  jti_hash: string;
+  expires_at: Date;
+}
+
+export interface RateLimitHitsTable {
+  id: Generated<string>;
+  bucket: string;
+  at: Date;
 }
 
 export interface ApprovalCodeFailuresTable {
@@ -192,6 +228,10 @@ export interface Database {
   clients: ClientsTable;
   approval_code_failures: ApprovalCodeFailuresTable;
   need_requests: NeedRequestsTable;
+  oauth_artifacts: OAuthArtifactsTable;
+  oauth_consents: OAuthConsentsTable;
+  oauth_denied_tokens: OAuthDeniedTokensTable;
+  rate_limit_hits: RateLimitHitsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;

@@ -4,6 +4,7 @@ import { type ChannelCredentials, credentials, Metadata, type ServiceError, stat
 import {
   EgressProxyClient,
   type ExecuteResponse,
+  type FetchDocumentResponse,
   type GetInfoResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
@@ -20,6 +21,8 @@ export interface EgressClientOptions {
 export interface EgressClient {
   execute(ticket: SignedTicket, deadlineMs: number): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket): Promise<string>;
+  /** A credential-less GET of a public document (FetchDocument). */
+  fetchDocument(ticket: SignedTicket, deadlineMs: number): Promise<FetchDocumentResponse>;
   getInfo(): Promise<GetInfoResponse>;
   isHealthy(): Promise<boolean>;
   close(): void;
@@ -91,6 +94,15 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
       new Promise((resolve, reject) => {
         client.resolve({ ticket }, new Metadata(), deadline(SHORT_DEADLINE_MS), (error, response) =>
           error ? reject(toAppError(error)) : resolve(response.value),
+        );
+      }),
+    fetchDocument: (ticket, deadlineMs) =>
+      new Promise((resolve, reject) => {
+        client.fetchDocument(
+          { ticket },
+          new Metadata(),
+          deadline(deadlineMs + LINK_OVERHEAD_MS),
+          (error, response) => (error ? reject(toAppError(error)) : resolve(response)),
         );
       }),
     getInfo: () =>

@@ -1,4 +1,4 @@
-// The proxy's gRPC surface: EgressProxy (Execute, Resolve, GetInfo) and grpc.health.v1.
+// The proxy's gRPC surface: EgressProxy (Execute, Resolve, FetchDocument, GetInfo) and grpc.health.v1.
 import {
   type handleUnaryCall,
   Metadata,
@@ -12,6 +12,8 @@ import {
   EgressProxyService,
   type ExecuteRequest,
   type ExecuteResponse,
+  type FetchDocumentRequest,
+  type FetchDocumentResponse,
   type GetInfoRequest,
   type GetInfoResponse,
   type ResolveRequest,
@@ -30,6 +32,7 @@ import type { Logger } from "pino";
 export interface GrpcHandlers {
   execute(ticket: SignedTicket | undefined): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket | undefined): Promise<ResolveResponse>;
+  fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
   info(): GetInfoResponse;
   isServing(): boolean;
 }
@@ -75,6 +78,10 @@ export async function startGrpcServer(options: {
   const egress: UntypedServiceImplementation = {
     execute: unary<ExecuteRequest, ExecuteResponse>((req) => handlers.execute(req.ticket), logger),
     resolve: unary<ResolveRequest, ResolveResponse>((req) => handlers.resolve(req.ticket), logger),
+    fetchDocument: unary<FetchDocumentRequest, FetchDocumentResponse>(
+      (req) => handlers.fetchDocument(req.ticket),
+      logger,
+    ),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
   };
   const health: UntypedServiceImplementation = {

@@ -107,7 +107,11 @@ export interface Ticket {
     | CallSpec
     | undefined;
   /** set for Resolve */
-  resolve: ResolveSpec | undefined;
+  resolve:
+    | ResolveSpec
+    | undefined;
+  /** set for FetchDocument */
+  document: DocumentSpec | undefined;
 }
 
 /** A credential as stored: sealed to the proxy's public key. */
@@ -147,6 +151,17 @@ export interface CallSpec {
   headers: Header[];
   /** more values to redact besides `credential` */
   redact: SealedCredential[];
+}
+
+export interface DocumentSpec {
+  /** exact hostname; port 443 only */
+  host: string;
+  /** validated path with query */
+  path: string;
+  /** the whole fetch */
+  timeoutMs: number;
+  /** the body limit; over it the fetch fails with body_too_large */
+  maxBytes: number;
 }
 
 export interface ResolveSpec {
@@ -205,6 +220,21 @@ export interface TokenMetadata {
   scope: string;
   /** the last four characters, for the operator to tell tokens apart */
   tokenLast4: string;
+}
+
+export interface FetchDocumentRequest {
+  ticket: SignedTicket | undefined;
+}
+
+export interface FetchDocumentResponse {
+  reachedOrigin: boolean;
+  originStatus: number;
+  /** the whole body, at most DocumentSpec.max_bytes; nothing to redact */
+  body: Buffer;
+  contentType: string;
+  cacheControl: string;
+  error: CallError | undefined;
+  durationMs: number;
 }
 
 export interface ResolveRequest {
@@ -332,7 +362,16 @@ export const SignedTicket: MessageFns<SignedTicket> = {
 };
 
 function createBaseTicket(): Ticket {
-  return { id: "", issuer: "", audience: "", issuedAtMs: 0, expiresAtMs: 0, call: undefined, resolve: undefined };
+  return {
+    id: "",
+    issuer: "",
+    audience: "",
+    issuedAtMs: 0,
+    expiresAtMs: 0,
+    call: undefined,
+    resolve: undefined,
+    document: undefined,
+  };
 }
 
 export const Ticket: MessageFns<Ticket> = {
@@ -357,6 +396,9 @@ export const Ticket: MessageFns<Ticket> = {
     }
     if (message.resolve !== undefined) {
       ResolveSpec.encode(message.resolve, writer.uint32(58).fork()).join();
+    }
+    if (message.document !== undefined) {
+      DocumentSpec.encode(message.document, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -430,6 +472,14 @@ export const Ticket: MessageFns<Ticket> = {
             message.resolve = ResolveSpec.decode(reader, reader.uint32());
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.document = DocumentSpec.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -459,6 +509,7 @@ export const Ticket: MessageFns<Ticket> = {
         : 0,
       call: isSet(object.call) ? CallSpec.fromJSON(object.call) : undefined,
       resolve: isSet(object.resolve) ? ResolveSpec.fromJSON(object.resolve) : undefined,
+      document: isSet(object.document) ? DocumentSpec.fromJSON(object.document) : undefined,
     };
   },
 
@@ -485,6 +536,9 @@ export const Ticket: MessageFns<Ticket> = {
     if (message.resolve !== undefined) {
       obj.resolve = ResolveSpec.toJSON(message.resolve);
     }
+    if (message.document !== undefined) {
+      obj.document = DocumentSpec.toJSON(message.document);
+    }
     return obj;
   },
 
@@ -501,6 +555,9 @@ export const Ticket: MessageFns<Ticket> = {
     message.call = (object.call !== undefined && object.call !== null) ? CallSpec.fromPartial(object.call) : undefined;
     message.resolve = (object.resolve !== undefined && object.resolve !== null)
       ? ResolveSpec.fromPartial(object.resolve)
+      : undefined;
+    message.document = (object.document !== undefined && object.document !== null)
+      ? DocumentSpec.fromPartial(object.document)
       : undefined;
     return message;
   },
@@ -973,6 +1030,131 @@ export const CallSpec: MessageFns<CallSpec> = {
     message.timeoutMs = object.timeoutMs ?? 0;
     message.headers = object.headers?.map((e) => Header.fromPartial(e)) || [];
     message.redact = object.redact?.map((e) => SealedCredential.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDocumentSpec(): DocumentSpec {
+  return { host: "", path: "", timeoutMs: 0, maxBytes: 0 };
+}
+
+export const DocumentSpec: MessageFns<DocumentSpec> = {
+  encode(message: DocumentSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.host !== "") {
+      writer.uint32(10).string(message.host);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(24).uint32(message.timeoutMs);
+    }
+    if (message.maxBytes !== 0) {
+      writer.uint32(32).uint32(message.maxBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DocumentSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDocumentSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.maxBytes = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DocumentSpec {
+    return {
+      host: isSet(object.host) ? globalThis.String(object.host) : "",
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+      maxBytes: isSet(object.maxBytes)
+        ? globalThis.Number(object.maxBytes)
+        : isSet(object.max_bytes)
+        ? globalThis.Number(object.max_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: DocumentSpec): unknown {
+    const obj: any = {};
+    if (message.host !== "") {
+      obj.host = message.host;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.maxBytes !== 0) {
+      obj.maxBytes = Math.round(message.maxBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DocumentSpec>, I>>(base?: I): DocumentSpec {
+    return DocumentSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DocumentSpec>, I>>(object: I): DocumentSpec {
+    const message = createBaseDocumentSpec();
+    message.host = object.host ?? "";
+    message.path = object.path ?? "";
+    message.timeoutMs = object.timeoutMs ?? 0;
+    message.maxBytes = object.maxBytes ?? 0;
     return message;
   },
 };
@@ -1626,6 +1808,270 @@ export const TokenMetadata: MessageFns<TokenMetadata> = {
   },
 };
 
+function createBaseFetchDocumentRequest(): FetchDocumentRequest {
+  return { ticket: undefined };
+}
+
+export const FetchDocumentRequest: MessageFns<FetchDocumentRequest> = {
+  encode(message: FetchDocumentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ticket !== undefined) {
+      SignedTicket.encode(message.ticket, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FetchDocumentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFetchDocumentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ticket = SignedTicket.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FetchDocumentRequest {
+    return { ticket: isSet(object.ticket) ? SignedTicket.fromJSON(object.ticket) : undefined };
+  },
+
+  toJSON(message: FetchDocumentRequest): unknown {
+    const obj: any = {};
+    if (message.ticket !== undefined) {
+      obj.ticket = SignedTicket.toJSON(message.ticket);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FetchDocumentRequest>, I>>(base?: I): FetchDocumentRequest {
+    return FetchDocumentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FetchDocumentRequest>, I>>(object: I): FetchDocumentRequest {
+    const message = createBaseFetchDocumentRequest();
+    message.ticket = (object.ticket !== undefined && object.ticket !== null)
+      ? SignedTicket.fromPartial(object.ticket)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseFetchDocumentResponse(): FetchDocumentResponse {
+  return {
+    reachedOrigin: false,
+    originStatus: 0,
+    body: Buffer.alloc(0),
+    contentType: "",
+    cacheControl: "",
+    error: undefined,
+    durationMs: 0,
+  };
+}
+
+export const FetchDocumentResponse: MessageFns<FetchDocumentResponse> = {
+  encode(message: FetchDocumentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reachedOrigin !== false) {
+      writer.uint32(8).bool(message.reachedOrigin);
+    }
+    if (message.originStatus !== 0) {
+      writer.uint32(16).uint32(message.originStatus);
+    }
+    if (message.body.length !== 0) {
+      writer.uint32(26).bytes(message.body);
+    }
+    if (message.contentType !== "") {
+      writer.uint32(34).string(message.contentType);
+    }
+    if (message.cacheControl !== "") {
+      writer.uint32(42).string(message.cacheControl);
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(50).fork()).join();
+    }
+    if (message.durationMs !== 0) {
+      writer.uint32(56).uint32(message.durationMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FetchDocumentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFetchDocumentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.reachedOrigin = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.originStatus = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.body = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.cacheControl = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.durationMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FetchDocumentResponse {
+    return {
+      reachedOrigin: isSet(object.reachedOrigin)
+        ? globalThis.Boolean(object.reachedOrigin)
+        : isSet(object.reached_origin)
+        ? globalThis.Boolean(object.reached_origin)
+        : false,
+      originStatus: isSet(object.originStatus)
+        ? globalThis.Number(object.originStatus)
+        : isSet(object.origin_status)
+        ? globalThis.Number(object.origin_status)
+        : 0,
+      body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      cacheControl: isSet(object.cacheControl)
+        ? globalThis.String(object.cacheControl)
+        : isSet(object.cache_control)
+        ? globalThis.String(object.cache_control)
+        : "",
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+      durationMs: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: FetchDocumentResponse): unknown {
+    const obj: any = {};
+    if (message.reachedOrigin !== false) {
+      obj.reachedOrigin = message.reachedOrigin;
+    }
+    if (message.originStatus !== 0) {
+      obj.originStatus = Math.round(message.originStatus);
+    }
+    if (message.body.length !== 0) {
+      obj.body = base64FromBytes(message.body);
+    }
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.cacheControl !== "") {
+      obj.cacheControl = message.cacheControl;
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    if (message.durationMs !== 0) {
+      obj.durationMs = Math.round(message.durationMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FetchDocumentResponse>, I>>(base?: I): FetchDocumentResponse {
+    return FetchDocumentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FetchDocumentResponse>, I>>(object: I): FetchDocumentResponse {
+    const message = createBaseFetchDocumentResponse();
+    message.reachedOrigin = object.reachedOrigin ?? false;
+    message.originStatus = object.originStatus ?? 0;
+    message.body = object.body ?? Buffer.alloc(0);
+    message.contentType = object.contentType ?? "";
+    message.cacheControl = object.cacheControl ?? "";
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
+    message.durationMs = object.durationMs ?? 0;
+    return message;
+  },
+};
+
 function createBaseResolveRequest(): ResolveRequest {
   return { ticket: undefined };
 }
@@ -1975,6 +2421,20 @@ export const EgressProxyService = {
     responseSerialize: (value: GetInfoResponse): Buffer => Buffer.from(GetInfoResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetInfoResponse => GetInfoResponse.decode(value),
   },
+  /**
+   * A credential-less GET of a public document (an OAuth client ID metadata document) under the
+   * same destination rules: the ticket carries a DocumentSpec, never a credential.
+   */
+  fetchDocument: {
+    path: "/latch.egress.v1.EgressProxy/FetchDocument" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FetchDocumentRequest): Buffer => Buffer.from(FetchDocumentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FetchDocumentRequest => FetchDocumentRequest.decode(value),
+    responseSerialize: (value: FetchDocumentResponse): Buffer =>
+      Buffer.from(FetchDocumentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FetchDocumentResponse => FetchDocumentResponse.decode(value),
+  },
 } as const;
 
 export interface EgressProxyServer extends UntypedServiceImplementation {
@@ -1984,6 +2444,11 @@ export interface EgressProxyServer extends UntypedServiceImplementation {
   resolve: handleUnaryCall<ResolveRequest, ResolveResponse>;
   /** The proxy's public sealing key and identity. Public material only. */
   getInfo: handleUnaryCall<GetInfoRequest, GetInfoResponse>;
+  /**
+   * A credential-less GET of a public document (an OAuth client ID metadata document) under the
+   * same destination rules: the ticket carries a DocumentSpec, never a credential.
+   */
+  fetchDocument: handleUnaryCall<FetchDocumentRequest, FetchDocumentResponse>;
 }
 
 export interface EgressProxyClient extends Client {
@@ -2034,6 +2499,25 @@ export interface EgressProxyClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetInfoResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A credential-less GET of a public document (an OAuth client ID metadata document) under the
+   * same destination rules: the ticket carries a DocumentSpec, never a credential.
+   */
+  fetchDocument(
+    request: FetchDocumentRequest,
+    callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
+  ): ClientUnaryCall;
+  fetchDocument(
+    request: FetchDocumentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
+  ): ClientUnaryCall;
+  fetchDocument(
+    request: FetchDocumentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
   ): ClientUnaryCall;
 }
 
