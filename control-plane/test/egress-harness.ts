@@ -64,10 +64,12 @@ export async function startEgressHarness(
     DATA_DIR: dataDir,
     EGRESS_LISTEN: "127.0.0.1:0",
     EGRESS_DNS_SERVERS: dns.server,
-    // api.latch.test goes straight to the origin; dns-*.latch.test names resolve through the test
-    // DNS server and only their port is rewritten, so the DNS policy is exercised for real.
+    // api.latch.test (and docs.latch.test, where client metadata documents are served) go straight
+    // to the origin; dns-*.latch.test names resolve through the test DNS server and only their port
+    // is rewritten, so the DNS policy is exercised for real.
     EGRESS_CONNECT_TO: [
       `api.latch.test:443:127.0.0.1:${origin.port}`,
+      `docs.latch.test:443:127.0.0.1:${origin.port}`,
       ...Object.keys(options.dnsAnswers ?? {}).map((name) => `${name}:443::${origin.port}`),
     ].join(","),
     EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
