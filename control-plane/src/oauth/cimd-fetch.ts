@@ -46,14 +46,54 @@ export function asNativeWhereNeeded(document: unknown): unknown {
   return isNative ? { ...record, application_type: "native" } : record;
 }
 
+/**
+ * A refusal in the shape oidc-provider renders (its own errors' fields): the status, the OAuth error
+ * code as `message`, the sentence as `error_description`. Anything else thrown from `allowFetch`
+ * would be a 500 server_error.
+ */
+export class DocumentRefusal extends Error {
+  readonly status: number;
+  readonly statusCode: number;
+  readonly expose = true;
+  /** Never sent back to the client's redirect: the client could not be loaded. */
+  readonly allow_redirect = false;
+  readonly error: string;
+  readonly error_description: string;
+  readonly retry_after: number | undefined;
+  constructor(status: number, error: string, description: string, retryAfter?: number) {
+    super(error);
+    this.name = "DocumentRefusal";
+    this.status = status;
+    this.statusCode = status;
+    this.error = error;
+    this.error_description = description;
+    this.retry_after = retryAfter;
+  }
+}
+
+/** An AppError from the limiter or the URL rules as oidc-provider answers it (429, or 400 invalid_client). */
+function asRefusal(error: unknown): unknown {
+  if (!(error instanceof AppError)) return error;
+  if (error.code === "rate_limited") {
+    const retryAfter = typeof error.extra.retry_after === "number" ? error.extra.retry_after : undefined;
+    const when = retryAfter === undefined ? "" : `; try again in ${retryAfter} seconds`;
+    return new DocumentRefusal(429, "rate_limited", `${error.message}${when}`, retryAfter);
+  }
+  return new DocumentRefusal(400, "invalid_client", `client_id metadata document URL refused: ${error.message}`);
+}
+
 export function createDocumentFetcher(deps: DocumentFetcherDeps) {
   let inFlight = 0;
   return {
     /** Spec 8's per-host and per-address limits, taken before oidc-provider fetches. */
     async allow(url: string, requesterIp: string | undefined): Promise<void> {
-      const { host } = documentTarget(url);
-      if (requesterIp) await deps.limiter.take(CIMD_FETCHES_PER_IP, requesterIp);
-      await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
+      try {
+        const { host } = documentTarget(url);
+        if (requesterIp) await deps.limiter.take(CIMD_FETCHES_PER_IP, requesterIp);
+        await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
+      } catch (error) {
+        throw asRefusal(error);
+      }
     },
 
     /** oidc-provider's `fetch`: the document through the proxy, as a fetch Response. */
