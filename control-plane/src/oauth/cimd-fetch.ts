@@ -79,7 +79,11 @@ function asRefusal(error: unknown): unknown {
     const when = retryAfter === undefined ? "" : `; try again in ${retryAfter} seconds`;
     return new DocumentRefusal(429, "rate_limited", `${error.message}${when}`, retryAfter);
   }
-  return new DocumentRefusal(400, "invalid_client", `client_id metadata document URL refused: ${error.message}`);
+  return new DocumentRefusal(
+    400,
+    "invalid_client",
+    `client_id metadata document URL refused: ${error.message}`,
+  );
 }
 
 export function createDocumentFetcher(deps: DocumentFetcherDeps) {

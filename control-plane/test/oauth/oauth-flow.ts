@@ -1,7 +1,7 @@
 // Test helpers for the OAuth authorization server: PKCE pairs, a registered public client, and
 // the browser half of an authorization (the operator's consent) driven through the real routes.
 import { createHash, randomBytes } from "node:crypto";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, InjectOptions } from "fastify";
 import type { Browser } from "../hosted.ts";
 
 export const BASE = "http://localhost:8787";
@@ -89,4 +89,26 @@ export async function authorizeAndConsent(
   }
   const redirect = new URL(String(resumed.headers.location));
   return { code: redirect.searchParams.get("code"), redirect, uid };
+}
+
+/**
+ * The same app, every injected request coming from `remoteAddress` (a client's own address): the
+ * per-IP limits of spec 8 count per test, not for every test file sharing 127.0.0.1.
+ */
+export function fromAddress(app: FastifyInstance, remoteAddress: string): FastifyInstance {
+  return new Proxy(app, {
+    get(target, property, receiver) {
+      if (property === "inject") {
+        return (options: InjectOptions) => target.inject({ remoteAddress, ...options });
+      }
+      const value = Reflect.get(target, property, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** A random address in 10.0.0.0/8, so each test's per-IP counts are its own. */
+export function testAddress(): string {
+  const [a, b, c] = randomBytes(3);
+  return `10.${a}.${b}.${1 + (c! % 254)}`;
 }
