@@ -177,8 +177,9 @@ export class Browser {
 export async function readyOperator(
   h: Pick<HostedHarness, "app" | "inbox" | "clock">,
   label = "op",
+  origin?: string,
 ): Promise<Browser> {
-  const browser = new Browser(h.app);
+  const browser = new Browser(h.app, origin);
   const email = uniqueEmail(label);
   await browser.request("POST", "/api/auth/otp/send", { email });
   await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
