@@ -86,57 +86,106 @@ function asRefusal(error: unknown): unknown {
   );
 }
 
+/**
+ * How long one authorization attempt's outcome is reused. oidc-provider resolves the client a
+ * second time when it refuses one (to decide where the error goes), which would otherwise fetch the
+ * document again and count twice against spec 8's limits.
+ */
+const RECENT_MS = 10_000;
+const RECENT_MAX = 256;
+
+type Fetched = { status: number; body: Uint8Array; contentType: string } | { error: AppError };
+
 export function createDocumentFetcher(deps: DocumentFetcherDeps) {
   let inFlight = 0;
+  /** Outcomes of the last few seconds: fetches by URL, limit refusals by address and URL. */
+  const recent = new Map<string, { until: number; outcome: Fetched | DocumentRefusal }>();
+  const recall = (key: string) => {
+    const hit = recent.get(key);
+    if (hit && hit.until > Date.now()) return hit.outcome;
+    if (hit) recent.delete(key);
+    return undefined;
+  };
+  const remember = (key: string, outcome: Fetched | DocumentRefusal) => {
+    if (recent.size >= RECENT_MAX) {
+      for (const [k, v] of recent) if (v.until <= Date.now() || recent.size >= RECENT_MAX) recent.delete(k);
+    }
+    recent.set(key, { until: Date.now() + RECENT_MS, outcome });
+  };
+
+  async function fetchOnce(url: string): Promise<Fetched> {
+    const target = documentTarget(url);
+    if (inFlight >= CIMD_MAX_IN_FLIGHT) {
+      throw new AppError("rate_limited", "too many client metadata documents are being fetched; try again");
+    }
+    inFlight += 1;
+    try {
+      const ticket = deps.minter.mintDocumentTicket({
+        host: target.host,
+        path: target.path,
+        timeoutMs: CIMD_TIMEOUT_MS,
+        maxBytes: CIMD_MAX_BYTES,
+      });
+      const answer = await deps.egress.fetchDocument(ticket, CIMD_TIMEOUT_MS);
+      if (answer.error) {
+        return {
+          error: new AppError(
+            "invalid_request",
+            `the client metadata document could not be fetched (${answer.error.code})`,
+          ),
+        };
+      }
+      let body: Uint8Array = answer.body;
+      if (answer.originStatus === 200) {
+        try {
+          body = Buffer.from(
+            JSON.stringify(asNativeWhereNeeded(JSON.parse(Buffer.from(answer.body).toString("utf8")))),
+          );
+        } catch {
+          // Not JSON: oidc-provider refuses it with its own words.
+        }
+      }
+      return {
+        status: answer.originStatus,
+        body,
+        contentType: answer.contentType || "application/octet-stream",
+      };
+    } finally {
+      inFlight -= 1;
+    }
+  }
+
   return {
     /** Spec 8's per-host and per-address limits, taken before oidc-provider fetches. */
     async allow(url: string, requesterIp: string | undefined): Promise<void> {
+      // Fetched a moment ago: no fetch will happen, so nothing is counted.
+      if (recall(`fetch:${url}`)) return;
+      const refusalKey = `refusal:${requesterIp ?? ""}:${url}`;
+      const refused = recall(refusalKey);
+      if (refused instanceof DocumentRefusal) throw refused;
       try {
         const { host } = documentTarget(url);
         if (requesterIp) await deps.limiter.take(CIMD_FETCHES_PER_IP, requesterIp);
         await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
       } catch (error) {
-        throw asRefusal(error);
+        const refusal = asRefusal(error);
+        if (refusal instanceof DocumentRefusal) remember(refusalKey, refusal);
+        throw refusal;
       }
     },
 
     /** oidc-provider's `fetch`: the document through the proxy, as a fetch Response. */
     async fetch(url: string): Promise<Response> {
-      const target = documentTarget(url);
-      if (inFlight >= CIMD_MAX_IN_FLIGHT) {
-        throw new AppError("rate_limited", "too many client metadata documents are being fetched; try again");
+      let fetched = recall(`fetch:${url}`) as Fetched | undefined;
+      if (!fetched) {
+        fetched = await fetchOnce(url);
+        remember(`fetch:${url}`, fetched);
       }
-      inFlight += 1;
-      try {
-        const ticket = deps.minter.mintDocumentTicket({
-          host: target.host,
-          path: target.path,
-          timeoutMs: CIMD_TIMEOUT_MS,
-          maxBytes: CIMD_MAX_BYTES,
-        });
-        const answer = await deps.egress.fetchDocument(ticket, CIMD_TIMEOUT_MS);
-        if (answer.error)
-          throw new AppError(
-            "invalid_request",
-            `the client metadata document could not be fetched (${answer.error.code})`,
-          );
-        let body: Uint8Array = answer.body;
-        if (answer.originStatus === 200) {
-          try {
-            body = Buffer.from(
-              JSON.stringify(asNativeWhereNeeded(JSON.parse(Buffer.from(answer.body).toString("utf8")))),
-            );
-          } catch {
-            // Not JSON: oidc-provider refuses it with its own words.
-          }
-        }
-        return new Response(body, {
-          status: answer.originStatus,
-          headers: { "content-type": answer.contentType || "application/octet-stream" },
-        });
-      } finally {
-        inFlight -= 1;
-      }
+      if ("error" in fetched) throw fetched.error;
+      return new Response(fetched.body.slice(), {
+        status: fetched.status,
+        headers: { "content-type": fetched.contentType },
+      });
     },
   };
 }

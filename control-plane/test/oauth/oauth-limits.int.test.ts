@@ -145,6 +145,22 @@ describe("client ID metadata document fetches: 30 per hour per document host, ac
   });
 });
 
+describe("one authorization refused for a limit counts once", () => {
+  it("a host-limited authorization takes one place of the asking address, not two", async () => {
+    nextWindow();
+    const asker = fromAddress(a.app, testAddress());
+    for (let i = 0; i < 8; i++) await expectFetched(asker, documentUrl());
+    // Three other addresses fill the host's remaining 22 places.
+    const others = [0, 1, 2].map(() => fromAddress(b.app, testAddress()));
+    for (let i = 0; i < 22; i++) await expectFetched(others[i % 3]!, documentUrl());
+    // The asker's 9th: refused for the host (oidc-provider resolves the client twice on a refusal).
+    await expectLimited(asker, documentUrl(), PER_HOST);
+    // Its 10th, on another host, is still within its own ten.
+    await expectFetched(asker, documentUrl("docs.latch.test"));
+    await expectLimited(asker, documentUrl("docs.latch.test"), PER_IP);
+  });
+});
+
 describe("a client ID metadata document fetch refused for the limit", () => {
   it("says when to come back in a Retry-After header, like every other 429", async () => {
     nextWindow();

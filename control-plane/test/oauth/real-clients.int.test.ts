@@ -626,6 +626,8 @@ describe("client ID metadata documents", () => {
       client_secret: "a-shared-secret-the-client-chose",
     });
     await expectRefusedDocument(agent, withSecret, redirect);
+    // One authorize is one fetch (spec 8 counts fetches): the refusal does not fetch it again.
+    expect(fetched.filter((f) => f.url === withSecret)).toHaveLength(1);
     for (const method of ["client_secret_basic", "client_secret_post"]) {
       const clientId = serveDocument(unique(`${method}.json`), {
         client_name: "Secretive",
