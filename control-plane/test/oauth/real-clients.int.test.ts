@@ -115,6 +115,7 @@ async function discover(app: FastifyInstance) {
     registration_endpoint: string;
     client_id_metadata_document_supported?: boolean;
     authorization_response_iss_parameter_supported?: boolean;
+    token_endpoint_auth_methods_supported?: string[];
   };
 }
 
@@ -192,8 +193,12 @@ async function codeFlow(agent: Agent, options: FlowOptions) {
 }
 
 /** A dynamic registration as a client sends it; answers the new client's id. */
-async function registerClient(agent: Agent, metadata: Record<string, unknown>): Promise<string> {
-  const registered = await register(agent.app, metadata);
+async function registerClient(
+  agent: Agent,
+  metadata: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const registered = await register(agent.app, metadata, headers);
   expect(registered.statusCode, registered.body).toBe(201);
   const client = registered.json();
   expect(client.client_id).toMatch(/^oac_/);
@@ -271,6 +276,7 @@ describe("claude.ai and the Claude apps", () => {
       grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
       token_endpoint_auth_method: "none",
+      scope: "mcp",
     };
     const first = await registerClient(agent, metadata);
     const second = await registerClient(agent, metadata);
@@ -281,6 +287,10 @@ describe("claude.ai and the Claude apps", () => {
 
   it("connects with a client ID metadata document (a web client: https callbacks only)", async () => {
     const agent = await newAgent();
+    // Claude uses a document only where the server advertises it and public clients (auth "none").
+    const metadata = await discover(agent.app);
+    expect(metadata.client_id_metadata_document_supported).toBe(true);
+    expect(metadata.token_endpoint_auth_methods_supported).toContain("none");
     const clientId = serveDocument(unique("oauth/claude-ai-client-metadata"), {
       client_name: "Claude",
       client_uri: "https://claude.ai",
@@ -362,13 +372,17 @@ describe("Cursor", () => {
 
   it("registers its three callbacks in one registration and runs the flow on each", async () => {
     const agent = await newAgent();
-    const clientId = await registerClient(agent, {
-      client_name: "Cursor",
-      redirect_uris: REDIRECTS,
-      grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"],
-      token_endpoint_auth_method: "none",
-    });
+    const clientId = await registerClient(
+      agent,
+      {
+        client_name: "Cursor",
+        redirect_uris: REDIRECTS,
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: "none",
+      },
+      { "content-type": "application/json; charset=utf-8" },
+    );
     const results = [];
     for (const redirectUri of REDIRECTS) results.push(await codeFlow(agent, { clientId, redirectUri }));
 
@@ -384,6 +398,19 @@ describe("Cursor", () => {
     expect(typeof result.serverInfo.version).toBe("string");
     expect(result.serverInfo.version.length).toBeGreaterThan(0);
     expect(result.capabilities.tools).toBeDefined();
+    // ... then says it is initialized (a notification: 202, no body) and lists the tools.
+    const initialized = await agent.app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: {
+        authorization: `Bearer ${results[0]!.refreshed.access_token}`,
+        "content-type": "application/json",
+      },
+      payload: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    });
+    expect(initialized.statusCode, initialized.body).toBe(202);
+    expect(initialized.body).toBe("");
+    await expectToolsList(agent.app, results[2]!.refreshed.access_token);
   });
 });
 
@@ -408,14 +435,26 @@ describe("VS Code", () => {
 
   it("falls back to dynamic registration with the same callbacks", async () => {
     const agent = await newAgent();
+    // VS Code's registration: both web hosts, portless loopback, and its default port for servers
+    // that match exactly; it may also use the device flow.
     const clientId = await registerClient(agent, {
       client_name: "Visual Studio Code",
-      redirect_uris: ["https://vscode.dev/redirect", "http://127.0.0.1:33418/"],
-      grant_types: ["authorization_code", "refresh_token"],
+      client_uri: "https://code.visualstudio.com",
+      redirect_uris: [
+        "https://insiders.vscode.dev/redirect",
+        "https://vscode.dev/redirect",
+        "http://localhost/",
+        "http://127.0.0.1/",
+        "http://localhost:33418/",
+        "http://127.0.0.1:33418/",
+      ],
+      grant_types: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+      response_types: ["code"],
       token_endpoint_auth_method: "none",
     });
     await codeFlow(agent, { clientId, redirectUri: `http://127.0.0.1:${randomPort()}/` });
     await codeFlow(agent, { clientId, redirectUri: "https://vscode.dev/redirect" });
+    await codeFlow(agent, { clientId, redirectUri: `http://localhost:${randomPort()}/` });
   });
 });
 
@@ -444,6 +483,13 @@ describe("MCP Inspector", () => {
     const resourceMetadataUrl = metadataParams[0]![2]!;
     expect(resourceMetadataUrl).toBe(`${BASE}/.well-known/oauth-protected-resource/mcp`);
     expect(challenge).toMatch(/(^|[\s,])scope="mcp"(,|$)/);
+    // The SSE stream and the tool list answer the same challenge.
+    for (const url of ["/mcp", "/mcp/tools"]) {
+      const get = await agent.app.inject({ method: "GET", url, headers: cors });
+      expect(get.statusCode, url).toBe(401);
+      expect(get.headers["access-control-allow-origin"], url).toBe(ORIGIN);
+      expect(get.headers["www-authenticate"], url).toBe(challenge);
+    }
 
     // 2. The preflights and GETs of the well-known documents.
     const wellKnowns = [
@@ -510,6 +556,7 @@ describe("MCP Inspector", () => {
       {
         client_name: "MCP Inspector",
         client_uri: "https://github.com/modelcontextprotocol/inspector",
+        scope: "mcp",
         redirect_uris: REDIRECTS,
         grant_types: ["authorization_code", "refresh_token"],
         response_types: ["code"],
