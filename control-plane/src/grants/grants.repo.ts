@@ -94,7 +94,9 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       .selectFrom("grants")
       .innerJoin("items", "items.id", "grants.item_id")
       .leftJoin("clients", (join) =>
-        join.onRef("clients.id", "=", "grants.agent_id").onRef("clients.organisation_id", "=", "grants.organisation_id"),
+        join
+          .onRef("clients.id", "=", "grants.agent_id")
+          .onRef("clients.organisation_id", "=", "grants.organisation_id"),
       )
       .selectAll("grants")
       .select(["items.name as item_name", "clients.name as agent_name"]);
