@@ -9,6 +9,7 @@ import { validateRequestPath } from "@latch/shared/requests/path";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import { CIMD_FETCHES_PER_HOST, CIMD_FETCHES_PER_IP, type RateLimiter } from "../limits/rate-limit.ts";
+import { redirectUriProblem } from "./registration-rules.ts";
 
 export const CIMD_MAX_BYTES = 1024 * 1024;
 export const CIMD_TIMEOUT_MS = 3_000;
@@ -33,6 +34,22 @@ function documentTarget(url: string): { host: string; path: string } {
   const path = validateRequestPath(`${parsed.pathname}${parsed.search}`);
   if (!path.ok) throw new AppError(path.code, path.message);
   return { host: host.host, path: path.path };
+}
+
+/**
+ * The registration rules' redirect URI check (spec 5 rule 2) for a document: it gets no more than a
+ * dynamic registration would (oidc-provider alone lets, for example, ws: or mailto: through).
+ */
+export function documentRedirectProblem(document: unknown): string | undefined {
+  if (typeof document !== "object" || document === null || Array.isArray(document)) return undefined;
+  const uris = (document as Record<string, unknown>).redirect_uris;
+  if (!Array.isArray(uris)) return undefined;
+  for (const [index, uri] of uris.entries()) {
+    if (typeof uri !== "string") continue;
+    const problem = redirectUriProblem(uri);
+    if (problem) return `redirect_uris[${index}] ${JSON.stringify(uri.slice(0, 80))} ${problem}`;
+  }
+  return undefined;
 }
 
 /** Marks a document that names loopback or private-use redirects as a native application. */
@@ -137,12 +154,18 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
       }
       let body: Uint8Array = answer.body;
       if (answer.originStatus === 200) {
+        let document: unknown;
         try {
-          body = Buffer.from(
-            JSON.stringify(asNativeWhereNeeded(JSON.parse(Buffer.from(answer.body).toString("utf8")))),
-          );
+          document = JSON.parse(Buffer.from(answer.body).toString("utf8"));
         } catch {
           // Not JSON: oidc-provider refuses it with its own words.
+        }
+        if (document !== undefined) {
+          const problem = documentRedirectProblem(document);
+          if (problem) {
+            return { error: new AppError("invalid_request", `the client metadata document's ${problem}`) };
+          }
+          body = Buffer.from(JSON.stringify(asNativeWhereNeeded(document)));
         }
       }
       return {

@@ -52,7 +52,10 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** Serves `document` at `https://docs.latch.test<path>` with client_id = that URL; answers the URL. */
+/**
+ * Serves `document` at `https://docs.latch.test<path>` with client_id = that URL; answers the URL.
+ * Every fetch counts against spec 8's 30 per hour for docs.latch.test: this file makes about 20.
+ */
 function serveDocument(path: string, document: Record<string, unknown>): string {
   const url = `https://docs.latch.test${path}`;
   documents.set(url, JSON.stringify({ client_id: url, ...document }));
@@ -690,6 +693,33 @@ describe("client ID metadata documents", () => {
       token_endpoint_auth_method: "none",
     });
     await codeFlow(agent, { clientId: clean, redirectUri: redirect });
+  });
+
+  it("holds a document's redirect URIs to the registration rules (spec 5 rule 2)", async () => {
+    const agent = await newAgent();
+    for (const bad of [
+      "javascript:alert(document.cookie)",
+      "data:text/html,<script>alert(1)</script>",
+      "file:///etc/passwd",
+      "http://evil.example/callback",
+      "https://agent.example/callback#fragment",
+      // Refused at registration, so a document gets no more (oidc-provider alone lets these through).
+      "ws://evil.example/callback",
+      "mailto:someone@agent.example",
+    ]) {
+      const clientId = serveDocument(unique("bad-redirect.json"), {
+        client_name: "Bad redirect",
+        redirect_uris: ["https://agent.example/callback", bad],
+        token_endpoint_auth_method: "none",
+      });
+      // Neither the bad URI nor the good one of the same document may be used.
+      for (const redirectUri of [bad, "https://agent.example/callback"]) {
+        const answer = await openAuthorize(agent, clientId, redirectUri);
+        expect(answer.statusCode, `${bad} / ${redirectUri}: ${answer.body.slice(0, 200)}`).toBe(400);
+        expect(answer.headers.location).toBeUndefined();
+        expect(answer.body).toMatch(/\(invalid_(client|redirect_uri)\)/);
+      }
+    }
   });
 
   it("refuses a document whose client_id is not its own URL", async () => {
