@@ -349,6 +349,19 @@ describe("ChatGPT", () => {
     });
     const { tokens } = await codeFlow(agent, { clientId, redirectUri: REDIRECT });
     expect(tokens.access_token.split(".")).toHaveLength(3);
+
+    // A denial goes back with iss too (RFC 9207 covers error responses), and no code.
+    const denied = await authorizeAndConsent(agent.op, {
+      clientId,
+      redirectUri: REDIRECT,
+      challenge: pkcePair().challenge,
+      decision: "deny",
+      extra: { state: "denied-state" },
+    });
+    expect(denied.code).toBeNull();
+    expect(denied.redirect.searchParams.get("error")).toBe("access_denied");
+    expect(denied.redirect.searchParams.get("state")).toBe("denied-state");
+    expect(denied.redirect.searchParams.get("iss")).toBe(BASE);
   });
 
   it("falls back to dynamic registration", async () => {
@@ -770,6 +783,68 @@ describe("client ID metadata documents", () => {
     const opened = await openAuthorize(agent, atLimit, redirect);
     expect(opened.statusCode, opened.body.slice(0, 300)).toBe(303);
     expect(pathOf(String(opened.headers.location))).toMatch(/^\/consent\?uid=/);
+  });
+});
+
+describe("behind a load balancer (two replicas)", () => {
+  let replica: HostedHarness;
+  beforeAll(async () => {
+    replica = await startHosted({ replicaOf: h });
+  });
+  afterAll(async () => {
+    await replica?.close();
+  });
+
+  it("a client ID metadata document client authorizes on one replica and exchanges and refreshes on the other", async () => {
+    const ip = testAddress();
+    const onA: Agent = {
+      app: fromAddress(h.app, ip),
+      op: await readyOperator({ app: fromAddress(h.app, ip), inbox: h.inbox, clock: h.clock }),
+    };
+    const onB = fromAddress(replica.app, ip);
+    const redirectUri = `http://localhost:${randomPort()}/callback`;
+    const clientId = serveDocument(unique("oauth/claude-code-client-metadata"), {
+      client_name: "Claude Code",
+      redirect_uris: ["http://localhost/callback"],
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      token_endpoint_auth_method: "none",
+    });
+    const pkce = pkcePair();
+    const { code, redirect } = await authorizeAndConsent(onA.op, {
+      clientId,
+      redirectUri,
+      challenge: pkce.challenge,
+    });
+    expect(redirect.searchParams.get("iss")).toBe(BASE);
+    const issued = await token(onB, {
+      grant_type: "authorization_code",
+      code: code!,
+      redirect_uri: redirectUri,
+      client_id: clientId,
+      code_verifier: pkce.verifier,
+      resource: RESOURCE,
+    });
+    expect(issued.statusCode, issued.body).toBe(200);
+    // Replica B had its own copy of the document fetched (through the proxy, like A's).
+    expect(fetched.filter((f) => f.url === clientId)).toHaveLength(2);
+    await expectToolsList(onA.app, issued.json().access_token);
+    const refreshed = await token(onA.app, {
+      grant_type: "refresh_token",
+      refresh_token: issued.json().refresh_token,
+      client_id: clientId,
+      resource: RESOURCE,
+    });
+    expect(refreshed.statusCode, refreshed.body).toBe(200);
+    await expectToolsList(onB, refreshed.json().access_token);
+    // The rotated refresh token is spent on both replicas.
+    const replayed = await token(onB, {
+      grant_type: "refresh_token",
+      refresh_token: issued.json().refresh_token,
+      client_id: clientId,
+      resource: RESOURCE,
+    });
+    expect(replayed.json().error).toBe("invalid_grant");
   });
 });
 
