@@ -11,6 +11,7 @@ import { registerHealthRoutes } from "./health/health.routes.ts";
 import { answerFrameworkError, registerErrorHandling } from "./http/errors.ts";
 import { registerJsonBody } from "./http/json-body.ts";
 import { requestLogging } from "./http/logging.ts";
+import { registerRequestContext } from "./http/request-context.ts";
 import { registerRequestTextCheck } from "./http/request-text.ts";
 import { registerRouteSchemas } from "./http/route-schemas.ts";
 
@@ -66,6 +67,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registered.push({ method, url: route.url, principals: route.config?.principals });
     }
   });
+  registerRequestContext(app);
   registerJsonOnly(app);
   registerErrorHandling(app);
   app.addHook("onSend", async (_request, reply) => {

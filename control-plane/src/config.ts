@@ -40,6 +40,8 @@ const schema = z.object({
       .optional(),
   ),
   EGRESS_URL: optionalText,
+  /** How long SIGTERM waits for requests in flight before the process exits anyway. */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(40_000),
   EGRESS_PORT: z.coerce.number().int().min(0).max(65535).default(50051),
   EGRESS_AUDIENCE: z.string().min(1).default("latch-egress"),
   EGRESS_CLIENT_TLS_CA: optionalText,

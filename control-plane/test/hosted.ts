@@ -12,6 +12,7 @@ import { SMTPServer } from "smtp-server";
 import type { OriginHandler } from "../../egress-proxy/test/origin.ts";
 import { loadConfig } from "../src/config.ts";
 import { buildControlPlane, type ControlPlane } from "../src/control-plane.ts";
+import { requestContextFields } from "../src/http/request-context.ts";
 import { createMailer } from "../src/mail/mailer.ts";
 import { testDatabase } from "./database.ts";
 import { type EgressHarness, LogCapture, startEgressHarness } from "./egress-harness.ts";
@@ -74,7 +75,8 @@ export async function startHosted(
   const egress = shared?.egress ?? (await startEgressHarness());
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
-  const logger = pino({ level: "debug" }, logs);
+  // The mixin of main.ts: each line written while serving a request names its request id.
+  const logger = pino({ level: "debug", mixin: requestContextFields }, logs);
   const clock = shared?.clock ?? {
     now: new Date(),
     advance(ms: number) {

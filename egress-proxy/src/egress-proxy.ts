@@ -24,6 +24,13 @@ export interface RunningEgressProxy {
   replicaId: string;
   sealingKey: { keyId: string; publicKey: Uint8Array };
   metrics: Metrics;
+  /** Calls being answered now. */
+  readonly inFlight: number;
+  /**
+   * Stops taking calls (health NOT_SERVING, new calls refused before their ticket is read) and
+   * waits up to `deadlineMs` for the calls in flight; true when they all answered in time.
+   */
+  drain(deadlineMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -114,6 +121,13 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     replicaId,
     sealingKey: keyring.current,
     metrics,
+    get inFlight() {
+      return grpc.inFlight;
+    },
+    drain(deadlineMs) {
+      isServing = false;
+      return grpc.drain(deadlineMs);
+    },
     async close() {
       isServing = false;
       await grpc.close();
