@@ -40,6 +40,9 @@ const schema = z.object({
       .optional(),
   ),
   EGRESS_URL: optionalText,
+  /** Key files mounted from a secret store (read-only); unset: DATA_DIR/control-plane/. */
+  TICKET_SIGNING_KEY_FILE: optionalText,
+  KEK_KEYRING_FILE: optionalText,
   /** How long SIGTERM waits for requests in flight before the process exits anyway. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(40_000),
   EGRESS_PORT: z.coerce.number().int().min(0).max(65535).default(50051),

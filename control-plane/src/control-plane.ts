@@ -69,7 +69,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     now,
     baseUrl: config.BASE_URL,
     mailer,
-    keyring: loadOrCreateKeyring(keyringPath(deps.dataDir)),
+    keyring: loadOrCreateKeyring(config.KEK_KEYRING_FILE ?? keyringPath(deps.dataDir)),
   });
   const { audit, items, grants, clients, needs, sessions } = services;
   const authDeps = {

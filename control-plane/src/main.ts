@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   if (lock && "heldBy" in lock) {
     throw new Error(`another process (pid ${lock.heldBy}) holds the embedded database in ${dataDir}`);
   }
-  const ticketKey = loadOrCreateTicketKey(dataDir);
+  const ticketKey = loadOrCreateTicketKey(dataDir, config.TICKET_SIGNING_KEY_FILE);
   const egress = await connectEgress(config, dataDir, logger);
   const plane = await buildControlPlane({ config, dataDir, ticketKey, egress, logger });
   const address = await plane.app.listen({ host: config.HOST, port: config.PORT });

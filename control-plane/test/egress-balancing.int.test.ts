@@ -120,6 +120,10 @@ describe("the control plane balances over every proxy replica", () => {
     expect(burst.filter((r) => !r.ok)).toEqual([]);
     for (const r of burst) expect(arrivals(r.tag)).toBe(1);
     expect(await check(health)).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
+    // The admin listener's /ready (for probes without a client certificate) says the same.
+    expect((await fetch(`${a.adminUrl}/ready`)).status).toBe(503);
+    expect((await fetch(`${b.adminUrl}/ready`)).status).toBe(200);
+    expect((await fetch(`${a.adminUrl}/health`)).status).toBe(200);
     // A call sent straight to the draining replica is refused before its ticket is read, with the
     // trailer that makes it safe to send elsewhere; the same ticket then works on the other one.
     const ticket = fleet.minter.mintCallTicket(await fleet.callSpec("/v1/echo?tag=direct&delay=0"));

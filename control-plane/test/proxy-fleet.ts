@@ -25,6 +25,8 @@ export interface ProxyProcess {
   child: ChildProcess;
   /** Every line the process wrote (pino JSON), for request-id and leak checks. */
   lines: string[];
+  /** The replica's admin listener (/metrics, /health, /ready). */
+  adminUrl: string;
   /** Execute calls this replica answered, from its own /metrics. */
   answeredCalls(): Promise<number>;
   /** Resolves with the exit code once the process has ended. */
@@ -117,6 +119,7 @@ export async function startProxyFleet(): Promise<ProxyFleet> {
       child,
       lines,
       exited,
+      adminUrl: `http://${ip}:${metricsPort}`,
       async answeredCalls() {
         const text = await (await fetch(`http://${ip}:${metricsPort}/metrics`)).text();
         const match = /latch_egress_calls_total\{outcome="answered"\} (\d+)/.exec(text);

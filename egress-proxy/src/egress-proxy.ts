@@ -105,9 +105,20 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   let metricsServer: HttpServer | undefined;
   if (config.EGRESS_METRICS_LISTEN) {
     const at = config.EGRESS_METRICS_LISTEN.lastIndexOf(":");
+    // The admin listener: Prometheus /metrics, and /health and /ready for probes that cannot
+    // speak the gRPC port's mTLS (a kubelet's gRPC probe has no client certificate). /ready says
+    // what grpc.health.v1 says: 503 from the moment the replica drains.
     metricsServer = createServer((req, res) => {
-      if (req.url !== "/metrics") return res.writeHead(404).end();
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics.render());
+      if (req.url === "/metrics") {
+        return res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics.render());
+      }
+      if (req.url === "/health") return res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      if (req.url === "/ready") {
+        return isServing
+          ? res.writeHead(200, { "content-type": "text/plain" }).end("serving\n")
+          : res.writeHead(503, { "content-type": "text/plain" }).end("not serving\n");
+      }
+      res.writeHead(404).end();
     });
     metricsServer.listen(
       Number(config.EGRESS_METRICS_LISTEN.slice(at + 1)),
