@@ -40,6 +40,13 @@ const schema = z.object({
       .optional(),
   ),
   EGRESS_URL: optionalText,
+  /** host:port for Prometheus /metrics (its own listener, never the public port); unset: none. */
+  METRICS_LISTEN: optionalText.pipe(
+    z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
+      .optional(),
+  ),
   /** Key files mounted from a secret store (read-only); unset: DATA_DIR/control-plane/. */
   TICKET_SIGNING_KEY_FILE: optionalText,
   KEK_KEYRING_FILE: optionalText,

@@ -11,6 +11,7 @@ import { connectEgress } from "./egress/connect-egress.ts";
 import { loadOrCreateTicketKey } from "./egress/ticket-key.ts";
 import { requestContextFields } from "./http/request-context.ts";
 import { tryLocalLock } from "./local/local-lock.ts";
+import { createControlPlaneMetrics, serveMetrics } from "./metrics/metrics.ts";
 
 const logger = pino({
   name: "control-plane",
@@ -30,8 +31,13 @@ async function main(): Promise<void> {
     throw new Error(`another process (pid ${lock.heldBy}) holds the embedded database in ${dataDir}`);
   }
   const ticketKey = loadOrCreateTicketKey(dataDir, config.TICKET_SIGNING_KEY_FILE);
-  const egress = await connectEgress(config, dataDir, logger);
-  const plane = await buildControlPlane({ config, dataDir, ticketKey, egress, logger });
+  const metrics = createControlPlaneMetrics();
+  const connected = await connectEgress(config, dataDir, logger);
+  const egress = { ...connected, client: metrics.instrumentEgress(connected.client) };
+  const plane = await buildControlPlane({ config, dataDir, ticketKey, egress, logger, metrics });
+  const metricsServer = config.METRICS_LISTEN
+    ? await serveMetrics(metrics, config.METRICS_LISTEN)
+    : undefined;
   const address = await plane.app.listen({ host: config.HOST, port: config.PORT });
   logger.info({ address, database: plane.databaseKind, egress: egress.address }, "control plane listening");
   process.stdout.write(
@@ -53,6 +59,7 @@ async function main(): Promise<void> {
     ]);
     clearTimeout(timer);
     if (!isClosed) logger.warn("shutdown deadline passed with requests still in flight");
+    metricsServer?.close();
     await egress.close();
     lock?.release();
     logger.info({ signal }, "control plane stopped");

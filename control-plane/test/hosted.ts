@@ -14,6 +14,7 @@ import { loadConfig } from "../src/config.ts";
 import { buildControlPlane, type ControlPlane } from "../src/control-plane.ts";
 import { requestContextFields } from "../src/http/request-context.ts";
 import { createMailer } from "../src/mail/mailer.ts";
+import type { ControlPlaneMetrics } from "../src/metrics/metrics.ts";
 import { testDatabase } from "./database.ts";
 import { type EgressHarness, LogCapture, startEgressHarness } from "./egress-harness.ts";
 
@@ -69,6 +70,8 @@ export async function startHosted(
     replicaOf?: HostedHarness;
     /** Mail as a developer without SMTP_URL gets it: files in DATA_DIR/outbox, a pointer in the log. */
     isDevOutbox?: boolean;
+    /** Prometheus metrics, wired as main.ts wires them (the egress client timed too). */
+    metrics?: ControlPlaneMetrics;
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
@@ -93,7 +96,11 @@ export async function startHosted(
     config,
     dataDir: egress.dataDir,
     ticketKey: egress.ticketKey,
-    egress: { client: egress.client, sealingKey: async () => egress.proxy.sealingKey },
+    egress: {
+      client: options.metrics ? options.metrics.instrumentEgress(egress.client) : egress.client,
+      sealingKey: async () => egress.proxy.sealingKey,
+    },
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     logger,
     database: await testDatabase(),
     mailer: createMailer({
