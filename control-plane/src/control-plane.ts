@@ -19,6 +19,7 @@ import { registerItemsRoutes } from "./items/items.routes.ts";
 import type { ItemsService } from "./items/items.service.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
+import { type ControlPlaneMetrics, observeToolAnswer } from "./metrics/metrics.ts";
 import { registerNeedsRoutes } from "./needs/needs.routes.ts";
 import { looksLikeJwt } from "./oauth/access-tokens.ts";
 import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
@@ -38,6 +39,8 @@ export interface ControlPlaneDeps {
   /** Tests pass a mailer bound to their SMTP server, and a clock they control. */
   mailer?: Mailer;
   now?: () => Date;
+  /** Prometheus metrics (main.ts serves them on METRICS_LISTEN). */
+  metrics?: ControlPlaneMetrics;
 }
 
 export interface ControlPlane {
@@ -74,7 +77,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     now,
     baseUrl: config.BASE_URL,
     mailer,
-    keyring: loadOrCreateKeyring(keyringPath(deps.dataDir)),
+    keyring: loadOrCreateKeyring(config.KEK_KEYRING_FILE ?? keyringPath(deps.dataDir)),
+    ...(deps.metrics ? { onAuditEvent: deps.metrics.countAuditEvent } : {}),
     onOAuthClientRevoked: (client) => oauthServer?.service.endClient(client) ?? Promise.resolve(),
   });
   const { audit, items, grants, clients, needs, sessions } = services;
@@ -106,6 +110,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger,
     isDatabaseReady: () => database.ping(),
     isEgressReady: () => deps.egress.client.isHealthy(),
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
     sessions: {
       sessions,
       baseUrl: config.BASE_URL,
@@ -131,7 +136,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,
-          tools: services.tools,
+          tools: { ...services.tools, onToolAnswer: observeToolAnswer(deps.metrics) },
           logError: (error) => logger.error({ err: error }, "tool failed"),
         }),
       (app) =>

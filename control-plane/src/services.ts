@@ -5,7 +5,7 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { createAccessService } from "./access/access.service.ts";
-import { type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
+import { type AuditEvent, type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
 import { logAuditFailure } from "./audit/audit-failure.ts";
 import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
@@ -41,6 +41,8 @@ interface CommonVariant {
   minter: TicketMinter;
   logger: Logger;
   now: () => Date;
+  /** Told of every audit row written (metrics count approval decisions from them). */
+  onAuditEvent?: (event: AuditEvent) => void;
 }
 
 /** Hosted: many organisations, approval codes, mail to operators, collect requests, clients. */
@@ -60,7 +62,7 @@ export interface LocalVariant extends CommonVariant {
 }
 
 function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLocal: boolean) {
-  const audit = createAuditRepo(db);
+  const audit = observeAudit(createAuditRepo(db), variant.onAuditEvent);
   const items = createItemsService({
     repo: createItemsRepo(db),
     sealingKey: () => variant.sealingKey(),
@@ -184,3 +186,18 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
 }
 
 export type HostedServices = ReturnType<typeof createHostedServices>;
+
+/** The audit repo, telling `onEvent` of each row once it is written. */
+function observeAudit<R extends { insertAuditEvent(event: AuditEvent): Promise<void> }>(
+  repo: R,
+  onEvent: ((event: AuditEvent) => void) | undefined,
+): R {
+  if (!onEvent) return repo;
+  return {
+    ...repo,
+    insertAuditEvent: async (event: AuditEvent) => {
+      await repo.insertAuditEvent(event);
+      onEvent(event);
+    },
+  };
+}

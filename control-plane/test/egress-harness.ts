@@ -9,6 +9,7 @@ import { sealValue } from "@latch/shared/crypto/seal";
 import pino from "pino";
 import { loadEgressConfig } from "../../egress-proxy/src/config.ts";
 import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/egress-proxy.ts";
+import { callContextFields } from "../../egress-proxy/src/grpc/call-context.ts";
 import {
   type DnsAnswerPlan,
   type RunningDnsServer,
@@ -58,7 +59,8 @@ export async function startEgressHarness(
   const origin = await startOrigin((req, res, recorded) => handler(req, res, recorded));
   const dns = await startDnsServer(options.dnsAnswers ?? {});
   const logs = new LogCapture();
-  const logger = pino({ level: "info" }, logs);
+  // The mixin of the proxy's main.ts: a call's lines name the request id it came with.
+  const logger = pino({ level: "info", mixin: callContextFields }, logs);
   const config = loadEgressConfig({
     NODE_ENV: "test",
     DATA_DIR: dataDir,

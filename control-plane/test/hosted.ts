@@ -12,7 +12,9 @@ import { SMTPServer } from "smtp-server";
 import type { OriginHandler } from "../../egress-proxy/test/origin.ts";
 import { loadConfig } from "../src/config.ts";
 import { buildControlPlane, type ControlPlane } from "../src/control-plane.ts";
+import { requestContextFields } from "../src/http/request-context.ts";
 import { createMailer } from "../src/mail/mailer.ts";
+import type { ControlPlaneMetrics } from "../src/metrics/metrics.ts";
 import { testDatabase } from "./database.ts";
 import { type EgressHarness, LogCapture, startEgressHarness } from "./egress-harness.ts";
 
@@ -68,13 +70,16 @@ export async function startHosted(
     replicaOf?: HostedHarness;
     /** Mail as a developer without SMTP_URL gets it: files in DATA_DIR/outbox, a pointer in the log. */
     isDevOutbox?: boolean;
+    /** Prometheus metrics, wired as main.ts wires them (the egress client timed too). */
+    metrics?: ControlPlaneMetrics;
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
   const egress = shared?.egress ?? (await startEgressHarness());
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
-  const logger = pino({ level: "debug" }, logs);
+  // The mixin of main.ts: each line written while serving a request names its request id.
+  const logger = pino({ level: "debug", mixin: requestContextFields }, logs);
   const clock = shared?.clock ?? {
     now: new Date(),
     advance(ms: number) {
@@ -91,7 +96,11 @@ export async function startHosted(
     config,
     dataDir: egress.dataDir,
     ticketKey: egress.ticketKey,
-    egress: { client: egress.client, sealingKey: async () => egress.proxy.sealingKey },
+    egress: {
+      client: options.metrics ? options.metrics.instrumentEgress(egress.client) : egress.client,
+      sealingKey: async () => egress.proxy.sealingKey,
+    },
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     logger,
     database: await testDatabase(),
     mailer: createMailer({

@@ -5,10 +5,14 @@
 import type { FastifyServerOptions } from "fastify";
 import { type Logger, stdSerializers } from "pino";
 import { databaseErrorCode, isRawDatabaseError } from "../db/database-error.ts";
+import { generateRequestId } from "./request-context.ts";
 
-export function requestLogging(
-  logger: Logger,
-): Pick<FastifyServerOptions, "loggerInstance" | "requestIdHeader"> & { loggerInstance: Logger } {
+export function requestLogging(logger: Logger): Pick<
+  FastifyServerOptions,
+  "loggerInstance" | "requestIdHeader" | "genReqId"
+> & {
+  loggerInstance: Logger;
+} {
   return {
     loggerInstance: logger.child(
       {},
@@ -26,6 +30,7 @@ export function requestLogging(
     ),
     // Request ids come from us, not from a caller's header (which could smuggle text into logs).
     requestIdHeader: false,
+    genReqId: generateRequestId,
   };
 }
 

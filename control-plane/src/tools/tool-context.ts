@@ -35,6 +35,8 @@ export interface ToolDeps {
   grants: GrantsService;
   calls: CallsService;
   surface: OperatorSurface;
+  /** Told of every answer (metrics: the tool and its outcome). */
+  onToolAnswer?: (tool: string, payload: Record<string, unknown>, isError: boolean | undefined) => void;
 }
 
 /**

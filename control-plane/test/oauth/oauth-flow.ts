@@ -2,6 +2,8 @@
 // the browser half of an authorization (the operator's consent) driven through the real routes.
 import { createHash, randomBytes } from "node:crypto";
 import type { FastifyInstance, InjectOptions } from "fastify";
+import { CIMD_FETCHES_PER_HOST } from "../../src/limits/rate-limit.ts";
+import { testDatabase } from "../database.ts";
 import type { Browser } from "../hosted.ts";
 
 export const BASE = "http://localhost:8787";
@@ -111,4 +113,17 @@ export function fromAddress(app: FastifyInstance, remoteAddress: string): Fastif
 export function testAddress(): string {
   const [a, b, c] = randomBytes(3);
   return `10.${a}.${b}.${1 + (c! % 254)}`;
+}
+
+/**
+ * Forgets the counted client metadata document fetches of `host` (spec 8: 30 per hour per host).
+ * Only the test origin's hosts can be fetched, so on a PostgreSQL database kept between runs an
+ * earlier run's fetches (or the limit tests' fetches at a clock moved forward) would still count.
+ */
+export async function forgetDocumentFetches(host: string): Promise<void> {
+  const { db } = await testDatabase();
+  await db
+    .deleteFrom("rate_limit_hits")
+    .where("bucket", "=", `${CIMD_FETCHES_PER_HOST.name}:${host}`)
+    .execute();
 }

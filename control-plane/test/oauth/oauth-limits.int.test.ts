@@ -10,7 +10,15 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, startHosted } from "../hosted.ts";
-import { fromAddress, pathOf, pkcePair, RESOURCE, register, testAddress } from "./oauth-flow.ts";
+import {
+  forgetDocumentFetches,
+  fromAddress,
+  pathOf,
+  pkcePair,
+  RESOURCE,
+  register,
+  testAddress,
+} from "./oauth-flow.ts";
 
 let a: HostedHarness;
 let b: HostedHarness;
@@ -23,6 +31,7 @@ const HOST = "api.latch.test";
 beforeAll(async () => {
   a = await startHosted();
   b = await startHosted({ replicaOf: a });
+  await forgetDocumentFetches(HOST);
   // Any path on the origin is a valid client ID metadata document for its own URL.
   a.egress.setHandler((req, res) => {
     const url = `https://${req.headers.host}${req.url}`;

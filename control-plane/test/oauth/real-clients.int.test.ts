@@ -17,6 +17,7 @@ import { type Browser, type HostedHarness, readyOperator, startHosted } from "..
 import {
   authorizeAndConsent,
   BASE,
+  forgetDocumentFetches,
   fromAddress,
   pathOf,
   pkcePair,
@@ -35,6 +36,7 @@ const fetched: { url: string; accept: string | undefined }[] = [];
 
 beforeAll(async () => {
   h = await startHosted();
+  await forgetDocumentFetches("docs.latch.test");
   h.egress.setHandler((req, res) => {
     const url = `https://${req.headers.host}${req.url}`;
     fetched.push({ url, accept: req.headers.accept });
