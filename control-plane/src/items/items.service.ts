@@ -4,6 +4,7 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { lastFour, sealValue } from "@latch/shared/crypto/seal";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
+import { readAwsSigningScope } from "@latch/shared/inject/aws-host";
 import { formatInjectMode, parseInjectMode } from "@latch/shared/inject/inject-mode";
 import { checkHostname } from "@latch/shared/requests/host";
 import type { AuditEvent } from "../audit/audit.repo.ts";
@@ -140,7 +141,21 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     if (inject === "basic" && !username) {
       throw new AppError("invalid_request", "inject basic needs the user name in username");
     }
+    if (inject === "sigv4") checkSigV4Item(hosts, username);
     return { ...input, environment: checkEnvironment(input.environment), hosts, inject, username };
+  }
+
+  /** DECISIONS "Providers": username = access key id; region and service come from each host. */
+  function checkSigV4Item(hosts: readonly string[], username: string | null): void {
+    if (!username)
+      throw new AppError("invalid_request", "inject sigv4 needs the AWS access key id in username");
+    const unreadable = hosts.find((host) => readAwsSigningScope(host) === undefined);
+    if (unreadable !== undefined) {
+      throw new AppError(
+        "invalid_inject",
+        `inject sigv4 reads the AWS region and service from the host (<service>.<region>.amazonaws.com); ${unreadable} is not such a host`,
+      );
+    }
   }
 
   return {

@@ -18,6 +18,7 @@ import { prepareRedaction } from "./steps/prepare-redaction.ts";
 import { redactAnswer } from "./steps/redact-answer.ts";
 import { resolveDestination } from "./steps/resolve-destination.ts";
 import { shapeResponse } from "./steps/shape-response.ts";
+import { signRequest } from "./steps/sign-request.ts";
 import { spendTicket } from "./steps/spend-ticket.ts";
 import { verifyTicket } from "./steps/verify-ticket.ts";
 
@@ -47,6 +48,7 @@ const CALL_STEPS: readonly CallStep[] = [
   // call.redactionValues, before redaction is prepared.
   prepareRedaction,
   injectIntoRequest,
+  signRequest,
   resolveDestination,
   dialOrigin,
   redactAnswer,

@@ -25,6 +25,7 @@ describe("parseInjectMode", () => {
     [`query:${"p".repeat(128)}`, { kind: "query", param: "p".repeat(128) }],
     ["cookie:session", { kind: "cookie", name: "session" }],
     ["cookie:__Host-sid", { kind: "cookie", name: "__Host-sid" }],
+    ["sigv4", { kind: "sigv4" }],
   ])("accepts %s", (raw, expected) => {
     expect(parseInjectMode(raw)).toEqual(expected);
     // formatInjectMode is the exact inverse, so a stored mode reads back as it was written.
@@ -80,7 +81,6 @@ describe("parseInjectMode", () => {
   });
 
   it.each([
-    ["sigv4", "sigv4"],
     ["client_credentials", "client_credentials"],
     ["refresh", "refresh"],
     ["hmac:stripe_sig", "hmac:<provider>_sig"],
@@ -125,6 +125,7 @@ describe("SUPPORTED_INJECT_MODES", () => {
       "header:<name>",
       "query:<param>",
       "cookie:<name>",
+      "sigv4",
     ]);
     expect(Object.isFrozen(SUPPORTED_INJECT_MODES)).toBe(true);
   });
@@ -137,6 +138,7 @@ describe("formatInjectMode", () => {
     [{ kind: "header", name: "X-Api-Key" }, "header:X-Api-Key"],
     [{ kind: "query", param: "key" }, "query:key"],
     [{ kind: "cookie", name: "sid" }, "cookie:sid"],
+    [{ kind: "sigv4" }, "sigv4"],
   ])("formats %o as %s", (mode, text) => {
     expect(formatInjectMode(mode)).toBe(text);
     expect(parseInjectMode(text)).toEqual(mode);

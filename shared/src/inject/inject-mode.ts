@@ -8,7 +8,14 @@ export type InjectMode =
   | { kind: "basic" }
   | { kind: "header"; name: string }
   | { kind: "query"; param: string }
-  | { kind: "cookie"; name: string };
+  | { kind: "cookie"; name: string }
+  /** AWS Signature Version 4: username = access key id, value = secret access key. */
+  | { kind: "sigv4" };
+
+/** Inject modes that sign the request rather than place the value in one slot. */
+export function isSigningMode(mode: InjectMode): boolean {
+  return mode.kind === "sigv4";
+}
 
 /** The modes this version accepts, spelled as an operator writes them (for messages and schemas). */
 export const SUPPORTED_INJECT_MODES: readonly string[] = Object.freeze([
@@ -17,6 +24,7 @@ export const SUPPORTED_INJECT_MODES: readonly string[] = Object.freeze([
   "header:<name>",
   "query:<param>",
   "cookie:<name>",
+  "sigv4",
 ]);
 
 const SUPPORTED_LIST = `supported modes are ${SUPPORTED_INJECT_MODES.join(", ")}`;
@@ -24,7 +32,6 @@ const SUPPORTED_LIST = `supported modes are ${SUPPORTED_INJECT_MODES.join(", ")}
 // Modes the spec names (section 2.2) that later work adds; refused by name until then.
 const LATER_MODES: readonly { matches: (raw: string) => boolean; label: string }[] = [
   { matches: (raw) => raw === "client_credentials", label: "client_credentials" },
-  { matches: (raw) => raw === "sigv4", label: "sigv4" },
   { matches: (raw) => raw === "refresh", label: "refresh" },
   { matches: (raw) => raw.startsWith("hmac:"), label: "hmac:<provider>_sig" },
 ];
@@ -56,6 +63,7 @@ export function parseInjectMode(raw: string): InjectMode {
     refuse(`the inject mode is longer than ${MAX_MODE_LENGTH} characters; ${SUPPORTED_LIST}`);
   if (raw === "bearer") return { kind: "bearer" };
   if (raw === "basic") return { kind: "basic" };
+  if (raw === "sigv4") return { kind: "sigv4" };
 
   const colon = raw.indexOf(":");
   const kind = colon === -1 ? raw : raw.slice(0, colon);
@@ -114,6 +122,7 @@ export function formatInjectMode(mode: InjectMode): string {
   switch (mode.kind) {
     case "bearer":
     case "basic":
+    case "sigv4":
       return mode.kind;
     case "header":
       return `header:${mode.name}`;
