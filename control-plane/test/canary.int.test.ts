@@ -88,7 +88,17 @@ describe("a canary secret", () => {
     });
 
     const answers: string[] = [];
-    const modes = ["bearer", "basic", "header:X-Api-Key", "query:api_key", "cookie:session", "sigv4"];
+    const modes = [
+      "bearer",
+      "basic",
+      "header:X-Api-Key",
+      "query:api_key",
+      "cookie:session",
+      "sigv4",
+      "hmac:stripe_sig",
+      "hmac:slack_sig",
+      "hmac:github_sig",
+    ];
     for (const inject of modes) {
       const name = `CANARY_${inject.replace(/[^a-z0-9]/gi, "_").toUpperCase()}`;
       const host = SIGNING_HOSTS[inject] ?? "api.latch.test";
@@ -113,10 +123,10 @@ describe("a canary secret", () => {
       expect(outcome.reachedOrigin).toBe(true);
       expect(outcome.result.origin_status).toBe(200);
       const sent = JSON.stringify(harness.origin.requests.at(-1));
-      if (host !== "api.latch.test") {
+      if (inject === "sigv4" || inject.startsWith("hmac:")) {
         // A signing key never leaves the proxy: the origin gets a signature made with it.
         expect(sent).not.toContain(CANARY);
-        expect(sent).toContain("AWS4-HMAC-SHA256");
+        expect(sent).toMatch(/AWS4-HMAC-SHA256|stripe-signature|x-slack-signature|x-hub-signature-256/);
         answers.push(JSON.stringify(outcome));
         continue;
       }

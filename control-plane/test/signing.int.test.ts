@@ -1,7 +1,7 @@
 // The signing inject modes through the real proxy to loopback TLS origins standing in for the real
 // hosts: each origin checks the signature the way the real service does, from the bytes it
 // received, and the signing key itself never reaches the origin, the answer or a log.
-import { createHash } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Hash } from "@smithy/core/serde";
 import { SignatureV4 } from "@smithy/signature-v4";
@@ -162,5 +162,100 @@ describe("sigv4", () => {
     const answer = await harness.client.execute(harness.minter.mintCallTicket(spec), 15_000);
     expect(answer.error?.code).toBe("invalid_inject");
     expect(answer.reachedOrigin).toBe(false);
+  });
+});
+
+const SIGNING_SECRET = "whsec_latch_signing_canary_0123456789";
+
+function sameHex(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+const hmac = (secret: string, ...parts: (string | Buffer)[]) => {
+  const mac = createHmac("sha256", secret);
+  for (const part of parts) mac.update(part);
+  return mac.digest("hex");
+};
+
+/** Each provider's receiver check, as its docs describe it (tolerance 5 minutes where dated). */
+const RECEIVERS = {
+  // Stripe: "t=<ts>,v1=<sig>[,v1=...]"; expected = HMAC(secret, "<ts>." + raw body).
+  stripe: (recorded: RecordedRequest, secret: string): string | undefined => {
+    const parts = String(recorded.headers["stripe-signature"] ?? "").split(",");
+    const t = parts.find((part) => part.startsWith("t="))?.slice(2) ?? "";
+    const v1 = parts.filter((part) => part.startsWith("v1=")).map((part) => part.slice(3));
+    if (!/^\d+$/.test(t) || Math.abs(Date.now() / 1000 - Number(t)) > 300)
+      return "timestamp outside tolerance";
+    const expected = hmac(secret, `${t}.`, recorded.body);
+    return v1.some((sig) => sameHex(sig, expected)) ? undefined : "no matching v1 signature";
+  },
+  // Slack: basestring "v0:<X-Slack-Request-Timestamp>:<raw body>", "v0=" + hex.
+  slack: (recorded: RecordedRequest, secret: string): string | undefined => {
+    const t = String(recorded.headers["x-slack-request-timestamp"] ?? "");
+    if (!/^\d+$/.test(t) || Math.abs(Date.now() / 1000 - Number(t)) > 300)
+      return "timestamp outside tolerance";
+    const expected = `v0=${hmac(secret, `v0:${t}:`, recorded.body)}`;
+    return sameHex(String(recorded.headers["x-slack-signature"] ?? ""), expected)
+      ? undefined
+      : "bad signature";
+  },
+  // GitHub: "sha256=" + hex HMAC of the raw payload.
+  github: (recorded: RecordedRequest, secret: string): string | undefined => {
+    const expected = `sha256=${hmac(secret, recorded.body)}`;
+    return sameHex(String(recorded.headers["x-hub-signature-256"] ?? ""), expected)
+      ? undefined
+      : "bad signature";
+  },
+};
+
+describe("hmac:<provider>_sig", () => {
+  it.each([
+    ["stripe", "application/json", '{"id":"evt_1","type":"invoice.paid","note":"Zoë ✓"}'],
+    ["slack", "application/x-www-form-urlencoded", "command=%2Fdeploy&text=prod+now&user_name=zo%C3%AB"],
+    ["github", "application/json", '{"action":"opened","number":7}'],
+  ] as const)(
+    "%s: the receiver accepts the delivery over the exact body bytes",
+    async (provider, contentType, body) => {
+      const receive = RECEIVERS[provider];
+      harness.setHandler(answerWithVerdict(async (recorded) => receive(recorded, SIGNING_SECRET)));
+      const spec = await harness.callSpec(SIGNING_SECRET, {
+        inject: `hmac:${provider}_sig`,
+        method: "POST",
+        path: "/webhooks/incoming",
+        body: Buffer.from(body),
+        contentType,
+        // An agent's own signature header is dropped, never forwarded beside ours.
+        headers: [
+          { name: provider === "stripe" ? "stripe-signature" : "x-hub-signature-256", value: "forged" },
+        ],
+      });
+      const answer = await harness.client.execute(harness.minter.mintCallTicket(spec), 15_000);
+      expect(answer.error).toBeUndefined();
+      expect(JSON.parse(answer.body.toString()).problem).toBeNull();
+      expect(answer.originStatus).toBe(200);
+      const recorded = harness.origin.requests.at(-1);
+      expect(recorded?.body.toString()).toBe(body);
+      expect(JSON.stringify(recorded)).not.toContain("forged");
+      expect(JSON.stringify(recorded)).not.toContain(SIGNING_SECRET);
+      expect(answer.body.toString()).not.toContain(SIGNING_SECRET);
+      expect(harness.logs.text()).not.toContain(SIGNING_SECRET);
+    },
+  );
+
+  it("is checked for real: a receiver holding another secret refuses the delivery", async () => {
+    harness.setHandler(
+      answerWithVerdict(async (recorded) => RECEIVERS.github(recorded, `${SIGNING_SECRET}x`)),
+    );
+    const spec = await harness.callSpec(SIGNING_SECRET, {
+      inject: "hmac:github_sig",
+      method: "POST",
+      path: "/webhooks/incoming",
+      body: Buffer.from("{}"),
+      contentType: "application/json",
+    });
+    const answer = await harness.client.execute(harness.minter.mintCallTicket(spec), 15_000);
+    expect(answer.originStatus).toBe(403);
   });
 });

@@ -34,7 +34,8 @@ Usage: vault <command> [options]
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
                                 safe to interrupt and rerun)
 
-Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>.
+Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>,
+sigv4 (AWS; --username is the access key id), hmac:stripe_sig, hmac:slack_sig, hmac:github_sig.
 Data lives in DATA_DIR (default ~/.latch), owner-only. LOG_LEVEL sets the log level (stderr).
 `;
 

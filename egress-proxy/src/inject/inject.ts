@@ -87,6 +87,7 @@ export function injectCredential(
       if (!COOKIE_OCTETS.test(secret)) refuseSecret(item, `cookie ${mode.name}`);
       return withHeader(req, "cookie", `${mode.name}=${secret}`);
     case "sigv4":
+    case "hmac":
       // A signing mode has no slot: calls/steps/sign-request.ts signs the whole request.
       throw new AppError("internal", `inject mode ${mode.kind} signs the request; it has no slot to fill`);
   }

@@ -10,11 +10,17 @@ export type InjectMode =
   | { kind: "query"; param: string }
   | { kind: "cookie"; name: string }
   /** AWS Signature Version 4: username = access key id, value = secret access key. */
-  | { kind: "sigv4" };
+  | { kind: "sigv4" }
+  /** The body signed the way that provider signs its webhooks (DECISIONS "Providers"). */
+  | { kind: "hmac"; provider: HmacProvider };
+
+/** The providers whose webhook signature scheme `hmac:<provider>_sig` reproduces. */
+export const HMAC_PROVIDERS = ["stripe", "slack", "github"] as const;
+export type HmacProvider = (typeof HMAC_PROVIDERS)[number];
 
 /** Inject modes that sign the request rather than place the value in one slot. */
 export function isSigningMode(mode: InjectMode): boolean {
-  return mode.kind === "sigv4";
+  return mode.kind === "sigv4" || mode.kind === "hmac";
 }
 
 /** The modes this version accepts, spelled as an operator writes them (for messages and schemas). */
@@ -25,6 +31,7 @@ export const SUPPORTED_INJECT_MODES: readonly string[] = Object.freeze([
   "query:<param>",
   "cookie:<name>",
   "sigv4",
+  ...HMAC_PROVIDERS.map((provider) => `hmac:${provider}_sig`),
 ]);
 
 const SUPPORTED_LIST = `supported modes are ${SUPPORTED_INJECT_MODES.join(", ")}`;
@@ -33,7 +40,6 @@ const SUPPORTED_LIST = `supported modes are ${SUPPORTED_INJECT_MODES.join(", ")}
 const LATER_MODES: readonly { matches: (raw: string) => boolean; label: string }[] = [
   { matches: (raw) => raw === "client_credentials", label: "client_credentials" },
   { matches: (raw) => raw === "refresh", label: "refresh" },
-  { matches: (raw) => raw.startsWith("hmac:"), label: "hmac:<provider>_sig" },
 ];
 
 // RFC 3986 section 2.3 unreserved characters: a name that needs no encoding, so the name the
@@ -64,6 +70,9 @@ export function parseInjectMode(raw: string): InjectMode {
   if (raw === "bearer") return { kind: "bearer" };
   if (raw === "basic") return { kind: "basic" };
   if (raw === "sigv4") return { kind: "sigv4" };
+  const hmac = HMAC_PROVIDERS.find((provider) => raw === `hmac:${provider}_sig`);
+  if (hmac !== undefined) return { kind: "hmac", provider: hmac };
+  if (raw.startsWith("hmac:")) refuse(`unknown hmac signing scheme; ${SUPPORTED_LIST}`);
 
   const colon = raw.indexOf(":");
   const kind = colon === -1 ? raw : raw.slice(0, colon);
@@ -130,5 +139,7 @@ export function formatInjectMode(mode: InjectMode): string {
       return `query:${mode.param}`;
     case "cookie":
       return `cookie:${mode.name}`;
+    case "hmac":
+      return `hmac:${mode.provider}_sig`;
   }
 }

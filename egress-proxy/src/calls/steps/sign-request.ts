@@ -3,10 +3,23 @@
 // goes into the signature only; the origin and the answer never see it.
 import { AppError } from "@latch/shared/errors";
 import { readAwsSigningScope } from "@latch/shared/inject/aws-host";
+import { signLikeWebhook } from "../../inject/hmac-signatures.ts";
 import { signSigV4 } from "../../inject/sigv4.ts";
 import { type CallStep, requireStage } from "./outgoing-call.ts";
 
 export const signRequest: CallStep = async (call) => {
+  if (call.inject.kind === "hmac") {
+    const credential = requireStage(call.credential, "credential was opened");
+    // call.body is the Uint8Array the upstream writes as is: the HMAC covers those bytes.
+    call.headers = signLikeWebhook(
+      call.inject.provider,
+      credential.secret,
+      call.headers,
+      call.body,
+      call.now(),
+    );
+    return;
+  }
   if (call.inject.kind !== "sigv4") return;
   const credential = requireStage(call.credential, "credential was opened");
   const scope = readAwsSigningScope(call.host);
