@@ -23,6 +23,7 @@ import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
 import { createGrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
+import { createItemTokensRepo } from "./items/item-tokens.repo.ts";
 import { createItemsRepo } from "./items/items.repo.ts";
 import { createItemsService } from "./items/items.service.ts";
 import type { Mailer } from "./mail/mailer.ts";
@@ -61,6 +62,7 @@ function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLoca
   const audit = createAuditRepo(db);
   const items = createItemsService({
     repo: createItemsRepo(db),
+    tokens: createItemTokensRepo(db),
     sealingKey: () => variant.sealingKey(),
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
@@ -73,6 +75,7 @@ function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLoca
     recordEvent: audit.insertAuditEvent,
     minter: variant.minter,
     egress: variant.egress,
+    inItemTokenLock: items.inItemTokenLock,
     onAuditFailure: logAuditFailure(variant.logger),
   });
   return { audit, items, calls };

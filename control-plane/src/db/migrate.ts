@@ -9,6 +9,7 @@ import * as needs from "./migrations/2026-11-23T0300-need-requests.ts";
 import * as approvalLinks from "./migrations/2026-11-23T0400-approval-links.ts";
 import * as callBoundApprovals from "./migrations/2026-11-24T0000-call-bound-approvals.ts";
 import * as needRequestCalls from "./migrations/2026-11-24T0100-need-request-calls.ts";
+import * as itemTokens from "./migrations/2026-11-25T1000-item-tokens.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-23T0400-approval-links": approvalLinks,
   "2026-11-24T0000-call-bound-approvals": callBoundApprovals,
   "2026-11-24T0100-need-request-calls": needRequestCalls,
+  "2026-11-25T1000-item-tokens": itemTokens,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

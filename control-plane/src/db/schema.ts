@@ -35,6 +35,18 @@ export interface ItemsTable {
   updated_at: Timestamp;
 }
 
+/** A minted access token of an item, sealed (migration 2026-11-25T1000). */
+export interface ItemTokensTable {
+  item_id: string;
+  organisation_id: string;
+  sealed_value: Uint8Array;
+  sealing_key_id: string;
+  token_last4: string;
+  scope: string;
+  expires_at: Date;
+  updated_at: Generated<Date>;
+}
+
 export interface AuditEventsTable {
   id: Generated<string>;
   organisation_id: string;
@@ -181,6 +193,7 @@ export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
   items: ItemsTable;
+  item_tokens: ItemTokensTable;
   audit_events: AuditEventsTable;
   grants: GrantsTable;
   operators: OperatorsTable;

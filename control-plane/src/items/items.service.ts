@@ -9,7 +9,9 @@ import { formatInjectMode, parseInjectMode } from "@latch/shared/inject/inject-m
 import { checkHostname } from "@latch/shared/requests/host";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { isUniqueViolation } from "../db/database.ts";
+import { findProviderByHost } from "../providers/providers.ts";
 import type { CallableItem } from "./callable-item.ts";
+import type { ItemTokensRepo } from "./item-tokens.repo.ts";
 import type { ItemsRepo, ItemWithFolder } from "./items.repo.ts";
 import { toItemView } from "./items.repo.ts";
 import { ITEM_NAME, type ItemInput, type ItemView, itemInput, MAX_VALUE_LENGTH } from "./items.schemas.ts";
@@ -26,6 +28,8 @@ export interface ItemsServiceDeps {
    * and found by name, and every call with it is refused (host_mismatch) until hosts are added.
    */
   isHostListOptional?: boolean;
+  /** Minted access tokens and refresh rotation (spec 4.2 rule 7). */
+  tokens?: ItemTokensRepo;
 }
 
 export interface ItemsService {
@@ -55,6 +59,8 @@ export interface ItemsService {
     name: string,
   ): Promise<CallableItem | undefined>;
   findCallableByHost(organisationId: string, environment: string, host: string): Promise<CallableItem[]>;
+  /** The item's token lock (item-tokens.repo.ts): minted access tokens and refresh rotation. */
+  inItemTokenLock: ItemTokensRepo["inItemTokenLock"];
 }
 
 // Control characters cannot travel in a header, a query parameter or a cookie; a value carrying
@@ -142,7 +148,32 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       throw new AppError("invalid_request", "inject basic needs the user name in username");
     }
     if (inject === "sigv4") checkSigV4Item(hosts, username);
-    return { ...input, environment: checkEnvironment(input.environment), hosts, inject, username };
+    if (inject === "client_credentials") checkAppCredential(input.kind, hosts, username);
+    if (inject === "refresh" && !input.name.endsWith("_REFRESH")) {
+      throw new AppError("invalid_inject", "inject refresh is for a refresh token item named <ITEM>_REFRESH");
+    }
+    // An app credential is a client secret whatever kind was defaulted (spec 2.1 kinds).
+    const kind = inject === "client_credentials" ? "client_secret" : input.kind;
+    return { ...input, kind, environment: checkEnvironment(input.environment), hosts, inject, username };
+  }
+
+  /** DECISIONS "Providers": an app credential of a provider in the table, username = client id. */
+  function checkAppCredential(kind: string, hosts: readonly string[], username: string | null): void {
+    if (kind === "login")
+      throw new AppError("invalid_request", "inject client_credentials needs kind client_secret");
+    if (!username) {
+      throw new AppError(
+        "invalid_request",
+        "inject client_credentials needs the OAuth client ID in username",
+      );
+    }
+    const foreign = hosts.find((host) => findProviderByHost(host) === undefined);
+    if (foreign !== undefined) {
+      throw new AppError(
+        "invalid_inject",
+        `inject client_credentials is for the hosts of a provider with built-in connect (spotify, github, google, slack, stripe); ${foreign} is not one`,
+      );
+    }
   }
 
   /** DECISIONS "Providers": username = access key id; region and service come from each host. */
@@ -297,6 +328,10 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     },
     async findCallableByHost(organisationId, environment, host) {
       return (await deps.repo.findItemsByHost(organisationId, environment, host)).map(toCallableItem);
+    },
+    inItemTokenLock(itemId, fn) {
+      if (!deps.tokens) throw new AppError("internal", "the item token store is not wired");
+      return deps.tokens.inItemTokenLock(itemId, fn);
     },
   };
 }

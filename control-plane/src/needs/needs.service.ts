@@ -98,6 +98,8 @@ export function createNeedsService(deps: NeedsDeps) {
       message?: string | undefined;
       /** The http_request that found nothing stored: what fulfilling approves once. */
       requestedCall?: RequestedCall | undefined;
+      /** Spec 2.5: `connect` when a client secret is stored and the agent needs a user account. */
+      kind?: "secret" | "connect";
     }): Promise<NeedView> {
       const now = deps.now();
       const row = await deps.repo.inOrganisationLock(input.organisationId, async (repo) => {
@@ -108,7 +110,7 @@ export function createNeedsService(deps: NeedsDeps) {
           id: newId("ned"),
           organisation_id: input.organisationId,
           environment: input.environment,
-          kind: "secret",
+          kind: input.kind ?? "secret",
           host: input.host,
           suggested_name: input.suggestedName,
           agent_id: input.agentId,
