@@ -16,6 +16,8 @@ import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
+import { createConnectRepo } from "./connect/connect.repo.ts";
+import { createConnectService } from "./connect/connect.service.ts";
 import type { Database } from "./db/schema.ts";
 import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
@@ -161,6 +163,19 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     inTransaction: (fn) =>
       inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
   });
+  const connect = createConnectService({
+    repo: createConnectRepo(db),
+    items,
+    grants,
+    needs,
+    sealingKey: () => variant.sealingKey(),
+    minter: variant.minter,
+    egress: variant.egress,
+    recordEvent: audit.insertAuditEvent,
+    baseUrl,
+    environments: variant.environments,
+    now,
+  });
   return {
     audit,
     items,
@@ -169,6 +184,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     orgs,
     clients,
     needs,
+    connect,
     access: createAccessService({ clients, grants, audit }),
     sessions: createSessionsRepo(db),
     emailCodes: createEmailCodeService({

@@ -5,7 +5,7 @@
 // refuses a spent one, and answers errors as that provider does (`invalid_grant` at 400, Slack's
 // `ok: false` at 200, GitHub's `error` at 200, form-encoded unless `Accept: application/json`).
 // A user-only API path echoes the bearer it got, so the answer's redaction is checked for real.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RecordedRequest } from "../../egress-proxy/test/origin.ts";
 
@@ -75,6 +75,40 @@ export class FakeProviders {
   readonly secrets: string[] = [];
   /** Seconds an access token lives. */
   accessLifetimeS = 3600;
+  /** Codes of the authorize step: single use, bound to client, redirect URI and PKCE challenge. */
+  readonly codes = new Map<
+    string,
+    { provider: FakeProviderId; clientId: string; redirectUri: string; challenge: string | undefined }
+  >();
+  /** A provider that issues no refresh token on the code exchange (spec 4.3 no_refresh_token). */
+  withoutRefreshToken = new Set<FakeProviderId>();
+
+  /**
+   * The user approves on the provider's authorize page: checks the URL as that provider would
+   * (its own authorize URL, the registered client, S256 PKCE where it is a public client) and
+   * returns the code the browser brings back, with the state.
+   */
+  authorize(
+    provider: FakeProviderId,
+    authorizeUrl: string,
+  ): { code: string; state: string; redirectUri: string } {
+    const url = new URL(authorizeUrl);
+    const clientId = url.searchParams.get("client_id");
+    if (clientId !== this.clients[provider].clientId) throw new Error(`${provider}: unknown client_id`);
+    if (url.searchParams.get("response_type") !== "code")
+      throw new Error(`${provider}: response_type must be code`);
+    const challenge = url.searchParams.get("code_challenge") ?? undefined;
+    const isPkce = provider === "spotify" || provider === "google";
+    if (isPkce && (!challenge || url.searchParams.get("code_challenge_method") !== "S256")) {
+      throw new Error(`${provider}: a public-client provider needs PKCE S256`);
+    }
+    const state = url.searchParams.get("state") ?? "";
+    const redirectUri = url.searchParams.get("redirect_uri") ?? "";
+    const code = token(`${provider}_code_`);
+    this.codes.set(code, { provider, clientId, redirectUri, challenge });
+    this.secrets.push(code);
+    return { code, state, redirectUri };
+  }
 
   constructor() {
     const client = (provider: FakeProviderId): FakeClient => ({
@@ -204,6 +238,31 @@ export class FakeProviders {
       } else {
         refreshToken = provider === "stripe" ? presented : undefined;
       }
+    } else if (grantType === "authorization_code") {
+      const issued = this.codes.get(form.get("code") ?? "");
+      this.codes.delete(form.get("code") ?? "");
+      const verifier = form.get("code_verifier") ?? "";
+      const isVerified =
+        issued?.challenge === undefined ||
+        createHash("sha256").update(verifier).digest("base64url") === issued.challenge;
+      if (
+        !issued ||
+        issued.provider !== provider ||
+        issued.redirectUri !== form.get("redirect_uri") ||
+        !isVerified
+      ) {
+        refuse(
+          400,
+          provider === "github"
+            ? "bad_verification_code"
+            : provider === "slack"
+              ? "invalid_code"
+              : "invalid_grant",
+        );
+        return;
+      }
+      kind = "user";
+      refreshToken = this.withoutRefreshToken.has(provider) ? undefined : this.issueRefreshToken(provider);
     } else if (
       grantType === "client_credentials" &&
       provider === "spotify" &&

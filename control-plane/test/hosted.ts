@@ -68,10 +68,14 @@ export async function startHosted(
     replicaOf?: HostedHarness;
     /** Mail as a developer without SMTP_URL gets it: files in DATA_DIR/outbox, a pointer in the log. */
     isDevOutbox?: boolean;
+    /** Real host names routed to the origin (fake providers; see egress-harness.ts). */
+    providerHosts?: readonly string[];
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
-  const egress = shared?.egress ?? (await startEgressHarness());
+  const egress =
+    shared?.egress ??
+    (await startEgressHarness(options.providerHosts ? { providerHosts: options.providerHosts } : {}));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
   const logger = pino({ level: "debug" }, logs);

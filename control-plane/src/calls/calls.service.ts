@@ -337,6 +337,10 @@ export function createCallsService(deps: CallsDeps) {
             scope: "",
             answerIsExchange: plan.answerIsExchange,
             accessItemName: plan.tokenItem.name,
+            code: "",
+            redirectUri: "",
+            codeVerifier: undefined,
+            refreshItemName: plan.refreshItem?.name ?? "",
           },
         }),
       );

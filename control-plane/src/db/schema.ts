@@ -47,6 +47,24 @@ export interface ItemTokensTable {
   updated_at: Generated<Date>;
 }
 
+/** Connect in flight (migration 2026-11-25T1100). */
+export interface ConnectStatesTable {
+  state_hash: string;
+  organisation_id: string;
+  session_id: string;
+  provider: string;
+  item_id: string;
+  environment: string;
+  redirect_uri: string;
+  sealed_verifier: Uint8Array | null;
+  sealing_key_id: string | null;
+  agent_client_id: string | null;
+  need_id: string | null;
+  expires_at: Date;
+  used_at: Date | null;
+  created_at: Generated<Date>;
+}
+
 export interface AuditEventsTable {
   id: Generated<string>;
   organisation_id: string;
@@ -194,6 +212,7 @@ export interface Database {
   folders: FoldersTable;
   items: ItemsTable;
   item_tokens: ItemTokensTable;
+  connect_states: ConnectStatesTable;
   audit_events: AuditEventsTable;
   grants: GrantsTable;
   operators: OperatorsTable;

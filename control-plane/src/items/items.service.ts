@@ -59,6 +59,25 @@ export interface ItemsService {
     name: string,
   ): Promise<CallableItem | undefined>;
   findCallableByHost(organisationId: string, environment: string, host: string): Promise<CallableItem[]>;
+  findCallableById(organisationId: string, id: string): Promise<CallableItem | undefined>;
+  /**
+   * Stores a value the proxy sealed (a connect's refresh token): never seen in clear here, so its
+   * last four characters come from the proxy's metadata. Replaces an item of that name.
+   */
+  storeSealedItem(
+    organisationId: string,
+    actor: string,
+    item: {
+      name: string;
+      environment: string;
+      sealedValue: Uint8Array;
+      sealingKeyId: string;
+      last4: string;
+      allowedHosts: readonly string[];
+      inject: string;
+      username: string | null;
+    },
+  ): Promise<ItemView>;
   /** The item's token lock (item-tokens.repo.ts): minted access tokens and refresh rotation. */
   inItemTokenLock: ItemTokensRepo["inItemTokenLock"];
 }
@@ -328,6 +347,38 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     },
     async findCallableByHost(organisationId, environment, host) {
       return (await deps.repo.findItemsByHost(organisationId, environment, host)).map(toCallableItem);
+    },
+    async findCallableById(organisationId, id) {
+      const row = await deps.repo.findItemById(organisationId, id);
+      return row && toCallableItem(row);
+    },
+    async storeSealedItem(organisationId, actor, item) {
+      const environment = checkEnvironment(item.environment);
+      const { id, isNew } = await deps.repo.upsertItemByName({
+        id: newId("itm"),
+        organisation_id: organisationId,
+        environment,
+        name: item.name,
+        kind: "secret",
+        sealed_value: item.sealedValue,
+        sealing_key_id: item.sealingKeyId,
+        last4: item.last4,
+        allowed_hosts: [...item.allowedHosts],
+        inject: item.inject,
+        username: item.username,
+        folder_id: null,
+      });
+      await deps.recordEvent({
+        organisationId,
+        environment,
+        actor,
+        action: isNew ? "item_created" : "item_replaced",
+        itemName: item.name,
+        detail: { allowed_hosts: [...item.allowedHosts], inject: item.inject },
+      });
+      const stored = await deps.repo.findItemById(organisationId, id);
+      if (!stored) throw new AppError("internal", "the connected item was not stored");
+      return toItemView(stored);
     },
     inItemTokenLock(itemId, fn) {
       if (!deps.tokens) throw new AppError("internal", "the item token store is not wired");

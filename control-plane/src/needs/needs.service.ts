@@ -179,6 +179,13 @@ export function createNeedsService(deps: NeedsDeps) {
       });
     },
 
+    /** Spec 3.2: a connect that carries need_id closes the connect request (as fulfilled). */
+    async closeConnectNeed(organisationId: string, id: string): Promise<void> {
+      const need = await deps.repo.findNeedById(organisationId, id);
+      if (need?.kind !== "connect" || need.status !== "pending") return;
+      await deps.repo.updateNeedClosed(organisationId, id, "fulfilled", deps.now());
+    },
+
     async denyNeed(organisationId: string, id: string): Promise<void> {
       const need = await loadNeed(deps.repo, organisationId, id);
       if (need.status !== "pending")

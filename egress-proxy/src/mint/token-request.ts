@@ -14,6 +14,11 @@ export interface TokenRequestInput {
   /** Opened; for the refresh grant. */
   refreshToken: string | undefined;
   scope: string;
+  /** The authorization code grant (connect). */
+  code?: string;
+  redirectUri?: string;
+  /** Opened; RFC 7636 PKCE verifier. */
+  codeVerifier?: string | undefined;
 }
 
 export interface TokenRequest {
@@ -43,6 +48,14 @@ export function buildTokenRequest(input: TokenRequestInput): TokenRequest {
       if (!input.refreshToken) throw new AppError("internal", "a refresh exchange without a refresh token");
       form.set("grant_type", "refresh_token");
       form.set("refresh_token", input.refreshToken);
+      break;
+    case TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE:
+      if (!input.code || !input.redirectUri)
+        throw new AppError("invalid_request", "a code exchange needs the code and redirect URI");
+      form.set("grant_type", "authorization_code");
+      form.set("code", input.code);
+      form.set("redirect_uri", input.redirectUri);
+      if (input.codeVerifier) form.set("code_verifier", input.codeVerifier);
       break;
     case TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS:
       form.set("grant_type", "client_credentials");

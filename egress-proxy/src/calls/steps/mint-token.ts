@@ -42,6 +42,9 @@ export const mintToken: CallStep = async (call, deps) => {
     clientSecret: open(exchange.clientSecret),
     refreshToken: open(exchange.refreshToken),
     scope: exchange.scope,
+    code: exchange.code,
+    redirectUri: exchange.redirectUri,
+    codeVerifier: open(exchange.codeVerifier),
   });
   const headers = [...validateCallerHeaders(exchange.headers), ...request.headers];
   const send = async () => {
@@ -117,7 +120,7 @@ async function keepTokens(call: OutgoingCall, deps: StepDeps, tokens: MintedToke
   const sealed = await sealValue(key, refreshToken);
   call.rotatedCredentials.push({
     credential: {
-      itemName: previous?.itemName ?? "",
+      itemName: previous?.itemName || exchange.refreshItemName,
       keyId: sealed.keyId,
       sealedValue: Buffer.from(sealed.sealed),
       username: "",

@@ -36,6 +36,7 @@ export const TokenGrant = {
   TOKEN_GRANT_UNSPECIFIED: 0,
   TOKEN_GRANT_REFRESH_TOKEN: 1,
   TOKEN_GRANT_CLIENT_CREDENTIALS: 2,
+  TOKEN_GRANT_AUTHORIZATION_CODE: 3,
   UNRECOGNIZED: -1,
 } as const;
 
@@ -45,6 +46,7 @@ export namespace TokenGrant {
   export type TOKEN_GRANT_UNSPECIFIED = typeof TokenGrant.TOKEN_GRANT_UNSPECIFIED;
   export type TOKEN_GRANT_REFRESH_TOKEN = typeof TokenGrant.TOKEN_GRANT_REFRESH_TOKEN;
   export type TOKEN_GRANT_CLIENT_CREDENTIALS = typeof TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS;
+  export type TOKEN_GRANT_AUTHORIZATION_CODE = typeof TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE;
   export type UNRECOGNIZED = typeof TokenGrant.UNRECOGNIZED;
 }
 
@@ -59,6 +61,9 @@ export function tokenGrantFromJSON(object: any): TokenGrant {
     case 2:
     case "TOKEN_GRANT_CLIENT_CREDENTIALS":
       return TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS;
+    case 3:
+    case "TOKEN_GRANT_AUTHORIZATION_CODE":
+      return TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -74,6 +79,8 @@ export function tokenGrantToJSON(object: TokenGrant): string {
       return "TOKEN_GRANT_REFRESH_TOKEN";
     case TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS:
       return "TOKEN_GRANT_CLIENT_CREDENTIALS";
+    case TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE:
+      return "TOKEN_GRANT_AUTHORIZATION_CODE";
     case TokenGrant.UNRECOGNIZED:
     default:
       return "UNRECOGNIZED";
@@ -301,6 +308,17 @@ export interface TokenExchange {
   answerIsExchange: boolean;
   /** the item a minted access token is filed under */
   accessItemName: string;
+  /**
+   * TOKEN_GRANT_AUTHORIZATION_CODE (connect): the code from the callback, the redirect URI it was
+   * issued for, and the PKCE verifier (sealed) for a public-client provider.
+   */
+  code: string;
+  redirectUri: string;
+  codeVerifier:
+    | SealedCredential
+    | undefined;
+  /** the item a refresh token from a code exchange is filed under */
+  refreshItemName: string;
 }
 
 export interface ResolveSpec {
@@ -1166,6 +1184,10 @@ function createBaseTokenExchange(): TokenExchange {
     scope: "",
     answerIsExchange: false,
     accessItemName: "",
+    code: "",
+    redirectUri: "",
+    codeVerifier: undefined,
+    refreshItemName: "",
   };
 }
 
@@ -1203,6 +1225,18 @@ export const TokenExchange: MessageFns<TokenExchange> = {
     }
     if (message.accessItemName !== "") {
       writer.uint32(90).string(message.accessItemName);
+    }
+    if (message.code !== "") {
+      writer.uint32(98).string(message.code);
+    }
+    if (message.redirectUri !== "") {
+      writer.uint32(106).string(message.redirectUri);
+    }
+    if (message.codeVerifier !== undefined) {
+      SealedCredential.encode(message.codeVerifier, writer.uint32(114).fork()).join();
+    }
+    if (message.refreshItemName !== "") {
+      writer.uint32(122).string(message.refreshItemName);
     }
     return writer;
   },
@@ -1308,6 +1342,38 @@ export const TokenExchange: MessageFns<TokenExchange> = {
             message.accessItemName = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.redirectUri = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.codeVerifier = SealedCredential.decode(reader, reader.uint32());
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.refreshItemName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1367,6 +1433,22 @@ export const TokenExchange: MessageFns<TokenExchange> = {
         : isSet(object.access_item_name)
         ? globalThis.String(object.access_item_name)
         : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      redirectUri: isSet(object.redirectUri)
+        ? globalThis.String(object.redirectUri)
+        : isSet(object.redirect_uri)
+        ? globalThis.String(object.redirect_uri)
+        : "",
+      codeVerifier: isSet(object.codeVerifier)
+        ? SealedCredential.fromJSON(object.codeVerifier)
+        : isSet(object.code_verifier)
+        ? SealedCredential.fromJSON(object.code_verifier)
+        : undefined,
+      refreshItemName: isSet(object.refreshItemName)
+        ? globalThis.String(object.refreshItemName)
+        : isSet(object.refresh_item_name)
+        ? globalThis.String(object.refresh_item_name)
+        : "",
     };
   },
 
@@ -1405,6 +1487,18 @@ export const TokenExchange: MessageFns<TokenExchange> = {
     if (message.accessItemName !== "") {
       obj.accessItemName = message.accessItemName;
     }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.redirectUri !== "") {
+      obj.redirectUri = message.redirectUri;
+    }
+    if (message.codeVerifier !== undefined) {
+      obj.codeVerifier = SealedCredential.toJSON(message.codeVerifier);
+    }
+    if (message.refreshItemName !== "") {
+      obj.refreshItemName = message.refreshItemName;
+    }
     return obj;
   },
 
@@ -1428,6 +1522,12 @@ export const TokenExchange: MessageFns<TokenExchange> = {
     message.scope = object.scope ?? "";
     message.answerIsExchange = object.answerIsExchange ?? false;
     message.accessItemName = object.accessItemName ?? "";
+    message.code = object.code ?? "";
+    message.redirectUri = object.redirectUri ?? "";
+    message.codeVerifier = (object.codeVerifier !== undefined && object.codeVerifier !== null)
+      ? SealedCredential.fromPartial(object.codeVerifier)
+      : undefined;
+    message.refreshItemName = object.refreshItemName ?? "";
     return message;
   },
 };
