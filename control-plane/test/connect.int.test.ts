@@ -226,6 +226,43 @@ describe("an agent and a connect", () => {
   });
 });
 
+describe("setup with provider", () => {
+  it("need_item (nothing stored) -> user_connect_required (app secret stored) -> ready after a connect with a standing approval", async () => {
+    const { op, clientId, token } = await operatorWithClient(h, {
+      secret: "unused-value-123456",
+      items: [],
+      clientName: "setup-agent",
+    });
+    const agent = await connectAgent(url, token, "setup-agent");
+    const setup = async () => {
+      const answer = toolAnswer(await agent.callTool({ name: "setup", arguments: { provider: "github" } }));
+      answers.push(JSON.stringify(answer));
+      return answer;
+    };
+    const nothing = await setup();
+    expect(nothing.status).toBe("need_item");
+    expect(nothing.recipe).toBeDefined();
+
+    await storeApp(op, "github");
+    const appOnly = await setup();
+    expect(appOnly).toMatchObject({
+      status: "user_connect_required",
+      provider: "github",
+      item_name: "GITHUB",
+    });
+    expect(String(appOnly.connect_url)).toContain("/collect/");
+
+    const started = await start(op, "github", { agent_client_id: clientId, need_id: appOnly.need_id });
+    expect(
+      (await callback(op, fakes.authorize("github", started.json().authorize_url))).headers.location,
+    ).toBe("/console#vault?connected=github");
+    const ready = await setup();
+    expect(ready.status, JSON.stringify(ready)).toBe("ready");
+    expect((ready.item as { name: string }).name).toBe("GITHUB");
+    await agent.close();
+  });
+});
+
 describe("canary", () => {
   it("no client secret, code, refresh or access token appears in an answer, a log or a row in clear", async () => {
     const database = h.plane.database.db;

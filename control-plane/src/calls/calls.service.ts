@@ -117,7 +117,7 @@ export async function locateCredential(
  * An app credential and its connected `<ITEM>_REFRESH` both allow the provider's hosts: found by
  * host, the call goes with the app credential, which plans the refresh (token-plan.ts).
  */
-function connectedPairSource(items: CallableItem[]): CallableItem | undefined {
+export function connectedPairSource(items: readonly CallableItem[]): CallableItem | undefined {
   if (items.length !== 2) return undefined;
   const source = items.find((i) => i.inject === "client_credentials");
   const refresh = items.find((i) => i.inject === "refresh");
