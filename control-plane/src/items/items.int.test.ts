@@ -139,7 +139,11 @@ describe("storing an item", () => {
       "invalid_inject",
     ],
     ["client_credentials without the client id", { inject: "client_credentials" }, "invalid_request"],
-    ["client_credentials as a login", { inject: "client_credentials", username: "cid", kind: "login" }, "invalid_request"],
+    [
+      "client_credentials as a login",
+      { inject: "client_credentials", username: "cid", kind: "login" },
+      "invalid_request",
+    ],
     ["refresh on a name that is not <ITEM>_REFRESH", { inject: "refresh" }, "invalid_inject"],
     ["an unknown field", { colour: "blue" }, "invalid_request"],
     ["a value that is not a string", { value: 42 }, "invalid_request"],
