@@ -263,22 +263,26 @@ export function createConnectService(deps: ConnectDeps) {
         inject: "refresh",
         username: clientId || null,
       });
-      if (row.agent_client_id) {
-        // Spec 4.3: the named agent gets a standing approval on the source credential and the
-        // refresh item.
+      // Spec 4.3: need_id closes the Inbox request; the agent named by agent_client_id (else the
+      // agent whose request it was) gets a standing approval on the source credential and the
+      // refresh item, so its retry works.
+      const asker = row.need_id
+        ? await deps.needs.closeConnectNeed(operator.organisationId, row.need_id)
+        : undefined;
+      const agentId = row.agent_client_id ?? asker;
+      if (agentId) {
         for (const itemId of [item.id, stored.id]) {
           await deps.grants.createActiveGrant({
             organisationId: operator.organisationId,
             environment,
             itemId,
-            agentId: row.agent_client_id,
+            agentId,
             toolId: HTTP_REQUEST_TOOL,
             actor: operator.actor,
             policy: "item_standing",
           });
         }
       }
-      if (row.need_id) await deps.needs.closeConnectNeed(operator.organisationId, row.need_id);
       await record(operator, refreshName, provider.id, "connected", environment);
       return { provider: provider.id, ok: true };
     },
