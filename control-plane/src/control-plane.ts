@@ -8,6 +8,7 @@ import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
+import { registerConnectRoutes } from "./connect/connect.routes.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
@@ -150,6 +151,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => registerNeedsRoutes(app, { needs }),
       (app) => registerApproveLinkRoutes(app, { grants }),
       (app) => oauth.registerRoutes(app),
+      (app) => registerConnectRoutes(app, { connect: services.connect }),
     ],
   });
   await app.ready();

@@ -16,6 +16,8 @@ import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
+import { createConnectRepo } from "./connect/connect.repo.ts";
+import { createConnectService } from "./connect/connect.service.ts";
 import type { ClientRow, Database } from "./db/schema.ts";
 import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
@@ -23,6 +25,7 @@ import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
 import { createGrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
+import { createItemTokensRepo } from "./items/item-tokens.repo.ts";
 import { createItemsRepo } from "./items/items.repo.ts";
 import { createItemsService } from "./items/items.service.ts";
 import type { Mailer } from "./mail/mailer.ts";
@@ -65,6 +68,7 @@ function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLoca
   const audit = observeAudit(createAuditRepo(db), variant.onAuditEvent);
   const items = createItemsService({
     repo: createItemsRepo(db),
+    tokens: createItemTokensRepo(db),
     sealingKey: () => variant.sealingKey(),
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
@@ -77,6 +81,7 @@ function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLoca
     recordEvent: audit.insertAuditEvent,
     minter: variant.minter,
     egress: variant.egress,
+    inItemTokenLock: items.inItemTokenLock,
     onAuditFailure: logAuditFailure(variant.logger),
   });
   return { audit, items, calls };
@@ -163,6 +168,19 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     inTransaction: (fn) =>
       inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
   });
+  const connect = createConnectService({
+    repo: createConnectRepo(db),
+    items,
+    grants,
+    needs,
+    sealingKey: () => variant.sealingKey(),
+    minter: variant.minter,
+    egress: variant.egress,
+    recordEvent: audit.insertAuditEvent,
+    baseUrl,
+    environments: variant.environments,
+    now,
+  });
   return {
     audit,
     items,
@@ -171,6 +189,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     orgs,
     clients,
     needs,
+    connect,
     access: createAccessService({ clients, grants, audit }),
     sessions: createSessionsRepo(db),
     emailCodes: createEmailCodeService({

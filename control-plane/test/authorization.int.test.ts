@@ -57,6 +57,12 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/inbox", gate: "ready" },
   { method: "GET", path: "/api/audit", gate: "ready" },
   { method: "POST", path: "/approve?token=abcdefghijklmnopqrstuvwxyz", gate: "ready" },
+  {
+    method: "POST",
+    path: "/api/integrations/spotify/start",
+    body: { item_name: "SPOTIFY" },
+    gate: "ready",
+  },
   { method: "GET", path: "/api/need-items/ned_x", gate: "ready", anonymousStatus: 404 },
   {
     method: "POST",
@@ -200,6 +206,8 @@ const PUBLIC_ROUTES = [
   /^GET \/(health|ready)$/,
   /^POST \/api\/auth\/otp\/(send|verify)$/,
   /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|collect\/:id)$/,
+  // The provider's redirect back: a signed-out browser is sent to /sign-in (connect.routes.ts).
+  /^GET \/(connect\/callback|integrations\/:provider\/callback)$/,
   /^GET \/assets\/[a-z-]+\.(js|css)$/,
   /^GET \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
   /^OPTIONS \/mcp$/,

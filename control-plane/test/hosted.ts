@@ -72,10 +72,14 @@ export async function startHosted(
     isDevOutbox?: boolean;
     /** Prometheus metrics, wired as main.ts wires them (the egress client timed too). */
     metrics?: ControlPlaneMetrics;
+    /** Real host names routed to the origin (fake providers; see egress-harness.ts). */
+    providerHosts?: readonly string[];
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
-  const egress = shared?.egress ?? (await startEgressHarness());
+  const egress =
+    shared?.egress ??
+    (await startEgressHarness(options.providerHosts ? { providerHosts: options.providerHosts } : {}));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
   // The mixin of main.ts: each line written while serving a request names its request id.

@@ -38,7 +38,8 @@ Usage: vault <command> [options]
                                 new access tokens; the old one stays listed until its tokens expired;
                                 then restart or roll the control plane
 
-Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>.
+Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>,
+sigv4 (AWS; --username is the access key id), hmac:stripe_sig, hmac:slack_sig, hmac:github_sig.
 Data lives in DATA_DIR (default ~/.latch), owner-only. LOG_LEVEL sets the log level (stderr).
 `;
 

@@ -35,6 +35,36 @@ export interface ItemsTable {
   updated_at: Timestamp;
 }
 
+/** A minted access token of an item, sealed (migration 2026-11-25T1000). */
+export interface ItemTokensTable {
+  item_id: string;
+  organisation_id: string;
+  sealed_value: Uint8Array;
+  sealing_key_id: string;
+  token_last4: string;
+  scope: string;
+  expires_at: Date;
+  updated_at: Generated<Date>;
+}
+
+/** Connect in flight (migration 2026-11-25T1100). */
+export interface ConnectStatesTable {
+  state_hash: string;
+  organisation_id: string;
+  session_id: string;
+  provider: string;
+  item_id: string;
+  environment: string;
+  redirect_uri: string;
+  sealed_verifier: Uint8Array | null;
+  sealing_key_id: string | null;
+  agent_client_id: string | null;
+  need_id: string | null;
+  expires_at: Date;
+  used_at: Date | null;
+  created_at: Generated<Date>;
+}
+
 export interface AuditEventsTable {
   id: Generated<string>;
   organisation_id: string;
@@ -217,6 +247,8 @@ export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
   items: ItemsTable;
+  item_tokens: ItemTokensTable;
+  connect_states: ConnectStatesTable;
   audit_events: AuditEventsTable;
   grants: GrantsTable;
   operators: OperatorsTable;
