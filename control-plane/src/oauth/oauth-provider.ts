@@ -158,7 +158,15 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
         enabled: true,
         ack: "draft-02",
         allowFetch: async (ctx, clientId) => {
-          await deps.allowMetadataFetch(clientId, ctx);
+          try {
+            await deps.allowMetadataFetch(clientId, ctx);
+          } catch (error) {
+            // A limit's refusal says when to come back, like every other 429 (oidc-provider's error
+            // handler keeps the headers already set).
+            const retryAfter = (error as { retry_after?: unknown }).retry_after;
+            if (typeof retryAfter === "number") ctx.set("retry-after", String(retryAfter));
+            throw error;
+          }
           return true;
         },
         cacheDuration: { min: 300, max: 86_400 },
