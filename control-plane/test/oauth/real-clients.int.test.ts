@@ -476,6 +476,49 @@ describe("VS Code", () => {
   });
 });
 
+describe("URLs the server hands out are BASE_URL's, whatever Host a request came with", () => {
+  // Behind a load balancer the Host header may be an internal name, or whatever a caller sent.
+  const HOSTS = [undefined, "control-plane.internal:8080", "evil.example"];
+
+  it("the device flow (VS Code's fallback) answers verification_uri BASE_URL/device", async () => {
+    const app = fromAddress(h.app, testAddress());
+    const registered = await register(app, {
+      client_name: "Visual Studio Code",
+      redirect_uris: ["https://vscode.dev/redirect"],
+      grant_types: ["authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"],
+    });
+    expect(registered.statusCode, registered.body).toBe(201);
+    for (const host of HOSTS) {
+      const asked = await app.inject({
+        method: "POST",
+        url: "/oauth/device/auth",
+        headers: { "content-type": "application/x-www-form-urlencoded", ...(host ? { host } : {}) },
+        payload: new URLSearchParams({ client_id: registered.json().client_id }).toString(),
+      });
+      expect(asked.statusCode, asked.body).toBe(200);
+      const body = asked.json();
+      expect(body.verification_uri, `Host ${host}`).toBe(`${BASE}/device`);
+      expect(body.verification_uri_complete, `Host ${host}`).toBe(
+        `${BASE}/device?user_code=${body.user_code}`,
+      );
+    }
+  });
+
+  it("a registration answers no management URI off BASE_URL", async () => {
+    const app = fromAddress(h.app, testAddress());
+    for (const host of HOSTS) {
+      const registered = await register(
+        app,
+        { client_name: "Claude", redirect_uris: ["https://claude.ai/api/mcp/auth_callback"] },
+        host ? { host } : {},
+      );
+      expect(registered.statusCode, registered.body).toBe(201);
+      const uri = registered.json().registration_client_uri as string | undefined;
+      if (uri !== undefined) expect(uri.startsWith(`${BASE}/`), `Host ${host}: ${uri}`).toBe(true);
+    }
+  });
+});
+
 describe("MCP Inspector", () => {
   const ORIGIN = "http://localhost:6274";
   const REDIRECTS = ["http://localhost:6274/oauth/callback", "http://127.0.0.1:6276/oauth/callback"];
