@@ -214,7 +214,12 @@ async function registerClient(
 }
 
 /** Opens /oauth/authorize for a client as the browser would; answers the raw response. */
-async function openAuthorize(agent: Agent, clientId: string, redirectUri: string) {
+async function openAuthorize(
+  agent: Agent,
+  clientId: string,
+  redirectUri: string,
+  headers: Record<string, string> = {},
+) {
   const query = new URLSearchParams({
     client_id: clientId,
     redirect_uri: redirectUri,
@@ -225,7 +230,7 @@ async function openAuthorize(agent: Agent, clientId: string, redirectUri: string
     resource: RESOURCE,
     scope: "mcp",
   });
-  return agent.op.request("GET", `/oauth/authorize?${query}`);
+  return agent.op.request("GET", `/oauth/authorize?${query}`, undefined, headers);
 }
 
 const randomPort = () => 20_000 + (randomBytes(2).readUInt16BE() % 40_000);
@@ -501,6 +506,26 @@ describe("URLs the server hands out are BASE_URL's, whatever Host a request came
       expect(body.verification_uri_complete, `Host ${host}`).toBe(
         `${BASE}/device?user_code=${body.user_code}`,
       );
+    }
+  });
+
+  it("consent sends the browser back to BASE_URL's authorization endpoint", async () => {
+    const agent = await newAgent();
+    const redirectUri = "https://claude.ai/api/mcp/auth_callback";
+    const clientId = await registerClient(agent, { client_name: "Claude", redirect_uris: [redirectUri] });
+    for (const host of HOSTS) {
+      const opened = await openAuthorize(agent, clientId, redirectUri, host ? { host } : {});
+      expect(opened.statusCode, opened.body).toBe(303);
+      const uid = new URL(pathOf(String(opened.headers.location)), BASE).searchParams.get("uid")!;
+      const decided = await agent.op.request(
+        "POST",
+        "/consent",
+        { uid, decision: "approve" },
+        { accept: "application/json" },
+      );
+      expect(decided.statusCode, decided.body).toBe(200);
+      const location = decided.json().location as string;
+      expect(new URL(location, BASE).origin, `Host ${host}: ${location}`).toBe(BASE);
     }
   });
 
