@@ -3,8 +3,10 @@
 // registers the way it is known to (dynamic registration with its own metadata shape, or a client
 // ID metadata document served from the test origin through the egress proxy), then runs the whole
 // code flow: authorize with PKCE S256 and `resource` -> consent -> the redirect carries code, state
-// and RFC 9207 iss -> token -> the JWT on POST /mcp -> refresh. Then the MCP protocol tolerance
-// DECISIONS promises every client (protocol version header, newer-generation methods).
+// and RFC 9207 iss -> token -> the JWT on POST /mcp -> refresh. Then what every client relies on:
+// client ID metadata documents held to the registration rules and spec 8's size, URLs handed out
+// on BASE_URL whatever the Host header, one client across two replicas, and the MCP protocol
+// tolerance DECISIONS promises (protocol version header, newer-generation methods).
 //
 // Each test acts from its own address (fromAddress): spec 8's per-IP limits are counted per test,
 // so this file never eats the 127.0.0.1 budget other files share. The limits themselves are in
@@ -56,7 +58,7 @@ afterAll(async () => {
 
 /**
  * Serves `document` at `https://docs.latch.test<path>` with client_id = that URL; answers the URL.
- * Every fetch counts against spec 8's 30 per hour for docs.latch.test: this file makes about 20.
+ * Every fetch counts against spec 8's 30 per hour for docs.latch.test: this file makes about 22.
  */
 function serveDocument(path: string, document: Record<string, unknown>): string {
   const url = `https://docs.latch.test${path}`;
