@@ -111,7 +111,9 @@ function asRefusal(error: unknown): unknown {
 const RECENT_MS = 10_000;
 const RECENT_MAX = 256;
 
-type Fetched = { status: number; body: Uint8Array; contentType: string } | { error: AppError };
+type Fetched =
+  | { status: number; body: Uint8Array; contentType: string; cacheControl: string }
+  | { error: AppError };
 
 export function createDocumentFetcher(deps: DocumentFetcherDeps) {
   let inFlight = 0;
@@ -172,6 +174,8 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
         status: answer.originStatus,
         body,
         contentType: answer.contentType || "application/octet-stream",
+        // oidc-provider keeps the document as long as this says (within 300 s to a day).
+        cacheControl: answer.cacheControl,
       };
     } finally {
       inFlight -= 1;
@@ -207,7 +211,10 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
       if ("error" in fetched) throw fetched.error;
       return new Response(fetched.body.slice(), {
         status: fetched.status,
-        headers: { "content-type": fetched.contentType },
+        headers: {
+          "content-type": fetched.contentType,
+          ...(fetched.cacheControl ? { "cache-control": fetched.cacheControl } : {}),
+        },
       });
     },
   };

@@ -8,7 +8,7 @@
 // 300 s, per replica), so every fetch here uses a document URL of its own.
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type HostedHarness, startHosted } from "../hosted.ts";
 import {
   forgetDocumentFetches,
@@ -37,6 +37,8 @@ beforeAll(async () => {
     const url = `https://${req.headers.host}${req.url}`;
     fetched.push(url);
     res.setHeader("content-type", "application/json");
+    // A client's document says how long it may be kept (a day here, as a popular client's would).
+    res.setHeader("cache-control", "public, max-age=86400");
     res.end(JSON.stringify({ client_id: url, client_name: "Counted", redirect_uris: [REDIRECT] }));
   });
 });
@@ -180,5 +182,26 @@ describe("a client ID metadata document fetch refused for the limit", () => {
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(3600);
     expect(limited.body).toContain(`try again in ${retryAfter} seconds`);
+  });
+});
+
+describe("a popular client's document is kept as long as its Cache-Control says", () => {
+  it("is not fetched again after oidc-provider's 300 s minimum when the document allows a day", async () => {
+    // One client's document, on every replica, with traffic all day: were it fetched again every
+    // 300 s, two replicas would ask its host 24 times an hour for it alone (the host may serve
+    // others too), against spec 8's 30 per hour per host.
+    nextWindow();
+    const onA = fromAddress(a.app, testAddress());
+    const url = documentUrl();
+    await expectFetched(onA, url);
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 10 * 60_000);
+      const again = await authorizeWith(onA, url);
+      expect(again.statusCode, again.body.slice(0, 300)).toBe(303);
+      expect(fetched.filter((f) => f === url)).toHaveLength(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
