@@ -21,6 +21,8 @@ export interface AuditEventView {
   at: string;
   environment: string | null;
   actor: string;
+  /** A client actor (agent:<id>, trusted:<id>) by the name it was issued or registered with. */
+  actor_name: string | null;
   action: string;
   item_name: string | null;
   host: string | null;
@@ -43,6 +45,9 @@ export interface AuditRepo {
   /** The credential names each actor fetched (a call that reached its API, or a trusted resolve). */
   findFetchedNames(organisationId: string): Promise<Map<string, string[]>>;
 }
+
+/** A client's actor string: agent:<client id> or trusted:<client id>. */
+const CLIENT_ACTOR = /^(?:agent|trusted):(cli_[A-Za-z0-9_-]+)$/;
 
 /** The actions that fetched a credential for its actor (spec 4.3 Access: "fetched names"). */
 const FETCH_ACTIONS = ["http_request", "resolved"];
@@ -101,11 +106,27 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
       if (filter.actors) query = query.where("actor", "in", [...filter.actors]);
       if (filter.actions) query = query.where("action", "in", [...filter.actions]);
       const rows = await query.execute();
+      const clientIds = [
+        ...new Set(rows.map((r) => CLIENT_ACTOR.exec(r.actor)?.[1]).filter(Boolean)),
+      ] as string[];
+      const names = new Map(
+        clientIds.length === 0
+          ? []
+          : (
+              await db
+                .selectFrom("clients")
+                .select(["id", "name"])
+                .where("organisation_id", "=", organisationId)
+                .where("id", "in", clientIds)
+                .execute()
+            ).map((c) => [c.id, c.name] as const),
+      );
       return rows.map((r) => ({
         id: String(r.id),
         at: r.at.toISOString(),
         environment: r.environment,
         actor: r.actor,
+        actor_name: names.get(CLIENT_ACTOR.exec(r.actor)?.[1] ?? "") ?? null,
         action: r.action,
         item_name: r.item_name,
         host: r.host,

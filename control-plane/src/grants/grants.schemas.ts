@@ -86,6 +86,7 @@ export const auditEvent = z.object({
   at: z.string(),
   environment: z.string().nullable(),
   actor: z.string(),
+  actor_name: z.string().nullable(),
   action: z.string(),
   item_name: z.string().nullable(),
   host: z.string().nullable(),

@@ -27,7 +27,13 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
   /** Spec 5 rule 6: /mcp reflects the caller's Origin (agents in browsers call it). */
   const reflectOrigin = (request: FastifyRequest, reply: FastifyReply) => {
     const origin = request.headers.origin;
-    if (origin) reply.header("access-control-allow-origin", origin).header("vary", "Origin");
+    if (origin) {
+      reply
+        .header("access-control-allow-origin", origin)
+        .header("vary", "Origin")
+        // A browser-based client reads the challenge of a 401 to find the authorization server.
+        .header("access-control-expose-headers", "www-authenticate, mcp-session-id");
+    }
   };
 
   /** Spec 4.1: only a model client; no credential is 401 with the challenge, a refusal reflects Origin too. */

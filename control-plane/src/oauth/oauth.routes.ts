@@ -117,6 +117,7 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
   // The provider sits behind Fastify: it trusts the forwarded protocol we set, nothing a caller sent.
   deps.provider.proxy = true;
   const protocol = new URL(deps.baseUrl).protocol.replace(":", "");
+  const baseHost = new URL(deps.baseUrl).host;
 
   /** Hands the request to oidc-provider; resolves when it has answered. */
   function forward(request: FastifyRequest, reply: FastifyReply, options: { html?: boolean } = {}) {
@@ -127,6 +128,9 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
       delete raw.headers[name];
     }
     raw.headers["x-forwarded-proto"] = protocol;
+    // Every URL oidc-provider hands out (verification_uri, the resume location, registration URIs)
+    // is BASE_URL's, never the Host a caller or a load balancer sent.
+    raw.headers.host = baseHost;
     const res = reply.raw;
     res.setHeader("x-content-type-options", "nosniff");
     res.setHeader("referrer-policy", "no-referrer");

@@ -181,6 +181,14 @@ describe.skipIf(skipBrowserTests)(
       const answered = toolAnswer(await agent.callTool({ name: "http_request", arguments: ask }));
       expect(answered.origin_status).toBe(200);
       expect(JSON.stringify(answered)).not.toContain(SECRET);
+      // The audit and Access name the agent as it registered.
+      const events = (await op.request("GET", "/api/audit")).json().events as {
+        action: string;
+        actor_name: string | null;
+      }[];
+      expect(events.find((e) => e.action === "http_request")?.actor_name).toBe("E2E desktop agent");
+      const access = (await op.request("GET", "/api/access")).json();
+      expect(access.clients.map((c: { name: string }) => c.name)).toContain("E2E desktop agent");
 
       // 5. Refresh: a new pair; the old refresh token replayed ends the grant and its access tokens.
       const firstTokens = provider.saved!;

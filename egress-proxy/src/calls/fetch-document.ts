@@ -59,6 +59,8 @@ export function createFetchDocument(
         path: path.path,
         headers: [{ name: "accept", value: "application/json" }],
         timeoutMs: remainingMs,
+        // How long the document may be cached is the document host's to say.
+        keepHeaders: ["cache-control"],
       });
       reachedOrigin = true;
       if (answer.body.length > maxBytes) {
@@ -74,7 +76,7 @@ export function createFetchDocument(
         originStatus: answer.status,
         body: answer.body,
         contentType: answer.headers.find((h) => h.name === "content-type")?.value ?? "",
-        cacheControl: "",
+        cacheControl: answer.headers.find((h) => h.name === "cache-control")?.value ?? "",
         error: undefined,
         durationMs: Math.round(performance.now() - startedAt),
       };

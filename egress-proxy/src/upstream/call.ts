@@ -16,6 +16,8 @@ export interface UpstreamRequest {
   contentType?: string;
   /** One deadline over connect, TLS, headers and the whole body. */
   timeoutMs: number;
+  /** Response headers kept beyond the allow-list (a document fetch keeps cache-control). */
+  keepHeaders?: readonly string[];
 }
 
 export interface UpstreamResponse {
@@ -223,7 +225,7 @@ export function createUpstream(opts: PoolSetOptions): Upstream {
         const isBodiless = BODILESS_STATUSES.has(response.statusCode);
         return {
           status: response.statusCode,
-          headers: filterResponseHeaders(response.headers),
+          headers: filterResponseHeaders(response.headers, req.keepHeaders),
           body: isBodiless ? Buffer.alloc(0) : decodeBody(raw, response.headers["content-encoding"]),
         };
       } catch (error) {

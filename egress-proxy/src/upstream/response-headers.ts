@@ -32,11 +32,12 @@ function isSafeValue(value: string): boolean {
  */
 export function filterResponseHeaders(
   headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
+  alsoKeep: readonly string[] = [],
 ): ResponseHeader[] {
   const kept: ResponseHeader[] = [];
   for (const [rawName, rawValue] of Object.entries(headers)) {
     const name = rawName.toLowerCase();
-    if (!isAllowedResponseHeader(name) || rawValue === undefined) continue;
+    if ((!isAllowedResponseHeader(name) && !alsoKeep.includes(name)) || rawValue === undefined) continue;
     for (const value of Array.isArray(rawValue) ? rawValue : [rawValue]) {
       if (typeof value === "string" && isSafeValue(value)) kept.push({ name, value });
     }
