@@ -135,7 +135,7 @@ describe("the code flow", () => {
   });
 
   it("revokes a JWT access token by its jti, and a refresh token with every access token of it", async () => {
-    const { clientId, tokens } = await connectedClient();
+    const { op, clientId, tokens } = await connectedClient();
     const revokeForm = (value: string) =>
       h.app.inject({
         method: "POST",
@@ -145,6 +145,10 @@ describe("the code flow", () => {
       });
     expect((await revokeForm(tokens.access_token)).statusCode).toBe(200);
     expect((await mcp(tokens.access_token)).statusCode).toBe(401);
+    // Recorded in the Access ledger, by a hash of the jti, marked as a revocation.
+    const ledger = (await op.request("GET", "/api/access/events")).json();
+    const revoked = JSON.stringify(ledger);
+    expect(revoked).toContain("oauth_token_revoked");
     const fresh = (
       await token(h.app, {
         grant_type: "refresh_token",
@@ -201,5 +205,115 @@ describe("registration", () => {
       expect(refused.json().error).toBe("invalid_redirect_uri");
       expect(refused.json().error_description).toContain("redirect_uris[1]");
     }
+  });
+});
+
+describe("consent", () => {
+  it("answers the script 200 {location}, a CSRF header without JSON 303, a form without the header 403", async () => {
+    const op = await readyOperator(h);
+    const redirectUri = "http://127.0.0.1:9/cb";
+    const clientId = (await register(h.app, { client_name: "Contract", redirect_uris: [redirectUri] })).json()
+      .client_id;
+    const start = async () => {
+      const query = new URLSearchParams({
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        response_type: "code",
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: "S256",
+        scope: "mcp",
+      });
+      const started = await op.request("GET", `/oauth/authorize?${query}`);
+      return new URL(String(started.headers.location), BASE).searchParams.get("uid")!;
+    };
+    // A plain form post: no X-CSRF-Token, so 403 before its body is even read.
+    const uid = await start();
+    const cookie = [...op.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+    const form = await h.app.inject({
+      method: "POST",
+      url: "/consent",
+      headers: { cookie, origin: BASE, "content-type": "application/x-www-form-urlencoded" },
+      payload: new URLSearchParams({ uid, decision: "approve" }).toString(),
+    });
+    expect(form.statusCode).toBe(403);
+    // The header without Accept: application/json: a 303 to where the authorization resumes.
+    const redirected = await op.request(
+      "POST",
+      "/consent",
+      { uid, decision: "approve" },
+      { accept: "text/html" },
+    );
+    expect(redirected.statusCode).toBe(303);
+    expect(String(redirected.headers.location)).toBe(`${BASE}/oauth/authorize/${uid}`);
+    // The script's way: 200 {location}; a denial resumes too and the client gets access_denied.
+    const second = await start();
+    const denied = await op.request(
+      "POST",
+      "/consent",
+      { uid: second, decision: "deny" },
+      { accept: "application/json" },
+    );
+    expect(denied.statusCode).toBe(200);
+    const back = await op.request("GET", new URL(denied.json().location).pathname);
+    const redirect = new URL(String(back.headers.location));
+    expect(redirect.searchParams.get("error")).toBe("access_denied");
+    expect(redirect.searchParams.get("iss")).toBe(BASE);
+  });
+
+  it("binds the consent to the organisation chosen: revoking the client in one leaves the other", async () => {
+    const op = await readyOperator(h);
+    const redirectUri = "http://127.0.0.1:9/cb2";
+    const clientId = (await register(h.app, { client_name: "Two orgs", redirect_uris: [redirectUri] })).json()
+      .client_id;
+    const connect = async (organisationId?: string) => {
+      const pkce = pkcePair();
+      const { code } = await authorizeAndConsent(op, {
+        clientId,
+        redirectUri,
+        challenge: pkce.challenge,
+        ...(organisationId ? { organisationId } : {}),
+      });
+      const issued = await token(h.app, {
+        grant_type: "authorization_code",
+        code: code!,
+        redirect_uri: redirectUri,
+        client_id: clientId,
+        code_verifier: pkce.verifier,
+      });
+      return issued.json() as { access_token: string; refresh_token: string };
+    };
+    const inFirst = await connect();
+    const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString());
+    const firstOrgId = claimsOf(inFirst.access_token).org_id as string;
+    // A second organisation: the session now acts in it, and the consent there is its own.
+    const created = await op.request("POST", "/api/orgs", { name: "Second org" });
+    expect(created.statusCode).toBe(201);
+    const secondOrgId = created.json().organisation.id as string;
+    const inSecond = await connect(secondOrgId);
+    expect(claimsOf(inSecond.access_token).org_id).toBe(secondOrgId);
+    expect(firstOrgId).not.toBe(secondOrgId);
+    const rows = (await op.request("GET", "/api/access")).json().clients as {
+      client_id: string;
+      name: string;
+    }[];
+    const row = rows.find((c) => c.name === "Two orgs")!;
+    expect((await op.request("POST", `/api/clients/${row.client_id}/revoke`, {})).statusCode).toBe(200);
+    expect((await mcp(inSecond.access_token)).statusCode).toBe(401);
+    expect((await mcp(inFirst.access_token)).statusCode).toBe(200);
+    const refreshFirst = await token(h.app, {
+      grant_type: "refresh_token",
+      refresh_token: inFirst.refresh_token,
+      client_id: clientId,
+    });
+    expect(refreshFirst.statusCode).toBe(200);
+    const refreshSecond = await token(h.app, {
+      grant_type: "refresh_token",
+      refresh_token: inSecond.refresh_token,
+      client_id: clientId,
+    });
+    expect(refreshSecond.json().error).toBe("invalid_grant");
+    // The ledger of the second organisation marks the revocation.
+    const ledger = (await op.request("GET", "/api/access/events")).json();
+    expect(JSON.stringify(ledger)).toContain("client_revoked");
   });
 });
