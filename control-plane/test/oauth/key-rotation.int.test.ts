@@ -7,7 +7,7 @@ import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rotateOAuthKeys } from "../../src/oauth/oauth-keys.ts";
 import { type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
-import { authorizeAndConsent, pkcePair, RESOURCE, register, token } from "./oauth-flow.ts";
+import { approveAndExchange, register } from "./oauth-flow.ts";
 
 const VAULT = new URL("../../src/cli/vault.ts", import.meta.url).pathname;
 
@@ -28,18 +28,7 @@ async function accessTokenFrom(harness: HostedHarness): Promise<string> {
   const clientId = (
     await register(harness.app, { client_name: "Rotation", redirect_uris: [redirectUri] })
   ).json().client_id as string;
-  const pkce = pkcePair();
-  const { code } = await authorizeAndConsent(op, { clientId, redirectUri, challenge: pkce.challenge });
-  const issued = await token(harness.app, {
-    grant_type: "authorization_code",
-    code: code!,
-    redirect_uri: redirectUri,
-    client_id: clientId,
-    code_verifier: pkce.verifier,
-    resource: RESOURCE,
-  });
-  expect(issued.statusCode, issued.body).toBe(200);
-  return issued.json().access_token as string;
+  return (await approveAndExchange(op, harness.app, { clientId, redirectUri })).tokens.access_token;
 }
 
 const acceptedBy = async (harness: HostedHarness, accessToken: string) =>

@@ -5,7 +5,7 @@
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
-import { authorizeAndConsent, pkcePair, RESOURCE, register, token } from "./oauth-flow.ts";
+import { approveAndExchange, authorizeAndConsent, pkcePair, register, token } from "./oauth-flow.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -38,19 +38,9 @@ describe("OAuth secrets", () => {
     const clientId = (
       await register(h.app, { client_name: "Canary agent", redirect_uris: [redirectUri] })
     ).json().client_id as string;
-    const pkce = pkcePair();
-    secrets.push(pkce.verifier);
-    const { code } = await authorizeAndConsent(op, { clientId, redirectUri, challenge: pkce.challenge });
-    secrets.push(code!);
-    const issued = await token(h.app, {
-      grant_type: "authorization_code",
-      code: code!,
-      redirect_uri: redirectUri,
-      client_id: clientId,
-      code_verifier: pkce.verifier,
-      resource: RESOURCE,
-    });
-    const first = issued.json();
+    const flow = await approveAndExchange(op, h.app, { clientId, redirectUri });
+    const { code, tokens: first } = flow;
+    secrets.push(flow.verifier, code);
     const refreshed = (
       await token(h.app, {
         grant_type: "refresh_token",
@@ -97,10 +87,10 @@ describe("OAuth secrets", () => {
       (
         await token(h.app, {
           grant_type: "authorization_code",
-          code: code!,
+          code,
           redirect_uri: redirectUri,
           client_id: clientId,
-          code_verifier: pkce.verifier,
+          code_verifier: flow.verifier,
         })
       ).body,
     );

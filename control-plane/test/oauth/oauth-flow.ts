@@ -127,3 +127,42 @@ export async function forgetDocumentFetches(host: string): Promise<void> {
     .where("bucket", "=", `${CIMD_FETCHES_PER_HOST.name}:${host}`)
     .execute();
 }
+
+export interface IssuedTokens {
+  access_token: string;
+  refresh_token: string;
+  expires_in: number;
+  token_type: string;
+}
+
+/**
+ * The whole code flow for a registered client: PKCE, /oauth/authorize and /consent in the
+ * operator's browser (approve), then the code for tokens at `tokenApp` (another replica, or the
+ * same app). Checks the redirect's `iss` and the 200; answers the tokens and what was used.
+ */
+export async function approveAndExchange(
+  op: Browser,
+  tokenApp: FastifyInstance,
+  options: { clientId: string; redirectUri: string; organisationId?: string },
+): Promise<{ tokens: IssuedTokens; code: string; verifier: string }> {
+  const pkce = pkcePair();
+  const { code, redirect } = await authorizeAndConsent(op, {
+    clientId: options.clientId,
+    redirectUri: options.redirectUri,
+    challenge: pkce.challenge,
+    ...(options.organisationId ? { organisationId: options.organisationId } : {}),
+  });
+  if (redirect.searchParams.get("iss") !== BASE)
+    throw new Error(`the redirect's iss is not ${BASE}: ${redirect}`);
+  const issued = await token(tokenApp, {
+    grant_type: "authorization_code",
+    code: code!,
+    redirect_uri: options.redirectUri,
+    client_id: options.clientId,
+    code_verifier: pkce.verifier,
+    resource: RESOURCE,
+  });
+  if (issued.statusCode !== 200)
+    throw new Error(`the token endpoint answered ${issued.statusCode}: ${issued.body}`);
+  return { tokens: issued.json() as IssuedTokens, code: code!, verifier: pkce.verifier };
+}

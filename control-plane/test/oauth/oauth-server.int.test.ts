@@ -4,7 +4,7 @@
 // revocation, and client revoke (spec 3.4).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
-import { authorizeAndConsent, BASE, pkcePair, RESOURCE, register, token } from "./oauth-flow.ts";
+import { approveAndExchange, BASE, pkcePair, RESOURCE, register, token } from "./oauth-flow.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -28,26 +28,11 @@ async function connectedClient(redirectUri = "http://127.0.0.1:33418/callback") 
   const registered = await register(h.app, { client_name: "Test agent", redirect_uris: [redirectUri] });
   expect(registered.statusCode).toBe(201);
   const clientId = registered.json().client_id as string;
-  const pkce = pkcePair();
-  const { code, redirect } = await authorizeAndConsent(op, {
-    clientId,
-    redirectUri,
-    challenge: pkce.challenge,
-  });
-  expect(redirect.searchParams.get("iss")).toBe(BASE);
-  const issued = await token(h.app, {
-    grant_type: "authorization_code",
-    code: code!,
-    redirect_uri: redirectUri,
-    client_id: clientId,
-    code_verifier: pkce.verifier,
-    resource: RESOURCE,
-  });
-  expect(issued.statusCode, issued.body).toBe(200);
+  const { tokens } = await approveAndExchange(op, h.app, { clientId, redirectUri });
   return {
     op,
     clientId,
-    tokens: issued.json() as { access_token: string; refresh_token: string; expires_in: number },
+    tokens,
   };
 }
 
@@ -265,23 +250,14 @@ describe("consent", () => {
     const redirectUri = "http://127.0.0.1:9/cb2";
     const clientId = (await register(h.app, { client_name: "Two orgs", redirect_uris: [redirectUri] })).json()
       .client_id;
-    const connect = async (organisationId?: string) => {
-      const pkce = pkcePair();
-      const { code } = await authorizeAndConsent(op, {
-        clientId,
-        redirectUri,
-        challenge: pkce.challenge,
-        ...(organisationId ? { organisationId } : {}),
-      });
-      const issued = await token(h.app, {
-        grant_type: "authorization_code",
-        code: code!,
-        redirect_uri: redirectUri,
-        client_id: clientId,
-        code_verifier: pkce.verifier,
-      });
-      return issued.json() as { access_token: string; refresh_token: string };
-    };
+    const connect = async (organisationId?: string) =>
+      (
+        await approveAndExchange(op, h.app, {
+          clientId,
+          redirectUri,
+          ...(organisationId ? { organisationId } : {}),
+        })
+      ).tokens;
     const inFirst = await connect();
     const claimsOf = (jwt: string) => JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString());
     const firstOrgId = claimsOf(inFirst.access_token).org_id as string;

@@ -17,6 +17,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Browser, type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
 import {
+  approveAndExchange,
   authorizeAndConsent,
   BASE,
   forgetDocumentFetches,
@@ -882,28 +883,13 @@ describe("behind a load balancer (two replicas)", () => {
       response_types: ["code"],
       token_endpoint_auth_method: "none",
     });
-    const pkce = pkcePair();
-    const { code, redirect } = await authorizeAndConsent(onA.op, {
-      clientId,
-      redirectUri,
-      challenge: pkce.challenge,
-    });
-    expect(redirect.searchParams.get("iss")).toBe(BASE);
-    const issued = await token(onB, {
-      grant_type: "authorization_code",
-      code: code!,
-      redirect_uri: redirectUri,
-      client_id: clientId,
-      code_verifier: pkce.verifier,
-      resource: RESOURCE,
-    });
-    expect(issued.statusCode, issued.body).toBe(200);
+    const { tokens: issued } = await approveAndExchange(onA.op, onB, { clientId, redirectUri });
     // Replica B had its own copy of the document fetched (through the proxy, like A's).
     expect(fetched.filter((f) => f.url === clientId)).toHaveLength(2);
-    await expectToolsList(onA.app, issued.json().access_token);
+    await expectToolsList(onA.app, issued.access_token);
     const refreshed = await token(onA.app, {
       grant_type: "refresh_token",
-      refresh_token: issued.json().refresh_token,
+      refresh_token: issued.refresh_token,
       client_id: clientId,
       resource: RESOURCE,
     });
@@ -912,7 +898,7 @@ describe("behind a load balancer (two replicas)", () => {
     // The rotated refresh token is spent on both replicas.
     const replayed = await token(onB, {
       grant_type: "refresh_token",
-      refresh_token: issued.json().refresh_token,
+      refresh_token: issued.refresh_token,
       client_id: clientId,
       resource: RESOURCE,
     });
