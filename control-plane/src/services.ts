@@ -21,9 +21,9 @@ import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
-import { createGrantsRepo } from "./grants/grants.repo.ts";
+import { createGrantsRepo, type GrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
-import { createItemsRepo } from "./items/items.repo.ts";
+import { createItemsRepo, type ItemsRepo } from "./items/items.repo.ts";
 import { createItemsService } from "./items/items.service.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { createNeedsRepo } from "./needs/needs.repo.ts";
@@ -55,12 +55,22 @@ export interface HostedVariant extends CommonVariant {
 export interface LocalVariant extends CommonVariant {
   kind: "local";
   organisationId: string;
+  /**
+   * Keeps the call path's item and grant lookups in memory between writes (local/read-cache.ts);
+   * only for a database this process alone writes.
+   */
+  readCache?: { items(repo: ItemsRepo): ItemsRepo; grants(repo: GrantsRepo): GrantsRepo } | undefined;
 }
 
-function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLocal: boolean) {
+function createCoreServices(
+  db: Kysely<Database>,
+  variant: CommonVariant,
+  isLocal: boolean,
+  readCache?: LocalVariant["readCache"],
+) {
   const audit = createAuditRepo(db);
   const items = createItemsService({
-    repo: createItemsRepo(db),
+    repo: readCache ? readCache.items(createItemsRepo(db)) : createItemsRepo(db),
     sealingKey: () => variant.sealingKey(),
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
@@ -88,10 +98,10 @@ export function createServices(
 }
 
 function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
-  const { audit, items, calls } = createCoreServices(db, variant, true);
+  const { audit, items, calls } = createCoreServices(db, variant, true, variant.readCache);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now: variant.now });
   const grants = createGrantsService({
-    repo: createGrantsRepo(db),
+    repo: variant.readCache ? variant.readCache.grants(createGrantsRepo(db)) : createGrantsRepo(db),
     recordEvent: audit.insertAuditEvent,
     now: variant.now,
   });
