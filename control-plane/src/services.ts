@@ -60,18 +60,15 @@ export interface LocalVariant extends CommonVariant {
    * only for a database this process alone writes.
    */
   readCache?: { items(repo: ItemsRepo): ItemsRepo; grants(repo: GrantsRepo): GrantsRepo } | undefined;
-  /** Writes audit rows that arrive together in one statement, each caller awaiting its own (local/audit-batches.ts). */
-  batchAudit?: ((repo: AuditRepo) => AuditRepo) | undefined;
 }
 
 function createCoreServices(
   db: Kysely<Database>,
   variant: CommonVariant,
   isLocal: boolean,
-  local?: Pick<LocalVariant, "readCache" | "batchAudit">,
+  readCache?: LocalVariant["readCache"],
 ) {
-  const readCache = local?.readCache;
-  const audit = local?.batchAudit ? local.batchAudit(createAuditRepo(db)) : createAuditRepo(db);
+  const audit = createAuditRepo(db);
   const items = createItemsService({
     repo: readCache ? readCache.items(createItemsRepo(db)) : createItemsRepo(db),
     sealingKey: () => variant.sealingKey(),
@@ -101,7 +98,7 @@ export function createServices(
 }
 
 function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
-  const { audit, items, calls } = createCoreServices(db, variant, true, variant);
+  const { audit, items, calls } = createCoreServices(db, variant, true, variant.readCache);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now: variant.now });
   const grants = createGrantsService({
     repo: variant.readCache ? variant.readCache.grants(createGrantsRepo(db)) : createGrantsRepo(db),

@@ -39,8 +39,6 @@ export interface AuditFilter {
 
 export interface AuditRepo {
   insertAuditEvent(event: AuditEvent): Promise<void>;
-  /** Several rows in one statement: all of them are written, or none. */
-  insertAuditEvents(events: readonly AuditEvent[]): Promise<void>;
   findAuditEvents(organisationId: string, filter?: AuditFilter): Promise<AuditEventView[]>;
   /** The credential names each actor fetched (a call that reached its API, or a trusted resolve). */
   findFetchedNames(organisationId: string): Promise<Map<string, string[]>>;
@@ -51,33 +49,26 @@ const FETCH_ACTIONS = ["http_request", "resolved"];
 
 const DEFAULT_LIMIT = 200;
 
-/**
- * The row of an event. A row is never skipped for its text: a field that slipped past the edge
- * with a NUL or an unpaired surrogate (which PostgreSQL's text and jsonb refuse) is written with
- * U+FFFD in place of the offending characters.
- */
-function toAuditRow(event: AuditEvent) {
-  const text = (value: string | undefined) => (value === undefined ? null : toSafeText(value));
-  return {
-    organisation_id: event.organisationId,
-    environment: text(event.environment),
-    actor: toSafeText(event.actor),
-    action: event.action,
-    item_name: text(event.itemName),
-    host: text(event.host),
-    reason: text(event.reason),
-    detail: JSON.stringify(toSafeJson(event.detail ?? {})),
-  };
-}
-
 export function createAuditRepo(db: Kysely<Database>): AuditRepo {
   return {
     async insertAuditEvent(event) {
-      await db.insertInto("audit_events").values(toAuditRow(event)).execute();
-    },
-    async insertAuditEvents(events) {
-      if (events.length === 0) return;
-      await db.insertInto("audit_events").values(events.map(toAuditRow)).execute();
+      // A row is never skipped for its text: a field that slipped past the edge with a NUL or an
+      // unpaired surrogate (which PostgreSQL's text and jsonb refuse) is written with U+FFFD in
+      // place of the offending characters.
+      const text = (value: string | undefined) => (value === undefined ? null : toSafeText(value));
+      await db
+        .insertInto("audit_events")
+        .values({
+          organisation_id: event.organisationId,
+          environment: text(event.environment),
+          actor: toSafeText(event.actor),
+          action: event.action,
+          item_name: text(event.itemName),
+          host: text(event.host),
+          reason: text(event.reason),
+          detail: JSON.stringify(toSafeJson(event.detail ?? {})),
+        })
+        .execute();
     },
     async findFetchedNames(organisationId) {
       const rows = await db

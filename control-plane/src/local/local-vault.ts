@@ -16,7 +16,6 @@ import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { createServices } from "../services.ts";
 import type { ToolHandlers } from "../tools/tool-answer.ts";
-import { batchAuditInserts } from "./audit-batches.ts";
 import { createReadCache } from "./read-cache.ts";
 
 export const LOCAL_ORGANISATION_ID = "org_local";
@@ -79,7 +78,6 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     // The embedded database has one writer, this process (local/local-lock.ts); a PostgreSQL one
     // may have others, so its lookups always read it.
     readCache: database.kind === "pglite" ? createReadCache() : undefined,
-    batchAudit: batchAuditInserts,
     environments: [LOCAL_ENVIRONMENT],
     sealingKey: () => egress.sealingKey(),
     egress: egress.client,
