@@ -11,8 +11,10 @@ import { registerHealthRoutes } from "./health/health.routes.ts";
 import { answerFrameworkError, registerErrorHandling } from "./http/errors.ts";
 import { registerJsonBody } from "./http/json-body.ts";
 import { requestLogging } from "./http/logging.ts";
+import { registerRequestContext } from "./http/request-context.ts";
 import { registerRequestTextCheck } from "./http/request-text.ts";
 import { registerRouteSchemas } from "./http/route-schemas.ts";
+import { type ControlPlaneMetrics, registerHttpMetrics } from "./metrics/metrics.ts";
 
 /** Spec 4.3 and 8: JSON bodies over 128 KiB are 413. */
 export const BODY_LIMIT_BYTES = 128 * 1024;
@@ -30,6 +32,8 @@ export interface AppDeps {
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
   };
+  /** Prometheus counters of every answered request (METRICS_LISTEN). */
+  metrics?: Pick<ControlPlaneMetrics, "observeRequest">;
   /** Feature routes, registered after the walls. */
   routes?: ((app: FastifyInstance) => void)[];
 }
@@ -66,6 +70,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       registered.push({ method, url: route.url, principals: route.config?.principals });
     }
   });
+  registerRequestContext(app);
+  if (deps.metrics) registerHttpMetrics(app, deps.metrics);
   registerJsonOnly(app);
   registerErrorHandling(app);
   app.addHook("onSend", async (_request, reply) => {

@@ -40,6 +40,18 @@ const schema = z.object({
       .optional(),
   ),
   EGRESS_URL: optionalText,
+  /** host:port for Prometheus /metrics (its own listener, never the public port); unset: none. */
+  METRICS_LISTEN: optionalText.pipe(
+    z
+      .string()
+      .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
+      .optional(),
+  ),
+  /** Key files mounted from a secret store (read-only); unset: DATA_DIR/control-plane/. */
+  TICKET_SIGNING_KEY_FILE: optionalText,
+  KEK_KEYRING_FILE: optionalText,
+  /** How long SIGTERM waits for requests in flight before the process exits anyway. */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(40_000),
   EGRESS_PORT: z.coerce.number().int().min(0).max(65535).default(50051),
   EGRESS_AUDIENCE: z.string().min(1).default("latch-egress"),
   EGRESS_CLIENT_TLS_CA: optionalText,

@@ -5,7 +5,7 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { createAccessService } from "./access/access.service.ts";
-import { type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
+import { type AuditEvent, type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
 import { logAuditFailure } from "./audit/audit-failure.ts";
 import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
@@ -16,13 +16,16 @@ import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
-import type { Database } from "./db/schema.ts";
+import { createConnectRepo } from "./connect/connect.repo.ts";
+import { createConnectService } from "./connect/connect.service.ts";
+import type { ClientRow, Database } from "./db/schema.ts";
 import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
 import { createGrantsRepo, type GrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
+import { createItemTokensRepo, type ItemTokensRepo } from "./items/item-tokens.repo.ts";
 import { createItemsRepo, type ItemsRepo } from "./items/items.repo.ts";
 import { createItemsService } from "./items/items.service.ts";
 import type { Mailer } from "./mail/mailer.ts";
@@ -41,6 +44,8 @@ interface CommonVariant {
   minter: TicketMinter;
   logger: Logger;
   now: () => Date;
+  /** Told of every audit row written (metrics count approval decisions from them). */
+  onAuditEvent?: (event: AuditEvent) => void;
 }
 
 /** Hosted: many organisations, approval codes, mail to operators, collect requests, clients. */
@@ -49,6 +54,8 @@ export interface HostedVariant extends CommonVariant {
   baseUrl: string;
   mailer: Mailer;
   keyring: Keyring;
+  /** Revoking an OAuth client's row ends its consents and tokens too (the OAuth server's work). */
+  onOAuthClientRevoked?: (client: ClientRow) => Promise<void>;
 }
 
 /** Local: one organisation, the operator at the keyboard (LOCAL_SURFACE), no approval codes. */
@@ -59,7 +66,13 @@ export interface LocalVariant extends CommonVariant {
    * Keeps the call path's item and grant lookups in memory between writes (local/read-cache.ts);
    * only for a database this process alone writes.
    */
-  readCache?: { items(repo: ItemsRepo): ItemsRepo; grants(repo: GrantsRepo): GrantsRepo } | undefined;
+  readCache?:
+    | {
+        items(repo: ItemsRepo): ItemsRepo;
+        tokens(repo: ItemTokensRepo): ItemTokensRepo;
+        grants(repo: GrantsRepo): GrantsRepo;
+      }
+    | undefined;
 }
 
 function createCoreServices(
@@ -68,9 +81,11 @@ function createCoreServices(
   isLocal: boolean,
   readCache?: LocalVariant["readCache"],
 ) {
-  const audit = createAuditRepo(db);
+  const audit = observeAudit(createAuditRepo(db), variant.onAuditEvent);
   const items = createItemsService({
     repo: readCache ? readCache.items(createItemsRepo(db)) : createItemsRepo(db),
+    // Its writes change items (a rotated refresh token is stored in place), so they empty the cache too.
+    tokens: readCache ? readCache.tokens(createItemTokensRepo(db)) : createItemTokensRepo(db),
     sealingKey: () => variant.sealingKey(),
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
@@ -83,6 +98,7 @@ function createCoreServices(
     recordEvent: audit.insertAuditEvent,
     minter: variant.minter,
     egress: variant.egress,
+    inItemTokenLock: items.inItemTokenLock,
     onAuditFailure: logAuditFailure(variant.logger),
   });
   return { audit, items, calls };
@@ -156,6 +172,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     repo: createClientsRepo(db),
     inTransaction: (fn) => inTransaction((tx) => fn({ repo: tx.repos.clients, grants: tx.grants })),
     recordEvent: audit.insertAuditEvent,
+    ...(variant.onOAuthClientRevoked ? { onOAuthClientRevoked: variant.onOAuthClientRevoked } : {}),
     environments: variant.environments,
     defaultEnvironment: variant.environments[0]!,
     baseUrl,
@@ -168,6 +185,19 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     inTransaction: (fn) =>
       inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
   });
+  const connect = createConnectService({
+    repo: createConnectRepo(db),
+    items,
+    grants,
+    needs,
+    sealingKey: () => variant.sealingKey(),
+    minter: variant.minter,
+    egress: variant.egress,
+    recordEvent: audit.insertAuditEvent,
+    baseUrl,
+    environments: variant.environments,
+    now,
+  });
   return {
     audit,
     items,
@@ -176,6 +206,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     orgs,
     clients,
     needs,
+    connect,
     access: createAccessService({ clients, grants, audit }),
     sessions: createSessionsRepo(db),
     emailCodes: createEmailCodeService({
@@ -191,3 +222,18 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
 }
 
 export type HostedServices = ReturnType<typeof createHostedServices>;
+
+/** The audit repo, telling `onEvent` of each row once it is written. */
+function observeAudit<R extends { insertAuditEvent(event: AuditEvent): Promise<void> }>(
+  repo: R,
+  onEvent: ((event: AuditEvent) => void) | undefined,
+): R {
+  if (!onEvent) return repo;
+  return {
+    ...repo,
+    insertAuditEvent: async (event: AuditEvent) => {
+      await repo.insertAuditEvent(event);
+      onEvent(event);
+    },
+  };
+}

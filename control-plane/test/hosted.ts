@@ -12,7 +12,9 @@ import { SMTPServer } from "smtp-server";
 import type { OriginHandler } from "../../egress-proxy/test/origin.ts";
 import { loadConfig } from "../src/config.ts";
 import { buildControlPlane, type ControlPlane } from "../src/control-plane.ts";
+import { requestContextFields } from "../src/http/request-context.ts";
 import { createMailer } from "../src/mail/mailer.ts";
+import type { ControlPlaneMetrics } from "../src/metrics/metrics.ts";
 import { testDatabase } from "./database.ts";
 import { type EgressHarness, LogCapture, startEgressHarness } from "./egress-harness.ts";
 
@@ -68,13 +70,20 @@ export async function startHosted(
     replicaOf?: HostedHarness;
     /** Mail as a developer without SMTP_URL gets it: files in DATA_DIR/outbox, a pointer in the log. */
     isDevOutbox?: boolean;
+    /** Prometheus metrics, wired as main.ts wires them (the egress client timed too). */
+    metrics?: ControlPlaneMetrics;
+    /** Real host names routed to the origin (fake providers; see egress-harness.ts). */
+    providerHosts?: readonly string[];
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
-  const egress = shared?.egress ?? (await startEgressHarness());
+  const egress =
+    shared?.egress ??
+    (await startEgressHarness(options.providerHosts ? { providerHosts: options.providerHosts } : {}));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
-  const logger = pino({ level: "debug" }, logs);
+  // The mixin of main.ts: each line written while serving a request names its request id.
+  const logger = pino({ level: "debug", mixin: requestContextFields }, logs);
   const clock = shared?.clock ?? {
     now: new Date(),
     advance(ms: number) {
@@ -91,7 +100,11 @@ export async function startHosted(
     config,
     dataDir: egress.dataDir,
     ticketKey: egress.ticketKey,
-    egress: { client: egress.client, sealingKey: async () => egress.proxy.sealingKey },
+    egress: {
+      client: options.metrics ? options.metrics.instrumentEgress(egress.client) : egress.client,
+      sealingKey: async () => egress.proxy.sealingKey,
+    },
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     logger,
     database: await testDatabase(),
     mailer: createMailer({
@@ -177,8 +190,9 @@ export class Browser {
 export async function readyOperator(
   h: Pick<HostedHarness, "app" | "inbox" | "clock">,
   label = "op",
+  origin?: string,
 ): Promise<Browser> {
-  const browser = new Browser(h.app);
+  const browser = new Browser(h.app, origin);
   const email = uniqueEmail(label);
   await browser.request("POST", "/api/auth/otp/send", { email });
   await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });

@@ -17,6 +17,8 @@ const schema = z.object({
   EGRESS_LISTEN: hostPort.default("127.0.0.1:50051"),
   EGRESS_METRICS_LISTEN: hostPort.optional(),
   EGRESS_AUDIENCE: z.string().min(1).default(DEFAULT_TICKET_AUDIENCE),
+  /** How long SIGTERM waits for calls in flight (the longest call is 30 s of origin time). */
+  EGRESS_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(40_000),
   EGRESS_TICKET_PUBLIC_KEYS: optionalText,
   EGRESS_SEALING_KEY_FILE: optionalText,
   EGRESS_REPLAY_DATABASE_URL: optionalText.pipe(

@@ -6,6 +6,7 @@ import { ServerCredentials } from "@grpc/grpc-js";
 import { parseTrustedTicketKeys } from "@latch/shared/tickets/ticket-signature";
 import type { Logger } from "pino";
 import { createExecute } from "./calls/execute.ts";
+import { createFetchDocument } from "./calls/fetch-document.ts";
 import { createResolve } from "./calls/resolve.ts";
 import type { EgressConfig } from "./config.ts";
 import { readTrustedTicketKeysText } from "./config.ts";
@@ -24,6 +25,13 @@ export interface RunningEgressProxy {
   replicaId: string;
   sealingKey: { keyId: string; publicKey: Uint8Array };
   metrics: Metrics;
+  /** Calls being answered now. */
+  readonly inFlight: number;
+  /**
+   * Stops taking calls (health NOT_SERVING, new calls refused before their ticket is read) and
+   * waits up to `deadlineMs` for the calls in flight; true when they all answered in time.
+   */
+  drain(deadlineMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -75,6 +83,14 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   const metrics = createMetrics();
   const execute = createExecute({ checkTicket, spendTicket, keyring, resolver, upstream, metrics, logger });
   const resolve = createResolve({ checkTicket, spendTicket, keyring, logger });
+  const fetchDocument = createFetchDocument({
+    checkTicket,
+    spendTicket,
+    resolver,
+    upstream,
+    metrics,
+    logger,
+  });
   let isServing = true;
 
   const grpc = await startGrpcServer({
@@ -85,6 +101,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     handlers: {
       execute,
       resolve,
+      fetchDocument,
       info: () => ({
         sealingKeyId: keyring.current.keyId,
         sealingPublicKey: Buffer.from(keyring.current.publicKey),
@@ -98,9 +115,20 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   let metricsServer: HttpServer | undefined;
   if (config.EGRESS_METRICS_LISTEN) {
     const at = config.EGRESS_METRICS_LISTEN.lastIndexOf(":");
+    // The admin listener: Prometheus /metrics, and /health and /ready for probes that cannot
+    // speak the gRPC port's mTLS (a kubelet's gRPC probe has no client certificate). /ready says
+    // what grpc.health.v1 says: 503 from the moment the replica drains.
     metricsServer = createServer((req, res) => {
-      if (req.url !== "/metrics") return res.writeHead(404).end();
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics.render());
+      if (req.url === "/metrics") {
+        return res.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(metrics.render());
+      }
+      if (req.url === "/health") return res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+      if (req.url === "/ready") {
+        return isServing
+          ? res.writeHead(200, { "content-type": "text/plain" }).end("serving\n")
+          : res.writeHead(503, { "content-type": "text/plain" }).end("not serving\n");
+      }
+      res.writeHead(404).end();
     });
     metricsServer.listen(
       Number(config.EGRESS_METRICS_LISTEN.slice(at + 1)),
@@ -114,6 +142,13 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     replicaId,
     sealingKey: keyring.current,
     metrics,
+    get inFlight() {
+      return grpc.inFlight;
+    },
+    drain(deadlineMs) {
+      isServing = false;
+      return grpc.drain(deadlineMs);
+    },
     async close() {
       isServing = false;
       await grpc.close();

@@ -28,6 +28,8 @@ export interface RunningDnsServer {
   /** `127.0.0.1:<port>`, ready for `dnsServers`. */
   server: string;
   queries: RecordedQuery[];
+  /** Replaces the answer for a name (replicas coming and going behind a service name). */
+  setPlan(name: string, plan: DnsAnswerPlan): void;
   close(): Promise<void>;
 }
 
@@ -96,6 +98,9 @@ export async function startDnsServer(answers: Record<string, DnsAnswerPlan>): Pr
     port,
     server: `127.0.0.1:${port}`,
     queries,
+    setPlan: (name, plan) => {
+      plans.set(normalize(name), plan);
+    },
     close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
   };
 }

@@ -24,8 +24,9 @@ export async function runKekRotate(
   try {
     const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir });
     try {
-      progress(`rotating the key-encryption key in ${keyringPath(dataDir)}`);
-      const report = await rotateKek(createOperatorsRepo(database.db), keyringPath(dataDir), progress);
+      const path = config.KEK_KEYRING_FILE ?? keyringPath(dataDir);
+      progress(`rotating the key-encryption key in ${path}`);
+      const report = await rotateKek(createOperatorsRepo(database.db), path, progress);
       progress(`done: ${report.rewrapped} operator(s) now under ${report.keyId}`);
       return report.unknownKeyRows > 0 ? 1 : 0;
     } finally {

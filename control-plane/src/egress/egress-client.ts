@@ -1,25 +1,53 @@
 // The control plane's gRPC client for the egress proxy: promises, deadlines, and one error type.
+// Calls are spread over every replica the proxy's name resolves to (egress-balancer.ts), and a call
+// a replica refused before touching its ticket (it is draining) is sent once more to another one.
 import { readFileSync } from "node:fs";
-import { type ChannelCredentials, credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import {
+  type ChannelCredentials,
+  type ChannelOptions,
+  credentials,
+  Metadata,
+  type ServiceError,
+  status,
+} from "@grpc/grpc-js";
 import {
   EgressProxyClient,
   type ExecuteResponse,
+  type FetchDocumentResponse,
   type GetInfoResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
 import { HealthCheckResponse_ServingStatus, HealthClient } from "@latch/proto/health";
 import { AppError, isErrorCode } from "@latch/shared/errors";
+import { currentRequestId } from "../http/request-context.ts";
+import {
+  BALANCED_SERVICE_CONFIG,
+  NOT_STARTED_TRAILER,
+  PROBE_OPTION,
+  type ReplicaProbe,
+  registerHealthRoundRobin,
+} from "./egress-balancer.ts";
 
 export interface EgressClientOptions {
-  /** host:port of the proxy's gRPC listener. */
+  /**
+   * host:port of the proxy's gRPC service (a name resolving to every replica, such as a headless
+   * Kubernetes Service), or a grpc-js target (`dns://resolver:53/name:port` in tests).
+   */
   address: string;
   /** mTLS material for deployments; plaintext is only accepted for a loopback address. */
   tls?: { caPath: string; certPath: string; keyPath: string };
 }
 
+/** What travels with a call for the logs of both tiers. */
+export interface CallContext {
+  requestId?: string | undefined;
+}
+
 export interface EgressClient {
-  execute(ticket: SignedTicket, deadlineMs: number): Promise<ExecuteResponse>;
-  resolve(ticket: SignedTicket): Promise<string>;
+  execute(ticket: SignedTicket, deadlineMs: number, context?: CallContext): Promise<ExecuteResponse>;
+  resolve(ticket: SignedTicket, context?: CallContext): Promise<string>;
+  /** A credential-less GET of a public document (FetchDocument). */
+  fetchDocument(ticket: SignedTicket, deadlineMs: number): Promise<FetchDocumentResponse>;
   getInfo(): Promise<GetInfoResponse>;
   isHealthy(): Promise<boolean>;
   close(): void;
@@ -28,6 +56,11 @@ export interface EgressClient {
 /** Time on top of the origin deadline for the proxy's own work (DNS, ticket checks, redaction). */
 const LINK_OVERHEAD_MS = 5_000;
 const SHORT_DEADLINE_MS = 5_000;
+const PROBE_DEADLINE_MS = 900;
+/** A replica's probe channel unused this long (it left the DNS answer) is closed. */
+const PROBE_IDLE_MS = 30_000;
+/** The request id header both tiers log (gRPC metadata keys are lowercase). */
+export const REQUEST_ID_METADATA = "x-request-id";
 
 export function isLoopbackAddress(address: string): boolean {
   const host = address.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
@@ -67,47 +100,171 @@ function readErrorCode(metadata: Metadata | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-export function createEgressClient(options: EgressClientOptions): EgressClient {
-  const creds = channelCredentials(options);
-  const channelOptions = {
-    "grpc.keepalive_time_ms": 30_000,
-    "grpc.max_receive_message_length": 4 * 1024 * 1024,
+function isNotStarted(error: ServiceError): boolean {
+  return error.code === status.UNAVAILABLE && error.metadata?.get(NOT_STARTED_TRAILER)[0] === "1";
+}
+
+/** `name:port` becomes a `dns:///` target so that every address of the name is used. */
+export function toChannelTarget(address: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(address) || address.startsWith("dns:")
+    ? address
+    : `dns:///${address}`;
+}
+
+/** The name a replica's certificate carries: the host of the target, without resolver or port. */
+function serviceHost(address: string): string {
+  const hostPort = address.slice(address.lastIndexOf("/") + 1);
+  return hostPort.replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+}
+
+/**
+ * Asks one replica by address, over a small channel of its own kept per address; the certificate
+ * is checked against the service name, as on the call channel.
+ */
+function createReplicaProbe(
+  creds: ChannelCredentials,
+  options: ChannelOptions,
+  name: string,
+): { probe: ReplicaProbe; close(): void } {
+  const clients = new Map<string, { client: HealthClient; usedAt: number }>();
+  const sweep = (now: number) => {
+    for (const [address, entry] of clients) {
+      if (now - entry.usedAt > PROBE_IDLE_MS) {
+        entry.client.close();
+        clients.delete(address);
+      }
+    }
   };
-  const client = new EgressProxyClient(options.address, creds, channelOptions);
-  const health = new HealthClient(options.address, creds, channelOptions);
-  const deadline = (ms: number) => ({ deadline: new Date(Date.now() + ms) });
+  const probe: ReplicaProbe = (address) => {
+    const now = Date.now();
+    sweep(now);
+    let entry = clients.get(address);
+    if (!entry) {
+      const client = new HealthClient(
+        address.startsWith("[") ? `ipv6:${address}` : `ipv4:${address}`,
+        creds,
+        {
+          ...options,
+          "grpc.ssl_target_name_override": name,
+          "grpc.default_authority": name,
+        },
+      );
+      entry = { client, usedAt: now };
+      clients.set(address, entry);
+    }
+    entry.usedAt = now;
+    const { client } = entry;
+    return new Promise((resolve) => {
+      client.check(
+        { service: "" },
+        new Metadata(),
+        { deadline: new Date(Date.now() + PROBE_DEADLINE_MS) },
+        (error, response) => resolve(!error && response.status === HealthCheckResponse_ServingStatus.SERVING),
+      );
+    });
+  };
+  return {
+    probe,
+    close: () => {
+      for (const entry of clients.values()) entry.client.close();
+      clients.clear();
+    },
+  };
+}
+
+/** The request id goes to the proxy's log lines: the one given, else the HTTP request's own. */
+function callMetadata(context: CallContext | undefined): Metadata {
+  const metadata = new Metadata();
+  const requestId = context?.requestId ?? currentRequestId();
+  if (requestId) metadata.set(REQUEST_ID_METADATA, requestId);
+  return metadata;
+}
+
+export function createEgressClient(options: EgressClientOptions): EgressClient {
+  registerHealthRoundRobin();
+  const creds = channelCredentials(options);
+  const target = toChannelTarget(options.address);
+  const baseOptions: ChannelOptions = {
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.keepalive_timeout_ms": 10_000,
+    "grpc.max_receive_message_length": 4 * 1024 * 1024,
+    "grpc.dns_min_time_between_resolutions_ms": 2_000,
+  };
+  const replicas = createReplicaProbe(creds, baseOptions, serviceHost(target));
+  const channelOptions: ChannelOptions = {
+    ...baseOptions,
+    "grpc.service_config": BALANCED_SERVICE_CONFIG,
+    [PROBE_OPTION]: replicas.probe,
+  };
+  const client = new EgressProxyClient(target, creds, channelOptions);
+  const health = new HealthClient(target, creds, channelOptions);
+
+  /**
+   * Runs a unary call, and once more when the replica refused it before reading the ticket (the
+   * one case where nothing can have been spent or sent); both tries share one deadline.
+   */
+  function callOnce<T>(
+    send: (metadata: Metadata, deadline: Date, done: (error: ServiceError | null, value?: T) => void) => void,
+    deadlineMs: number,
+    context: CallContext | undefined,
+  ): Promise<T> {
+    const deadline = new Date(Date.now() + deadlineMs);
+    return new Promise((resolve, reject) => {
+      const attempt = (isRetry: boolean) =>
+        send(callMetadata(context), deadline, (error, value) => {
+          if (!error) return resolve(value as T);
+          // On the next turn: the balancer has then taken the refusing replica out of the rotation.
+          if (!isRetry && isNotStarted(error)) return void setImmediate(() => attempt(true));
+          reject(toAppError(error));
+        });
+      attempt(false);
+    });
+  }
 
   return {
-    execute: (ticket, deadlineMs) =>
-      new Promise((resolve, reject) => {
-        client.execute(
-          { ticket },
-          new Metadata(),
-          deadline(deadlineMs + LINK_OVERHEAD_MS),
-          (error, response) => (error ? reject(toAppError(error)) : resolve(response)),
-        );
-      }),
-    resolve: (ticket) =>
-      new Promise((resolve, reject) => {
-        client.resolve({ ticket }, new Metadata(), deadline(SHORT_DEADLINE_MS), (error, response) =>
-          error ? reject(toAppError(error)) : resolve(response.value),
-        );
-      }),
+    execute: (ticket, deadlineMs, context) =>
+      callOnce<ExecuteResponse>(
+        (metadata, deadline, done) =>
+          client.execute({ ticket }, metadata, { deadline }, (error, response) => done(error, response)),
+        deadlineMs + LINK_OVERHEAD_MS,
+        context,
+      ),
+    resolve: (ticket, context) =>
+      callOnce<string>(
+        (metadata, deadline, done) =>
+          client.resolve({ ticket }, metadata, { deadline }, (error, response) =>
+            done(error, response?.value),
+          ),
+        SHORT_DEADLINE_MS,
+        context,
+      ),
+    fetchDocument: (ticket, deadlineMs) =>
+      callOnce<FetchDocumentResponse>(
+        (metadata, deadline, done) =>
+          client.fetchDocument({ ticket }, metadata, { deadline }, (error, response) =>
+            done(error, response),
+          ),
+        deadlineMs + LINK_OVERHEAD_MS,
+        undefined,
+      ),
     getInfo: () =>
-      new Promise((resolve, reject) => {
-        client.getInfo({}, new Metadata(), deadline(SHORT_DEADLINE_MS), (error, response) =>
-          error ? reject(toAppError(error)) : resolve(response),
-        );
-      }),
+      callOnce<GetInfoResponse>(
+        (metadata, deadline, done) =>
+          client.getInfo({}, metadata, { deadline }, (error, response) => done(error, response)),
+        SHORT_DEADLINE_MS,
+        undefined,
+      ),
     isHealthy: () =>
       new Promise((resolve) => {
-        health.check({ service: "" }, new Metadata(), deadline(2_000), (error, response) =>
+        const deadline = new Date(Date.now() + 2_000);
+        health.check({ service: "" }, new Metadata(), { deadline }, (error, response) =>
           resolve(!error && response.status === HealthCheckResponse_ServingStatus.SERVING),
         );
       }),
     close: () => {
       client.close();
       health.close();
+      replicas.close();
     },
   };
 }

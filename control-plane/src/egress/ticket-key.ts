@@ -24,9 +24,14 @@ export function ticketKeyPaths(dataDir: string): { privatePath: string; publicPa
   };
 }
 
-/** Loads the signing key, generating it (and its public file) on first run. */
-export function loadOrCreateTicketKey(dataDir: string): TicketSigningKey {
-  const { privatePath, publicPath } = ticketKeyPaths(dataDir);
+/**
+ * Loads the signing key, generating it (and its public file) on first run. `keyFile` is a key
+ * mounted from a secret store (TICKET_SIGNING_KEY_FILE); the public file still goes to DATA_DIR.
+ */
+export function loadOrCreateTicketKey(dataDir: string, keyFile?: string): TicketSigningKey {
+  const paths = ticketKeyPaths(dataDir);
+  const privatePath = keyFile ?? paths.privatePath;
+  const publicPath = paths.publicPath;
   if (!existsSync(privatePath)) {
     const { privateKey } = generateKeyPairSync("ed25519");
     createPrivateFileExclusive(privatePath, privateKey.export({ format: "pem", type: "pkcs8" }).toString());

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { GrantsRepo, GrantWithItem } from "../grants/grants.repo.ts";
+import type { ItemTokensRepo } from "../items/item-tokens.repo.ts";
 import type { ItemsRepo, ItemWithFolder } from "../items/items.repo.ts";
 import { createReadCache } from "./read-cache.ts";
 
@@ -94,6 +95,43 @@ describe("local read cache", () => {
       "findItemByName",
       "findItemsByHost",
     ]);
+  });
+
+  it("empties the item lookups when a connected item's refresh token is rotated in place", async () => {
+    const fake = fakeRepos();
+    const cache = createReadCache();
+    const items = cache.items(fake.items);
+    const calls: string[] = [];
+    const tokens = cache.tokens({
+      findAccessToken: async () => {
+        calls.push("findAccessToken");
+        return undefined;
+      },
+      findSealedValue: async () => {
+        calls.push("findSealedValue");
+        return undefined;
+      },
+      updateRotatedValue: async () => {
+        calls.push("updateRotatedValue");
+        return true;
+      },
+    } as unknown as ItemTokensRepo);
+
+    await items.findItemByName("org_1", "production", "API_KEY");
+    // Reading a minted token or the stored value changes nothing: the item stays remembered.
+    await tokens.findAccessToken("itm_1", new Date());
+    await tokens.findSealedValue("itm_1");
+    await items.findItemByName("org_1", "production", "API_KEY");
+    expect(fake.calls).toEqual(["findItemByName"]);
+    // The rotation rewrites the item's sealed value: the next lookup reads the database.
+    await tokens.updateRotatedValue("itm_1", Uint8Array.of(1), {
+      sealedValue: Uint8Array.of(2),
+      sealingKeyId: "sk_1",
+      last4: "",
+    });
+    await items.findItemByName("org_1", "production", "API_KEY");
+    expect(fake.calls).toEqual(["findItemByName", "findItemByName"]);
+    expect(calls).toEqual(["findAccessToken", "findSealedValue", "updateRotatedValue"]);
   });
 
   it("treats a find that writes (findOrInsertFolder) as a write", async () => {

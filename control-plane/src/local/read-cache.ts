@@ -1,16 +1,20 @@
 // The local vault's call-path lookups (an item by name or host, the usable grants of a scope) kept
 // in memory between writes. The process that holds the embedded database (local-lock.ts) is its
-// only writer, and every write to items and grants goes through these two repos, so between two
-// writes their answers cannot change except by time (a grant's expiry), which is re-checked on
-// every hit. What is kept is what the rows hold: sealed values, never a plaintext.
+// only writer, and every write to items and grants goes through the repos wrapped here (items,
+// item tokens, grants), so between two writes their answers cannot change except by time (a
+// grant's expiry), which is re-checked on every hit. What is kept is what the rows hold: sealed
+// values, never a plaintext.
 //
 // Durable state is untouched: the audit row, a one-call grant's spend and every other write still
 // go to the database, awaited, before the answer leaves.
 import type { GrantScope, GrantsRepo, GrantWithItem } from "../grants/grants.repo.ts";
+import type { ItemTokensRepo } from "../items/item-tokens.repo.ts";
 import type { ItemsRepo, ItemWithFolder } from "../items/items.repo.ts";
 
 export interface ReadCache {
   items(repo: ItemsRepo): ItemsRepo;
+  /** A connected item's tokens: rotating its refresh token rewrites the item row itself. */
+  tokens(repo: ItemTokensRepo): ItemTokensRepo;
   grants(repo: GrantsRepo): GrantsRepo;
 }
 
@@ -100,6 +104,14 @@ export function createReadCache(): ReadCache {
           );
           return rows.map((row) => copyItem(row)!);
         },
+      });
+    },
+    tokens(repo) {
+      // Its two lookups read the database each time (minted tokens expire by the clock) and
+      // change nothing, so they pass through; the lock and both writes empty the cache.
+      return wrap<ItemTokensRepo>(repo, {
+        findAccessToken: (itemId, notBefore) => repo.findAccessToken(itemId, notBefore),
+        findSealedValue: (itemId) => repo.findSealedValue(itemId),
       });
     },
     grants(repo) {

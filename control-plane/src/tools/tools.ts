@@ -3,7 +3,7 @@
 import { runListGrants, runRequestGrant } from "./grant.tools.ts";
 import { runHttpRequest } from "./http-request.tool.ts";
 import { runFindItems, runListItems, runSetup } from "./lookup.tools.ts";
-import type { ToolHandlers } from "./tool-answer.ts";
+import type { ToolAnswer, ToolHandlers } from "./tool-answer.ts";
 import type { ToolDeps } from "./tool-context.ts";
 
 export function createToolHandlers(
@@ -11,7 +11,7 @@ export function createToolHandlers(
   binding: { organisationId: string; environment: string; clientName?: string },
 ): ToolHandlers {
   const scopeOf = (agentId: string) => ({ ...binding, agentId });
-  return {
+  const handlers: ToolHandlers = {
     http_request: (args, caller) => runHttpRequest(deps, scopeOf(caller.agentId), args),
     find_items: (args, caller) => runFindItems(deps, scopeOf(caller.agentId), args),
     setup: (args, caller) => runSetup(deps, scopeOf(caller.agentId), args),
@@ -19,4 +19,18 @@ export function createToolHandlers(
     request_grant: (args, caller) => runRequestGrant(deps, scopeOf(caller.agentId), args),
     list_grants: (_args, caller) => runListGrants(deps, scopeOf(caller.agentId)),
   };
+  const observe = deps.onToolAnswer;
+  if (!observe) return handlers;
+  const observed = {} as Record<string, unknown>;
+  for (const [name, run] of Object.entries(handlers) as [
+    string,
+    (...a: unknown[]) => Promise<ToolAnswer>,
+  ][]) {
+    observed[name] = async (...args: unknown[]) => {
+      const answer = await run(...args);
+      observe(name, answer.payload, answer.isError);
+      return answer;
+    };
+  }
+  return observed as ToolHandlers;
 }

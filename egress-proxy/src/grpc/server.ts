@@ -1,4 +1,7 @@
-// The proxy's gRPC surface: EgressProxy (Execute, Resolve, GetInfo) and grpc.health.v1.
+// The proxy's gRPC surface: EgressProxy (Execute, Resolve, FetchDocument, GetInfo) and
+// grpc.health.v1, and the drain of a rolling update: NOT_SERVING at once, new calls refused before
+// their ticket is read (the control plane sends them to another replica), calls in flight
+// finished, then exit.
 import {
   type handleUnaryCall,
   Metadata,
@@ -12,6 +15,8 @@ import {
   EgressProxyService,
   type ExecuteRequest,
   type ExecuteResponse,
+  type FetchDocumentRequest,
+  type FetchDocumentResponse,
   type GetInfoRequest,
   type GetInfoResponse,
   type ResolveRequest,
@@ -26,10 +31,12 @@ import {
 } from "@latch/proto/health";
 import { AppError, type ErrorCode } from "@latch/shared/errors";
 import type { Logger } from "pino";
+import { readRequestId, runInCallContext } from "./call-context.ts";
 
 export interface GrpcHandlers {
   execute(ticket: SignedTicket | undefined): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket | undefined): Promise<ResolveResponse>;
+  fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
   info(): GetInfoResponse;
   isServing(): boolean;
 }
@@ -52,15 +59,77 @@ function toServiceError(error: unknown, logger: Logger): Partial<ServiceError> {
   return { code: GRPC_STATUS[appError.code] ?? status.INTERNAL, details: appError.message, metadata };
 }
 
+/** The services a health Check may name: the whole server ("") and the egress service. */
+const HEALTH_SERVICES = new Set(["", "latch.egress.v1.EgressProxy"]);
+
+/**
+ * The answer to a call that arrives while draining: UNAVAILABLE before the ticket is read, with
+ * the trailer that tells the control plane nothing was spent or sent, so it may try another replica.
+ */
+function drainingError(): Partial<ServiceError> {
+  const metadata = new Metadata();
+  metadata.set("latch-error-code", "egress_unavailable");
+  metadata.set("latch-call-not-started", "1");
+  return { code: status.UNAVAILABLE, details: "this egress proxy replica is shutting down", metadata };
+}
+
 function unary<Req, Res>(run: (req: Req) => Promise<Res> | Res, logger: Logger): handleUnaryCall<Req, Res> {
   return (call, callback) => {
-    Promise.resolve()
-      .then(() => run(call.request))
-      .then(
-        (response) => callback(null, response),
-        (error: unknown) => callback(toServiceError(error, logger)),
-      );
+    runInCallContext(readRequestId(call.metadata), () =>
+      Promise.resolve()
+        .then(() => run(call.request))
+        .then(
+          (response) => callback(null, response),
+          (error: unknown) => callback(toServiceError(error, logger)),
+        ),
+    );
   };
+}
+
+/** Counts the calls in flight and refuses new ones once draining. */
+function createCallGate() {
+  let inFlight = 0;
+  let isDraining = false;
+  let onIdle: (() => void) | undefined;
+  return {
+    get isDraining() {
+      return isDraining;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    guard<Req, Res>(handler: handleUnaryCall<Req, Res>): handleUnaryCall<Req, Res> {
+      return (call, callback) => {
+        if (isDraining) return callback(drainingError());
+        inFlight++;
+        handler(call, (error, value) => {
+          inFlight--;
+          if (inFlight === 0) onIdle?.();
+          callback(error, value);
+        });
+      };
+    },
+    /** Stops taking calls; resolves when the last call in flight has answered. */
+    drain(): Promise<void> {
+      isDraining = true;
+      if (inFlight === 0) return Promise.resolve();
+      return new Promise((resolve) => {
+        onIdle = resolve;
+      });
+    },
+  };
+}
+
+export interface RunningGrpcServer {
+  port: number;
+  /** Calls being answered now. */
+  readonly inFlight: number;
+  /**
+   * Health goes NOT_SERVING and new calls are refused (retried elsewhere by the control plane);
+   * resolves when the calls in flight have answered, or after `deadlineMs` (true if they all did).
+   */
+  drain(deadlineMs: number): Promise<boolean>;
+  close(): Promise<void>;
 }
 
 export async function startGrpcServer(options: {
@@ -69,23 +138,35 @@ export async function startGrpcServer(options: {
   port: number;
   credentials: ServerCredentials;
   logger: Logger;
-}): Promise<{ port: number; close(): Promise<void> }> {
+}): Promise<RunningGrpcServer> {
   const { handlers, logger } = options;
   const server = new Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
+  const gate = createCallGate();
   const egress: UntypedServiceImplementation = {
-    execute: unary<ExecuteRequest, ExecuteResponse>((req) => handlers.execute(req.ticket), logger),
-    resolve: unary<ResolveRequest, ResolveResponse>((req) => handlers.resolve(req.ticket), logger),
+    execute: gate.guard(
+      unary<ExecuteRequest, ExecuteResponse>((req) => handlers.execute(req.ticket), logger),
+    ),
+    resolve: gate.guard(
+      unary<ResolveRequest, ResolveResponse>((req) => handlers.resolve(req.ticket), logger),
+    ),
+    fetchDocument: gate.guard(
+      unary<FetchDocumentRequest, FetchDocumentResponse>((req) => handlers.fetchDocument(req.ticket), logger),
+    ),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
   };
   const health: UntypedServiceImplementation = {
-    check: unary<HealthCheckRequest, HealthCheckResponse>(
-      () => ({
-        status: handlers.isServing()
-          ? HealthCheckResponse_ServingStatus.SERVING
-          : HealthCheckResponse_ServingStatus.NOT_SERVING,
-      }),
-      logger,
-    ),
+    check: ((call, callback) => {
+      // grpc.health.v1: an unknown service is NOT_FOUND, not a status.
+      if (!HEALTH_SERVICES.has(call.request.service)) {
+        return callback({ code: status.NOT_FOUND, details: "unknown service" });
+      }
+      callback(null, {
+        status:
+          handlers.isServing() && !gate.isDraining
+            ? HealthCheckResponse_ServingStatus.SERVING
+            : HealthCheckResponse_ServingStatus.NOT_SERVING,
+      });
+    }) satisfies handleUnaryCall<HealthCheckRequest, HealthCheckResponse>,
   };
   server.addService(EgressProxyService, egress);
   server.addService(HealthService, health);
@@ -97,6 +178,20 @@ export async function startGrpcServer(options: {
   );
   return {
     port,
+    get inFlight() {
+      return gate.inFlight;
+    },
+    async drain(deadlineMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const isDone = await Promise.race([
+        gate.drain().then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), deadlineMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      return isDone;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.tryShutdown(() => resolve());
