@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { GrantsRepo, GrantWithItem } from "../grants/grants.repo.ts";
 import type { ItemTokensRepo } from "../items/item-tokens.repo.ts";
 import type { ItemsRepo, ItemWithFolder } from "../items/items.repo.ts";
-import { createReadCache } from "./read-cache.ts";
+import { createReadCache, MAX_ENTRIES } from "./read-cache.ts";
 
 // The repos behind the cache: rows in plain arrays, every call counted, writes that change them.
 function fakeRepos() {
@@ -132,6 +132,18 @@ describe("local read cache", () => {
     await items.findItemByName("org_1", "production", "API_KEY");
     expect(fake.calls).toEqual(["findItemByName", "findItemByName"]);
     expect(calls).toEqual(["findAccessToken", "findSealedValue", "updateRotatedValue"]);
+  });
+
+  it("keeps at most MAX_ENTRIES lookups: an agent naming ever new items cannot grow it without end", async () => {
+    const fake = fakeRepos();
+    const items = createReadCache().items(fake.items);
+    for (let i = 0; i < MAX_ENTRIES; i++) await items.findItemByName("org_1", "production", `MISSING_${i}`);
+    await items.findItemByName("org_1", "production", "MISSING_0");
+    expect(fake.calls).toHaveLength(MAX_ENTRIES);
+    // The next new name empties the full map before it is kept: the first name is read again.
+    await items.findItemByName("org_1", "production", "ONE_MORE");
+    await items.findItemByName("org_1", "production", "MISSING_0");
+    expect(fake.calls).toHaveLength(MAX_ENTRIES + 2);
   });
 
   it("treats a find that writes (findOrInsertFolder) as a write", async () => {

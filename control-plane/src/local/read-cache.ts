@@ -18,6 +18,12 @@ export interface ReadCache {
   grants(repo: GrantsRepo): GrantsRepo;
 }
 
+/**
+ * Entries kept per lookup: an agent naming ever new items (each miss is remembered too) must not
+ * grow the cache without end, so a full map is emptied before the next entry.
+ */
+export const MAX_ENTRIES = 1024;
+
 /** The usable grants of one scope as read at `at`: each still active then, not yet expired. */
 interface GrantsEntry {
   at: number;
@@ -58,6 +64,11 @@ export function createReadCache(): ReadCache {
     }
   }
 
+  function keepIn<K, V>(map: Map<K, V>, key: K, value: V): void {
+    if (map.size >= MAX_ENTRIES) map.clear();
+    map.set(key, value);
+  }
+
   async function read<T>(load: () => Promise<T>, keep: (value: T) => void): Promise<T> {
     const startedAt = generation;
     const value = await load();
@@ -86,7 +97,7 @@ export function createReadCache(): ReadCache {
           if (items.has(key)) return copyItem(items.get(key));
           const row = await read(
             () => repo.findItemByName(organisationId, environment, name),
-            (found) => items.set(key, copyItem(found)),
+            (found) => keepIn(items, key, copyItem(found)),
           );
           return copyItem(row);
         },
@@ -128,7 +139,7 @@ export function createReadCache(): ReadCache {
           }
           const rows = await read(
             () => repo.findUsableGrants(scope, now),
-            (found) => grants.set(key, { at, rows: found.map(copyGrant) }),
+            (found) => keepIn(grants, key, { at, rows: found.map(copyGrant) }),
           );
           return rows.map(copyGrant);
         },
