@@ -4,6 +4,7 @@
 // CPU per call against the floor's.
 //
 //   npm run bench:egress -- [--vus 1,4,16] [--direct-iterations N] [--proxy-iterations N] [--warmup N]
+//                           [--cpu-prof]
 //
 // The origin runs in its own process; the proxy and the floor in this one (idle otherwise while k6
 // runs; only one of them has calls at a time), k6 in a third. See loadtest/README.md.
@@ -12,6 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { createProfiler, type Profiler, summarizeProfile } from "./lib/cpu-profile.ts";
 import { echoCallSpec, startBenchProxy, writeTicketFile } from "./lib/egress.ts";
 import { startFloorForwarder } from "./lib/floor-forwarder.ts";
 import {
@@ -35,6 +37,8 @@ const { values: args } = parseArgs({
     // Also the floor's: both answer the same gRPC calls.
     "proxy-iterations": { type: "string", default: "4000" },
     warmup: { type: "string", default: "300" },
+    // Profiles this process during the measured proxy runs and, apart, the floor runs.
+    "cpu-prof": { type: "boolean", default: false },
   },
 });
 
@@ -88,14 +92,23 @@ async function main(): Promise<void> {
   const ticketsFile = join(RESULTS_DIR, "bench-egress.tickets.json");
   const grpcVars = { PROTO_ROOT, TICKETS_FILE: ticketsFile, SECRET: secret };
 
-  /** One k6 run, with the origin's (and this process's, i.e. the proxy's or floor's) CPU time around it. */
-  async function measured(run: Parameters<typeof runK6>[0]) {
+  const profilers = args["cpu-prof"]
+    ? { proxy: await createProfiler(), floor: await createProfiler() }
+    : undefined;
+
+  /**
+   * One k6 run, with the origin's (and this process's, i.e. the proxy's or floor's) CPU time
+   * around it; profiled when a profiler is given.
+   */
+  async function measured(run: Parameters<typeof runK6>[0], profiler?: Profiler) {
     const originBefore = await origin.stats();
+    await profiler?.resume();
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
     const result = await runK6(run);
     const wallMs = performance.now() - started;
     const cpu = process.cpuUsage(cpuBefore);
+    await profiler?.pause();
     const originAfter = await origin.stats();
     return {
       result,
@@ -131,18 +144,23 @@ async function main(): Promise<void> {
     name: string,
     vus: number,
     iterations: number,
+    isWarmUp = false,
   ): Promise<Run & { ok: number }> {
     writeTicketFile(bench.minter, call, iterations, ticketsFile);
-    const m = await measured({
-      name,
-      script: PROXY_SCRIPT,
-      vars: {
-        ...grpcVars,
-        PROXY_ADDR: target === "proxy" ? bench.address : floor.address,
-        VUS: vus,
-        ITERATIONS: iterations,
+    const profiler = isWarmUp ? undefined : profilers?.[target];
+    const m = await measured(
+      {
+        name,
+        script: PROXY_SCRIPT,
+        vars: {
+          ...grpcVars,
+          PROXY_ADDR: target === "proxy" ? bench.address : floor.address,
+          VUS: vus,
+          ITERATIONS: iterations,
+        },
       },
-    });
+      profiler,
+    );
     const figures = figuresOf(m.result, {
       scenario: target === "proxy" ? "proxy (gRPC Execute)" : "floor (bare forwarder)",
       vus,
@@ -176,8 +194,8 @@ async function main(): Promise<void> {
   for (const vus of vusLevels) {
     console.log(`\n${vus} VUs: warm-up (${warmupIterations} iterations each, not reported)...`);
     await direct(`egress-direct-warmup-${vus}vu`, vus, warmupIterations);
-    await proxied("proxy", `egress-proxy-warmup-${vus}vu`, vus, warmupIterations);
-    await proxied("floor", `egress-floor-warmup-${vus}vu`, vus, warmupIterations);
+    await proxied("proxy", `egress-proxy-warmup-${vus}vu`, vus, warmupIterations, true);
+    await proxied("floor", `egress-floor-warmup-${vus}vu`, vus, warmupIterations, true);
 
     console.log(`${vus} VUs: direct, ${directIterations} iterations...`);
     const d = await direct(`egress-direct-${vus}vu`, vus, directIterations);
@@ -197,6 +215,14 @@ async function main(): Promise<void> {
     proxiedPlanned += proxyIterations;
   }
 
+  if (profilers) {
+    for (const [target, profiler] of Object.entries(profilers)) {
+      const path = join(RESULTS_DIR, `bench-egress.${target}.cpuprofile`);
+      const profile = await profiler.finish(path);
+      if (profile)
+        console.log(`\nCPU profile of the ${target} runs (${path}):\n${summarizeProfile(profile)}`);
+    }
+  }
   const originStats = await origin.stats();
   const calls = bench.proxy.metrics.render();
   await floor.close();

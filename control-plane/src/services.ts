@@ -23,10 +23,10 @@ import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
-import { createGrantsRepo } from "./grants/grants.repo.ts";
+import { createGrantsRepo, type GrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
-import { createItemTokensRepo } from "./items/item-tokens.repo.ts";
-import { createItemsRepo } from "./items/items.repo.ts";
+import { createItemTokensRepo, type ItemTokensRepo } from "./items/item-tokens.repo.ts";
+import { createItemsRepo, type ItemsRepo } from "./items/items.repo.ts";
 import { createItemsService } from "./items/items.service.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { createNeedsRepo } from "./needs/needs.repo.ts";
@@ -62,13 +62,30 @@ export interface HostedVariant extends CommonVariant {
 export interface LocalVariant extends CommonVariant {
   kind: "local";
   organisationId: string;
+  /**
+   * Keeps the call path's item and grant lookups in memory between writes (local/read-cache.ts);
+   * only for a database this process alone writes.
+   */
+  readCache?:
+    | {
+        items(repo: ItemsRepo): ItemsRepo;
+        tokens(repo: ItemTokensRepo): ItemTokensRepo;
+        grants(repo: GrantsRepo): GrantsRepo;
+      }
+    | undefined;
 }
 
-function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLocal: boolean) {
+function createCoreServices(
+  db: Kysely<Database>,
+  variant: CommonVariant,
+  isLocal: boolean,
+  readCache?: LocalVariant["readCache"],
+) {
   const audit = observeAudit(createAuditRepo(db), variant.onAuditEvent);
   const items = createItemsService({
-    repo: createItemsRepo(db),
-    tokens: createItemTokensRepo(db),
+    repo: readCache ? readCache.items(createItemsRepo(db)) : createItemsRepo(db),
+    // Its writes change items (a rotated refresh token is stored in place), so they empty the cache too.
+    tokens: readCache ? readCache.tokens(createItemTokensRepo(db)) : createItemTokensRepo(db),
     sealingKey: () => variant.sealingKey(),
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
@@ -97,10 +114,10 @@ export function createServices(
 }
 
 function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
-  const { audit, items, calls } = createCoreServices(db, variant, true);
+  const { audit, items, calls } = createCoreServices(db, variant, true, variant.readCache);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now: variant.now });
   const grants = createGrantsService({
-    repo: createGrantsRepo(db),
+    repo: variant.readCache ? variant.readCache.grants(createGrantsRepo(db)) : createGrantsRepo(db),
     recordEvent: audit.insertAuditEvent,
     now: variant.now,
   });

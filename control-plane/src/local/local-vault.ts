@@ -16,6 +16,7 @@ import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { createServices } from "../services.ts";
 import type { ToolHandlers } from "../tools/tool-answer.ts";
+import { createReadCache } from "./read-cache.ts";
 
 export const LOCAL_ORGANISATION_ID = "org_local";
 export const LOCAL_ENVIRONMENT = "production";
@@ -74,6 +75,9 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
   const { audit, items, grants, calls, orgs, tools } = createServices(database.db, {
     kind: "local",
     organisationId,
+    // The embedded database has one writer, this process (local/local-lock.ts); a PostgreSQL one
+    // may have others, so its lookups always read it.
+    readCache: database.kind === "pglite" ? createReadCache() : undefined,
     environments: [LOCAL_ENVIRONMENT],
     sealingKey: () => egress.sealingKey(),
     egress: egress.client,

@@ -25,6 +25,11 @@ describe("sealing keyring", () => {
     tampered[tampered.length - 1] = (tampered.at(-1) ?? 0) ^ 1;
     expect(() => keyring.open(sealed.keyId, tampered)).toThrow(/could not be opened/);
     expect(() => keyring.open("sk_unknown", sealed.sealed)).toThrow(/no sealing key/);
+    // Shorter than a sealed box's overhead (48 bytes), and empty: refused, never a crash.
+    expect(() => keyring.open(sealed.keyId, sealed.sealed.subarray(0, 47))).toThrow(/could not be opened/);
+    expect(() => keyring.open(sealed.keyId, new Uint8Array(0))).toThrow(/could not be opened/);
+    // Exactly the overhead: an empty value sealed is still a box that must authenticate.
+    expect(() => keyring.open(sealed.keyId, new Uint8Array(48))).toThrow(/could not be opened/);
   });
 
   it("cannot open a value sealed to another proxy's key", async () => {

@@ -1,7 +1,8 @@
 // Sealing a secret to the egress proxy's public key: the only crypto the control plane does on a
 // secret. There is deliberately no `open` here: opening lives in egress-proxy/src/keys alone.
-import { createHash } from "node:crypto";
 import sodium from "libsodium-wrappers";
+
+export { deriveSealingKeyId } from "./sealing-key-id.ts";
 
 /** A secret as the database holds it: a libsodium sealed box plus the id of the key that opens it. */
 export interface SealedValue {
@@ -13,14 +14,6 @@ export interface SealedValue {
 export interface SealingPublicKey {
   keyId: string;
   publicKey: Uint8Array;
-}
-
-/**
- * A key id derived from the public key itself, so a control plane can check that the key a proxy
- * announces is the one it was told to pin: "sk_" + 16 base64url characters of SHA-256(public key).
- */
-export function deriveSealingKeyId(publicKey: Uint8Array): string {
-  return `sk_${createHash("sha256").update(publicKey).digest("base64url").slice(0, 16)}`;
 }
 
 /** Loads libsodium's WebAssembly once; every sealing call awaits it. */

@@ -5,11 +5,16 @@ import { AddressRefused } from "../../destination/resolve.ts";
 import type { CallStep } from "./outgoing-call.ts";
 
 export const resolveDestination: CallStep = async (call, deps) => {
-  const deadline = AbortSignal.timeout(call.timeoutMs);
+  // The call's deadline over DNS, cleared as soon as the answer is in: AbortSignal.timeout would
+  // leave one timer pending for the whole timeout (10 s by default) after every call.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), call.timeoutMs);
   try {
-    call.destination = await deps.resolver.resolve(call.host, deadline);
+    call.destination = await deps.resolver.resolve(call.host, deadline.signal);
   } catch (error) {
     if (error instanceof AddressRefused) call.refusedAddress = error.verdict;
     throw error;
+  } finally {
+    clearTimeout(timer);
   }
 };
