@@ -7,7 +7,7 @@ import * as client from "openid-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../chromium.ts";
 import { Browser, type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
-import { pathOf, register } from "./oauth-flow.ts";
+import { pathOf, register, testAddress } from "./oauth-flow.ts";
 
 let h: HostedHarness;
 let base: string;
@@ -28,7 +28,8 @@ function xsrfOf(html: string): string {
   return match[1]!;
 }
 
-/** Code attempts made from 127.0.0.1 so far (every test's count against the same limit). */
+/** Where this file's code attempts come from, and how many it made (both tests count against it). */
+const DEVICE_IP = testAddress();
 let attempts = 0;
 
 /** A form post from the operator's browser (the Browser helper sends JSON; forms go through inject). */
@@ -37,6 +38,7 @@ async function submitForm(op: Browser, path: string, fields: Record<string, stri
   const cookie = [...op.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   const answer = await h.app.inject({
     method: "POST",
+    remoteAddress: DEVICE_IP,
     url: path,
     headers: { origin: base, cookie, "content-type": "application/x-www-form-urlencoded" },
     payload: new URLSearchParams(fields).toString(),

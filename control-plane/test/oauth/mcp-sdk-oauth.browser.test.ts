@@ -18,6 +18,7 @@ import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../chromium.ts";
 import { Browser, lastCodeFor, toolAnswer, uniqueEmail } from "../hosted.ts";
+import { forgetRegistrations } from "./oauth-flow.ts";
 
 const SECRET = "sk_live_oauth_e2e_canary_51c8";
 
@@ -110,6 +111,8 @@ describe.skipIf(skipBrowserTests)(
       expect(stored.statusCode, stored.body).toBe(201);
 
       // 1. The SDK client: 401, discovery, registration, then it hands us the authorization URL.
+      // It really connects from 127.0.0.1, whose registrations an earlier run may have counted.
+      await forgetRegistrations("127.0.0.1");
       const port = (callback.address() as AddressInfo).port;
       const provider = new LoopbackClient(`http://127.0.0.1:${port}/callback`);
       const mcpUrl = new URL(`${base}/mcp`);

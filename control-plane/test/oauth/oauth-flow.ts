@@ -2,7 +2,7 @@
 // the browser half of an authorization (the operator's consent) driven through the real routes.
 import { createHash, randomBytes } from "node:crypto";
 import type { FastifyInstance, InjectOptions } from "fastify";
-import { CIMD_FETCHES_PER_HOST } from "../../src/limits/rate-limit.ts";
+import { CIMD_FETCHES_PER_HOST, OAUTH_REGISTER_PER_IP } from "../../src/limits/rate-limit.ts";
 import { testDatabase } from "../database.ts";
 import type { Browser } from "../hosted.ts";
 
@@ -18,12 +18,18 @@ export function form(fields: Record<string, string>): string {
   return new URLSearchParams(fields).toString();
 }
 
+/**
+ * POST /oauth/register. From `fromAddress(app, ip)` it comes from that address; from a plain app, from
+ * a fresh random one, so that the 20-per-hour limit of 127.0.0.1 is never spent by tests that do
+ * not test it (on PostgreSQL every test file, and every earlier run, shares the counts).
+ */
 export async function register(
   app: FastifyInstance,
   metadata: Record<string, unknown>,
   headers: Record<string, string> = {},
 ) {
   return app.inject({
+    ...(PINNED.has(app) ? {} : { remoteAddress: testAddress() }),
     method: "POST",
     url: "/oauth/register",
     headers: { "content-type": "application/json", ...headers },
@@ -97,8 +103,11 @@ export async function authorizeAndConsent(
  * The same app, every injected request coming from `remoteAddress` (a client's own address): the
  * per-IP limits of spec 8 count per test, not for every test file sharing 127.0.0.1.
  */
+/** Apps whose requests come from one pinned address (fromAddress). */
+const PINNED = new WeakSet<FastifyInstance>();
+
 export function fromAddress(app: FastifyInstance, remoteAddress: string): FastifyInstance {
-  return new Proxy(app, {
+  const pinned = new Proxy(app, {
     get(target, property, receiver) {
       if (property === "inject") {
         return (options: InjectOptions) => target.inject({ remoteAddress, ...options });
@@ -107,6 +116,8 @@ export function fromAddress(app: FastifyInstance, remoteAddress: string): Fastif
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
+  PINNED.add(pinned);
+  return pinned;
 }
 
 /** A random address in 10.0.0.0/8, so each test's per-IP counts are its own. */
@@ -125,6 +136,18 @@ export async function forgetDocumentFetches(host: string): Promise<void> {
   await db
     .deleteFrom("rate_limit_hits")
     .where("bucket", "=", `${CIMD_FETCHES_PER_HOST.name}:${host}`)
+    .execute();
+}
+
+/**
+ * Forgets the registrations counted for `address` (20 per hour per IP): a test whose client really
+ * connects from 127.0.0.1 starts from zero on a PostgreSQL database that earlier runs used too.
+ */
+export async function forgetRegistrations(address: string): Promise<void> {
+  const { db } = await testDatabase();
+  await db
+    .deleteFrom("rate_limit_hits")
+    .where("bucket", "=", `${OAUTH_REGISTER_PER_IP.name}:${address}`)
     .execute();
 }
 
