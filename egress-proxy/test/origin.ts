@@ -44,7 +44,7 @@ export function readTestCa(): string {
  */
 export async function startOrigin(
   handler: OriginHandler,
-  opts: { cert?: "trusted" | "untrusted" } = {},
+  opts: { cert?: "trusted" | "untrusted"; host?: string } = {},
 ): Promise<RunningOrigin> {
   const which = opts.cert ?? "trusted";
   const requests: RecordedRequest[] = [];
@@ -72,11 +72,12 @@ export async function startOrigin(
   });
   // A client refusing the certificate (the TLS-failure tests) is expected here, not a fault.
   server.on("tlsClientError", () => {});
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const host = opts.host ?? "127.0.0.1";
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
     port,
-    url: `https://127.0.0.1:${port}`,
+    url: `https://${host}:${port}`,
     requests,
     get connections() {
       return connections;
