@@ -8,6 +8,7 @@ import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
+import { registerConnectRoutes } from "./connect/connect.routes.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
@@ -21,6 +22,9 @@ import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
 import { type ControlPlaneMetrics, observeToolAnswer } from "./metrics/metrics.ts";
 import { registerNeedsRoutes } from "./needs/needs.routes.ts";
+import { looksLikeJwt } from "./oauth/access-tokens.ts";
+import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
+import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
@@ -62,6 +66,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     issuer: config.BASE_URL,
     audience: config.EGRESS_AUDIENCE,
   });
+  // The OAuth server needs the clients service, and revoking an OAuth client needs the server.
+  let oauthServer: OAuthServer | undefined;
   const services = createServices(db, {
     kind: "hosted",
     environments: config.LATCH_ENVIRONMENTS,
@@ -74,8 +80,23 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     mailer,
     keyring: loadOrCreateKeyring(config.KEK_KEYRING_FILE ?? keyringPath(deps.dataDir)),
     ...(deps.metrics ? { onAuditEvent: deps.metrics.countAuditEvent } : {}),
+    onOAuthClientRevoked: (client) => oauthServer?.service.endClient(client) ?? Promise.resolve(),
   });
   const { audit, items, grants, clients, needs, sessions } = services;
+  const oauth = createOAuthServer({
+    db,
+    baseUrl: config.BASE_URL,
+    dataDir: deps.dataDir,
+    keys: await loadOrCreateOAuthKeys(deps.dataDir),
+    egress: deps.egress.client,
+    minter,
+    clients,
+    orgs: services.orgs,
+    recordEvent: audit.insertAuditEvent,
+    isOperator: async (operatorId) => (await services.totp.findOperator(operatorId)) !== undefined,
+    now,
+  });
+  oauthServer = oauth;
   const authDeps = {
     emailCodes: services.emailCodes,
     totp: services.totp,
@@ -83,6 +104,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     orgs: services.orgs,
     isSecureCookies: config.BASE_URL.startsWith("https://"),
     now,
+    onSignOut: oauth.service.endSignIn,
   };
 
   const app = await buildApp({
@@ -94,7 +116,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       sessions,
       baseUrl: config.BASE_URL,
       now,
-      authenticateBearer: clients.authenticate,
+      // An OAuth access token (a JWT) or an avm_/avt_ bearer.
+      authenticateBearer: (token) =>
+        looksLikeJwt(token) ? oauth.tokens.authenticate(token) : clients.authenticate(token),
       hasAuthenticator: async (operatorId) =>
         Boolean((await services.totp.findOperator(operatorId))?.totp_enabled),
     },
@@ -126,6 +150,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => registerPageRoutes(app, { totp: services.totp, orgs: services.orgs }),
       (app) => registerNeedsRoutes(app, { needs }),
       (app) => registerApproveLinkRoutes(app, { grants }),
+      (app) => oauth.registerRoutes(app),
+      (app) => registerConnectRoutes(app, { connect: services.connect }),
     ],
   });
   await app.ready();

@@ -16,13 +16,16 @@ import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
-import type { Database } from "./db/schema.ts";
+import { createConnectRepo } from "./connect/connect.repo.ts";
+import { createConnectService } from "./connect/connect.service.ts";
+import type { ClientRow, Database } from "./db/schema.ts";
 import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
 import { createGrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
+import { createItemTokensRepo } from "./items/item-tokens.repo.ts";
 import { createItemsRepo } from "./items/items.repo.ts";
 import { createItemsService } from "./items/items.service.ts";
 import type { Mailer } from "./mail/mailer.ts";
@@ -51,6 +54,8 @@ export interface HostedVariant extends CommonVariant {
   baseUrl: string;
   mailer: Mailer;
   keyring: Keyring;
+  /** Revoking an OAuth client's row ends its consents and tokens too (the OAuth server's work). */
+  onOAuthClientRevoked?: (client: ClientRow) => Promise<void>;
 }
 
 /** Local: one organisation, the operator at the keyboard (LOCAL_SURFACE), no approval codes. */
@@ -63,6 +68,7 @@ function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLoca
   const audit = observeAudit(createAuditRepo(db), variant.onAuditEvent);
   const items = createItemsService({
     repo: createItemsRepo(db),
+    tokens: createItemTokensRepo(db),
     sealingKey: () => variant.sealingKey(),
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
@@ -75,6 +81,7 @@ function createCoreServices(db: Kysely<Database>, variant: CommonVariant, isLoca
     recordEvent: audit.insertAuditEvent,
     minter: variant.minter,
     egress: variant.egress,
+    inItemTokenLock: items.inItemTokenLock,
     onAuditFailure: logAuditFailure(variant.logger),
   });
   return { audit, items, calls };
@@ -148,6 +155,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     repo: createClientsRepo(db),
     inTransaction: (fn) => inTransaction((tx) => fn({ repo: tx.repos.clients, grants: tx.grants })),
     recordEvent: audit.insertAuditEvent,
+    ...(variant.onOAuthClientRevoked ? { onOAuthClientRevoked: variant.onOAuthClientRevoked } : {}),
     environments: variant.environments,
     defaultEnvironment: variant.environments[0]!,
     baseUrl,
@@ -160,6 +168,19 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     inTransaction: (fn) =>
       inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
   });
+  const connect = createConnectService({
+    repo: createConnectRepo(db),
+    items,
+    grants,
+    needs,
+    sealingKey: () => variant.sealingKey(),
+    minter: variant.minter,
+    egress: variant.egress,
+    recordEvent: audit.insertAuditEvent,
+    baseUrl,
+    environments: variant.environments,
+    now,
+  });
   return {
     audit,
     items,
@@ -168,6 +189,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     orgs,
     clients,
     needs,
+    connect,
     access: createAccessService({ clients, grants, audit }),
     sessions: createSessionsRepo(db),
     emailCodes: createEmailCodeService({

@@ -57,6 +57,12 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/inbox", gate: "ready" },
   { method: "GET", path: "/api/audit", gate: "ready" },
   { method: "POST", path: "/approve?token=abcdefghijklmnopqrstuvwxyz", gate: "ready" },
+  {
+    method: "POST",
+    path: "/api/integrations/spotify/start",
+    body: { item_name: "SPOTIFY" },
+    gate: "ready",
+  },
   { method: "GET", path: "/api/need-items/ned_x", gate: "ready", anonymousStatus: 404 },
   {
     method: "POST",
@@ -66,6 +72,8 @@ const ROUTES: Route[] = [
     anonymousStatus: 404,
   },
   { method: "POST", path: "/api/need-items/ned_x/deny", gate: "ready", anonymousStatus: 404 },
+  { method: "GET", path: "/consent/details?uid=abc", gate: "ready" },
+  { method: "POST", path: "/consent", body: { uid: "abc", decision: "deny" }, gate: "ready" },
 ];
 
 let h: HostedHarness;
@@ -198,9 +206,21 @@ const PUBLIC_ROUTES = [
   /^GET \/(health|ready)$/,
   /^POST \/api\/auth\/otp\/(send|verify)$/,
   /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|collect\/:id)$/,
+  // The provider's redirect back: a signed-out browser is sent to /sign-in (connect.routes.ts).
+  /^GET \/(connect\/callback|integrations\/:provider\/callback)$/,
   /^GET \/assets\/[a-z-]+\.(js|css)$/,
   /^GET \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
   /^OPTIONS \/mcp$/,
+  // The authorization server: metadata, its CORS preflights, the endpoints of the RFCs (each
+  // authenticates by its own rules: PKCE, the client id, the interaction cookie) and the pages.
+  /^(GET|OPTIONS) \/\.well-known\/(oauth-authorization-server|openid-configuration)$/,
+  /^OPTIONS \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
+  /^OPTIONS \/oauth\/(token|register|revoke|jwks|device\/auth)$/,
+  /^GET \/oauth\/(authorize|authorize\/:uid|jwks)$/,
+  /^POST \/oauth\/(token|register|revoke|device\/auth)$/,
+  /^(GET|POST) \/device$/,
+  /^GET \/device\/:uid$/,
+  /^GET \/consent$/,
 ];
 
 /** Routes for client bearers: who may call, and how everyone else is answered. */

@@ -16,6 +16,9 @@ import { newTestOrganisation, testDatabase } from "./database.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
 
 const CANARY = "cnry_4f1d2e9a7b3c5d6e8f0a1b2c";
+/** The signing modes sign for a host of their own (sigv4: region and service from the host). */
+const AWS_HOST = "sqs.eu-west-1.amazonaws.com";
+const SIGNING_HOSTS: Record<string, string> = { sigv4: AWS_HOST };
 
 /** Every form in which the canary could escape. */
 function leakForms(value: string): string[] {
@@ -38,7 +41,7 @@ let database: OpenDatabase;
 const controlPlaneLogs: string[] = [];
 
 beforeAll(async () => {
-  harness = await startEgressHarness();
+  harness = await startEgressHarness({ providerHosts: [AWS_HOST] });
   database = await testDatabase();
 }, 60_000);
 
@@ -85,14 +88,26 @@ describe("a canary secret", () => {
     });
 
     const answers: string[] = [];
-    for (const inject of ["bearer", "basic", "header:X-Api-Key", "query:api_key", "cookie:session"]) {
-      const name = `CANARY_${inject.replace(/[^a-z]/gi, "_").toUpperCase()}`;
+    const modes = [
+      "bearer",
+      "basic",
+      "header:X-Api-Key",
+      "query:api_key",
+      "cookie:session",
+      "sigv4",
+      "hmac:stripe_sig",
+      "hmac:slack_sig",
+      "hmac:github_sig",
+    ];
+    for (const inject of modes) {
+      const name = `CANARY_${inject.replace(/[^a-z0-9]/gi, "_").toUpperCase()}`;
+      const host = SIGNING_HOSTS[inject] ?? "api.latch.test";
       const stored = await items.storeItem(organisationId, "operator", {
         name,
         value: CANARY,
-        allowed_hosts: ["api.latch.test"],
+        allowed_hosts: [host],
         inject,
-        username: inject === "basic" ? "user" : undefined,
+        username: inject === "basic" ? "user" : inject === "sigv4" ? "AKIDCANARY" : undefined,
       });
       answers.push(JSON.stringify(stored));
       const args = { method: "GET" as const, path: "/v1/echo?page=1", item_name: name };
@@ -107,10 +122,16 @@ describe("a canary secret", () => {
       });
       expect(outcome.reachedOrigin).toBe(true);
       expect(outcome.result.origin_status).toBe(200);
+      const sent = JSON.stringify(harness.origin.requests.at(-1));
+      if (inject === "sigv4" || inject.startsWith("hmac:")) {
+        // A signing key never leaves the proxy: the origin gets a signature made with it.
+        expect(sent).not.toContain(CANARY);
+        expect(sent).toMatch(/AWS4-HMAC-SHA256|stripe-signature|x-slack-signature|x-hub-signature-256/);
+        answers.push(JSON.stringify(outcome));
+        continue;
+      }
       // The origin did receive the secret: the proxy injected it...
-      expect(JSON.stringify(harness.origin.requests.at(-1))).toContain(
-        inject === "basic" ? Buffer.from(`user:${CANARY}`).toString("base64") : CANARY,
-      );
+      expect(sent).toContain(inject === "basic" ? Buffer.from(`user:${CANARY}`).toString("base64") : CANARY);
       // ...and the answer carries it only as [redacted].
       expect(outcome.result.body).toContain("[redacted]");
       answers.push(JSON.stringify(outcome));

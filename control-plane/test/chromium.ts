@@ -20,7 +20,7 @@ export interface BrowserRig {
   close(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
@@ -29,7 +29,9 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-export async function startBrowserRig(): Promise<BrowserRig> {
+export async function startBrowserRig(
+  options: { providerHosts?: readonly string[] } = {},
+): Promise<BrowserRig> {
   if (!hasChromium) {
     throw new Error(
       `${CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; .ci/run does it)`,
@@ -37,7 +39,10 @@ export async function startBrowserRig(): Promise<BrowserRig> {
   }
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const h = await startHosted({ baseUrl: base });
+  const h = await startHosted({
+    baseUrl: base,
+    ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
+  });
   await h.app.listen({ host: "127.0.0.1", port });
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
   mkdirSync(SHOTS, { recursive: true });

@@ -1,6 +1,6 @@
 // Test harness: a real egress proxy (in-process, real gRPC on loopback), a real TLS origin with
 // the test PKI, a test DNS server, and the control plane's own ticket minter and gRPC client.
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -15,12 +15,15 @@ import {
   type RunningDnsServer,
   startDnsServer,
 } from "../../egress-proxy/test/dns-server.ts";
-import { type OriginHandler, type RunningOrigin, startOrigin } from "../../egress-proxy/test/origin.ts";
+import {
+  type OriginHandler,
+  type RunningOrigin,
+  readTestCas,
+  startOrigin,
+} from "../../egress-proxy/test/origin.ts";
 import { createEgressClient, type EgressClient } from "../src/egress/egress-client.ts";
 import { loadOrCreateTicketKey, type TicketSigningKey } from "../src/egress/ticket-key.ts";
 import { createTicketMinter, type TicketMinter } from "../src/egress/tickets.ts";
-
-const PKI_CA = new URL("../../egress-proxy/test/pki/trusted-ca.pem", import.meta.url).pathname;
 
 /** Every log line either tier wrote during a test, for leak checks. */
 export class LogCapture extends Writable {
@@ -51,9 +54,16 @@ export interface EgressHarness {
 }
 
 export async function startEgressHarness(
-  options: { dnsAnswers?: Record<string, DnsAnswerPlan> } = {},
+  options: {
+    dnsAnswers?: Record<string, DnsAnswerPlan>;
+    /** Real host names (a fake provider's, AWS's) routed straight to the origin, which answers
+     * them with the providers certificate (egress-proxy/test/pki/README.md). */
+    providerHosts?: readonly string[];
+  } = {},
 ): Promise<EgressHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
+  const extraCa = join(dataDir, "test-cas.pem");
+  writeFileSync(extraCa, readTestCas());
   const ticketKey = loadOrCreateTicketKey(dataDir);
   let handler: OriginHandler = (_req, res) => res.end("ok");
   const origin = await startOrigin((req, res, recorded) => handler(req, res, recorded));
@@ -66,14 +76,17 @@ export async function startEgressHarness(
     DATA_DIR: dataDir,
     EGRESS_LISTEN: "127.0.0.1:0",
     EGRESS_DNS_SERVERS: dns.server,
-    // api.latch.test goes straight to the origin; dns-*.latch.test names resolve through the test
-    // DNS server and only their port is rewritten, so the DNS policy is exercised for real.
+    // api.latch.test (and docs.latch.test, where client metadata documents are served) go straight
+    // to the origin; dns-*.latch.test names resolve through the test DNS server and only their port
+    // is rewritten, so the DNS policy is exercised for real.
     EGRESS_CONNECT_TO: [
       `api.latch.test:443:127.0.0.1:${origin.port}`,
+      `docs.latch.test:443:127.0.0.1:${origin.port}`,
+      ...(options.providerHosts ?? []).map((name) => `${name}:443:127.0.0.1:${origin.port}`),
       ...Object.keys(options.dnsAnswers ?? {}).map((name) => `${name}:443::${origin.port}`),
     ].join(","),
     EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
-    EGRESS_EXTRA_CA: PKI_CA,
+    EGRESS_EXTRA_CA: extraCa,
   });
   const proxy = await startEgressProxy(config, logger);
   const client = createEgressClient({ address: `127.0.0.1:${proxy.port}` });

@@ -75,10 +75,14 @@ export async function startHosted(
     metrics?: ControlPlaneMetrics;
     /** A database of the test's own (the multi-host test's PostgreSQL host). */
     database?: OpenDatabase;
+    /** Real host names routed to the origin (fake providers; see egress-harness.ts). */
+    providerHosts?: readonly string[];
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
-  const egress = shared?.egress ?? (await startEgressHarness());
+  const egress =
+    shared?.egress ??
+    (await startEgressHarness(options.providerHosts ? { providerHosts: options.providerHosts } : {}));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
   // The mixin of main.ts: each line written while serving a request names its request id.
@@ -189,8 +193,9 @@ export class Browser {
 export async function readyOperator(
   h: Pick<HostedHarness, "app" | "inbox" | "clock">,
   label = "op",
+  origin?: string,
 ): Promise<Browser> {
-  const browser = new Browser(h.app);
+  const browser = new Browser(h.app, origin);
   const email = uniqueEmail(label);
   await browser.request("POST", "/api/auth/otp/send", { email });
   await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });

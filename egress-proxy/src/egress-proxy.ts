@@ -6,6 +6,7 @@ import { ServerCredentials } from "@grpc/grpc-js";
 import { parseTrustedTicketKeys } from "@latch/shared/tickets/ticket-signature";
 import type { Logger } from "pino";
 import { createExecute } from "./calls/execute.ts";
+import { createFetchDocument } from "./calls/fetch-document.ts";
 import { createResolve } from "./calls/resolve.ts";
 import type { EgressConfig } from "./config.ts";
 import { readTrustedTicketKeysText } from "./config.ts";
@@ -82,6 +83,14 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   const metrics = createMetrics();
   const execute = createExecute({ checkTicket, spendTicket, keyring, resolver, upstream, metrics, logger });
   const resolve = createResolve({ checkTicket, spendTicket, keyring, logger });
+  const fetchDocument = createFetchDocument({
+    checkTicket,
+    spendTicket,
+    resolver,
+    upstream,
+    metrics,
+    logger,
+  });
   let isServing = true;
 
   const grpc = await startGrpcServer({
@@ -92,6 +101,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     handlers: {
       execute,
       resolve,
+      fetchDocument,
       info: () => ({
         sealingKeyId: keyring.current.keyId,
         sealingPublicKey: Buffer.from(keyring.current.publicKey),

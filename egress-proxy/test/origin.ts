@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+import { createSecureContext, createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { brotliCompressSync, gzipSync, constants as zlibConstants } from "node:zlib";
 
 export interface RecordedRequest {
@@ -37,6 +37,31 @@ export function readTestCa(): string {
   return readPki("trusted-ca.pem");
 }
 
+/** The trusted CA and the fake providers' CA (pki/README.md), for EGRESS_EXTRA_CA. */
+export function readTestCas(): string {
+  return `${readPki("trusted-ca.pem")}\n${readPki("providers-ca.pem")}`;
+}
+
+/**
+ * With the trusted certificate, a client asking for a fake provider's real host name (SNI
+ * `api.github.com`, `sqs.eu-west-1.amazonaws.com`, ...) gets the providers leaf instead, so one
+ * loopback origin stands in for every host a test routes to it.
+ */
+function providersSni(which: "trusted" | "untrusted") {
+  if (which !== "trusted") return undefined;
+  const providers = createSecureContext({
+    cert: readPki("providers-leaf.pem"),
+    key: readPki("providers-leaf-key.pem"),
+  });
+  return (
+    servername: string,
+    done: (error: Error | null, context?: ReturnType<typeof createSecureContext>) => void,
+  ) => {
+    const isLatchTest = servername === "latch.test" || servername.endsWith(".latch.test");
+    done(null, isLatchTest ? undefined : providers);
+  };
+}
+
 /**
  * Starts an HTTPS server on 127.0.0.1:0 serving a `*.latch.test` certificate, signed by the test CA
  * (`trusted`, default) or by a CA nobody trusts (`untrusted`). The handler runs once the request
@@ -50,7 +75,11 @@ export async function startOrigin(
   const requests: RecordedRequest[] = [];
   let connections = 0;
   const server = createServer(
-    { cert: readPki(`${which}-leaf.pem`), key: readPki(`${which}-leaf-key.pem`) },
+    {
+      cert: readPki(`${which}-leaf.pem`),
+      key: readPki(`${which}-leaf-key.pem`),
+      SNICallback: providersSni(which),
+    },
     (req, res) => {
       const recorded: RecordedRequest = {
         method: req.method ?? "",

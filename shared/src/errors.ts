@@ -67,6 +67,12 @@ export const ERROR_STATUS = {
   timeout: 504,
   body_too_large: 502,
   bad_origin_response: 502,
+  /** A provider's token URL refused a refresh or client-credentials exchange (spec 4.2 rule 7). */
+  token_exchange_failed: 502,
+  /** A user-only provider path with only the app credential stored (spec 4.2). */
+  user_connect_required: 403,
+  /** Rule 7: the exchange needs an item that is not stored (`missing_item` names it). */
+  inject_denied: 403,
   // ticket checks in the proxy
   ticket_invalid: 401,
   ticket_signature: 401,

@@ -122,6 +122,11 @@ function enrollPage() {
         setup.hidden = true;
         backup.hidden = false;
         say("Your authenticator is set up. Save your backup codes.");
+        var back = afterSignIn();
+        if (back !== "/console") {
+          byId("continue").href = back;
+          byId("continue").textContent = "Continue";
+        }
         byId("backup-heading").focus();
       },
       (error) => {
@@ -155,7 +160,7 @@ function verifyPage() {
             ? "Backup code accepted. Opening the console."
             : "Code accepted. Opening the console.",
         );
-        location.assign("/console");
+        location.assign(afterSignIn());
       }),
       code,
     );

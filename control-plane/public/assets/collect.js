@@ -23,11 +23,35 @@
       }),
     );
   }
+  /** Spec 3.2: a connect request is answered by connecting the account, never by a typed value. */
+  function showConnect(need) {
+    var item = need.suggested_name.replace(/_REFRESH$/, "");
+    status.textContent = `${need.client_name} needs a connected ${need.provider || need.host} account for ${item} (${need.environment}).`;
+    var connect = document.getElementById("connect");
+    connect.textContent = `Connect ${need.provider || "the account"}`;
+    connect.hidden = !need.provider;
+    connect.addEventListener("click", () => {
+      api("POST", `/api/integrations/${encodeURIComponent(need.provider)}/start`, {
+        item_name: item,
+        environment: need.environment,
+        need_id: need.need_id,
+      }).then(
+        (answer) => location.assign(answer.authorize_url),
+        (err) => {
+          status.textContent = err.message;
+        },
+      );
+    });
+  }
   api("GET", `/api/need-items/${encodeURIComponent(id)}`).then(
     (j) => {
       var need = j.need;
       if (need.status !== "pending") {
         status.textContent = `This request is ${need.status}.`;
+        return;
+      }
+      if (need.kind === "connect") {
+        showConnect(need);
         return;
       }
       document.getElementById("summary").textContent =

@@ -4,6 +4,20 @@
 // biome-ignore-all lint/correctness/noUnusedVariables: the scripts loaded after this one call its functions
 "use strict";
 var statusBox = document.getElementById("status");
+// A page that sent the operator to sign in first (/consent, /device) names itself in return_to; the
+// sign-in pages keep it for the tab and go there at the end instead of the console. Only those
+// paths of this site are followed, never another site's address.
+var RETURN_PATH = /^\/(consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?)$/;
+(() => {
+  var asked = new URLSearchParams(location.search).get("return_to");
+  if (asked && RETURN_PATH.test(asked)) sessionStorage.setItem("latch.return_to", asked);
+})();
+/** Where sign-in ends: the page that asked for it, once, else the console. */
+function afterSignIn() {
+  var back = sessionStorage.getItem("latch.return_to");
+  sessionStorage.removeItem("latch.return_to");
+  return back && RETURN_PATH.test(back) ? back : "/console";
+}
 function byId(id) {
   return document.getElementById(id);
 }

@@ -115,6 +115,28 @@ function sameSitePath(address) {
     return "";
   }
 }
+/**
+ * The connect card (spec 3.2): a connect request is answered by connecting the account. Starts the
+ * connect for the app credential the request names (<ITEM>_REFRESH -> <ITEM>) and opens the
+ * provider; the callback comes back to #vault and allows the agent that asked.
+ */
+function connectButton(need) {
+  var item = (need.suggested_name || "").replace(/_REFRESH$/, "");
+  var connect = button(`Connect ${need.provider}`, `Connect the ${need.provider} account for ${item}`);
+  connect.setAttribute("data-key", `${need.need_id}:connect`);
+  connect.addEventListener("click", () => {
+    act(connect, () =>
+      api("POST", `/api/integrations/${enc(need.provider)}/start`, {
+        item_name: item,
+        environment: need.environment,
+        need_id: need.need_id,
+      }).then((answer) => {
+        location.assign(answer.authorize_url);
+      }),
+    );
+  });
+  return connect;
+}
 function requestRow(need) {
   var answer = el("td", null, "actions-cell");
   var path = need.kind === "secret" ? sameSitePath(need.collect_url || "") : "";
@@ -124,6 +146,7 @@ function requestRow(need) {
     link.setAttribute("aria-label", `Enter the value for ${need.suggested_name || need.host}`);
     answer.appendChild(link);
   }
+  if (need.kind === "connect" && need.provider) answer.appendChild(connectButton(need));
   var deny = button("Deny", `Deny the request for ${need.suggested_name || need.host}`, true);
   deny.setAttribute("data-key", `${need.need_id}:deny`);
   deny.addEventListener("click", () => {

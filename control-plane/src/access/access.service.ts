@@ -11,8 +11,20 @@ export interface AccessDeps {
   audit: Pick<AuditRepo, "findFetchedNames" | "findAuditEvents">;
 }
 
-/** The ledger's actions: a client issued, rotated or revoked (spec 6: GET /api/access/events). */
-const LEDGER_ACTIONS = ["client_issued", "client_rotated", "client_revoked"];
+/**
+ * The ledger's actions (spec 6: GET /api/access/events): a client issued, rotated or revoked; an
+ * OAuth client consented to, a token issued to it, a token or a whole grant revoked.
+ */
+const LEDGER_ACTIONS = [
+  "client_issued",
+  "client_rotated",
+  "client_revoked",
+  "oauth_client_consented",
+  "oauth_token_issued",
+  "oauth_token_revoked",
+  "oauth_grant_revoked",
+];
+const REVOCATIONS = new Set(["client_revoked", "oauth_token_revoked", "oauth_grant_revoked"]);
 
 export function createAccessService(deps: AccessDeps) {
   return {
@@ -35,7 +47,7 @@ export function createAccessService(deps: AccessDeps) {
         at: e.at,
         action: e.action,
         ...e.detail,
-        revoked: e.action === "client_revoked",
+        revoked: REVOCATIONS.has(e.action),
       })),
   };
 }

@@ -46,6 +46,8 @@ export interface AuthRouteDeps {
   orgs: OrgsService;
   isSecureCookies: boolean;
   now: () => Date;
+  /** Sign-out also ends the operator's OAuth sign-in sessions (oauth/). */
+  onSignOut?: (operatorId: string) => Promise<void>;
 }
 
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): void {
@@ -177,6 +179,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     async (request, reply) => {
       const context = await requireOperator(request, { mfa: false });
       await deps.sessions.updateSessionRevoked(context.session.id, deps.now());
+      await deps.onSignOut?.(context.operatorId);
       clearSessionCookies(reply, deps.isSecureCookies);
       return { ok: true as const };
     },

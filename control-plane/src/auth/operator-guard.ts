@@ -34,6 +34,8 @@ const WALLED_PREFIXES = [
   "/enroll-totp",
   "/verify-totp",
   "/approve",
+  "/consent",
+  "/device",
 ];
 
 /** Last-seen is written at most once a minute per session, not on every request. */

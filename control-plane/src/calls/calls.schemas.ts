@@ -32,6 +32,9 @@ export interface HttpRequestResult {
   hint?: string;
   /** Spec 4.2 rule 3: the path the call was sent to instead of the one given. */
   path_rewritten?: { from: string; to: string };
+  /** Spec 2.8 / rule 7: an access token was minted for this call; its last four characters. */
+  refreshed?: boolean;
+  token_last4?: string;
   next?: { for_model: string; tool?: string; arguments?: Record<string, unknown> };
 }
 

@@ -1,15 +1,17 @@
 // http_request's call path on the control plane: validate, find the credential, check its hosts,
 // mint a ticket for exactly this request, hand it to the proxy, audit, shape the answer.
-import type { ExecuteResponse } from "@latch/proto/egress";
+import { type CallSpec, type ExecuteResponse, type SignedTicket, TokenKind } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { parseRequestTarget } from "@latch/shared/requests/path";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import type { CallableItem } from "../items/callable-item.ts";
+import type { ItemTokensRepo, SealedToken } from "../items/item-tokens.repo.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
 import { encodeRequestBody } from "./form-body.ts";
 import { describeRewrite, rewritePlaylistPath } from "./path-rewrite.ts";
+import { baseNameOf, planTokenCall, type TokenPlan } from "./token-plan.ts";
 
 export interface CallsDeps {
   findItemByName(
@@ -21,6 +23,10 @@ export interface CallsDeps {
   recordEvent(event: AuditEvent): Promise<void>;
   minter: TicketMinter;
   egress: EgressClient;
+  /** The item token lock (items service): minted access tokens and refresh rotation, rule 7. */
+  inItemTokenLock?: ItemTokensRepo["inItemTokenLock"];
+  /** Wall clock for token expiry; Date.now unless a test fixes it. */
+  now?: () => number;
   /**
    * An audit row could not be written (the database refused it or is gone). Called with the error
    * so its code can be logged; the answer still goes back, and the agent text is never logged.
@@ -93,6 +99,8 @@ export async function locateCredential(
       extra: { host: target.host },
     });
   }
+  const pair = connectedPairSource(items);
+  if (pair) return { item: pair, host: target.host, path: target.path };
   if (others.length > 0) {
     throw new AppError(
       "invalid_request",
@@ -103,6 +111,30 @@ export async function locateCredential(
     );
   }
   return { item: only, host: target.host, path: target.path };
+}
+
+/**
+ * An app credential and its connected `<ITEM>_REFRESH` both allow the provider's hosts: found by
+ * host, the call goes with the app credential, which plans the refresh (token-plan.ts).
+ */
+export function connectedPairSource(items: readonly CallableItem[]): CallableItem | undefined {
+  if (items.length !== 2) return undefined;
+  const source = items.find((i) => i.inject === "client_credentials");
+  const refresh = items.find((i) => i.inject === "refresh");
+  if (!source || !refresh || baseNameOf(source.name) !== baseNameOf(refresh.name)) return undefined;
+  return source;
+}
+
+/** Reuse a minted access token until 60 s before it expires (DECISIONS "Providers"). */
+const TOKEN_REUSE_MARGIN_MS = 60_000;
+
+function sealedOf(item: CallableItem): NonNullable<CallSpec["credential"]> {
+  return {
+    itemName: item.name,
+    keyId: item.sealingKeyId,
+    sealedValue: Buffer.from(item.sealedValue),
+    username: item.username ?? "",
+  };
 }
 
 function shapeResult(response: ExecuteResponse): HttpRequestResult {
@@ -153,13 +185,21 @@ export function createCallsService(deps: CallsDeps) {
     ): Promise<CallOutcome> {
       const { item, host } = located;
       let prepared: ReturnType<typeof prepareCall>;
+      let plan: TokenPlan;
       try {
-        prepared = prepareCall(deps.minter, args, located);
+        prepared = prepareCall(args, located);
+        plan = await planTokenCall({ findItemByName: deps.findItemByName }, scope, {
+          item,
+          host,
+          path: located.path,
+          method: args.method,
+        });
       } catch (error) {
+        // user_connect_required, inject_denied, a bad target: nothing was sent (spec 3.1).
         await approval.release();
         throw error;
       }
-      const { path, rewritten, ticket, timeoutMs } = prepared;
+      const { path, rewritten, spec, timeoutMs } = prepared;
       const audit = {
         organisationId: scope.organisationId,
         environment: scope.environment,
@@ -175,9 +215,19 @@ export function createCallsService(deps: CallsDeps) {
       };
 
       let response: ExecuteResponse;
+      // Set the moment a ticket is handed to the proxy: before that (minting, the token lock,
+      // reading the refresh token) a failure sent nothing and the approval goes back.
+      let isTicketSent = false;
       try {
-        response = await deps.egress.execute(ticket, timeoutMs);
+        response = await sendPlanned(plan, spec, scope.organisationId, (ticket) => {
+          isTicketSent = true;
+          return deps.egress.execute(ticket, timeoutMs);
+        });
       } catch (error) {
+        if (!isTicketSent) {
+          await approval.release();
+          throw error;
+        }
         // The ticket left for the proxy and no answer came back: the request may have reached the
         // origin, so the approval stays spent, and the attempt is audited.
         await recordSafely({
@@ -199,7 +249,23 @@ export function createCallsService(deps: CallsDeps) {
           ...(response.reachedOrigin ? { origin_status: response.originStatus || 502 } : {}),
         },
       });
+      if (plan.kind === "exchange" && plan.clientSecretItem && plan.clientSecretItem.name !== item.name) {
+        // Rule 7: an exchange audits both items.
+        await recordSafely({
+          ...audit,
+          itemName: plan.clientSecretItem.name,
+          host: plan.tokenHost,
+          action: "token_exchange",
+          reason: response.error?.code,
+          detail: { provider: plan.provider.id, for_item: item.name },
+        });
+      }
       const result = shapeResult(response);
+      const minted = (response.rotatedCredentials ?? []).find((r) => r.kind === TokenKind.TOKEN_KIND_ACCESS);
+      if (minted && !response.error) {
+        result.refreshed = true;
+        if (minted.metadata?.tokenLast4) result.token_last4 = minted.metadata.tokenLast4;
+      }
       if (rewritten) {
         result.path_rewritten = rewritten;
         result.next ??= { for_model: describeRewrite(rewritten) };
@@ -207,6 +273,112 @@ export function createCallsService(deps: CallsDeps) {
       return { reachedOrigin: response.reachedOrigin, itemName: item.name, host, result };
     },
   };
+
+  /**
+   * Sends the call as its token plan says. An exchange runs under the item's token lock: a second
+   * replica waits, then reuses the access token the first one minted, or exchanges the refresh
+   * token the first one stored; whatever the proxy rotated is stored before the lock is let go.
+   */
+  async function sendPlanned(
+    plan: TokenPlan,
+    spec: CallSpec,
+    organisationId: string,
+    execute: (ticket: SignedTicket) => Promise<ExecuteResponse>,
+  ): Promise<ExecuteResponse> {
+    if (plan.kind === "as_stored") return execute(deps.minter.mintCallTicket(spec));
+    if (plan.kind === "app_secret")
+      return execute(deps.minter.mintCallTicket({ ...spec, inject: plan.inject }));
+    if (!deps.inItemTokenLock) throw new AppError("internal", "the item token store is not wired");
+    const now = deps.now ?? Date.now;
+    return deps.inItemTokenLock(plan.tokenItem.id, async (locked) => {
+      if (!plan.answerIsExchange) {
+        const cached = await locked.findAccessToken(
+          plan.tokenItem.id,
+          new Date(now() + TOKEN_REUSE_MARGIN_MS),
+        );
+        if (cached) {
+          const credential = {
+            itemName: plan.tokenItem.name,
+            keyId: cached.sealingKeyId,
+            sealedValue: Buffer.from(cached.sealedValue),
+            username: "",
+          };
+          return execute(deps.minter.mintCallTicket({ ...spec, credential, inject: "bearer" }));
+        }
+      }
+      // Read again under the lock: another replica may have rotated it since the plan was made.
+      const refresh = plan.refreshItem ? await locked.findSealedValue(plan.refreshItem.id) : undefined;
+      if (plan.refreshItem && !refresh)
+        throw new AppError("not_found", `${plan.refreshItem.name} was deleted`);
+      const response = await execute(
+        deps.minter.mintCallTicket({
+          ...spec,
+          inject: "bearer",
+          exchange: {
+            grant: plan.grant,
+            tokenHost: plan.tokenHost,
+            tokenPath: plan.tokenPath,
+            clientAuthentication: plan.clientAuthentication,
+            clientId: plan.clientId,
+            clientSecret: plan.clientSecretItem ? sealedOf(plan.clientSecretItem) : undefined,
+            refreshToken:
+              plan.refreshItem && refresh
+                ? {
+                    itemName: plan.refreshItem.name,
+                    keyId: refresh.sealingKeyId,
+                    sealedValue: Buffer.from(refresh.sealedValue),
+                    username: "",
+                  }
+                : undefined,
+            headers: Object.entries(plan.provider.oauth.tokenHeaders).map(([name, value]) => ({
+              name,
+              value,
+            })),
+            scope: "",
+            answerIsExchange: plan.answerIsExchange,
+            accessItemName: plan.tokenItem.name,
+            code: "",
+            redirectUri: "",
+            codeVerifier: undefined,
+            refreshItemName: plan.refreshItem?.name ?? "",
+          },
+        }),
+      );
+      await storeRotated(locked, plan, organisationId, refresh, response);
+      return response;
+    });
+  }
+
+  async function storeRotated(
+    locked: ItemTokensRepo,
+    plan: Extract<TokenPlan, { kind: "exchange" }>,
+    organisationId: string,
+    spentRefresh: SealedToken | undefined,
+    response: ExecuteResponse,
+  ): Promise<void> {
+    for (const rotated of response.rotatedCredentials ?? []) {
+      const credential = rotated.credential;
+      if (!credential) continue;
+      const metadata = rotated.metadata;
+      const sealed = { sealedValue: credential.sealedValue, sealingKeyId: credential.keyId };
+      if (rotated.kind === TokenKind.TOKEN_KIND_ACCESS && metadata && metadata.expiresInS > 0) {
+        const issuedAt = Number(metadata.issuedAtMs) || (deps.now ?? Date.now)();
+        await locked.upsertAccessToken(plan.tokenItem.id, organisationId, {
+          ...sealed,
+          tokenLast4: metadata.tokenLast4,
+          scope: metadata.scope,
+          expiresAt: new Date(issuedAt + metadata.expiresInS * 1000),
+        });
+      }
+      if (rotated.kind === TokenKind.TOKEN_KIND_REFRESH && plan.refreshItem && spentRefresh) {
+        // The spent token is retired by the same statement that stores its rotation.
+        await locked.updateRotatedValue(plan.refreshItem.id, spentRefresh.sealedValue, {
+          ...sealed,
+          last4: metadata?.tokenLast4 ?? "",
+        });
+      }
+    }
+  }
 
   /** Writes an audit row; a failure is reported (its code only) and never stops the answer. */
   async function recordSafely(event: AuditEvent): Promise<void> {
@@ -218,18 +390,13 @@ export function createCallsService(deps: CallsDeps) {
   }
 }
 
-/** The ticket for exactly this request (after the playlist rewrite of rule 3). */
-function prepareCall(minter: TicketMinter, args: HttpRequestArgs, located: LocatedCredential) {
+/** The call spec for exactly this request (after the playlist rewrite of rule 3). */
+function prepareCall(args: HttpRequestArgs, located: LocatedCredential) {
   const { item, host, path: validatedPath } = located;
   const { path, body, rewritten } = rewritePlaylistPath(host, args.method, validatedPath, args.body);
   const timeoutMs = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
-  const ticket = minter.mintCallTicket({
-    credential: {
-      itemName: item.name,
-      keyId: item.sealingKeyId,
-      sealedValue: Buffer.from(item.sealedValue),
-      username: item.username ?? "",
-    },
+  const spec: CallSpec = {
+    credential: sealedOf(item),
     inject: item.inject,
     host,
     allowedHosts: [...item.allowedHosts],
@@ -240,8 +407,8 @@ function prepareCall(minter: TicketMinter, args: HttpRequestArgs, located: Locat
     timeoutMs,
     headers: [],
     redact: [],
-  });
-  return { path, rewritten, ticket, timeoutMs };
+  };
+  return { path, rewritten, spec, timeoutMs };
 }
 
 export type CallsService = ReturnType<typeof createCallsService>;

@@ -11,6 +11,7 @@ import { LOCAL_PORT } from "../local/local-server.ts";
 import { runKekRotate } from "./kek-rotate.command.ts";
 import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
 import { runMcpStdio } from "./mcp-stdio.ts";
+import { runOAuthRotateKeys } from "./oauth-rotate-keys.command.ts";
 import { readSecretValue } from "./read-secret.ts";
 import { runServe } from "./serve.ts";
 
@@ -33,8 +34,12 @@ Usage: vault <command> [options]
   kek-rotate                    hosted service: a new key-encryption key, every authenticator secret
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
                                 safe to interrupt and rerun)
+  oauth-rotate-keys             hosted service: a new OAuth signing key (DATA_DIR/oauth/jwks.json) signs
+                                new access tokens; the old one stays listed until its tokens expired;
+                                then restart or roll the control plane
 
-Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>.
+Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>,
+sigv4 (AWS; --username is the access key id), hmac:stripe_sig, hmac:slack_sig, hmac:github_sig.
 Data lives in DATA_DIR (default ~/.latch), owner-only. LOG_LEVEL sets the log level (stderr).
 `;
 
@@ -237,6 +242,9 @@ async function main(argv: string[]): Promise<number> {
     case "kek-rotate":
       parse({});
       return runKekRotate(process.env, progress);
+    case "oauth-rotate-keys":
+      parse({});
+      return runOAuthRotateKeys(process.env, progress);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command.slice(0, 40))}; see vault --help`);
   }

@@ -25,6 +25,8 @@ export interface ClientsServiceDeps {
   repo: ClientsRepo;
   /** Runs `fn` in one transaction with the repo and services bound to it (services.ts). */
   inTransaction<T>(fn: (tx: ClientsTransaction) => Promise<T>): Promise<T>;
+  /** Revoking an OAuth client also ends its consents, grants and tokens (oauth/). */
+  onOAuthClientRevoked?: (client: ClientRow) => Promise<void>;
   /** The issuance ledger (spec 6: GET /api/access/events) is written to the audit trail. */
   recordEvent?: (event: AuditEvent) => Promise<void>;
   environments: readonly string[];
@@ -104,6 +106,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
         revoked_at: null,
         first_used_at: null,
         last_used_at: null,
+        oauth_client_id: null,
       });
       await ledger(organisationId, "client_issued", id, token);
       return {
@@ -119,6 +122,12 @@ export function createClientsService(deps: ClientsServiceDeps) {
     async rotateClient(organisationId: string, id: string): Promise<IssuedClient> {
       const row = await loadClient(organisationId, id);
       if (row.revoked_at) throw new AppError("not_found", "this client is revoked");
+      if (row.oauth_client_id) {
+        throw new AppError(
+          "invalid_request",
+          "an OAuth client has no bearer to rotate; it signs in again through its own app",
+        );
+      }
       const kind = row.kind as ClientKind;
       const token = newToken(kind);
       await deps.repo.updateClientToken(id, {
@@ -139,7 +148,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
 
     /** Stops the token and revokes every approval the client holds, in one transaction. */
     async revokeClient(organisationId: string, id: string): Promise<void> {
-      await loadClient(organisationId, id);
+      const row = await loadClient(organisationId, id);
       const now = deps.now();
       const isRevokedNow = await deps.inTransaction(async ({ repo, grants }) => {
         const isRevoked = await repo.updateClientRevoked(id, now);
@@ -147,7 +156,51 @@ export function createClientsService(deps: ClientsServiceDeps) {
         return isRevoked;
       });
       // A repeated revoke answers the same but marks the ledger once (spec 6).
+      // An OAuth client's consents, refresh tokens and access tokens end too (spec 3.4); run even
+      // on a repeated revoke, so a consent given between two revokes cannot survive.
+      if (row.oauth_client_id) await deps.onOAuthClientRevoked?.(row);
       if (isRevokedNow) await ledger(organisationId, "client_revoked", id);
+    },
+
+    /**
+     * The model client row an OAuth client acts through in an organisation: the live one, else a
+     * new one named as the client registered. It has no bearer: its token_hash matches no token.
+     */
+    async ensureOAuthClient(organisationId: string, oauthClientId: string, name: string): Promise<ClientRow> {
+      const existing = await deps.repo.findLiveOAuthClient(organisationId, oauthClientId);
+      if (existing) {
+        return existing;
+      }
+      const row: ClientRow = {
+        id: newId("cli"),
+        organisation_id: organisationId,
+        kind: "model",
+        name: name.slice(0, 80),
+        environment: deps.defaultEnvironment,
+        // Not a SHA-256 hex digest, so no presented bearer can ever hash to it.
+        token_hash: `oauth:${randomBytes(16).toString("base64url")}`,
+        token_last4: "",
+        created_at: deps.now(),
+        rotated_at: null,
+        revoked_at: null,
+        first_used_at: null,
+        last_used_at: null,
+        oauth_client_id: oauthClientId,
+      };
+      await deps.repo.insertClient(row);
+      await ledger(organisationId, "oauth_client_consented", row.id);
+      return row;
+    },
+
+    /** The live client row an access token names, marking its use like a bearer's. */
+    async findLiveClientForToken(id: string): Promise<ClientRow | undefined> {
+      const row = await deps.repo.findLiveClient(id);
+      if (!row) return undefined;
+      const now = deps.now();
+      if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > USE_WRITE_INTERVAL_MS) {
+        await deps.repo.updateClientUsed(row.id, { lastUsedAt: now, firstUsedAt: row.first_used_at ?? now });
+      }
+      return row;
     },
 
     /** The live client a bearer belongs to, or undefined. */

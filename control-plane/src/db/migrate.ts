@@ -9,6 +9,9 @@ import * as needs from "./migrations/2026-11-23T0300-need-requests.ts";
 import * as approvalLinks from "./migrations/2026-11-23T0400-approval-links.ts";
 import * as callBoundApprovals from "./migrations/2026-11-24T0000-call-bound-approvals.ts";
 import * as needRequestCalls from "./migrations/2026-11-24T0100-need-request-calls.ts";
+import * as oauth from "./migrations/2026-11-25T0000-oauth.ts";
+import * as itemTokens from "./migrations/2026-11-25T1000-item-tokens.ts";
+import * as connectStates from "./migrations/2026-11-25T1100-connect-states.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -19,6 +22,9 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-23T0400-approval-links": approvalLinks,
   "2026-11-24T0000-call-bound-approvals": callBoundApprovals,
   "2026-11-24T0100-need-request-calls": needRequestCalls,
+  "2026-11-25T0000-oauth": oauth,
+  "2026-11-25T1000-item-tokens": itemTokens,
+  "2026-11-25T1100-connect-states": connectStates,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -35,6 +35,36 @@ export interface ItemsTable {
   updated_at: Timestamp;
 }
 
+/** A minted access token of an item, sealed (migration 2026-11-25T1000). */
+export interface ItemTokensTable {
+  item_id: string;
+  organisation_id: string;
+  sealed_value: Uint8Array;
+  sealing_key_id: string;
+  token_last4: string;
+  scope: string;
+  expires_at: Date;
+  updated_at: Generated<Date>;
+}
+
+/** Connect in flight (migration 2026-11-25T1100). */
+export interface ConnectStatesTable {
+  state_hash: string;
+  organisation_id: string;
+  session_id: string;
+  provider: string;
+  item_id: string;
+  environment: string;
+  redirect_uri: string;
+  sealed_verifier: Uint8Array | null;
+  sealing_key_id: string | null;
+  agent_client_id: string | null;
+  need_id: string | null;
+  expires_at: Date;
+  used_at: Date | null;
+  created_at: Generated<Date>;
+}
+
 export interface AuditEventsTable {
   id: Generated<string>;
   organisation_id: string;
@@ -149,6 +179,42 @@ export interface ClientsTable {
   revoked_at: Date | null;
   first_used_at: Date | null;
   last_used_at: Date | null;
+  /** Set on the row of an OAuth client acting in this organisation (it has no bearer of its own). */
+  oauth_client_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** One oidc-provider artifact, keyed by a hash of its id (a refresh token's id is the token). */
+export interface OAuthArtifactsTable {
+  model: string;
+  id_hash: string;
+  payload: ColumnType<Record<string, unknown>, string, string>;
+  grant_id: string | null;
+  user_code_hash: string | null;
+  uid_hash: string | null;
+  account_id: string | null;
+  expires_at: Date | null;
+  consumed_at: Date | null;
+}
+
+/** A consent: the OAuth grant an operator gave a client, bound to one organisation. */
+export interface OAuthConsentsTable {
+  grant_id: string;
+  organisation_id: string;
+  operator_id: string;
+  client_row_id: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+export interface OAuthDeniedTokensTable {
+  jti_hash: string;
+  expires_at: Date;
+}
+
+export interface RateLimitHitsTable {
+  id: Generated<string>;
+  bucket: string;
+  at: Date;
 }
 
 export interface ApprovalCodeFailuresTable {
@@ -181,6 +247,8 @@ export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
   items: ItemsTable;
+  item_tokens: ItemTokensTable;
+  connect_states: ConnectStatesTable;
   audit_events: AuditEventsTable;
   grants: GrantsTable;
   operators: OperatorsTable;
@@ -192,6 +260,10 @@ export interface Database {
   clients: ClientsTable;
   approval_code_failures: ApprovalCodeFailuresTable;
   need_requests: NeedRequestsTable;
+  oauth_artifacts: OAuthArtifactsTable;
+  oauth_consents: OAuthConsentsTable;
+  oauth_denied_tokens: OAuthDeniedTokensTable;
+  rate_limit_hits: RateLimitHitsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;

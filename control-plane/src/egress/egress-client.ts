@@ -13,6 +13,7 @@ import {
 import {
   EgressProxyClient,
   type ExecuteResponse,
+  type FetchDocumentResponse,
   type GetInfoResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
@@ -45,6 +46,8 @@ export interface CallContext {
 export interface EgressClient {
   execute(ticket: SignedTicket, deadlineMs: number, context?: CallContext): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket, context?: CallContext): Promise<string>;
+  /** A credential-less GET of a public document (FetchDocument). */
+  fetchDocument(ticket: SignedTicket, deadlineMs: number): Promise<FetchDocumentResponse>;
   getInfo(): Promise<GetInfoResponse>;
   isHealthy(): Promise<boolean>;
   close(): void;
@@ -234,6 +237,15 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
           ),
         SHORT_DEADLINE_MS,
         context,
+      ),
+    fetchDocument: (ticket, deadlineMs) =>
+      callOnce<FetchDocumentResponse>(
+        (metadata, deadline, done) =>
+          client.fetchDocument({ ticket }, metadata, { deadline }, (error, response) =>
+            done(error, response),
+          ),
+        deadlineMs + LINK_OVERHEAD_MS,
+        undefined,
       ),
     getInfo: () =>
       callOnce<GetInfoResponse>(

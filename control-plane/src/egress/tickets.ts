@@ -1,6 +1,12 @@
 // Minting call tickets: what the operator approved, signed, for one use within seconds.
 import { randomBytes, sign } from "node:crypto";
-import { type CallSpec, type ResolveSpec, type SignedTicket, Ticket } from "@latch/proto/egress";
+import {
+  type CallSpec,
+  type DocumentSpec,
+  type ResolveSpec,
+  type SignedTicket,
+  Ticket,
+} from "@latch/proto/egress";
 import { ticketSigningInput } from "@latch/shared/tickets/ticket-signature";
 import type { TicketSigningKey } from "./ticket-key.ts";
 
@@ -16,6 +22,7 @@ export interface TicketMinterOptions {
 export interface TicketMinter {
   mintCallTicket(call: CallSpec, options?: { ttlMs?: number }): SignedTicket;
   mintResolveTicket(resolve: ResolveSpec): SignedTicket;
+  mintDocumentTicket(document: DocumentSpec): SignedTicket;
 }
 
 const DEFAULT_TTL_MS = 30_000;
@@ -24,7 +31,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   const now = options.now ?? Date.now;
   const defaultTtl = options.ttlMs ?? DEFAULT_TTL_MS;
 
-  function mint(body: Pick<Ticket, "call" | "resolve">, ttlMs: number): SignedTicket {
+  function mint(body: Partial<Pick<Ticket, "call" | "resolve" | "document">>, ttlMs: number): SignedTicket {
     const issuedAtMs = now();
     const payload = Ticket.encode({
       id: randomBytes(16).toString("base64url"),
@@ -34,6 +41,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
       expiresAtMs: issuedAtMs + ttlMs,
       call: body.call,
       resolve: body.resolve,
+      document: body.document,
     }).finish();
     const signature = sign(null, ticketSigningInput(payload), options.key.privateKey);
     return { payload: Buffer.from(payload), signature, keyId: options.key.keyId };
@@ -42,5 +50,6 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   return {
     mintCallTicket: (call, opts) => mint({ call, resolve: undefined }, opts?.ttlMs ?? defaultTtl),
     mintResolveTicket: (resolve) => mint({ call: undefined, resolve }, defaultTtl),
+    mintDocumentTicket: (document) => mint({ document }, defaultTtl),
   };
 }

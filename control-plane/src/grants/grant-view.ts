@@ -10,6 +10,8 @@ export interface PublicGrant {
   environment_id: string;
   item_name: string;
   agent_id: string;
+  /** Who asked, by the name its client was issued or registered with (locally: the MCP client's name). */
+  agent_name: string;
   tool_id: string;
   expires_at: string | null;
   created_at: string;
@@ -39,6 +41,7 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
     environment_id: row.environment,
     item_name: row.item_name,
     agent_id: row.agent_id,
+    agent_name: row.agent_name ?? row.agent_id,
     tool_id: row.tool_id,
     expires_at: iso(row.expires_at),
     created_at: row.created_at.toISOString(),

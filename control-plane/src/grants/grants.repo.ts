@@ -8,7 +8,8 @@ import {
   withOrganisationRequestLock,
 } from "../limits/request-limit.repo.ts";
 
-export type GrantWithItem = GrantRow & { item_name: string };
+/** A grant with its item's name and, when its agent is a hosted client, that client's name. */
+export type GrantWithItem = GrantRow & { item_name: string; agent_name: string | null };
 
 export interface CallScope {
   host?: string | null | undefined;
@@ -92,8 +93,13 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
     db
       .selectFrom("grants")
       .innerJoin("items", "items.id", "grants.item_id")
+      .leftJoin("clients", (join) =>
+        join
+          .onRef("clients.id", "=", "grants.agent_id")
+          .onRef("clients.organisation_id", "=", "grants.organisation_id"),
+      )
       .selectAll("grants")
-      .select("items.name as item_name");
+      .select(["items.name as item_name", "clients.name as agent_name"]);
 
   return {
     async insertGrant(row) {

@@ -56,6 +56,7 @@ export const publicGrant = z.object({
   environment_id: z.string(),
   item_name: z.string(),
   agent_id: z.string(),
+  agent_name: z.string(),
   tool_id: z.string(),
   expires_at: z.string().nullable(),
   created_at: z.string(),

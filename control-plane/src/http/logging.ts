@@ -1,5 +1,6 @@
 // What an HTTP request may put in a log line: method, path without its query (approval links
-// carry single-use tokens there), status and timing. No header, cookie or body, ever. An error is
+// carry single-use tokens there) and without the interaction id of an OAuth resume path (it is the
+// authorization server's interaction cookie value), status and timing. No header, cookie or body, ever. An error is
 // logged with its type, message and stack, except a database error: its SQLSTATE and statement only.
 import type { FastifyServerOptions } from "fastify";
 import { type Logger, stdSerializers } from "pino";
@@ -20,7 +21,7 @@ export function requestLogging(logger: Logger): Pick<
           req: (req: { method?: string; url?: string; id?: string }) => ({
             id: req.id,
             method: req.method,
-            path: (req.url ?? "").split("?")[0],
+            path: loggedPath(req.url ?? ""),
           }),
           res: (res: { statusCode?: number }) => ({ status: res.statusCode }),
           err: serializeLoggedError,
@@ -31,6 +32,15 @@ export function requestLogging(logger: Logger): Pick<
     requestIdHeader: false,
     genReqId: generateRequestId,
   };
+}
+
+/** Paths whose last segment is an OAuth interaction id: logged as the route, not the id. */
+const INTERACTION_PATH = /^\/(oauth\/authorize|device)\/[^/]+$/;
+
+/** The path of a request as logged: no query, no interaction id. */
+export function loggedPath(url: string): string {
+  const path = url.split("?")[0] ?? "";
+  return INTERACTION_PATH.test(path) ? path.replace(/\/[^/]+$/, "/:uid") : path;
 }
 
 /**

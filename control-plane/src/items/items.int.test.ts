@@ -127,6 +127,24 @@ describe("storing an item", () => {
     ["a header inject overriding Host", { inject: "header:Host" }, "invalid_inject"],
     ["client_secret without a client id", { kind: "client_secret" }, "invalid_request"],
     ["basic without a user", { inject: "basic" }, "invalid_request"],
+    [
+      "sigv4 without an access key id",
+      { inject: "sigv4", allowed_hosts: ["sqs.eu-west-1.amazonaws.com"] },
+      "invalid_request",
+    ],
+    ["sigv4 for a host that is not AWS", { inject: "sigv4", username: "AKIDEXAMPLE" }, "invalid_inject"],
+    [
+      "client_credentials for a host of no provider",
+      { inject: "client_credentials", username: "cid", allowed_hosts: ["api.example.com"] },
+      "invalid_inject",
+    ],
+    ["client_credentials without the client id", { inject: "client_credentials" }, "invalid_request"],
+    [
+      "client_credentials as a login",
+      { inject: "client_credentials", username: "cid", kind: "login" },
+      "invalid_request",
+    ],
+    ["refresh on a name that is not <ITEM>_REFRESH", { inject: "refresh" }, "invalid_inject"],
     ["an unknown field", { colour: "blue" }, "invalid_request"],
     ["a value that is not a string", { value: 42 }, "invalid_request"],
   ])("refuses %s", async (_label, change, code) => {

@@ -4,11 +4,14 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { lastFour, sealValue } from "@latch/shared/crypto/seal";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
+import { readAwsSigningScope } from "@latch/shared/inject/aws-host";
 import { formatInjectMode, parseInjectMode } from "@latch/shared/inject/inject-mode";
 import { checkHostname } from "@latch/shared/requests/host";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { isUniqueViolation } from "../db/database.ts";
+import { findProviderByHost } from "../providers/providers.ts";
 import type { CallableItem } from "./callable-item.ts";
+import type { ItemTokensRepo } from "./item-tokens.repo.ts";
 import type { ItemsRepo, ItemWithFolder } from "./items.repo.ts";
 import { toItemView } from "./items.repo.ts";
 import { ITEM_NAME, type ItemInput, type ItemView, itemInput, MAX_VALUE_LENGTH } from "./items.schemas.ts";
@@ -25,6 +28,8 @@ export interface ItemsServiceDeps {
    * and found by name, and every call with it is refused (host_mismatch) until hosts are added.
    */
   isHostListOptional?: boolean;
+  /** Minted access tokens and refresh rotation (spec 4.2 rule 7). */
+  tokens?: ItemTokensRepo;
 }
 
 export interface ItemsService {
@@ -54,6 +59,27 @@ export interface ItemsService {
     name: string,
   ): Promise<CallableItem | undefined>;
   findCallableByHost(organisationId: string, environment: string, host: string): Promise<CallableItem[]>;
+  findCallableById(organisationId: string, id: string): Promise<CallableItem | undefined>;
+  /**
+   * Stores a value the proxy sealed (a connect's refresh token): never seen in clear here, so its
+   * last four characters come from the proxy's metadata. Replaces an item of that name.
+   */
+  storeSealedItem(
+    organisationId: string,
+    actor: string,
+    item: {
+      name: string;
+      environment: string;
+      sealedValue: Uint8Array;
+      sealingKeyId: string;
+      last4: string;
+      allowedHosts: readonly string[];
+      inject: string;
+      username: string | null;
+    },
+  ): Promise<ItemView>;
+  /** The item's token lock (item-tokens.repo.ts): minted access tokens and refresh rotation. */
+  inItemTokenLock: ItemTokensRepo["inItemTokenLock"];
 }
 
 // Control characters cannot travel in a header, a query parameter or a cookie; a value carrying
@@ -140,7 +166,46 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     if (inject === "basic" && !username) {
       throw new AppError("invalid_request", "inject basic needs the user name in username");
     }
-    return { ...input, environment: checkEnvironment(input.environment), hosts, inject, username };
+    if (inject === "sigv4") checkSigV4Item(hosts, username);
+    if (inject === "client_credentials") checkAppCredential(input.kind, hosts, username);
+    if (inject === "refresh" && !input.name.endsWith("_REFRESH")) {
+      throw new AppError("invalid_inject", "inject refresh is for a refresh token item named <ITEM>_REFRESH");
+    }
+    // An app credential is a client secret whatever kind was defaulted (spec 2.1 kinds).
+    const kind = inject === "client_credentials" ? "client_secret" : input.kind;
+    return { ...input, kind, environment: checkEnvironment(input.environment), hosts, inject, username };
+  }
+
+  /** DECISIONS "Providers": an app credential of a provider in the table, username = client id. */
+  function checkAppCredential(kind: string, hosts: readonly string[], username: string | null): void {
+    if (kind === "login")
+      throw new AppError("invalid_request", "inject client_credentials needs kind client_secret");
+    if (!username) {
+      throw new AppError(
+        "invalid_request",
+        "inject client_credentials needs the OAuth client ID in username",
+      );
+    }
+    const foreign = hosts.find((host) => findProviderByHost(host) === undefined);
+    if (foreign !== undefined) {
+      throw new AppError(
+        "invalid_inject",
+        `inject client_credentials is for the hosts of a provider with built-in connect (spotify, github, google, slack, stripe); ${foreign} is not one`,
+      );
+    }
+  }
+
+  /** DECISIONS "Providers": username = access key id; region and service come from each host. */
+  function checkSigV4Item(hosts: readonly string[], username: string | null): void {
+    if (!username)
+      throw new AppError("invalid_request", "inject sigv4 needs the AWS access key id in username");
+    const unreadable = hosts.find((host) => readAwsSigningScope(host) === undefined);
+    if (unreadable !== undefined) {
+      throw new AppError(
+        "invalid_inject",
+        `inject sigv4 reads the AWS region and service from the host (<service>.<region>.amazonaws.com); ${unreadable} is not such a host`,
+      );
+    }
   }
 
   return {
@@ -282,6 +347,42 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     },
     async findCallableByHost(organisationId, environment, host) {
       return (await deps.repo.findItemsByHost(organisationId, environment, host)).map(toCallableItem);
+    },
+    async findCallableById(organisationId, id) {
+      const row = await deps.repo.findItemById(organisationId, id);
+      return row && toCallableItem(row);
+    },
+    async storeSealedItem(organisationId, actor, item) {
+      const environment = checkEnvironment(item.environment);
+      const { id, isNew } = await deps.repo.upsertItemByName({
+        id: newId("itm"),
+        organisation_id: organisationId,
+        environment,
+        name: item.name,
+        kind: "secret",
+        sealed_value: item.sealedValue,
+        sealing_key_id: item.sealingKeyId,
+        last4: item.last4,
+        allowed_hosts: [...item.allowedHosts],
+        inject: item.inject,
+        username: item.username,
+        folder_id: null,
+      });
+      await deps.recordEvent({
+        organisationId,
+        environment,
+        actor,
+        action: isNew ? "item_created" : "item_replaced",
+        itemName: item.name,
+        detail: { allowed_hosts: [...item.allowedHosts], inject: item.inject },
+      });
+      const stored = await deps.repo.findItemById(organisationId, id);
+      if (!stored) throw new AppError("internal", "the connected item was not stored");
+      return toItemView(stored);
+    },
+    inItemTokenLock(itemId, fn) {
+      if (!deps.tokens) throw new AppError("internal", "the item token store is not wired");
+      return deps.tokens.inItemTokenLock(itemId, fn);
     },
   };
 }

@@ -124,6 +124,7 @@ export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgres
   const client: EgressClient = {
     execute: async (ticket, deadlineMs) => (await get()).client.execute(ticket, deadlineMs),
     resolve: async (ticket) => (await get()).client.resolve(ticket),
+    fetchDocument: async (ticket, deadlineMs) => (await get()).client.fetchDocument(ticket, deadlineMs),
     getInfo: async () => (await get()).client.getInfo(),
     isHealthy: async () => (await get()).client.isHealthy(),
     close: () => {},

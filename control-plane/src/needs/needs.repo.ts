@@ -21,6 +21,8 @@ export interface NeedsRepo {
     environment: string;
     host: string;
     agentId: string;
+    /** Secret (collect) requests unless said. */
+    kind?: "secret" | "connect";
   }): Promise<NeedRequestRow | undefined>;
   insertNeed(row: NeedRequestRow): Promise<void>;
   findNeedById(organisationId: string, id: string): Promise<NeedWithClient | undefined>;
@@ -60,6 +62,7 @@ export function createNeedsRepo(db: Kysely<Database>): NeedsRepo {
         .where("environment", "=", scope.environment)
         .where("host", "=", scope.host)
         .where("agent_id", "=", scope.agentId)
+        .where("kind", "=", scope.kind ?? "secret")
         .where("status", "=", "pending")
         .executeTakeFirst(),
     async insertNeed(row) {

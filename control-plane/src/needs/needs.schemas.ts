@@ -33,6 +33,8 @@ export const needView = z.object({
   /** Spec 2.5: the public recipe for a known provider host. */
   recipe: z.object({ steps: z.array(z.string()), next: z.string() }).optional(),
   call: publicGrant.shape.call,
+  /** A connect request's provider (spec 2.5 kind connect): the console's connect card starts it. */
+  provider: z.string().optional(),
 });
 
 export const needAnswer = z.object({ need: needView });

@@ -17,7 +17,7 @@ import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
 import type { Recipe } from "../providers/provider.ts";
-import { recipeFields } from "../providers/providers.ts";
+import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import type { NeedsRepo, NeedWithClient } from "./needs.repo.ts";
 
 /** What fulfilling writes in one transaction: the need, the stored item and its approval. */
@@ -50,6 +50,8 @@ export interface NeedView {
   recipe?: Recipe;
   /** The call that asked: fulfilling approves it once (DECISIONS "Approvals"); null: any call. */
   call: PublicGrant["call"];
+  /** A connect request's provider, for the connect card. */
+  provider?: string;
 }
 
 export function createNeedsService(deps: NeedsDeps) {
@@ -67,6 +69,9 @@ export function createNeedsService(deps: NeedsDeps) {
     created_at: row.created_at.toISOString(),
     call: toPublicCall(row),
     ...recipeFields(row.host),
+    ...(row.kind === "connect" && findProviderByHost(row.host)
+      ? { provider: findProviderByHost(row.host)?.id }
+      : {}),
   });
 
   async function loadNeed(repo: NeedsRepo, organisationId: string, id: string): Promise<NeedWithClient> {
@@ -98,6 +103,8 @@ export function createNeedsService(deps: NeedsDeps) {
       message?: string | undefined;
       /** The http_request that found nothing stored: what fulfilling approves once. */
       requestedCall?: RequestedCall | undefined;
+      /** Spec 2.5: `connect` when a client secret is stored and the agent needs a user account. */
+      kind?: "secret" | "connect";
     }): Promise<NeedView> {
       const now = deps.now();
       const row = await deps.repo.inOrganisationLock(input.organisationId, async (repo) => {
@@ -108,7 +115,7 @@ export function createNeedsService(deps: NeedsDeps) {
           id: newId("ned"),
           organisation_id: input.organisationId,
           environment: input.environment,
-          kind: "secret",
+          kind: input.kind ?? "secret",
           host: input.host,
           suggested_name: input.suggestedName,
           agent_id: input.agentId,
@@ -175,6 +182,17 @@ export function createNeedsService(deps: NeedsDeps) {
         await repo.updateNeedItem(id, item.id);
         return { item, grant };
       });
+    },
+
+    /**
+     * Spec 3.2: a connect that carries need_id closes the connect request (as fulfilled). Returns
+     * the agent that asked, whom the connect then allows.
+     */
+    async closeConnectNeed(organisationId: string, id: string): Promise<string | undefined> {
+      const need = await deps.repo.findNeedById(organisationId, id);
+      if (need?.kind !== "connect" || need.status !== "pending") return undefined;
+      const isClosed = await deps.repo.updateNeedClosed(organisationId, id, "fulfilled", deps.now());
+      return isClosed ? need.agent_id : undefined;
     },
 
     async denyNeed(organisationId: string, id: string): Promise<void> {

@@ -36,6 +36,8 @@ export interface OrgsRepo {
   /** The first organisation the operator owns, else the first it belongs to. */
   findDefaultOrganisationId(operatorId: string): Promise<string | null>;
   findMembers(organisationId: string): Promise<MemberView[]>;
+  /** Every organisation the operator belongs to, by name. */
+  findOrganisationsOf(operatorId: string): Promise<{ id: string; name: string; role: string }[]>;
 }
 
 export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
@@ -96,6 +98,14 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
         .executeTakeFirst();
       return row?.organisation_id ?? null;
     },
+    findOrganisationsOf: (operatorId) =>
+      db
+        .selectFrom("organisations")
+        .innerJoin("memberships", "memberships.organisation_id", "organisations.id")
+        .select(["organisations.id", "organisations.name", "memberships.role"])
+        .where("memberships.operator_id", "=", operatorId)
+        .orderBy("organisations.name")
+        .execute(),
     findMembers: (organisationId) =>
       db
         .selectFrom("memberships")

@@ -59,6 +59,8 @@ export function createOrgsService(deps: { repo: OrgsRepo; now: () => Date }) {
 
     findMembers: (organisationId: string) => deps.repo.findMembers(organisationId),
 
+    findOrganisationsOf: (operatorId: string) => deps.repo.findOrganisationsOf(operatorId),
+
     findOrganisation: (organisationId: string) => deps.repo.findOrganisationById(organisationId),
 
     /** The operator's role in the organisation, or undefined for a stranger. */

@@ -39,6 +39,13 @@ const CSP_DIFFERENCES = {
   collect: {},
   /** The console of `vault serve` (GET /). */
   "local-console": {},
+  /**
+   * The OAuth consent page (/consent): its script posts the decision and then follows the answer's
+   * location, which is the client's redirect (any scheme), so it navigates rather than submits.
+   */
+  consent: {},
+  /** The device code pages oidc-provider renders (/device): plain forms that post to us, no script. */
+  device: { "script-src": "'none'", "connect-src": "'none'", "form-action": "'self'" },
   /** The answer to an approval link: text and our stylesheet, no script, fetch or image. */
   "approval-result": { "script-src": "'none'", "img-src": "'none'", "connect-src": "'none'" },
 } as const satisfies Record<string, Partial<Record<Directive, string>>>;

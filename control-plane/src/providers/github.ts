@@ -24,6 +24,7 @@ export const github: Provider = {
     isPkcePublicClient: false,
   },
   hmacInject: "hmac:github_sig",
+  appToken: "client_basic",
   userOnlyPathPrefixes: ["/user"],
   pathRewrites: [],
 };

@@ -61,6 +61,15 @@ export interface PathRewriteRule {
   describe(rewritten: { from: string; to: string }): string;
 }
 
+/**
+ * What an app credential alone (a `client_credentials` item, no connected account) is good for:
+ * - `client_credentials`: the RFC 6749 4.4 grant at the token URL mints an app token (Spotify);
+ * - `secret_bearer`: the stored secret is itself the bearer (Stripe's platform secret key);
+ * - `client_basic`: HTTP Basic client_id:client_secret (GitHub's OAuth app endpoints);
+ * - undefined: nothing; every path needs a connected user (Google, Slack).
+ */
+export type AppTokenKind = "client_credentials" | "secret_bearer" | "client_basic";
+
 export interface Provider {
   id: ProviderId;
   displayName: string;
@@ -73,4 +82,5 @@ export interface Provider {
    * `user_connect_required`). A prefix covers itself and everything below it, not a longer name. */
   userOnlyPathPrefixes: readonly string[];
   pathRewrites: readonly PathRewriteRule[];
+  appToken?: AppTokenKind;
 }

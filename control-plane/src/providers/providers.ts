@@ -32,6 +32,21 @@ export function findProviderByApiHost(host: string): Provider | undefined {
   return BY_API_HOST.get(host);
 }
 
+const BY_TOKEN_HOST: ReadonlyMap<string, Provider> = new Map(
+  Object.values(BY_ID).map((provider) => [new URL(provider.oauth.tokenUrl).host, provider] as const),
+);
+
+/** The provider of an API host or of its token URL's host (`accounts.spotify.com`). */
+export function findProviderByHost(host: string): Provider | undefined {
+  return BY_API_HOST.get(host) ?? BY_TOKEN_HOST.get(host);
+}
+
+/** The token URL as host and path, e.g. `{ host: "accounts.spotify.com", path: "/api/token" }`. */
+export function tokenEndpointOf(provider: Provider): { host: string; path: string } {
+  const url = new URL(provider.oauth.tokenUrl);
+  return { host: url.host, path: url.pathname };
+}
+
 /** The public recipe (spec 2.5) of a known provider's API host, if any. */
 export function findRecipe(host: string): Recipe | undefined {
   return findProviderByApiHost(host)?.recipe;

@@ -22,6 +22,7 @@ export const spotify: Provider = {
     clientAuthentication: "basic",
     isPkcePublicClient: true,
   },
+  appToken: "client_credentials",
   userOnlyPathPrefixes: ["/v1/me"],
   pathRewrites: [
     {

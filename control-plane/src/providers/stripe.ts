@@ -24,6 +24,7 @@ export const stripe: Provider = {
     isPkcePublicClient: false,
   },
   hmacInject: "hmac:stripe_sig",
+  appToken: "secret_bearer",
   userOnlyPathPrefixes: [],
   pathRewrites: [],
 };

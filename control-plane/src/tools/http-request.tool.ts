@@ -7,6 +7,7 @@ import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
+import { planTokenCall } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import { recipeFields } from "../providers/providers.ts";
@@ -22,6 +23,9 @@ export async function runHttpRequest(
   if ("payload" in located) return located;
   const { item, host, path } = located;
   const grantScope = httpRequestGrantScope(scope, item);
+  // Rule 7 before any approval: a missing connect or sibling is answered without asking for one.
+  const refused = args.dry_run ? undefined : await tokenPlanRefusal(deps, scope, args, located);
+  if (refused) return refused;
 
   // The call as the operator approves it: method, host, validated path with its query, body digest.
   const call = requestedCallOf(host, path, args);
@@ -80,13 +84,81 @@ export async function runHttpRequest(
 
   // Whether a spent approval is given back is executeCall's decision alone (the proxy's
   // reached_origin): nothing here may give it back after the request left.
-  const outcome = await deps.calls.executeCall(
-    { ...scope, actor: `agent:${scope.agentId}`, ...(args.client_id ? { clientId: args.client_id } : {}) },
-    args,
-    located,
-    authorisation,
-  );
-  return { payload: { ...outcome.result, grant_id: authorisation.grant.grant_id } };
+  try {
+    const outcome = await deps.calls.executeCall(
+      { ...scope, actor: `agent:${scope.agentId}`, ...(args.client_id ? { clientId: args.client_id } : {}) },
+      args,
+      located,
+      authorisation,
+    );
+    return { payload: { ...outcome.result, grant_id: authorisation.grant.grant_id } };
+  } catch (error) {
+    // The plan is made again when the call is sent (a sibling may have gone since).
+    const answer =
+      error instanceof AppError ? await tokenPlanAnswer(deps, scope, args, located, error) : undefined;
+    if (answer) return answer;
+    throw error;
+  }
+}
+
+/** user_connect_required or inject_denied for this call, before any approval is asked for. */
+async function tokenPlanRefusal(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  located: LocatedCredential,
+): Promise<ToolAnswer | undefined> {
+  try {
+    await planTokenCall({ findItemByName: deps.items.findCallableByName }, scope, {
+      item: located.item,
+      host: located.host,
+      path: located.path,
+      method: args.method,
+    });
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    const answer = await tokenPlanAnswer(deps, scope, args, located, error);
+    if (answer) return answer;
+    throw error;
+  }
+}
+
+/** Spec 4.2: the user_connect_required and inject_denied payloads (nothing sent, nothing spent). */
+async function tokenPlanAnswer(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  located: LocatedCredential,
+  error: AppError,
+): Promise<ToolAnswer | undefined> {
+  if (error.code === "inject_denied") {
+    return {
+      payload: { status: "inject_denied", ...error.toBody(), missing_item: error.extra.missing_item },
+    };
+  }
+  if (error.code !== "user_connect_required") return undefined;
+  const provider = String(error.extra.provider);
+  const refreshItemName = String(error.extra.refresh_item_name);
+  const { hint, fields } = await deps.surface.connectRequired(scope, {
+    provider,
+    itemName: located.item.name,
+    refreshItemName,
+    host: located.host,
+    taskDescription: args.task_description,
+  });
+  const { dry_run: _dryRun, ...retry } = args;
+  return {
+    payload: {
+      status: "user_connect_required",
+      provider,
+      item_name: located.item.name,
+      refresh_item_name: refreshItemName,
+      ...fields,
+      hint,
+      next: { for_model: hint, tool: HTTP_REQUEST_TOOL, arguments: retry },
+    },
+  };
 }
 
 /** The located credential, or the tool answer for a miss (need_item) or a host mismatch. */

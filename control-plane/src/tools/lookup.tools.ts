@@ -1,9 +1,11 @@
 // find_items, setup and list_items (spec 4.2): what is stored, by name or host. Never a value.
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
+import { connectedPairSource } from "../calls/calls.service.ts";
+import { baseNameOf } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { CallableItem } from "../items/callable-item.ts";
-import { getProvider, recipeFields } from "../providers/providers.ts";
+import { findProviderByHost, getProvider, recipeFields } from "../providers/providers.ts";
 import { dryRunNeedItemAnswer, needItemAnswer } from "./http-request.tool.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
@@ -83,26 +85,59 @@ export async function runSetup(
     if (args.dry_run) return dryRunNeedItemAnswer(suggestItemName(host), host);
     return needItemAnswer(deps, scope, suggestItemName(host), host, args.task_description);
   }
-  if (others.length > 0) {
+  // An app credential and its connected <ITEM>_REFRESH are one setup: the app credential's.
+  const source = others.length > 0 ? connectedPairSource(items) : only;
+  if (!source) {
     const answer = ambiguous(items, scope);
     return { ...answer, payload: { ...answer.payload, ...recipeFields(host) } };
   }
-  const grant = await deps.grants.findUsableGrant(httpRequestGrantScope(scope, only));
+  const provider = findProviderByHost(host);
+  const needsConnect =
+    provider !== undefined &&
+    source.inject === "client_credentials" &&
+    source === only &&
+    others.length === 0 &&
+    (provider.appToken === undefined || provider.userOnlyPathPrefixes.length > 0);
+  if (needsConnect && !args.dry_run) {
+    // Spec 4.2 setup: the app secret is stored; the user account is connected next.
+    const refreshItemName = `${baseNameOf(source.name)}_REFRESH`;
+    const { hint, fields } = await deps.surface.connectRequired(scope, {
+      provider: provider.id,
+      itemName: source.name,
+      refreshItemName,
+      host,
+      taskDescription: args.task_description,
+    });
+    return {
+      payload: {
+        status: "user_connect_required",
+        provider: provider.id,
+        item_name: source.name,
+        refresh_item_name: refreshItemName,
+        host,
+        ...fields,
+        hint,
+        ...recipeFields(host),
+        next: { for_model: hint },
+      },
+    };
+  }
+  const grant = await deps.grants.findUsableGrant(httpRequestGrantScope(scope, source));
   // Spec 4.2: ready means a standing approval; a one-call or 8-hour session approval is not one.
   const isStanding = grant?.policy === "item_standing" || grant?.policy === "folder_standing";
   return {
     payload: {
       status: isStanding ? "ready" : "ready_prompt",
-      item: await describeFull(deps, scope, only),
+      item: await describeFull(deps, scope, source),
       host,
       ...(args.provider ? { provider: args.provider } : {}),
       ...recipeFields(host),
       next: {
         for_model: isStanding
-          ? `Call http_request with item_name ${only.name}.`
-          : deps.surface.readyPromptHint(only.name),
+          ? `Call http_request with item_name ${source.name}.`
+          : deps.surface.readyPromptHint(source.name),
         tool: HTTP_REQUEST_TOOL,
-        arguments: { item_name: only.name, host },
+        arguments: { item_name: source.name, host },
       },
     },
   };

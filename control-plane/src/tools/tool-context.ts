@@ -28,6 +28,20 @@ export interface OperatorSurface {
   approveHint(grantId: string): string;
   /** setup's ready_prompt: the credential is stored, no standing approval covers the agent yet. */
   readyPromptHint(itemName: string): string;
+  /** user_connect_required (spec 4.2): how the user connects the provider account. */
+  connectRequired(
+    scope: ToolScope,
+    connect: ConnectNeed,
+  ): Promise<{ hint: string; fields: Record<string, unknown> }>;
+}
+
+/** A user account to connect for a stored app credential (spec 4.2 user_connect_required). */
+export interface ConnectNeed {
+  provider: string;
+  itemName: string;
+  refreshItemName: string;
+  host: string;
+  taskDescription?: string | undefined;
 }
 
 export interface ToolDeps {
@@ -69,6 +83,14 @@ export const LOCAL_SURFACE: OperatorSurface = {
   readyPromptHint(itemName) {
     return `The credential is stored. Call http_request with item_name ${itemName}; the user approves the call with \`vault approve\` when asked (or \`--session\` for 8 hours).`;
   },
+  // Spec 4.4: locally there is no connect flow; the user stores the refresh token themselves.
+  async connectRequired(_scope, connect) {
+    const command = `vault set ${connect.refreshItemName} --inject refresh --host ${connect.host}`;
+    return {
+      hint: `This ${connect.provider} path needs a user account. Ask the user to run \`${command}\` (the refresh token is typed at the prompt, never given to you), then retry once.`,
+      fields: { command },
+    };
+  },
 };
 
 /** The hosted service: a collect request the operator answers on the collect page or the inbox. */
@@ -104,6 +126,21 @@ export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): O
     },
     approveHint(grantId) {
       return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code), then retry with next.arguments.`;
+    },
+    async connectRequired(scope, connect) {
+      const need = await needs.requestNeed({
+        organisationId: scope.organisationId,
+        environment: scope.environment,
+        host: connect.host,
+        suggestedName: connect.refreshItemName,
+        agentId: scope.agentId,
+        message: connect.taskDescription,
+        kind: "connect",
+      });
+      return {
+        hint: `This ${connect.provider} path needs a user account. Give the user this link to connect it: ${need.collect_url}. After they connect and allow you, retry once.`,
+        fields: { connect_url: need.collect_url, need_id: need.need_id },
+      };
     },
     readyPromptHint(itemName) {
       return `The credential is stored. Ask the user to click Always allow in the Latch inbox when the approval request for ${itemName} appears, so later calls need no approval; call http_request with item_name ${itemName} now.`;

@@ -12,12 +12,14 @@ import type { Upstream } from "../upstream/call.ts";
 import { checkCall } from "./steps/check-call.ts";
 import { dialOrigin } from "./steps/dial-origin.ts";
 import { injectIntoRequest } from "./steps/inject-credential.ts";
+import { mintToken } from "./steps/mint-token.ts";
 import { openCredentials } from "./steps/open-credentials.ts";
 import type { CallStep, OutgoingCall } from "./steps/outgoing-call.ts";
 import { prepareRedaction } from "./steps/prepare-redaction.ts";
 import { redactAnswer } from "./steps/redact-answer.ts";
 import { resolveDestination } from "./steps/resolve-destination.ts";
 import { shapeResponse } from "./steps/shape-response.ts";
+import { signRequest } from "./steps/sign-request.ts";
 import { spendTicket } from "./steps/spend-ticket.ts";
 import { verifyTicket } from "./steps/verify-ticket.ts";
 
@@ -42,18 +44,35 @@ export interface ExecuteDeps {
  */
 const CALL_STEPS: readonly CallStep[] = [
   openCredentials,
-  // Mint or refresh goes here: a provider token exchange (client credentials, refresh-token
-  // rotation) adds its sealed results to call.rotatedCredentials and its tokens to
-  // call.redactionValues, before redaction is prepared.
+  // A provider token exchange (client credentials, refresh-token rotation) adds its sealed results
+  // to call.rotatedCredentials and its tokens to call.redactionValues, before redaction is prepared.
+  mintToken,
   prepareRedaction,
   injectIntoRequest,
+  signRequest,
   resolveDestination,
   dialOrigin,
   redactAnswer,
   shapeResponse,
 ];
 
-function errorResponse(error: AppError, started: number): ExecuteResponse {
+/**
+ * The rows that send the approved request. When the agent's call was the token exchange itself
+ * (rule 7: a post to the provider's token endpoint), mint-token already holds the answer and these
+ * rows have nothing left to send.
+ */
+const SENDING_STEPS: ReadonlySet<CallStep> = new Set([
+  injectIntoRequest,
+  signRequest,
+  resolveDestination,
+  dialOrigin,
+]);
+
+function errorResponse(
+  error: AppError,
+  started: number,
+  rotatedCredentials: ExecuteResponse["rotatedCredentials"],
+): ExecuteResponse {
   const reachedOrigin = error.extra.reachedOrigin === true;
   return {
     reachedOrigin,
@@ -64,7 +83,9 @@ function errorResponse(error: AppError, started: number): ExecuteResponse {
     headers: [],
     error: { code: error.code, message: error.message },
     durationMs: Math.round(performance.now() - started),
-    rotatedCredentials: [],
+    // A refresh token rotated before the failure is already spent at the provider: the new one
+    // must still reach the store.
+    rotatedCredentials,
   };
 }
 
@@ -99,7 +120,10 @@ export function createExecute(
     let call: OutgoingCall | undefined;
     try {
       call = checkCall(ticket, { now, startedAt });
-      for (const step of CALL_STEPS) await step(call, deps);
+      for (const step of CALL_STEPS) {
+        if (call.answer !== undefined && SENDING_STEPS.has(step)) continue;
+        await step(call, deps);
+      }
       const response = call.response;
       if (!response) throw new AppError("internal", "the call ended without a response");
       deps.metrics.countCall("answered");
@@ -130,7 +154,7 @@ export function createExecute(
         },
         "call refused",
       );
-      return errorResponse(error, startedAt);
+      return errorResponse(error, startedAt, call?.rotatedCredentials ?? []);
     }
   };
 }

@@ -1,6 +1,7 @@
-// The proxy's gRPC surface: EgressProxy (Execute, Resolve, GetInfo) and grpc.health.v1, and the
-// drain of a rolling update: NOT_SERVING at once, new calls refused before their ticket is read
-// (the control plane sends them to another replica), calls in flight finished, then exit.
+// The proxy's gRPC surface: EgressProxy (Execute, Resolve, FetchDocument, GetInfo) and
+// grpc.health.v1, and the drain of a rolling update: NOT_SERVING at once, new calls refused before
+// their ticket is read (the control plane sends them to another replica), calls in flight
+// finished, then exit.
 import {
   type handleUnaryCall,
   Metadata,
@@ -14,6 +15,8 @@ import {
   EgressProxyService,
   type ExecuteRequest,
   type ExecuteResponse,
+  type FetchDocumentRequest,
+  type FetchDocumentResponse,
   type GetInfoRequest,
   type GetInfoResponse,
   type ResolveRequest,
@@ -33,6 +36,7 @@ import { readRequestId, runInCallContext } from "./call-context.ts";
 export interface GrpcHandlers {
   execute(ticket: SignedTicket | undefined): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket | undefined): Promise<ResolveResponse>;
+  fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
   info(): GetInfoResponse;
   isServing(): boolean;
 }
@@ -144,6 +148,9 @@ export async function startGrpcServer(options: {
     ),
     resolve: gate.guard(
       unary<ResolveRequest, ResolveResponse>((req) => handlers.resolve(req.ticket), logger),
+    ),
+    fetchDocument: gate.guard(
+      unary<FetchDocumentRequest, FetchDocumentResponse>((req) => handlers.fetchDocument(req.ticket), logger),
     ),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
   };

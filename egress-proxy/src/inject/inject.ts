@@ -86,6 +86,15 @@ export function injectCredential(
     case "cookie":
       if (!COOKIE_OCTETS.test(secret)) refuseSecret(item, `cookie ${mode.name}`);
       return withHeader(req, "cookie", `${mode.name}=${secret}`);
+    case "client_credentials":
+    case "refresh":
+      // The control plane sends these with a token exchange and inject `bearer`; alone they
+      // would put an app secret or a refresh token where an access token belongs.
+      throw new AppError("invalid_inject", `inject mode ${mode.kind} is used through a token exchange only`);
+    case "sigv4":
+    case "hmac":
+      // A signing mode has no slot: calls/steps/sign-request.ts signs the whole request.
+      throw new AppError("internal", `inject mode ${mode.kind} signs the request; it has no slot to fill`);
   }
 }
 

@@ -8,7 +8,25 @@ export type InjectMode =
   | { kind: "basic" }
   | { kind: "header"; name: string }
   | { kind: "query"; param: string }
-  | { kind: "cookie"; name: string };
+  | { kind: "cookie"; name: string }
+  /** AWS Signature Version 4: username = access key id, value = secret access key. */
+  | { kind: "sigv4" }
+  /** The body signed the way that provider signs its webhooks (DECISIONS "Providers"). */
+  | { kind: "hmac"; provider: HmacProvider }
+  /** A provider app credential (username = client id): the control plane plans a token exchange
+   * (spec 4.2 rule 7) and the proxy injects the minted token as a bearer. */
+  | { kind: "client_credentials" }
+  /** `<ITEM>_REFRESH`: a user refresh token, exchanged for an access token before each call. */
+  | { kind: "refresh" };
+
+/** The providers whose webhook signature scheme `hmac:<provider>_sig` reproduces. */
+export const HMAC_PROVIDERS = ["stripe", "slack", "github"] as const;
+export type HmacProvider = (typeof HMAC_PROVIDERS)[number];
+
+/** Inject modes that sign the request rather than place the value in one slot. */
+export function isSigningMode(mode: InjectMode): boolean {
+  return mode.kind === "sigv4" || mode.kind === "hmac";
+}
 
 /** The modes this version accepts, spelled as an operator writes them (for messages and schemas). */
 export const SUPPORTED_INJECT_MODES: readonly string[] = Object.freeze([
@@ -17,17 +35,13 @@ export const SUPPORTED_INJECT_MODES: readonly string[] = Object.freeze([
   "header:<name>",
   "query:<param>",
   "cookie:<name>",
+  "client_credentials",
+  "refresh",
+  "sigv4",
+  ...HMAC_PROVIDERS.map((provider) => `hmac:${provider}_sig`),
 ]);
 
 const SUPPORTED_LIST = `supported modes are ${SUPPORTED_INJECT_MODES.join(", ")}`;
-
-// Modes the spec names (section 2.2) that later work adds; refused by name until then.
-const LATER_MODES: readonly { matches: (raw: string) => boolean; label: string }[] = [
-  { matches: (raw) => raw === "client_credentials", label: "client_credentials" },
-  { matches: (raw) => raw === "sigv4", label: "sigv4" },
-  { matches: (raw) => raw === "refresh", label: "refresh" },
-  { matches: (raw) => raw.startsWith("hmac:"), label: "hmac:<provider>_sig" },
-];
 
 // RFC 3986 section 2.3 unreserved characters: a name that needs no encoding, so the name the
 // operator stored is byte for byte the name the origin receives.
@@ -56,6 +70,12 @@ export function parseInjectMode(raw: string): InjectMode {
     refuse(`the inject mode is longer than ${MAX_MODE_LENGTH} characters; ${SUPPORTED_LIST}`);
   if (raw === "bearer") return { kind: "bearer" };
   if (raw === "basic") return { kind: "basic" };
+  if (raw === "sigv4") return { kind: "sigv4" };
+  if (raw === "client_credentials") return { kind: "client_credentials" };
+  if (raw === "refresh") return { kind: "refresh" };
+  const hmac = HMAC_PROVIDERS.find((provider) => raw === `hmac:${provider}_sig`);
+  if (hmac !== undefined) return { kind: "hmac", provider: hmac };
+  if (raw.startsWith("hmac:")) refuse(`unknown hmac signing scheme; ${SUPPORTED_LIST}`);
 
   const colon = raw.indexOf(":");
   const kind = colon === -1 ? raw : raw.slice(0, colon);
@@ -65,10 +85,6 @@ export function parseInjectMode(raw: string): InjectMode {
     if (kind === "query") return { kind, param: checkQueryParam(argument) };
     return { kind, name: checkCookieName(argument) };
   }
-
-  const later = LATER_MODES.find((mode) => mode.matches(raw));
-  if (later !== undefined)
-    refuse(`inject mode ${later.label} is not supported in this version; ${SUPPORTED_LIST}`);
   refuse(`unknown inject mode; ${SUPPORTED_LIST}`);
 }
 
@@ -114,6 +130,9 @@ export function formatInjectMode(mode: InjectMode): string {
   switch (mode.kind) {
     case "bearer":
     case "basic":
+    case "sigv4":
+    case "client_credentials":
+    case "refresh":
       return mode.kind;
     case "header":
       return `header:${mode.name}`;
@@ -121,5 +140,7 @@ export function formatInjectMode(mode: InjectMode): string {
       return `query:${mode.param}`;
     case "cookie":
       return `cookie:${mode.name}`;
+    case "hmac":
+      return `hmac:${mode.provider}_sig`;
   }
 }

@@ -32,6 +32,128 @@ export const protobufFileName = "latch/egress/v1/egress.proto";
  * answers with a redacted result. Versioned package: breaking changes go to v2.
  */
 
+export const TokenGrant = {
+  TOKEN_GRANT_UNSPECIFIED: 0,
+  TOKEN_GRANT_REFRESH_TOKEN: 1,
+  TOKEN_GRANT_CLIENT_CREDENTIALS: 2,
+  TOKEN_GRANT_AUTHORIZATION_CODE: 3,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type TokenGrant = typeof TokenGrant[keyof typeof TokenGrant];
+
+export namespace TokenGrant {
+  export type TOKEN_GRANT_UNSPECIFIED = typeof TokenGrant.TOKEN_GRANT_UNSPECIFIED;
+  export type TOKEN_GRANT_REFRESH_TOKEN = typeof TokenGrant.TOKEN_GRANT_REFRESH_TOKEN;
+  export type TOKEN_GRANT_CLIENT_CREDENTIALS = typeof TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS;
+  export type TOKEN_GRANT_AUTHORIZATION_CODE = typeof TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE;
+  export type UNRECOGNIZED = typeof TokenGrant.UNRECOGNIZED;
+}
+
+export function tokenGrantFromJSON(object: any): TokenGrant {
+  switch (object) {
+    case 0:
+    case "TOKEN_GRANT_UNSPECIFIED":
+      return TokenGrant.TOKEN_GRANT_UNSPECIFIED;
+    case 1:
+    case "TOKEN_GRANT_REFRESH_TOKEN":
+      return TokenGrant.TOKEN_GRANT_REFRESH_TOKEN;
+    case 2:
+    case "TOKEN_GRANT_CLIENT_CREDENTIALS":
+      return TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS;
+    case 3:
+    case "TOKEN_GRANT_AUTHORIZATION_CODE":
+      return TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return TokenGrant.UNRECOGNIZED;
+  }
+}
+
+export function tokenGrantToJSON(object: TokenGrant): string {
+  switch (object) {
+    case TokenGrant.TOKEN_GRANT_UNSPECIFIED:
+      return "TOKEN_GRANT_UNSPECIFIED";
+    case TokenGrant.TOKEN_GRANT_REFRESH_TOKEN:
+      return "TOKEN_GRANT_REFRESH_TOKEN";
+    case TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS:
+      return "TOKEN_GRANT_CLIENT_CREDENTIALS";
+    case TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE:
+      return "TOKEN_GRANT_AUTHORIZATION_CODE";
+    case TokenGrant.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** How the client authenticates at the token URL (DECISIONS "Providers"). */
+export const ClientAuthentication = {
+  CLIENT_AUTHENTICATION_UNSPECIFIED: 0,
+  /** CLIENT_AUTHENTICATION_BASIC - HTTP Basic client_id:client_secret (RFC 6749 2.3.1) */
+  CLIENT_AUTHENTICATION_BASIC: 1,
+  /** CLIENT_AUTHENTICATION_FORM - client_id and client_secret form fields */
+  CLIENT_AUTHENTICATION_FORM: 2,
+  /** CLIENT_AUTHENTICATION_SECRET_FORM - client_secret form field alone (Stripe) */
+  CLIENT_AUTHENTICATION_SECRET_FORM: 3,
+  /** CLIENT_AUTHENTICATION_PUBLIC - PKCE public client: client_id form field, no secret */
+  CLIENT_AUTHENTICATION_PUBLIC: 4,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type ClientAuthentication = typeof ClientAuthentication[keyof typeof ClientAuthentication];
+
+export namespace ClientAuthentication {
+  export type CLIENT_AUTHENTICATION_UNSPECIFIED = typeof ClientAuthentication.CLIENT_AUTHENTICATION_UNSPECIFIED;
+  export type CLIENT_AUTHENTICATION_BASIC = typeof ClientAuthentication.CLIENT_AUTHENTICATION_BASIC;
+  export type CLIENT_AUTHENTICATION_FORM = typeof ClientAuthentication.CLIENT_AUTHENTICATION_FORM;
+  export type CLIENT_AUTHENTICATION_SECRET_FORM = typeof ClientAuthentication.CLIENT_AUTHENTICATION_SECRET_FORM;
+  export type CLIENT_AUTHENTICATION_PUBLIC = typeof ClientAuthentication.CLIENT_AUTHENTICATION_PUBLIC;
+  export type UNRECOGNIZED = typeof ClientAuthentication.UNRECOGNIZED;
+}
+
+export function clientAuthenticationFromJSON(object: any): ClientAuthentication {
+  switch (object) {
+    case 0:
+    case "CLIENT_AUTHENTICATION_UNSPECIFIED":
+      return ClientAuthentication.CLIENT_AUTHENTICATION_UNSPECIFIED;
+    case 1:
+    case "CLIENT_AUTHENTICATION_BASIC":
+      return ClientAuthentication.CLIENT_AUTHENTICATION_BASIC;
+    case 2:
+    case "CLIENT_AUTHENTICATION_FORM":
+      return ClientAuthentication.CLIENT_AUTHENTICATION_FORM;
+    case 3:
+    case "CLIENT_AUTHENTICATION_SECRET_FORM":
+      return ClientAuthentication.CLIENT_AUTHENTICATION_SECRET_FORM;
+    case 4:
+    case "CLIENT_AUTHENTICATION_PUBLIC":
+      return ClientAuthentication.CLIENT_AUTHENTICATION_PUBLIC;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ClientAuthentication.UNRECOGNIZED;
+  }
+}
+
+export function clientAuthenticationToJSON(object: ClientAuthentication): string {
+  switch (object) {
+    case ClientAuthentication.CLIENT_AUTHENTICATION_UNSPECIFIED:
+      return "CLIENT_AUTHENTICATION_UNSPECIFIED";
+    case ClientAuthentication.CLIENT_AUTHENTICATION_BASIC:
+      return "CLIENT_AUTHENTICATION_BASIC";
+    case ClientAuthentication.CLIENT_AUTHENTICATION_FORM:
+      return "CLIENT_AUTHENTICATION_FORM";
+    case ClientAuthentication.CLIENT_AUTHENTICATION_SECRET_FORM:
+      return "CLIENT_AUTHENTICATION_SECRET_FORM";
+    case ClientAuthentication.CLIENT_AUTHENTICATION_PUBLIC:
+      return "CLIENT_AUTHENTICATION_PUBLIC";
+    case ClientAuthentication.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export const TokenKind = {
   TOKEN_KIND_UNSPECIFIED: 0,
   /** TOKEN_KIND_ACCESS - A short-lived access token, reused until 60 s before it expires. */
@@ -107,7 +229,11 @@ export interface Ticket {
     | CallSpec
     | undefined;
   /** set for Resolve */
-  resolve: ResolveSpec | undefined;
+  resolve:
+    | ResolveSpec
+    | undefined;
+  /** set for FetchDocument */
+  document: DocumentSpec | undefined;
 }
 
 /** A credential as stored: sealed to the proxy's public key. */
@@ -131,7 +257,10 @@ export interface CallSpec {
   credential:
     | SealedCredential
     | undefined;
-  /** bearer | basic | header:<name> | query:<param> | cookie:<name> */
+  /**
+   * bearer | basic | header:<name> | query:<param> | cookie:<name> | sigv4 | hmac:<provider>_sig;
+   * with `exchange`, the minted access token goes in as `bearer`.
+   */
   inject: string;
   /** exact hostname, already matched against allowed_hosts */
   host: string;
@@ -147,6 +276,64 @@ export interface CallSpec {
   headers: Header[];
   /** more values to redact besides `credential` */
   redact: SealedCredential[];
+  /**
+   * A provider token exchange the proxy makes first (spec 4.2 rule 7, DECISIONS "Providers"):
+   * its access token replaces `credential`, or, with `answer_is_exchange`, its answer is the call's.
+   */
+  exchange?: TokenExchange | undefined;
+}
+
+/**
+ * One call to a provider's token URL, made by the proxy under the same destination rules. Every
+ * secret in it is sealed; what comes back is sealed again in ExecuteResponse.rotated_credentials.
+ */
+export interface TokenExchange {
+  grant: TokenGrant;
+  /** exact host of the token URL; must be in CallSpec.allowed_hosts */
+  tokenHost: string;
+  /** path of the token URL */
+  tokenPath: string;
+  clientAuthentication: ClientAuthentication;
+  /** public */
+  clientId: string;
+  /** unset for a PKCE public client */
+  clientSecret:
+    | SealedCredential
+    | undefined;
+  /** for TOKEN_GRANT_REFRESH_TOKEN; its item_name names the item */
+  refreshToken:
+    | SealedCredential
+    | undefined;
+  /** fixed headers of the token URL (GitHub: Accept: application/json) */
+  headers: Header[];
+  /** for client credentials; empty for none */
+  scope: string;
+  /** The agent posted to the token endpoint itself (rule 7): answer the token response, redacted. */
+  answerIsExchange: boolean;
+  /** the item a minted access token is filed under */
+  accessItemName: string;
+  /**
+   * TOKEN_GRANT_AUTHORIZATION_CODE (connect): the code from the callback, the redirect URI it was
+   * issued for, and the PKCE verifier (sealed) for a public-client provider.
+   */
+  code: string;
+  redirectUri: string;
+  codeVerifier:
+    | SealedCredential
+    | undefined;
+  /** the item a refresh token from a code exchange is filed under */
+  refreshItemName: string;
+}
+
+export interface DocumentSpec {
+  /** exact hostname; port 443 only */
+  host: string;
+  /** validated path with query */
+  path: string;
+  /** the whole fetch */
+  timeoutMs: number;
+  /** the body limit; over it the fetch fails with body_too_large */
+  maxBytes: number;
 }
 
 export interface ResolveSpec {
@@ -181,7 +368,8 @@ export interface ExecuteResponse {
   /**
    * Credentials the proxy minted or rotated on the way (a refreshed access token, a rotated
    * refresh token), already sealed to its own key: the control plane stores them and never sees
-   * the plaintext. Empty until provider connect and refresh land; the control plane may ignore it.
+   * the plaintext. Also sent with an error once an exchange succeeded: a rotated refresh token
+   * must be stored even when the call after it failed.
    */
   rotatedCredentials: RotatedCredential[];
 }
@@ -205,6 +393,23 @@ export interface TokenMetadata {
   scope: string;
   /** the last four characters, for the operator to tell tokens apart */
   tokenLast4: string;
+  /** the proxy's clock when the token endpoint answered */
+  issuedAtMs: number;
+}
+
+export interface FetchDocumentRequest {
+  ticket: SignedTicket | undefined;
+}
+
+export interface FetchDocumentResponse {
+  reachedOrigin: boolean;
+  originStatus: number;
+  /** the whole body, at most DocumentSpec.max_bytes; nothing to redact */
+  body: Buffer;
+  contentType: string;
+  cacheControl: string;
+  error: CallError | undefined;
+  durationMs: number;
 }
 
 export interface ResolveRequest {
@@ -332,7 +537,16 @@ export const SignedTicket: MessageFns<SignedTicket> = {
 };
 
 function createBaseTicket(): Ticket {
-  return { id: "", issuer: "", audience: "", issuedAtMs: 0, expiresAtMs: 0, call: undefined, resolve: undefined };
+  return {
+    id: "",
+    issuer: "",
+    audience: "",
+    issuedAtMs: 0,
+    expiresAtMs: 0,
+    call: undefined,
+    resolve: undefined,
+    document: undefined,
+  };
 }
 
 export const Ticket: MessageFns<Ticket> = {
@@ -357,6 +571,9 @@ export const Ticket: MessageFns<Ticket> = {
     }
     if (message.resolve !== undefined) {
       ResolveSpec.encode(message.resolve, writer.uint32(58).fork()).join();
+    }
+    if (message.document !== undefined) {
+      DocumentSpec.encode(message.document, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -430,6 +647,14 @@ export const Ticket: MessageFns<Ticket> = {
             message.resolve = ResolveSpec.decode(reader, reader.uint32());
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.document = DocumentSpec.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -459,6 +684,7 @@ export const Ticket: MessageFns<Ticket> = {
         : 0,
       call: isSet(object.call) ? CallSpec.fromJSON(object.call) : undefined,
       resolve: isSet(object.resolve) ? ResolveSpec.fromJSON(object.resolve) : undefined,
+      document: isSet(object.document) ? DocumentSpec.fromJSON(object.document) : undefined,
     };
   },
 
@@ -485,6 +711,9 @@ export const Ticket: MessageFns<Ticket> = {
     if (message.resolve !== undefined) {
       obj.resolve = ResolveSpec.toJSON(message.resolve);
     }
+    if (message.document !== undefined) {
+      obj.document = DocumentSpec.toJSON(message.document);
+    }
     return obj;
   },
 
@@ -501,6 +730,9 @@ export const Ticket: MessageFns<Ticket> = {
     message.call = (object.call !== undefined && object.call !== null) ? CallSpec.fromPartial(object.call) : undefined;
     message.resolve = (object.resolve !== undefined && object.resolve !== null)
       ? ResolveSpec.fromPartial(object.resolve)
+      : undefined;
+    message.document = (object.document !== undefined && object.document !== null)
+      ? DocumentSpec.fromPartial(object.document)
       : undefined;
     return message;
   },
@@ -733,6 +965,7 @@ function createBaseCallSpec(): CallSpec {
     timeoutMs: 0,
     headers: [],
     redact: [],
+    exchange: undefined,
   };
 }
 
@@ -770,6 +1003,9 @@ export const CallSpec: MessageFns<CallSpec> = {
     }
     for (const v of message.redact) {
       SealedCredential.encode(v!, writer.uint32(90).fork()).join();
+    }
+    if (message.exchange !== undefined) {
+      TokenExchange.encode(message.exchange, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -875,6 +1111,14 @@ export const CallSpec: MessageFns<CallSpec> = {
             message.redact.push(SealedCredential.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.exchange = TokenExchange.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -914,6 +1158,7 @@ export const CallSpec: MessageFns<CallSpec> = {
       redact: globalThis.Array.isArray(object?.redact)
         ? object.redact.map((e: any) => SealedCredential.fromJSON(e))
         : [],
+      exchange: isSet(object.exchange) ? TokenExchange.fromJSON(object.exchange) : undefined,
     };
   },
 
@@ -952,6 +1197,9 @@ export const CallSpec: MessageFns<CallSpec> = {
     if (message.redact?.length) {
       obj.redact = message.redact.map((e) => SealedCredential.toJSON(e));
     }
+    if (message.exchange !== undefined) {
+      obj.exchange = TokenExchange.toJSON(message.exchange);
+    }
     return obj;
   },
 
@@ -973,6 +1221,495 @@ export const CallSpec: MessageFns<CallSpec> = {
     message.timeoutMs = object.timeoutMs ?? 0;
     message.headers = object.headers?.map((e) => Header.fromPartial(e)) || [];
     message.redact = object.redact?.map((e) => SealedCredential.fromPartial(e)) || [];
+    message.exchange = (object.exchange !== undefined && object.exchange !== null)
+      ? TokenExchange.fromPartial(object.exchange)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTokenExchange(): TokenExchange {
+  return {
+    grant: 0,
+    tokenHost: "",
+    tokenPath: "",
+    clientAuthentication: 0,
+    clientId: "",
+    clientSecret: undefined,
+    refreshToken: undefined,
+    headers: [],
+    scope: "",
+    answerIsExchange: false,
+    accessItemName: "",
+    code: "",
+    redirectUri: "",
+    codeVerifier: undefined,
+    refreshItemName: "",
+  };
+}
+
+export const TokenExchange: MessageFns<TokenExchange> = {
+  encode(message: TokenExchange, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.grant !== 0) {
+      writer.uint32(8).int32(message.grant);
+    }
+    if (message.tokenHost !== "") {
+      writer.uint32(18).string(message.tokenHost);
+    }
+    if (message.tokenPath !== "") {
+      writer.uint32(26).string(message.tokenPath);
+    }
+    if (message.clientAuthentication !== 0) {
+      writer.uint32(32).int32(message.clientAuthentication);
+    }
+    if (message.clientId !== "") {
+      writer.uint32(42).string(message.clientId);
+    }
+    if (message.clientSecret !== undefined) {
+      SealedCredential.encode(message.clientSecret, writer.uint32(50).fork()).join();
+    }
+    if (message.refreshToken !== undefined) {
+      SealedCredential.encode(message.refreshToken, writer.uint32(58).fork()).join();
+    }
+    for (const v of message.headers) {
+      Header.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.scope !== "") {
+      writer.uint32(74).string(message.scope);
+    }
+    if (message.answerIsExchange !== false) {
+      writer.uint32(80).bool(message.answerIsExchange);
+    }
+    if (message.accessItemName !== "") {
+      writer.uint32(90).string(message.accessItemName);
+    }
+    if (message.code !== "") {
+      writer.uint32(98).string(message.code);
+    }
+    if (message.redirectUri !== "") {
+      writer.uint32(106).string(message.redirectUri);
+    }
+    if (message.codeVerifier !== undefined) {
+      SealedCredential.encode(message.codeVerifier, writer.uint32(114).fork()).join();
+    }
+    if (message.refreshItemName !== "") {
+      writer.uint32(122).string(message.refreshItemName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TokenExchange {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTokenExchange();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.grant = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tokenHost = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tokenPath = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.clientAuthentication = reader.int32() as any;
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.clientId = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.clientSecret = SealedCredential.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.refreshToken = SealedCredential.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.headers.push(Header.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.scope = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.answerIsExchange = reader.bool();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.accessItemName = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.code = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.redirectUri = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.codeVerifier = SealedCredential.decode(reader, reader.uint32());
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.refreshItemName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TokenExchange {
+    return {
+      grant: isSet(object.grant) ? tokenGrantFromJSON(object.grant) : 0,
+      tokenHost: isSet(object.tokenHost)
+        ? globalThis.String(object.tokenHost)
+        : isSet(object.token_host)
+        ? globalThis.String(object.token_host)
+        : "",
+      tokenPath: isSet(object.tokenPath)
+        ? globalThis.String(object.tokenPath)
+        : isSet(object.token_path)
+        ? globalThis.String(object.token_path)
+        : "",
+      clientAuthentication: isSet(object.clientAuthentication)
+        ? clientAuthenticationFromJSON(object.clientAuthentication)
+        : isSet(object.client_authentication)
+        ? clientAuthenticationFromJSON(object.client_authentication)
+        : 0,
+      clientId: isSet(object.clientId)
+        ? globalThis.String(object.clientId)
+        : isSet(object.client_id)
+        ? globalThis.String(object.client_id)
+        : "",
+      clientSecret: isSet(object.clientSecret)
+        ? SealedCredential.fromJSON(object.clientSecret)
+        : isSet(object.client_secret)
+        ? SealedCredential.fromJSON(object.client_secret)
+        : undefined,
+      refreshToken: isSet(object.refreshToken)
+        ? SealedCredential.fromJSON(object.refreshToken)
+        : isSet(object.refresh_token)
+        ? SealedCredential.fromJSON(object.refresh_token)
+        : undefined,
+      headers: globalThis.Array.isArray(object?.headers)
+        ? object.headers.map((e: any) => Header.fromJSON(e))
+        : [],
+      scope: isSet(object.scope) ? globalThis.String(object.scope) : "",
+      answerIsExchange: isSet(object.answerIsExchange)
+        ? globalThis.Boolean(object.answerIsExchange)
+        : isSet(object.answer_is_exchange)
+        ? globalThis.Boolean(object.answer_is_exchange)
+        : false,
+      accessItemName: isSet(object.accessItemName)
+        ? globalThis.String(object.accessItemName)
+        : isSet(object.access_item_name)
+        ? globalThis.String(object.access_item_name)
+        : "",
+      code: isSet(object.code) ? globalThis.String(object.code) : "",
+      redirectUri: isSet(object.redirectUri)
+        ? globalThis.String(object.redirectUri)
+        : isSet(object.redirect_uri)
+        ? globalThis.String(object.redirect_uri)
+        : "",
+      codeVerifier: isSet(object.codeVerifier)
+        ? SealedCredential.fromJSON(object.codeVerifier)
+        : isSet(object.code_verifier)
+        ? SealedCredential.fromJSON(object.code_verifier)
+        : undefined,
+      refreshItemName: isSet(object.refreshItemName)
+        ? globalThis.String(object.refreshItemName)
+        : isSet(object.refresh_item_name)
+        ? globalThis.String(object.refresh_item_name)
+        : "",
+    };
+  },
+
+  toJSON(message: TokenExchange): unknown {
+    const obj: any = {};
+    if (message.grant !== 0) {
+      obj.grant = tokenGrantToJSON(message.grant);
+    }
+    if (message.tokenHost !== "") {
+      obj.tokenHost = message.tokenHost;
+    }
+    if (message.tokenPath !== "") {
+      obj.tokenPath = message.tokenPath;
+    }
+    if (message.clientAuthentication !== 0) {
+      obj.clientAuthentication = clientAuthenticationToJSON(message.clientAuthentication);
+    }
+    if (message.clientId !== "") {
+      obj.clientId = message.clientId;
+    }
+    if (message.clientSecret !== undefined) {
+      obj.clientSecret = SealedCredential.toJSON(message.clientSecret);
+    }
+    if (message.refreshToken !== undefined) {
+      obj.refreshToken = SealedCredential.toJSON(message.refreshToken);
+    }
+    if (message.headers?.length) {
+      obj.headers = message.headers.map((e) => Header.toJSON(e));
+    }
+    if (message.scope !== "") {
+      obj.scope = message.scope;
+    }
+    if (message.answerIsExchange !== false) {
+      obj.answerIsExchange = message.answerIsExchange;
+    }
+    if (message.accessItemName !== "") {
+      obj.accessItemName = message.accessItemName;
+    }
+    if (message.code !== "") {
+      obj.code = message.code;
+    }
+    if (message.redirectUri !== "") {
+      obj.redirectUri = message.redirectUri;
+    }
+    if (message.codeVerifier !== undefined) {
+      obj.codeVerifier = SealedCredential.toJSON(message.codeVerifier);
+    }
+    if (message.refreshItemName !== "") {
+      obj.refreshItemName = message.refreshItemName;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TokenExchange>, I>>(base?: I): TokenExchange {
+    return TokenExchange.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TokenExchange>, I>>(object: I): TokenExchange {
+    const message = createBaseTokenExchange();
+    message.grant = object.grant ?? 0;
+    message.tokenHost = object.tokenHost ?? "";
+    message.tokenPath = object.tokenPath ?? "";
+    message.clientAuthentication = object.clientAuthentication ?? 0;
+    message.clientId = object.clientId ?? "";
+    message.clientSecret = (object.clientSecret !== undefined && object.clientSecret !== null)
+      ? SealedCredential.fromPartial(object.clientSecret)
+      : undefined;
+    message.refreshToken = (object.refreshToken !== undefined && object.refreshToken !== null)
+      ? SealedCredential.fromPartial(object.refreshToken)
+      : undefined;
+    message.headers = object.headers?.map((e) => Header.fromPartial(e)) || [];
+    message.scope = object.scope ?? "";
+    message.answerIsExchange = object.answerIsExchange ?? false;
+    message.accessItemName = object.accessItemName ?? "";
+    message.code = object.code ?? "";
+    message.redirectUri = object.redirectUri ?? "";
+    message.codeVerifier = (object.codeVerifier !== undefined && object.codeVerifier !== null)
+      ? SealedCredential.fromPartial(object.codeVerifier)
+      : undefined;
+    message.refreshItemName = object.refreshItemName ?? "";
+    return message;
+  },
+};
+
+function createBaseDocumentSpec(): DocumentSpec {
+  return { host: "", path: "", timeoutMs: 0, maxBytes: 0 };
+}
+
+export const DocumentSpec: MessageFns<DocumentSpec> = {
+  encode(message: DocumentSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.host !== "") {
+      writer.uint32(10).string(message.host);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(24).uint32(message.timeoutMs);
+    }
+    if (message.maxBytes !== 0) {
+      writer.uint32(32).uint32(message.maxBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DocumentSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDocumentSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.maxBytes = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DocumentSpec {
+    return {
+      host: isSet(object.host) ? globalThis.String(object.host) : "",
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+      maxBytes: isSet(object.maxBytes)
+        ? globalThis.Number(object.maxBytes)
+        : isSet(object.max_bytes)
+        ? globalThis.Number(object.max_bytes)
+        : 0,
+    };
+  },
+
+  toJSON(message: DocumentSpec): unknown {
+    const obj: any = {};
+    if (message.host !== "") {
+      obj.host = message.host;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    if (message.maxBytes !== 0) {
+      obj.maxBytes = Math.round(message.maxBytes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DocumentSpec>, I>>(base?: I): DocumentSpec {
+    return DocumentSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DocumentSpec>, I>>(object: I): DocumentSpec {
+    const message = createBaseDocumentSpec();
+    message.host = object.host ?? "";
+    message.path = object.path ?? "";
+    message.timeoutMs = object.timeoutMs ?? 0;
+    message.maxBytes = object.maxBytes ?? 0;
     return message;
   },
 };
@@ -1518,7 +2255,7 @@ export const RotatedCredential: MessageFns<RotatedCredential> = {
 };
 
 function createBaseTokenMetadata(): TokenMetadata {
-  return { expiresInS: 0, scope: "", tokenLast4: "" };
+  return { expiresInS: 0, scope: "", tokenLast4: "", issuedAtMs: 0 };
 }
 
 export const TokenMetadata: MessageFns<TokenMetadata> = {
@@ -1531,6 +2268,9 @@ export const TokenMetadata: MessageFns<TokenMetadata> = {
     }
     if (message.tokenLast4 !== "") {
       writer.uint32(26).string(message.tokenLast4);
+    }
+    if (message.issuedAtMs !== 0) {
+      writer.uint32(32).int64(message.issuedAtMs);
     }
     return writer;
   },
@@ -1572,6 +2312,14 @@ export const TokenMetadata: MessageFns<TokenMetadata> = {
             message.tokenLast4 = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.issuedAtMs = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1597,6 +2345,11 @@ export const TokenMetadata: MessageFns<TokenMetadata> = {
         : isSet(object.token_last4)
         ? globalThis.String(object.token_last4)
         : "",
+      issuedAtMs: isSet(object.issuedAtMs)
+        ? globalThis.Number(object.issuedAtMs)
+        : isSet(object.issued_at_ms)
+        ? globalThis.Number(object.issued_at_ms)
+        : 0,
     };
   },
 
@@ -1611,6 +2364,9 @@ export const TokenMetadata: MessageFns<TokenMetadata> = {
     if (message.tokenLast4 !== "") {
       obj.tokenLast4 = message.tokenLast4;
     }
+    if (message.issuedAtMs !== 0) {
+      obj.issuedAtMs = Math.round(message.issuedAtMs);
+    }
     return obj;
   },
 
@@ -1622,6 +2378,271 @@ export const TokenMetadata: MessageFns<TokenMetadata> = {
     message.expiresInS = object.expiresInS ?? 0;
     message.scope = object.scope ?? "";
     message.tokenLast4 = object.tokenLast4 ?? "";
+    message.issuedAtMs = object.issuedAtMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseFetchDocumentRequest(): FetchDocumentRequest {
+  return { ticket: undefined };
+}
+
+export const FetchDocumentRequest: MessageFns<FetchDocumentRequest> = {
+  encode(message: FetchDocumentRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ticket !== undefined) {
+      SignedTicket.encode(message.ticket, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FetchDocumentRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFetchDocumentRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ticket = SignedTicket.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FetchDocumentRequest {
+    return { ticket: isSet(object.ticket) ? SignedTicket.fromJSON(object.ticket) : undefined };
+  },
+
+  toJSON(message: FetchDocumentRequest): unknown {
+    const obj: any = {};
+    if (message.ticket !== undefined) {
+      obj.ticket = SignedTicket.toJSON(message.ticket);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FetchDocumentRequest>, I>>(base?: I): FetchDocumentRequest {
+    return FetchDocumentRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FetchDocumentRequest>, I>>(object: I): FetchDocumentRequest {
+    const message = createBaseFetchDocumentRequest();
+    message.ticket = (object.ticket !== undefined && object.ticket !== null)
+      ? SignedTicket.fromPartial(object.ticket)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseFetchDocumentResponse(): FetchDocumentResponse {
+  return {
+    reachedOrigin: false,
+    originStatus: 0,
+    body: Buffer.alloc(0),
+    contentType: "",
+    cacheControl: "",
+    error: undefined,
+    durationMs: 0,
+  };
+}
+
+export const FetchDocumentResponse: MessageFns<FetchDocumentResponse> = {
+  encode(message: FetchDocumentResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reachedOrigin !== false) {
+      writer.uint32(8).bool(message.reachedOrigin);
+    }
+    if (message.originStatus !== 0) {
+      writer.uint32(16).uint32(message.originStatus);
+    }
+    if (message.body.length !== 0) {
+      writer.uint32(26).bytes(message.body);
+    }
+    if (message.contentType !== "") {
+      writer.uint32(34).string(message.contentType);
+    }
+    if (message.cacheControl !== "") {
+      writer.uint32(42).string(message.cacheControl);
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(50).fork()).join();
+    }
+    if (message.durationMs !== 0) {
+      writer.uint32(56).uint32(message.durationMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FetchDocumentResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFetchDocumentResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.reachedOrigin = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.originStatus = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.body = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.contentType = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.cacheControl = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.durationMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FetchDocumentResponse {
+    return {
+      reachedOrigin: isSet(object.reachedOrigin)
+        ? globalThis.Boolean(object.reachedOrigin)
+        : isSet(object.reached_origin)
+        ? globalThis.Boolean(object.reached_origin)
+        : false,
+      originStatus: isSet(object.originStatus)
+        ? globalThis.Number(object.originStatus)
+        : isSet(object.origin_status)
+        ? globalThis.Number(object.origin_status)
+        : 0,
+      body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+      contentType: isSet(object.contentType)
+        ? globalThis.String(object.contentType)
+        : isSet(object.content_type)
+        ? globalThis.String(object.content_type)
+        : "",
+      cacheControl: isSet(object.cacheControl)
+        ? globalThis.String(object.cacheControl)
+        : isSet(object.cache_control)
+        ? globalThis.String(object.cache_control)
+        : "",
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+      durationMs: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: FetchDocumentResponse): unknown {
+    const obj: any = {};
+    if (message.reachedOrigin !== false) {
+      obj.reachedOrigin = message.reachedOrigin;
+    }
+    if (message.originStatus !== 0) {
+      obj.originStatus = Math.round(message.originStatus);
+    }
+    if (message.body.length !== 0) {
+      obj.body = base64FromBytes(message.body);
+    }
+    if (message.contentType !== "") {
+      obj.contentType = message.contentType;
+    }
+    if (message.cacheControl !== "") {
+      obj.cacheControl = message.cacheControl;
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    if (message.durationMs !== 0) {
+      obj.durationMs = Math.round(message.durationMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FetchDocumentResponse>, I>>(base?: I): FetchDocumentResponse {
+    return FetchDocumentResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FetchDocumentResponse>, I>>(object: I): FetchDocumentResponse {
+    const message = createBaseFetchDocumentResponse();
+    message.reachedOrigin = object.reachedOrigin ?? false;
+    message.originStatus = object.originStatus ?? 0;
+    message.body = object.body ?? Buffer.alloc(0);
+    message.contentType = object.contentType ?? "";
+    message.cacheControl = object.cacheControl ?? "";
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
+    message.durationMs = object.durationMs ?? 0;
     return message;
   },
 };
@@ -1975,6 +2996,20 @@ export const EgressProxyService = {
     responseSerialize: (value: GetInfoResponse): Buffer => Buffer.from(GetInfoResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetInfoResponse => GetInfoResponse.decode(value),
   },
+  /**
+   * A credential-less GET of a public document (an OAuth client ID metadata document) under the
+   * same destination rules: the ticket carries a DocumentSpec, never a credential.
+   */
+  fetchDocument: {
+    path: "/latch.egress.v1.EgressProxy/FetchDocument" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FetchDocumentRequest): Buffer => Buffer.from(FetchDocumentRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FetchDocumentRequest => FetchDocumentRequest.decode(value),
+    responseSerialize: (value: FetchDocumentResponse): Buffer =>
+      Buffer.from(FetchDocumentResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FetchDocumentResponse => FetchDocumentResponse.decode(value),
+  },
 } as const;
 
 export interface EgressProxyServer extends UntypedServiceImplementation {
@@ -1984,6 +3019,11 @@ export interface EgressProxyServer extends UntypedServiceImplementation {
   resolve: handleUnaryCall<ResolveRequest, ResolveResponse>;
   /** The proxy's public sealing key and identity. Public material only. */
   getInfo: handleUnaryCall<GetInfoRequest, GetInfoResponse>;
+  /**
+   * A credential-less GET of a public document (an OAuth client ID metadata document) under the
+   * same destination rules: the ticket carries a DocumentSpec, never a credential.
+   */
+  fetchDocument: handleUnaryCall<FetchDocumentRequest, FetchDocumentResponse>;
 }
 
 export interface EgressProxyClient extends Client {
@@ -2034,6 +3074,25 @@ export interface EgressProxyClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetInfoResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A credential-less GET of a public document (an OAuth client ID metadata document) under the
+   * same destination rules: the ticket carries a DocumentSpec, never a credential.
+   */
+  fetchDocument(
+    request: FetchDocumentRequest,
+    callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
+  ): ClientUnaryCall;
+  fetchDocument(
+    request: FetchDocumentRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
+  ): ClientUnaryCall;
+  fetchDocument(
+    request: FetchDocumentRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
   ): ClientUnaryCall;
 }
 

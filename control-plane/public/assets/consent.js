@@ -1,0 +1,64 @@
+// The consent page (after common.js): shows who asks and what it may do, then posts the operator's
+// decision as JSON with the CSRF header and follows the answer's location (the client's redirect).
+"use strict";
+(() => {
+  var uid = new URLSearchParams(location.search).get("uid") || "";
+  var form = byId("consent");
+  var select = byId("organisation");
+
+  function fill(details) {
+    byId("client-name").textContent = details.client.name;
+    if (details.client.metadata_host) {
+      byId("client-origin-label").textContent = "Published by";
+      byId("client-origin").textContent = details.client.metadata_host;
+    } else {
+      byId("client-origin").textContent = "registered itself with this name (unverified)";
+    }
+    byId("redirect-host").textContent =
+      details.flow === "device"
+        ? "a device you are signing in (no redirect)"
+        : details.client.redirect_host || "";
+    var list = byId("abilities");
+    details.abilities.forEach((sentence) => {
+      var item = document.createElement("li");
+      item.textContent = sentence;
+      list.appendChild(item);
+    });
+    details.organisations.forEach((org) => {
+      var option = document.createElement("option");
+      option.value = org.id;
+      option.textContent = org.name;
+      option.selected = org.current;
+      select.appendChild(option);
+    });
+    if (details.organisations.length === 0) {
+      say("Create an organisation in the console first, then start again from your agent.", true);
+      return;
+    }
+    form.hidden = false;
+    say("");
+    byId("approve").focus();
+  }
+
+  function decide(decision) {
+    var body = { uid: uid, decision: decision };
+    if (decision === "approve" && select.value) body.organisation_id = select.value;
+    busy(
+      form,
+      api("POST", "/consent", body).then((answer) => {
+        say(
+          decision === "approve"
+            ? "Approved. Returning to your agent..."
+            : "Denied. Returning to your agent...",
+        );
+        location.assign(answer.location);
+      }),
+    );
+  }
+
+  onSubmit(form, () => decide("approve"));
+  byId("deny").addEventListener("click", () => decide("deny"));
+  api("GET", `/consent/details?uid=${encodeURIComponent(uid)}`)
+    .then(fill)
+    .catch(fail);
+})();

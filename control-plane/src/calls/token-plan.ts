@@ -1,0 +1,151 @@
+// Spec 4.2 rule 7 as a decision: for a provider app credential (`client_credentials`) or a user
+// refresh token (`<ITEM>_REFRESH`, inject `refresh`), which token exchange the proxy makes before
+// (or as) the call, with which sibling item, and how the client authenticates (DECISIONS
+// "Providers"). Nothing here opens a value; the plan carries sealed items only.
+import { ClientAuthentication, TokenGrant } from "@latch/proto/egress";
+import { AppError } from "@latch/shared/errors";
+import type { CallableItem } from "../items/callable-item.ts";
+import type { Provider, ClientAuthentication as ProviderClientAuth } from "../providers/provider.ts";
+import { findProviderByHost, isUserOnlyPath, tokenEndpointOf } from "../providers/providers.ts";
+
+export type TokenPlan =
+  /** Not a provider token item: the stored value goes in as its inject mode says. */
+  | { kind: "as_stored" }
+  /** An app credential used as it is (Stripe's secret key as bearer, GitHub's client pair). */
+  | { kind: "app_secret"; inject: "bearer" | "basic" }
+  | {
+      kind: "exchange";
+      grant: TokenGrant;
+      provider: Provider;
+      tokenHost: string;
+      tokenPath: string;
+      clientAuthentication: ClientAuthentication;
+      clientId: string;
+      clientSecretItem: CallableItem | undefined;
+      /** The refresh item (its current value is read again under the lock). */
+      refreshItem: CallableItem | undefined;
+      /** Where the minted access token is kept: the refresh item, or the app credential. */
+      tokenItem: CallableItem;
+      /** The agent posted to the token endpoint itself: answer the endpoint's body, redacted. */
+      answerIsExchange: boolean;
+    };
+
+export interface TokenPlanDeps {
+  findItemByName(
+    organisationId: string,
+    environment: string,
+    name: string,
+  ): Promise<CallableItem | undefined>;
+}
+
+const CLIENT_AUTH: Record<ProviderClientAuth, ClientAuthentication> = {
+  basic: ClientAuthentication.CLIENT_AUTHENTICATION_BASIC,
+  form: ClientAuthentication.CLIENT_AUTHENTICATION_FORM,
+  secret_form: ClientAuthentication.CLIENT_AUTHENTICATION_SECRET_FORM,
+};
+
+/** `SPOTIFY_SECRET` and `SPOTIFY` share the base `SPOTIFY`; `SPOTIFY_REFRESH` too. */
+export function baseNameOf(name: string): string {
+  return name.replace(/_(?:REFRESH|SECRET)$/, "");
+}
+
+/**
+ * The plan for a call with `item` to `host` `path`. Throws `user_connect_required` (a user-only
+ * path, or a provider with no app token, with only the app credential stored) or `inject_denied`
+ * with `missing_item` (a refresh with no client secret at a provider that is no PKCE public client).
+ */
+export async function planTokenCall(
+  deps: TokenPlanDeps,
+  scope: { organisationId: string; environment: string },
+  call: { item: CallableItem; host: string; path: string; method: string },
+): Promise<TokenPlan> {
+  const { item, host } = call;
+  if (item.inject !== "client_credentials" && item.inject !== "refresh") return { kind: "as_stored" };
+  const provider = findProviderByHost(host);
+  if (!provider) {
+    throw new AppError(
+      "invalid_inject",
+      `inject ${item.inject} works with the hosts of a provider with built-in connect; ${host} is not one`,
+    );
+  }
+  const token = tokenEndpointOf(provider);
+  const isTokenEndpoint =
+    host === token.host && call.path.split("?")[0] === token.path && call.method === "POST";
+  const base = baseNameOf(item.name);
+  const find = (name: string) => deps.findItemByName(scope.organisationId, scope.environment, name);
+  const findSecret = async () =>
+    item.inject === "client_credentials"
+      ? item
+      : ((await find(`${base}_SECRET`)) ?? (base === item.name ? undefined : await find(base)));
+  const refreshItem = item.inject === "refresh" ? item : await find(`${base}_REFRESH`);
+  const secretItem = await findSecret();
+
+  if (refreshItem === undefined) {
+    // Only the app credential is stored.
+    const appToken = provider.appToken;
+    if (isUserOnlyPath(provider, call.path) || appToken === undefined) {
+      throw new AppError(
+        "user_connect_required",
+        `${call.path.split("?")[0]} at ${provider.displayName} needs a connected user account; only the app credential ${item.name} is stored`,
+        { extra: { provider: provider.id, item_name: item.name, refresh_item_name: `${base}_REFRESH` } },
+      );
+    }
+    if (appToken === "secret_bearer") return { kind: "app_secret", inject: "bearer" };
+    if (appToken === "client_basic") return { kind: "app_secret", inject: "basic" };
+    requireTokenHost(item, token.host);
+    return {
+      kind: "exchange",
+      grant: TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS,
+      provider,
+      tokenHost: token.host,
+      tokenPath: token.path,
+      clientAuthentication: CLIENT_AUTH[provider.oauth.clientAuthentication],
+      clientId: item.username ?? "",
+      clientSecretItem: item,
+      refreshItem: undefined,
+      tokenItem: item,
+      answerIsExchange: isTokenEndpoint,
+    };
+  }
+
+  requireTokenHost(refreshItem, token.host);
+  if (secretItem === undefined) {
+    // Rule 7: without the sibling only a PKCE public client may exchange (client_id alone).
+    if (!provider.oauth.isPkcePublicClient || !refreshItem.username) {
+      throw new AppError(
+        "inject_denied",
+        `the refresh token ${refreshItem.name} needs the client secret ${base}_SECRET (with the client ID as username) to be exchanged at ${provider.displayName}`,
+        { extra: { missing_item: `${base}_SECRET`, provider: provider.id } },
+      );
+    }
+  } else {
+    requireTokenHost(secretItem, token.host);
+  }
+  const clientId = secretItem?.username ?? refreshItem.username ?? "";
+  return {
+    kind: "exchange",
+    grant: TokenGrant.TOKEN_GRANT_REFRESH_TOKEN,
+    provider,
+    tokenHost: token.host,
+    tokenPath: token.path,
+    clientAuthentication: secretItem
+      ? CLIENT_AUTH[provider.oauth.clientAuthentication]
+      : ClientAuthentication.CLIENT_AUTHENTICATION_PUBLIC,
+    clientId,
+    clientSecretItem: secretItem,
+    refreshItem,
+    tokenItem: refreshItem,
+    answerIsExchange: isTokenEndpoint,
+  };
+}
+
+/** Rule 7: both items must allow the provider's token host. */
+function requireTokenHost(item: CallableItem, tokenHost: string): void {
+  if (!item.allowedHosts.includes(tokenHost)) {
+    throw new AppError(
+      "host_mismatch",
+      `credential ${item.name} must allow the token host ${tokenHost} to be exchanged there`,
+      { extra: { item_name: item.name, allowed_hosts: item.allowedHosts } },
+    );
+  }
+}

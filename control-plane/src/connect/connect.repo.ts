@@ -1,0 +1,53 @@
+// Connect states in the database: inserted at start, claimed once at the callback.
+import type { Kysely } from "kysely";
+import type { ConnectStatesTable, Database } from "../db/schema.ts";
+
+export type ConnectStateRow = Omit<ConnectStatesTable, "created_at">;
+
+export interface ConnectRepo {
+  insertConnectState(row: ConnectStateRow): Promise<void>;
+  /**
+   * Marks the state used and returns it, only while it is unused, unexpired and was started by
+   * this session in this organisation: a conditional UPDATE, so a replayed or raced callback
+   * finds nothing (single use across replicas).
+   */
+  updateConnectStateUsed(
+    stateHash: string,
+    binding: { organisationId: string; sessionId: string },
+    now: Date,
+  ): Promise<ConnectStateRow | undefined>;
+}
+
+export function createConnectRepo(db: Kysely<Database>): ConnectRepo {
+  return {
+    async insertConnectState(row) {
+      await db.insertInto("connect_states").values(row).execute();
+    },
+    async updateConnectStateUsed(stateHash, binding, now) {
+      return db
+        .updateTable("connect_states")
+        .set({ used_at: now })
+        .where("state_hash", "=", stateHash)
+        .where("organisation_id", "=", binding.organisationId)
+        .where("session_id", "=", binding.sessionId)
+        .where("used_at", "is", null)
+        .where("expires_at", ">", now)
+        .returning([
+          "state_hash",
+          "organisation_id",
+          "session_id",
+          "provider",
+          "item_id",
+          "environment",
+          "redirect_uri",
+          "sealed_verifier",
+          "sealing_key_id",
+          "agent_client_id",
+          "need_id",
+          "expires_at",
+          "used_at",
+        ])
+        .executeTakeFirst();
+    },
+  };
+}

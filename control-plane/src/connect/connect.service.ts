@@ -1,0 +1,309 @@
+// Provider connect (spec 4.3, DECISIONS "Providers"): start builds the authorize URL with a
+// single-use `state` bound to the operator's session and organisation (and PKCE S256 for the
+// public-client providers); the callback claims the state once, has the egress proxy exchange the
+// code (the client secret and the verifier are opened there only), and stores the refresh token
+// the proxy sealed as `<ITEM>_REFRESH`. The control plane never sees a token in clear.
+import { createHash, randomBytes } from "node:crypto";
+import { ClientAuthentication, type ExecuteResponse, TokenGrant, TokenKind } from "@latch/proto/egress";
+import { sha256Hex } from "@latch/shared/crypto/hash";
+import { type SealingPublicKey, sealValue } from "@latch/shared/crypto/seal";
+import { AppError } from "@latch/shared/errors";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import { baseNameOf } from "../calls/token-plan.ts";
+import type { EgressClient } from "../egress/egress-client.ts";
+import type { TicketMinter } from "../egress/tickets.ts";
+import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
+import type { GrantsService } from "../grants/grants.service.ts";
+import type { ItemsService } from "../items/items.service.ts";
+import type { NeedsService } from "../needs/needs.service.ts";
+import type { Provider, ProviderId } from "../providers/provider.ts";
+import { getProvider, PROVIDER_IDS, tokenEndpointOf } from "../providers/providers.ts";
+import type { ConnectRepo } from "./connect.repo.ts";
+
+/** DECISIONS "Providers": a state lives 10 minutes. */
+const STATE_LIFETIME_MS = 10 * 60 * 1000;
+const EXCHANGE_TIMEOUT_MS = 15_000;
+
+/** Spec 4.3: the four reasons a connect comes back with. */
+export type ConnectErrorReason = "state_expired" | "provider_denied" | "exchange_failed" | "no_refresh_token";
+
+export interface ConnectDeps {
+  repo: ConnectRepo;
+  items: Pick<ItemsService, "findCallableByName" | "findCallableById" | "storeSealedItem">;
+  grants: Pick<GrantsService, "createActiveGrant">;
+  needs: Pick<NeedsService, "closeConnectNeed">;
+  sealingKey(): Promise<SealingPublicKey>;
+  minter: TicketMinter;
+  egress: EgressClient;
+  recordEvent(event: AuditEvent): Promise<void>;
+  baseUrl: string;
+  environments: readonly string[];
+  now: () => Date;
+}
+
+export interface ConnectOperator {
+  organisationId: string;
+  sessionId: string;
+  actor: string;
+}
+
+export interface StartInput {
+  item_name: string;
+  environment?: string | undefined;
+  client_id?: string | undefined;
+  redirect_uri?: string | undefined;
+  agent_client_id?: string | undefined;
+  need_id?: string | undefined;
+}
+
+export type ConnectResult =
+  | { provider: ProviderId; ok: true }
+  | { provider: string; ok: false; reason: ConnectErrorReason };
+
+/** Default scopes: enough for the user-only paths the providers' recipes name. */
+const DEFAULT_SCOPES: Record<ProviderId, string> = {
+  spotify:
+    "user-read-private user-read-email playlist-read-private playlist-modify-private playlist-modify-public",
+  github: "read:user repo",
+  google: "openid email https://www.googleapis.com/auth/drive.readonly",
+  slack: "users.profile:read chat:write channels:read",
+  stripe: "read_write",
+};
+
+const CLIENT_AUTH: Record<Provider["oauth"]["clientAuthentication"], ClientAuthentication> = {
+  basic: ClientAuthentication.CLIENT_AUTHENTICATION_BASIC,
+  form: ClientAuthentication.CLIENT_AUTHENTICATION_FORM,
+  secret_form: ClientAuthentication.CLIENT_AUTHENTICATION_SECRET_FORM,
+};
+
+export function findConnectProvider(id: string): Provider {
+  if (!(PROVIDER_IDS as readonly string[]).includes(id)) throw new AppError("not_found", "no such provider");
+  return getProvider(id as ProviderId);
+}
+
+export function createConnectService(deps: ConnectDeps) {
+  const callbackUrl = `${deps.baseUrl.replace(/\/$/, "")}/connect/callback`;
+  /** The redirect URIs a start may name: the callback and its per-provider alias. */
+  const allowedRedirects = (provider: ProviderId) => [
+    callbackUrl,
+    `${deps.baseUrl.replace(/\/$/, "")}/integrations/${provider}/callback`,
+  ];
+
+  return {
+    async startConnect(operator: ConnectOperator, providerId: string, input: StartInput) {
+      const provider = findConnectProvider(providerId);
+      const environment = input.environment ?? deps.environments[0] ?? "production";
+      if (!deps.environments.includes(environment)) {
+        throw new AppError("not_found", `this service does not serve the ${environment} environment`);
+      }
+      const item = await deps.items.findCallableByName(operator.organisationId, environment, input.item_name);
+      if (!item)
+        throw new AppError("not_found", `no credential named ${input.item_name} in this environment`);
+      const clientId = input.client_id ?? item.username ?? undefined;
+      if (!clientId) {
+        throw new AppError(
+          "invalid_request",
+          `${item.name} needs the OAuth client ID in username (or give client_id)`,
+        );
+      }
+      const token = tokenEndpointOf(provider);
+      if (!item.allowedHosts.includes(token.host)) {
+        throw new AppError(
+          "host_mismatch",
+          `credential ${item.name} must allow the token host ${token.host}`,
+          {
+            extra: { item_name: item.name, allowed_hosts: item.allowedHosts },
+          },
+        );
+      }
+      const redirectUri = input.redirect_uri ?? callbackUrl;
+      if (!allowedRedirects(provider.id).includes(redirectUri)) {
+        throw new AppError(
+          "invalid_request",
+          `redirect_uri must be ${callbackUrl} (or its alias for ${provider.id})`,
+        );
+      }
+      const state = randomBytes(32).toString("base64url");
+      const params = new URLSearchParams({
+        response_type: "code",
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        state,
+        [provider.oauth.scopeParam]: DEFAULT_SCOPES[provider.id],
+        ...provider.oauth.authorizeParams,
+      });
+      let verifier: { sealed: Uint8Array; keyId: string } | undefined;
+      if (provider.oauth.isPkcePublicClient) {
+        // RFC 7636 4.1-4.2: 32 random bytes as the verifier, its S256 challenge in the URL. The
+        // verifier is sealed to the proxy at once; only the proxy sends it, at the exchange.
+        const plain = randomBytes(32).toString("base64url");
+        params.set("code_challenge", createHash("sha256").update(plain).digest("base64url"));
+        params.set("code_challenge_method", "S256");
+        verifier = await sealValue(await deps.sealingKey(), plain);
+      }
+      const now = deps.now();
+      await deps.repo.insertConnectState({
+        state_hash: sha256Hex(state),
+        organisation_id: operator.organisationId,
+        session_id: operator.sessionId,
+        provider: provider.id,
+        item_id: item.id,
+        environment,
+        redirect_uri: redirectUri,
+        sealed_verifier: verifier?.sealed ?? null,
+        sealing_key_id: verifier?.keyId ?? null,
+        agent_client_id: input.agent_client_id ?? null,
+        need_id: input.need_id ?? null,
+        expires_at: new Date(now.getTime() + STATE_LIFETIME_MS),
+        used_at: null,
+      });
+      return {
+        authorize_url: `${provider.oauth.authorizeUrl}?${params}`,
+        redirect_uri: redirectUri,
+        provider: provider.id,
+      };
+    },
+
+    /** The callback: never throws for the provider's or the user's doing, answers a reason instead. */
+    async finishConnect(
+      operator: ConnectOperator,
+      query: { code?: string | undefined; state?: string | undefined; error?: string | undefined },
+      aliasProvider?: string,
+    ): Promise<ConnectResult> {
+      const fallback = aliasProvider ?? "provider";
+      if (!query.state) return { provider: fallback, ok: false, reason: "state_expired" };
+      const row = await deps.repo.updateConnectStateUsed(sha256Hex(query.state), operator, deps.now());
+      if (!row) return { provider: fallback, ok: false, reason: "state_expired" };
+      const provider = getProvider(row.provider as ProviderId);
+      if (aliasProvider !== undefined && aliasProvider !== provider.id) {
+        return { provider: aliasProvider, ok: false, reason: "state_expired" };
+      }
+      if (query.error !== undefined || !query.code)
+        return { provider: provider.id, ok: false, reason: "provider_denied" };
+      const item = await deps.items.findCallableById(operator.organisationId, row.item_id);
+      if (!item) return { provider: provider.id, ok: false, reason: "exchange_failed" };
+      const token = tokenEndpointOf(provider);
+      const refreshName = `${baseNameOf(item.name)}_REFRESH`;
+      const clientId = item.username ?? "";
+      const environment = row.environment;
+      let response: ExecuteResponse;
+      try {
+        response = await deps.egress.execute(
+          deps.minter.mintCallTicket({
+            credential: {
+              itemName: item.name,
+              keyId: item.sealingKeyId,
+              sealedValue: Buffer.from(item.sealedValue),
+              username: clientId,
+            },
+            inject: "bearer",
+            host: token.host,
+            allowedHosts: [...item.allowedHosts],
+            method: "POST",
+            path: token.path,
+            body: Buffer.alloc(0),
+            contentType: "",
+            timeoutMs: EXCHANGE_TIMEOUT_MS,
+            headers: [],
+            redact: [],
+            exchange: {
+              grant: TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE,
+              tokenHost: token.host,
+              tokenPath: token.path,
+              clientAuthentication: CLIENT_AUTH[provider.oauth.clientAuthentication],
+              clientId,
+              clientSecret: {
+                itemName: item.name,
+                keyId: item.sealingKeyId,
+                sealedValue: Buffer.from(item.sealedValue),
+                username: "",
+              },
+              refreshToken: undefined,
+              headers: Object.entries(provider.oauth.tokenHeaders).map(([name, value]) => ({ name, value })),
+              scope: "",
+              answerIsExchange: true,
+              accessItemName: refreshName,
+              code: query.code,
+              redirectUri: row.redirect_uri,
+              codeVerifier:
+                row.sealed_verifier && row.sealing_key_id
+                  ? {
+                      itemName: refreshName,
+                      keyId: row.sealing_key_id,
+                      sealedValue: Buffer.from(row.sealed_verifier),
+                      username: "",
+                    }
+                  : undefined,
+              refreshItemName: refreshName,
+            },
+          }),
+          EXCHANGE_TIMEOUT_MS + 1000,
+        );
+      } catch {
+        return { provider: provider.id, ok: false, reason: "exchange_failed" };
+      }
+      const minted = response.rotatedCredentials.find((r) => r.kind === TokenKind.TOKEN_KIND_ACCESS);
+      const isAnswered = !response.error && response.originStatus >= 200 && response.originStatus < 300;
+      if (!isAnswered || !minted) {
+        await record(operator, item.name, provider.id, "connect_failed", environment);
+        return { provider: provider.id, ok: false, reason: "exchange_failed" };
+      }
+      const refresh = response.rotatedCredentials.find((r) => r.kind === TokenKind.TOKEN_KIND_REFRESH);
+      if (!refresh?.credential) {
+        await record(operator, item.name, provider.id, "connect_failed", environment);
+        return { provider: provider.id, ok: false, reason: "no_refresh_token" };
+      }
+      const stored = await deps.items.storeSealedItem(operator.organisationId, operator.actor, {
+        name: refreshName,
+        environment,
+        sealedValue: refresh.credential.sealedValue,
+        sealingKeyId: refresh.credential.keyId,
+        last4: refresh.metadata?.tokenLast4 ?? "",
+        allowedHosts: item.allowedHosts,
+        inject: "refresh",
+        username: clientId || null,
+      });
+      // Spec 4.3: need_id closes the Inbox request; the agent named by agent_client_id (else the
+      // agent whose request it was) gets a standing approval on the source credential and the
+      // refresh item, so its retry works.
+      const asker = row.need_id
+        ? await deps.needs.closeConnectNeed(operator.organisationId, row.need_id)
+        : undefined;
+      const agentId = row.agent_client_id ?? asker;
+      if (agentId) {
+        for (const itemId of [item.id, stored.id]) {
+          await deps.grants.createActiveGrant({
+            organisationId: operator.organisationId,
+            environment,
+            itemId,
+            agentId,
+            toolId: HTTP_REQUEST_TOOL,
+            actor: operator.actor,
+            policy: "item_standing",
+          });
+        }
+      }
+      await record(operator, refreshName, provider.id, "connected", environment);
+      return { provider: provider.id, ok: true };
+    },
+  };
+
+  async function record(
+    operator: ConnectOperator,
+    itemName: string,
+    provider: string,
+    action: string,
+    environment: string,
+  ): Promise<void> {
+    await deps.recordEvent({
+      organisationId: operator.organisationId,
+      environment,
+      actor: operator.actor,
+      action,
+      itemName,
+      detail: { provider },
+    });
+  }
+}
+
+export type ConnectService = ReturnType<typeof createConnectService>;

@@ -1,0 +1,71 @@
+// The per-IP, per-host and per-browser limits of spec 8 (OAuth registration, device code attempts,
+// client metadata document fetches). A full window is 429 `rate_limited` with retry_after seconds.
+import { AppError } from "@latch/shared/errors";
+import type { RateLimitRepo } from "./rate-limit.repo.ts";
+
+export interface RateLimit {
+  /** The bucket's family, e.g. "oauth_register:ip". */
+  name: string;
+  limit: number;
+  windowMs: number;
+  /** What the sentence says is limited, e.g. "client registrations from one address". */
+  what: string;
+}
+
+export const OAUTH_REGISTER_PER_IP: RateLimit = {
+  name: "oauth_register:ip",
+  limit: 20,
+  windowMs: 3_600_000,
+  what: "client registrations from one address",
+};
+export const DEVICE_ATTEMPTS_PER_IP: RateLimit = {
+  name: "device_code:ip",
+  limit: 10,
+  windowMs: 15 * 60_000,
+  what: "device code attempts from one address",
+};
+export const DEVICE_ATTEMPTS_PER_BROWSER: RateLimit = {
+  name: "device_code:browser",
+  limit: 10,
+  windowMs: 15 * 60_000,
+  what: "device code attempts from one browser",
+};
+export const CIMD_FETCHES_PER_HOST: RateLimit = {
+  name: "cimd:host",
+  limit: 30,
+  windowMs: 3_600_000,
+  what: "client metadata document fetches from one host",
+};
+export const CIMD_FETCHES_PER_IP: RateLimit = {
+  name: "cimd:ip",
+  limit: 10,
+  windowMs: 3_600_000,
+  what: "client metadata document fetches asked for by one address",
+};
+
+export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
+  return {
+    /** Takes a place for `key` under `limit`, or throws 429 with the seconds until one frees up. */
+    async take(limit: RateLimit, key: string): Promise<void> {
+      const at = now();
+      const result = await repo.takePlace(
+        `${limit.name}:${key}`,
+        limit.limit,
+        new Date(at.getTime() - limit.windowMs),
+        at,
+      );
+      if (!result.full) return;
+      const retryAfter = Math.max(
+        1,
+        Math.ceil((result.oldest.getTime() + limit.windowMs - at.getTime()) / 1000),
+      );
+      throw new AppError(
+        "rate_limited",
+        `too many ${limit.what}: at most ${limit.limit} per ${limit.windowMs >= 3_600_000 ? "hour" : `${limit.windowMs / 60_000} minutes`}`,
+        { extra: { retry_after: retryAfter } },
+      );
+    },
+  };
+}
+
+export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -1,0 +1,216 @@
+// Client ID metadata documents (an https client_id, DECISIONS "OAuth authorization server"): fetched
+// through the egress proxy's FetchDocument, never from the control plane itself, with spec 8's
+// limits: 1 MiB and 3 s per document, 30 fetches per hour per document host, 10 per hour per
+// requesting address, 4 in flight on this server. oidc-provider validates the document and caches
+// it; a document that names a loopback or private-use redirect is registered as a native client.
+import { AppError } from "@latch/shared/errors";
+import { checkHostname } from "@latch/shared/requests/host";
+import { validateRequestPath } from "@latch/shared/requests/path";
+import type { EgressClient } from "../egress/egress-client.ts";
+import type { TicketMinter } from "../egress/tickets.ts";
+import { CIMD_FETCHES_PER_HOST, CIMD_FETCHES_PER_IP, type RateLimiter } from "../limits/rate-limit.ts";
+import { redirectUriProblem } from "./registration-rules.ts";
+
+export const CIMD_MAX_BYTES = 1024 * 1024;
+export const CIMD_TIMEOUT_MS = 3_000;
+export const CIMD_MAX_IN_FLIGHT = 4;
+
+const LOOPBACK_REDIRECT = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?(\/|$)/i;
+
+export interface DocumentFetcherDeps {
+  egress: Pick<EgressClient, "fetchDocument">;
+  minter: Pick<TicketMinter, "mintDocumentTicket">;
+  limiter: RateLimiter;
+}
+
+/** An https URL split into what a document ticket names, or a refusal. */
+function documentTarget(url: string): { host: string; path: string } {
+  const parsed = URL.parse(url);
+  if (parsed?.protocol !== "https:" || (parsed.port && parsed.port !== "443")) {
+    throw new AppError("invalid_request", "a client_id document must be an https URL on port 443");
+  }
+  const host = checkHostname(parsed.hostname);
+  if (!host.ok) throw new AppError(host.code, host.message);
+  const path = validateRequestPath(`${parsed.pathname}${parsed.search}`);
+  if (!path.ok) throw new AppError(path.code, path.message);
+  return { host: host.host, path: path.path };
+}
+
+/**
+ * The registration rules' redirect URI check (spec 5 rule 2) for a document: it gets no more than a
+ * dynamic registration would (oidc-provider alone lets, for example, ws: or mailto: through).
+ */
+export function documentRedirectProblem(document: unknown): string | undefined {
+  if (typeof document !== "object" || document === null || Array.isArray(document)) return undefined;
+  const uris = (document as Record<string, unknown>).redirect_uris;
+  if (!Array.isArray(uris)) return undefined;
+  for (const [index, uri] of uris.entries()) {
+    if (typeof uri !== "string") continue;
+    const problem = redirectUriProblem(uri);
+    if (problem) return `redirect_uris[${index}] ${JSON.stringify(uri.slice(0, 80))} ${problem}`;
+  }
+  return undefined;
+}
+
+/** Marks a document that names loopback or private-use redirects as a native application. */
+export function asNativeWhereNeeded(document: unknown): unknown {
+  if (typeof document !== "object" || document === null || Array.isArray(document)) return document;
+  const record = document as Record<string, unknown>;
+  const uris = Array.isArray(record.redirect_uris) ? record.redirect_uris : [];
+  const isNative = uris.some(
+    (u) => typeof u === "string" && (LOOPBACK_REDIRECT.test(u) || !/^https:/i.test(u)),
+  );
+  return isNative ? { ...record, application_type: "native" } : record;
+}
+
+/**
+ * A refusal in the shape oidc-provider renders (its own errors' fields): the status, the OAuth error
+ * code as `message`, the sentence as `error_description`. Anything else thrown from `allowFetch`
+ * would be a 500 server_error.
+ */
+export class DocumentRefusal extends Error {
+  readonly status: number;
+  readonly statusCode: number;
+  readonly expose = true;
+  /** Never sent back to the client's redirect: the client could not be loaded. */
+  readonly allow_redirect = false;
+  readonly error: string;
+  readonly error_description: string;
+  readonly retry_after: number | undefined;
+  constructor(status: number, error: string, description: string, retryAfter?: number) {
+    super(error);
+    this.name = "DocumentRefusal";
+    this.status = status;
+    this.statusCode = status;
+    this.error = error;
+    this.error_description = description;
+    this.retry_after = retryAfter;
+  }
+}
+
+/** An AppError from the limiter or the URL rules as oidc-provider answers it (429, or 400 invalid_client). */
+function asRefusal(error: unknown): unknown {
+  if (!(error instanceof AppError)) return error;
+  if (error.code === "rate_limited") {
+    const retryAfter = typeof error.extra.retry_after === "number" ? error.extra.retry_after : undefined;
+    const when = retryAfter === undefined ? "" : `; try again in ${retryAfter} seconds`;
+    return new DocumentRefusal(429, "rate_limited", `${error.message}${when}`, retryAfter);
+  }
+  return new DocumentRefusal(
+    400,
+    "invalid_client",
+    `client_id metadata document URL refused: ${error.message}`,
+  );
+}
+
+/**
+ * How long one authorization attempt's outcome is reused. oidc-provider resolves the client a
+ * second time when it refuses one (to decide where the error goes), which would otherwise fetch the
+ * document again and count twice against spec 8's limits.
+ */
+const RECENT_MS = 10_000;
+const RECENT_MAX = 256;
+
+type Fetched = { status: number; body: Uint8Array; contentType: string } | { error: AppError };
+
+export function createDocumentFetcher(deps: DocumentFetcherDeps) {
+  let inFlight = 0;
+  /** Outcomes of the last few seconds: fetches by URL, limit refusals by address and URL. */
+  const recent = new Map<string, { until: number; outcome: Fetched | DocumentRefusal }>();
+  const recall = (key: string) => {
+    const hit = recent.get(key);
+    if (hit && hit.until > Date.now()) return hit.outcome;
+    if (hit) recent.delete(key);
+    return undefined;
+  };
+  const remember = (key: string, outcome: Fetched | DocumentRefusal) => {
+    if (recent.size >= RECENT_MAX) {
+      for (const [k, v] of recent) if (v.until <= Date.now() || recent.size >= RECENT_MAX) recent.delete(k);
+    }
+    recent.set(key, { until: Date.now() + RECENT_MS, outcome });
+  };
+
+  async function fetchOnce(url: string): Promise<Fetched> {
+    const target = documentTarget(url);
+    if (inFlight >= CIMD_MAX_IN_FLIGHT) {
+      throw new AppError("rate_limited", "too many client metadata documents are being fetched; try again");
+    }
+    inFlight += 1;
+    try {
+      const ticket = deps.minter.mintDocumentTicket({
+        host: target.host,
+        path: target.path,
+        timeoutMs: CIMD_TIMEOUT_MS,
+        maxBytes: CIMD_MAX_BYTES,
+      });
+      const answer = await deps.egress.fetchDocument(ticket, CIMD_TIMEOUT_MS);
+      if (answer.error) {
+        return {
+          error: new AppError(
+            "invalid_request",
+            `the client metadata document could not be fetched (${answer.error.code})`,
+          ),
+        };
+      }
+      let body: Uint8Array = answer.body;
+      if (answer.originStatus === 200) {
+        let document: unknown;
+        try {
+          document = JSON.parse(Buffer.from(answer.body).toString("utf8"));
+        } catch {
+          // Not JSON: oidc-provider refuses it with its own words.
+        }
+        if (document !== undefined) {
+          const problem = documentRedirectProblem(document);
+          if (problem) {
+            return { error: new AppError("invalid_request", `the client metadata document's ${problem}`) };
+          }
+          body = Buffer.from(JSON.stringify(asNativeWhereNeeded(document)));
+        }
+      }
+      return {
+        status: answer.originStatus,
+        body,
+        contentType: answer.contentType || "application/octet-stream",
+      };
+    } finally {
+      inFlight -= 1;
+    }
+  }
+
+  return {
+    /** Spec 8's per-host and per-address limits, taken before oidc-provider fetches. */
+    async allow(url: string, requesterIp: string | undefined): Promise<void> {
+      // Fetched a moment ago: no fetch will happen, so nothing is counted.
+      if (recall(`fetch:${url}`)) return;
+      const refusalKey = `refusal:${requesterIp ?? ""}:${url}`;
+      const refused = recall(refusalKey);
+      if (refused instanceof DocumentRefusal) throw refused;
+      try {
+        const { host } = documentTarget(url);
+        if (requesterIp) await deps.limiter.take(CIMD_FETCHES_PER_IP, requesterIp);
+        await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
+      } catch (error) {
+        const refusal = asRefusal(error);
+        if (refusal instanceof DocumentRefusal) remember(refusalKey, refusal);
+        throw refusal;
+      }
+    },
+
+    /** oidc-provider's `fetch`: the document through the proxy, as a fetch Response. */
+    async fetch(url: string): Promise<Response> {
+      let fetched = recall(`fetch:${url}`) as Fetched | undefined;
+      if (!fetched) {
+        fetched = await fetchOnce(url);
+        remember(`fetch:${url}`, fetched);
+      }
+      if ("error" in fetched) throw fetched.error;
+      return new Response(fetched.body.slice(), {
+        status: fetched.status,
+        headers: { "content-type": fetched.contentType },
+      });
+    },
+  };
+}
+
+export type DocumentFetcher = ReturnType<typeof createDocumentFetcher>;

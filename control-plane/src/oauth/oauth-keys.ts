@@ -1,0 +1,103 @@
+// The authorization server's signing keys (DECISIONS "OAuth authorization server"): RS256 private
+// JWKs in DATA_DIR/oauth/jwks.json, shared by replicas like the other key files. The first key signs
+// new tokens; `vault oauth-rotate-keys` puts a new key first and keeps the old one listed until
+// every token it signed has expired. Also the keys oidc-provider signs its cookies with.
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
+import { calculateJwkThumbprint, type JWK } from "jose";
+
+/** Access tokens live 600 s with 30 s of skew; a retired key stays listed a little longer. */
+export const RETIRED_KEY_KEEP_MS = 11 * 60_000;
+
+/** A private RSA JWK as stored; `retired_at` (ms) marks a key that no longer signs. */
+export interface StoredJwk extends JWK {
+  kid: string;
+  retired_at?: number;
+}
+
+interface JwksFile {
+  keys: StoredJwk[];
+  /** Keys for oidc-provider's signed cookies (not JWKs; random strings). */
+  cookie_keys: string[];
+}
+
+export function oauthKeysPath(dataDir: string): string {
+  return join(dataDir, "oauth", "jwks.json");
+}
+
+async function newSigningKey(): Promise<StoredJwk> {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const jwk = privateKey.export({ format: "jwk" }) as JWK;
+  const kid = await calculateJwkThumbprint(jwk);
+  return { ...jwk, kid, alg: "RS256", use: "sig" };
+}
+
+function readKeys(path: string): JwksFile {
+  const parsed = JSON.parse(readFileSync(path, "utf8")) as JwksFile;
+  if (!Array.isArray(parsed.keys) || parsed.keys.length === 0 || !Array.isArray(parsed.cookie_keys)) {
+    throw new Error(`${path} holds no signing key`);
+  }
+  return parsed;
+}
+
+/** The keys in DATA_DIR, created on first start (two replicas starting at once keep one set). */
+export async function loadOrCreateOAuthKeys(dataDir: string): Promise<JwksFile> {
+  const path = oauthKeysPath(dataDir);
+  if (!existsSync(path)) {
+    const fresh: JwksFile = {
+      keys: [await newSigningKey()],
+      cookie_keys: [randomBytes(32).toString("base64url")],
+    };
+    createPrivateFileExclusive(path, `${JSON.stringify(fresh, null, 2)}\n`);
+  }
+  return readKeys(path);
+}
+
+/** The private keys oidc-provider signs with, newest first, without our bookkeeping field. */
+export function signingJwks(file: JwksFile): { keys: JWK[] } {
+  return { keys: file.keys.map(({ retired_at: _retired, ...jwk }) => jwk) };
+}
+
+/** The public half of every listed key, as /oauth/jwks publishes and /mcp verifies with. */
+export function publicJwks(file: JwksFile): { keys: JWK[] } {
+  return {
+    keys: file.keys.map(({ kty, n, e, kid }) => ({ kty, n, e, kid, alg: "RS256", use: "sig" })),
+  };
+}
+
+/** Reads the public keys again (a replica that rotated may sign with a key this one has not loaded). */
+export function readPublicJwks(dataDir: string): { keys: JWK[] } {
+  return publicJwks(readKeys(oauthKeysPath(dataDir)));
+}
+
+export interface RotationResult {
+  newKid: string;
+  retiredKids: string[];
+  droppedKids: string[];
+}
+
+/**
+ * Puts a new key first; the keys before it are marked retired and dropped once they have been
+ * retired longer than an access token lives. Restart (or roll) the control plane to sign with it.
+ */
+export async function rotateOAuthKeys(dataDir: string, now = Date.now()): Promise<RotationResult> {
+  const path = oauthKeysPath(dataDir);
+  const file = await loadOrCreateOAuthKeys(dataDir);
+  const fresh = await newSigningKey();
+  const kept: StoredJwk[] = [];
+  const retiredKids: string[] = [];
+  const droppedKids: string[] = [];
+  for (const key of file.keys) {
+    const retiredAt = key.retired_at ?? now;
+    if (now - retiredAt > RETIRED_KEY_KEEP_MS) {
+      droppedKids.push(key.kid);
+      continue;
+    }
+    if (key.retired_at === undefined) retiredKids.push(key.kid);
+    kept.push({ ...key, retired_at: retiredAt });
+  }
+  writePrivateFileAtomic(path, `${JSON.stringify({ ...file, keys: [fresh, ...kept] }, null, 2)}\n`);
+  return { newKid: fresh.kid, retiredKids, droppedKids };
+}

@@ -1,0 +1,79 @@
+// The HTML oidc-provider answers itself: the device code pages of RFC 8628 (/device) and its error
+// page. Same look as our pages (site.css), no script; every value HTML-escaped. Their headers (CSP
+// "device") are set by oauth.routes.ts before oidc-provider writes the body.
+import { escapeHtml } from "../pages/page-files.ts";
+
+function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <meta name="robots" content="noindex">
+    <title>${escapeHtml(title)} · Latch</title>
+    <link rel="stylesheet" href="/assets/site.css">
+  </head>
+  <body>
+    <header class="site"><p class="brand">Latch</p></header>
+    <main id="main">
+${body}
+    </main>
+  </body>
+</html>
+`;
+}
+
+/** Step 1: the operator types the code the device shows. `form` is oidc-provider's (xsrf inside). */
+export function deviceInputPage(form: string, problem?: string): string {
+  return page(
+    "Connect a device",
+    `      <h1>Connect a device to Latch</h1>
+      <p>Enter the code your device or command line shows, for example <code>BCDF-GHJK</code>.</p>
+      ${problem ? `<p class="status error" role="alert">${escapeHtml(problem)}</p>` : ""}
+      <div class="card">
+        ${form}
+        <div class="actions"><button type="submit" form="op.deviceInputForm">Continue</button></div>
+      </div>`,
+  );
+}
+
+/** Step 2: the operator checks the code and the client before going on to sign in and consent. */
+export function deviceConfirmPage(form: string, clientName: string, userCode: string): string {
+  return page(
+    "Confirm the device",
+    `      <h1>Is this your device?</h1>
+      <p><strong>${escapeHtml(clientName)}</strong> asks to act as an agent in Latch.</p>
+      <p>Code: <code>${escapeHtml(userCode)}</code>. Continue only if your device shows exactly this code.</p>
+      <div class="card">
+        ${form}
+        <div class="actions"><button type="submit" form="op.deviceConfirmForm">Continue</button></div>
+      </div>`,
+  );
+}
+
+export function deviceSuccessPage(clientName: string): string {
+  return page(
+    "Device connected",
+    `      <h1>Done</h1>
+      <p role="status">${escapeHtml(clientName)} is connected. You can close this page and return to your device.</p>`,
+  );
+}
+
+/** An authorization or device error, in one sentence; the code is OAuth's, the text is ours. */
+export function oauthErrorPage(code: string, description: string): string {
+  return page(
+    "Authorization failed",
+    `      <h1>This authorization cannot go on</h1>
+      <p role="status">${escapeHtml(description || "The request was not valid.")} (${escapeHtml(code)})</p>
+      <p>Start again from your agent or device. <a href="/console">Open the console</a></p>`,
+  );
+}
+
+/** Too many device code attempts (spec 8: 10 per 15 minutes per address and browser). */
+export function deviceLimitPage(sentence: string): string {
+  return page(
+    "Too many attempts",
+    `      <h1>Too many attempts</h1>
+      <p role="status">${escapeHtml(sentence)}. Wait, then enter the code again.</p>`,
+  );
+}

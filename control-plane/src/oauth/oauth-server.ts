@@ -1,0 +1,90 @@
+// Assembles the authorization server from the database, the key file and the egress link: the
+// storage adapter, oidc-provider, the access-token verifier /mcp uses, the client metadata document
+// fetcher and the service the pages call. control-plane.ts registers its routes.
+import type { FastifyInstance } from "fastify";
+import type { Kysely } from "kysely";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import type { ClientsService } from "../clients/clients.service.ts";
+import type { Database } from "../db/schema.ts";
+import type { EgressClient } from "../egress/egress-client.ts";
+import type { TicketMinter } from "../egress/tickets.ts";
+import { createRateLimitRepo } from "../limits/rate-limit.repo.ts";
+import { createRateLimiter } from "../limits/rate-limit.ts";
+import type { OrgsService } from "../orgs/orgs.service.ts";
+import { createAccessTokenVerifier } from "./access-tokens.ts";
+import { createDocumentFetcher } from "./cimd-fetch.ts";
+import { registerConsentRoutes } from "./consent.routes.ts";
+import { createOAuthRepo } from "./oauth.repo.ts";
+import { registerOAuthRoutes } from "./oauth.routes.ts";
+import { createOAuthService } from "./oauth.service.ts";
+import { createOAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
+import { type loadOrCreateOAuthKeys, readPublicJwks } from "./oauth-keys.ts";
+import { createOAuthProvider } from "./oauth-provider.ts";
+
+export interface OAuthServerDeps {
+  db: Kysely<Database>;
+  baseUrl: string;
+  dataDir: string;
+  keys: Awaited<ReturnType<typeof loadOrCreateOAuthKeys>>;
+  egress: Pick<EgressClient, "fetchDocument">;
+  minter: Pick<TicketMinter, "mintDocumentTicket">;
+  clients: Pick<ClientsService, "ensureOAuthClient" | "findLiveClientForToken">;
+  orgs: Pick<OrgsService, "findOrganisationsOf">;
+  recordEvent(event: AuditEvent): Promise<void>;
+  isOperator(operatorId: string): Promise<boolean>;
+  now: () => Date;
+}
+
+export function createOAuthServer(deps: OAuthServerDeps) {
+  const artifacts = createOAuthArtifactsRepo(deps.db, deps.now);
+  const oauth = createOAuthRepo(deps.db);
+  const limiter = createRateLimiter(createRateLimitRepo(deps.db), deps.now);
+  const documents = createDocumentFetcher({ egress: deps.egress, minter: deps.minter, limiter });
+  const provider = createOAuthProvider({
+    baseUrl: deps.baseUrl,
+    keys: deps.keys,
+    artifacts,
+    findConsent: async (grantId) => {
+      const consent = await oauth.findConsent(grantId);
+      return consent && !consent.revoked_at ? consent : undefined;
+    },
+    isOperator: deps.isOperator,
+    fetchClientMetadata: (url) => documents.fetch(url),
+    allowMetadataFetch: (url, ctx) => documents.allow(url, ctx?.ip),
+  });
+  const tokens = createAccessTokenVerifier({
+    baseUrl: deps.baseUrl,
+    readJwks: () => readPublicJwks(deps.dataDir),
+    oauth,
+    artifacts,
+    findLiveClient: deps.clients.findLiveClientForToken,
+    now: deps.now,
+  });
+  const service = createOAuthService({
+    provider,
+    baseUrl: deps.baseUrl,
+    oauth,
+    artifacts,
+    clients: deps.clients,
+    orgs: deps.orgs,
+    tokens,
+    recordEvent: deps.recordEvent,
+    now: deps.now,
+  });
+
+  provider.on("grant.revoked", (_ctx: unknown, grantId: string) => {
+    void service.recordGrantRevoked(grantId).catch(() => undefined);
+  });
+
+  return {
+    provider,
+    service,
+    tokens,
+    registerRoutes(app: FastifyInstance) {
+      registerOAuthRoutes(app, { baseUrl: deps.baseUrl, provider, service, limiter });
+      registerConsentRoutes(app, { service });
+    },
+  };
+}
+
+export type OAuthServer = ReturnType<typeof createOAuthServer>;

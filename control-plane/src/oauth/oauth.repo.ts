@@ -1,0 +1,61 @@
+// Consents (which organisation an OAuth grant acts in, through which model client row) and the
+// denylist of revoked JWT access tokens, by a hash of their jti.
+import type { Kysely } from "kysely";
+import type { Database, OAuthConsentsTable } from "../db/schema.ts";
+
+export type ConsentRow = OAuthConsentsTable;
+
+export interface OAuthRepo {
+  insertConsent(row: ConsentRow): Promise<void>;
+  findConsent(grantId: string): Promise<ConsentRow | undefined>;
+  /** Marks every live consent of a client row revoked; answers their grant ids. */
+  updateConsentsRevoked(clientRowId: string, now: Date): Promise<string[]>;
+  /** Whether the operator is still a member of the organisation. */
+  isMember(organisationId: string, operatorId: string): Promise<boolean>;
+  insertDeniedToken(jtiHash: string, expiresAt: Date): Promise<void>;
+  isTokenDenied(jtiHash: string): Promise<boolean>;
+}
+
+export function createOAuthRepo(db: Kysely<Database>): OAuthRepo {
+  return {
+    async insertConsent(row) {
+      await db.insertInto("oauth_consents").values(row).execute();
+    },
+    findConsent: (grantId) =>
+      db.selectFrom("oauth_consents").selectAll().where("grant_id", "=", grantId).executeTakeFirst(),
+    async updateConsentsRevoked(clientRowId, now) {
+      const rows = await db
+        .updateTable("oauth_consents")
+        .set({ revoked_at: now })
+        .where("client_row_id", "=", clientRowId)
+        .where("revoked_at", "is", null)
+        .returning("grant_id")
+        .execute();
+      return rows.map((r) => r.grant_id);
+    },
+    async isMember(organisationId, operatorId) {
+      const row = await db
+        .selectFrom("memberships")
+        .select("role")
+        .where("organisation_id", "=", organisationId)
+        .where("operator_id", "=", operatorId)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+    async insertDeniedToken(jtiHash, expiresAt) {
+      await db
+        .insertInto("oauth_denied_tokens")
+        .values({ jti_hash: jtiHash, expires_at: expiresAt })
+        .onConflict((oc) => oc.column("jti_hash").doNothing())
+        .execute();
+    },
+    async isTokenDenied(jtiHash) {
+      const row = await db
+        .selectFrom("oauth_denied_tokens")
+        .select("jti_hash")
+        .where("jti_hash", "=", jtiHash)
+        .executeTakeFirst();
+      return row !== undefined;
+    },
+  };
+}

@@ -1,0 +1,292 @@
+// The OAuth endpoints of spec 4.3 on the Fastify app: the two metadata documents answered here,
+// every /oauth/* endpoint and /device handed to oidc-provider after our own checks (redirect URI
+// rules and the public-client rule at registration, the resource check before a refresh can spend
+// anything, JWT revocation by jti, the per-IP and per-browser limits of spec 8). /mcp, the
+// well-known documents and /oauth reflect the caller's Origin (spec 5 rule 6).
+import type { IncomingMessage } from "node:http";
+import { parse as parseQuery } from "node:querystring";
+import { sha256Hex } from "@latch/shared/crypto/hash";
+import { AppError } from "@latch/shared/errors";
+import { unsafeTextReason } from "@latch/shared/text/safe-text";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type Provider from "oidc-provider";
+import { z } from "zod";
+import {
+  DEVICE_ATTEMPTS_PER_BROWSER,
+  DEVICE_ATTEMPTS_PER_IP,
+  OAUTH_REGISTER_PER_IP,
+  type RateLimiter,
+} from "../limits/rate-limit.ts";
+import { pageHeaders } from "../pages/page-headers.ts";
+import { looksLikeJwt } from "./access-tokens.ts";
+import type { OAuthService } from "./oauth.service.ts";
+import { deviceLimitPage } from "./oauth-pages.ts";
+import { MCP_SCOPE, mcpResource, OAUTH_ROUTES } from "./oauth-provider.ts";
+import { checkRegistration } from "./registration-rules.ts";
+
+export interface OAuthRouteDeps {
+  baseUrl: string;
+  provider: Provider;
+  service: OAuthService;
+  limiter: RateLimiter;
+}
+
+/** oidc-provider answers these itself; the schema says only that (the contract is the RFCs'). */
+const forwardedGet = {
+  querystring: z.looseObject({}).describe("OAuth parameters, checked by the authorization server"),
+} as const;
+const forwardedSchema = {
+  ...forwardedGet,
+  body: z.unknown().describe("OAuth parameters, checked by the authorization server"),
+} as const;
+const metadataSchema = {
+  querystring: z.looseObject({}).describe("ignored"),
+  response: { 200: z.looseObject({ issuer: z.string() }).describe("RFC 8414 metadata") },
+} as const;
+
+/** Form bodies on /oauth are at most what oidc-provider itself reads (56 KiB). */
+const FORM_LIMIT_BYTES = 56 * 1024;
+
+export function authorizationServerMetadata(baseUrl: string) {
+  const at = (path: string) => `${baseUrl}${path}`;
+  return {
+    issuer: baseUrl,
+    authorization_endpoint: at(OAUTH_ROUTES.authorization),
+    token_endpoint: at(OAUTH_ROUTES.token),
+    jwks_uri: at(OAUTH_ROUTES.jwks),
+    registration_endpoint: at(OAUTH_ROUTES.registration),
+    revocation_endpoint: at(OAUTH_ROUTES.revocation),
+    device_authorization_endpoint: at(OAUTH_ROUTES.device_authorization),
+    response_types_supported: ["code"],
+    response_modes_supported: ["query"],
+    grant_types_supported: [
+      "authorization_code",
+      "refresh_token",
+      "urn:ietf:params:oauth:grant-type:device_code",
+    ],
+    code_challenge_methods_supported: ["S256"],
+    token_endpoint_auth_methods_supported: ["none"],
+    revocation_endpoint_auth_methods_supported: ["none"],
+    scopes_supported: [MCP_SCOPE],
+    client_id_metadata_document_supported: true,
+    authorization_response_iss_parameter_supported: true,
+  };
+}
+
+function reflectOrigin(request: FastifyRequest, reply: FastifyReply): void {
+  const origin = request.headers.origin;
+  if (origin) reply.header("access-control-allow-origin", origin).header("vary", "Origin");
+}
+
+/** An OAuth error body (RFC 6749 5.2 / RFC 7591 3.2.2), with retry_after on a 429. */
+function sendOAuthError(
+  reply: FastifyReply,
+  error: AppError | { status: number; error: string; description: string },
+) {
+  if (error instanceof AppError) {
+    const retryAfter = error.extra.retry_after;
+    if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
+    return reply.status(error.status).send({
+      error: error.code === "rate_limited" ? "rate_limited" : "invalid_request",
+      error_description: error.message,
+      ...(typeof retryAfter === "number" ? { retry_after: retryAfter } : {}),
+    });
+  }
+  return reply.status(error.status).send({ error: error.error, error_description: error.description });
+}
+
+/** A form body as one object of strings (a repeated parameter becomes an array, refused upstream). */
+function parseForm(text: string): Record<string, string | string[]> {
+  const parsed = parseQuery(text);
+  for (const [name, value] of Object.entries(parsed)) {
+    for (const v of [value ?? ""].flat()) {
+      const reason = unsafeTextReason(`${name}${v}`);
+      if (reason)
+        throw new AppError("invalid_request", `the form field ${name.slice(0, 40)} has unsafe text`);
+    }
+  }
+  return parsed as Record<string, string | string[]>;
+}
+
+const single = (value: unknown): string | undefined =>
+  typeof value === "string" ? value : Array.isArray(value) ? undefined : undefined;
+
+export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps): void {
+  const resource = mcpResource(deps.baseUrl);
+  const callback = deps.provider.callback();
+  // The provider sits behind Fastify: it trusts the forwarded protocol we set, nothing a caller sent.
+  deps.provider.proxy = true;
+  const protocol = new URL(deps.baseUrl).protocol.replace(":", "");
+
+  /** Hands the request to oidc-provider; resolves when it has answered. */
+  function forward(request: FastifyRequest, reply: FastifyReply, options: { html?: boolean } = {}) {
+    reply.hijack();
+    const raw = request.raw as IncomingMessage & { body?: unknown };
+    if (request.body !== undefined && request.body !== null) raw.body = request.body;
+    for (const name of ["x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "forwarded"]) {
+      delete raw.headers[name];
+    }
+    raw.headers["x-forwarded-proto"] = protocol;
+    const res = reply.raw;
+    res.setHeader("x-content-type-options", "nosniff");
+    res.setHeader("referrer-policy", "no-referrer");
+    if (options.html) {
+      for (const [name, value] of Object.entries(pageHeaders("device"))) {
+        if (name !== "content-type") res.setHeader(name, value);
+      }
+    }
+    if (request.headers.origin) {
+      res.setHeader("access-control-allow-origin", request.headers.origin);
+      res.setHeader("vary", "Origin");
+    }
+    return new Promise<void>((resolve) => {
+      res.once("finish", resolve);
+      res.once("close", resolve);
+      callback(raw, res);
+    });
+  }
+
+  // The two metadata documents (RFC 8414; OpenID Connect Discovery reads the second).
+  const metadata = authorizationServerMetadata(deps.baseUrl);
+  app.get("/.well-known/oauth-authorization-server", { schema: metadataSchema }, async (request, reply) => {
+    reflectOrigin(request, reply);
+    reply.header("cache-control", "public, max-age=300");
+    return metadata;
+  });
+  app.get("/.well-known/openid-configuration", { schema: metadataSchema }, async (request, reply) => {
+    reflectOrigin(request, reply);
+    reply.header("cache-control", "public, max-age=300");
+    return {
+      ...metadata,
+      subject_types_supported: ["public"],
+      id_token_signing_alg_values_supported: ["RS256"],
+    };
+  });
+
+  // CORS preflights for everything a browser-based client calls (MCP Inspector, claude.ai).
+  const preflightSchema = { querystring: z.looseObject({}).describe("ignored") } as const;
+  for (const path of [
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/openid-configuration",
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+    OAUTH_ROUTES.token,
+    OAUTH_ROUTES.registration,
+    OAUTH_ROUTES.revocation,
+    OAUTH_ROUTES.jwks,
+    OAUTH_ROUTES.device_authorization,
+  ]) {
+    app.options(path, { schema: preflightSchema }, async (request, reply) => {
+      reflectOrigin(request, reply);
+      return reply
+        .header("access-control-allow-methods", "GET, POST, OPTIONS")
+        .header("access-control-allow-headers", "authorization, content-type, mcp-protocol-version")
+        .header("access-control-max-age", "600")
+        .status(204)
+        .send();
+    });
+  }
+
+  app.register(async (scope) => {
+    scope.addContentTypeParser(
+      "application/x-www-form-urlencoded",
+      { parseAs: "string", bodyLimit: FORM_LIMIT_BYTES },
+      (_request, body, done) => {
+        try {
+          done(null, parseForm(String(body)));
+        } catch (error) {
+          done(error as Error, undefined);
+        }
+      },
+    );
+
+    scope.get(OAUTH_ROUTES.authorization, { schema: forwardedGet }, async (request, reply) => {
+      // A client that names no scope asks for the one there is (its token then says scope "mcp").
+      const url = new URL(request.raw.url ?? "/", deps.baseUrl);
+      if (!url.searchParams.get("scope")) {
+        url.searchParams.set("scope", MCP_SCOPE);
+        request.raw.url = `${url.pathname}${url.search}`;
+      }
+      await forward(request, reply, { html: true });
+    });
+    // Where the browser resumes after /consent (the authorization, then the redirect to the client).
+    scope.get(`${OAUTH_ROUTES.authorization}/:uid`, { schema: forwardedGet }, async (request, reply) => {
+      await forward(request, reply, { html: true });
+    });
+
+    scope.get(OAUTH_ROUTES.jwks, { schema: forwardedGet }, async (request, reply) => {
+      await forward(request, reply);
+    });
+
+    scope.post(OAUTH_ROUTES.token, { schema: forwardedSchema }, async (request, reply) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      // DECISIONS: a resource other than BASE_URL/mcp is invalid_target and spends nothing (the
+      // provider would spend a refresh token before looking at the resource).
+      const asked = [body.resource ?? []].flat();
+      if (asked.some((r) => r !== resource)) {
+        return sendOAuthError(reply, {
+          status: 400,
+          error: "invalid_target",
+          description: `the only resource is ${resource}`,
+        });
+      }
+      await forward(request, reply);
+    });
+
+    scope.post(OAUTH_ROUTES.registration, { schema: forwardedSchema }, async (request, reply) => {
+      try {
+        await deps.limiter.take(OAUTH_REGISTER_PER_IP, request.ip);
+      } catch (error) {
+        return sendOAuthError(reply, error as AppError);
+      }
+      const checked = checkRegistration(request.body);
+      if (!checked.ok) {
+        return sendOAuthError(reply, { status: 400, error: checked.error, description: checked.description });
+      }
+      request.body = checked.metadata;
+      await forward(request, reply);
+    });
+
+    scope.post(OAUTH_ROUTES.revocation, { schema: forwardedSchema }, async (request, reply) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const token = single(body.token);
+      if (token && looksLikeJwt(token)) {
+        await deps.service.revokeAccessToken(token, single(body.client_id));
+        reflectOrigin(request, reply);
+        return reply.status(200).send("");
+      }
+      await forward(request, reply);
+    });
+
+    scope.post(OAUTH_ROUTES.device_authorization, { schema: forwardedSchema }, async (request, reply) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      if (!single(body.scope)) request.body = { ...body, scope: MCP_SCOPE };
+      await forward(request, reply);
+    });
+
+    // RFC 8628 verification: the code page, its answers, and the resume after /consent.
+    scope.get(OAUTH_ROUTES.code_verification, { schema: forwardedGet }, async (request, reply) => {
+      await forward(request, reply, { html: true });
+    });
+    scope.get(`${OAUTH_ROUTES.code_verification}/:uid`, { schema: forwardedGet }, async (request, reply) => {
+      await forward(request, reply, { html: true });
+    });
+    scope.post(OAUTH_ROUTES.code_verification, { schema: forwardedSchema }, async (request, reply) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      // Typing a code is an attempt; confirming the code already shown is not another.
+      if (single(body.user_code) !== undefined && body.confirm === undefined) {
+        const browser = request.cookies.latch_oauth_session;
+        try {
+          await deps.limiter.take(DEVICE_ATTEMPTS_PER_IP, request.ip);
+          if (browser) await deps.limiter.take(DEVICE_ATTEMPTS_PER_BROWSER, sha256Hex(browser));
+        } catch (error) {
+          const appError = error as AppError;
+          const retryAfter = appError.extra.retry_after;
+          if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
+          return reply.status(429).headers(pageHeaders("device")).send(deviceLimitPage(appError.message));
+        }
+      }
+      await forward(request, reply, { html: true });
+    });
+  });
+}

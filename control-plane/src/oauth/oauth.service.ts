@@ -1,0 +1,233 @@
+// What the OAuth pages and hooks do with oidc-provider's interactions: describe the pending
+// authorization to the operator, record a consent bound to one organisation (the OAuth client then
+// acts through one model client row there), revoke JWT access tokens by jti, and end everything an
+// OAuth client was given when the operator revokes it (spec 3.4).
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { AppError } from "@latch/shared/errors";
+import { toSafeText } from "@latch/shared/text/safe-text";
+import type Provider from "oidc-provider";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import type { ClientsService } from "../clients/clients.service.ts";
+import type { ClientRow } from "../db/schema.ts";
+import type { OrgsService } from "../orgs/orgs.service.ts";
+import { type AccessTokenVerifier, jtiHash } from "./access-tokens.ts";
+import type { OAuthRepo } from "./oauth.repo.ts";
+import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
+import { MCP_SCOPE, mcpResource } from "./oauth-provider.ts";
+
+/** What the consent page shows (GET /consent/details). */
+export interface ConsentDetails {
+  uid: string;
+  flow: "authorization" | "device";
+  client: {
+    name: string;
+    /** An https client_id (a client metadata document) is shown by its host, which vouches for it. */
+    metadata_host: string | null;
+    /** Where the browser goes back to; null in the device flow. */
+    redirect_host: string | null;
+  };
+  /** What the agent will be able to do, one sentence each. */
+  abilities: string[];
+  organisations: { id: string; name: string; current: boolean }[];
+}
+
+export interface OAuthServiceDeps {
+  provider: Provider;
+  baseUrl: string;
+  oauth: OAuthRepo;
+  artifacts: OAuthArtifactsRepo;
+  clients: Pick<ClientsService, "ensureOAuthClient">;
+  orgs: Pick<OrgsService, "findOrganisationsOf">;
+  tokens: AccessTokenVerifier;
+  recordEvent(event: AuditEvent): Promise<void>;
+  now: () => Date;
+}
+
+const ABILITIES = [
+  "Call APIs through Latch with the credentials of this organisation, each call as your approvals allow.",
+  "Ask you to approve a call, or to store a credential it needs; it never sees a stored secret.",
+  "List the names of credentials and approvals (never their values).",
+];
+
+/** A name a client chose, as one safe line: control characters become U+FFFD, at most 80 characters. */
+export function clientDisplayName(raw: unknown, fallback: string): string {
+  const text = typeof raw === "string" ? toSafeText(raw.normalize("NFC")).trim().slice(0, 80) : "";
+  return text || fallback;
+}
+
+function hostOf(url: unknown): string | null {
+  if (typeof url !== "string") return null;
+  const parsed = URL.parse(url);
+  if (!parsed) return null;
+  return parsed.host || `${parsed.protocol}//`;
+}
+
+export function createOAuthService(deps: OAuthServiceDeps) {
+  const { provider } = deps;
+  const resource = mcpResource(deps.baseUrl);
+
+  async function interactionOf(req: IncomingMessage, res: ServerResponse, uid: string) {
+    let details: Awaited<ReturnType<Provider["interactionDetails"]>>;
+    try {
+      details = await provider.interactionDetails(req, res);
+    } catch {
+      throw new AppError(
+        "not_found",
+        "this authorization request has expired or was opened in another browser; start again from your agent",
+      );
+    }
+    if (details.uid !== uid) {
+      throw new AppError("not_found", "this authorization request is not the one open in this browser");
+    }
+    const clientId = String(details.params.client_id ?? "");
+    const client = await provider.Client.find(clientId);
+    if (!client) throw new AppError("not_found", "the client of this authorization is no longer registered");
+    return { details, client };
+  }
+
+  function nameOf(client: { clientId: string; clientName?: string | undefined }): string {
+    const fallback = client.clientId.startsWith("https://")
+      ? (hostOf(client.clientId) ?? "OAuth client")
+      : "OAuth client";
+    return clientDisplayName(client.clientName, fallback);
+  }
+
+  return {
+    async describe(
+      req: IncomingMessage,
+      res: ServerResponse,
+      uid: string,
+      operator: { operatorId: string; organisationId: string | null },
+    ): Promise<ConsentDetails> {
+      const { details, client } = await interactionOf(req, res, uid);
+      const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
+      const redirectUri = details.params.redirect_uri;
+      return {
+        uid,
+        flow: typeof redirectUri === "string" ? "authorization" : "device",
+        client: {
+          name: nameOf(client),
+          metadata_host: client.clientId.startsWith("https://") ? hostOf(client.clientId) : null,
+          redirect_host: hostOf(redirectUri),
+        },
+        abilities: ABILITIES,
+        organisations: organisations.map((o) => ({
+          id: o.id,
+          name: o.name,
+          current: o.id === operator.organisationId,
+        })),
+      };
+    },
+
+    /**
+     * The operator's answer. Approving records the consent in the chosen organisation and answers
+     * where the browser goes next (the authorization resumes and redirects to the client).
+     */
+    async decide(
+      req: IncomingMessage,
+      res: ServerResponse,
+      input: { uid: string; decision: "approve" | "deny"; organisationId: string | undefined },
+      operator: { operatorId: string; organisationId: string | null },
+    ): Promise<string> {
+      const { details, client } = await interactionOf(req, res, input.uid);
+      if (input.decision === "deny") {
+        return provider.interactionResult(
+          req,
+          res,
+          { error: "access_denied", error_description: "the operator denied access" },
+          { mergeWithLastSubmission: false },
+        );
+      }
+      const organisationId = input.organisationId ?? operator.organisationId;
+      if (!organisationId) throw new AppError("not_found", "create an organisation first, then approve");
+      const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
+      const organisation = organisations.find((o) => o.id === organisationId);
+      if (!organisation) throw new AppError("not_found", "no such organisation");
+
+      const row = await deps.clients.ensureOAuthClient(organisationId, client.clientId, nameOf(client));
+      const grant = new provider.Grant({ accountId: operator.operatorId, clientId: client.clientId });
+      grant.addResourceScope(resource, MCP_SCOPE);
+      const requested = String(details.params.scope ?? "").split(" ");
+      if (requested.includes("openid")) grant.addOIDCScope("openid");
+      const grantId = await grant.save();
+      await deps.oauth.insertConsent({
+        grant_id: grantId,
+        organisation_id: organisationId,
+        operator_id: operator.operatorId,
+        client_row_id: row.id,
+        created_at: deps.now(),
+        revoked_at: null,
+      });
+      await deps.recordEvent({
+        organisationId,
+        actor: `operator:${operator.operatorId}`,
+        action: "oauth_client_consented",
+        detail: { client_id: row.id, client_name: row.name },
+      });
+      return provider.interactionResult(
+        req,
+        res,
+        { login: { accountId: operator.operatorId, remember: false }, consent: { grantId } },
+        { mergeWithLastSubmission: false },
+      );
+    },
+
+    /**
+     * RFC 7009 for a JWT access token: its jti is denylisted until it expires. Any token we did not
+     * sign, or one another client holds, is answered the same (200) and changes nothing.
+     */
+    async revokeAccessToken(token: string, presentedClientId: string | undefined): Promise<void> {
+      const claims = await deps.tokens.verify(token);
+      if (!claims || (presentedClientId !== undefined && claims.client_id !== presentedClientId)) return;
+      await deps.oauth.insertDeniedToken(jtiHash(claims.jti), new Date((claims.exp + 60) * 1000));
+      const consent = await deps.oauth.findConsent(claims.grant_id);
+      if (consent) {
+        await deps.recordEvent({
+          organisationId: consent.organisation_id,
+          actor: "system",
+          action: "oauth_token_revoked",
+          detail: { client_id: consent.client_row_id, jti_hash: jtiHash(claims.jti).slice(0, 24) },
+        });
+      }
+    },
+
+    /** A grant oidc-provider revoked (a refresh token revoked or replayed): the ledger says so. */
+    async recordGrantRevoked(grantId: string): Promise<void> {
+      const consent = await deps.oauth.findConsent(grantId);
+      if (!consent) return;
+      await deps.recordEvent({
+        organisationId: consent.organisation_id,
+        actor: "system",
+        action: "oauth_grant_revoked",
+        detail: { client_id: consent.client_row_id },
+      });
+    },
+
+    /** A token issued at /oauth/token, in the ledger by a hash of its jti. */
+    async recordTokenIssued(grantId: string, jti: string): Promise<void> {
+      const consent = await deps.oauth.findConsent(grantId);
+      if (!consent) return;
+      await deps.recordEvent({
+        organisationId: consent.organisation_id,
+        actor: "system",
+        action: "oauth_token_issued",
+        detail: { client_id: consent.client_row_id, jti_hash: jtiHash(jti).slice(0, 24) },
+      });
+    },
+
+    /**
+     * Spec 3.4 for an OAuth client: every consent this organisation's members gave it ends, and with
+     * each its grant, refresh tokens and codes (a later refresh is invalid_grant). Its access tokens
+     * stop at /mcp because the client row is revoked and the grants are gone.
+     */
+    async endClient(client: ClientRow): Promise<void> {
+      const grantIds = await deps.oauth.updateConsentsRevoked(client.id, deps.now());
+      for (const grantId of grantIds) await deps.artifacts.destroyGrant(grantId);
+    },
+
+    /** Sign-out ends the operator's OAuth sign-in sessions too. */
+    endSignIn: (operatorId: string) => deps.artifacts.destroySessionsOf(operatorId),
+  };
+}
+
+export type OAuthService = ReturnType<typeof createOAuthService>;

@@ -1,0 +1,94 @@
+// Provider connect from the console in a real headless Chromium (spec 3.2, 4.3): an agent's
+// user-only call answers user_connect_required and opens a connect request; the operator clicks
+// the Inbox's connect card, the browser goes to the provider's authorize URL (the fake provider
+// answers it inside the browser, as the real page would after the user approves), comes back to
+// /connect/callback and lands on the console's vault with the connected message; the agent's
+// retry then works. Needs Debian's chromium: skipped without it, except on CI.
+import * as OTPAuth from "otpauth";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import { FAKE_PROVIDER_HOSTS, FakeProviders } from "../../test/fake-providers.ts";
+import {
+  Browser as ApiBrowser,
+  connectAgent,
+  lastCodeFor,
+  toolAnswer,
+  uniqueEmail,
+} from "../../test/hosted.ts";
+
+describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium", () => {
+  let rig: BrowserRig | undefined;
+  const fakes = new FakeProviders();
+
+  beforeAll(async () => {
+    rig = await startBrowserRig({ providerHosts: [...FAKE_PROVIDER_HOSTS] });
+    rig.h.egress.setHandler(fakes.handler);
+  }, 120_000);
+
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it("the connect card opens the provider, the callback stores the account, and the agent's retry works", async () => {
+    const { h, base, browser } = rig!;
+    // An operator signed up through the JSON API, as the console would.
+    const op = new ApiBrowser(h.app, base);
+    const email = uniqueEmail("connect");
+    await op.request("POST", "/api/auth/otp/send", { email });
+    await op.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+    const started = (await op.request("POST", "/api/auth/totp/start", {})).json();
+    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+    await op.request("POST", "/api/auth/totp/confirm", {
+      code: totp.generate({ timestamp: h.clock.now.getTime() }),
+    });
+    const stored = await op.request("POST", "/api/items", {
+      name: "SPOTIFY",
+      value: fakes.clients.spotify.clientSecret,
+      username: fakes.clients.spotify.clientId,
+      kind: "client_secret",
+      inject: "client_credentials",
+      environment: "staging",
+      allowed_hosts: ["api.spotify.com", "accounts.spotify.com"],
+    });
+    expect(stored.statusCode, stored.body).toBe(201);
+    const issued = (
+      await op.request("POST", "/api/clients/model", { name: "dj", environment: "staging" })
+    ).json();
+
+    const agent = await connectAgent(base, issued.token as string, "dj");
+    const args = { method: "GET", host: "api.spotify.com", path: "/v1/me", item_name: "SPOTIFY" };
+    const first = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
+    expect(first.status).toBe("user_connect_required");
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    // The provider's authorize page, as the user approving on it: back to the redirect URI.
+    await page.route("https://accounts.spotify.com/authorize**", async (route) => {
+      const { code, state, redirectUri } = fakes.authorize("spotify", route.request().url());
+      await route.fulfill({
+        status: 302,
+        headers: { location: `${redirectUri}?${new URLSearchParams({ code, state })}` },
+      });
+    });
+    await page.goto(`${base}/console#inbox`);
+    const connect = page.getByRole("button", { name: "Connect the spotify account for SPOTIFY" });
+    await connect.waitFor({ state: "visible", timeout: 15_000 });
+    await page.screenshot({ path: `${SHOTS}connect-card.png`, fullPage: true });
+    await connect.click();
+    await page.waitForURL(`${base}/console#vault?connected=spotify`, { timeout: 15_000 });
+    await expect.poll(() => page.locator("#status").textContent(), { timeout: 10_000 }).toContain("spotify");
+    await page.screenshot({ path: `${SHOTS}connect-done.png`, fullPage: true });
+    expect(problems).toEqual([]);
+
+    const retried = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
+    expect(retried.origin_status, JSON.stringify(retried)).toBe(200);
+    expect(retried.refreshed).toBe(true);
+    const html = await page.content();
+    for (const secret of fakes.secrets) expect(html.includes(secret)).toBe(false);
+    await agent.close();
+    await context.close();
+  });
+});

@@ -1,0 +1,130 @@
+// RFC 8628 end to end (spec 4.3 "/oauth/device/auth", "/device"; DECISIONS: user codes of 8 letters
+// from BCDFGHJKLMNPQRSTVWXZ shown as XXXX-XXXX, verification_uri BASE_URL/device): a standard OAuth
+// client library (openid-client) asks for a code and polls; the operator types the code on /device,
+// confirms it, signs in and consents on /consent in the organisation of their choice; the library
+// gets a JWT that /mcp accepts. Then spec 8's limit of 10 code attempts per 15 minutes.
+import * as client from "openid-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../chromium.ts";
+import { Browser, type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
+import { pathOf, register } from "./oauth-flow.ts";
+
+let h: HostedHarness;
+let base: string;
+beforeAll(async () => {
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  h = await startHosted({ baseUrl: base });
+  await h.app.listen({ host: "127.0.0.1", port });
+}, 60_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+/** The hidden xsrf field of the form oidc-provider renders on /device. */
+function xsrfOf(html: string): string {
+  const match = /name="xsrf" value="([^"]+)"/.exec(html);
+  if (!match) throw new Error(`no xsrf field in ${html.slice(0, 200)}`);
+  return match[1]!;
+}
+
+/** Code attempts made from 127.0.0.1 so far (every test's count against the same limit). */
+let attempts = 0;
+
+/** A form post from the operator's browser (the Browser helper sends JSON; forms go through inject). */
+async function submitForm(op: Browser, path: string, fields: Record<string, string>) {
+  if (fields.user_code && !fields.confirm) attempts += 1;
+  const cookie = [...op.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+  const answer = await h.app.inject({
+    method: "POST",
+    url: path,
+    headers: { origin: base, cookie, "content-type": "application/x-www-form-urlencoded" },
+    payload: new URLSearchParams(fields).toString(),
+  });
+  for (const c of answer.cookies as { name: string; value: string }[]) op.cookies.set(c.name, c.value);
+  return answer;
+}
+
+describe("the device flow with openid-client", () => {
+  it("codes, confirmation, consent, and a JWT that /mcp accepts", async () => {
+    const registered = await register(h.app, {
+      client_name: "CLI on a server",
+      grant_types: ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token"],
+    });
+    expect(registered.statusCode, registered.body).toBe(201);
+    const clientId = registered.json().client_id as string;
+    const config = await client.discovery(new URL(base), clientId, undefined, client.None(), {
+      execute: [client.allowInsecureRequests],
+    });
+    const asked = await client.initiateDeviceAuthorization(config, { scope: "mcp", resource: `${base}/mcp` });
+    expect(asked.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+    expect(asked.verification_uri).toBe(`${base}/device`);
+
+    // The operator's browser: the code page, a wrong code, the right one, the confirmation.
+    const opAtBase = await readyOperator(h, "device", base);
+    const page = await opAtBase.request("GET", "/device");
+    expect(page.statusCode).toBe(200);
+    expect(page.headers["content-security-policy"]).toContain("script-src 'none'");
+    const wrong = await submitForm(opAtBase, "/device", { xsrf: xsrfOf(page.body), user_code: "BBBB-BBBB" });
+    expect(wrong.body).toContain("not valid");
+    const entered = await submitForm(opAtBase, "/device", {
+      xsrf: xsrfOf(wrong.body),
+      user_code: asked.user_code,
+    });
+    expect(entered.statusCode).toBe(200);
+    expect(entered.body).toContain(asked.user_code);
+    expect(entered.body).toContain("CLI on a server");
+    const confirmed = await submitForm(opAtBase, "/device", {
+      xsrf: xsrfOf(entered.body),
+      user_code: asked.user_code,
+      confirm: "yes",
+    });
+    expect([302, 303]).toContain(confirmed.statusCode);
+    const consentPath = pathOf(String(confirmed.headers.location));
+    expect(consentPath).toMatch(/^\/consent\?uid=/);
+    const uid = new URL(consentPath, base).searchParams.get("uid")!;
+    const details = (await opAtBase.request("GET", `/consent/details?uid=${uid}`)).json();
+    expect(details.flow).toBe("device");
+    expect(details.client.redirect_host).toBeNull();
+    const decided = await opAtBase.request(
+      "POST",
+      "/consent",
+      { uid, decision: "approve" },
+      { accept: "application/json" },
+    );
+    expect(decided.statusCode, decided.body).toBe(200);
+    const done = await opAtBase.request("GET", pathOf(decided.json().location));
+    expect(done.statusCode).toBe(200);
+    expect(done.body).toContain("is connected");
+
+    // The library's poll now gets the tokens.
+    const tokens = await client.pollDeviceAuthorizationGrant(config, asked, { resource: `${base}/mcp` });
+    expect(tokens.refresh_token).toBeTruthy();
+    const listed = await fetch(`${base}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens.access_token}`, "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(listed.status).toBe(200);
+  }, 60_000);
+
+  it("allows 10 code attempts per 15 minutes from one address, then 429", async () => {
+    const browser = new Browser(h.app, base);
+    let page = await browser.request("GET", "/device");
+    while (attempts < 10) {
+      const answer = await submitForm(browser, "/device", {
+        xsrf: xsrfOf(page.body),
+        user_code: "ZZZZ-ZZZZ",
+      });
+      expect(answer.statusCode).toBe(200);
+      page = answer;
+    }
+    const eleventh = await submitForm(browser, "/device", {
+      xsrf: xsrfOf(page.body),
+      user_code: "ZZZZ-ZZZZ",
+    });
+    expect(eleventh.statusCode).toBe(429);
+    expect(Number(eleventh.headers["retry-after"])).toBeGreaterThan(0);
+    expect(eleventh.body).toContain("at most 10 per 15 minutes");
+  });
+});

@@ -1,0 +1,106 @@
+// FetchDocument: a credential-less GET of a public document for the control plane (an OAuth client
+// ID metadata document, DECISIONS "OAuth authorization server"), so that the control plane itself
+// opens no outbound connection. The same rules as a call: a signed single-use ticket, the host and
+// path rules, DNS resolved once and every answer classified (no private, loopback or link-local
+// address), TLS to the host, redirects returned and never followed, one deadline, a body cap.
+// Nothing is opened and nothing is redacted: the ticket carries no credential.
+import type { FetchDocumentResponse, SignedTicket } from "@latch/proto/egress";
+import { AppError } from "@latch/shared/errors";
+import { checkHostname } from "@latch/shared/requests/host";
+import { validateRequestPath } from "@latch/shared/requests/path";
+import type { Logger } from "pino";
+import type { DestinationResolver } from "../destination/resolve.ts";
+import type { Metrics } from "../metrics/metrics.ts";
+import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
+import type { Upstream } from "../upstream/call.ts";
+import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "./call-limits.ts";
+
+/** The raw body cap of upstream/ is 1 MiB; a document may ask for less, never more. */
+export const MAX_DOCUMENT_BYTES = 1024 * 1024;
+
+export interface FetchDocumentDeps {
+  checkTicket: TicketChecker;
+  spendTicket: TicketSpender;
+  resolver: DestinationResolver;
+  upstream: Upstream;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+export function createFetchDocument(
+  deps: FetchDocumentDeps,
+): (signed: SignedTicket | undefined) => Promise<FetchDocumentResponse> {
+  return async (signed) => {
+    const startedAt = performance.now();
+    const ticket = await deps.checkTicket(signed);
+    const spec = ticket.document;
+    if (!spec || ticket.call || ticket.resolve) {
+      throw new AppError("ticket_invalid", "the ticket carries no document fetch");
+    }
+    await deps.spendTicket(ticket);
+    let reachedOrigin = false;
+    try {
+      const host = checkHostname(spec.host);
+      if (!host.ok) throw new AppError(host.code, host.message);
+      const path = validateRequestPath(spec.path);
+      if (!path.ok) throw new AppError(path.code, path.message);
+      if (spec.timeoutMs < MIN_TIMEOUT_MS || spec.timeoutMs > MAX_TIMEOUT_MS) {
+        throw new AppError(
+          "invalid_timeout",
+          `timeout_ms must be between ${MIN_TIMEOUT_MS} and ${MAX_TIMEOUT_MS}`,
+        );
+      }
+      const maxBytes = Math.min(spec.maxBytes || MAX_DOCUMENT_BYTES, MAX_DOCUMENT_BYTES);
+      const destination = await deps.resolver.resolve(host.host, AbortSignal.timeout(spec.timeoutMs));
+      const remainingMs = Math.max(1, spec.timeoutMs - (performance.now() - startedAt));
+      const answer = await deps.upstream.call({
+        destination,
+        method: "GET",
+        path: path.path,
+        headers: [{ name: "accept", value: "application/json" }],
+        timeoutMs: remainingMs,
+      });
+      reachedOrigin = true;
+      if (answer.body.length > maxBytes) {
+        throw new AppError("body_too_large", `the document is larger than ${maxBytes} bytes`);
+      }
+      deps.metrics.countCall("answered");
+      deps.logger.info(
+        { ticket: ticket.id.slice(0, 8), host: host.host, status: answer.status, document: true },
+        "document fetched",
+      );
+      return {
+        reachedOrigin,
+        originStatus: answer.status,
+        body: answer.body,
+        contentType: answer.headers.find((h) => h.name === "content-type")?.value ?? "",
+        cacheControl: "",
+        error: undefined,
+        durationMs: Math.round(performance.now() - startedAt),
+      };
+    } catch (caught) {
+      const error =
+        caught instanceof AppError
+          ? caught
+          : new AppError("internal", "the fetch failed inside the proxy", { cause: caught });
+      if (error.code === "internal") deps.logger.error({ err: caught }, "document fetch failed");
+      deps.metrics.countCall(
+        reachedOrigin || error.extra.reachedOrigin === true ? "failed_after_send" : "refused",
+      );
+      deps.metrics.countDenial(error.code);
+      deps.logger.warn(
+        { ticket: ticket.id.slice(0, 8), host: spec.host.slice(0, 253), code: error.code },
+        "document fetch refused",
+      );
+      return {
+        reachedOrigin: reachedOrigin || error.extra.reachedOrigin === true,
+        originStatus: 0,
+        body: Buffer.alloc(0),
+        contentType: "",
+        cacheControl: "",
+        error: { code: error.code, message: error.message },
+        durationMs: Math.round(performance.now() - startedAt),
+      };
+    }
+  };
+}

@@ -1,0 +1,138 @@
+// The mint-or-refresh row (spec 4.2 rule 7, DECISIONS "Providers"): a provider token exchange
+// made here, between opening and preparing redaction, so that every token it yields is redacted
+// from the answer. Its results leave only sealed, in rotated_credentials, with their metadata.
+import { TokenKind } from "@latch/proto/egress";
+import { sealValue } from "@latch/shared/crypto/seal";
+import { AppError } from "@latch/shared/errors";
+import { validateCallerHeaders } from "@latch/shared/requests/headers";
+import { checkHostname } from "@latch/shared/requests/host";
+import { validateRequestPath } from "@latch/shared/requests/path";
+import { buildTokenRequest } from "../../mint/token-request.ts";
+import { exchangeFailed, type MintedTokens, readTokenAnswer } from "../../mint/token-response.ts";
+import type { CallStep, OutgoingCall, StepDeps } from "./outgoing-call.ts";
+
+/** Under 12 characters nothing is shown (as for stored values). */
+function lastFourOf(token: string): string {
+  return token.length >= 12 ? token.slice(-4) : "";
+}
+
+export const mintToken: CallStep = async (call, deps) => {
+  const exchange = call.spec.exchange;
+  if (!exchange) return;
+  const host = checkHostname(exchange.tokenHost);
+  if (!host.ok) throw new AppError(host.code, host.message);
+  // The token URL is one of the item's allowed hosts, like any other destination (rule 7: both
+  // items must allow the provider token host).
+  if (!call.spec.allowedHosts.includes(host.host)) {
+    throw new AppError("host_mismatch", `the credential is not allowed for host ${host.host}`);
+  }
+  const path = validateRequestPath(exchange.tokenPath);
+  if (!path.ok) throw new AppError(path.code, path.message);
+
+  const open = (sealed: typeof exchange.clientSecret) => {
+    if (!sealed) return undefined;
+    const value = deps.keyring.open(sealed.keyId, sealed.sealedValue);
+    call.redactionValues.push({ secret: value, username: undefined });
+    return value;
+  };
+  const request = buildTokenRequest({
+    grant: exchange.grant,
+    clientAuthentication: exchange.clientAuthentication,
+    clientId: exchange.clientId,
+    clientSecret: open(exchange.clientSecret),
+    refreshToken: open(exchange.refreshToken),
+    scope: exchange.scope,
+    code: exchange.code,
+    redirectUri: exchange.redirectUri,
+    codeVerifier: open(exchange.codeVerifier),
+  });
+  const headers = [...validateCallerHeaders(exchange.headers), ...request.headers];
+  const send = async () => {
+    const destination = await deps.resolver.resolve(host.host, AbortSignal.timeout(call.timeoutMs));
+    return deps.upstream.call({
+      destination,
+      method: "POST",
+      path: path.path,
+      headers: dedupe(headers),
+      body: request.body,
+      contentType: "application/x-www-form-urlencoded",
+      timeoutMs: Math.max(1, call.timeoutMs - (performance.now() - call.startedAt)),
+    });
+  };
+  // The agent's call was the exchange: its failures are the call's (reached_origin as upstream
+  // says). Before another call, a failed exchange means the approved request was never sent.
+  const answer = exchange.answerIsExchange
+    ? await send()
+    : await send().catch((caught: unknown) => {
+        const code = caught instanceof AppError ? caught.code : "internal";
+        throw exchangeFailed(code);
+      });
+  const contentType = answer.headers.find((h) => h.name === "content-type")?.value ?? "";
+  const read = readTokenAnswer(answer.status, contentType, answer.body);
+
+  if (exchange.answerIsExchange) {
+    // The agent posted to the token endpoint itself: the answer is the endpoint's, redacted like
+    // any other (every token in it is listed below before redaction is prepared).
+    call.answer = answer;
+    if (!read.ok) return;
+    await keepTokens(call, deps, read.tokens);
+    return;
+  }
+  if (!read.ok) throw exchangeFailed(read.providerError);
+  await keepTokens(call, deps, read.tokens);
+  // The minted access token is the credential the inject row puts in (as bearer).
+  call.credential = {
+    secret: read.tokens.accessToken,
+    username: undefined,
+    itemName: exchange.accessItemName || call.credential?.itemName || "",
+  };
+};
+
+/** Redacts the tokens and hands them back sealed, with what may be shown about them. */
+async function keepTokens(call: OutgoingCall, deps: StepDeps, tokens: MintedTokens): Promise<void> {
+  const exchange = call.spec.exchange;
+  if (!exchange) return;
+  call.redactionValues.push({ secret: tokens.accessToken, username: undefined });
+  const issuedAtMs = call.now();
+  const key = { keyId: deps.keyring.current.keyId, publicKey: deps.keyring.current.publicKey };
+  const access = await sealValue(key, tokens.accessToken);
+  call.rotatedCredentials.push({
+    credential: {
+      itemName: exchange.accessItemName,
+      keyId: access.keyId,
+      sealedValue: Buffer.from(access.sealed),
+      username: "",
+    },
+    kind: TokenKind.TOKEN_KIND_ACCESS,
+    metadata: {
+      expiresInS: tokens.expiresIn,
+      scope: tokens.scope,
+      tokenLast4: lastFourOf(tokens.accessToken),
+      issuedAtMs,
+    },
+  });
+  const { refreshToken } = tokens;
+  if (refreshToken === undefined) return;
+  call.redactionValues.push({ secret: refreshToken, username: undefined });
+  const previous = exchange.refreshToken;
+  // The same refresh token given back is not a rotation; a new one replaces the stored one.
+  if (previous && deps.keyring.open(previous.keyId, previous.sealedValue) === refreshToken) return;
+  const sealed = await sealValue(key, refreshToken);
+  call.rotatedCredentials.push({
+    credential: {
+      itemName: previous?.itemName || exchange.refreshItemName,
+      keyId: sealed.keyId,
+      sealedValue: Buffer.from(sealed.sealed),
+      username: "",
+    },
+    kind: TokenKind.TOKEN_KIND_REFRESH,
+    metadata: { expiresInS: 0, scope: tokens.scope, tokenLast4: lastFourOf(refreshToken), issuedAtMs },
+  });
+}
+
+/** One copy of each header name, the exchange's own last (it owns accept and authorization). */
+function dedupe(headers: { name: string; value: string }[]): { name: string; value: string }[] {
+  const byName = new Map<string, { name: string; value: string }>();
+  for (const header of headers) byName.set(header.name.toLowerCase(), header);
+  return [...byName.values()];
+}

@@ -1,0 +1,129 @@
+import { ClientAuthentication, TokenGrant } from "@latch/proto/egress";
+import { describe, expect, it } from "vitest";
+import { buildTokenRequest } from "./token-request.ts";
+import { readTokenAnswer } from "./token-response.ts";
+
+const refresh = (clientAuthentication: ClientAuthentication, clientSecret: string | undefined) =>
+  buildTokenRequest({
+    grant: TokenGrant.TOKEN_GRANT_REFRESH_TOKEN,
+    clientAuthentication,
+    clientId: "client:id",
+    clientSecret,
+    refreshToken: "rt/1+2",
+    scope: "",
+  });
+
+describe("buildTokenRequest", () => {
+  it("basic: client id and secret form-encoded inside HTTP Basic (RFC 6749 2.3.1)", () => {
+    const request = refresh(ClientAuthentication.CLIENT_AUTHENTICATION_BASIC, "s:e cret");
+    const authorization = request.headers.find((h) => h.name === "authorization")?.value ?? "";
+    expect(Buffer.from(authorization.replace("Basic ", ""), "base64").toString()).toBe(
+      "client%3Aid:s%3Ae+cret",
+    );
+    expect(Buffer.from(request.body).toString()).toBe("grant_type=refresh_token&refresh_token=rt%2F1%2B2");
+  });
+
+  it("form: client_id and client_secret fields", () => {
+    const body = Buffer.from(refresh(ClientAuthentication.CLIENT_AUTHENTICATION_FORM, "sec").body).toString();
+    expect(new URLSearchParams(body).get("client_secret")).toBe("sec");
+    expect(new URLSearchParams(body).get("client_id")).toBe("client:id");
+  });
+
+  it("secret_form: the client_secret field alone (Stripe)", () => {
+    const params = new URLSearchParams(
+      Buffer.from(refresh(ClientAuthentication.CLIENT_AUTHENTICATION_SECRET_FORM, "sk_x").body).toString(),
+    );
+    expect(params.get("client_secret")).toBe("sk_x");
+    expect(params.has("client_id")).toBe(false);
+  });
+
+  it("public: client_id only, no secret anywhere", () => {
+    const request = refresh(ClientAuthentication.CLIENT_AUTHENTICATION_PUBLIC, undefined);
+    const params = new URLSearchParams(Buffer.from(request.body).toString());
+    expect(params.get("client_id")).toBe("client:id");
+    expect(params.has("client_secret")).toBe(false);
+    expect(request.headers.some((h) => h.name === "authorization")).toBe(false);
+  });
+
+  it("refuses a confidential exchange without its secret", () => {
+    expect(() => refresh(ClientAuthentication.CLIENT_AUTHENTICATION_FORM, undefined)).toThrow(
+      /client secret/,
+    );
+  });
+
+  it("client credentials carries the scope", () => {
+    const request = buildTokenRequest({
+      grant: TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS,
+      clientAuthentication: ClientAuthentication.CLIENT_AUTHENTICATION_BASIC,
+      clientId: "id",
+      clientSecret: "s",
+      refreshToken: undefined,
+      scope: "a b",
+    });
+    expect(Buffer.from(request.body).toString()).toBe("grant_type=client_credentials&scope=a+b");
+  });
+});
+
+describe("readTokenAnswer", () => {
+  const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+  it("reads RFC 6749 5.1", () => {
+    expect(
+      readTokenAnswer(
+        200,
+        "application/json",
+        json({ access_token: "a", refresh_token: "r", expires_in: 3600, scope: "x y" }),
+      ),
+    ).toEqual({ ok: true, tokens: { accessToken: "a", refreshToken: "r", expiresIn: 3600, scope: "x y" } });
+  });
+  it("reads Slack's user token under authed_user", () => {
+    const answer = readTokenAnswer(
+      200,
+      "application/json",
+      json({ ok: true, authed_user: { access_token: "xoxp-1", refresh_token: "xoxe-1", expires_in: 43200 } }),
+    );
+    expect(answer).toEqual({
+      ok: true,
+      tokens: { accessToken: "xoxp-1", refreshToken: "xoxe-1", expiresIn: 43200, scope: "" },
+    });
+  });
+  it.each([
+    [
+      "invalid_grant at 400",
+      400,
+      "application/json",
+      json({ error: "invalid_grant", error_description: "Refresh token revoked" }),
+      "invalid_grant",
+    ],
+    [
+      "Slack's ok:false at 200",
+      200,
+      "application/json",
+      json({ ok: false, error: "invalid_refresh_token" }),
+      "invalid_refresh_token",
+    ],
+    [
+      "GitHub's error at 200",
+      200,
+      "application/json",
+      json({ error: "bad_refresh_token" }),
+      "bad_refresh_token",
+    ],
+    [
+      "GitHub's form-encoded error",
+      200,
+      "application/x-www-form-urlencoded",
+      Buffer.from("error=bad_verification_code&error_description=x"),
+      "bad_verification_code",
+    ],
+    [
+      "an error code that is not a token",
+      400,
+      "application/json",
+      json({ error: "rt_secret value\nhere" }),
+      "http_400",
+    ],
+    ["HTML", 502, "text/html", Buffer.from("<html>"), "http_502"],
+  ])("refuses %s", (_label, status, contentType, body, code) => {
+    expect(readTokenAnswer(status, contentType, body)).toEqual({ ok: false, providerError: code });
+  });
+});
