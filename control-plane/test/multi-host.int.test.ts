@@ -78,7 +78,13 @@ async function answered(proxyIp: string): Promise<number> {
 beforeAll(async () => {
   const root = mkdtempSync(join(tmpdir(), "latch-multihost-"));
   net = createNetwork();
-  dns = await startDnsServer({}, { host: net.selfIp, port: 53 });
+  // Port 53, so that each host's resolv.conf points at it and the control planes resolve the
+  // proxies' name through getaddrinfo as deployed. Should something hold port 53 on every address,
+  // another port, named in a dns:// target that grpc-js's own resolver asks instead.
+  dns = await startDnsServer({}, { host: net.selfIp, port: 53 }).catch(() =>
+    startDnsServer({}, { host: net.selfIp, port: 0 }),
+  );
+  const viaResolvConf = dns.port === 53;
   origin = await startOrigin(
     (req, res) => {
       const delay = Number(new URL(req.url ?? "/", "https://x").searchParams.get("delay") ?? 0);
@@ -190,7 +196,7 @@ beforeAll(async () => {
     ["cp1", 21],
     ["cp2", 22],
   ] as const) {
-    const host = net.addHost(name, octet, { nameserver: net.selfIp });
+    const host = net.addHost(name, octet, viaResolvConf ? { nameserver: net.selfIp } : {});
     const process_ = net.spawnIn(host, [process.execPath, CP_MAIN], {
       PATH: process.env.PATH,
       NODE_ENV: "development",
@@ -199,7 +205,8 @@ beforeAll(async () => {
       PORT: "8787",
       DATA_DIR: join(root, name),
       DATABASE_URL: databaseUrl,
-      EGRESS_URL: `${SERVICE}:50051`,
+      EGRESS_URL: viaResolvConf ? `${SERVICE}:50051` : `dns://${dns.server}/${SERVICE}:50051`,
+      ...(viaResolvConf ? {} : { GRPC_NODE_USE_ALTERNATIVE_RESOLVER: "true" }),
       EGRESS_CLIENT_TLS_CA: join(certs, "ca.pem"),
       EGRESS_CLIENT_TLS_CERT: join(certs, "control-plane.pem"),
       EGRESS_CLIENT_TLS_KEY: join(certs, "control-plane-key.pem"),
