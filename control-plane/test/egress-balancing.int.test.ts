@@ -131,12 +131,12 @@ describe("the control plane balances over every proxy replica", () => {
     );
     for (const r of burst) expect(arrivals(r.tag)).toBe(1);
     // NOT_SERVING from the moment the proxy handled the signal (a loaded machine may take a moment).
-    let status = await check(health);
-    for (let i = 0; i < 30 && status !== HealthCheckResponse_ServingStatus.NOT_SERVING; i++) {
+    let served = await check(health);
+    for (let i = 0; i < 30 && served !== HealthCheckResponse_ServingStatus.NOT_SERVING; i++) {
       await sleep(100);
-      status = await check(health);
+      served = await check(health);
     }
-    expect(status).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
+    expect(served).toBe(HealthCheckResponse_ServingStatus.NOT_SERVING);
     // The admin listener's /ready (for probes without a client certificate) says the same.
     expect((await fetch(`${a.adminUrl}/ready`)).status).toBe(503);
     expect((await fetch(`${b.adminUrl}/ready`)).status).toBe(200);
