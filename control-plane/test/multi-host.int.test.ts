@@ -367,7 +367,8 @@ describe.skipIf(!canRun)("several hosts: two control planes, two then three prox
     expect(approved.statusCode).toBe(200);
 
     const inFlight = ask(0).catch((error: unknown) => ({ lost: String(error) }));
-    await sleep(600);
+    // Killed while the origin is answering: the approval was spent and the request went out.
+    for (let i = 0; i < 100 && !origin.requests.some((r) => r.url === path); i++) await sleep(50);
     planes[0]!.process.child.kill("SIGKILL");
     const lost = await inFlight;
     expect(lost).not.toHaveProperty("origin_status");
