@@ -3,11 +3,13 @@
 //   node deploy/make-keys.ts OUT_DIR
 // OUT_DIR/control-plane/: ticket-signing-key.pem (Ed25519), ticket-public-keys.txt (what the
 //   proxies trust: EGRESS_TICKET_PUBLIC_KEYS), kek.json (key-encryption keyring and pepper).
+// OUT_DIR/oauth/jwks.json: the OAuth server's signing keys (OAUTH_JWKS_FILE).
 // OUT_DIR/egress/: sealing-keys.json (X25519 keyring; only the proxies get it).
 // An existing file is kept (rerunning is safe); every file is 0600 in 0700 folders.
 import { join, resolve } from "node:path";
 import { keyringPath, loadOrCreateKeyring } from "../control-plane/src/auth/kek.ts";
 import { loadOrCreateTicketKey } from "../control-plane/src/egress/ticket-key.ts";
+import { loadOrCreateOAuthKeys } from "../control-plane/src/oauth/oauth-keys.ts";
 import { loadOrCreateSealingKeyring, sealingKeyPath } from "../egress-proxy/src/keys/sealing-keys.ts";
 
 const out = process.argv[2];
@@ -19,11 +21,13 @@ process.umask(0o077);
 const dir = resolve(out);
 const ticket = loadOrCreateTicketKey(dir);
 loadOrCreateKeyring(keyringPath(dir));
+await loadOrCreateOAuthKeys(dir);
 const sealing = await loadOrCreateSealingKeyring(dir);
 process.stdout.write(
   `key files in ${dir}:\n` +
     `  ${join("control-plane", "ticket-signing-key.pem")} (ticket key ${ticket.keyId})\n` +
     `  ${join("control-plane", "ticket-public-keys.txt")}\n` +
     `  ${join("control-plane", "kek.json")}\n` +
+    `  ${join("oauth", "jwks.json")} (OAuth signing keys)\n` +
     `  ${sealingKeyPath("").replace(/^\//, "")} (sealing key ${sealing.current.keyId})\n`,
 );

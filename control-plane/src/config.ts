@@ -50,6 +50,7 @@ const schema = z.object({
   /** Key files mounted from a secret store (read-only); unset: DATA_DIR/control-plane/. */
   TICKET_SIGNING_KEY_FILE: optionalText,
   KEK_KEYRING_FILE: optionalText,
+  OAUTH_JWKS_FILE: optionalText,
   /** How long SIGTERM waits for requests in flight before the process exits anyway. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(40_000),
   EGRESS_PORT: z.coerce.number().int().min(0).max(65535).default(50051),

@@ -12,6 +12,7 @@ import { SMTPServer } from "smtp-server";
 import type { OriginHandler } from "../../egress-proxy/test/origin.ts";
 import { loadConfig } from "../src/config.ts";
 import { buildControlPlane, type ControlPlane } from "../src/control-plane.ts";
+import type { OpenDatabase } from "../src/db/database.ts";
 import { requestContextFields } from "../src/http/request-context.ts";
 import { createMailer } from "../src/mail/mailer.ts";
 import type { ControlPlaneMetrics } from "../src/metrics/metrics.ts";
@@ -72,6 +73,8 @@ export async function startHosted(
     isDevOutbox?: boolean;
     /** Prometheus metrics, wired as main.ts wires them (the egress client timed too). */
     metrics?: ControlPlaneMetrics;
+    /** A database of the test's own (the multi-host test's PostgreSQL host). */
+    database?: OpenDatabase;
     /** Real host names routed to the origin (fake providers; see egress-harness.ts). */
     providerHosts?: readonly string[];
   } = {},
@@ -106,7 +109,7 @@ export async function startHosted(
     },
     ...(options.metrics ? { metrics: options.metrics } : {}),
     logger,
-    database: await testDatabase(),
+    database: options.database ?? (await testDatabase()),
     mailer: createMailer({
       smtpUrl: options.isDevOutbox ? undefined : `smtp://127.0.0.1:${inbox.port}`,
       dataDir: egress.dataDir,

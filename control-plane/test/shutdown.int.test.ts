@@ -1,30 +1,48 @@
 // SIGTERM on the control plane process (a rolling update): it stops listening, finishes the request
-// in flight, and exits 0; both tiers' log lines for one request carry the same request id.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+// in flight, and exits 0. The process runs as in a container: its key files (made by
+// deploy/make-keys.ts) mounted read-only from a secret store, not created in DATA_DIR.
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
+const MAKE_KEYS = new URL("../../deploy/make-keys.ts", import.meta.url).pathname;
 
 let child: ChildProcess;
 let baseUrl: string;
 let output = "";
 let exited: Promise<number | null>;
+let keys: string;
+let keysBefore: string[];
+let dataRoot: string;
+const keyFiles = () => [
+  join(keys, "control-plane", "ticket-signing-key.pem"),
+  join(keys, "control-plane", "kek.json"),
+  join(keys, "oauth", "jwks.json"),
+];
 
 beforeAll(async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-shutdown-"));
+  keys = join(dataDir, "keys");
+  execFileSync(process.execPath, [MAKE_KEYS, keys], { stdio: "ignore" });
+  for (const dir of ["control-plane", "oauth"]) chmodSync(join(keys, dir), 0o500);
+  keysBefore = keyFiles().map((file) => readFileSync(file, "utf8"));
+  dataRoot = join(dataDir, "data");
   child = spawn(process.execPath, [MAIN], {
     env: {
       ...process.env,
       BASE_URL: "http://localhost:8787",
-      DATA_DIR: join(dataDir, "data"),
+      DATA_DIR: dataRoot,
       PORT: "0",
       EGRESS_PORT: "0",
       NODE_ENV: "development",
       SHUTDOWN_TIMEOUT_MS: "10000",
+      TICKET_SIGNING_KEY_FILE: join(keys, "control-plane", "ticket-signing-key.pem"),
+      KEK_KEYRING_FILE: join(keys, "control-plane", "kek.json"),
+      OAUTH_JWKS_FILE: join(keys, "oauth", "jwks.json"),
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -48,6 +66,20 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (child && child.exitCode === null) child.kill("SIGKILL");
+});
+
+describe("the control plane with its key files from a secret store", () => {
+  it("reads them as they are and creates none of its own in DATA_DIR", () => {
+    expect(keyFiles().map((file) => readFileSync(file, "utf8"))).toEqual(keysBefore);
+    for (const file of ["ticket-signing-key.pem", "kek.json"]) {
+      expect(() => statSync(join(dataRoot, "control-plane", file))).toThrow();
+    }
+    expect(() => statSync(join(dataRoot, "oauth", "jwks.json"))).toThrow();
+    // The public half is still written for a proxy sharing DATA_DIR, from the mounted key.
+    expect(readFileSync(join(dataRoot, "control-plane", "ticket-public-keys.txt"), "utf8")).toBe(
+      readFileSync(join(keys, "control-plane", "ticket-public-keys.txt"), "utf8"),
+    );
+  });
 });
 
 describe("the control plane on SIGTERM", () => {

@@ -39,8 +39,14 @@ function normalize(name: string): string {
   return name.toLowerCase().replace(/\.$/, "");
 }
 
-/** Starts the server on 127.0.0.1:0. Unknown names get NXDOMAIN; a known name without a record of the type gets an empty NOERROR. */
-export async function startDnsServer(answers: Record<string, DnsAnswerPlan>): Promise<RunningDnsServer> {
+/**
+ * Starts the server on 127.0.0.1:0 (or `at`). Unknown names get NXDOMAIN; a known name without a
+ * record of the type gets an empty NOERROR.
+ */
+export async function startDnsServer(
+  answers: Record<string, DnsAnswerPlan>,
+  at: { host: string; port: number } = { host: "127.0.0.1", port: 0 },
+): Promise<RunningDnsServer> {
   const plans = new Map(Object.entries(answers).map(([name, plan]) => [normalize(name), plan]));
   const asked = new Map<string, number>();
   const queries: RecordedQuery[] = [];
@@ -91,12 +97,12 @@ export async function startDnsServer(answers: Record<string, DnsAnswerPlan>): Pr
 
   await new Promise<void>((resolve, reject) => {
     socket.once("error", reject);
-    socket.bind(0, "127.0.0.1", () => resolve());
+    socket.bind(at.port, at.host, () => resolve());
   });
   const { port } = socket.address() as AddressInfo;
   return {
     port,
-    server: `127.0.0.1:${port}`,
+    server: `${at.host}:${port}`,
     queries,
     setPlan: (name, plan) => {
       plans.set(normalize(name), plan);

@@ -69,7 +69,7 @@ function providersSni(which: "trusted" | "untrusted") {
  */
 export async function startOrigin(
   handler: OriginHandler,
-  opts: { cert?: "trusted" | "untrusted" } = {},
+  opts: { cert?: "trusted" | "untrusted"; host?: string } = {},
 ): Promise<RunningOrigin> {
   const which = opts.cert ?? "trusted";
   const requests: RecordedRequest[] = [];
@@ -101,11 +101,12 @@ export async function startOrigin(
   });
   // A client refusing the certificate (the TLS-failure tests) is expected here, not a fault.
   server.on("tlsClientError", () => {});
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const host = opts.host ?? "127.0.0.1";
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
     port,
-    url: `https://127.0.0.1:${port}`,
+    url: `https://${host}:${port}`,
     requests,
     get connections() {
       return connections;

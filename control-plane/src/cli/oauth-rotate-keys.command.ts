@@ -13,8 +13,8 @@ export async function runOAuthRotateKeys(
 ): Promise<number> {
   const config = loadConfig(env);
   const dataDir = resolve(config.DATA_DIR);
-  progress(`rotating the OAuth signing keys in ${oauthKeysPath(dataDir)}`);
-  const result = await rotateOAuthKeys(dataDir);
+  progress(`rotating the OAuth signing keys in ${oauthKeysPath(dataDir, config.OAUTH_JWKS_FILE)}`);
+  const result = await rotateOAuthKeys(dataDir, Date.now(), config.OAUTH_JWKS_FILE);
   progress(`new signing key ${result.newKid}`);
   for (const kid of result.retiredKids) progress(`retired (still listed for 11 minutes): ${kid}`);
   for (const kid of result.droppedKids) progress(`dropped (its tokens have expired): ${kid}`);

@@ -6,6 +6,7 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
   credentials,
+  getClientChannel,
   Metadata,
   type ServiceError,
   status,
@@ -197,7 +198,8 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
     [PROBE_OPTION]: replicas.probe,
   };
   const client = new EgressProxyClient(target, creds, channelOptions);
-  const health = new HealthClient(target, creds, channelOptions);
+  // The same channel (and so the same balancer and probes) for the readiness check.
+  const health = new HealthClient(target, creds, { channelOverride: getClientChannel(client) });
 
   /**
    * Runs a unary call, and once more when the replica refused it before reading the ticket (the

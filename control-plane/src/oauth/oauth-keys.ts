@@ -23,8 +23,9 @@ interface JwksFile {
   cookie_keys: string[];
 }
 
-export function oauthKeysPath(dataDir: string): string {
-  return join(dataDir, "oauth", "jwks.json");
+/** DATA_DIR/oauth/jwks.json, or `keyFile` (OAUTH_JWKS_FILE: a file mounted from a secret store). */
+export function oauthKeysPath(dataDir: string, keyFile?: string): string {
+  return keyFile ?? join(dataDir, "oauth", "jwks.json");
 }
 
 async function newSigningKey(): Promise<StoredJwk> {
@@ -43,8 +44,8 @@ function readKeys(path: string): JwksFile {
 }
 
 /** The keys in DATA_DIR, created on first start (two replicas starting at once keep one set). */
-export async function loadOrCreateOAuthKeys(dataDir: string): Promise<JwksFile> {
-  const path = oauthKeysPath(dataDir);
+export async function loadOrCreateOAuthKeys(dataDir: string, keyFile?: string): Promise<JwksFile> {
+  const path = oauthKeysPath(dataDir, keyFile);
   if (!existsSync(path)) {
     const fresh: JwksFile = {
       keys: [await newSigningKey()],
@@ -68,8 +69,8 @@ export function publicJwks(file: JwksFile): { keys: JWK[] } {
 }
 
 /** Reads the public keys again (a replica that rotated may sign with a key this one has not loaded). */
-export function readPublicJwks(dataDir: string): { keys: JWK[] } {
-  return publicJwks(readKeys(oauthKeysPath(dataDir)));
+export function readPublicJwks(dataDir: string, keyFile?: string): { keys: JWK[] } {
+  return publicJwks(readKeys(oauthKeysPath(dataDir, keyFile)));
 }
 
 export interface RotationResult {
@@ -82,9 +83,13 @@ export interface RotationResult {
  * Puts a new key first; the keys before it are marked retired and dropped once they have been
  * retired longer than an access token lives. Restart (or roll) the control plane to sign with it.
  */
-export async function rotateOAuthKeys(dataDir: string, now = Date.now()): Promise<RotationResult> {
-  const path = oauthKeysPath(dataDir);
-  const file = await loadOrCreateOAuthKeys(dataDir);
+export async function rotateOAuthKeys(
+  dataDir: string,
+  now = Date.now(),
+  keyFile?: string,
+): Promise<RotationResult> {
+  const path = oauthKeysPath(dataDir, keyFile);
+  const file = await loadOrCreateOAuthKeys(dataDir, keyFile);
   const fresh = await newSigningKey();
   const kept: StoredJwk[] = [];
   const retiredKids: string[] = [];

@@ -25,6 +25,8 @@ export interface OAuthServerDeps {
   db: Kysely<Database>;
   baseUrl: string;
   dataDir: string;
+  /** OAUTH_JWKS_FILE, when the keys are mounted from a secret store. */
+  keysFile?: string | undefined;
   keys: Awaited<ReturnType<typeof loadOrCreateOAuthKeys>>;
   egress: Pick<EgressClient, "fetchDocument">;
   minter: Pick<TicketMinter, "mintDocumentTicket">;
@@ -54,7 +56,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
   });
   const tokens = createAccessTokenVerifier({
     baseUrl: deps.baseUrl,
-    readJwks: () => readPublicJwks(deps.dataDir),
+    readJwks: () => readPublicJwks(deps.dataDir, deps.keysFile),
     oauth,
     artifacts,
     findLiveClient: deps.clients.findLiveClientForToken,

@@ -1,0 +1,300 @@
+// npm run bench:hosted: MCP http_request through the hosted control plane (its own process, on a
+// real PostgreSQL, an avm_ agent with a standing approval) to one and then two egress proxy
+// processes behind one DNS name (round robin, mTLS), next to direct HTTPS calls to the same origin
+// in the same run. Prints req/s, p50, p99 and the CPU per call of each process.
+//
+//   DATABASE_URL=postgres://... npm run bench:hosted -- [--vus 8] [--direct-iterations N] [--hosted-iterations N]
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { newId } from "@latch/shared/ids";
+import pino from "pino";
+import { keyringPath, loadOrCreateKeyring } from "../control-plane/src/auth/kek.ts";
+import { loadConfig } from "../control-plane/src/config.ts";
+import { buildControlPlane } from "../control-plane/src/control-plane.ts";
+import { openDatabase } from "../control-plane/src/db/database.ts";
+import type { EgressClient } from "../control-plane/src/egress/egress-client.ts";
+import { loadOrCreateTicketKey } from "../control-plane/src/egress/ticket-key.ts";
+import { loadOrCreateOAuthKeys } from "../control-plane/src/oauth/oauth-keys.ts";
+import { loadOrCreateSealingKeyring } from "../egress-proxy/src/keys/sealing-keys.ts";
+import { startDnsServer } from "../egress-proxy/test/dns-server.ts";
+import {
+  ensureK6,
+  figuresOf,
+  formatTable,
+  K6_VERSION,
+  LOADTEST_DIR,
+  RESULTS_DIR,
+  runK6,
+  type ScenarioFigures,
+} from "./lib/k6.ts";
+import { ORIGIN_HOST, startOriginProcess, TEST_CA_PATH } from "./lib/origin-process.ts";
+
+const REPO = new URL("..", import.meta.url).pathname;
+const SERVICE = "egress.bench.test";
+
+const { values: args } = parseArgs({
+  options: {
+    vus: { type: "string", default: "8" },
+    "direct-iterations": { type: "string", default: "20000" },
+    "hosted-iterations": { type: "string", default: "3000" },
+  },
+});
+const vus = Number(args.vus);
+const directIterations = Number(args["direct-iterations"]);
+const hostedIterations = Number(args["hosted-iterations"]);
+for (const [name, n] of Object.entries({ vus, directIterations, hostedIterations })) {
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer`);
+}
+
+/** CPU time (user + system, ms) a process has used, from /proc. */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a process and resolves once a line of its output matches `ready`. */
+function startProcess(command: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<ChildProcess> {
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${command.join(" ")} did not start:\n${output}`)),
+      60_000,
+    );
+    const onData = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-4000);
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve(child);
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.once("exit", (code) => reject(new Error(`${command.join(" ")} exited (${code}):\n${output}`)));
+  });
+}
+
+async function main(): Promise<number> {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (!databaseUrl) {
+    console.error("bench:hosted runs on a real PostgreSQL: set DATABASE_URL=postgres://...");
+    return 2;
+  }
+  ensureK6();
+  console.log(
+    `bench:hosted  k6 ${K6_VERSION}, node ${process.version}, ${availableParallelism()} CPUs, load ${loadavg()[0]?.toFixed(2)}`,
+  );
+  const root = mkdtempSync(join(tmpdir(), "latch-bench-hosted-"));
+  const keys = join(root, "keys");
+  const ticketKey = loadOrCreateTicketKey(keys);
+  loadOrCreateKeyring(keyringPath(keys));
+  await loadOrCreateOAuthKeys(keys);
+  const sealing = await loadOrCreateSealingKeyring(keys);
+  const certs = join(root, "certs");
+  execFileSync("sh", [join(REPO, "deploy/scripts/make-certs.sh"), certs, SERVICE], { stdio: "ignore" });
+  const secret = `ghp_bench_${randomBytes(16).toString("hex")}`;
+  const origin = await startOriginProcess();
+  const dns = await startDnsServer({ [SERVICE]: { A: ["127.0.0.1"] } });
+
+  // The organisation, its credential and the agent's client, through the plane's own services.
+  const logger = pino({ level: "warn" });
+  const database = await openDatabase({ databaseUrl, dataDir: root });
+  const config = loadConfig({ NODE_ENV: "test", DATA_DIR: keys, EGRESS_URL: "127.0.0.1:1" });
+  const seed = await buildControlPlane({
+    config,
+    dataDir: keys,
+    ticketKey,
+    egress: { client: {} as EgressClient, sealingKey: async () => sealing.current },
+    logger,
+    database,
+  });
+  const organisationId = newId("org");
+  await database.db.insertInto("organisations").values({ id: organisationId, name: "bench" }).execute();
+  await seed.services.items.storeItem(organisationId, "bench", {
+    name: "BENCH_TOKEN",
+    value: secret,
+    environment: "staging",
+    allowed_hosts: [ORIGIN_HOST],
+  });
+  const client = await seed.services.clients.issueClient(organisationId, "model", {
+    name: "k6-bench",
+    environment: "staging",
+  });
+
+  const grpcPort = await freePort();
+  const proxies: ChildProcess[] = [];
+  const startProxy = async (ip: string) => {
+    proxies.push(
+      await startProcess(
+        [process.execPath, join(REPO, "egress-proxy/src/main.ts")],
+        {
+          PATH: process.env.PATH,
+          NODE_ENV: "test",
+          LOG_LEVEL: "warn",
+          DATA_DIR: join(root, `proxy-${ip}`),
+          EGRESS_LISTEN: `${ip}:${grpcPort}`,
+          EGRESS_TLS_CERT: join(certs, "egress.pem"),
+          EGRESS_TLS_KEY: join(certs, "egress-key.pem"),
+          EGRESS_TLS_CLIENT_CA: join(certs, "ca.pem"),
+          EGRESS_SEALING_KEY_FILE: join(keys, "egress", "sealing-keys.json"),
+          EGRESS_TICKET_PUBLIC_KEYS: readFileSync(
+            join(keys, "control-plane", "ticket-public-keys.txt"),
+            "utf8",
+          ),
+          EGRESS_REPLAY_DATABASE_URL: databaseUrl,
+          EGRESS_CONNECT_TO: `${ORIGIN_HOST}:443:127.0.0.1:${origin.port}`,
+          EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
+          EGRESS_EXTRA_CA: TEST_CA_PATH,
+        },
+        /LATCH_EGRESS_READY/,
+      ),
+    );
+  };
+  await startProxy("127.0.0.1");
+  const httpPort = await freePort();
+  const plane = await startProcess(
+    [process.execPath, join(REPO, "control-plane/src/main.ts")],
+    {
+      PATH: process.env.PATH,
+      NODE_ENV: "development",
+      LOG_LEVEL: "warn",
+      BASE_URL: "http://localhost:8787",
+      PORT: String(httpPort),
+      DATA_DIR: join(root, "control-plane"),
+      DATABASE_URL: databaseUrl,
+      EGRESS_URL: `dns://${dns.server}/${SERVICE}:${grpcPort}`,
+      // grpc-js asks the resolver named in a dns:// target only with its own resolver.
+      GRPC_NODE_USE_ALTERNATIVE_RESOLVER: "true",
+      EGRESS_CLIENT_TLS_CA: join(certs, "ca.pem"),
+      EGRESS_CLIENT_TLS_CERT: join(certs, "control-plane.pem"),
+      EGRESS_CLIENT_TLS_KEY: join(certs, "control-plane-key.pem"),
+      TICKET_SIGNING_KEY_FILE: join(keys, "control-plane", "ticket-signing-key.pem"),
+      KEK_KEYRING_FILE: join(keys, "control-plane", "kek.json"),
+      OAUTH_JWKS_FILE: join(keys, "oauth", "jwks.json"),
+    },
+    /Latch is running at/,
+  );
+  const mcpUrl = `http://127.0.0.1:${httpPort}/mcp`;
+
+  // The agent asks once (as k6-bench, the name the k6 script initializes with); the operator
+  // approves it standing, so every call of the run is covered.
+  const headers = { authorization: `Bearer ${client.token}`, "content-type": "application/json" };
+  const init = await fetch(mcpUrl, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: {
+        protocolVersion: "2024-11-05",
+        capabilities: {},
+        clientInfo: { name: "k6-bench", version: "1" },
+      },
+    }),
+  });
+  const session = init.headers.get("mcp-session-id") ?? "";
+  const asked = await fetch(mcpUrl, {
+    method: "POST",
+    headers: { ...headers, "mcp-session-id": session },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "request_grant", arguments: { item_name: "BENCH_TOKEN" } },
+    }),
+  }).then((r) => r.json() as Promise<{ result: { content: { text: string }[] } }>);
+  const grantId = (JSON.parse(asked.result.content[0]!.text) as { grant_id: string }).grant_id;
+  await seed.services.grants.approveGrant(organisationId, "bench", grantId, "item_standing");
+
+  const rows: ScenarioFigures[] = [];
+  const cpuRows: string[] = [];
+  const problems: string[] = [];
+  try {
+    const direct = await runK6({
+      name: `hosted-direct-${vus}vu`,
+      script: join(LOADTEST_DIR, "k6", "egress-direct.js"),
+      vars: { VUS: vus, ITERATIONS: directIterations, ORIGIN_PORT: origin.port, SECRET: secret },
+      processEnv: { SSL_CERT_FILE: TEST_CA_PATH },
+    });
+    rows.push(figuresOf(direct, { scenario: "direct HTTPS", vus, latencyMetric: "http_req_duration" }));
+    if (direct.exitCode !== 0)
+      problems.push(`${direct.name}: exit ${direct.exitCode}; see ${direct.logPath}`);
+
+    for (const replicas of [1, 2]) {
+      if (replicas === 2) {
+        await startProxy("127.0.0.2");
+        dns.setPlan(SERVICE, { A: ["127.0.0.1", "127.0.0.2"] });
+        // The control plane resolves the name again every 5 s.
+        await new Promise((resolve) => setTimeout(resolve, 7_000));
+      }
+      const pids = {
+        "control plane": plane.pid!,
+        ...Object.fromEntries(proxies.map((p, i) => [`proxy ${i + 1}`, p.pid!])),
+      };
+      const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMsOf(pid)]));
+      const originBefore = (await origin.stats()).cpuMs;
+      const run = await runK6({
+        name: `hosted-mcp-${replicas}proxy-${vus}vu`,
+        script: join(LOADTEST_DIR, "k6", "hosted-mcp.js"),
+        vars: {
+          VUS: vus,
+          ITERATIONS: hostedIterations,
+          MCP_URL: mcpUrl,
+          MODEL_TOKEN: client.token,
+          ITEM: "BENCH_TOKEN",
+        },
+      });
+      const row = figuresOf(run, {
+        scenario: `hosted http_request, ${replicas} prox${replicas === 1 ? "y" : "ies"}`,
+        vus,
+        latencyMetric: "http_req_duration",
+      });
+      rows.push(row);
+      if (run.exitCode !== 0 || row.checksFailed > 0) {
+        problems.push(
+          `${run.name}: ${row.checksFailed} failed checks (exit ${run.exitCode}); see ${run.logPath}`,
+        );
+      }
+      const perCall = Object.entries(pids).map(
+        ([name, pid]) => `${name} ${((cpuMsOf(pid) - before[name]!) / row.requests).toFixed(3)}`,
+      );
+      perCall.push(`origin ${(((await origin.stats()).cpuMs - originBefore) / row.requests).toFixed(3)}`);
+      cpuRows.push(`${replicas} prox${replicas === 1 ? "y" : "ies"}: CPU ms per call: ${perCall.join(", ")}`);
+    }
+    console.log(`\n${formatTable(rows)}\n`);
+    for (const line of cpuRows) console.log(line);
+    console.log(`results and k6 logs in ${RESULTS_DIR}`);
+  } finally {
+    plane.kill("SIGTERM");
+    for (const proxy of proxies) proxy.kill("SIGTERM");
+    await seed.close();
+    await database.close();
+    await origin.close();
+    await dns.close();
+  }
+  for (const problem of problems) console.error(`FAILED ${problem}`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
