@@ -206,6 +206,11 @@ describe("an agent and a connect", () => {
     });
     expect(String(first.connect_url)).toContain("/collect/");
     expect(typeof first.need_id).toBe("string");
+    // The connect recipe: the app to create, this deployment's redirect URI, the scopes.
+    const steps = (first.recipe as { steps: string[] }).steps.join("\n");
+    expect(steps).toContain("https://developer.spotify.com/dashboard");
+    expect(steps).toContain("http://localhost:8787/connect/callback");
+    expect(steps).toContain("user-read-private");
     // Spec 3.2: a connect request is not fulfilled with a value.
     const fulfil = await op.request("POST", `/api/need-items/${first.need_id}/fulfill`, { value: "x" });
     expect(fulfil.statusCode).toBe(409);

@@ -16,6 +16,7 @@ import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
+import { CONNECT_SCOPES } from "../providers/connect-recipe.ts";
 import type { Provider, ProviderId } from "../providers/provider.ts";
 import { getProvider, PROVIDER_IDS, tokenEndpointOf } from "../providers/providers.ts";
 import type { ConnectRepo } from "./connect.repo.ts";
@@ -59,16 +60,6 @@ export interface StartInput {
 export type ConnectResult =
   | { provider: ProviderId; ok: true }
   | { provider: string; ok: false; reason: ConnectErrorReason };
-
-/** Default scopes: enough for the user-only paths the providers' recipes name. */
-const DEFAULT_SCOPES: Record<ProviderId, string> = {
-  spotify:
-    "user-read-private user-read-email playlist-read-private playlist-modify-private playlist-modify-public",
-  github: "read:user repo",
-  google: "openid email https://www.googleapis.com/auth/drive.readonly",
-  slack: "users.profile:read chat:write channels:read",
-  stripe: "read_write",
-};
 
 const CLIENT_AUTH: Record<Provider["oauth"]["clientAuthentication"], ClientAuthentication> = {
   basic: ClientAuthentication.CLIENT_AUTHENTICATION_BASIC,
@@ -129,7 +120,7 @@ export function createConnectService(deps: ConnectDeps) {
         client_id: clientId,
         redirect_uri: redirectUri,
         state,
-        [provider.oauth.scopeParam]: DEFAULT_SCOPES[provider.id],
+        [provider.oauth.scopeParam]: CONNECT_SCOPES[provider.id],
         ...provider.oauth.authorizeParams,
       });
       let verifier: { sealed: Uint8Array; keyId: string } | undefined;
