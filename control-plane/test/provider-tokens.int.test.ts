@@ -173,6 +173,7 @@ describe("rule 7: refresh-based calls", () => {
     expect(answer.refreshed).toBe(true);
     const body = JSON.parse(String(answer.body)) as Record<string, unknown>;
     expect(body.access_token).toBe("[redacted]");
+    expect(body.id_token).toBe("[redacted]");
     expect(body.expires_in).toBe(3600);
     expect(String(answer.token_last4)).toHaveLength(4);
     // The sibling client secret was added by the proxy, in form fields (Google's way).
