@@ -241,6 +241,19 @@ describe("app credentials only", () => {
     await storeApp(rig, "spotify");
     const agent = await connectLocalAgent(rig.url, "connect-agent");
     const before = harness.origin.requests.length;
+    const dryRun = toolPayload(
+      await agent.callTool({
+        name: "http_request",
+        arguments: {
+          method: "GET",
+          host: "api.spotify.com",
+          path: "/v1/me",
+          item_name: "SPOTIFY",
+          dry_run: true,
+        },
+      }),
+    );
+    expect(dryRun).toMatchObject({ status: "dry_run", provider: "spotify", inject: "client_credentials" });
     const answer = toolPayload(
       await agent.callTool({
         name: "http_request",
