@@ -222,10 +222,13 @@ describe("an agent and a connect", () => {
     const inbox = (await op.request("GET", "/api/inbox")).json() as { requests?: { need_id: string }[] };
     expect(JSON.stringify(inbox)).not.toContain(String(first.need_id));
 
+    const exchanges = fakes.tokenRequests.length;
     const retried = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
     answers.push(JSON.stringify(retried));
     expect(retried.origin_status, JSON.stringify(retried)).toBe(200);
-    expect(retried.refreshed).toBe(true);
+    // The connect's own access token is kept and reused: no second exchange.
+    expect(retried.refreshed).toBeUndefined();
+    expect(fakes.tokenRequests.length).toBe(exchanges);
     expect(String(retried.body)).toContain("Bearer [redacted]");
     await agent.close();
   });

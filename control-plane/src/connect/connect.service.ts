@@ -30,7 +30,10 @@ export type ConnectErrorReason = "state_expired" | "provider_denied" | "exchange
 
 export interface ConnectDeps {
   repo: ConnectRepo;
-  items: Pick<ItemsService, "findCallableByName" | "findCallableById" | "storeSealedItem">;
+  items: Pick<
+    ItemsService,
+    "findCallableByName" | "findCallableById" | "storeSealedItem" | "inItemTokenLock"
+  >;
   grants: Pick<GrantsService, "createActiveGrant">;
   needs: Pick<NeedsService, "closeConnectNeed">;
   sealingKey(): Promise<SealingPublicKey>;
@@ -254,6 +257,22 @@ export function createConnectService(deps: ConnectDeps) {
         inject: "refresh",
         username: clientId || null,
       });
+      // The access token of the exchange is kept like a refreshed one (reused until 60 s before it
+      // expires), so the agent's first call makes no second exchange.
+      const expiresInS = minted.metadata?.expiresInS ?? 0;
+      if (minted.credential && expiresInS > 0) {
+        const issuedAt = Number(minted.metadata?.issuedAtMs) || deps.now().getTime();
+        const access = minted.credential;
+        await deps.items.inItemTokenLock(stored.id, (locked) =>
+          locked.upsertAccessToken(stored.id, operator.organisationId, {
+            sealedValue: access.sealedValue,
+            sealingKeyId: access.keyId,
+            tokenLast4: minted.metadata?.tokenLast4 ?? "",
+            scope: minted.metadata?.scope ?? "",
+            expiresAt: new Date(issuedAt + expiresInS * 1000),
+          }),
+        );
+      }
       // Spec 4.3: need_id closes the Inbox request; the agent named by agent_client_id (else the
       // agent whose request it was) gets a standing approval on the source credential and the
       // refresh item, so its retry works.
