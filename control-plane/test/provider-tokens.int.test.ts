@@ -231,6 +231,7 @@ describe("rule 7: refresh-based calls", () => {
     expect(answer.error).toMatchObject({ code: "token_exchange_failed" });
     expect(String((answer.error as { message: string }).message)).toContain("invalid_refresh_token");
     expect(answer.refreshed).toBeUndefined();
+    expect(String(answer.hint)).toContain("connect the account again");
     await agent.close();
   });
 });
