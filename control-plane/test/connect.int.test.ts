@@ -206,6 +206,11 @@ describe("an agent and a connect", () => {
     });
     expect(String(first.connect_url)).toContain("/collect/");
     expect(typeof first.need_id).toBe("string");
+    // The connect recipe: the app to create, this deployment's redirect URI, the scopes.
+    const steps = (first.recipe as { steps: string[] }).steps.join("\n");
+    expect(steps).toContain("https://developer.spotify.com/dashboard");
+    expect(steps).toContain("http://localhost:8787/connect/callback");
+    expect(steps).toContain("user-read-private");
     // Spec 3.2: a connect request is not fulfilled with a value.
     const fulfil = await op.request("POST", `/api/need-items/${first.need_id}/fulfill`, { value: "x" });
     expect(fulfil.statusCode).toBe(409);
@@ -217,10 +222,13 @@ describe("an agent and a connect", () => {
     const inbox = (await op.request("GET", "/api/inbox")).json() as { requests?: { need_id: string }[] };
     expect(JSON.stringify(inbox)).not.toContain(String(first.need_id));
 
+    const exchanges = fakes.tokenRequests.length;
     const retried = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
     answers.push(JSON.stringify(retried));
     expect(retried.origin_status, JSON.stringify(retried)).toBe(200);
-    expect(retried.refreshed).toBe(true);
+    // The connect's own access token is kept and reused: no second exchange.
+    expect(retried.refreshed).toBeUndefined();
+    expect(fakes.tokenRequests.length).toBe(exchanges);
     expect(String(retried.body)).toContain("Bearer [redacted]");
     await agent.close();
   });

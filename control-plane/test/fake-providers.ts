@@ -289,7 +289,11 @@ export class FakeProviders {
       ...(refreshToken ? { refresh_token: refreshToken } : {}),
       scope: "read",
     };
-    const body = provider === "slack" ? { ok: true, ...tokens } : tokens;
+    // Google adds an OpenID id_token: a credential of its own that must not reach the agent.
+    const idToken = provider === "google" ? token("google_id_") : undefined;
+    if (idToken) this.secrets.push(idToken);
+    const withId = idToken ? { ...tokens, id_token: idToken } : tokens;
+    const body = provider === "slack" ? { ok: true, ...withId } : withId;
     if (provider === "github" && !accept.includes("application/json")) {
       res.writeHead(200, { "content-type": "application/x-www-form-urlencoded" });
       res.end(

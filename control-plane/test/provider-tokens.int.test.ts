@@ -173,6 +173,7 @@ describe("rule 7: refresh-based calls", () => {
     expect(answer.refreshed).toBe(true);
     const body = JSON.parse(String(answer.body)) as Record<string, unknown>;
     expect(body.access_token).toBe("[redacted]");
+    expect(body.id_token).toBe("[redacted]");
     expect(body.expires_in).toBe(3600);
     expect(String(answer.token_last4)).toHaveLength(4);
     // The sibling client secret was added by the proxy, in form fields (Google's way).
@@ -230,6 +231,7 @@ describe("rule 7: refresh-based calls", () => {
     expect(answer.error).toMatchObject({ code: "token_exchange_failed" });
     expect(String((answer.error as { message: string }).message)).toContain("invalid_refresh_token");
     expect(answer.refreshed).toBeUndefined();
+    expect(String(answer.hint)).toContain("connect the account again");
     await agent.close();
   });
 });
@@ -240,6 +242,19 @@ describe("app credentials only", () => {
     await storeApp(rig, "spotify");
     const agent = await connectLocalAgent(rig.url, "connect-agent");
     const before = harness.origin.requests.length;
+    const dryRun = toolPayload(
+      await agent.callTool({
+        name: "http_request",
+        arguments: {
+          method: "GET",
+          host: "api.spotify.com",
+          path: "/v1/me",
+          item_name: "SPOTIFY",
+          dry_run: true,
+        },
+      }),
+    );
+    expect(dryRun).toMatchObject({ status: "dry_run", provider: "spotify", inject: "client_credentials" });
     const answer = toolPayload(
       await agent.callTool({
         name: "http_request",

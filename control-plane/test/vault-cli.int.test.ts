@@ -186,3 +186,29 @@ describe("vault set without --host", () => {
     expect(stored.stdout + stored.stderr + listed.stdout + listed.stderr).not.toContain(HOSTLESS);
   }, 90_000);
 });
+
+// Spec 4.4: the local refresh path. `vault set` stores a provider app credential
+// (client_credentials, client id as --username) and a refresh token (--inject refresh) that
+// `vault serve` and `vault mcp` exchange (control-plane/test/provider-tokens.int.test.ts).
+describe("vault set for the local refresh path", () => {
+  const APP_SECRET = "spotify_app_secret_canary_4e7a";
+  const REFRESH = "spotify_refresh_canary_9c2d";
+  const hosts = ["--host", "api.spotify.com", "--host", "accounts.spotify.com"];
+
+  // A name other than <ITEM>_REFRESH with inject refresh is refused (items.int.test.ts).
+  it("stores client_credentials with its client id and <ITEM>_REFRESH with inject refresh", async () => {
+    const app = await vault(
+      ["set", "SPOTIFY", ...hosts, "--inject", "client_credentials", "--username", "spotify-client"],
+      `${APP_SECRET}\n`,
+    );
+    expect(app.code, app.stderr).toBe(0);
+    const refresh = await vault(["set", "SPOTIFY_REFRESH", ...hosts, "--inject", "refresh"], `${REFRESH}\n`);
+    expect(refresh.code, refresh.stderr).toBe(0);
+    const listed = await vault(["list"]);
+    expect(listed.stdout).toMatch(/SPOTIFY\s+api\.spotify\.com,accounts\.spotify\.com\s+client_credentials/);
+    expect(listed.stdout).toMatch(/SPOTIFY_REFRESH\s+api\.spotify\.com,accounts\.spotify\.com\s+refresh/);
+    const all = [app, refresh, listed].map((r) => r.stdout + r.stderr).join("\n");
+    expect(all).not.toContain(APP_SECRET);
+    expect(all).not.toContain(REFRESH);
+  }, 150_000);
+});

@@ -27,6 +27,16 @@
   function showConnect(need) {
     var item = need.suggested_name.replace(/_REFRESH$/, "");
     status.textContent = `${need.client_name} needs a connected ${need.provider || need.host} account for ${item} (${need.environment}).`;
+    if (need.recipe) {
+      // Spec 2.5: the public recipe (the app to create, the redirect URI, the scopes).
+      const steps = document.createElement("ol");
+      for (const step of need.recipe.steps) {
+        const li = document.createElement("li");
+        li.textContent = step;
+        steps.appendChild(li);
+      }
+      status.after(steps);
+    }
     var connect = document.getElementById("connect");
     connect.textContent = `Connect ${need.provider || "the account"}`;
     connect.hidden = !need.provider;

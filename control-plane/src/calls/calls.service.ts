@@ -142,6 +142,13 @@ function shapeResult(response: ExecuteResponse): HttpRequestResult {
     const result: HttpRequestResult = {
       error: { code: response.error.code, message: response.error.message },
     };
+    if (response.error.code === "token_exchange_failed") {
+      // Rule 7: the stored refresh token (or app credential) no longer works at the provider.
+      return {
+        ...result,
+        hint: "The provider refused the token exchange. Ask the user to connect the account again (Connect in the Latch console, or store a new <ITEM>_REFRESH with vault set), then retry.",
+      };
+    }
     if (response.error.code === "body_too_large") {
       return {
         ...result,

@@ -73,10 +73,15 @@ export async function planTokenCall(
     host === token.host && call.path.split("?")[0] === token.path && call.method === "POST";
   const base = baseNameOf(item.name);
   const find = (name: string) => deps.findItemByName(scope.organisationId, scope.environment, name);
+  // Spec 2.1: the sibling client secret is <ITEM>_SECRET (or <ITEM>), stored as the provider's
+  // app credential; any other item of that name is never sent to a token URL.
+  const asAppCredential = (found: CallableItem | undefined) =>
+    found?.inject === "client_credentials" ? found : undefined;
   const findSecret = async () =>
     item.inject === "client_credentials"
       ? item
-      : ((await find(`${base}_SECRET`)) ?? (base === item.name ? undefined : await find(base)));
+      : (asAppCredential(await find(`${base}_SECRET`)) ??
+        (base === item.name ? undefined : asAppCredential(await find(base))));
   const refreshItem = item.inject === "refresh" ? item : await find(`${base}_REFRESH`);
   const secretItem = await findSecret();
 

@@ -16,6 +16,7 @@ import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
+import { CONNECT_SCOPES } from "../providers/connect-recipe.ts";
 import type { Provider, ProviderId } from "../providers/provider.ts";
 import { getProvider, PROVIDER_IDS, tokenEndpointOf } from "../providers/providers.ts";
 import type { ConnectRepo } from "./connect.repo.ts";
@@ -29,7 +30,10 @@ export type ConnectErrorReason = "state_expired" | "provider_denied" | "exchange
 
 export interface ConnectDeps {
   repo: ConnectRepo;
-  items: Pick<ItemsService, "findCallableByName" | "findCallableById" | "storeSealedItem">;
+  items: Pick<
+    ItemsService,
+    "findCallableByName" | "findCallableById" | "storeSealedItem" | "inItemTokenLock"
+  >;
   grants: Pick<GrantsService, "createActiveGrant">;
   needs: Pick<NeedsService, "closeConnectNeed">;
   sealingKey(): Promise<SealingPublicKey>;
@@ -59,16 +63,6 @@ export interface StartInput {
 export type ConnectResult =
   | { provider: ProviderId; ok: true }
   | { provider: string; ok: false; reason: ConnectErrorReason };
-
-/** Default scopes: enough for the user-only paths the providers' recipes name. */
-const DEFAULT_SCOPES: Record<ProviderId, string> = {
-  spotify:
-    "user-read-private user-read-email playlist-read-private playlist-modify-private playlist-modify-public",
-  github: "read:user repo",
-  google: "openid email https://www.googleapis.com/auth/drive.readonly",
-  slack: "users.profile:read chat:write channels:read",
-  stripe: "read_write",
-};
 
 const CLIENT_AUTH: Record<Provider["oauth"]["clientAuthentication"], ClientAuthentication> = {
   basic: ClientAuthentication.CLIENT_AUTHENTICATION_BASIC,
@@ -129,7 +123,7 @@ export function createConnectService(deps: ConnectDeps) {
         client_id: clientId,
         redirect_uri: redirectUri,
         state,
-        [provider.oauth.scopeParam]: DEFAULT_SCOPES[provider.id],
+        [provider.oauth.scopeParam]: CONNECT_SCOPES[provider.id],
         ...provider.oauth.authorizeParams,
       });
       let verifier: { sealed: Uint8Array; keyId: string } | undefined;
@@ -263,6 +257,22 @@ export function createConnectService(deps: ConnectDeps) {
         inject: "refresh",
         username: clientId || null,
       });
+      // The access token of the exchange is kept like a refreshed one (reused until 60 s before it
+      // expires), so the agent's first call makes no second exchange.
+      const expiresInS = minted.metadata?.expiresInS ?? 0;
+      if (minted.credential && expiresInS > 0) {
+        const issuedAt = Number(minted.metadata?.issuedAtMs) || deps.now().getTime();
+        const access = minted.credential;
+        await deps.items.inItemTokenLock(stored.id, (locked) =>
+          locked.upsertAccessToken(stored.id, operator.organisationId, {
+            sealedValue: access.sealedValue,
+            sealingKeyId: access.keyId,
+            tokenLast4: minted.metadata?.tokenLast4 ?? "",
+            scope: minted.metadata?.scope ?? "",
+            expiresAt: new Date(issuedAt + expiresInS * 1000),
+          }),
+        );
+      }
       // Spec 4.3: need_id closes the Inbox request; the agent named by agent_client_id (else the
       // agent whose request it was) gets a standing approval on the source credential and the
       // refresh item, so its retry works.

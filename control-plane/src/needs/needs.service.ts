@@ -16,6 +16,7 @@ import { type GrantsService, MAX_TASK_DESCRIPTION } from "../grants/grants.servi
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
+import { connectRecipe } from "../providers/connect-recipe.ts";
 import type { Recipe } from "../providers/provider.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import type { NeedsRepo, NeedWithClient } from "./needs.repo.ts";
@@ -68,11 +69,14 @@ export function createNeedsService(deps: NeedsDeps) {
     collect_url: collectUrl(row.id),
     created_at: row.created_at.toISOString(),
     call: toPublicCall(row),
-    ...recipeFields(row.host),
-    ...(row.kind === "connect" && findProviderByHost(row.host)
-      ? { provider: findProviderByHost(row.host)?.id }
-      : {}),
+    ...connectOrSecretRecipe(row),
   });
+  /** A connect request carries the connect recipe (app, redirect URI, scopes) and its provider. */
+  const connectOrSecretRecipe = (row: NeedWithClient): { recipe?: Recipe; provider?: string } => {
+    const provider = row.kind === "connect" ? findProviderByHost(row.host) : undefined;
+    if (!provider) return recipeFields(row.host);
+    return { recipe: connectRecipe(provider.id, deps.baseUrl), provider: provider.id };
+  };
 
   async function loadNeed(repo: NeedsRepo, organisationId: string, id: string): Promise<NeedWithClient> {
     const row = await repo.findNeedById(organisationId, id);

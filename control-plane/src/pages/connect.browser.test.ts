@@ -3,7 +3,10 @@
 // the Inbox's connect card, the browser goes to the provider's authorize URL (the fake provider
 // answers it inside the browser, as the real page would after the user approves), comes back to
 // /connect/callback and lands on the console's vault with the connected message; the agent's
-// retry then works. Needs Debian's chromium: skipped without it, except on CI.
+// retry then works. Spotify, GitHub, Google and Slack; Stripe has no user-only path (its platform
+// key serves every call), so its connect is started by POST /api/integrations/stripe/start, which
+// control-plane/test/connect.int.test.ts covers. Needs Debian's chromium: skipped without it,
+// except on CI.
 import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
@@ -29,7 +32,34 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
     await rig?.close();
   });
 
-  it("the connect card opens the provider, the callback stores the account, and the agent's retry works", async () => {
+  const PROVIDERS = [
+    {
+      id: "spotify",
+      hosts: ["api.spotify.com", "accounts.spotify.com"],
+      path: "/v1/me",
+      authorize: "https://accounts.spotify.com/authorize**",
+    },
+    {
+      id: "github",
+      hosts: ["api.github.com", "github.com"],
+      path: "/user",
+      authorize: "https://github.com/login/oauth/authorize**",
+    },
+    {
+      id: "google",
+      hosts: ["www.googleapis.com", "oauth2.googleapis.com"],
+      path: "/oauth2/v3/userinfo",
+      authorize: "https://accounts.google.com/o/oauth2/v2/auth**",
+    },
+    {
+      id: "slack",
+      hosts: ["slack.com"],
+      path: "/api/users.profile.get",
+      authorize: "https://slack.com/oauth/v2/authorize**",
+    },
+  ] as const;
+
+  it("for each provider, the connect card opens the provider, the callback stores the account, and the agent's retry works", async () => {
     const { h, base, browser } = rig!;
     // An operator signed up through the JSON API, as the console would.
     const op = new ApiBrowser(h.app, base);
@@ -41,54 +71,61 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
     await op.request("POST", "/api/auth/totp/confirm", {
       code: totp.generate({ timestamp: h.clock.now.getTime() }),
     });
-    const stored = await op.request("POST", "/api/items", {
-      name: "SPOTIFY",
-      value: fakes.clients.spotify.clientSecret,
-      username: fakes.clients.spotify.clientId,
-      kind: "client_secret",
-      inject: "client_credentials",
-      environment: "staging",
-      allowed_hosts: ["api.spotify.com", "accounts.spotify.com"],
-    });
-    expect(stored.statusCode, stored.body).toBe(201);
     const issued = (
       await op.request("POST", "/api/clients/model", { name: "dj", environment: "staging" })
     ).json();
-
     const agent = await connectAgent(base, issued.token as string, "dj");
-    const args = { method: "GET", host: "api.spotify.com", path: "/v1/me", item_name: "SPOTIFY" };
-    const first = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
-    expect(first.status).toBe("user_connect_required");
 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
     const page = await context.newPage();
     const problems: string[] = [];
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    // The provider's authorize page, as the user approving on it: back to the redirect URI.
-    await page.route("https://accounts.spotify.com/authorize**", async (route) => {
-      const { code, state, redirectUri } = fakes.authorize("spotify", route.request().url());
-      await route.fulfill({
-        status: 302,
-        headers: { location: `${redirectUri}?${new URLSearchParams({ code, state })}` },
+
+    for (const provider of PROVIDERS) {
+      const item = provider.id.toUpperCase();
+      const stored = await op.request("POST", "/api/items", {
+        name: item,
+        value: fakes.clients[provider.id].clientSecret,
+        username: fakes.clients[provider.id].clientId,
+        kind: "client_secret",
+        inject: "client_credentials",
+        environment: "staging",
+        allowed_hosts: provider.hosts,
       });
-    });
-    await page.goto(`${base}/console#inbox`);
-    const connect = page.getByRole("button", { name: "Connect the spotify account for SPOTIFY" });
-    await connect.waitFor({ state: "visible", timeout: 15_000 });
-    await page.screenshot({ path: `${SHOTS}connect-card.png`, fullPage: true });
-    await connect.click();
-    await page.waitForURL(`${base}/console#vault?connected=spotify`, { timeout: 15_000 });
-    await expect.poll(() => page.locator("#status").textContent(), { timeout: 10_000 }).toContain("spotify");
+      expect(stored.statusCode, stored.body).toBe(201);
+      const args = { method: "GET", host: provider.hosts[0], path: provider.path, item_name: item };
+      const first = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
+      expect(first.status, JSON.stringify(first)).toBe("user_connect_required");
+
+      // The provider's authorize page, as the user approving on it: back to the redirect URI.
+      await page.route(provider.authorize, async (route) => {
+        const { code, state, redirectUri } = fakes.authorize(provider.id, route.request().url());
+        await route.fulfill({
+          status: 302,
+          headers: { location: `${redirectUri}?${new URLSearchParams({ code, state })}` },
+        });
+      });
+      await page.goto(`${base}/console#inbox`);
+      const connect = page.getByRole("button", { name: `Connect the ${provider.id} account for ${item}` });
+      await connect.waitFor({ state: "visible", timeout: 15_000 });
+      if (provider.id === "spotify")
+        await page.screenshot({ path: `${SHOTS}connect-card.png`, fullPage: true });
+      await connect.click();
+      await page.waitForURL(`${base}/console#vault?connected=${provider.id}`, { timeout: 15_000 });
+      await expect
+        .poll(() => page.locator("#status").textContent(), { timeout: 10_000 })
+        .toContain(provider.id);
+
+      const retried = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
+      expect(retried.origin_status, JSON.stringify(retried)).toBe(200);
+      expect(String(retried.body)).toContain("[redacted]");
+    }
     await page.screenshot({ path: `${SHOTS}connect-done.png`, fullPage: true });
     expect(problems).toEqual([]);
-
-    const retried = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
-    expect(retried.origin_status, JSON.stringify(retried)).toBe(200);
-    expect(retried.refreshed).toBe(true);
     const html = await page.content();
     for (const secret of fakes.secrets) expect(html.includes(secret)).toBe(false);
     await agent.close();
     await context.close();
-  });
+  }, 180_000);
 });

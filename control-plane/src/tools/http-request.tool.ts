@@ -10,7 +10,7 @@ import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import { planTokenCall } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
-import { recipeFields } from "../providers/providers.ts";
+import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
@@ -41,7 +41,7 @@ export async function runHttpRequest(
         path: sentPath,
         ...(rewritten ? { path_rewritten: rewritten } : {}),
         inject: item.inject,
-        provider: null,
+        provider: findProviderByHost(host)?.id ?? null,
         approval: grant
           ? { status: grant.status, grant_id: grant.grant_id, policy: grant.policy }
           : { status: "none" },

@@ -115,9 +115,9 @@ export async function runSetup(
         item_name: source.name,
         refresh_item_name: refreshItemName,
         host,
+        ...recipeFields(host),
         ...fields,
         hint,
-        ...recipeFields(host),
         next: { for_model: hint },
       },
     };

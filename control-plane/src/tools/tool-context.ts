@@ -139,7 +139,12 @@ export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): O
       });
       return {
         hint: `This ${connect.provider} path needs a user account. Give the user this link to connect it: ${need.collect_url}. After they connect and allow you, retry once.`,
-        fields: { connect_url: need.collect_url, need_id: need.need_id },
+        // The connect recipe: the app to create, the redirect URI to register, the scopes.
+        fields: {
+          connect_url: need.collect_url,
+          need_id: need.need_id,
+          ...(need.recipe ? { recipe: need.recipe } : {}),
+        },
       };
     },
     readyPromptHint(itemName) {

@@ -73,7 +73,16 @@ describe("readTokenAnswer", () => {
         "application/json",
         json({ access_token: "a", refresh_token: "r", expires_in: 3600, scope: "x y" }),
       ),
-    ).toEqual({ ok: true, tokens: { accessToken: "a", refreshToken: "r", expiresIn: 3600, scope: "x y" } });
+    ).toEqual({
+      ok: true,
+      tokens: {
+        accessToken: "a",
+        refreshToken: "r",
+        expiresIn: 3600,
+        scope: "x y",
+        otherSecrets: ["a", "r"],
+      },
+    });
   });
   it("reads Slack's user token under authed_user", () => {
     const answer = readTokenAnswer(
@@ -83,8 +92,22 @@ describe("readTokenAnswer", () => {
     );
     expect(answer).toEqual({
       ok: true,
-      tokens: { accessToken: "xoxp-1", refreshToken: "xoxe-1", expiresIn: 43200, scope: "" },
+      tokens: {
+        accessToken: "xoxp-1",
+        refreshToken: "xoxe-1",
+        expiresIn: 43200,
+        scope: "",
+        otherSecrets: ["xoxp-1", "xoxe-1"],
+      },
     });
+  });
+  it("lists Google's id_token for redaction, never token_type", () => {
+    const answer = readTokenAnswer(
+      200,
+      "application/json",
+      json({ access_token: "ya29.a", id_token: "eyJ.id.token", token_type: "Bearer", expires_in: 3599 }),
+    );
+    expect(answer.ok && answer.tokens.otherSecrets).toEqual(["ya29.a", "eyJ.id.token"]);
   });
   it.each([
     [

@@ -10,6 +10,11 @@ export interface MintedTokens {
   /** Seconds; 0 when the provider said none (Stripe tokens do not expire). */
   expiresIn: number;
   scope: string;
+  /**
+   * Every other token-like value in the answer (Google's `id_token`, Slack's bot token beside the
+   * user one): not kept, but redacted, since the agent may read this answer.
+   */
+  otherSecrets: string[];
 }
 
 export type TokenAnswer = { ok: true; tokens: MintedTokens } | { ok: false; providerError: string };
@@ -65,8 +70,16 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
       refreshToken: text(source.refresh_token),
       expiresIn: Number.isFinite(expiresIn) && expiresIn > 0 ? Math.floor(expiresIn) : 0,
       scope: text(source.scope) ?? "",
+      otherSecrets: [...tokenValues(fields), ...tokenValues(user)],
     },
   };
+}
+
+/** String values of fields named `*token` (`id_token`, `access_token`, ...), not `token_type`. */
+function tokenValues(fields: Record<string, unknown>): string[] {
+  return Object.entries(fields)
+    .filter(([name, value]) => /token$/i.test(name) && typeof value === "string" && value.length > 0)
+    .map(([, value]) => value as string);
 }
 
 /** The refusal of a call whose token exchange failed: the approved request was never sent. */

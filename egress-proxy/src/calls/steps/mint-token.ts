@@ -92,7 +92,9 @@ export const mintToken: CallStep = async (call, deps) => {
 async function keepTokens(call: OutgoingCall, deps: StepDeps, tokens: MintedTokens): Promise<void> {
   const exchange = call.spec.exchange;
   if (!exchange) return;
-  call.redactionValues.push({ secret: tokens.accessToken, username: undefined });
+  for (const secret of new Set([tokens.accessToken, ...tokens.otherSecrets])) {
+    call.redactionValues.push({ secret, username: undefined });
+  }
   const issuedAtMs = call.now();
   const key = { keyId: deps.keyring.current.keyId, publicKey: deps.keyring.current.publicKey };
   const access = await sealValue(key, tokens.accessToken);

@@ -1,0 +1,191 @@
+import { ClientAuthentication, TokenGrant } from "@latch/proto/egress";
+import { AppError } from "@latch/shared/errors";
+import { describe, expect, it } from "vitest";
+import type { CallableItem } from "../items/callable-item.ts";
+import { planTokenCall } from "./token-plan.ts";
+
+function item(
+  name: string,
+  inject: string,
+  allowedHosts: string[],
+  username: string | null = null,
+): CallableItem {
+  return {
+    id: `itm_${name}`,
+    name,
+    allowedHosts,
+    inject,
+    username,
+    sealingKeyId: "k",
+    sealedValue: new Uint8Array([1]),
+  };
+}
+
+const SPOTIFY_HOSTS = ["api.spotify.com", "accounts.spotify.com"];
+const scope = { organisationId: "org", environment: "production" };
+
+async function plan(
+  stored: CallableItem[],
+  call: { item: string; host: string; path: string; method?: string },
+) {
+  const byName = new Map(stored.map((i) => [i.name, i]));
+  return planTokenCall({ findItemByName: async (_o, _e, name) => byName.get(name) }, scope, {
+    item: byName.get(call.item)!,
+    host: call.host,
+    path: call.path,
+    method: call.method ?? "GET",
+  });
+}
+
+async function refusal(promise: Promise<unknown>): Promise<AppError> {
+  const error = await promise.catch((e: unknown) => e);
+  if (!(error instanceof AppError)) throw new Error("expected a refusal");
+  return error;
+}
+
+describe("planTokenCall (spec 4.2 rule 7)", () => {
+  it("leaves other items as stored", async () => {
+    expect(
+      await plan([item("TOKEN", "bearer", ["api.example.com"])], {
+        item: "TOKEN",
+        host: "api.example.com",
+        path: "/",
+      }),
+    ).toEqual({
+      kind: "as_stored",
+    });
+  });
+
+  it("app credential + <ITEM>_REFRESH: a refresh exchange with HTTP Basic (Spotify), kept on the refresh item", async () => {
+    const planned = await plan(
+      [
+        item("SPOTIFY", "client_credentials", SPOTIFY_HOSTS, "cid"),
+        item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS),
+      ],
+      { item: "SPOTIFY", host: "api.spotify.com", path: "/v1/me" },
+    );
+    expect(planned).toMatchObject({
+      kind: "exchange",
+      grant: TokenGrant.TOKEN_GRANT_REFRESH_TOKEN,
+      tokenHost: "accounts.spotify.com",
+      tokenPath: "/api/token",
+      clientAuthentication: ClientAuthentication.CLIENT_AUTHENTICATION_BASIC,
+      clientId: "cid",
+      answerIsExchange: false,
+    });
+    expect(planned.kind === "exchange" && planned.tokenItem.name).toBe("SPOTIFY_REFRESH");
+  });
+
+  it("<ITEM>_REFRESH posted to the token endpoint: the exchange is the answer", async () => {
+    const planned = await plan(
+      [
+        item("SPOTIFY_SECRET", "client_credentials", SPOTIFY_HOSTS, "cid"),
+        item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS),
+      ],
+      { item: "SPOTIFY_REFRESH", host: "accounts.spotify.com", path: "/api/token", method: "POST" },
+    );
+    expect(planned).toMatchObject({ kind: "exchange", answerIsExchange: true });
+    expect(planned.kind === "exchange" && planned.clientSecretItem?.name).toBe("SPOTIFY_SECRET");
+  });
+
+  it("a sibling of the right name that is not an app credential is never used as the client secret", async () => {
+    const error = await refusal(
+      plan(
+        [
+          item("GITHUB", "bearer", ["api.github.com", "github.com"]),
+          item("GITHUB_REFRESH", "refresh", ["api.github.com", "github.com"]),
+        ],
+        {
+          item: "GITHUB_REFRESH",
+          host: "api.github.com",
+          path: "/user",
+        },
+      ),
+    );
+    expect(error.code).toBe("inject_denied");
+    expect(error.extra.missing_item).toBe("GITHUB_SECRET");
+  });
+
+  it("a PKCE provider's refresh alone: the public-client exchange with the client id from username", async () => {
+    const planned = await plan(
+      [item("GOOGLE_REFRESH", "refresh", ["www.googleapis.com", "oauth2.googleapis.com"], "gid")],
+      {
+        item: "GOOGLE_REFRESH",
+        host: "www.googleapis.com",
+        path: "/drive/v3/files",
+      },
+    );
+    expect(planned).toMatchObject({
+      kind: "exchange",
+      clientAuthentication: ClientAuthentication.CLIENT_AUTHENTICATION_PUBLIC,
+      clientId: "gid",
+    });
+  });
+
+  it.each([
+    ["spotify /v1/me", "SPOTIFY", SPOTIFY_HOSTS, "api.spotify.com", "/v1/me", "user_connect_required"],
+    [
+      "google, any path",
+      "GOOGLE",
+      ["www.googleapis.com", "oauth2.googleapis.com"],
+      "www.googleapis.com",
+      "/x",
+      "user_connect_required",
+    ],
+    [
+      "slack, any path",
+      "SLACK",
+      ["slack.com"],
+      "slack.com",
+      "/api/chat.postMessage",
+      "user_connect_required",
+    ],
+  ])("app credential only, %s: %s", async (_label, name, hosts, host, path, code) => {
+    const error = await refusal(
+      plan([item(name, "client_credentials", hosts, "cid")], { item: name, host, path }),
+    );
+    expect(error.code).toBe(code);
+    expect(error.extra.refresh_item_name).toBe(`${name}_REFRESH`);
+  });
+
+  it("app credential only: Spotify mints a client-credentials token, Stripe's key is the bearer, GitHub's pair is Basic", async () => {
+    expect(
+      await plan([item("SPOTIFY", "client_credentials", SPOTIFY_HOSTS, "cid")], {
+        item: "SPOTIFY",
+        host: "api.spotify.com",
+        path: "/v1/browse/new-releases",
+      }),
+    ).toMatchObject({ kind: "exchange", grant: TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS });
+    expect(
+      await plan([item("STRIPE", "client_credentials", ["api.stripe.com"], "ca")], {
+        item: "STRIPE",
+        host: "api.stripe.com",
+        path: "/v1/balance",
+      }),
+    ).toEqual({ kind: "app_secret", inject: "bearer" });
+    expect(
+      await plan([item("GITHUB", "client_credentials", ["api.github.com", "github.com"], "cid")], {
+        item: "GITHUB",
+        host: "api.github.com",
+        path: "/repos/a/b",
+      }),
+    ).toEqual({ kind: "app_secret", inject: "basic" });
+  });
+
+  it("refuses an exchange when an item does not allow the token host", async () => {
+    const error = await refusal(
+      plan(
+        [
+          item("SPOTIFY", "client_credentials", ["api.spotify.com"], "cid"),
+          item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS),
+        ],
+        {
+          item: "SPOTIFY",
+          host: "api.spotify.com",
+          path: "/v1/me",
+        },
+      ),
+    );
+    expect(error.code).toBe("host_mismatch");
+  });
+});
