@@ -11,7 +11,8 @@ function remember(client) {
   if (known) return known;
   known = {
     client_id: client.client_id,
-    kind: client.kind,
+    kind: client.oauth ? "model (OAuth)" : client.kind,
+    oauth: Boolean(client.oauth),
     name: client.name,
     environment: client.environment,
     issued_at: new Date().toISOString(),
@@ -86,15 +87,19 @@ function issuedRow(client) {
   var actions = el("td", null, "actions-cell");
   if (client.revoked) actions.textContent = "Revoked";
   else {
-    const rotate = button("Rotate", `Rotate ${client.name}`, true);
     const revoke = button("Revoke", `Revoke ${client.name}`, true);
-    rotate.addEventListener("click", () => {
-      askRotateClient(rotate, client.client_id, client.name);
-    });
     revoke.addEventListener("click", () => {
       askRevokeClient(revoke, client.client_id, client.name);
     });
-    actions.append(rotate, revoke);
+    // An OAuth client holds no token of ours to rotate: it signs in again through its own app.
+    if (client.oauth) actions.append(revoke);
+    else {
+      const rotate = button("Rotate", `Rotate ${client.name}`, true);
+      rotate.addEventListener("click", () => {
+        askRotateClient(rotate, client.client_id, client.name);
+      });
+      actions.append(rotate, revoke);
+    }
   }
   return row([
     rowHeader(client.name),

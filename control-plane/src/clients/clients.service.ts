@@ -48,6 +48,8 @@ export function clientView(row: ClientRow) {
   return {
     client_id: row.id,
     kind: row.kind,
+    /** An OAuth client acting through this row: it has no bearer of ours to rotate. */
+    oauth: row.oauth_client_id !== null,
     name: row.name,
     environment: row.environment,
     bearer_last4: row.token_last4,

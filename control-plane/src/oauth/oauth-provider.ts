@@ -114,7 +114,11 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
       userinfo: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       introspection: { enabled: false },
-      revocation: { enabled: true },
+      // RFC 7009: a public client may revoke only its own tokens.
+      revocation: {
+        enabled: true,
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
       registration: {
         enabled: true,
         initialAccessToken: false,

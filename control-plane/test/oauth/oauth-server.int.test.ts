@@ -158,8 +158,14 @@ describe("the code flow", () => {
       client_id: string;
       name: string;
     }[];
-    const row = clients.find((c) => c.name === "Test agent");
-    expect(row).toBeDefined();
+    const row = clients.find((c) => c.name === "Test agent") as
+      | { client_id: string; oauth?: boolean }
+      | undefined;
+    expect(row?.oauth).toBe(true);
+    // No bearer of ours to rotate: refused, and nothing changes.
+    const rotated = await op.request("POST", `/api/clients/${row!.client_id}/rotate`, {});
+    expect(rotated.statusCode).toBe(400);
+    expect((await mcp(tokens.access_token)).statusCode).toBe(200);
     expect((await op.request("POST", `/api/clients/${row!.client_id}/revoke`, {})).statusCode).toBe(200);
     expect((await mcp(tokens.access_token)).statusCode).toBe(401);
     const refreshed = await token(h.app, {
