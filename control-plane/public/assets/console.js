@@ -188,6 +188,30 @@ function loadItems() {
     fillTable("items", answer.items.map(itemRow), "items-empty");
   });
 }
+/** Connect a user account for an app credential (any provider, Stripe included), from the Vault. */
+function vaultConnectButton(item) {
+  var connect = button(
+    `Connect ${item.connect_provider}`,
+    `Connect a ${item.connect_provider} account for ${item.name}`,
+    true,
+  );
+  connect.addEventListener("click", () => {
+    connect.disabled = true;
+    api("POST", `/api/integrations/${enc(item.connect_provider)}/start`, {
+      item_name: item.name,
+      environment: item.environment,
+    }).then(
+      (answer) => {
+        location.assign(answer.authorize_url);
+      },
+      (error) => {
+        connect.disabled = false;
+        fail(error);
+      },
+    );
+  });
+  return connect;
+}
 function itemRow(item) {
   var label = itemLabel(item);
   var actions = el("td", null, "actions-cell");
@@ -210,6 +234,7 @@ function itemRow(item) {
     );
   });
   actions.append(rotate, edit, remove);
+  if (item.connect_provider) actions.prepend(vaultConnectButton(item));
   var inject = item.inject + (item.username ? ` (user ${item.username})` : "");
   return row([
     rowHeader(item.name),

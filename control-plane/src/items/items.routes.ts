@@ -4,6 +4,8 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
+import { findProviderByHost } from "../providers/providers.ts";
+import type { ItemView } from "./items.schemas.ts";
 import {
   folderAnswer,
   folderInput,
@@ -16,6 +18,20 @@ import {
 } from "./items.schemas.ts";
 import type { ItemsService } from "./items.service.ts";
 
+/**
+ * The provider an app credential can connect a user account of (spec 4.3
+ * `/api/integrations/:provider/start`): an item injected as `client_credentials` on a provider's
+ * hosts. The console offers "Connect" on it, so every provider connects from the Vault, Stripe
+ * included (no agent ever asks Stripe for a user account).
+ */
+function withConnectProvider(item: ItemView): ItemView & { connect_provider: string | null } {
+  const provider =
+    item.inject === "client_credentials"
+      ? item.allowed_hosts.map((host) => findProviderByHost(host)).find((p) => p !== undefined)
+      : undefined;
+  return { ...item, connect_provider: provider?.id ?? null };
+}
+
 export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
@@ -26,7 +42,8 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
     { ...operatorOnly, schema: { querystring: itemsQuery, response: { 200: itemList } } },
     async (request) => {
       const { organisationId } = await operatorOf(request);
-      return { items: await deps.items.listItems(organisationId, request.query.environment) };
+      const items = await deps.items.listItems(organisationId, request.query.environment);
+      return { items: items.map(withConnectProvider) };
     },
   );
   // The service judges names, values, hosts and inject modes (invalid_name, empty_value,

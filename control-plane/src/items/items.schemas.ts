@@ -68,7 +68,10 @@ export const itemView = z.object({
 });
 export type ItemView = z.infer<typeof itemView>;
 export const itemAnswer = z.object({ item: itemView });
-export const itemList = z.object({ items: z.array(itemView) });
+/** Hosted listings also say which provider an app credential can connect (local has no connect). */
+export const itemList = z.object({
+  items: z.array(itemView.extend({ connect_provider: z.string().nullable().optional() })),
+});
 export const folderAnswer = z.object({
   folder: z.object({ id: z.string(), name: z.string(), environment: z.string() }),
 });

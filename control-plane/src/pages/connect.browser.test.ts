@@ -4,9 +4,8 @@
 // answers it inside the browser, as the real page would after the user approves), comes back to
 // /connect/callback and lands on the console's vault with the connected message; the agent's
 // retry then works. Spotify, GitHub, Google and Slack; Stripe has no user-only path (its platform
-// key serves every call), so its connect is started by POST /api/integrations/stripe/start, which
-// control-plane/test/connect.int.test.ts covers. Needs Debian's chromium: skipped without it,
-// except on CI.
+// key serves every call), so no agent asks for it: the Vault's Connect action on its app credential
+// starts it. Needs Debian's chromium: skipped without it, except on CI.
 import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
@@ -31,6 +30,21 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
   afterAll(async () => {
     await rig?.close();
   });
+
+  /** An operator signed up through the JSON API, as the console would. */
+  async function signedUpOperator(): Promise<ApiBrowser> {
+    const { h, base } = rig!;
+    const op = new ApiBrowser(h.app, base);
+    const email = uniqueEmail("connect");
+    await op.request("POST", "/api/auth/otp/send", { email });
+    await op.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+    const started = (await op.request("POST", "/api/auth/totp/start", {})).json();
+    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+    await op.request("POST", "/api/auth/totp/confirm", {
+      code: totp.generate({ timestamp: h.clock.now.getTime() }),
+    });
+    return op;
+  }
 
   const PROVIDERS = [
     {
@@ -60,17 +74,8 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
   ] as const;
 
   it("for each provider, the connect card opens the provider, the callback stores the account, and the agent's retry works", async () => {
-    const { h, base, browser } = rig!;
-    // An operator signed up through the JSON API, as the console would.
-    const op = new ApiBrowser(h.app, base);
-    const email = uniqueEmail("connect");
-    await op.request("POST", "/api/auth/otp/send", { email });
-    await op.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-    const started = (await op.request("POST", "/api/auth/totp/start", {})).json();
-    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-    await op.request("POST", "/api/auth/totp/confirm", {
-      code: totp.generate({ timestamp: h.clock.now.getTime() }),
-    });
+    const { base, browser } = rig!;
+    const op = await signedUpOperator();
     const issued = (
       await op.request("POST", "/api/clients/model", { name: "dj", environment: "staging" })
     ).json();
@@ -128,4 +133,48 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
     await agent.close();
     await context.close();
   }, 180_000);
+
+  it("connects Stripe (which no agent ever asks for) from the Vault's Connect action", async () => {
+    const { base, browser } = rig!;
+    const op = await signedUpOperator();
+    const stored = await op.request("POST", "/api/items", {
+      name: "STRIPE",
+      value: fakes.clients.stripe.clientSecret,
+      username: fakes.clients.stripe.clientId,
+      kind: "client_secret",
+      inject: "client_credentials",
+      environment: "staging",
+      allowed_hosts: ["api.stripe.com", "connect.stripe.com"],
+    });
+    expect(stored.statusCode, stored.body).toBe(201);
+    const listed = (await op.request("GET", "/api/items")).json().items as {
+      name: string;
+      connect_provider: string | null;
+    }[];
+    expect(listed.find((i) => i.name === "STRIPE")?.connect_provider).toBe("stripe");
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    await page.route("https://connect.stripe.com/oauth/authorize**", async (route) => {
+      const { code, state, redirectUri } = fakes.authorize("stripe", route.request().url());
+      await route.fulfill({
+        status: 302,
+        headers: { location: `${redirectUri}?${new URLSearchParams({ code, state })}` },
+      });
+    });
+    await page.goto(`${base}/console#vault`);
+    const connect = page.getByRole("button", { name: "Connect a stripe account for STRIPE" });
+    await connect.waitFor({ state: "visible", timeout: 15_000 });
+    await connect.click();
+    await page.waitForURL(`${base}/console#vault?connected=stripe`, { timeout: 15_000 });
+    const after = (await op.request("GET", "/api/items")).json().items as { name: string }[];
+    expect(after.map((i) => i.name)).toContain("STRIPE_REFRESH");
+    expect(problems).toEqual([]);
+    const html = await page.content();
+    for (const secret of fakes.secrets) expect(html.includes(secret)).toBe(false);
+    await context.close();
+  }, 120_000);
 });
