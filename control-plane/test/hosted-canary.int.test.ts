@@ -3,17 +3,8 @@
 // token; it must appear in no other answer, no log line of either tier, no audit row, and no
 // database column in clear.
 import { sql } from "kysely";
-import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  Browser,
-  connectAgent,
-  type HostedHarness,
-  lastCodeFor,
-  listenHosted,
-  toolAnswer,
-  uniqueEmail,
-} from "./hosted.ts";
+import { connectAgent, type HostedHarness, listenHosted, readyOperator, toolAnswer } from "./hosted.ts";
 
 const CANARY = "cnry_hosted_5e6f7a8b9c0d1e2f3a4b";
 const ROTATED = "cnry_rotated_0a1b2c3d4e5f6a7b8c9d";
@@ -39,15 +30,7 @@ afterAll(async () => {
 describe("hosted canaries", () => {
   it("never leave the sealed store except through trusted resolve", async () => {
     const answers: string[] = [];
-    const op = new Browser(h.app);
-    const email = uniqueEmail("canary");
-    await op.request("POST", "/api/auth/otp/send", { email });
-    await op.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-    const started = (await op.request("POST", "/api/auth/totp/start", {})).json();
-    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-    await op.request("POST", "/api/auth/totp/confirm", {
-      code: totp.generate({ timestamp: h.clock.now.getTime() }),
-    });
+    const op = await readyOperator(h, "canary");
 
     const created = await op.request("POST", "/api/items", {
       name: "CANARY_KEY",

@@ -189,14 +189,17 @@ export class Browser {
   }
 }
 
-/** A browser signed up through the JSON API and past the authenticator step: a ready operator. */
-export async function readyOperator(
+/**
+ * A new account signed up through the JSON API with its authenticator enrolled, as the console
+ * would: the browser (past the authenticator step), the email and the authenticator, for a test
+ * that signs in again elsewhere (Chromium) or needs another code.
+ */
+export async function signUpOperator(
   h: Pick<HostedHarness, "app" | "inbox" | "clock">,
-  label = "op",
-  origin?: string,
-): Promise<Browser> {
-  const browser = new Browser(h.app, origin);
-  const email = uniqueEmail(label);
+  options: { label?: string; origin?: string } = {},
+): Promise<{ browser: Browser; email: string; totp: OTPAuth.TOTP }> {
+  const browser = new Browser(h.app, options.origin);
+  const email = uniqueEmail(options.label ?? "op");
   await browser.request("POST", "/api/auth/otp/send", { email });
   await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
   const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
@@ -205,7 +208,16 @@ export async function readyOperator(
     code: totp.generate({ timestamp: h.clock.now.getTime() }),
   });
   if (confirmed.statusCode !== 200) throw new Error(`enrolment failed: ${confirmed.body}`);
-  return browser;
+  return { browser, email, totp };
+}
+
+/** A browser signed up through the JSON API and past the authenticator step: a ready operator. */
+export async function readyOperator(
+  h: Pick<HostedHarness, "app" | "inbox" | "clock">,
+  label = "op",
+  origin?: string,
+): Promise<Browser> {
+  return (await signUpOperator(h, { label, ...(origin ? { origin } : {}) })).browser;
 }
 
 /** An agent on the hosted MCP endpoint: the official SDK client holding a model token. */

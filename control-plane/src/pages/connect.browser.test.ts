@@ -6,17 +6,10 @@
 // retry then works. Spotify, GitHub, Google and Slack; Stripe has no user-only path (its platform
 // key serves every call), so no agent asks for it: the Vault's Connect action on its app credential
 // starts it. Needs Debian's chromium: skipped without it, except on CI.
-import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
 import { FAKE_PROVIDER_HOSTS, FakeProviders } from "../../test/fake-providers.ts";
-import {
-  Browser as ApiBrowser,
-  connectAgent,
-  lastCodeFor,
-  toolAnswer,
-  uniqueEmail,
-} from "../../test/hosted.ts";
+import { type Browser as ApiBrowser, connectAgent, signUpOperator, toolAnswer } from "../../test/hosted.ts";
 
 describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium", () => {
   let rig: BrowserRig | undefined;
@@ -34,16 +27,7 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
   /** An operator signed up through the JSON API, as the console would. */
   async function signedUpOperator(): Promise<ApiBrowser> {
     const { h, base } = rig!;
-    const op = new ApiBrowser(h.app, base);
-    const email = uniqueEmail("connect");
-    await op.request("POST", "/api/auth/otp/send", { email });
-    await op.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-    const started = (await op.request("POST", "/api/auth/totp/start", {})).json();
-    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-    await op.request("POST", "/api/auth/totp/confirm", {
-      code: totp.generate({ timestamp: h.clock.now.getTime() }),
-    });
-    return op;
+    return (await signUpOperator(h, { label: "connect", origin: base })).browser;
   }
 
   const PROVIDERS = [

@@ -14,10 +14,9 @@ import type {
   OAuthClientMetadata,
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
-import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../chromium.ts";
-import { Browser, lastCodeFor, toolAnswer, uniqueEmail } from "../hosted.ts";
+import { lastCodeFor, signUpOperator, toolAnswer } from "../hosted.ts";
 import { forgetRegistrations } from "./oauth-flow.ts";
 
 const SECRET = "sk_live_oauth_e2e_canary_51c8";
@@ -75,7 +74,9 @@ describe.skipIf(skipBrowserTests)(
       codes = [];
       // The client's loopback redirect listener (what Claude Code or VS Code run).
       callback = createServer((req, res) => {
-        codes.push(new URL(req.url ?? "/", "http://127.0.0.1"));
+        // Only the redirect counts (a browser may also ask this origin for /favicon.ico).
+        const url = new URL(req.url ?? "/", "http://127.0.0.1");
+        if (url.pathname === "/callback") codes.push(url);
         res.writeHead(200, { "content-type": "text/plain" }).end("You can close this window.");
       });
       callback.listen(0, "127.0.0.1");
@@ -93,15 +94,7 @@ describe.skipIf(skipBrowserTests)(
     it("registers, consents in Chromium, calls tools, refreshes, and a replayed refresh token ends its access", async () => {
       const { h, base } = rig;
       // The operator: an account with an authenticator and a stored credential.
-      const op = new Browser(h.app, base);
-      const email = uniqueEmail("oauth-e2e");
-      await op.request("POST", "/api/auth/otp/send", { email });
-      await op.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
-      const started = (await op.request("POST", "/api/auth/totp/start", {})).json();
-      const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-      await op.request("POST", "/api/auth/totp/confirm", {
-        code: totp.generate({ timestamp: h.clock.now.getTime() }),
-      });
+      const { browser: op, email, totp } = await signUpOperator(h, { label: "oauth-e2e", origin: base });
       const stored = await op.request("POST", "/api/items", {
         name: "API_KEY",
         value: SECRET,
