@@ -8,6 +8,7 @@ import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import type { CallableItem } from "../items/callable-item.ts";
 import type { ItemTokensRepo, SealedToken } from "../items/item-tokens.repo.ts";
+import { tokenExpiresAt } from "../items/token-lifetime.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
 import { encodeRequestBody } from "./form-body.ts";
 import { describeRewrite, rewritePlaylistPath } from "./path-rewrite.ts";
@@ -368,13 +369,13 @@ export function createCallsService(deps: CallsDeps) {
       if (!credential) continue;
       const metadata = rotated.metadata;
       const sealed = { sealedValue: credential.sealedValue, sealingKeyId: credential.keyId };
-      if (rotated.kind === TokenKind.TOKEN_KIND_ACCESS && metadata && metadata.expiresInS > 0) {
+      if (rotated.kind === TokenKind.TOKEN_KIND_ACCESS && metadata) {
         const issuedAt = Number(metadata.issuedAtMs) || (deps.now ?? Date.now)();
         await locked.upsertAccessToken(plan.tokenItem.id, organisationId, {
           ...sealed,
           tokenLast4: metadata.tokenLast4,
           scope: metadata.scope,
-          expiresAt: new Date(issuedAt + metadata.expiresInS * 1000),
+          expiresAt: tokenExpiresAt(issuedAt, metadata.expiresInS),
         });
       }
       if (rotated.kind === TokenKind.TOKEN_KIND_REFRESH && plan.refreshItem && spentRefresh) {

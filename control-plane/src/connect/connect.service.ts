@@ -15,6 +15,7 @@ import type { TicketMinter } from "../egress/tickets.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
+import { tokenExpiresAt } from "../items/token-lifetime.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
 import { CONNECT_SCOPES } from "../providers/connect-recipe.ts";
 import type { Provider, ProviderId } from "../providers/provider.ts";
@@ -260,7 +261,7 @@ export function createConnectService(deps: ConnectDeps) {
       // The access token of the exchange is kept like a refreshed one (reused until 60 s before it
       // expires), so the agent's first call makes no second exchange.
       const expiresInS = minted.metadata?.expiresInS ?? 0;
-      if (minted.credential && expiresInS > 0) {
+      if (minted.credential) {
         const issuedAt = Number(minted.metadata?.issuedAtMs) || deps.now().getTime();
         const access = minted.credential;
         await deps.items.inItemTokenLock(stored.id, (locked) =>
@@ -269,7 +270,7 @@ export function createConnectService(deps: ConnectDeps) {
             sealingKeyId: access.keyId,
             tokenLast4: minted.metadata?.tokenLast4 ?? "",
             scope: minted.metadata?.scope ?? "",
-            expiresAt: new Date(issuedAt + expiresInS * 1000),
+            expiresAt: tokenExpiresAt(issuedAt, expiresInS),
           }),
         );
       }
