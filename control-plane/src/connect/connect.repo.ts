@@ -5,7 +5,8 @@ import type { ConnectStatesTable, Database } from "../db/schema.ts";
 export type ConnectStateRow = Omit<ConnectStatesTable, "created_at">;
 
 export interface ConnectRepo {
-  insertConnectState(row: ConnectStateRow): Promise<void>;
+  /** Inserts a state; states that expired before `now` (used or not) are dropped on the way. */
+  insertConnectState(row: ConnectStateRow, now: Date): Promise<void>;
   /**
    * Marks the state used and returns it, only while it is unused, unexpired and was started by
    * this session in this organisation: a conditional UPDATE, so a replayed or raced callback
@@ -20,7 +21,8 @@ export interface ConnectRepo {
 
 export function createConnectRepo(db: Kysely<Database>): ConnectRepo {
   return {
-    async insertConnectState(row) {
+    async insertConnectState(row, now) {
+      await db.deleteFrom("connect_states").where("expires_at", "<", now).execute();
       await db.insertInto("connect_states").values(row).execute();
     },
     async updateConnectStateUsed(stateHash, binding, now) {

@@ -137,21 +137,24 @@ export function createConnectService(deps: ConnectDeps) {
         verifier = await sealValue(await deps.sealingKey(), plain);
       }
       const now = deps.now();
-      await deps.repo.insertConnectState({
-        state_hash: sha256Hex(state),
-        organisation_id: operator.organisationId,
-        session_id: operator.sessionId,
-        provider: provider.id,
-        item_id: item.id,
-        environment,
-        redirect_uri: redirectUri,
-        sealed_verifier: verifier?.sealed ?? null,
-        sealing_key_id: verifier?.keyId ?? null,
-        agent_client_id: input.agent_client_id ?? null,
-        need_id: input.need_id ?? null,
-        expires_at: new Date(now.getTime() + STATE_LIFETIME_MS),
-        used_at: null,
-      });
+      await deps.repo.insertConnectState(
+        {
+          state_hash: sha256Hex(state),
+          organisation_id: operator.organisationId,
+          session_id: operator.sessionId,
+          provider: provider.id,
+          item_id: item.id,
+          environment,
+          redirect_uri: redirectUri,
+          sealed_verifier: verifier?.sealed ?? null,
+          sealing_key_id: verifier?.keyId ?? null,
+          agent_client_id: input.agent_client_id ?? null,
+          need_id: input.need_id ?? null,
+          expires_at: new Date(now.getTime() + STATE_LIFETIME_MS),
+          used_at: null,
+        },
+        now,
+      );
       return {
         authorize_url: `${provider.oauth.authorizeUrl}?${params}`,
         redirect_uri: redirectUri,
