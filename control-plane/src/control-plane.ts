@@ -28,6 +28,7 @@ import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
+import { registerSiteRoutes } from "./site/site.routes.ts";
 
 export interface ControlPlaneDeps {
   config: ControlPlaneConfig;
@@ -149,6 +150,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           recordEvent: audit.insertAuditEvent,
         }),
       (app) => registerPageRoutes(app, { totp: services.totp, orgs: services.orgs }),
+      (app) =>
+        registerSiteRoutes(app, {
+          baseUrl: config.BASE_URL,
+          isProduction: config.NODE_ENV === "production",
+          now: deps.now ?? (() => new Date()),
+        }),
       (app) => registerNeedsRoutes(app, { needs }),
       (app) => registerApproveLinkRoutes(app, { grants }),
       (app) => oauth.registerRoutes(app),

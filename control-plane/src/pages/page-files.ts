@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { assetHeaders, type PageKind, pageHeaders } from "./page-headers.ts";
 
 /** control-plane/public/, found from this file so that any working directory serves it. */
@@ -63,8 +63,27 @@ export function sendPage(reply: FastifyReply, kind: PageKind, html: string): Fas
 }
 
 /**
+ * Spec 5 rule 6: a public page or file may be read from any site, so its answer names the asking
+ * Origin (no credentials are allowed with it). The walled paths of operator-guard.ts never get here.
+ */
+export function reflectOrigin(request: FastifyRequest, reply: FastifyReply): void {
+  const origin = request.headers.origin;
+  if (origin) reply.header("access-control-allow-origin", origin);
+  reply.header("vary", "Origin");
+}
+
+/** The CORS preflight of a public GET path: its methods, for the asking Origin. */
+export function registerPublicPreflight(app: FastifyInstance, path: string): void {
+  app.options(path, async (request, reply) => {
+    reflectOrigin(request, reply);
+    return reply.header("access-control-allow-methods", "GET, HEAD, OPTIONS").status(204).send();
+  });
+}
+
+/**
  * Serves every file of public/`folder` at `prefix` + its name, one GET (and HEAD) route each, so
- * the route table names every file and anything else is the app's own 404.
+ * the route table names every file and anything else is the app's own 404; each also answers a
+ * CORS preflight and names a foreign Origin (reflectOrigin).
  */
 export function registerAssets(app: FastifyInstance, folder: string, prefix: string): void {
   const root = join(PUBLIC_ROOT, folder);
@@ -86,12 +105,14 @@ export function registerAssets(app: FastifyInstance, folder: string, prefix: str
         {
           // Route hooks run after the app's own onSend hooks, which mark every answer no-store: a
           // file that was found (200, or 304 to a matching ETag) gets its type and cache instead.
-          onSend: async (_request, reply) => {
+          onSend: async (request, reply) => {
             if (reply.statusCode < 400) reply.headers(file.headers);
+            reflectOrigin(request, reply);
           },
         },
         (_request, reply) => reply.sendFile(file.name),
       );
+      registerPublicPreflight(scope, `${prefix}${file.name}`);
     }
   });
 }

@@ -46,6 +46,8 @@ const CSP_DIFFERENCES = {
   consent: {},
   /** The device code pages oidc-provider renders (/device): plain forms that post to us, no script. */
   device: { "script-src": "'none'", "connect-src": "'none'", "form-action": "'self'" },
+  /** The public site (GET /, /docs): text, our stylesheet and images, no script or fetch. */
+  site: { "script-src": "'none'", "connect-src": "'none'" },
   /** The answer to an approval link: text and our stylesheet, no script, fetch or image. */
   "approval-result": { "script-src": "'none'", "img-src": "'none'", "connect-src": "'none'" },
 } as const satisfies Record<string, Partial<Record<Directive, string>>>;
@@ -79,6 +81,17 @@ const PAGE_HEADERS = Object.fromEntries(
   Object.keys(CSP_DIFFERENCES).map((kind) => [kind, headersOf(kind as PageKind)]),
 ) as Record<PageKind, Readonly<Record<string, string>>>;
 
+/**
+ * The public site's pages and discovery files answer the same to everyone (no session is read), so
+ * any cache may keep one for five minutes; none has a content-hashed name, so none is immutable.
+ */
+export const PUBLIC_PAGE_CACHE_CONTROL = "public, max-age=300";
+
+const PUBLIC_PAGE_HEADERS = Object.freeze({
+  ...PAGE_HEADERS.site,
+  "cache-control": PUBLIC_PAGE_CACHE_CONTROL,
+});
+
 /** The headers of one kind of HTML page. */
 export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
   return PAGE_HEADERS[kind];
@@ -87,7 +100,25 @@ export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
 const ASSET_TYPES: Readonly<Record<string, string>> = {
   js: "text/javascript; charset=utf-8",
   css: "text/css; charset=utf-8",
+  svg: "image/svg+xml",
+  png: "image/png",
+  ico: "image/x-icon",
+  webmanifest: "application/manifest+json",
 };
+
+/** The headers of a public page (GET /, /docs): the "site" policy, cached briefly. */
+export function publicPageHeaders(): Readonly<Record<string, string>> {
+  return PUBLIC_PAGE_HEADERS;
+}
+
+/** The headers of a public text file (robots.txt, sitemap.xml, security.txt, llms.txt). */
+export function publicTextHeaders(type: string): Readonly<Record<string, string>> {
+  return Object.freeze({
+    "content-type": type,
+    "cache-control": PUBLIC_PAGE_CACHE_CONTROL,
+    "x-content-type-options": "nosniff",
+  });
+}
 
 /**
  * Asset URLs carry no content hash, so a browser may keep a file only briefly: after five minutes
@@ -95,7 +126,10 @@ const ASSET_TYPES: Readonly<Record<string, string>> = {
  */
 export const ASSET_CACHE_CONTROL = "public, max-age=300";
 
-/** The headers of a script or stylesheet; any other kind of file is refused when it is registered. */
+/**
+ * The headers of a browser file (a script, a stylesheet, an icon, the web manifest); any other
+ * kind of file is refused when it is registered.
+ */
 export function assetHeaders(file: string): Readonly<Record<string, string>> {
   const type = ASSET_TYPES[file.slice(file.lastIndexOf(".") + 1)];
   if (!type) throw new Error(`no content type for the browser file ${file}: add one to page-headers.ts`);
