@@ -4,11 +4,13 @@
 // invalid bearer ignored on a public page; and the committed icons equal to a fresh rendering.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, startHosted } from "../../test/hosted.ts";
+import { registerRouteSchemas } from "../http/route-schemas.ts";
 import { PUBLIC_ROOT } from "../pages/page-files.ts";
+import { registerSiteRoutes } from "./site.routes.ts";
 import { renderSiteAssets } from "./site-assets.ts";
-import { robotsTxt } from "./site-text.ts";
 
 const BASE = "http://localhost:8787";
 let h: HostedHarness;
@@ -136,8 +138,15 @@ describe("discovery files", () => {
     expect(response.body).toContain(`${BASE}/llms-full.txt`);
   });
 
-  it("robots.txt in production disallows the console, auth, collect, api, mcp and oauth only", () => {
-    const text = robotsTxt(BASE, true);
+  it("/robots.txt in production disallows the console, auth, collect, api, mcp and oauth only", async () => {
+    // The site's routes alone on a bare app, as a plane with NODE_ENV=production registers them.
+    const app = Fastify();
+    registerRouteSchemas(app);
+    registerSiteRoutes(app, { baseUrl: BASE, isProduction: true, now: () => new Date() });
+    const response = await app.inject({ method: "GET", url: "/robots.txt" });
+    await app.close();
+    expect(response.statusCode).toBe(200);
+    const text = response.body;
     for (const path of ["/console", "/sign-in", "/sign-up", "/collect", "/api/", "/mcp", "/oauth/"]) {
       expect(text).toContain(`Disallow: ${path}\n`);
     }
