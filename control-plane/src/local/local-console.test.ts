@@ -18,15 +18,19 @@ it("serves the page, /console.js and /console.css, and nothing else from the fol
       pageHeaders("local-console")["content-security-policy"],
     );
     expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
-    expect(page.body).toContain('<script src="/console.js"></script>');
-    expect(page.body).toContain('<link rel="stylesheet" href="/console.css">');
+    const scriptUrl = page.body.match(/<script src="(\/console\.[0-9a-f]{12}\.js)"><\/script>/)?.[1];
+    const styleUrl = page.body.match(/<link rel="stylesheet" href="(\/console\.[0-9a-f]{12}\.css)">/)?.[1];
+    expect(scriptUrl && styleUrl).toBeTruthy();
     expect(page.body).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>|\sstyle=|<style|\son[a-z]+=/i);
+    const hashed = await app.inject({ method: "GET", url: scriptUrl! });
+    expect(hashed.headers["cache-control"]).toContain("immutable");
     const script = await app.inject({ method: "GET", url: "/console.js" });
+    expect(script.body).toBe(hashed.body);
     expect(script.statusCode).toBe(200);
     expect(script.headers["content-type"]).toBe("text/javascript; charset=utf-8");
     expect(script.body).toContain("latch-operator-token");
     expect(script.body).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(/);
-    const style = await app.inject({ method: "GET", url: "/console.css" });
+    const style = await app.inject({ method: "GET", url: styleUrl! });
     expect(style.headers["content-type"]).toBe("text/css; charset=utf-8");
     for (const url of ["/console.html", "/assets/console.js", "/index.html"]) {
       expect((await app.inject({ method: "GET", url })).statusCode, url).toBe(404);

@@ -1,10 +1,17 @@
 // The page and asset plumbing on a bare Fastify: the one CSP family and each page's difference,
 // the {{slot}} check and its escaping, and the asset routes' types and caching (short, with an
-// ETag) over an app whose own hook marks every answer no-store, as both planes' apps do.
+// ETag, or a year at a content-hashed name) over an app whose own hook marks every answer no-store, as both planes' apps do.
+import { readFileSync } from "node:fs";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { escapeHtml, readPage, registerAssets, sendPage } from "./page-files.ts";
-import { ASSET_CACHE_CONTROL, assetHeaders, PAGE_CSP, pageHeaders } from "./page-headers.ts";
+import { escapeHtml, hashedName, readPage, registerAssets, sendPage } from "./page-files.ts";
+import {
+  ASSET_CACHE_CONTROL,
+  assetHeaders,
+  IMMUTABLE_ASSET_CACHE_CONTROL,
+  PAGE_CSP,
+  pageHeaders,
+} from "./page-headers.ts";
 
 describe("page headers", () => {
   it("keeps one policy family: each page differs from the strictest only where it says", () => {
@@ -97,6 +104,32 @@ describe("assets", () => {
     expect(again.headers["cache-control"]).toBe(ASSET_CACHE_CONTROL);
     const css = await served.inject({ method: "GET", url: "/assets/site.css" });
     expect(css.headers["content-type"]).toBe("text/css; charset=utf-8");
+  });
+
+  it("names each script and stylesheet of a page by its bytes' hash, kept a year at that name", async () => {
+    const served = await plane();
+    const html = readPage("pages/console.html", ["email", "organisation", "backupCodesRemaining"]).fill({
+      email: "",
+      organisation: "",
+      backupCodesRemaining: "",
+    });
+    const urls = [...html.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((match) => match[1]!);
+    expect(urls.length).toBeGreaterThan(1);
+    for (const url of urls) {
+      const name = url.slice("/assets/".length).replace(/\.[0-9a-f]{12}(\.\w+)$/, "$1");
+      const bytes = readFileSync(new URL(`../../public/assets/${name}`, import.meta.url));
+      expect(url, name).toBe(`/assets/${hashedName(name, bytes)}`);
+      const hashed = await served.inject({ method: "GET", url });
+      expect(hashed.statusCode, url).toBe(200);
+      expect(hashed.rawPayload.equals(bytes), url).toBe(true);
+      expect(hashed.headers["cache-control"], url).toBe(IMMUTABLE_ASSET_CACHE_CONTROL);
+      // Another hash is not that file: a stale page's URL is a 404, never a year of old bytes.
+      const stale = url.replace(/\.[0-9a-f]{12}\./, ".000000000000.");
+      expect((await served.inject({ method: "GET", url: stale })).statusCode, stale).toBe(404);
+    }
+    // The hash follows the bytes.
+    expect(hashedName("a.js", Buffer.from("one"))).not.toBe(hashedName("a.js", Buffer.from("two")));
+    expect(hashedName("a.js", Buffer.from("one"))).toMatch(/^a\.[0-9a-f]{12}\.js$/);
   });
 
   it("leaves anything else to the app: a missing file or a path out of the folder is a no-store 404", async () => {

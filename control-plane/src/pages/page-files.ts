@@ -1,13 +1,17 @@
 // The files under control-plane/public/ and how they are answered. A page is read once, when the
 // routes are registered, and sent from memory with its kind's headers; the few that show a server
 // value name it as a {{slot}}, filled HTML-escaped. Scripts and stylesheets go out through
-// @fastify/static (ETag, Last-Modified, 304), each at its own route, with a short cache.
+// @fastify/static (ETag, Last-Modified, 304), each at two routes: its plain name with a short cache,
+// and a name carrying a hash of its bytes (console.3f9a0c1b2d4e.js) that any cache may keep for a
+// year. A page names its scripts and stylesheets by the hashed name, so a new release is never
+// half-cached.
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { assetHeaders, type PageKind, pageHeaders } from "./page-headers.ts";
+import { assetHeaders, IMMUTABLE_ASSET_CACHE_CONTROL, type PageKind, pageHeaders } from "./page-headers.ts";
 
 /** control-plane/public/, found from this file so that any working directory serves it. */
 export const PUBLIC_ROOT = fileURLToPath(new URL("../../public/", import.meta.url));
@@ -27,6 +31,35 @@ export function escapeHtml(value: string): string {
 
 const SLOT = /\{\{([A-Za-z]+)\}\}/g;
 
+/** The file name that carries the first 12 hex digits of the SHA-256 of `bytes`. */
+export function hashedName(name: string, bytes: Buffer): string {
+  const ext = extname(name);
+  const hash = createHash("sha256").update(bytes).digest("hex").slice(0, 12);
+  return `${name.slice(0, name.length - ext.length)}.${hash}${ext}`;
+}
+
+/**
+ * Where a page's scripts and stylesheets are served from: a page of public/local/ is the `vault
+ * serve` console, whose files sit at the root; every other page uses /assets/.
+ */
+const ASSET_MOUNTS: Readonly<Record<string, { prefix: string; folder: string }>> = {
+  local: { prefix: "/", folder: "local/assets" },
+  pages: { prefix: "/assets/", folder: "assets" },
+};
+
+const ASSET_REFERENCE = /(<(?:script|link)\b[^>]*?\b(?:src|href)=")([^"]+)(")/g;
+
+/** `html` with each `<script src>` and `<link href>` of a file in `mount` named by its hash. */
+function withHashedAssets(html: string, mount: { prefix: string; folder: string } | undefined): string {
+  if (!mount) return html;
+  return html.replace(ASSET_REFERENCE, (whole, before: string, url: string, after: string) => {
+    const name = url.startsWith(mount.prefix) ? url.slice(mount.prefix.length) : "";
+    if (!/^[\w.-]+\.(?:js|css)$/.test(name)) return whole;
+    const bytes = readFileSync(join(PUBLIC_ROOT, mount.folder, name));
+    return `${before}${mount.prefix}${hashedName(name, bytes)}${after}`;
+  });
+}
+
 /** A page with its slots; `fill` answers the page with each slot's value HTML-escaped. */
 export interface PageFile<Slot extends string> {
   fill(values: Readonly<Record<Slot, string>>): string;
@@ -40,7 +73,10 @@ export function readPage<Slot extends string = never>(
   path: string,
   slots: readonly Slot[] = [],
 ): PageFile<Slot> {
-  const text = readFileSync(join(PUBLIC_ROOT, path), "utf8");
+  const text = withHashedAssets(
+    readFileSync(join(PUBLIC_ROOT, path), "utf8"),
+    ASSET_MOUNTS[path.slice(0, path.indexOf("/"))],
+  );
   // split() with a capture group: text at even indexes, slot names at odd ones.
   const parts = text.split(SLOT);
   const found = new Set(parts.filter((_, index) => index % 2 === 1));
@@ -89,7 +125,11 @@ export function registerAssets(app: FastifyInstance, folder: string, prefix: str
   const root = join(PUBLIC_ROOT, folder);
   const files = readdirSync(root, { withFileTypes: true })
     .filter((entry) => entry.isFile() && !entry.name.startsWith("."))
-    .map((entry) => ({ name: entry.name, headers: assetHeaders(entry.name) }));
+    .map((entry) => ({
+      name: entry.name,
+      hashed: hashedName(entry.name, readFileSync(join(root, entry.name))),
+      headers: assetHeaders(entry.name),
+    }));
   // Its own scope: @fastify/static decorates the reply, and each surface may register it once.
   app.register(async (scope) => {
     await scope.register(fastifyStatic, {
@@ -100,19 +140,27 @@ export function registerAssets(app: FastifyInstance, folder: string, prefix: str
       lastModified: true,
     });
     for (const file of files) {
-      scope.get(
-        `${prefix}${file.name}`,
-        {
-          // Route hooks run after the app's own onSend hooks, which mark every answer no-store: a
-          // file that was found (200, or 304 to a matching ETag) gets its type and cache instead.
-          onSend: async (request, reply) => {
-            if (reply.statusCode < 400) reply.headers(file.headers);
-            reflectOrigin(request, reply);
+      for (const [url, cache] of [
+        [`${prefix}${file.name}`, undefined],
+        [`${prefix}${file.hashed}`, IMMUTABLE_ASSET_CACHE_CONTROL],
+      ] as const) {
+        scope.get(
+          url,
+          {
+            // Route hooks run after the app's own onSend hooks, which mark every answer no-store:
+            // a file that was found (200, or 304 to a matching ETag) gets its type and cache instead.
+            onSend: async (request, reply) => {
+              if (reply.statusCode < 400) {
+                reply.headers(file.headers);
+                if (cache) reply.header("cache-control", cache);
+              }
+              reflectOrigin(request, reply);
+            },
           },
-        },
-        (_request, reply) => reply.sendFile(file.name),
-      );
-      registerPublicPreflight(scope, `${prefix}${file.name}`);
+          (_request, reply) => reply.sendFile(file.name),
+        );
+        registerPublicPreflight(scope, url);
+      }
     }
   });
 }

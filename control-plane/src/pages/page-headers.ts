@@ -121,10 +121,13 @@ export function publicTextHeaders(type: string): Readonly<Record<string, string>
 }
 
 /**
- * Asset URLs carry no content hash, so a browser may keep a file only briefly: after five minutes
- * it asks again with the file's ETag (a 304 when nothing changed).
+ * A file asked for by its plain name may change with the next release, so a browser keeps it only
+ * briefly: after five minutes it asks again with the file's ETag (a 304 when nothing changed).
  */
 export const ASSET_CACHE_CONTROL = "public, max-age=300";
+
+/** A file asked for by its content-hashed name (page-files.ts) never changes: keep it a year. */
+export const IMMUTABLE_ASSET_CACHE_CONTROL = "public, max-age=31536000, immutable";
 
 /**
  * The headers of a browser file (a script, a stylesheet, an icon, the web manifest); any other

@@ -139,7 +139,7 @@ describe("where each page sends each sign-in state", () => {
     expect(page.body).toContain(`Hello, <span id="email">${email}</span>`);
     expect(page.body).toContain(`${email.split("@")[0]}&#39;s organisation`);
     expect(page.body).toMatch(/id="backup-left">10</);
-    expect(page.body).toContain('<script src="/assets/console.js"></script>');
+    expect(page.body).toMatch(/<script src="\/assets\/console\.[0-9a-f]{12}\.js"><\/script>/);
   });
 
   it("refuses the pages to another site's Origin", async () => {
@@ -217,7 +217,7 @@ describe("what the pages are made of", () => {
     const { ready } = await browsersInEachState();
     const page = (await ready.request("GET", "/console")).body;
     for (const script of ["console", "console-clients", "console-activity"]) {
-      expect(page).toContain(`<script src="/assets/${script}.js"></script>`);
+      expect(page).toMatch(new RegExp(`<script src="/assets/${script}\\.[0-9a-f]{12}\\.js"></script>`));
     }
     for (const section of ["vault", "clients", "inbox", "audit", "access"]) {
       expect(page).toContain(`<section id="${section}" class="panel" aria-labelledby="${section}-heading">`);
