@@ -32,6 +32,8 @@ export interface AppDeps {
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
   };
+  /** TRUST_PROXY: load balancers whose X-Forwarded-For names the caller (request.ip). */
+  trustedProxies?: readonly string[];
   /** Prometheus counters of every answered request (METRICS_LISTEN). */
   metrics?: Pick<ControlPlaneMetrics, "observeRequest">;
   /** Feature routes, registered after the walls. */
@@ -58,7 +60,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     // One exact route table: /api/items/ is not /api/items.
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false },
-    trustProxy: false,
+    // request.ip is the socket's address unless it is a load balancer named in TRUST_PROXY.
+    trustProxy: deps.trustedProxies?.length ? [...deps.trustedProxies] : false,
     frameworkErrors: answerFrameworkError,
   }) as unknown as FastifyInstance;
   // Recorded from the first route on, so that no route (a plugin's included) escapes the suite.

@@ -1,5 +1,6 @@
 // The control plane's configuration: one zod schema over the environment, every bad key reported
 // at once, a frozen result passed into factories (no global getters).
+import { isIP } from "node:net";
 import { z } from "zod";
 import { isLoopbackAddress } from "./egress/egress-client.ts";
 
@@ -40,6 +41,16 @@ const schema = z.object({
       .optional(),
   ),
   EGRESS_URL: optionalText,
+  /**
+   * The load balancers in front of the plane (addresses or CIDR ranges, comma-separated): a request
+   * from one of them is counted against the address its X-Forwarded-For names (spec 8's per-IP
+   * limits). Unset: every X-Forwarded-For is ignored and the socket's address is the caller's.
+   */
+  TRUST_PROXY: optionalText
+    .transform((v) => (v ? v.split(",").map((entry) => entry.trim()) : []))
+    .pipe(
+      z.array(z.string().refine(isAddressOrRange, "must be IP addresses or CIDR ranges, comma-separated")),
+    ),
   /** host:port for Prometheus /metrics (its own listener, never the public port); unset: none. */
   METRICS_LISTEN: optionalText.pipe(
     z
@@ -59,6 +70,15 @@ const schema = z.object({
   EGRESS_CLIENT_TLS_CERT: optionalText,
   EGRESS_CLIENT_TLS_KEY: optionalText,
 });
+
+/** An IPv4 or IPv6 address, or one with a /prefix that fits it. */
+function isAddressOrRange(entry: string): boolean {
+  const [address = "", prefix, ...rest] = entry.split("/");
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
 
 export type ControlPlaneConfig = Readonly<
   Omit<z.infer<typeof schema>, "LATCH_ENVIRONMENTS"> & { LATCH_ENVIRONMENTS: readonly Environment[] }

@@ -113,6 +113,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     logger,
     isDatabaseReady: () => database.ping(),
     isEgressReady: () => deps.egress.client.isHealthy(),
+    trustedProxies: config.TRUST_PROXY,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     sessions: {
       sessions,

@@ -77,6 +77,8 @@ export async function startHosted(
     database?: OpenDatabase;
     /** Real host names routed to the origin (fake providers; see egress-harness.ts). */
     providerHosts?: readonly string[];
+    /** TRUST_PROXY: the load balancers whose X-Forwarded-For names the caller. */
+    trustProxy?: string;
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
@@ -98,6 +100,7 @@ export async function startHosted(
     BASE_URL: options.baseUrl ?? "http://localhost:8787",
     DATA_DIR: egress.dataDir,
     EGRESS_URL: `127.0.0.1:${egress.proxy.port}`,
+    ...(options.trustProxy ? { TRUST_PROXY: options.trustProxy } : {}),
   });
   const plane = await buildControlPlane({
     config,

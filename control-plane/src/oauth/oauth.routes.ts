@@ -124,10 +124,12 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
     reply.hijack();
     const raw = request.raw as IncomingMessage & { body?: unknown };
     if (request.body !== undefined && request.body !== null) raw.body = request.body;
-    for (const name of ["x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "forwarded"]) {
+    for (const name of ["x-forwarded-host", "x-forwarded-port", "forwarded"]) {
       delete raw.headers[name];
     }
     raw.headers["x-forwarded-proto"] = protocol;
+    // The caller's address as Fastify judged it (TRUST_PROXY), for the provider's per-IP counts.
+    raw.headers["x-forwarded-for"] = request.ip;
     // Every URL oidc-provider hands out (verification_uri, the resume location, registration URIs)
     // is BASE_URL's, never the Host a caller or a load balancer sent.
     raw.headers.host = baseHost;

@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { loadConfig } from "../../src/config.ts";
 import { type HostedHarness, startHosted } from "../hosted.ts";
 import {
   forgetDocumentFetches,
@@ -55,6 +56,10 @@ const documentUrl = (host = HOST) => `https://${host}/clients/${randomBytes(6).t
 
 /** The browser opening /oauth/authorize for a client ID metadata document (one fetch when new). */
 async function authorizeWith(app: FastifyInstance, clientId: string) {
+  return authorizeWithHeaders(app, clientId, {});
+}
+
+async function authorizeWithHeaders(app: FastifyInstance, clientId: string, headers: Record<string, string>) {
   const query = new URLSearchParams({
     client_id: clientId,
     redirect_uri: REDIRECT,
@@ -65,7 +70,7 @@ async function authorizeWith(app: FastifyInstance, clientId: string) {
     resource: RESOURCE,
     scope: "mcp",
   });
-  return app.inject({ method: "GET", url: `/oauth/authorize?${query}` });
+  return app.inject({ method: "GET", url: `/oauth/authorize?${query}`, headers });
 }
 
 /** The document was fetched and the browser went on to consent. */
@@ -203,5 +208,65 @@ describe("a popular client's document is kept as long as its Cache-Control says"
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe("behind a load balancer (TRUST_PROXY)", () => {
+  it("counts the address a trusted balancer forwards, and ignores X-Forwarded-For from anyone else", async () => {
+    nextWindow();
+    const balancer = testAddress();
+    const behind = await startHosted({ replicaOf: a, trustProxy: `${balancer},10.255.0.0/16` });
+    try {
+      const viaBalancer = fromAddress(behind.app, balancer);
+      const metadata = { client_name: "Counted", redirect_uris: [REDIRECT] };
+      const [alice, bob] = [testAddress(), testAddress()];
+      for (let i = 0; i < 20; i++) {
+        const answer = await register(viaBalancer, metadata, { "x-forwarded-for": alice });
+        expect(answer.statusCode, `registration ${i + 1}: ${answer.body}`).toBe(201);
+      }
+      expect((await register(viaBalancer, metadata, { "x-forwarded-for": alice })).statusCode).toBe(429);
+      // Another caller behind the same balancer has a window of their own.
+      expect((await register(viaBalancer, metadata, { "x-forwarded-for": bob })).statusCode).toBe(201);
+      // A document fetch is counted against the forwarded address too (its 10 per hour).
+      const carol = testAddress();
+      for (let i = 0; i < 10; i++) {
+        const answer = await authorizeWithHeaders(viaBalancer, documentUrl(), { "x-forwarded-for": carol });
+        expect(answer.statusCode, answer.body.slice(0, 300)).toBe(303);
+      }
+      const limited = await authorizeWithHeaders(viaBalancer, documentUrl(), { "x-forwarded-for": carol });
+      expect(limited.statusCode).toBe(429);
+      expect(limited.body).toMatch(PER_IP);
+      const dave = await authorizeWithHeaders(viaBalancer, documentUrl(), {
+        "x-forwarded-for": testAddress(),
+      });
+      expect(dave.statusCode, dave.body.slice(0, 300)).toBe(303);
+
+      // A caller that is not a trusted balancer cannot pick its address: a fresh X-Forwarded-For on
+      // every registration still counts against its own socket address, on either plane.
+      const direct = testAddress();
+      for (let i = 0; i < 20; i++) {
+        const app = fromAddress(i % 2 === 0 ? a.app : behind.app, direct);
+        const answer = await register(app, metadata, { "x-forwarded-for": testAddress() });
+        expect(answer.statusCode, `registration ${i + 1}: ${answer.body}`).toBe(201);
+      }
+      const spoofed = await register(fromAddress(behind.app, direct), metadata, {
+        "x-forwarded-for": testAddress(),
+      });
+      expect(spoofed.statusCode).toBe(429);
+    } finally {
+      await behind.close();
+    }
+  });
+
+  it("refuses a TRUST_PROXY that is not addresses or ranges, naming it", () => {
+    for (const bad of ["everyone", "10.0.0.0/33", "10.0.0.1/8/1", "::1/129", "10.0.0.1,"]) {
+      expect(() => loadConfig({ TRUST_PROXY: bad }), bad).toThrow(/TRUST_PROXY/);
+    }
+    expect(loadConfig({ TRUST_PROXY: " 10.0.0.1, 10.1.0.0/16 ,::1/128" }).TRUST_PROXY).toEqual([
+      "10.0.0.1",
+      "10.1.0.0/16",
+      "::1/128",
+    ]);
+    expect(loadConfig({}).TRUST_PROXY).toEqual([]);
   });
 });
