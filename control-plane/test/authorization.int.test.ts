@@ -208,12 +208,13 @@ const PUBLIC_ROUTES = [
   /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|collect\/:id)$/,
   // The provider's redirect back: a signed-out browser is sent to /sign-in (connect.routes.ts).
   /^GET \/(connect\/callback|integrations\/:provider\/callback)$/,
-  /^(GET|OPTIONS) \/assets\/[a-z-]+\.(js|css)$/,
+  // Each asset also answers under its content-hashed name (page-files.ts hashedName).
+  /^(GET|OPTIONS) \/assets\/[a-z-]+(\.[0-9a-f]{12})?\.(js|css)$/,
   // The public site (site.routes.ts): the landing page, docs, discovery files, icons; each answers
   // its CORS preflight (rule 6).
   /^(GET|OPTIONS) \/(|docs|docs\/[a-z]+|robots\.txt|sitemap\.xml|security\.txt|llms\.txt|llms-full\.txt)$/,
   /^(GET|OPTIONS) \/\.well-known\/security\.txt$/,
-  /^(GET|OPTIONS) \/[a-z0-9-]+\.(png|svg|ico|webmanifest)$/,
+  /^(GET|OPTIONS) \/[a-z0-9-]+(\.[0-9a-f]{12})?\.(png|svg|ico|webmanifest)$/,
   /^GET \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
   /^OPTIONS \/mcp$/,
   // The authorization server: metadata, its CORS preflights, the endpoints of the RFCs (each
