@@ -101,6 +101,13 @@ function countSessionCookies(header: string | undefined): number {
   return count;
 }
 
+/**
+ * An operator session lasts until sign-out or revoke (spec 8), so its cookies outlive a browser
+ * restart: they carry a Max-Age of 400 days, the longest a browser keeps a cookie (RFC 6265bis).
+ * The server's session row, not the cookie, decides whether it still works.
+ */
+export const SESSION_COOKIE_MAX_AGE_S = 400 * 24 * 60 * 60;
+
 // No Domain attribute on either cookie: `__Host-` requires it absent, and host-only is the intent.
 export function setSessionCookies(
   reply: FastifyReply,
@@ -108,7 +115,12 @@ export function setSessionCookies(
   isSecure: boolean,
 ): void {
   const names = sessionCookieNames(isSecure);
-  const common = { path: "/", sameSite: "lax" as const, secure: isSecure };
+  const common = {
+    path: "/",
+    sameSite: "lax" as const,
+    secure: isSecure,
+    maxAge: SESSION_COOKIE_MAX_AGE_S,
+  };
   reply.setCookie(names.session, tokens.token, { ...common, httpOnly: true });
   // Readable by our pages so they can echo it in X-CSRF-Token; useless to another site.
   reply.setCookie(names.csrf, tokens.csrfToken, { ...common, httpOnly: false });

@@ -61,6 +61,8 @@ describe("over https", () => {
       expect(line).toMatch(/; Secure(;|$)/);
       expect(line).toMatch(/; Path=\/(;|$)/);
       expect(line).not.toMatch(/Domain=/i);
+      // The session lasts until sign-out or revoke (spec 8): it survives a browser restart.
+      expect(line).toMatch(/; Max-Age=34560000(;|$)/);
     }
     expect(session).toMatch(/; HttpOnly(;|$)/);
     expect(csrf).not.toMatch(/HttpOnly/);
