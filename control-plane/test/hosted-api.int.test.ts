@@ -95,6 +95,55 @@ describe("the audit (spec 4.3, 6)", () => {
     });
     expect(JSON.stringify(events)).not.toContain(SECRET);
   });
+
+  it("names operators by email and clients by name, filters by action, environment and date, and pages back", async () => {
+    const { op, token } = await setUp();
+    await requestAsModel(token, { item_name: "API_KEY" });
+    const me = (await op.request("GET", "/api/auth/me")).json();
+    const created = (await op.request("GET", "/api/audit?action=item_created")).json();
+    expect(created.events.map((e: { action: string }) => e.action)).toEqual(["item_created"]);
+    expect(created.events[0].actor_name).toBe(me.email);
+    expect(created.next_before).toBeNull();
+    const requested = (await op.request("GET", "/api/audit?action=grant_requested")).json().events;
+    expect(requested[0]?.actor_name, JSON.stringify(requested)).toBe("billing agent");
+    expect((await op.request("GET", "/api/audit?environment=production")).json().events).toEqual([]);
+    const future = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await op.request("GET", `/api/audit?since=${encodeURIComponent(future)}`)).json().events).toEqual(
+      [],
+    );
+    expect(
+      (await op.request("GET", `/api/audit?until=${encodeURIComponent(future)}&action=item_created`)).json()
+        .events,
+    ).toHaveLength(1);
+
+    // 250 more events: the first page holds the newest 200, `before` gives the rest, then null.
+    await h.plane.database.db
+      .insertInto("audit_events")
+      .values(
+        Array.from({ length: 250 }, (_, i) => ({
+          organisation_id: me.organisation.id,
+          actor: "system",
+          action: "paging_test",
+          reason: String(i),
+          detail: "{}",
+        })),
+      )
+      .execute();
+    const first = (await op.request("GET", "/api/audit?action=paging_test")).json();
+    expect(first.events).toHaveLength(200);
+    expect(first.events[0].reason).toBe("249");
+    const second = (
+      await op.request("GET", `/api/audit?action=paging_test&before=${first.next_before}`)
+    ).json();
+    expect(second.events.map((e: { reason: string }) => e.reason)).toEqual(
+      Array.from({ length: 50 }, (_, i) => String(49 - i)),
+    );
+    expect(second.next_before).toBeNull();
+    for (const bad of ["before=abc", "before=1%00", "since=yesterday", "action=%00"]) {
+      const refused = await op.request("GET", `/api/audit?${bad}`);
+      expect(refused.statusCode, bad).toBe(400);
+    }
+  });
 });
 
 describe("approval requests scoped to a call (spec 4.2 rules 1, 4)", () => {
@@ -225,5 +274,36 @@ describe("the hourly request limit (spec 8)", () => {
     }
     for (let i = 1; i < 30; i++) expect((await ask(i)).statusCode).toBe(201);
     expect((await ask(30)).statusCode).toBe(429);
+  });
+});
+
+describe("the approval link (spec 3.1, 4.3)", () => {
+  it("sends a signed-out browser to sign in and back to the link; a signed-in operator approves with the agent named", async () => {
+    const { op, token } = await setUp();
+    const asked = await requestAsModel(token, { item_name: "API_KEY" });
+    expect(asked.statusCode, asked.body).toBe(201);
+    // The mail is quoted-printable: soft line breaks and =3D undone.
+    const text =
+      h.inbox.mails
+        .at(-1)
+        ?.raw.replace(/=\r?\n/g, "")
+        .replace(/=3D/g, "=") ?? "";
+    const linkToken = /\/approve\?token=([A-Za-z0-9_-]+)/.exec(text)?.[1];
+    expect(linkToken, text).toBeDefined();
+    const link = `/approve?token=${linkToken}`;
+
+    // Signed out: to sign-in, naming the link to come back to. Nothing is approved.
+    const signedOut = await h.app.inject({ method: "GET", url: link });
+    expect(signedOut.statusCode).toBe(302);
+    expect(signedOut.headers.location).toBe(`/sign-in?return_to=${encodeURIComponent(link)}`);
+    // A malformed token is not carried along.
+    const malformed = await h.app.inject({ method: "GET", url: "/approve?token=%3Cscript%3E" });
+    expect(malformed.headers.location).toBe("/sign-in");
+
+    const approved = await op.request("GET", link);
+    expect(approved.statusCode, approved.body).toBe(200);
+    expect(approved.body).toContain("billing agent may use API_KEY");
+    expect(approved.body).not.toMatch(/cli_[A-Za-z0-9]/);
+    expect(approved.body).toContain('<header class="site">');
   });
 });

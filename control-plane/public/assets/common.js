@@ -4,19 +4,50 @@
 // biome-ignore-all lint/correctness/noUnusedVariables: the scripts loaded after this one call its functions
 "use strict";
 var statusBox = document.getElementById("status");
-// A page that sent the operator to sign in first (/consent, /device) names itself in return_to; the
-// sign-in pages keep it for the tab and go there at the end instead of the console. Only those
-// paths of this site are followed, never another site's address.
-var RETURN_PATH = /^\/(consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?)$/;
+// A page that sent the operator to sign in first (an approval link, /consent, /device) names itself
+// in return_to; the sign-in pages keep it for the tab, say why the operator is signing in, and go
+// there at the end instead of the console. Only those paths of this site are followed, never
+// another site's address.
+var RETURN_PATH =
+  /^\/(approve\?token=[A-Za-z0-9_-]{20,100}|consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?)$/;
+var RETURN_REASONS = {
+  approve: "Sign in to approve the request an agent is waiting on. You will land back on it.",
+  consent: "Sign in to decide whether the app may connect to Latch. You will land back on its request.",
+  device: "Sign in to connect the device that showed you a code. You will land back on it.",
+};
 (() => {
   var asked = new URLSearchParams(location.search).get("return_to");
   if (asked && RETURN_PATH.test(asked)) sessionStorage.setItem("latch.return_to", asked);
+  var pending = sessionStorage.getItem("latch.return_to");
+  var heading = document.querySelector("main h1");
+  if (!pending || !RETURN_PATH.test(pending) || !heading || document.body.dataset.page === "console") return;
+  var why = document.createElement("p");
+  why.className = "notice";
+  why.id = "return-reason";
+  why.textContent = RETURN_REASONS[pending.slice(1).split(/[?/]/)[0]];
+  heading.after(why);
 })();
 /** Where sign-in ends: the page that asked for it, once, else the console. */
 function afterSignIn() {
   var back = sessionStorage.getItem("latch.return_to");
   sessionStorage.removeItem("latch.return_to");
   return back && RETURN_PATH.test(back) ? back : "/console";
+}
+/** Copies text to the clipboard and says so; where the clipboard is refused, says how to copy. */
+function copyText(text, what) {
+  var done = () => say(`Copied ${what}.`);
+  if (!navigator.clipboard) return Promise.resolve(say(`Select the ${what} and copy it.`, true));
+  return navigator.clipboard.writeText(text).then(done, () => say(`Select the ${what} and copy it.`, true));
+}
+/** Saves text as a file the browser downloads (backup codes, audit exports). */
+function downloadText(fileName, text, type) {
+  var link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([text], { type: type || "text/plain" }));
+  link.download = fileName;
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
 }
 function byId(id) {
   return document.getElementById(id);

@@ -1,12 +1,14 @@
 // GET|POST /approve?token= (spec 3.1, 4.3): the link in an approval email. Either method approves,
 // once, for a signed-in operator (authenticator passed) of the grant's organisation. A mail scanner
 // or link preview that fetches the link has no operator session: it is sent to /sign-in and
-// approves nothing. GET answers a plain page, POST the JSON grant. The token never reaches a log:
+// approves nothing, and the operator who does open it signs in and lands back on it (return_to).
+// GET answers a plain page, POST the JSON grant. The token never reaches a log:
 // the request logger drops query strings, and the page sends no Referer.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
+import { signInFirst } from "../auth/sign-in-first.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { describeGrantBody, describeGrantCall } from "./approval-text.ts";
@@ -24,6 +26,9 @@ function isSpeculative(request: FastifyRequest): boolean {
   return hints.some((hint) => typeof hint === "string" && /prefetch|prerender|preview/i.test(hint));
 }
 
+/** The form of an approval link's token; what it approves is checked after the caller. */
+const LINK_TOKEN = /^[A-Za-z0-9_-]{20,100}$/;
+
 export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: GrantsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const organisationOf = async (request: FastifyRequest) =>
@@ -33,7 +38,7 @@ export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: 
   async function approve(request: FastifyRequest, token: string | undefined) {
     const context = await requireOperator(request, { mfa: true });
     const organisationId = requireOrganisation(context);
-    if (typeof token !== "string" || !/^[A-Za-z0-9_-]{20,100}$/.test(token)) {
+    if (typeof token !== "string" || !LINK_TOKEN.test(token)) {
       throw new AppError("invalid_request", "the approval link is incomplete");
     }
     return deps.grants.approveByLink(organisationId, `operator:${context.operatorId}`, token);
@@ -44,7 +49,12 @@ export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: 
     sendPage(reply, "approval-result", resultPage.fill({ heading, sentence }));
 
   api.get("/approve", { schema: { querystring: approveLinkQuery } }, async (request, reply) => {
-    if (!request.operatorSession?.is_mfa_passed) return reply.redirect("/sign-in", 302);
+    if (!request.operatorSession?.is_mfa_passed) {
+      // Back to this link after sign-in; a malformed token is not carried along.
+      const token = request.query.token;
+      if (typeof token !== "string" || !LINK_TOKEN.test(token)) return reply.redirect("/sign-in", 302);
+      return signInFirst(request, reply, `/approve?token=${token}`);
+    }
     // Fastify answers HEAD with this handler, and browsers prefetch links ahead of a click with
     // the operator's cookies: neither is the operator opening the link, so neither approves.
     if (request.method !== "GET" || isSpeculative(request)) {
@@ -56,12 +66,13 @@ export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: 
         reply,
         "Approved",
         grant.call
-          ? `${grant.agent_id} may send ${describeGrantCall(grant)} (${describeGrantBody(grant)}) once with ${grant.item_name}. The agent can retry its request now.`
-          : `${grant.agent_id} may use ${grant.item_name} for one call of any kind. The agent can retry its request now.`,
+          ? `${grant.agent_name} may send ${describeGrantCall(grant)} (${describeGrantBody(grant)}) once with ${grant.item_name}. The agent can retry its request now.`
+          : `${grant.agent_name} may use ${grant.item_name} for one call of any kind. The agent can retry its request now.`,
       );
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      return answer(reply.code(error.status), "Not approved", error.message);
+      const why = error.message.charAt(0).toUpperCase() + error.message.slice(1);
+      return answer(reply.code(error.status), "Not approved", `${why}.`);
     }
   });
   api.post(

@@ -6,10 +6,11 @@
 // form), 403 before the body is read.
 import { AppError } from "@latch/shared/errors";
 import { safeString } from "@latch/shared/text/safe-string";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
+import { signInFirst } from "../auth/sign-in-first.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import type { OAuthService } from "./oauth.service.ts";
@@ -41,12 +42,6 @@ const decisionBody = z.object({
   organisation_id: safeString().max(64).optional(),
 });
 
-/** Where the browser goes to sign in first, and comes back to (auth.js keeps the path). */
-function signInFirst(request: FastifyRequest, reply: FastifyReply, to: string) {
-  const back = request.raw.url ?? CONSENT_PATH;
-  return reply.redirect(`${to}?return_to=${encodeURIComponent(back)}`, 302);
-}
-
 export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDeps): void {
   const page = readPage("pages/consent.html");
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -57,12 +52,8 @@ export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDe
       schema: { querystring: z.object({ uid }), response: { 200: z.string().describe("the consent page") } },
     },
     async (request, reply) => {
-      const session = request.operatorSession;
-      if (!session) return signInFirst(request, reply, "/sign-in");
-      if (!session.is_mfa_passed) {
-        const isEnrolled =
-          request.principal.kind === "operator" && (await request.principal.hasAuthenticator());
-        return signInFirst(request, reply, isEnrolled ? "/verify-totp" : "/enroll-totp");
+      if (!request.operatorSession?.is_mfa_passed) {
+        return signInFirst(request, reply, request.raw.url ?? CONSENT_PATH);
       }
       return sendPage(reply, "consent", page.fill({}));
     },
