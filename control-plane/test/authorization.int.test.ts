@@ -30,6 +30,7 @@ const ROUTES: Route[] = [
   { method: "POST", path: "/api/auth/backup-codes/regenerate", body: { code: "000000" }, gate: "ready" },
   { method: "POST", path: "/api/orgs", body: { name: "Suite org" }, gate: "ready" },
   { method: "DELETE", path: "/api/orgs", body: { confirm_name: "nope" }, gate: "ready" },
+  { method: "POST", path: "/api/orgs/switch", body: { organisation_id: "org_x" }, gate: "ready" },
   { method: "GET", path: "/api/access", gate: "ready" },
   { method: "GET", path: "/api/access/events", gate: "ready" },
   { method: "POST", path: "/api/sessions/ses_x/revoke", gate: "ready" },

@@ -339,6 +339,33 @@ describe("organisations and sessions", () => {
     expect(eleventh.json().error.code).toBe("plan_limit");
   });
 
+  it("lists the operator's organisations and switches the session between them, never into a stranger's", async () => {
+    const { browser } = await signUp();
+    const first = (await browser.request("GET", "/api/auth/me")).json();
+    expect(first.organisations).toEqual([{ ...first.organisation, role: "owner" }]);
+    const second = (await browser.request("POST", "/api/orgs", { name: "Second" })).json().organisation;
+    const listed = (await browser.request("GET", "/api/auth/me")).json();
+    expect(listed.organisation).toEqual(second);
+    expect(listed.organisations.map((o: { name: string }) => o.name).sort()).toEqual(
+      [first.organisation.name, "Second"].sort(),
+    );
+
+    const back = await browser.request("POST", "/api/orgs/switch", {
+      organisation_id: first.organisation.id,
+    });
+    expect(back.statusCode, back.body).toBe(200);
+    expect((await browser.request("GET", "/api/auth/me")).json().organisation).toEqual(first.organisation);
+
+    const stranger = await signUp();
+    const theirs = (await stranger.browser.request("GET", "/api/auth/me")).json().organisation;
+    const refused = await browser.request("POST", "/api/orgs/switch", { organisation_id: theirs.id });
+    expect(refused.statusCode).toBe(404);
+    expect(refused.json().error.code).toBe("not_found");
+    expect((await browser.request("GET", "/api/auth/me")).json().organisation).toEqual(first.organisation);
+    const hostile = await browser.request("POST", "/api/orgs/switch", { organisation_id: "org_\u0000" });
+    expect(hostile.statusCode).toBe(400);
+  });
+
   it("deletes an organisation and everything in it, only with its exact name", async () => {
     const { browser } = await signUp();
     const created = (await browser.request("POST", "/api/orgs", { name: "Doomed" })).json().organisation;

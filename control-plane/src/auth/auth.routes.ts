@@ -14,6 +14,7 @@ import {
   me,
   orgDeletion,
   orgInput,
+  orgSwitch,
   othersRevoked,
   otpSend,
   otpVerify,
@@ -159,6 +160,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       created_at: operator.created_at.toISOString(),
       session_ready: context.session.is_mfa_passed,
       organisation: organisation ?? null,
+      organisations: await deps.orgs.findOrganisationsOf(context.operatorId),
     };
   });
 
@@ -193,6 +195,22 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       const organisation = await deps.orgs.createOrganisation(context.operatorId, request.body.name);
       await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
       return reply.status(201).send({ organisation });
+    },
+  );
+
+  // The console's organisation switcher: this session acts in another organisation the operator
+  // belongs to. A stranger's organisation is 404, as if it did not exist.
+  api.post(
+    "/api/orgs/switch",
+    { ...readyOnly, schema: { body: orgSwitch, response: { 200: createdOrg } } },
+    async (request) => {
+      const context = await requireOperator(request, { mfa: true });
+      const organisationId = request.body.organisation_id;
+      const role = await deps.orgs.findMemberRole(organisationId, context.operatorId);
+      const organisation = role ? await deps.orgs.findOrganisation(organisationId) : undefined;
+      if (!organisation) throw new AppError("not_found", "no such organisation");
+      await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
+      return { organisation };
     },
   );
 

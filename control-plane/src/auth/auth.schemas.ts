@@ -38,7 +38,10 @@ export const me = z.object({
   created_at: z.string(),
   session_ready: z.boolean(),
   organisation: organisation.nullable(),
+  /** Every organisation the operator belongs to, for the console's switcher. */
+  organisations: z.array(z.object({ id: z.string(), name: z.string(), role: z.string() })),
 });
+export const orgSwitch = z.object({ organisation_id: safeString().max(64) });
 export const createdOrg = z.object({ organisation });
 
 /** Clients and grants come from their features' listings; the snapshot passes them on whole. */
