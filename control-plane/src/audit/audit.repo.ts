@@ -21,7 +21,10 @@ export interface AuditEventView {
   at: string;
   environment: string | null;
   actor: string;
-  /** A client actor (agent:<id>, trusted:<id>) by the name it was issued or registered with. */
+  /**
+   * Who acted, for a person to read: a client (agent:<id>, trusted:<id>) by the name it was issued
+   * or registered with, an operator by email.
+   */
   actor_name: string | null;
   action: string;
   item_name: string | null;
@@ -36,6 +39,12 @@ export interface AuditFilter {
   actor?: string | undefined;
   /** Any of these actors (a client acts as agent:<id> or trusted:<id>). */
   actors?: readonly string[] | undefined;
+  environment?: string | undefined;
+  /** Events at or after, and before, these instants. */
+  since?: Date | undefined;
+  until?: Date | undefined;
+  /** Older than this event id: the next page of a listing. */
+  before?: string | undefined;
   limit?: number | undefined;
 }
 
@@ -48,6 +57,8 @@ export interface AuditRepo {
 
 /** A client's actor string: agent:<client id> or trusted:<client id>. */
 const CLIENT_ACTOR = /^(?:agent|trusted):(cli_[A-Za-z0-9_-]+)$/;
+/** An operator's actor string: operator:<operator id>. */
+const OPERATOR_ACTOR = /^operator:(op[A-Za-z0-9_-]*)$/;
 
 /** The actions that fetched a credential for its actor (spec 4.3 Access: "fetched names"). */
 const FETCH_ACTIONS = ["http_request", "resolved"];
@@ -105,6 +116,10 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
       if (filter.actor) query = query.where("actor", "=", filter.actor);
       if (filter.actors) query = query.where("actor", "in", [...filter.actors]);
       if (filter.actions) query = query.where("action", "in", [...filter.actions]);
+      if (filter.environment) query = query.where("environment", "=", filter.environment);
+      if (filter.since) query = query.where("at", ">=", filter.since);
+      if (filter.until) query = query.where("at", "<", filter.until);
+      if (filter.before) query = query.where("id", "<", filter.before);
       const rows = await query.execute();
       const clientIds = [
         ...new Set(rows.map((r) => CLIENT_ACTOR.exec(r.actor)?.[1]).filter(Boolean)),
@@ -121,12 +136,32 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
                 .execute()
             ).map((c) => [c.id, c.name] as const),
       );
+      const operatorIds = [
+        ...new Set(rows.map((r) => OPERATOR_ACTOR.exec(r.actor)?.[1]).filter(Boolean)),
+      ] as string[];
+      const emails = new Map(
+        operatorIds.length === 0
+          ? []
+          : (
+              await db
+                .selectFrom("operators")
+                .innerJoin("memberships", "memberships.operator_id", "operators.id")
+                .select(["operators.id", "operators.email"])
+                .where("memberships.organisation_id", "=", organisationId)
+                .where("operators.id", "in", operatorIds)
+                .execute()
+            ).map((o) => [o.id, o.email] as const),
+      );
+      const actorName = (actor: string) =>
+        names.get(CLIENT_ACTOR.exec(actor)?.[1] ?? "") ??
+        emails.get(OPERATOR_ACTOR.exec(actor)?.[1] ?? "") ??
+        null;
       return rows.map((r) => ({
         id: String(r.id),
         at: r.at.toISOString(),
         environment: r.environment,
         actor: r.actor,
-        actor_name: names.get(CLIENT_ACTOR.exec(r.actor)?.[1] ?? "") ?? null,
+        actor_name: actorName(r.actor),
         action: r.action,
         item_name: r.item_name,
         host: r.host,

@@ -167,16 +167,24 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     { ...operatorOnly, schema: { querystring: auditQuery, response: { 200: auditList } } },
     async (request) => {
       const operator = await operatorOf(request);
+      const query = request.query;
       const events = await deps.audit.findAuditEvents(operator.organisationId, {
-        itemName: request.query.item_name,
-        actors: request.query.client_id
-          ? [`agent:${request.query.client_id}`, `trusted:${request.query.client_id}`]
-          : undefined,
+        itemName: query.item_name,
+        actors: query.client_id ? [`agent:${query.client_id}`, `trusted:${query.client_id}`] : undefined,
+        actions: query.action ? [query.action] : undefined,
+        environment: query.environment,
+        since: query.since ? new Date(query.since) : undefined,
+        until: query.until ? new Date(query.until) : undefined,
+        before: query.before,
+        limit: AUDIT_PAGE,
       });
-      return { events };
+      return { events, next_before: events.length === AUDIT_PAGE ? events.at(-1)!.id : null };
     },
   );
 }
+
+/** Events per page of GET /api/audit (spec 4.3: the newest 200). */
+const AUDIT_PAGE = 200;
 
 /** The environments to search: the one named (which this plane must serve), else all it serves. */
 function checkEnvironment(raw: unknown, served: readonly string[]): readonly string[] {

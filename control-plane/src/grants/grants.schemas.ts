@@ -43,9 +43,19 @@ export const codeApproval = z.object({
 /** GET|POST /approve?token=: the token's form is judged after the caller (approve-link.routes.ts). */
 export const approveLinkQuery = z.object({ token: z.string().optional() });
 
+/** Spec 4.3's filters (client_id, item_name) and the console's: action, environment, dates, pages. */
 export const auditQuery = z.object({
   client_id: z.string().optional(),
   item_name: z.string().optional(),
+  action: safeString().max(64).optional(),
+  environment: safeString().max(64).optional(),
+  since: z.iso.datetime({ offset: true }).optional().describe("events at or after this instant"),
+  until: z.iso.datetime({ offset: true }).optional().describe("events before this instant"),
+  before: z
+    .string()
+    .regex(/^[1-9][0-9]{0,17}$/, "an event id")
+    .optional()
+    .describe("events older than this one: next_before of the previous page"),
 });
 
 /** Spec 2.4's public fields, plus the names a listing needs. Never a value. */
@@ -93,4 +103,8 @@ export const auditEvent = z.object({
   reason: z.string().nullable(),
   detail: z.record(z.string(), z.unknown()),
 });
-export const auditList = z.object({ events: z.array(auditEvent) });
+export const auditList = z.object({
+  events: z.array(auditEvent),
+  /** Pass as `before` for the next, older page; null on the last page. */
+  next_before: z.string().nullable(),
+});
