@@ -14,7 +14,7 @@ function page(title: string, body: string): string {
     <link rel="stylesheet" href="/assets/site.css">
   </head>
   <body>
-    <header class="site"><p class="brand">Latch</p></header>
+    <header class="site"><a class="brand" href="/"><img src="/mark.svg" alt="" width="28" height="28"> Latch</a></header>
     <main id="main">
 ${body}
     </main>
