@@ -6,7 +6,7 @@ import { registerRouteSchemas } from "../http/route-schemas.ts";
 import { pageHeaders } from "../pages/page-headers.ts";
 import { registerLocalConsole } from "./local-console.ts";
 
-it("serves the page, /console.js and /console.css, and nothing else from the folder", async () => {
+it("serves the page, /console.js, /console.css, the hosted stylesheet and mark, and nothing else", async () => {
   const app = Fastify();
   // The zod compilers every app of ours registers (the page declares a zod schema).
   registerRouteSchemas(app);
@@ -32,7 +32,15 @@ it("serves the page, /console.js and /console.css, and nothing else from the fol
     expect(script.body).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(/);
     const style = await app.inject({ method: "GET", url: styleUrl! });
     expect(style.headers["content-type"]).toBe("text/css; charset=utf-8");
-    for (const url of ["/console.html", "/assets/console.js", "/index.html"]) {
+    // One look with the hosted pages: their stylesheet and the mark, and no other hosted file.
+    expect(page.body).toContain('<link rel="stylesheet" href="/assets/site.css">');
+    const shared = await app.inject({ method: "GET", url: "/assets/site.css" });
+    expect(shared.statusCode).toBe(200);
+    expect(shared.headers["content-type"]).toBe("text/css; charset=utf-8");
+    expect((await app.inject({ method: "GET", url: "/mark.svg" })).headers["content-type"]).toMatch(
+      /^image\/svg\+xml/,
+    );
+    for (const url of ["/console.html", "/assets/console.js", "/assets/auth.js", "/og.png", "/index.html"]) {
       expect((await app.inject({ method: "GET", url })).statusCode, url).toBe(404);
     }
   } finally {

@@ -1,6 +1,6 @@
-// GET / on `vault serve`: a plain console page (credentials without values, grants with approve
-// and revoke buttons, recent audit) from public/local/, with its script and stylesheet at
-// /console.js and /console.css. No outside assets: the Content-Security-Policy (page-headers.ts)
+// GET / on `vault serve`: the console page (credentials without values, approvals with approve,
+// deny and revoke buttons, recent activity) from public/local/, with its script and stylesheet at
+// /console.js and /console.css, and the hosted pages' stylesheet and mark, so both look alike. No outside assets: the Content-Security-Policy (page-headers.ts)
 // allows nothing else. The operator token arrives in the URL fragment (never sent to a server or
 // a log) and is kept in sessionStorage for this tab only.
 import type { FastifyInstance } from "fastify";
@@ -11,4 +11,7 @@ export function registerLocalConsole(app: FastifyInstance): void {
   const page = readPage("local/console.html").fill({});
   app.get("/", { schema: pageSchema }, async (_request, reply) => sendPage(reply, "local-console", page));
   registerAssets(app, "local/assets", "/");
+  // One look with the hosted pages: their stylesheet and the mark.
+  registerAssets(app, "assets", "/assets/", ["site.css"]);
+  registerAssets(app, "site", "/", ["mark.svg", "favicon.svg"]);
 }

@@ -119,12 +119,18 @@ export function registerPublicPreflight(app: FastifyInstance, path: string): voi
 /**
  * Serves every file of public/`folder` at `prefix` + its name, one GET (and HEAD) route each, so
  * the route table names every file and anything else is the app's own 404; each also answers a
- * CORS preflight and names a foreign Origin (reflectOrigin).
+ * CORS preflight and names a foreign Origin (reflectOrigin). With `only`, just those files.
  */
-export function registerAssets(app: FastifyInstance, folder: string, prefix: string): void {
+export function registerAssets(
+  app: FastifyInstance,
+  folder: string,
+  prefix: string,
+  only?: readonly string[],
+): void {
   const root = join(PUBLIC_ROOT, folder);
   const files = readdirSync(root, { withFileTypes: true })
     .filter((entry) => entry.isFile() && !entry.name.startsWith("."))
+    .filter((entry) => !only || only.includes(entry.name))
     .map((entry) => ({
       name: entry.name,
       hashed: hashedName(entry.name, readFileSync(join(root, entry.name))),
