@@ -4,7 +4,7 @@
 var POLICY_TEXT = { prompt: "for one call", session: "for 8 hours", item_standing: "until revoked" };
 var DECISIONS = [
   ["prompt", "Approve once"],
-  ["session", "Approve 8 hours"],
+  ["session", "8 hours"],
   ["item_standing", "Always allow"],
 ];
 var lastInbox = "";
@@ -20,10 +20,18 @@ function loadInbox(isBackground) {
       say(count === 1 ? "1 request is waiting in the inbox." : `${count} requests are waiting in the inbox.`);
     }
     waitingCount = count;
-    var snapshot = JSON.stringify(answer);
+    var snapshot = JSON.stringify(answer) + environment;
     if (snapshot === lastInbox) return;
     lastInbox = snapshot;
-    renderInbox(approvals, requests);
+    var here = approvals.filter((g) => inEnvironment(g.environment_id));
+    var asking = requests.filter((n) => inEnvironment(n.environment));
+    elsewhereNote(
+      "inbox-elsewhere",
+      count - here.length - asking.length,
+      "request waiting",
+      "requests waiting",
+    );
+    renderInbox(here, asking);
   });
 }
 /** Redraws the inbox; a focused decision button keeps focus across a background redraw. */
@@ -36,11 +44,21 @@ function renderInbox(approvals, requests) {
   if (again) again.focus();
   else byId("inbox-heading").focus();
 }
+/** The agent by the name it was issued or registered with; its id only as a tooltip. */
+function agentCell(name, id) {
+  var cell = el("td", name || agentName(id));
+  if (id) cell.title = id;
+  return cell;
+}
 function approvalRow(grant) {
-  var label = `${grant.item_name} for ${agentName(grant.agent_id)}`;
+  var label = `${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)}`;
   var decide = el("td", null, "actions-cell");
   DECISIONS.forEach((decision) => {
-    var b = button(decision[1], `${decision[1]}: ${label}`, decision[0] !== "prompt");
+    var b = button(
+      decision[1],
+      `${decision[0] === "session" ? "Approve for 8 hours" : decision[1]}: ${label}`,
+      decision[0] !== "prompt",
+    );
     b.setAttribute("data-key", `${grant.grant_id}:${decision[0]}`);
     b.addEventListener("click", () => {
       act(b, () =>
@@ -51,20 +69,22 @@ function approvalRow(grant) {
     });
     decide.appendChild(b);
   });
-  var revoke = button("Revoke", `Revoke: ${label}`, true);
-  revoke.setAttribute("data-key", `${grant.grant_id}:revoke`);
-  revoke.addEventListener("click", () => {
-    act(revoke, () =>
+  // A pending request is denied (the grant endpoint's revoke); it never becomes usable.
+  var deny = button("Deny", `Deny: ${label}`, true);
+  deny.classList.add("deny");
+  deny.setAttribute("data-key", `${grant.grant_id}:deny`);
+  deny.addEventListener("click", () => {
+    act(deny, () =>
       api("POST", `/api/grants/${enc(grant.grant_id)}/revoke`).then(() =>
-        inboxChanged(`Revoked the request for ${label}.`),
+        inboxChanged(`Denied the request for ${label}.`),
       ),
     );
   });
-  decide.appendChild(revoke);
+  decide.appendChild(deny);
   return row([
     rowHeader(grant.item_name),
     grant.environment_id,
-    agentName(grant.agent_id),
+    agentCell(grant.agent_name, grant.agent_id),
     requestCell(
       grant.call,
       (call, path) =>
@@ -161,7 +181,7 @@ function requestRow(need) {
     need.kind,
     need.suggested_name,
     need.host,
-    agentName(need.client_name || ""),
+    agentCell(need.client_name, need.client_id),
     requestCell(
       need.call,
       () => "Storing the value approves exactly this request once; Always allow: every call.",
@@ -182,7 +202,9 @@ onSubmit(codeForm, () => {
     api("POST", "/api/grants/approve-by-code", { code: code, policy: policy }).then((answer) => {
       field.value = "";
       var grant = answer.grant;
-      say(`Approved ${grant.item_name} for ${agentName(grant.agent_id)} ${POLICY_TEXT[policy]}.`);
+      say(
+        `Approved ${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)} ${POLICY_TEXT[policy]}.`,
+      );
       return loadInbox(false);
     }),
     field,
@@ -197,50 +219,171 @@ window.addEventListener("DOMContentLoaded", () => {
 });
 
 /* ---------- audit ---------- */
-function actorText(actor) {
-  var agent = /^agent:(.+)$/.exec(actor || "");
-  return agent ? `agent ${agentName(agent[1])}` : actor;
+/** Detail keys that mean nothing to a person (internal ids, hashes): never shown or exported. */
+var HIDDEN_DETAIL = /(^|_)(hash|sha256|jti|grant_id)$/;
+/** The actions an operator filters by; the list grows with the actions the events show. */
+var knownActions = {};
+/** The events shown (the filtered view, every page loaded), for the export. */
+var auditEvents = [];
+var auditNext = null;
+function actorText(event) {
+  if (event.actor_name) return event.actor_name;
+  if (event.actor === "system") return "Latch";
+  var client = /^(agent|trusted):(.+)$/.exec(event.actor || "");
+  return client ? agentName(client[2]) : event.actor;
+}
+function actionText(action) {
+  return String(action || "").replace(/_/g, " ");
+}
+/** The event's details a person reads: ids of agents as names, no hashes or internal ids. */
+function readableDetail(detail) {
+  var out = {};
+  Object.keys(detail || {}).forEach((key) => {
+    if (HIDDEN_DETAIL.test(key)) return;
+    var value = detail[key];
+    if (/^(agent_id|client_id)$/.test(key) && typeof value === "string") {
+      out[key.replace(/_id$/, "")] = agentName(value);
+    } else out[key] = value;
+  });
+  return out;
 }
 function detailText(detail) {
-  return Object.keys(detail || {})
+  var readable = readableDetail(detail);
+  return Object.keys(readable)
     .map((key) => {
-      var value = detail[key];
-      return `${key}: ${typeof value === "string" ? value : JSON.stringify(value)}`;
+      var value = readable[key];
+      var text = Array.isArray(value)
+        ? value.join(", ")
+        : typeof value === "string"
+          ? value
+          : JSON.stringify(value);
+      return `${key.replace(/_/g, " ")}: ${text}`;
     })
     .join("; ");
 }
-function loadAudit() {
-  var query = new URLSearchParams();
-  var item = byId("audit-item").value.trim(),
-    client = byId("audit-client")
-      .value.trim()
-      .replace(/^agent:/, "");
-  if (item) query.set("item_name", item);
-  if (client) query.set("client_id", client);
-  var suffix = query.toString();
-  return api("GET", `/api/audit${suffix ? `?${suffix}` : ""}`).then((answer) => {
-    fillTable("events", answer.events.map(eventRow), "events-empty");
-    return answer.events.length;
+/** The filter form's agent choices: every client of the organisation by name. */
+// biome-ignore lint/correctness/noUnusedVariables: console-clients.js calls it whenever the clients change
+function auditClientOptions() {
+  var select = byId("audit-client");
+  var chosen = select.value;
+  var options = [el("option", "Any")];
+  options[0].value = "";
+  issued.forEach((client) => {
+    var option = el("option", `${client.name} (${client.environment})`);
+    option.value = client.client_id;
+    options.push(option);
   });
+  select.replaceChildren.apply(select, options);
+  select.value = chosen;
+}
+function auditActionOptions() {
+  var select = byId("audit-action");
+  var chosen = select.value;
+  var options = [el("option", "Any")];
+  options[0].value = "";
+  Object.keys(knownActions)
+    .sort()
+    .forEach((action) => {
+      var option = el("option", actionText(action));
+      option.value = action;
+      options.push(option);
+    });
+  select.replaceChildren.apply(select, options);
+  select.value = chosen;
+}
+/** The day a date field names, as the instant it starts (local time); `nextDay` for an end. */
+function dayStart(value, nextDay) {
+  if (!value) return "";
+  var day = new Date(`${value}T00:00:00`);
+  if (nextDay) day.setDate(day.getDate() + 1);
+  return Number.isNaN(day.getTime()) ? "" : day.toISOString();
+}
+function auditQuery(before) {
+  var query = new URLSearchParams({ environment: environment });
+  var fields = {
+    client_id: byId("audit-client").value,
+    item_name: byId("audit-item").value.trim(),
+    action: byId("audit-action").value,
+    since: dayStart(byId("audit-since").value, false),
+    until: dayStart(byId("audit-until").value, true),
+    before: before || "",
+  };
+  Object.keys(fields).forEach((key) => {
+    if (fields[key]) query.set(key, fields[key]);
+  });
+  return query.toString();
+}
+/** Loads the first page of the filtered view, or with `isMore` the next older page after it. */
+function loadAudit(isMore) {
+  var clients = issued.length ? Promise.resolve() : loaders.clients();
+  return clients
+    .then(() => api("GET", `/api/audit?${auditQuery(isMore ? auditNext : "")}`))
+    .then((answer) => {
+      auditEvents = isMore ? auditEvents.concat(answer.events) : answer.events;
+      auditNext = answer.next_before;
+      auditEvents.forEach((event) => {
+        knownActions[event.action] = true;
+      });
+      auditActionOptions();
+      fillTable("events", auditEvents.map(eventRow), "events-empty");
+      byId("audit-more-row").hidden = !auditNext;
+      return answer.events.length;
+    });
 }
 function eventRow(event) {
   return row([
     timeCell(event.at),
     event.environment,
-    actorText(event.actor),
-    event.action,
+    actorText(event),
+    actionText(event.action),
     event.item_name,
     event.host,
     event.reason,
-    detailText(event.detail),
+    el("td", detailText(event.detail), "detail"),
   ]);
 }
+/** The view as export rows: the columns the table shows, the details without hidden keys. */
+function exportRows() {
+  return auditEvents.map((event) => ({
+    at: event.at,
+    environment: event.environment,
+    who: actorText(event),
+    actor: event.actor,
+    action: event.action,
+    credential: event.item_name,
+    host: event.host,
+    reason: event.reason,
+    detail: readableDetail(event.detail),
+  }));
+}
+function csvField(value) {
+  var text =
+    value === null || value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value);
+  // A leading = + - @ would be a formula to a spreadsheet: quoted with a ' in front.
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+function exportName(extension) {
+  return `latch-audit-${environment}-${new Date().toISOString().slice(0, 10)}.${extension}`;
+}
+byId("audit-csv").addEventListener("click", () => {
+  var rows = exportRows();
+  var columns = ["at", "environment", "who", "actor", "action", "credential", "host", "reason", "detail"];
+  var lines = [columns.join(",")].concat(rows.map((r) => columns.map((c) => csvField(r[c])).join(",")));
+  downloadText(exportName("csv"), `${lines.join("\r\n")}\r\n`, "text/csv");
+  say(`Exported ${rows.length} events as CSV.`);
+});
+byId("audit-jsonl").addEventListener("click", () => {
+  var rows = exportRows();
+  downloadText(exportName("jsonl"), rows.map((r) => `${JSON.stringify(r)}\n`).join(""), "application/jsonl");
+  say(`Exported ${rows.length} events as JSON Lines.`);
+});
 var auditForm = byId("audit-form");
 onSubmit(auditForm, () => {
   busy(
     auditForm,
-    loadAudit().then((count) => {
-      say(count === 1 ? "1 event." : `${count} events.`);
+    loadAudit(false).then((count) => {
+      say(count === 1 ? "1 event." : `${count} events${auditNext ? " (older ones below)" : ""}.`);
     }),
   );
 });
@@ -248,12 +391,20 @@ byId("audit-clear").addEventListener("click", () => {
   auditForm.reset();
   busy(
     auditForm,
-    loadAudit().then((count) => {
+    loadAudit(false).then((count) => {
       say(`Filters cleared: ${count} events.`);
     }),
   );
 });
-loaders.audit = loadAudit;
+var auditMore = byId("audit-more");
+auditMore.addEventListener("click", () => {
+  act(auditMore, () =>
+    loadAudit(true).then((count) => {
+      say(`${count} older events.`);
+    }),
+  );
+});
+loaders.audit = () => loadAudit(false);
 
 /* ---------- access ---------- */
 function loadAccess() {
@@ -288,11 +439,41 @@ function sessionRow(session) {
   }
   return row([
     rowHeader(session.email),
-    session.user_agent || "Unknown browser",
+    deviceName(session.user_agent),
     timeCell(session.created_at),
     timeCell(session.last_access_at),
     action,
   ]);
+}
+/** A user agent as a person names a device: "Chrome 131 on macOS". */
+function deviceName(agent) {
+  if (!agent) return "Unknown device";
+  var browser =
+    /(Edg|OPR|Firefox|SamsungBrowser)\/(\d+)/.exec(agent) ||
+    /(Chrome|Chromium|CriOS)\/(\d+)/.exec(agent) ||
+    /Version\/(\d+)[^ ]* (?:Mobile\/\S+ )?Safari/.exec(agent);
+  var names = { Edg: "Edge", OPR: "Opera", CriOS: "Chrome", SamsungBrowser: "Samsung Internet" };
+  var browserText = browser
+    ? browser.length === 3
+      ? `${names[browser[1]] || browser[1]} ${browser[2]}`
+      : `Safari ${browser[1]}`
+    : /curl|python|node|go-http|okhttp/i.test(agent)
+      ? agent.split(" ")[0]
+      : "A browser";
+  var os = /iPhone|iPad/.test(agent)
+    ? "iOS"
+    : /Android/.test(agent)
+      ? "Android"
+      : /Mac OS X|Macintosh/.test(agent)
+        ? "macOS"
+        : /Windows/.test(agent)
+          ? "Windows"
+          : /CrOS/.test(agent)
+            ? "ChromeOS"
+            : /Linux/.test(agent)
+              ? "Linux"
+              : "";
+  return os ? `${browserText} on ${os}` : browserText;
 }
 function accessChanged(message) {
   say(message);

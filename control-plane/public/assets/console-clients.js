@@ -23,7 +23,7 @@ function remember(client) {
 }
 // biome-ignore lint/correctness/noUnusedVariables: console-activity.js names agents with it
 function agentName(id) {
-  return clientNames[id] ? `${clientNames[id]} (${id})` : id;
+  return clientNames[id] || id;
 }
 /** The client whose token the token panel shows, if any. */
 var shownClientId = "";
@@ -36,6 +36,9 @@ function showToken(answer) {
   byId("token-trusted").hidden = isModel;
   byId("mcp-url").textContent = isModel ? answer.mcp_url || "" : "";
   byId("mcp-header").textContent = isModel ? `Authorization: Bearer ${answer.token}` : "";
+  byId("mcp-command").textContent = isModel
+    ? `claude mcp add --transport http latch ${answer.mcp_url} --header "Authorization: Bearer ${answer.token}"`
+    : "";
   byId("token-panel").hidden = false;
   byId("token-heading").focus();
 }
@@ -43,6 +46,7 @@ function hideToken() {
   shownClientId = "";
   byId("token-value").textContent = "";
   byId("mcp-header").textContent = "";
+  byId("mcp-command").textContent = "";
   byId("token-panel").hidden = true;
 }
 byId("token-done").addEventListener("click", () => {
@@ -70,8 +74,19 @@ byId("copy-token").addEventListener("click", () => {
     },
   );
 });
+[
+  ["copy-mcp-url", "mcp-url", "MCP URL"],
+  ["copy-mcp-header", "mcp-header", "header"],
+  ["copy-mcp-command", "mcp-command", "command"],
+].forEach((copy) => {
+  byId(copy[0]).addEventListener("click", () => copyText(byId(copy[1]).textContent, copy[2]));
+});
 function renderIssued() {
-  fillTable("issued", issued.map(issuedRow), "issued-empty");
+  var here = issued.filter((client) => inEnvironment(client.environment));
+  byId("issued-empty").textContent = `No clients in ${environment} yet.`;
+  pagedTable("issued", here.map(issuedRow), "issued-empty");
+  elsewhereNote("issued-elsewhere", issued.length - here.length, "client", "clients");
+  auditClientOptions();
 }
 /** Loads every client of the organisation (GET /api/access lists them, without tokens). */
 loaders.clients = () =>
@@ -154,6 +169,7 @@ onSubmit(clientForm, () => {
       remember(answer);
       renderIssued();
       clientForm.reset();
+      defaultEnvironments();
       say(`Issued ${answer.name}. Copy its token now: it is shown only once.`);
       showToken(answer);
     }),
@@ -177,4 +193,4 @@ byId("client-id-revoke").addEventListener("click", () => {
 onSubmit(byId("client-id-form"), () => {
   say("Choose Rotate or Revoke.");
 });
-renderIssued();
+window.addEventListener("DOMContentLoaded", renderIssued);

@@ -102,6 +102,101 @@ function listOf(text) {
   return text.split(/[\s,]+/).filter(Boolean);
 }
 
+/* ---------- pages of a table ---------- */
+var PAGE_SIZE = 25;
+/** The page each paged table shows, by table id; a new search or filter starts again at 0. */
+var pages = {};
+/** Fills a table with one page of `rows` and its pager (Previous, page n of m, Next). */
+function pagedTable(id, rows, emptyId) {
+  var count = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+  var page = Math.min(pages[id] || 0, count - 1);
+  pages[id] = page;
+  fillTable(id, rows.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE), emptyId);
+  var pager = byId(`${id}-pager`);
+  pager.hidden = count < 2;
+  if (count < 2) return pager.replaceChildren();
+  var what = pager.getAttribute("aria-label").replace(/^Pages of /, "");
+  var previous = button("Previous", `Previous page of ${what}`, true);
+  var next = button("Next", `Next page of ${what}`, true);
+  previous.disabled = page === 0;
+  next.disabled = page === count - 1;
+  function go(to, control) {
+    pages[id] = to;
+    pagedTable(id, rows, emptyId);
+    var again = byId(`${id}-pager`).querySelector(`button:nth-of-type(${control === next ? 2 : 1})`);
+    (again && !again.disabled ? again : byId(id)).focus();
+  }
+  previous.addEventListener("click", () => go(page - 1, previous));
+  next.addEventListener("click", () => go(page + 1, next));
+  var where = el("span", `Page ${page + 1} of ${count} (${rows.length} in all)`, "where");
+  pager.replaceChildren(previous, where, next);
+}
+
+/* ---------- organisation and environment ---------- */
+var ENVIRONMENTS = ["staging", "production"];
+/** The environment the console shows: chosen in the header, kept for the next visit. */
+var environment = (() => {
+  var saved = localStorage.getItem("latch.environment");
+  return ENVIRONMENTS.indexOf(saved) >= 0 ? saved : "staging";
+})();
+/** Whether a row of environment `env` shows now; a row of no environment always does. */
+function inEnvironment(env) {
+  return !env || env === environment;
+}
+/** "3 more in production": what the environment switch hides, with a button to show it. */
+function elsewhereNote(id, hiddenCount, one, many) {
+  var note = byId(id);
+  note.hidden = hiddenCount === 0;
+  if (!hiddenCount) return note.replaceChildren();
+  var other = ENVIRONMENTS.filter((e) => e !== environment)[0];
+  var show = button(`Show ${other}`, null, true);
+  show.addEventListener("click", () => switchEnvironment(other, true));
+  note.replaceChildren(`${hiddenCount} more ${hiddenCount === 1 ? one : many} in ${other}. `, show);
+}
+/** Forms that create something start in the environment the console shows. */
+function defaultEnvironments() {
+  ["item-environment", "client-environment"].forEach((id) => {
+    byId(id).value = environment;
+  });
+}
+var envSwitch = byId("env-switch");
+function switchEnvironment(to, shouldFocus) {
+  environment = to;
+  envSwitch.value = to;
+  localStorage.setItem("latch.environment", to);
+  document.body.setAttribute("data-environment", to);
+  defaultEnvironments();
+  Object.keys(pages).forEach((id) => {
+    pages[id] = 0;
+  });
+  say(`Showing ${to}.`);
+  if (loaders[currentSection]) loaders[currentSection]().catch(fail);
+  if (currentSection !== "inbox" && loaders.inbox) loaders.inbox().catch(fail);
+  if (shouldFocus) byId(`${currentSection}-heading`).focus();
+}
+envSwitch.value = environment;
+document.body.setAttribute("data-environment", environment);
+envSwitch.addEventListener("change", () => switchEnvironment(envSwitch.value, false));
+var orgSwitch = byId("org-switch");
+function showOrganisations(me) {
+  var options = (me.organisations || []).map((o) => {
+    var option = el("option", o.role === "owner" ? o.name : `${o.name} (${o.role})`);
+    option.value = o.id;
+    option.selected = Boolean(me.organisation && me.organisation.id === o.id);
+    return option;
+  });
+  orgSwitch.replaceChildren.apply(orgSwitch, options);
+}
+orgSwitch.addEventListener("change", () => {
+  var name = orgSwitch.options[orgSwitch.selectedIndex].textContent;
+  act(orgSwitch, () =>
+    api("POST", "/api/orgs/switch", { organisation_id: orgSwitch.value }).then(() => {
+      say(`Switched to ${name}.`);
+      location.reload();
+    }),
+  );
+});
+
 /* ---------- sections ---------- */
 var SECTIONS = ["vault", "clients", "inbox", "audit", "access"];
 /** Each section's loader (returns a promise), called whenever the section is shown. */
@@ -154,6 +249,8 @@ function showAccount(me) {
     return;
   }
   byId("email").textContent = me.email;
+  byId("header-email").textContent = me.email;
+  showOrganisations(me);
   byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
   byId("backup-left").textContent = String(me.backup_codes_remaining);
   if (me.backup_codes_remaining < 3) {
@@ -183,11 +280,32 @@ var editOpener = null;
 function itemLabel(item) {
   return `${item.name} (${item.environment})`;
 }
+/** Every credential of the organisation; the table shows the environment's, filtered by the search. */
+var allItems = [];
 function loadItems() {
   return api("GET", "/api/items").then((answer) => {
-    fillTable("items", answer.items.map(itemRow), "items-empty");
+    allItems = answer.items;
+    renderItems();
   });
 }
+function matchesSearch(item, query) {
+  var words = [item.name, item.folder_name || ""].concat(item.allowed_hosts);
+  return !query || words.some((word) => word.toLowerCase().indexOf(query) >= 0);
+}
+function renderItems() {
+  var query = byId("items-search").value.trim().toLowerCase();
+  var here = allItems.filter((item) => inEnvironment(item.environment));
+  var shown = here.filter((item) => matchesSearch(item, query));
+  byId("items-empty").textContent = query
+    ? "No credential matches the search."
+    : `No credentials in ${environment} yet. Add one below.`;
+  pagedTable("items", shown.map(itemRow), "items-empty");
+  elsewhereNote("items-elsewhere", allItems.length - here.length, "credential", "credentials");
+}
+byId("items-search").addEventListener("input", () => {
+  pages.items = 0;
+  renderItems();
+});
 /** Connect a user account for an app credential (any provider, Stripe included), from the Vault. */
 function vaultConnectButton(item) {
   var connect = button(
@@ -240,6 +358,7 @@ function itemRow(item) {
     rowHeader(item.name),
     item.environment,
     item.kind,
+    item.folder_name,
     item.allowed_hosts.join(", "),
     inject,
     `…${item.last4}`,
@@ -362,6 +481,7 @@ onSubmit(addForm, () => {
     stored.then(
       (answer) => {
         addForm.reset();
+        defaultEnvironments();
         say(`Stored ${itemLabel(answer.item)}. Its value ends in ${answer.item.last4}.`);
         name.focus();
         return loadItems();
@@ -382,6 +502,7 @@ window.addEventListener("hashchange", () => {
 });
 window.addEventListener("DOMContentLoaded", () => {
   api("GET", "/api/auth/me").then(showAccount, fail);
+  defaultEnvironments();
   announceConnect();
   route(false);
 });

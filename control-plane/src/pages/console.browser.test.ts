@@ -6,6 +6,7 @@
 // access section (revoke one session, sign out the others). Screenshots go to
 // test-artifacts/browser/console-*.png. Needs Debian's chromium: skipped without it, except on CI.
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import * as OTPAuth from "otpauth";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -130,12 +131,21 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await expect
       .poll(() => statusOf(page), SOON)
       .toBe("Stored OTHER_KEY (production). Its value ends in 99f0.");
+    // The console shows one environment at a time (staging first): the production credential is
+    // counted, and one click away.
     const rows = page.locator("#items tbody tr");
-    await expect.poll(() => rows.count()).toBe(2);
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await page.locator("#items-elsewhere").textContent()).toBe(
+      "1 more credential in production. Show production",
+    );
+    await page.locator("#items-elsewhere").getByRole("button", { name: "Show production" }).click();
+    expect(await page.locator("#env-switch").inputValue()).toBe("production");
+    await expect.poll(() => rows.count()).toBe(1);
     const otherRow = rows.filter({ hasText: "OTHER_KEY" });
     expect(await otherRow.locator("td").allTextContents()).toEqual([
       "production",
       "secret",
+      "—",
       "a.example.test, b.example.test",
       "header:X-Api-Key",
       "…99f0",
@@ -151,7 +161,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await edit.getByRole("button", { name: "Save changes" }).click();
     await expect.poll(() => statusOf(page), SOON).toBe("Saved OTHER_KEY (production).");
     await expect
-      .poll(() => otherRow.locator("td").nth(2).textContent())
+      .poll(() => otherRow.locator("td").nth(3).textContent())
       .toBe("c.example.test, d.example.test");
     expect(await edit.isHidden()).toBe(true);
     await page.getByRole("button", { name: "Delete OTHER_KEY (production)" }).click();
@@ -160,7 +170,36 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await shot(page, "01-vault-confirm-delete");
     await page.getByRole("button", { name: "Delete for good" }).click();
     await expect.poll(() => statusOf(page), SOON).toBe("Deleted OTHER_KEY (production).");
+    await expect.poll(() => rows.count()).toBe(0);
+    // The switch is remembered for the next visit; back to staging for the rest.
+    await page.reload();
+    expect(await page.locator("#env-switch").inputValue()).toBe("production");
+    await page.locator("#env-switch").selectOption("staging");
     await expect.poll(() => rows.count()).toBe(1);
+    expect(await add.getByLabel("Environment").inputValue()).toBe("staging");
+
+    // The search finds credentials by name, host or folder.
+    await add.getByLabel("Name", { exact: true }).fill("FOLDERED_KEY");
+    await value.fill(OTHER);
+    await add.getByLabel("Allowed hosts").fill("files.example.test");
+    await add.getByLabel("Folder (optional)").fill("billing");
+    await add.getByRole("button", { name: "Add credential" }).click();
+    await expect.poll(() => rows.count(), SOON).toBe(2);
+    const search = page.getByLabel("Search credentials");
+    for (const [query, names] of [
+      ["billing", ["FOLDERED_KEY"]],
+      ["api.latch", ["API_KEY"]],
+      ["key", ["API_KEY", "FOLDERED_KEY"]],
+      ["nothing-like-it", []],
+    ] as const) {
+      await search.fill(query);
+      await expect.poll(() => rows.locator("th").allTextContents()).toEqual([...names].sort());
+    }
+    expect(await page.locator("#items-empty").textContent()).toBe("No credential matches the search.");
+    await search.fill("");
+    await page.getByRole("button", { name: "Delete FOLDERED_KEY (staging)" }).click();
+    await page.getByRole("button", { name: "Delete for good" }).click();
+    await expect.poll(() => rows.count(), SOON).toBe(1);
 
     // Rotate API_KEY: the form asks for the new value; only the new last four show.
     await page.getByRole("button", { name: "Rotate API_KEY (staging)" }).click();
@@ -172,7 +211,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await expect
       .poll(() => statusOf(page), SOON)
       .toBe("Rotated API_KEY (staging). The new value ends in c0d7.");
-    await expect.poll(() => rows.first().locator("td").nth(4).textContent()).toBe("…c0d7");
+    await expect.poll(() => rows.first().locator("td").nth(5).textContent()).toBe("…c0d7");
     const vaultHtml = await page.content();
     for (const secret of [SECRET, ROTATED, OTHER]) expect(vaultHtml).not.toContain(secret);
     await shot(page, "02-vault");
@@ -192,6 +231,15 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await page.locator("#mcp-header").textContent()).toBe(`Authorization: Bearer ${token}`);
     expect(await page.locator("#token-mcp").textContent()).toContain("Configure your MCP client");
     expect(await page.locator(":focus").getAttribute("id")).toBe("token-heading");
+    expect(await page.locator("#mcp-command").textContent()).toBe(
+      `claude mcp add --transport http latch ${base}/mcp --header "Authorization: Bearer ${token}"`,
+    );
+    await page.getByRole("button", { name: "Copy URL" }).click();
+    await expect.poll(() => statusOf(page)).toBe("Copied MCP URL.");
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(mcpUrl);
+    await page.getByRole("button", { name: "Copy command" }).click();
+    await expect.poll(() => statusOf(page)).toBe("Copied command.");
+    expect(await page.evaluate("navigator.clipboard.readText()")).toContain("claude mcp add");
     await page.getByRole("button", { name: "Copy token" }).click();
     await expect.poll(() => statusOf(page)).toMatch(/^Token copied|^The token is selected/);
     if ((await statusOf(page))!.startsWith("Token copied")) {
@@ -224,7 +272,15 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     const approvals = page.locator("#approvals tbody tr");
     await expect.poll(() => approvals.count(), SOON).toBe(1);
     expect(await approvals.first().locator("th").textContent()).toBe("API_KEY");
-    expect(await approvals.first().locator("td").nth(1).textContent()).toBe(`console agent (${clientId})`);
+    // By the name it was issued with, never a bare cli_ id (the id is only the cell's tooltip).
+    expect(await approvals.first().locator("td").nth(1).textContent()).toBe("console agent");
+    expect(await approvals.first().locator("td").nth(1).getAttribute("title")).toBe(clientId);
+    expect(await approvals.first().locator("td.actions-cell button").allTextContents()).toEqual([
+      "Approve once",
+      "8 hours",
+      "Always allow",
+      "Deny",
+    ]);
     expect(await page.locator("#inbox-count").textContent()).toBe("(1)");
     // The row shows the exact request the approval is for (DECISIONS "Approvals").
     const requestCell = approvals.first().locator("td.request-cell");
@@ -241,9 +297,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await codeField.getAttribute("aria-invalid")).toBe("true");
     await codeField.fill(approvalCode);
     await codeField.press("Enter");
-    await expect
-      .poll(() => statusOf(page), SOON)
-      .toBe(`Approved API_KEY for console agent (${clientId}) for one call.`);
+    await expect.poll(() => statusOf(page), SOON).toBe("Approved API_KEY for console agent for one call.");
     await expect.poll(() => approvals.count()).toBe(0);
     await shot(page, "05-approved-by-code");
 
@@ -252,13 +306,17 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(answer.body).toContain("Bearer [redacted]");
     expect(JSON.stringify(answer)).not.toContain(ROTATED);
 
-    // The one-call approval is spent: the next call waits again; "Approve 8 hours" covers the rest.
+    // The one-call approval is spent: the next call waits again. Denied, it never runs.
     expect((await call()).status).toBe("pending");
     await expect.poll(() => approvals.count(), SOON).toBe(1);
-    await page.getByRole("button", { name: "Approve 8 hours: API_KEY for console agent" }).click();
-    await expect
-      .poll(() => statusOf(page), SOON)
-      .toBe(`Approved API_KEY for console agent (${clientId}) for 8 hours.`);
+    await page.getByRole("button", { name: "Deny: API_KEY for console agent" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Denied the request for API_KEY for console agent.");
+    await expect.poll(() => approvals.count()).toBe(0);
+    // "8 hours" covers the calls that follow.
+    expect((await call()).status).toBe("pending");
+    await expect.poll(() => approvals.count(), SOON).toBe(1);
+    await page.getByRole("button", { name: "Approve for 8 hours: API_KEY for console agent" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Approved API_KEY for console agent for 8 hours.");
     expect((await call()).origin_status).toBe(200);
     expect((await call()).origin_status).toBe(200);
 
@@ -298,25 +356,59 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await expect.poll(() => events.count(), SOON).toBeGreaterThan(0);
     const audit = page.locator("#audit-form");
     await audit.getByLabel("Credential name").fill("API_KEY");
-    await audit.getByLabel("Client ID").fill(clientId);
+    await audit.getByLabel("Agent or client").selectOption(clientId);
     await audit.getByRole("button", { name: "Show events" }).click();
     await expect.poll(() => statusOf(page), SOON).toMatch(/^\d+ events\.$/);
-    const calls = events.filter({ hasText: "http_request" });
+    const calls = events.filter({ hasText: "http request" });
     expect(await calls.count()).toBeGreaterThanOrEqual(3);
     const cells = await calls.first().locator("td").allTextContents();
-    expect(cells.slice(1, 5)).toEqual([
-      "staging",
-      `agent console agent (${clientId})`,
-      "http_request",
-      "API_KEY",
-    ]);
+    expect(cells.slice(1, 5)).toEqual(["staging", "console agent", "http request", "API_KEY"]);
     for (const actor of await events.locator("td:nth-child(3)").allTextContents()) {
-      expect(actor).toBe(`agent console agent (${clientId})`);
+      expect(actor).toBe("console agent");
     }
+    // No internal ids or hashes in what a person reads.
+    const auditText = (await page.locator("#events").textContent())!;
+    expect(auditText).not.toMatch(/grt_|jti|_hash|cli_/);
+    await audit.getByLabel("Action").selectOption("grant_requested");
+    await audit.getByRole("button", { name: "Show events" }).click();
+    await expect
+      .poll(() => events.locator("td:nth-child(4)").allTextContents(), SOON)
+      .toEqual(expect.arrayContaining(["grant requested"]));
+    expect(new Set(await events.locator("td:nth-child(4)").allTextContents())).toEqual(
+      new Set(["grant requested"]),
+    );
     await shot(page, "06-audit");
+
+    // The filtered view exports as CSV and as JSON Lines, with the same names and no ids.
+    const [csv] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export CSV" }).click(),
+    ]);
+    expect(csv.suggestedFilename()).toMatch(/^latch-audit-staging-\d{4}-\d{2}-\d{2}\.csv$/);
+    const csvText = readFileSync((await csv.path())!, "utf8");
+    const csvLines = csvText.trimEnd().split("\r\n");
+    expect(csvLines[0]).toBe("at,environment,who,actor,action,credential,host,reason,detail");
+    expect(csvLines.length).toBe((await events.count()) + 1);
+    expect(csvLines[1]).toContain(",console agent,");
+    const [jsonl] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Export JSON Lines" }).click(),
+    ]);
+    const exported = readFileSync((await jsonl.path())!, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(exported.length).toBe(await events.count());
+    expect(exported[0]).toMatchObject({
+      who: "console agent",
+      action: "grant_requested",
+      credential: "API_KEY",
+    });
+    expect(JSON.stringify(exported)).not.toMatch(/grant_id|_hash|jti/);
+    await audit.getByLabel("Action").selectOption("");
     await audit.getByRole("button", { name: "Clear filters" }).click();
     await expect.poll(() => statusOf(page), SOON).toMatch(/^Filters cleared: \d+ events\.$/);
-    expect(await events.filter({ hasText: "item_rotated" }).count()).toBe(1);
+    expect(await events.filter({ hasText: "item rotated" }).count()).toBe(1);
 
     const finalHtml = await page.content();
     for (const secret of [SECRET, ROTATED, OTHER, token]) expect(finalHtml).not.toContain(secret);

@@ -56,7 +56,7 @@ describe("pages", () => {
     const page = readPage("pages/approve-result.html", ["heading", "sentence"]);
     const html = page.fill({ heading: "<b>{{sentence}}</b>", sentence: `"x" & 'y'` });
     expect(html).toContain("<h1>&lt;b&gt;{{sentence}}&lt;/b&gt;</h1>");
-    expect(html).toContain("<title>&lt;b&gt;{{sentence}}&lt;/b&gt; — Latch</title>");
+    expect(html).toContain("<title>&lt;b&gt;{{sentence}}&lt;/b&gt; · Latch</title>");
     expect(html).toContain('<p role="status">&quot;x&quot; &amp; &#39;y&#39;</p>');
   });
 

@@ -99,7 +99,11 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
     await page.getByRole("link", { name: "Continue to console" }).click();
     await page.waitForURL(`${base}/console`);
     const heading = page.getByRole("heading", { level: 1 });
-    expect(await heading.textContent()).toBe(`Hello, ${email}`);
+    expect(await heading.textContent()).toBe(`Console of ${email}`);
+    expect(await page.locator("#header-email").textContent()).toBe(email);
+    await expect
+      .poll(() => page.locator("#org-switch option:checked").textContent())
+      .toBe(`${email.split("@")[0]}'s organisation`);
     expect(await page.locator("#organisation").textContent()).toBe(`${email.split("@")[0]}'s organisation`);
     await expect.poll(() => page.locator("#backup-left").textContent()).toBe("10");
     await shot(page, "05-console");

@@ -133,10 +133,10 @@ describe("where each page sends each sign-in state", () => {
     expect(await landing(b.ready, "/sign-in")).toBe("page");
   });
 
-  it("greets a ready operator by email with the organisation in the console shell", async () => {
+  it("names a ready operator by email with the organisation in the console shell", async () => {
     const { ready, email } = await browsersInEachState();
     const page = await ready.request("GET", "/console");
-    expect(page.body).toContain(`Hello, <span id="email">${email}</span>`);
+    expect(page.body).toContain(`Console of <span id="email">${email}</span>`);
     expect(page.body).toContain(`${email.split("@")[0]}&#39;s organisation`);
     expect(page.body).toMatch(/id="backup-left">10</);
     expect(page.body).toMatch(/<script src="\/assets\/console\.[0-9a-f]{12}\.js"><\/script>/);
