@@ -220,7 +220,7 @@ window.addEventListener("DOMContentLoaded", () => {
 
 /* ---------- audit ---------- */
 /** Detail keys that mean nothing to a person (internal ids, hashes): never shown or exported. */
-var HIDDEN_DETAIL = /(^|_)(hash|sha256|jti|grant_id)$/;
+var HIDDEN_DETAIL = /(^|_)(hash|sha256|jti|grant_id)$|^tool_id$/;
 /** The actions an operator filters by; the list grows with the actions the events show. */
 var knownActions = {};
 /** The events shown (the filtered view, every page loaded), for the export. */
@@ -457,9 +457,8 @@ function deviceName(agent) {
     ? browser.length === 3
       ? `${names[browser[1]] || browser[1]} ${browser[2]}`
       : `Safari ${browser[1]}`
-    : /curl|python|node|go-http|okhttp/i.test(agent)
-      ? agent.split(" ")[0]
-      : "A browser";
+    : // Not a browser (a script, a command line): its own first word, as it names itself.
+      agent.split(/[\s/]/)[0].slice(0, 40) || "Unknown device";
   var os = /iPhone|iPad/.test(agent)
     ? "iOS"
     : /Android/.test(agent)

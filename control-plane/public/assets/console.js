@@ -197,6 +197,20 @@ orgSwitch.addEventListener("change", () => {
   );
 });
 
+var orgForm = byId("org-form");
+onSubmit(orgForm, () => {
+  var name = byId("org-name");
+  if (!name.value.trim()) return refuse(name, "Give the organisation a name.");
+  busy(
+    orgForm,
+    api("POST", "/api/orgs", { name: name.value.trim() }).then((answer) => {
+      say(`Created ${answer.organisation.name}.`);
+      location.reload();
+    }),
+    name,
+  );
+});
+
 /* ---------- sections ---------- */
 var SECTIONS = ["vault", "clients", "inbox", "audit", "access"];
 /** Each section's loader (returns a promise), called whenever the section is shown. */

@@ -462,12 +462,19 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await page.locator("#token-panel").isHidden()).toBe(true);
     expect(await resolve(second)).toBe(401);
 
-    // Two more sessions of the same operator, signed in over the API.
+    // Two more sessions of the same operator, signed in over the API, one from an iPhone.
+    const IPHONE =
+      "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
     const others: ApiBrowser[] = [];
     for (let i = 0; i < 2; i++) {
       const other = new ApiBrowser(h.app, base);
       await other.request("POST", "/api/auth/otp/send", { email });
-      await other.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+      await other.request(
+        "POST",
+        "/api/auth/otp/verify",
+        { email, otp: lastCodeFor(h.inbox, email) },
+        i === 0 ? { "user-agent": IPHONE } : {},
+      );
       h.clock.advance(31_000);
       const verified = await other.request("POST", "/api/auth/totp/verify", {
         code: totp.generate({ timestamp: h.clock.now.getTime() }),
@@ -482,6 +489,14 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await expect.poll(() => sessions.count(), SOON).toBe(3);
     expect(await sessions.filter({ hasText: "This session" }).count()).toBe(1);
     expect(await page.locator("#operators tbody tr th").allTextContents()).toEqual([email]);
+    // Devices as a person names them, from the user agent each session signed in with (the API
+    // session without one is named by the test client's own agent string).
+    const devices = await sessions.locator("td:nth-child(2)").allTextContents();
+    expect(devices).toEqual(expect.arrayContaining(["Safari 17 on iOS", "lightMyRequest"]));
+    expect(
+      devices.some((d) => /^Chrome \d+ on Linux$/.test(d)),
+      devices.join(", "),
+    ).toBe(true);
     await shot(page, "08-access");
 
     // Revoke one session by its button (never offered on the current one).
@@ -502,6 +517,51 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await page.getByRole("button", { name: "Sign out all other sessions" }).isDisabled()).toBe(true);
     expect(await Promise.all(others.map(meOf))).toEqual([401, 401]);
     await shot(page, "09-access-after");
+
+    // A second organisation: created from Access, the session moves into it; the switcher in
+    // the top bar moves it back.
+    const firstOrg = (await page.locator("#organisation").textContent())!;
+    await page.locator("#org-form").getByLabel("Name").fill("Second org");
+    await page.getByRole("button", { name: "Create and switch to it" }).click();
+    await expect
+      .poll(() => page.locator("#org-switch option:checked").textContent(), SOON)
+      .toBe("Second org");
+    expect(await page.locator("#org-switch option").allTextContents()).toEqual(
+      expect.arrayContaining([firstOrg, "Second org"]),
+    );
+    expect(await page.locator("#organisation").textContent()).toBe("Second org");
+    await page.locator("#org-switch").selectOption({ label: firstOrg });
+    await expect.poll(() => page.locator("#organisation").textContent(), SOON).toBe(firstOrg);
+
+    // Thirty credentials: pages of 25 with Previous and Next.
+    await page.goto(`${base}/console#vault`);
+    await page.evaluate(() =>
+      Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          // The console's own api() (common.js): the session cookie and the CSRF header.
+          (window as unknown as { api: (m: string, p: string, b: unknown) => Promise<unknown> }).api(
+            "POST",
+            "/api/items",
+            {
+              name: `BULK_${String(i).padStart(2, "0")}`,
+              value: `bulk-value-${i}-xyz`,
+              environment: "staging",
+              allowed_hosts: ["bulk.example.test"],
+            },
+          ),
+        ),
+      ),
+    );
+    await page.reload();
+    const itemRows = page.locator("#items tbody tr");
+    await expect.poll(() => itemRows.count(), SOON).toBe(25);
+    const pager = page.getByRole("navigation", { name: "Pages of credentials" });
+    expect(await pager.locator(".where").textContent()).toBe("Page 1 of 2 (30 in all)");
+    expect(await pager.getByRole("button", { name: "Previous page of credentials" }).isDisabled()).toBe(true);
+    await pager.getByRole("button", { name: "Next page of credentials" }).click();
+    await expect.poll(() => itemRows.count()).toBe(5);
+    expect(await itemRows.locator("th").last().textContent()).toBe("BULK_29");
+    await shot(page, "10-vault-page-2");
 
     expect(await page.content()).not.toContain(second);
     expect(problems).toEqual([]);

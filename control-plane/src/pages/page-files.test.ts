@@ -25,7 +25,7 @@ describe("page headers", () => {
     expect(pageHeaders("collect")["content-security-policy"]).toBe(strict);
     expect(pageHeaders("local-console")["content-security-policy"]).toBe(strict);
     expect(pageHeaders("approval-result")["content-security-policy"]).toBe(
-      "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'none'; connect-src 'none'; " +
+      "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; connect-src 'none'; " +
         "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     );
     for (const kind of ["account", "collect", "local-console", "approval-result"] as const) {

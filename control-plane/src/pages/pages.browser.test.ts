@@ -2,11 +2,12 @@
 // hosted plane on a real port: the page scripts, the CSP, cookies and CSRF header, the QR and the
 // setup key, backup codes, and the error messages in the status region. Screenshots of each step
 // go to test-artifacts/browser/. Needs Debian's chromium: skipped without it, except on CI.
+import { readFileSync } from "node:fs";
 import * as OTPAuth from "otpauth";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
-import { type HostedHarness, lastCodeFor, uniqueEmail } from "../../test/hosted.ts";
+import { type HostedHarness, lastCodeFor, signUpOperator, uniqueEmail } from "../../test/hosted.ts";
 
 describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
   let rig: BrowserRig | undefined;
@@ -25,7 +26,11 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
 
   /** A new page that records script errors and anything the CSP refused. */
   async function openPage(): Promise<{ page: Page; problems: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
+    const context = await browser.newContext({
+      viewport: { width: 900, height: 900 },
+      acceptDownloads: true,
+    });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
     const page = await context.newPage();
     const problems: string[] = [];
     page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
@@ -94,6 +99,25 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
     expect(await page.locator("#setup").isHidden()).toBe(true);
     expect(await page.locator(":focus").getAttribute("id")).toBe("backup-heading");
     await shot(page, "04-backup-codes");
+    // The codes go where the operator keeps them: the clipboard, a text file, or paper.
+    await page.getByRole("button", { name: "Copy codes" }).click();
+    await expect.poll(() => page.locator("#status").textContent()).toBe("Copied backup codes.");
+    const copied = (await page.evaluate("navigator.clipboard.readText()")) as string;
+    for (const code of codes) expect(copied).toContain(code);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download as a text file" }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("latch-backup-codes.txt");
+    const saved = readFileSync((await download.path())!, "utf8");
+    expect(saved.split("\n").filter((line) => codes.includes(line))).toEqual(codes);
+    expect(saved).toContain(email);
+    // Printed, the page shows the codes and not the buttons around them.
+    await page.emulateMedia({ media: "print" });
+    expect(await page.locator("#backup-codes").isVisible()).toBe(true);
+    expect(await page.getByRole("button", { name: "Print" }).isVisible()).toBe(false);
+    expect(await page.locator("header.site").isVisible()).toBe(false);
+    await page.emulateMedia({ media: "screen" });
 
     // The console greets the operator and names the organisation.
     await page.getByRole("link", { name: "Continue to console" }).click();
@@ -107,6 +131,9 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
     expect(await page.locator("#organisation").textContent()).toBe(`${email.split("@")[0]}'s organisation`);
     await expect.poll(() => page.locator("#backup-left").textContent()).toBe("10");
     await shot(page, "05-console");
+    // The session lasts until sign-out or revoke (spec 8): its cookie outlives a browser restart.
+    const session = (await page.context().cookies()).find((c) => c.name === "latch_session");
+    expect(session?.expires).toBeGreaterThan(Date.now() / 1000 + 300 * 24 * 3600);
 
     // Reloading the enrol page now asks for a current code before a new authenticator.
     await page.goto(`${base}/enroll-totp`);
@@ -143,6 +170,71 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
     await expect.poll(() => page.locator("#backup-left").textContent()).toBe("9");
     await shot(page, "09-console-again");
 
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  it("opens an approval link signed out: says why, signs in, and lands back on the approval", async () => {
+    const { browser: operator, email, totp } = await signUpOperator(h, { label: "link", origin: base });
+    const stored = await operator.request("POST", "/api/items", {
+      name: "LINK_KEY",
+      value: "link_secret_value_0123456789",
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+    });
+    expect(stored.statusCode, stored.body).toBe(201);
+    const client = (
+      await operator.request("POST", "/api/clients/model", { name: "release bot", environment: "staging" })
+    ).json();
+    const asked = await fetch(`${base}/api/grants/request`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${client.token}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        item_name: "LINK_KEY",
+        method: "POST",
+        host: "api.latch.test",
+        path: "/v1/deploys",
+      }),
+    });
+    expect(asked.status).toBe(201);
+    // The mail is quoted-printable: soft line breaks and =3D undone.
+    const mail = h.inbox.mails
+      .filter((m) => m.to === email)
+      .at(-1)!
+      .raw.replace(/=\r?\n/g, "")
+      .replace(/=3D/g, "=");
+    const link = /https?:\/\/\S+\/approve\?token=[A-Za-z0-9_-]+/.exec(mail)?.[0];
+    expect(link, mail).toBeDefined();
+
+    const { page, problems } = await openPage();
+    await page.goto(link!.replace(/^https?:\/\/[^/]+/, base));
+    await page.waitForURL(/\/sign-in\?return_to=/);
+    expect(await page.locator("#return-reason").textContent()).toBe(
+      "Sign in to approve the request an agent is waiting on. You will land back on it.",
+    );
+    await shot(page, "10-approval-link-sign-in");
+    const before = mailsTo(email);
+    await page.getByLabel("Email address").fill(email);
+    await page.getByRole("button", { name: "Email me a code" }).click();
+    await page.getByLabel("8-digit code from the email").fill(await nextCode(email, before));
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(/\/verify-totp/);
+    expect(await page.locator("#return-reason").isVisible()).toBe(true);
+    h.clock.advance(31_000);
+    await page
+      .getByLabel("Code from your authenticator app, or a backup code")
+      .fill(totp.generate({ timestamp: h.clock.now.getTime() }));
+    await page
+      .getByRole("button", { name: /verify|continue|sign in/i })
+      .first()
+      .click();
+    await page.waitForURL(/\/approve\?token=/);
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Approved");
+    expect(await page.getByRole("status").textContent()).toMatch(/^release bot may use LINK_KEY /);
+    expect(await page.locator("header.site a.brand").isVisible()).toBe(true);
+    await shot(page, "11-approval-link-approved");
+    const grants = (await operator.request("GET", "/api/grants")).json().grants;
+    expect(grants.find((g: { item_name: string }) => g.item_name === "LINK_KEY")?.status).toBe("active");
     expect(problems).toEqual([]);
     await page.context().close();
   }, 120_000);
