@@ -539,7 +539,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
       Promise.all(
         Array.from({ length: 30 }, (_, i) =>
           // The console's own api() (common.js): the session cookie and the CSRF header.
-          (window as unknown as { api: (m: string, p: string, b: unknown) => Promise<unknown> }).api(
+          (globalThis as unknown as { api: (m: string, p: string, b: unknown) => Promise<unknown> }).api(
             "POST",
             "/api/items",
             {
