@@ -79,7 +79,7 @@ describe("human log lines (a terminal)", () => {
       `${JSON.stringify({ level: 30, time: Date.UTC(2026, 0, 1, 12, 4, 31), pid: 1, hostname: "h", msg: "request completed", req: { method: "GET", path: "/api/items" }, res: { status: 200 } })}\n`,
     );
     expect(line).toMatch(
-      /^\d\d:\d\d:\d\d INFO  request completed req\.method=GET req\.path=\/api\/items res\.status=200\n$/,
+      /^\d\d:\d\d:\d\d INFO {2}request completed req\.method=GET req\.path=\/api\/items res\.status=200\n$/,
     );
     expect(line).not.toContain("{");
     expect(line).not.toContain("hostname");
