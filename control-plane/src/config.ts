@@ -12,16 +12,31 @@ const optionalText = z
 export const ENVIRONMENTS = ["staging", "production"] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
+/** A TCP port, with the sentence a person reads when it is not one. */
+const port = (fallback: number) => {
+  const error = "must be a port number from 0 to 65535";
+  return z.coerce.number({ error }).int({ error }).min(0, { error }).max(65535, { error }).default(fallback);
+};
+
+const notEmpty = { error: "must not be empty" };
+const milliseconds = "must be a number of milliseconds from 0 to 600000";
+
 const schema = z.object({
-  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  NODE_ENV: z
+    .enum(["development", "production", "test"], { error: "must be development, production or test" })
+    .default("development"),
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
+      error: "must be one of fatal, error, warn, info, debug, trace, silent",
+    })
+    .default("info"),
   BASE_URL: z
     .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
     .default("http://localhost:8787")
     .transform((v) => v.replace(/\/+$/, "")),
-  HOST: z.string().min(1).default("127.0.0.1"),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8787),
-  DATA_DIR: z.string().min(1).default("./.latch"),
+  HOST: z.string().min(1, notEmpty).default("127.0.0.1"),
+  PORT: port(8787),
+  DATA_DIR: z.string().min(1, notEmpty).default("./.latch"),
   DATABASE_URL: optionalText.pipe(
     z
       .string()
@@ -33,7 +48,9 @@ const schema = z.object({
     .string()
     .default(ENVIRONMENTS.join(","))
     .transform((v) => v.split(",").map((e) => e.trim()))
-    .pipe(z.array(z.enum(ENVIRONMENTS)).min(1)),
+    .pipe(
+      z.array(z.enum(ENVIRONMENTS, { error: "must be staging, production or both, comma-separated" })).min(1),
+    ),
   SMTP_URL: optionalText.pipe(
     z
       .string()
@@ -63,9 +80,14 @@ const schema = z.object({
   KEK_KEYRING_FILE: optionalText,
   OAUTH_JWKS_FILE: optionalText,
   /** How long SIGTERM waits for requests in flight before the process exits anyway. */
-  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(40_000),
-  EGRESS_PORT: z.coerce.number().int().min(0).max(65535).default(50051),
-  EGRESS_AUDIENCE: z.string().min(1).default("latch-egress"),
+  SHUTDOWN_TIMEOUT_MS: z.coerce
+    .number({ error: milliseconds })
+    .int({ error: milliseconds })
+    .min(0, { error: milliseconds })
+    .max(600_000, { error: milliseconds })
+    .default(40_000),
+  EGRESS_PORT: port(50051),
+  EGRESS_AUDIENCE: z.string().min(1, notEmpty).default("latch-egress"),
   EGRESS_CLIENT_TLS_CA: optionalText,
   EGRESS_CLIENT_TLS_CERT: optionalText,
   EGRESS_CLIENT_TLS_KEY: optionalText,
@@ -84,31 +106,50 @@ export type ControlPlaneConfig = Readonly<
   Omit<z.infer<typeof schema>, "LATCH_ENVIRONMENTS"> & { LATCH_ENVIRONMENTS: readonly Environment[] }
 >;
 
+/**
+ * A configuration the process cannot start with. Its message is one sentence for the person who
+ * set the environment, naming every bad variable and never echoing a value (DATABASE_URL and
+ * SMTP_URL can hold passwords).
+ */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(problems: readonly string[]) {
+    super(`Latch cannot start: ${problems.join("; ")}.`);
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): ControlPlaneConfig {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
-    throw new Error(`invalid control plane configuration:\n  ${problems.join("\n  ")}`);
+    // One problem per variable, named by the variable alone (not LATCH_ENVIRONMENTS.1).
+    const problems = new Map<string, string>();
+    for (const issue of parsed.error.issues) {
+      const key = String(issue.path[0] ?? "the environment");
+      if (!problems.has(key)) problems.set(key, `${key} ${issue.message}`);
+    }
+    throw new ConfigError([...problems.values()]);
   }
   const c = parsed.data;
   const problems: string[] = [];
   const tlsKnobs = [c.EGRESS_CLIENT_TLS_CA, c.EGRESS_CLIENT_TLS_CERT, c.EGRESS_CLIENT_TLS_KEY];
   if (tlsKnobs.some(Boolean) && !tlsKnobs.every(Boolean)) {
-    problems.push("EGRESS_CLIENT_TLS_CA, EGRESS_CLIENT_TLS_CERT and EGRESS_CLIENT_TLS_KEY go together");
+    problems.push(
+      "EGRESS_CLIENT_TLS_CA, EGRESS_CLIENT_TLS_CERT and EGRESS_CLIENT_TLS_KEY must be set together",
+    );
   }
   if (
     c.EGRESS_URL &&
     !tlsKnobs.every(Boolean) &&
     !isLoopbackAddress(c.EGRESS_URL.replace(/^[a-z]+:\/\//, ""))
   ) {
-    problems.push("EGRESS_URL: a proxy off loopback is reached over mTLS (set EGRESS_CLIENT_TLS_*)");
+    problems.push(
+      "EGRESS_URL off loopback is reached over mTLS only, so EGRESS_CLIENT_TLS_CA, EGRESS_CLIENT_TLS_CERT and EGRESS_CLIENT_TLS_KEY must be set",
+    );
   }
   if (c.NODE_ENV === "production" && !c.SMTP_URL) {
     // Without SMTP, sign-in codes are files in DATA_DIR/outbox: fine on a laptop, no mail in production.
     problems.push("SMTP_URL is required when NODE_ENV=production");
   }
-  if (problems.length > 0) {
-    throw new Error(`invalid control plane configuration:\n  ${problems.join("\n  ")}`);
-  }
+  if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...c, LATCH_ENVIRONMENTS: Object.freeze([...new Set(c.LATCH_ENVIRONMENTS)]) });
 }

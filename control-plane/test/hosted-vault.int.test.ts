@@ -1,7 +1,7 @@
 // The hosted core loop end to end: an operator stores a credential and issues a model token; the
 // official MCP SDK client calls the hosted /mcp with it; approvals by code, standing folder grants,
 // revocation, trusted resolve and the hourly limit (spec 3.1, 3.4, 4.1-4.3, 5, 8).
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -260,6 +260,39 @@ describe("approval notifications", () => {
     expect((await op.request("GET", link!)).statusCode).toBe(409);
     expect((await op.request("POST", link!)).statusCode).toBe(409);
     expect((await call(agent)).origin_status).toBe(200);
+    await agent.close();
+  });
+
+  it("names the agent by its client name, never its cli_ id, and the exact call with its body digest", async () => {
+    const { token } = await setUp();
+    const agent = await agentWith(token);
+    const before = h.inbox.mails.length;
+    const pending = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "POST", path: "/v1/orders?dry=1", item_name: "API_KEY", body: { amount: 5 } },
+      }),
+    );
+    expect(pending.status).toBe("pending");
+    const mail = h.inbox.mails.slice(before).find((m) => m.raw.includes(pending.approval_code!));
+    expect(mail, "an approval mail with the code").toBeDefined();
+    const text = mail!.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+    // The subject as a mail client shows it: its RFC 2047 encoded words decoded.
+    const subject = [...mail!.raw.matchAll(/=\?UTF-8\?Q\?([^?]*)\?=/g)]
+      .map((m) =>
+        m[1]!
+          .replace(/_/g, " ")
+          .replace(/=([0-9A-F]{2})/g, (_x, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))),
+      )
+      .join("");
+    expect(subject).toBe('Latch: The agent "test agent" asks to send POST api.latch.test with API_KEY');
+    expect(text).toContain('The agent "test agent" asks to send this request once with API_KEY');
+    expect(text).toContain("POST https://api.latch.test/v1/orders?dry=1");
+    const digest = createHash("sha256")
+      .update(JSON.stringify({ amount: 5 }))
+      .digest("hex");
+    expect(text).toContain(`body SHA-256 ${digest}`);
+    expect(text).not.toMatch(/cli_[A-Za-z0-9]/);
     await agent.close();
   });
 

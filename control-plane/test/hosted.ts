@@ -143,7 +143,7 @@ export function uniqueEmail(label = "op"): string {
 /** The last 8-digit code mailed to `email`. */
 export function lastCodeFor(inbox: SmtpInbox, email: string): string {
   const mail = inbox.mails.filter((m) => m.to === email).at(-1);
-  const code = mail && /sign-in code is (\d{8})/.exec(mail.raw)?.[1];
+  const code = mail && /sign-(?:in|up) code is (\d{8})/.exec(mail.raw)?.[1];
   if (!code) throw new Error(`no code mailed to ${email}`);
   return code;
 }

@@ -231,7 +231,10 @@ describe("rule 7: refresh-based calls", () => {
     expect(answer.error).toMatchObject({ code: "token_exchange_failed" });
     expect(String((answer.error as { message: string }).message)).toContain("invalid_refresh_token");
     expect(answer.refreshed).toBeUndefined();
-    expect(String(answer.hint)).toContain("connect the account again");
+    // Locally the user stores a new refresh token; there is no console Connect to point at.
+    expect(String(answer.hint)).toContain("`vault set SLACK_REFRESH --inject refresh`");
+    expect(String(answer.hint)).not.toContain("console");
+    expect((answer.next as { for_model?: string }).for_model).toBe(answer.hint);
     await agent.close();
   });
 });

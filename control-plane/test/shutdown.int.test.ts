@@ -54,7 +54,7 @@ beforeAll(async () => {
     const timer = setTimeout(() => reject(new Error(`no start within 60 s:\n${output}`)), 60_000);
     child.stdout!.on("data", (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /Latch is running at (http:\/\/\S+) /.exec(output);
+      const match = /Latch is running at \S+ \(listening on (http:\/\/[^\s;]+);/.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve(match[1]!);

@@ -1,6 +1,6 @@
 // `npm start` as a newcomer runs it: both tiers come up on the embedded database (or DATABASE_URL
 // in the PostgreSQL pass), keys are generated owner-only, /health and /ready answer.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,18 +13,39 @@ let baseUrl: string;
 let dataDir: string;
 let output = "";
 
+/** The environment the first process started with (BASE_URL differs from the bind address). */
+function startEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    // Vitest sets BASE_URL=/ for Vite; a user's shell does not.
+    BASE_URL: "http://localhost:8787",
+    DATA_DIR: join(dataDir, "data"),
+    PORT: "0",
+    EGRESS_PORT: "0",
+    NODE_ENV: "development",
+  };
+}
+
+/** Runs main.ts once more to its exit: its exit code and what it wrote to stderr and stdout. */
+function runMain(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MAIN], { env, timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, stderr, stdout });
+    });
+  });
+}
+
+/** A start-up refusal as a person reads it: one sentence on one line, no JSON log entry. */
+function expectOneSentence(stderr: string): void {
+  expect(stderr.trim().split("\n")).toHaveLength(1);
+  expect(stderr).not.toContain("{");
+  expect(stderr.trim()).toMatch(/^Latch cannot start: .+\.$/);
+}
+
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "latch-start-"));
   child = spawn(process.execPath, [MAIN], {
-    env: {
-      ...process.env,
-      // Vitest sets BASE_URL=/ for Vite; a user's shell does not.
-      BASE_URL: "http://localhost:8787",
-      DATA_DIR: join(dataDir, "data"),
-      PORT: "0",
-      EGRESS_PORT: "0",
-      NODE_ENV: "development",
-    },
+    env: startEnv(),
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stderr!.on("data", (chunk: Buffer) => {
@@ -34,7 +55,7 @@ beforeAll(async () => {
     const timer = setTimeout(() => reject(new Error(`no start within 60 s:\n${output}`)), 60_000);
     child.stdout!.on("data", (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /Latch is running at (http:\/\/\S+) /.exec(output);
+      const match = /Latch is running at \S+ \(listening on (http:\/\/[^\s;]+);/.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve(match[1]!);
@@ -87,4 +108,47 @@ describe("npm start", () => {
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: { code: "not_found", message: "no such route" } });
   });
+});
+
+describe("the words of start-up", () => {
+  it("prints BASE_URL as the address to open, the bind address only beside it", () => {
+    expect(output).toContain(
+      `Latch is running at http://localhost:8787 (listening on ${baseUrl}; health: http://localhost:8787/health)`,
+    );
+    expect(output).toContain("Sign up or sign in at http://localhost:8787/sign-up");
+  });
+
+  it("refuses a bad setting with one sentence naming it, and exit code 1", async () => {
+    const { code, stderr } = await runMain({ ...startEnv(), PORT: "eighty", LOG_LEVEL: "loud" });
+    expect(code).toBe(1);
+    expectOneSentence(stderr);
+    expect(stderr).toContain("PORT must be a port number from 0 to 65535");
+    expect(stderr).toContain("LOG_LEVEL must be one of");
+  });
+
+  it.skipIf(Boolean(process.env.DATABASE_URL))(
+    "refuses a second start on the same data directory with one sentence, and exit code 1",
+    async () => {
+      const { code, stderr } = await runMain(startEnv());
+      expect(code).toBe(1);
+      expectOneSentence(stderr);
+      expect(stderr).toContain(`another Latch process (pid ${child.pid}) is already running`);
+      expect(stderr).toContain("set DATA_DIR to another directory");
+    },
+  );
+
+  it("names the busy port and the PORT setting when the port is taken, and exits 1", async () => {
+    const busyPort = new URL(baseUrl).port;
+    const { code, stderr } = await runMain({
+      ...startEnv(),
+      DATA_DIR: join(dataDir, "second"),
+      PORT: busyPort,
+      // The proxy child's start-up lines (info) are progress, not part of the refusal.
+      LOG_LEVEL: "warn",
+    });
+    expect(code).toBe(1);
+    expectOneSentence(stderr);
+    expect(stderr).toContain(`port ${busyPort} on 127.0.0.1 is already in use`);
+    expect(stderr).toContain("set PORT to a free port");
+  }, 120_000);
 });

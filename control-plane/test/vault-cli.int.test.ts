@@ -4,6 +4,7 @@
 // output, log or database file.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -25,8 +26,11 @@ interface Run {
   stderr: string;
 }
 
-function vault(args: string[], stdin?: string): Promise<Run> {
-  const child = spawn(process.execPath, [VAULT, ...args], { env, stdio: ["pipe", "pipe", "pipe"] });
+function vault(args: string[], stdin?: string, ownEnv?: Record<string, string>): Promise<Run> {
+  const child = spawn(process.execPath, [VAULT, ...args], {
+    env: ownEnv ?? env,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (c: Buffer) => {
@@ -211,4 +215,57 @@ describe("vault set for the local refresh path", () => {
     expect(all).not.toContain(APP_SECRET);
     expect(all).not.toContain(REFRESH);
   }, 150_000);
+});
+
+describe("vault serve's start-up refusals: one sentence and exit code 1", () => {
+  /** A user's environment: no test knob (each prints its warning), warnings and worse logged. */
+  const userEnv = (dir: string): Record<string, string> => {
+    const { EGRESS_CONNECT_TO: _c, EGRESS_ALLOW_CIDRS: _a, EGRESS_EXTRA_CA: _e, ...rest } = env;
+    return { ...rest, DATA_DIR: dir, LOG_LEVEL: "warn" };
+  };
+
+  it("names the busy port and the --port flag", async () => {
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, "127.0.0.1", resolve));
+    const port = (squatter.address() as { port: number }).port;
+    try {
+      const ownDir = join(mkdtempSync(join(tmpdir(), "latch-vault-port-")), ".latch");
+      const run = await vault(["serve", "--port", String(port)], undefined, userEnv(ownDir));
+      expect(run.code).toBe(1);
+      expect(run.stderr).not.toContain("{");
+      expect(run.stderr.trim().split("\n")).toEqual([
+        `Opening the local vault in ${ownDir} ...`,
+        `vault: port ${port} on 127.0.0.1 is already in use by another program; stop that program, or pick another port with vault serve --port N.`,
+      ]);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
+  }, 90_000);
+
+  it("says another vault is running on the same data directory", async () => {
+    const ownDir = join(mkdtempSync(join(tmpdir(), "latch-vault-twice-")), ".latch");
+    const first = spawn(process.execPath, [VAULT, "serve", "--port", "0"], {
+      env: userEnv(ownDir),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      let output = "";
+      await new Promise<void>((resolve, reject) => {
+        first.stdout.on("data", (c: Buffer) => {
+          output += c.toString();
+          if (output.includes("Latch local vault listening on")) resolve();
+        });
+        first.once("exit", (code) => reject(new Error(`the first vault exited with ${code}`)));
+      });
+      const second = await vault(["serve", "--port", "0"], undefined, userEnv(ownDir));
+      expect(second.code).toBe(1);
+      expect(second.stderr).toBe(
+        `vault: another vault (pid ${first.pid}) is already running on ${ownDir}; use that one, stop it, or set DATA_DIR to another directory.\n`,
+      );
+    } finally {
+      const exited = new Promise((resolve) => first.once("exit", resolve));
+      first.kill("SIGTERM");
+      await exited;
+    }
+  }, 90_000);
 });

@@ -38,6 +38,7 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
       const address = normaliseEmail(rawEmail);
       const code = newEightDigitCode();
       const now = deps.now();
+      let isSignUp = false;
       await deps.repo.inEmailLock(address, async (repo) => {
         const sends = await repo.findSendTimesSince(address, new Date(now.getTime() - SEND_WINDOW_MS));
         if (sends.length >= MAX_SENDS) {
@@ -51,6 +52,9 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
           );
         }
         await repo.insertSend(address, now);
+        // Sign-up and sign-in are one flow (verifyCode creates the account); the mail says which
+        // one this address is doing. Only the address's owner reads it: the answer stays the same.
+        isSignUp = !(await repo.findOperatorIdByEmail(address));
         // A new send replaces the previous code, and its wrong-attempt count starts again.
         await repo.insertChallenge(
           address,
@@ -58,11 +62,19 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
           new Date(now.getTime() + EMAIL_CODE_TTL_MS),
         );
       });
-      await deps.mailer.send({
-        to: address,
-        subject: `Your Latch sign-in code: ${code}`,
-        text: `Your Latch sign-in code is ${code}\n\nIt works once, for 10 minutes. If you did not ask for it, ignore this mail.`,
-      });
+      await deps.mailer.send(
+        isSignUp
+          ? {
+              to: address,
+              subject: `Your Latch sign-up code: ${code}`,
+              text: `Your Latch sign-up code is ${code}\n\nEnter it to create your Latch account. It works once, for 10 minutes. If you did not ask to sign up, ignore this mail: no account is created.`,
+            }
+          : {
+              to: address,
+              subject: `Your Latch sign-in code: ${code}`,
+              text: `Your Latch sign-in code is ${code}\n\nIt works once, for 10 minutes. If you did not ask for it, ignore this mail.`,
+            },
+      );
     },
 
     /** The operator the code proves, created on first sign-in (sign-up and sign-in are one flow). */

@@ -6,16 +6,49 @@ import { z } from "zod";
 
 export const httpRequestArgs = z
   .object({
-    method: z.enum(HTTP_METHODS),
-    path: safeString().min(1).max(8192),
-    host: safeString().min(1).max(253).optional(),
-    item_name: safeString().min(1).max(128).optional(),
-    body: z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional(),
-    content_type: z.enum(["application/json", "application/x-www-form-urlencoded"]).optional(),
-    client_id: safeString().max(256).optional(),
-    task_description: freeText().optional(),
-    timeout_ms: z.number().int().min(1000).max(30000).optional(),
-    dry_run: z.boolean().optional(),
+    method: z.enum(HTTP_METHODS).describe("HTTP method"),
+    path: safeString()
+      .min(1)
+      .max(8192)
+      .describe(
+        "Path starting with / (query included), or a full https:// URL (the host is then taken from it)",
+      ),
+    host: safeString()
+      .min(1)
+      .max(253)
+      .optional()
+      .describe("Exact API hostname, e.g. api.github.com (or give item_name, or a full URL in path)"),
+    item_name: safeString()
+      .min(1)
+      .max(128)
+      .optional()
+      .describe("Exact stored credential name (or give host, or a full URL in path)"),
+    body: z
+      .union([z.record(z.string(), z.unknown()), z.array(z.unknown())])
+      .optional()
+      .describe("Request body for POST, PUT, PATCH: JSON, or form-encoded when content_type says so"),
+    content_type: z
+      .enum(["application/json", "application/x-www-form-urlencoded"])
+      .optional()
+      .describe("How body is encoded; application/json unless given"),
+    client_id: safeString()
+      .max(256)
+      .optional()
+      .describe("Public OAuth client ID, when the credential is a client secret"),
+    task_description: freeText()
+      .optional()
+      .describe("What the call is for; shown to the operator (first 500 characters)"),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1000)
+      .max(30000)
+      .optional()
+      .describe("How long to wait for the API, in milliseconds (default 10000)"),
+    dry_run: z
+      .boolean()
+      .optional()
+      .describe("true: report the credential, approval and what would be sent, without sending"),
   })
   .strict();
 

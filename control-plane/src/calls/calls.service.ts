@@ -49,9 +49,6 @@ export interface LocatedCredential {
   path: string;
 }
 
-const BODY_TOO_LARGE_HINT =
-  "The response was over 1 MiB. Do not retry unchanged: narrow the call first (pagination, a smaller page size, a fields filter).";
-
 /** Which credential and host a request names, after validating the target (spec 4.2 rule 1, 2). */
 export async function locateCredential(
   deps: Pick<CallsDeps, "findItemByName" | "findItemsByHost">,
@@ -143,22 +140,10 @@ function shapeResult(response: ExecuteResponse): HttpRequestResult {
     const result: HttpRequestResult = {
       error: { code: response.error.code, message: response.error.message },
     };
-    if (response.error.code === "token_exchange_failed") {
-      // Rule 7: the stored refresh token (or app credential) no longer works at the provider.
-      return {
-        ...result,
-        hint: "The provider refused the token exchange. Ask the user to connect the account again (Connect in the Latch console, or store a new <ITEM>_REFRESH with vault set), then retry.",
-      };
-    }
+    // Spec 4.2 rule 5: a cut answer is origin_status 502. What the agent should do about this or
+    // any other failure is said by the tool (tools/call-failure.ts), in the words of its surface.
     if (response.error.code === "body_too_large") {
-      return {
-        ...result,
-        origin_status: 502,
-        status: 502,
-        body: "",
-        origin_headers: {},
-        next: { for_model: BODY_TOO_LARGE_HINT },
-      };
+      return { ...result, origin_status: 502, status: 502, body: "", origin_headers: {} };
     }
     return result;
   }

@@ -9,7 +9,9 @@ import { openLocalVault } from "../local/local-vault.ts";
 export async function runServe(dataDir: string, port: number, logger: Logger): Promise<void> {
   const lock = tryLocalLock(dataDir);
   if ("heldBy" in lock) {
-    throw new Error(`another vault process (pid ${lock.heldBy}) already holds ${dataDir}`);
+    throw new Error(
+      `another vault (pid ${lock.heldBy}) is already running on ${dataDir}; use that one, stop it, or set DATA_DIR to another directory.`,
+    );
   }
   process.stderr.write(`Opening the local vault in ${dataDir} ...\n`);
   const tokens = loadOrCreateLocalTokens(dataDir);
@@ -27,6 +29,11 @@ export async function runServe(dataDir: string, port: number, logger: Logger): P
     async (error: unknown) => {
       await vault.close();
       lock.release();
+      if ((error as { code?: string }).code === "EADDRINUSE") {
+        throw new Error(
+          `port ${port} on 127.0.0.1 is already in use by another program; stop that program, or pick another port with vault serve --port N.`,
+        );
+      }
       throw error;
     },
   );

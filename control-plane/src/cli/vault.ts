@@ -7,6 +7,7 @@ import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { AppError } from "@latch/shared/errors";
 import pino from "pino";
 import { describeGrantBody, describeGrantCall } from "../grants/approval-text.ts";
+import { logDestination } from "../http/human-log.ts";
 import { LOCAL_PORT } from "../local/local-server.ts";
 import { runKekRotate } from "./kek-rotate.command.ts";
 import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
@@ -90,7 +91,7 @@ async function main(argv: string[]): Promise<number> {
   const dataDir = dataDirOf(process.env);
   // The proxy child inherits the level: quiet for one-shot commands, informative for servers.
   process.env.LOG_LEVEL ??= command === "serve" || command === "mcp" ? "info" : "warn";
-  const logger = pino({ name: "vault", level: process.env.LOG_LEVEL }, pino.destination(2));
+  const logger = pino({ name: "vault", level: process.env.LOG_LEVEL }, logDestination(2));
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(HELP);
     return 0;

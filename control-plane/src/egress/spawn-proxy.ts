@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { humanLogLine } from "../http/human-log.ts";
 
 const PROXY_MAIN = fileURLToPath(new URL("../../../egress-proxy/src/main.ts", import.meta.url));
 const READY = /^LATCH_EGRESS_READY port=(\d+)$/;
@@ -42,7 +43,8 @@ export function spawnEgressProxy(options: {
     lines.on("line", (line) => {
       const ready = READY.exec(line);
       if (!ready) {
-        process.stderr.write(`${line}\n`);
+        // Readable on a terminal like our own lines (human-log.ts), JSON for a collector.
+        process.stderr.write(process.stderr.isTTY ? humanLogLine(`${line}\n`) : `${line}\n`);
         return;
       }
       clearTimeout(timer);

@@ -23,22 +23,36 @@ export function describeGrantBody(grant: Pick<PublicGrant, "call">): string {
   return grant.call.body_sha256 ? `body SHA-256 ${grant.call.body_sha256}` : "no body";
 }
 
+/**
+ * The agent as an operator knows it: its client's name, quoted (a client may have chosen it), never
+ * a bare `cli_...` id, which says nothing to a person reading a mail.
+ * @example describeAgent({ agent_id: "cli_x", agent_name: "Claude Code" }) // 'The agent "Claude Code"'
+ */
+export function describeAgent(grant: Pick<PublicGrant, "agent_id" | "agent_name">): string {
+  const name = oneLine(grant.agent_name ?? "").slice(0, 80);
+  if (name && name !== grant.agent_id) return `The agent "${name}"`;
+  return grant.agent_id.startsWith("cli_") ? "An agent without a name" : `The agent "${name}"`;
+}
+
 /** The approval mail (spec 6): who asks, for exactly what, and how to approve. */
 export function approvalMail(
   grant: PublicGrant,
   approvalCode: string,
   link: string,
 ): { subject: string; text: string } {
+  const who = describeAgent(grant);
   const call = grant.call
     ? [
-        `${grant.agent_id} asks to send this request once with ${grant.item_name} (${grant.environment_id}):`,
+        `${who} asks to send this request once with ${grant.item_name} (${grant.environment_id}):`,
         `    ${describeGrantCall(grant)}`,
         `    ${describeGrantBody(grant)}`,
         "Approving covers exactly this request: another method, path, query or body needs a new approval.",
       ].join("\n")
-    : `${grant.agent_id} asks to use ${grant.item_name} (${grant.environment_id}) for any call: no request was named, so approving lets its next call use the credential.`;
+    : `${who} asks to use ${grant.item_name} (${grant.environment_id}) for any call: no request was named, so approving lets its next call use the credential.`;
   return {
-    subject: `Latch: ${grant.agent_id} asks to use ${grant.item_name}`,
+    subject: grant.call
+      ? `Latch: ${who} asks to send ${grant.call.method} ${grant.call.host} with ${grant.item_name}`
+      : `Latch: ${who} asks to use ${grant.item_name}`,
     text: [
       call,
       grant.task_description ? `Task (written by the agent): "${oneLine(grant.task_description)}"` : "",

@@ -2,18 +2,55 @@
 // carry single-use tokens there) and without the interaction id of an OAuth resume path (it is the
 // authorization server's interaction cookie value), status and timing. No header, cookie or body, ever. An error is
 // logged with its type, message and stack, except a database error: its SQLSTATE and statement only.
-import type { FastifyServerOptions } from "fastify";
+import { type FastifyReply, type FastifyRequest, type FastifyServerOptions, LogController } from "fastify";
 import { type Logger, stdSerializers } from "pino";
 import { databaseErrorCode, isRawDatabaseError } from "../db/database-error.ts";
 import { generateRequestId } from "./request-context.ts";
 
-export function requestLogging(logger: Logger): Pick<
-  FastifyServerOptions,
-  "loggerInstance" | "requestIdHeader" | "genReqId"
-> & {
+/**
+ * The GETs a console polls every few seconds and the health checks a load balancer or orchestrator
+ * sends: logged at debug, not info, so that an idle console does not bury the lines that matter.
+ * An answer of 400 or above on them is still logged at info (or as an error).
+ */
+export const QUIET_GET_PATHS: ReadonlySet<string> = new Set(["/health", "/ready", "/api/inbox"]);
+
+/** Fastify's request lines, at debug instead of info for a GET or HEAD of one of `quietPaths`. */
+class QuietPollLogController extends LogController {
+  readonly #quietPaths: ReadonlySet<string>;
+
+  constructor(quietPaths: ReadonlySet<string>) {
+    super();
+    this.#quietPaths = quietPaths;
+  }
+
+  #isQuiet(request: FastifyRequest): boolean {
+    return (
+      (request.method === "GET" || request.method === "HEAD") && this.#quietPaths.has(loggedPath(request.url))
+    );
+  }
+
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply) {
+    if (!this.#isQuiet(request)) return super.incomingRequest(request, reply);
+    request.log.debug({ req: request }, "incoming request");
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply) {
+    // A failing probe (a 503 from /ready) is worth a line at info.
+    if (error || reply.statusCode >= 400 || !this.#isQuiet(request)) {
+      return super.requestCompleted(error, request, reply);
+    }
+    reply.log.debug({ res: reply, responseTime: reply.elapsedTime }, "request completed");
+  }
+}
+
+export function requestLogging(
+  logger: Logger,
+  quietPaths: ReadonlySet<string> = QUIET_GET_PATHS,
+): Pick<FastifyServerOptions, "loggerInstance" | "requestIdHeader" | "genReqId" | "logController"> & {
   loggerInstance: Logger;
 } {
   return {
+    logController: new QuietPollLogController(quietPaths),
     loggerInstance: logger.child(
       {},
       {

@@ -5,6 +5,7 @@ import { BODY_LIMIT_BYTES, PRODUCT_NAME, registerJsonOnly } from "../app.ts";
 import { liveness } from "../health/health.schemas.ts";
 import { answerFrameworkError, registerErrorHandling } from "../http/errors.ts";
 import { requestLogging } from "../http/logging.ts";
+
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import type { McpSessionStore } from "../mcp/mcp-sessions.ts";
@@ -16,6 +17,14 @@ import { registerLocalMcpRoutes } from "./local-mcp.routes.ts";
 import { createTokenChecker, type LocalTokens } from "./local-tokens.ts";
 import type { LocalVault } from "./local-vault.ts";
 
+/** The local console polls these three every 5 s (public/local/assets/console.js); /health is a probe. */
+const LOCAL_QUIET_GET_PATHS: ReadonlySet<string> = new Set([
+  "/health",
+  "/api/grants",
+  "/api/items",
+  "/api/audit",
+]);
+
 export interface LocalAppDeps {
   vault: LocalVault;
   tokens: LocalTokens;
@@ -25,7 +34,7 @@ export interface LocalAppDeps {
 
 export function buildLocalApp(deps: LocalAppDeps): FastifyInstance {
   const app = Fastify({
-    ...requestLogging(deps.logger),
+    ...requestLogging(deps.logger, LOCAL_QUIET_GET_PATHS),
     bodyLimit: BODY_LIMIT_BYTES,
     trustProxy: false,
     frameworkErrors: answerFrameworkError,

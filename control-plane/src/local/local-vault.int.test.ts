@@ -324,10 +324,48 @@ describe("tool answers", () => {
         arguments: { item_name: "GITHUB_TOKEN", task_description: "x".repeat(900) },
       }),
     );
-    expect(requested).toMatchObject({ status: "pending", policy: "prompt", notify_failed: false });
+    expect(requested).toMatchObject({ status: "pending", policy: "prompt" });
+    // Nobody is mailed locally: no notify_failed to report.
+    expect(requested).not.toHaveProperty("notify_failed");
     expect((requested.task_description as string).length).toBe(500);
     for (const answer of [listed, found, ready, requested])
       expect(JSON.stringify(answer)).not.toContain(SECRET);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("answers in the local vault's own words: no notify_failed, no inbox, mail, organisation or console Connect", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url, "words-agent");
+    const hostedOnly = /notify_failed|inbox|e-?mail|organi[sz]ation|collect_url|connect_url|sign[ -]in/i;
+    const pending = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" }));
+    expect(pending.status).toBe("pending");
+    expect(pending.next).toMatchObject({
+      tool: "http_request",
+      arguments: { method: "GET", path: "/v1/echo", item_name: "GITHUB_TOKEN" },
+    });
+    expect((pending.next as { for_model: string }).for_model).toContain(`vault approve ${pending.grant_id}`);
+    const requested = payloadOf(
+      await agent.callTool({ name: "request_grant", arguments: { item_name: "GITHUB_TOKEN" } }),
+    );
+    expect(requested.next).toMatchObject({ tool: "http_request", arguments: { item_name: "GITHUB_TOKEN" } });
+    const missing = payloadOf(await call(agent, { host: "api.example.com" }));
+    expect(missing.status).toBe("need_item");
+    for (const answer of [pending, requested, missing])
+      expect(JSON.stringify(answer)).not.toMatch(hostedOnly);
+    // A network failure is advised locally too, in the same words as hosted.
+    await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "session" });
+    harness.setHandler(() => undefined);
+    const slow = await call(agent, { item_name: "GITHUB_TOKEN", timeout_ms: 1000 });
+    harness.setHandler((req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "x-request-id": "req-1" });
+      res.end(JSON.stringify({ saw: req.headers.authorization ?? null, path: req.url }));
+    });
+    expect(slow.isError).toBe(true);
+    const timedOut = payloadOf(slow);
+    expect(timedOut).toMatchObject({ error: { code: "timeout" }, next: { arguments: { timeout_ms: 2000 } } });
+    expect(JSON.stringify(timedOut)).not.toMatch(hostedOnly);
     await agent.close();
     await v.app.close();
   });

@@ -36,7 +36,7 @@ describe("the dev outbox", () => {
     const browser = new Browser(h.app);
     expect((await browser.request("POST", "/api/auth/otp/send", { email })).statusCode).toBe(200);
     const signInMail = lastOutboxMail(email);
-    const code = /sign-in code is (\d{8})/.exec(signInMail.text)?.[1];
+    const code = /sign-(?:in|up) code is (\d{8})/.exec(signInMail.text)?.[1];
     expect(code, signInMail.text).toBeDefined();
     // The log names the file to open, not what is in it.
     expect(h.logs.text()).not.toContain(code!);
@@ -73,5 +73,25 @@ describe("the dev outbox", () => {
     expect(log).not.toContain(approvalCode);
     expect(log).not.toContain(linkToken!);
     expect(log).not.toContain("/approve?token=");
+  });
+
+  it("a code for a new address says sign-up; for an existing account, sign-in", async () => {
+    const email = uniqueEmail("words");
+    const browser = new Browser(h.app);
+    expect((await browser.request("POST", "/api/auth/otp/send", { email })).statusCode).toBe(200);
+    const signUp = lastOutboxMail(email).text;
+    expect(signUp).toMatch(/^Subject: Your Latch sign-up code: \d{8}$/m);
+    expect(signUp).toContain("create your Latch account");
+    expect(signUp).not.toMatch(/sign-in/i);
+    const code = /sign-up code is (\d{8})/.exec(signUp)?.[1];
+    expect((await browser.request("POST", "/api/auth/otp/verify", { email, otp: code })).statusCode).toBe(
+      200,
+    );
+
+    // The account exists now: the next code signs in.
+    expect((await new Browser(h.app).request("POST", "/api/auth/otp/send", { email })).statusCode).toBe(200);
+    const signIn = lastOutboxMail(email).text;
+    expect(signIn).toMatch(/^Subject: Your Latch sign-in code: \d{8}$/m);
+    expect(signIn).not.toMatch(/sign-up|create your/i);
   });
 });

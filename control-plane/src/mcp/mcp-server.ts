@@ -1,7 +1,7 @@
 // The MCP method table (spec 4.1): initialize, ping, tools/list, tools/call, notifications.
 // Transport-free: the HTTP routes and the stdio loop both hand frames to `handle`.
 import { AppError } from "@latch/shared/errors";
-import type { z } from "zod";
+import { describeArgumentProblem } from "../tools/argument-problem.ts";
 import type { ToolAnswer, ToolCaller, ToolHandlers } from "../tools/tool-answer.ts";
 import { HOSTED_TOOL_ALIASES, listToolDefinitions, TOOL_ARGS, type ToolName } from "../tools/tool-schemas.ts";
 import {
@@ -38,17 +38,6 @@ export interface McpServer {
   handle(frame: unknown, caller: McpCaller): Promise<RpcResponse | undefined>;
 }
 
-function describeZodIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((i) =>
-      i.code === "unrecognized_keys"
-        ? `undefined argument(s): ${i.keys.join(", ")}`
-        : `${i.path.join(".") || "arguments"}: ${i.message}`,
-    )
-    .join("; ");
-}
-
 export function createMcpServer(options: McpServerOptions): McpServer {
   const aliases = options.aliases ?? HOSTED_TOOL_ALIASES;
   async function callTool(
@@ -64,7 +53,13 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       return rpcError(id, RPC_INVALID_PARAMS, `unknown tool ${requested.slice(0, 64)}`);
     }
     const parsed = schema.safeParse(params.arguments ?? {});
-    if (!parsed.success) return rpcError(id, RPC_INVALID_PARAMS, describeZodIssues(parsed.error));
+    if (!parsed.success) {
+      return rpcError(
+        id,
+        RPC_INVALID_PARAMS,
+        describeArgumentProblem(name, parsed.error, params.arguments ?? {}),
+      );
+    }
     try {
       const handler = options.tools[name] as (args: unknown, caller: McpCaller) => Promise<ToolAnswer>;
       const answer = await handler(parsed.data, caller);

@@ -1,6 +1,6 @@
 // request_grant and list_grants (spec 4.2): an agent asks ahead of a call, and sees its own approvals.
 
-import { httpRequestGrantScope } from "../grants/grant-scope.ts";
+import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import { needItemAnswer } from "./http-request.tool.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import type { ToolDeps, ToolScope } from "./tool-context.ts";
@@ -27,10 +27,18 @@ export async function runRequestGrant(
     payload: {
       ...grant,
       ...(approvalCode ? { approval_code: approvalCode } : {}),
-      notify_failed: notifyFailed ?? false,
+      ...(deps.surface.isNotifying ? { notify_failed: notifyFailed ?? false } : {}),
       // DECISIONS "Approvals": a request without a call asks for the whole item, and says so.
       message: `This asks the operator for ${item.name} as a whole: no request is named, so the approval covers any call with it. To ask for one exact request, call http_request instead (it asks for that call only).`,
-      next: { for_model: deps.surface.approveHint(grant.grant_id) },
+      // The call to make once approved: http_request with this item; the agent adds method and path.
+      next: {
+        for_model: deps.surface.approveHint(
+          grant.grant_id,
+          `then call http_request with next.arguments (item_name ${item.name}) plus the method and path you need.`,
+        ),
+        tool: HTTP_REQUEST_TOOL,
+        arguments: { item_name: item.name },
+      },
     },
   };
 }

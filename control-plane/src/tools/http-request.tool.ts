@@ -11,6 +11,7 @@ import { planTokenCall } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
+import { callFailureAnswer } from "./call-failure.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
@@ -71,10 +72,13 @@ export async function runHttpRequest(
         item_name: item.name,
         host,
         ...(approvalCode ? { approval_code: approvalCode } : {}),
-        notify_failed: notifyFailed ?? false,
+        ...(deps.surface.isNotifying ? { notify_failed: notifyFailed ?? false } : {}),
         message: `Approval needed to send ${args.method} ${host}${path} with ${item.name}; the operator approves exactly this call.`,
         next: {
-          for_model: deps.surface.approveHint(grant.grant_id),
+          for_model: deps.surface.approveHint(
+            grant.grant_id,
+            "then call http_request again with next.arguments.",
+          ),
           tool: HTTP_REQUEST_TOOL,
           arguments: retry,
         },
@@ -91,7 +95,8 @@ export async function runHttpRequest(
       located,
       authorisation,
     );
-    return { payload: { ...outcome.result, grant_id: authorisation.grant.grant_id } };
+    const payload = { ...outcome.result, grant_id: authorisation.grant.grant_id };
+    return callFailureAnswer(payload, args, item.name, deps.surface) ?? { payload };
   } catch (error) {
     // The plan is made again when the call is sent (a sibling may have gone since).
     const answer =

@@ -24,8 +24,15 @@ export interface OperatorSurface {
     taskDescription?: string,
     requestedCall?: RequestedCall,
   ): Promise<{ message: string; fields: Record<string, unknown> }>;
-  /** pending: how the operator approves this grant. */
-  approveHint(grantId: string): string;
+  /**
+   * Whether the operator is told of a new pending grant (hosted: by mail), so that an answer
+   * reports `notify_failed`. The local vault notifies nobody: the field would only mislead.
+   */
+  isNotifying: boolean;
+  /** pending: how the operator approves this grant, then `then` (what the agent does next). */
+  approveHint(grantId: string, then: string): string;
+  /** token_exchange_failed: how the user replaces the refresh token the provider refused. */
+  reconnectHint(refreshItemName: string): string;
   /** setup's ready_prompt: the credential is stored, no standing approval covers the agent yet. */
   readyPromptHint(itemName: string): string;
   /** user_connect_required (spec 4.2): how the user connects the provider account. */
@@ -77,8 +84,12 @@ export const LOCAL_SURFACE: OperatorSurface = {
       fields: { command },
     };
   },
-  approveHint(grantId) {
-    return `Ask the user to approve it: \`vault approve ${grantId}\` (or \`--session\` for 8 hours), or the Approve button in the local console. Then call again with the same arguments.`;
+  isNotifying: false,
+  approveHint(grantId, then) {
+    return `Ask the user to approve it with \`vault approve ${grantId}\` (or \`--session\` for 8 hours), or the Approve button in the local console; ${then}`;
+  },
+  reconnectHint(refreshItemName) {
+    return `The provider refused the stored token. Ask the user to store a new refresh token with \`vault set ${refreshItemName} --inject refresh\` (typed at the prompt, never given to you), then retry once.`;
   },
   readyPromptHint(itemName) {
     return `The credential is stored. Call http_request with item_name ${itemName}; the user approves the call with \`vault approve\` when asked (or \`--session\` for 8 hours).`;
@@ -124,8 +135,12 @@ export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): O
         },
       };
     },
-    approveHint(grantId) {
-      return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code), then retry with next.arguments.`;
+    isNotifying: true,
+    approveHint(grantId, then) {
+      return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code); ${then}`;
+    },
+    reconnectHint(_refreshItemName) {
+      return "The provider refused the stored token. Ask the user to connect the account again with Connect in the Latch console, then retry once.";
     },
     async connectRequired(scope, connect) {
       const need = await needs.requestNeed({

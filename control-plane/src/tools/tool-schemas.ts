@@ -23,7 +23,10 @@ export const setupArgs = z
     provider: z.enum(PROVIDER_IDS).optional().describe("A provider with built-in connect"),
     host: safeString().min(1).max(253).optional().describe("The API hostname to set up"),
     task_description: taskDescription,
-    dry_run: z.boolean().optional(),
+    dry_run: z
+      .boolean()
+      .optional()
+      .describe("true: report what setup would do, without storing or asking anything"),
   })
   .strict();
 

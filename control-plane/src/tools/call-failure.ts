@@ -1,0 +1,78 @@
+// An http_request that failed before or at the network, or whose answer could not be given back
+// (spec 4.1: follow next.for_model; on 5xx retry once, except body_too_large, which is narrowed
+// first): an error result with a `hint` and `next.for_model` that say, in plain words, what to do.
+import type { HttpRequestArgs, HttpRequestResult } from "../calls/calls.schemas.ts";
+import { baseNameOf } from "../calls/token-plan.ts";
+import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
+import type { ToolAnswer } from "./tool-answer.ts";
+import type { OperatorSurface } from "./tool-context.ts";
+
+/** The longest origin deadline an agent may ask for (spec 4.2 timeout_ms). */
+const MAX_TIMEOUT_MS = 30_000;
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+const DESTINATION_REFUSED =
+  "This host's name points to a private or reserved address, which Latch never calls. Do not retry; check the host with the user.";
+
+/** What the agent should do, per failure code of the egress proxy (shared/src/errors.ts). */
+const ADVICE: Readonly<Record<string, string>> = {
+  dns_failure:
+    "The API's host name could not be looked up. Check the spelling of host (or of the URL in path); if it is right, retry once in a minute.",
+  dns_no_address:
+    "The API's host name has no address. Check the spelling of host (or of the URL in path); the API probably lives under another name.",
+  connect_failed:
+    "The API's server did not accept a connection. Retry once in a minute; if it fails again, tell the user the API looks down.",
+  tls_failure:
+    "A secure connection to the API could not be made (its certificate was not accepted). Do not retry; tell the user.",
+  timeout:
+    "The API did not answer in time. Retry once with next.arguments (a longer timeout_ms), or ask for less (a smaller page).",
+  body_too_large:
+    "The response was over 1 MiB. Do not retry unchanged: narrow the call first (pagination, a smaller page size, a fields filter).",
+  bad_origin_response:
+    "The API's answer was cut off or corrupt. Retry once; if it happens again, tell the user.",
+  private_range: DESTINATION_REFUSED,
+  loopback: DESTINATION_REFUSED,
+  link_local: DESTINATION_REFUSED,
+  multicast: DESTINATION_REFUSED,
+  reserved_range: DESTINATION_REFUSED,
+  ipv6_embedding: DESTINATION_REFUSED,
+  not_global_unicast: DESTINATION_REFUSED,
+};
+
+/**
+ * The answer for a result that carries an error the agent can act on, or undefined when the call
+ * reached the API (whatever its status: a 4xx or 5xx from the API is the API's answer, not ours).
+ */
+export function callFailureAnswer(
+  result: HttpRequestResult & Record<string, unknown>,
+  args: HttpRequestArgs,
+  itemName: string,
+  surface: Pick<OperatorSurface, "reconnectHint">,
+): ToolAnswer | undefined {
+  const code = result.error?.code;
+  if (code === undefined) return undefined;
+  if (code === "token_exchange_failed") {
+    const hint = surface.reconnectHint(`${baseNameOf(itemName)}_REFRESH`);
+    return { payload: { ...result, hint, next: { for_model: hint } }, isError: true };
+  }
+  const hint = ADVICE[code];
+  if (hint === undefined) return { payload: result, isError: true };
+  if (code === "timeout") {
+    const waited = args.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+    if (waited >= MAX_TIMEOUT_MS) {
+      const atMost = `The API did not answer within ${MAX_TIMEOUT_MS / 1000} seconds, the longest wait there is. Ask for less (a smaller page, a narrower query), or retry once later.`;
+      return { payload: { ...result, hint: atMost, next: { for_model: atMost } }, isError: true };
+    }
+    const { dry_run: _dryRun, ...retry } = args;
+    const longer = Math.min(MAX_TIMEOUT_MS, 2 * waited);
+    return {
+      payload: {
+        ...result,
+        hint,
+        next: { for_model: hint, tool: HTTP_REQUEST_TOOL, arguments: { ...retry, timeout_ms: longer } },
+      },
+      isError: true,
+    };
+  }
+  return { payload: { ...result, hint, next: { for_model: hint } }, isError: true };
+}
