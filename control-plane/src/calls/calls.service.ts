@@ -70,7 +70,7 @@ export async function locateCredential(
     if (item.allowedHosts.length === 0) {
       throw new AppError(
         "host_mismatch",
-        `credential ${item.name} has no allowed host yet, so it is sent nowhere; the operator adds one with \`vault set ${item.name} --host HOST\` (or in the console)`,
+        `credential ${item.name} has no allowed host yet, so it is sent nowhere; the operator adds one with \`vault set ${item.name} --host HOST\``,
         { extra: { item_name: item.name, allowed_hosts: [] } },
       );
     }
