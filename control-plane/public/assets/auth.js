@@ -109,14 +109,9 @@ function enrollPage() {
   });
   /** The codes just shown, for copy, download and print; they live only in this page. */
   var backupCodes = [];
-  var codesText = () =>
-    `Latch backup codes for ${byId("account").textContent}\nEach code signs you in once.\n\n${backupCodes.join("\n")}\n`;
-  byId("copy-codes").addEventListener("click", () => copyText(codesText(), "backup codes"));
-  byId("download-codes").addEventListener("click", () => {
-    downloadText("latch-backup-codes.txt", codesText());
-    say("Downloaded latch-backup-codes.txt. Keep it somewhere only you can open.");
-  });
-  byId("print-codes").addEventListener("click", () => window.print());
+  backupCodeButtons({ copy: "copy-codes", download: "download-codes", print: "print-codes" }, () =>
+    backupCodesText(byId("account").textContent, backupCodes),
+  );
   onSubmit(byId("confirm-form"), () => {
     var value = code.value.replace(/\s+/g, "");
     if (!/^\d{6}$/.test(value)) return refuse(code, "Enter the 6-digit code the app shows.");

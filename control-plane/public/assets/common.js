@@ -39,6 +39,23 @@ function copyText(text, what) {
   if (!navigator.clipboard) return Promise.resolve(say(`Select the ${what} and copy it.`, true));
   return navigator.clipboard.writeText(text).then(done, () => say(`Select the ${what} and copy it.`, true));
 }
+/** Backup codes as a person keeps them: who they are for, then one code per line. */
+function backupCodesText(account, codes) {
+  return `Latch backup codes for ${account}\nEach code signs you in once.\n\n${codes.join("\n")}\n`;
+}
+/** The copy, download and print buttons of backup codes shown once; `text` gives the file's text. */
+function backupCodeButtons(ids, text) {
+  byId(ids.copy).addEventListener("click", () => copyText(text(), "backup codes"));
+  byId(ids.download).addEventListener("click", () => {
+    downloadText("latch-backup-codes.txt", text());
+    say("Downloaded latch-backup-codes.txt. Keep it somewhere only you can open.");
+  });
+  byId(ids.print).addEventListener("click", () => {
+    document.body.classList.add("print-codes");
+    window.print();
+    document.body.classList.remove("print-codes");
+  });
+}
 /** Saves text as a file the browser downloads (backup codes, audit exports). */
 function downloadText(fileName, text, type) {
   var link = document.createElement("a");

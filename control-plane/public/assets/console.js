@@ -197,6 +197,42 @@ orgSwitch.addEventListener("change", () => {
   );
 });
 
+/* ---------- backup codes ---------- */
+var newCodes = [];
+var regenForm = byId("regen-form");
+onSubmit(regenForm, () => {
+  var field = byId("regen-code"),
+    code = field.value.replace(/\s+/g, "");
+  if (!/^\d{6}$/.test(code)) return refuse(field, "Enter the 6-digit code your authenticator app shows.");
+  busy(
+    regenForm,
+    api("POST", "/api/auth/backup-codes/regenerate", { code: code }).then((answer) => {
+      field.value = "";
+      newCodes = answer.backup_codes.slice();
+      var list = byId("new-backup-codes");
+      list.replaceChildren.apply(
+        list,
+        newCodes.map((c) => el("li", c)),
+      );
+      byId("new-codes").hidden = false;
+      byId("backup-left").textContent = String(newCodes.length);
+      say("New backup codes made. Save them now: they are shown only once.");
+      byId("new-codes-heading").focus();
+    }),
+    field,
+  );
+});
+backupCodeButtons({ copy: "new-codes-copy", download: "new-codes-download", print: "new-codes-print" }, () =>
+  backupCodesText(byId("header-email").textContent, newCodes),
+);
+byId("new-codes-done").addEventListener("click", () => {
+  newCodes = [];
+  byId("new-backup-codes").replaceChildren();
+  byId("new-codes").hidden = true;
+  say("The new backup codes are hidden. Latch cannot show them again.");
+  byId("regen-heading").focus();
+});
+
 var orgForm = byId("org-form");
 onSubmit(orgForm, () => {
   var name = byId("org-name");

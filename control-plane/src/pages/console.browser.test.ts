@@ -515,6 +515,25 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await Promise.all(others.map(meOf))).toEqual([401, 401]);
     await shot(page, "09-access-after");
 
+    // New backup codes, confirmed with the authenticator: shown once, copied, then hidden.
+    h.clock.advance(31_000);
+    await page
+      .getByLabel("6-digit code from your authenticator app")
+      .fill(totp.generate({ timestamp: h.clock.now.getTime() }));
+    await page.getByRole("button", { name: "Make new backup codes" }).click();
+    const newCodes = page.locator("#new-backup-codes li");
+    await expect.poll(() => newCodes.count(), SOON).toBe(10);
+    expect(await page.locator(":focus").getAttribute("id")).toBe("new-codes-heading");
+    const fresh = await newCodes.allTextContents();
+    await page.locator("#new-codes").getByRole("button", { name: "Copy codes" }).click();
+    await expect.poll(() => statusOf(page)).toBe("Copied backup codes.");
+    const copiedCodes = (await page.evaluate("navigator.clipboard.readText()")) as string;
+    for (const code of fresh) expect(copiedCodes).toContain(code);
+    await shot(page, "09b-new-backup-codes");
+    await page.getByRole("button", { name: "I have saved them: hide the codes" }).click();
+    expect(await page.locator("#new-codes").isHidden()).toBe(true);
+    expect(await page.content()).not.toContain(fresh[0]!);
+
     // A second organisation: created from Access, the session moves into it; the switcher in
     // the top bar moves it back.
     const firstOrg = (await page.locator("#organisation").textContent())!;
