@@ -135,9 +135,9 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     // counted, and one click away.
     const rows = page.locator("#items tbody tr");
     await expect.poll(() => rows.count()).toBe(1);
-    expect(await page.locator("#items-elsewhere").textContent()).toBe(
-      "1 more credential in production. Show production",
-    );
+    await expect
+      .poll(() => page.locator("#items-elsewhere").textContent(), SOON)
+      .toBe("1 more credential in production. Show production");
     await page.locator("#items-elsewhere").getByRole("button", { name: "Show production" }).click();
     expect(await page.locator("#env-switch").inputValue()).toBe("production");
     await expect.poll(() => rows.count()).toBe(1);
@@ -326,7 +326,13 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     const posted = toolAnswer(
       await agent.callTool({
         name: "http_request",
-        arguments: { method: "POST", path: "/v1/issues?draft=false", item_name: "API_KEY", body },
+        arguments: {
+          method: "POST",
+          path: "/v1/issues?draft=false",
+          item_name: "API_KEY",
+          body,
+          task_description: "File the release issue for v2.4",
+        },
       }),
     );
     expect(posted.status).toBe("pending");
@@ -339,6 +345,12 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await postCell.locator(".digest").textContent()).toBe(`Body SHA-256 ${digest}`);
     expect(await postCell.textContent()).toContain("Once: exactly this request.");
     await approvals.first().screenshot({ path: `${SHOTS}console-04b-inbox-row-with-body.png` });
+    // The README's picture: the inbox as an operator first sees it (the viewport, not the page).
+    expect(await approvals.first().locator("td").nth(3).textContent()).toBe(
+      "File the release issue for v2.4",
+    );
+    await page.evaluate("window.scrollTo(0, 0)");
+    await page.screenshot({ path: `${SHOTS}readme-console-inbox.png` });
     await page.getByRole("button", { name: "Approve once: API_KEY for console agent" }).click();
     await expect.poll(() => approvals.count(), SOON).toBe(0);
     const sent = toolAnswer(
