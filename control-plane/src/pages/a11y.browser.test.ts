@@ -115,8 +115,9 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
   }
 
   /**
-   * The page as it is now, in each colour scheme: a full-page screenshot, then axe. Soft, so one
-   * run lists every page's violations.
+   * The page as it is now, in each colour scheme (emulateMedia sets prefers-color-scheme as the
+   * context's colorScheme option would, without building the state twice): a full-page
+   * screenshot, then axe. Soft, so one run lists every page's violations.
    */
   async function audit(page: Page, name: string): Promise<void> {
     for (const scheme of SCHEMES) {
