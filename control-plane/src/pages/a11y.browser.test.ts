@@ -63,6 +63,11 @@ const FOCUSED = `(() => {
 })()`;
 const focusedOn = (page: Page) => page.evaluate(FOCUSED) as Promise<Focused>;
 
+/** The elements, outside data tables (WCAG 1.4.10 exempts them), that reach past the window's right edge. */
+const WIDER_THAN_WINDOW = `[...document.querySelectorAll("body *")]
+  .filter((e) => !e.closest("table, .table-wrap") && e.getBoundingClientRect().right > innerWidth + 1)
+  .map((e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + " " + (e.textContent || "").trim().slice(0, 40))`;
+
 /** Marks the rows of `table`, runs `action`, and waits until the page has drawn them anew. */
 async function redrawn(page: Page, table: string, action: () => Promise<void>) {
   await page.locator(`${table} tbody tr`).evaluateAll((rows: { dataset: Record<string, string> }[]) => {
@@ -143,6 +148,18 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
       await page.screenshot({ path: `${SHOTS}a11y-${name}-${scheme}.png`, fullPage: true });
       expect.soft(await seriousViolations(page), `${name} (${scheme})`).toEqual([]);
     }
+    // A phone's width (320 CSS px, WCAG 1.4.10 "Reflow"): nothing but a data table is wider than
+    // the window, and axe again (a table that scrolls sideways must take keyboard focus).
+    const size = page.viewportSize()!;
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize({ width: 320, height: 800 });
+    await page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))");
+    await page.screenshot({ path: `${SHOTS}a11y-${name}-narrow.png`, fullPage: true });
+    expect
+      .soft(await page.evaluate(WIDER_THAN_WINDOW), `${name} at 320 px: wider than the window`)
+      .toEqual([]);
+    expect.soft(await seriousViolations(page), `${name} (320 px)`).toEqual([]);
+    await page.setViewportSize(size);
   }
 
   it("the landing page, the docs, sign-in and its error", async () => {
