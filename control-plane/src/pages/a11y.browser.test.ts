@@ -4,6 +4,8 @@
 // and backup codes), the authenticator step, every console section with something in it, the
 // approval link's answer, the collect page, OAuth consent, the device code pages and the local
 // vault's console. A full-page screenshot of each goes to test-artifacts/browser/a11y-<page>-<scheme>.png.
+// Each is also checked at a phone's 320 px (a11y-<page>-narrow.png): nothing but a data table
+// reaches past the window, and axe again.
 // Then keyboard only: the skip link is the first Tab stop, the focused element always shows it is,
 // and an operator moves between sections, adds a credential and approves a request without a mouse.
 // Needs Debian's chromium: skipped without it, except on CI.
