@@ -81,7 +81,8 @@ async function redrawn(page: Page, table: string, action: () => Promise<void>) {
 
 /**
  * Presses Tab (Shift+Tab with `back`) until the focused element matches, checking at every stop
- * that the focus is visible; fails after `limit` presses.
+ * that the focus is visible and nothing (the sticky status bar) is drawn over it; fails after
+ * `limit` presses.
  */
 async function tabTo(
   page: Page,
