@@ -4,8 +4,10 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium } from "playwright-core";
-import { type HostedHarness, startHosted } from "./hosted.ts";
+import * as OTPAuth from "otpauth";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { expect } from "vitest";
+import { type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const hasChromium = existsSync(CHROMIUM);
@@ -55,4 +57,53 @@ export async function startBrowserRig(
       await h.close();
     },
   };
+}
+
+/** The pages a sign-up through the browser passes, for a test that looks at each on the way. */
+export type SignUpStep = "sign-up" | "email-code" | "enroll-totp" | "backup-codes";
+
+/**
+ * Signs up through the pages (email, the mailed code, an authenticator enrolled from the setup
+ * key, the backup codes) and reaches the console; `at` is awaited at each step before moving on.
+ * Answers the operator's email and authenticator.
+ */
+export async function signUpInChromium(
+  page: Page,
+  h: Pick<HostedHarness, "inbox" | "clock">,
+  base: string,
+  options: { label?: string; at?: (step: SignUpStep) => Promise<void> } = {},
+): Promise<{ email: string; totp: OTPAuth.TOTP }> {
+  const at = options.at ?? (async () => {});
+  const email = uniqueEmail(options.label ?? "chromium");
+  await page.goto(`${base}/sign-up`);
+  await at("sign-up");
+  await page.getByLabel("Email address").fill(email);
+  await page.getByRole("button", { name: "Email me a code" }).click();
+  const codeField = page.getByLabel("8-digit code from the email");
+  await codeField.waitFor({ state: "visible" });
+  await expect.poll(() => h.inbox.mails.filter((m) => m.to === email).length).toBe(1);
+  await at("email-code");
+  await codeField.fill(lastCodeFor(h.inbox, email));
+  await page.getByRole("button", { name: "Create account" }).click();
+  await page.waitForURL(`${base}/enroll-totp`);
+  await expect.poll(() => page.locator("#secret").textContent()).toMatch(/^[A-Z2-7]{4} /);
+  await expect
+    .poll(() =>
+      page
+        .locator("#qr")
+        .evaluate((img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth),
+    )
+    .toBeGreaterThan(0);
+  await at("enroll-totp");
+  const secret = (await page.locator("#secret").textContent())!.replace(/\s+/g, "");
+  const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+  await page
+    .getByLabel("6-digit code from the app")
+    .fill(totp.generate({ timestamp: h.clock.now.getTime() }));
+  await page.getByRole("button", { name: "Confirm" }).click();
+  await expect.poll(() => page.locator("#backup-codes li").count()).toBe(10);
+  await at("backup-codes");
+  await page.getByRole("link", { name: "Continue to console" }).click();
+  await page.waitForURL(`${base}/console`);
+  return { email, totp };
 }

@@ -23,6 +23,18 @@ ${body}
 `;
 }
 
+/**
+ * oidc-provider's code field has only a placeholder and an inline onfocus (which our policy blocks
+ * anyway): give it an id, a visible label, and no handler.
+ */
+function labelCodeField(form: string): string {
+  return form.replace(
+    /<input\b([^>]*\bname="user_code"[^>]*)>/,
+    (_field, attributes: string) =>
+      `<label for="user-code">Code</label>\n  <input id="user-code" ${attributes.replace(/\s+onfocus="[^"]*"/, "").trim()}>`,
+  );
+}
+
 /** Step 1: the operator types the code the device shows. `form` is oidc-provider's (xsrf inside). */
 export function deviceInputPage(form: string, problem?: string): string {
   return page(
@@ -31,7 +43,7 @@ export function deviceInputPage(form: string, problem?: string): string {
       <p>Enter the code your device or command line shows, for example <code>BCDF-GHJK</code>.</p>
       ${problem ? `<p class="status error" role="alert">${escapeHtml(problem)}</p>` : ""}
       <div class="card">
-        ${form}
+        ${labelCodeField(form)}
         <div class="actions"><button type="submit" form="op.deviceInputForm">Continue</button></div>
       </div>`,
   );

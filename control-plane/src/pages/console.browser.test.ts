@@ -7,17 +7,21 @@
 // test-artifacts/browser/console-*.png. Needs Debian's chromium: skipped without it, except on CI.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import * as OTPAuth from "otpauth";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import {
+  type BrowserRig,
+  SHOTS,
+  signUpInChromium,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
 import {
   Browser as ApiBrowser,
   connectAgent,
   type HostedHarness,
   lastCodeFor,
   toolAnswer,
-  uniqueEmail,
 } from "../../test/hosted.ts";
 
 const SECRET = "sk_live_console_canary_5b1e";
@@ -63,28 +67,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
   const statusOf = (page: Page) => page.locator("#status").textContent();
 
   /** Signs up through the pages and reaches the console; returns the operator's authenticator. */
-  async function signUp(page: Page): Promise<{ email: string; totp: OTPAuth.TOTP }> {
-    const email = uniqueEmail("console");
-    await page.goto(`${base}/sign-up`);
-    await page.getByLabel("Email address").fill(email);
-    await page.getByRole("button", { name: "Email me a code" }).click();
-    const codeField = page.getByLabel("8-digit code from the email");
-    await codeField.waitFor({ state: "visible" });
-    await expect.poll(() => h.inbox.mails.filter((m) => m.to === email).length).toBe(1);
-    await codeField.fill(lastCodeFor(h.inbox, email));
-    await page.getByRole("button", { name: "Create account" }).click();
-    await page.waitForURL(`${base}/enroll-totp`);
-    await expect.poll(() => page.locator("#secret").textContent()).toMatch(/^[A-Z2-7]{4} /);
-    const secret = (await page.locator("#secret").textContent())!.replace(/\s+/g, "");
-    const totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
-    await page
-      .getByLabel("6-digit code from the app")
-      .fill(totp.generate({ timestamp: h.clock.now.getTime() }));
-    await page.getByRole("button", { name: "Confirm" }).click();
-    await page.getByRole("link", { name: "Continue to console" }).click();
-    await page.waitForURL(`${base}/console`);
-    return { email, totp };
-  }
+  const signUp = (page: Page) => signUpInChromium(page, h, base, { label: "console" });
 
   /** Opens a console section from the navigation. */
   async function openSection(page: Page, name: string) {

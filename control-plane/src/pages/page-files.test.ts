@@ -38,6 +38,8 @@ describe("page headers", () => {
       });
       expect(pageHeaders(kind)["content-security-policy"]).not.toMatch(/unsafe|\*|https?:/);
     }
+    // The device pages post forms: Origin must name us, so their policy is same-origin.
+    expect(pageHeaders("device")["referrer-policy"]).toBe("same-origin");
   });
 
   it("serves only scripts and stylesheets", () => {

@@ -62,6 +62,13 @@ function policyOf(kind: PageKind): string {
 /** The policy of the sign-in pages and the console. */
 export const PAGE_CSP = policyOf("account");
 
+/**
+ * The device code pages post plain forms, and under no-referrer a browser sends such a post with
+ * `Origin: null`, which the operator guard refuses as another site's: same-origin names our origin
+ * to us and still tells no other site anything.
+ */
+const REFERRER_POLICY: Partial<Record<PageKind, string>> = { device: "same-origin" };
+
 function headersOf(kind: PageKind): Readonly<Record<string, string>> {
   return Object.freeze({
     "content-type": "text/html; charset=utf-8",
@@ -69,7 +76,7 @@ function headersOf(kind: PageKind): Readonly<Record<string, string>> {
     // For browsers that predate frame-ancestors.
     "x-frame-options": "DENY",
     // An approval link carries its token in the URL: no page tells another site where it was.
-    "referrer-policy": "no-referrer",
+    "referrer-policy": REFERRER_POLICY[kind] ?? "no-referrer",
     "x-content-type-options": "nosniff",
     // A page's answer depends on the session (a redirect, or the operator's own email), so no
     // cache keeps one.
