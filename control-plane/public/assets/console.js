@@ -39,10 +39,25 @@ function rowHeader(text) {
   th.scope = "row";
   return th;
 }
-/** Replaces a table's rows; with emptyId, an empty table gives way to its "nothing here" line. */
+/**
+ * Replaces a table's rows; with emptyId, an empty table gives way to its "nothing here" line. A
+ * control that had the focus keeps it in the new rows (found by its label), so a redraw never
+ * drops a keyboard user on the page's body.
+ */
 function fillTable(id, rows, emptyId) {
-  var body = byId(id).tBodies[0];
+  var table = byId(id);
+  var body = table.tBodies[0];
+  var focused = body.contains(document.activeElement)
+    ? document.activeElement.getAttribute("aria-label")
+    : null;
   body.replaceChildren.apply(body, rows);
+  if (focused) {
+    const again = Array.prototype.find.call(
+      body.querySelectorAll("[aria-label]"),
+      (node) => node.getAttribute("aria-label") === focused,
+    );
+    if (again) again.focus();
+  }
   if (!emptyId) return;
   byId(emptyId).hidden = rows.length > 0;
   byId(id).parentNode.hidden = rows.length === 0;

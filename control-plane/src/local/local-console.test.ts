@@ -34,6 +34,8 @@ it("serves the page, /console.js, /console.css, the hosted stylesheet and mark, 
     expect(style.headers["content-type"]).toBe("text/css; charset=utf-8");
     // One look with the hosted pages: their stylesheet and the mark, and no other hosted file.
     expect(page.body).toContain('<link rel="stylesheet" href="/assets/site.css">');
+    expect(page.body).toContain('<script src="/assets/table-regions.js"></script>');
+    expect((await app.inject({ method: "GET", url: "/assets/table-regions.js" })).statusCode).toBe(200);
     const shared = await app.inject({ method: "GET", url: "/assets/site.css" });
     expect(shared.statusCode).toBe(200);
     expect(shared.headers["content-type"]).toBe("text/css; charset=utf-8");

@@ -11,7 +11,8 @@ export function registerLocalConsole(app: FastifyInstance): void {
   const page = readPage("local/console.html").fill({});
   app.get("/", { schema: pageSchema }, async (_request, reply) => sendPage(reply, "local-console", page));
   registerAssets(app, "local/assets", "/");
-  // One look with the hosted pages: their stylesheet and the mark.
-  registerAssets(app, "assets", "/assets/", ["site.css"]);
+  // One look with the hosted pages: their stylesheet, the mark, and scrolling tables reachable by
+  // keyboard.
+  registerAssets(app, "assets", "/assets/", ["site.css", "table-regions.js"]);
   registerAssets(app, "site", "/", ["mark.svg", "favicon.svg"]);
 }
