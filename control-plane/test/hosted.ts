@@ -256,12 +256,23 @@ export function toolAnswer(result: Awaited<ReturnType<Client["callTool"]>>): Too
   return JSON.parse((result.content as { text: string }[])[0]!.text) as ToolAnswer;
 }
 
-/** A signed-in operator with credentials stored and a model client issued: a test's usual start. */
+/**
+ * A signed-in operator with credentials stored (staging, api.latch.test unless an item says
+ * otherwise) and a model client issued: a test's usual start. `origin` is the browser's Origin
+ * (a test on a real port names its BASE_URL); the email and authenticator are for signing in again.
+ */
 export async function operatorWithClient(
   h: Pick<HostedHarness, "app" | "inbox" | "clock">,
-  options: { secret: string; items: Record<string, unknown>[]; clientName: string },
-): Promise<{ op: Browser; clientId: string; token: string }> {
-  const op = await readyOperator(h);
+  options: { secret: string; items: Record<string, unknown>[]; clientName: string; origin?: string },
+): Promise<{ op: Browser; clientId: string; token: string; email: string; totp: OTPAuth.TOTP }> {
+  const {
+    browser: op,
+    email,
+    totp,
+  } = await signUpOperator(h, {
+    label: "op",
+    ...(options.origin ? { origin: options.origin } : {}),
+  });
   for (const item of options.items) {
     const created = await op.request("POST", "/api/items", {
       value: options.secret,
@@ -277,7 +288,7 @@ export async function operatorWithClient(
   });
   if (issued.statusCode !== 201) throw new Error(`issuing a model client failed: ${issued.body}`);
   const client = issued.json();
-  return { op, clientId: client.client_id as string, token: client.token as string };
+  return { op, clientId: client.client_id as string, token: client.token as string, email, totp };
 }
 
 /** The hosted plane listening on a loopback port (for MCP clients), its test origin answering with `handler`. */

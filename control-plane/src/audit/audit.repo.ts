@@ -65,6 +65,16 @@ const FETCH_ACTIONS = ["http_request", "resolved"];
 
 const DEFAULT_LIMIT = 200;
 
+/** The label of each id `pattern` finds in `actors`, by one lookup (none when there is no id). */
+async function labelsOf(
+  actors: readonly string[],
+  pattern: RegExp,
+  lookup: (ids: string[]) => Promise<{ id: string; label: string }[]>,
+): Promise<Map<string, string>> {
+  const ids = [...new Set(actors.map((a) => pattern.exec(a)?.[1]).filter((id) => id !== undefined))];
+  return new Map(ids.length === 0 ? [] : (await lookup(ids)).map((row) => [row.id, row.label] as const));
+}
+
 export function createAuditRepo(db: Kysely<Database>): AuditRepo {
   return {
     async insertAuditEvent(event) {
@@ -121,36 +131,23 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
       if (filter.until) query = query.where("at", "<", filter.until);
       if (filter.before) query = query.where("id", "<", filter.before);
       const rows = await query.execute();
-      const clientIds = [
-        ...new Set(rows.map((r) => CLIENT_ACTOR.exec(r.actor)?.[1]).filter(Boolean)),
-      ] as string[];
-      const names = new Map(
-        clientIds.length === 0
-          ? []
-          : (
-              await db
-                .selectFrom("clients")
-                .select(["id", "name"])
-                .where("organisation_id", "=", organisationId)
-                .where("id", "in", clientIds)
-                .execute()
-            ).map((c) => [c.id, c.name] as const),
+      const actors = rows.map((r) => r.actor);
+      const names = await labelsOf(actors, CLIENT_ACTOR, (ids) =>
+        db
+          .selectFrom("clients")
+          .select(["id", "name as label"])
+          .where("organisation_id", "=", organisationId)
+          .where("id", "in", ids)
+          .execute(),
       );
-      const operatorIds = [
-        ...new Set(rows.map((r) => OPERATOR_ACTOR.exec(r.actor)?.[1]).filter(Boolean)),
-      ] as string[];
-      const emails = new Map(
-        operatorIds.length === 0
-          ? []
-          : (
-              await db
-                .selectFrom("operators")
-                .innerJoin("memberships", "memberships.operator_id", "operators.id")
-                .select(["operators.id", "operators.email"])
-                .where("memberships.organisation_id", "=", organisationId)
-                .where("operators.id", "in", operatorIds)
-                .execute()
-            ).map((o) => [o.id, o.email] as const),
+      const emails = await labelsOf(actors, OPERATOR_ACTOR, (ids) =>
+        db
+          .selectFrom("operators")
+          .innerJoin("memberships", "memberships.operator_id", "operators.id")
+          .select(["operators.id", "operators.email as label"])
+          .where("memberships.organisation_id", "=", organisationId)
+          .where("operators.id", "in", ids)
+          .execute(),
       );
       const actorName = (actor: string) =>
         names.get(CLIENT_ACTOR.exec(actor)?.[1] ?? "") ??

@@ -26,6 +26,7 @@ import {
   connectAgent,
   type HostedHarness,
   lastCodeFor,
+  operatorWithClient,
   signUpOperator,
   toolAnswer,
 } from "../../test/hosted.ts";
@@ -208,20 +209,13 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
   }, 120_000);
 
   it("each console section with content, the approval link's answer and the collect page", async () => {
-    const { browser: op, email } = await signUpOperator(h, { label: "a11y-console", origin: base });
-    const stored = await op.request("POST", "/api/items", {
-      name: "API_KEY",
-      value: "sk_live_a11y_canary_7c2d",
-      environment: "staging",
-      allowed_hosts: ["api.latch.test"],
+    const { op, email, token } = await operatorWithClient(h, {
+      secret: "sk_live_a11y_canary_7c2d",
+      items: [{ name: "API_KEY" }],
+      clientName: "a11y agent",
+      origin: base,
     });
-    expect(stored.statusCode, stored.body).toBe(201);
-    const issued = await op.request("POST", "/api/clients/model", {
-      name: "a11y agent",
-      environment: "staging",
-    });
-    expect(issued.statusCode, issued.body).toBe(201);
-    const agent = await connectAgent(base, issued.json().token as string, "a11y-agent");
+    const agent = await connectAgent(base, token, "a11y-agent");
     const call = (args: Record<string, unknown>) =>
       agent.callTool({ name: "http_request", arguments: { method: "GET", ...args } }).then(toolAnswer);
     // A pending approval (which mails the approval link) and a request for a missing credential.
@@ -387,19 +381,13 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     }
   }, 120_000);
   it("keyboard only: signing in, the skip link first, visible focus, sections, adding a credential, approving a request", async () => {
-    const { browser: op, email, totp } = await signUpOperator(h, { label: "a11y-keyboard", origin: base });
-    const stored = await op.request("POST", "/api/items", {
-      name: "API_KEY",
-      value: "sk_live_a11y_keyboard_3b9e",
-      environment: "staging",
-      allowed_hosts: ["api.latch.test"],
+    const { email, totp, token } = await operatorWithClient(h, {
+      secret: "sk_live_a11y_keyboard_3b9e",
+      items: [{ name: "API_KEY" }],
+      clientName: "kb agent",
+      origin: base,
     });
-    expect(stored.statusCode, stored.body).toBe(201);
-    const issued = await op.request("POST", "/api/clients/model", {
-      name: "kb agent",
-      environment: "staging",
-    });
-    const agent = await connectAgent(base, issued.json().token as string, "kb-agent");
+    const agent = await connectAgent(base, token, "kb-agent");
     const ask = { method: "GET", path: "/v1/data", item_name: "API_KEY" };
     const pending = toolAnswer(await agent.callTool({ name: "http_request", arguments: ask }));
     expect(pending.status).toBe("pending");

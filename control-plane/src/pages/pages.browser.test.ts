@@ -7,7 +7,7 @@ import * as OTPAuth from "otpauth";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
-import { type HostedHarness, lastCodeFor, signUpOperator, uniqueEmail } from "../../test/hosted.ts";
+import { type HostedHarness, lastCodeFor, operatorWithClient, uniqueEmail } from "../../test/hosted.ts";
 
 describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
   let rig: BrowserRig | undefined;
@@ -175,20 +175,20 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
   }, 120_000);
 
   it("opens an approval link signed out: says why, signs in, and lands back on the approval", async () => {
-    const { browser: operator, email, totp } = await signUpOperator(h, { label: "link", origin: base });
-    const stored = await operator.request("POST", "/api/items", {
-      name: "LINK_KEY",
-      value: "link_secret_value_0123456789",
-      environment: "staging",
-      allowed_hosts: ["api.latch.test"],
+    const {
+      op: operator,
+      email,
+      totp,
+      token,
+    } = await operatorWithClient(h, {
+      secret: "link_secret_value_0123456789",
+      items: [{ name: "LINK_KEY" }],
+      clientName: "release bot",
+      origin: base,
     });
-    expect(stored.statusCode, stored.body).toBe(201);
-    const client = (
-      await operator.request("POST", "/api/clients/model", { name: "release bot", environment: "staging" })
-    ).json();
     const asked = await fetch(`${base}/api/grants/request`, {
       method: "POST",
-      headers: { authorization: `Bearer ${client.token}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify({
         item_name: "LINK_KEY",
         method: "POST",
