@@ -1,6 +1,7 @@
 // Test harness: a real egress proxy (in-process, real gRPC on loopback), a real TLS origin with
 // the test PKI, a test DNS server, and the control plane's own ticket minter and gRPC client.
 import { mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -53,12 +54,23 @@ export interface EgressHarness {
   close(): Promise<void>;
 }
 
+/** A loopback port that was free a moment ago and that nothing listens on now. */
+async function freedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
 export async function startEgressHarness(
   options: {
     dnsAnswers?: Record<string, DnsAnswerPlan>;
     /** Real host names (a fake provider's, AWS's) routed straight to the origin, which answers
      * them with the providers certificate (egress-proxy/test/pki/README.md). */
     providerHosts?: readonly string[];
+    /** Host names routed to a loopback port nothing listens on: the connection is refused. */
+    closedHosts?: readonly string[];
   } = {},
 ): Promise<EgressHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
@@ -68,6 +80,7 @@ export async function startEgressHarness(
   let handler: OriginHandler = (_req, res) => res.end("ok");
   const origin = await startOrigin((req, res, recorded) => handler(req, res, recorded));
   const dns = await startDnsServer(options.dnsAnswers ?? {});
+  const closedPort = options.closedHosts?.length ? await freedPort() : 0;
   const logs = new LogCapture();
   // The mixin of the proxy's main.ts: a call's lines name the request id it came with.
   const logger = pino({ level: "info", mixin: callContextFields }, logs);
@@ -83,6 +96,7 @@ export async function startEgressHarness(
       `api.latch.test:443:127.0.0.1:${origin.port}`,
       `docs.latch.test:443:127.0.0.1:${origin.port}`,
       ...(options.providerHosts ?? []).map((name) => `${name}:443:127.0.0.1:${origin.port}`),
+      ...(options.closedHosts ?? []).map((name) => `${name}:443:127.0.0.1:${closedPort}`),
       ...Object.keys(options.dnsAnswers ?? {}).map((name) => `${name}:443::${origin.port}`),
     ].join(","),
     EGRESS_ALLOW_CIDRS: "127.0.0.1/32",

@@ -77,6 +77,8 @@ export async function startHosted(
     database?: OpenDatabase;
     /** Real host names routed to the origin (fake providers; see egress-harness.ts). */
     providerHosts?: readonly string[];
+    /** Host names whose connection is refused (see egress-harness.ts). */
+    closedHosts?: readonly string[];
     /** TRUST_PROXY: the load balancers whose X-Forwarded-For names the caller. */
     trustProxy?: string;
   } = {},
@@ -84,7 +86,10 @@ export async function startHosted(
   const shared = options.replicaOf;
   const egress =
     shared?.egress ??
-    (await startEgressHarness(options.providerHosts ? { providerHosts: options.providerHosts } : {}));
+    (await startEgressHarness({
+      ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
+      ...(options.closedHosts ? { closedHosts: options.closedHosts } : {}),
+    }));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
   // The mixin of main.ts: each line written while serving a request names its request id.

@@ -15,6 +15,8 @@ import {
 const SECRET = "sk_live_toolanswers_canary_77aa";
 /** Routed to the loopback origin, whose certificate does not name it: TLS must fail. */
 const WRONG_CERT_HOST = "api.wrongcert.example";
+/** Routed to a loopback port nothing listens on: the connection is refused. */
+const CLOSED_HOST = "api.closed.example";
 /** Resolved through the test DNS server, which knows no such name. */
 const NO_SUCH_HOST = "api.nowhere.latch.test";
 
@@ -24,7 +26,7 @@ let agent: Client;
 let op: Awaited<ReturnType<typeof operatorWithClient>>["op"];
 
 beforeAll(async () => {
-  h = await startHosted({ providerHosts: [WRONG_CERT_HOST] });
+  h = await startHosted({ providerHosts: [WRONG_CERT_HOST], closedHosts: [CLOSED_HOST] });
   url = await h.app.listen({ host: "127.0.0.1", port: 0 });
   h.egress.setHandler((req, res) => {
     if (req.url?.startsWith("/v1/slow")) return; // never answers
@@ -42,6 +44,7 @@ beforeAll(async () => {
       { name: "API_KEY", allowed_hosts: ["api.latch.test"] },
       { name: "NOWHERE_KEY", allowed_hosts: [NO_SUCH_HOST] },
       { name: "WRONGCERT_KEY", allowed_hosts: [WRONG_CERT_HOST] },
+      { name: "CLOSED_KEY", allowed_hosts: [CLOSED_HOST] },
     ],
     clientName: "answers agent",
   });
@@ -84,6 +87,12 @@ describe("a call that failed before or at the network is an error result that sa
     expect(result.isError).toBe(true);
     expect(["dns_failure", "dns_no_address"]).toContain((answer.error as { code: string }).code);
     expectAdvice(answer, (answer.error as { code: string }).code, /spelling of host/);
+  });
+
+  it("connection refused: retry once later, then tell the user the API looks down", async () => {
+    const { result, answer } = await callApproved({ method: "GET", path: "/v1/x", item_name: "CLOSED_KEY" });
+    expect(result.isError).toBe(true);
+    expectAdvice(answer, "connect_failed", /did not accept a connection/);
   });
 
   it("TLS: do not retry, tell the user", async () => {
