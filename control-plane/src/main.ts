@@ -58,7 +58,11 @@ async function main(): Promise<void> {
   const started = await (async () => {
     const ticketKey = loadOrCreateTicketKey(dataDir, config.TICKET_SIGNING_KEY_FILE);
     const metrics = createControlPlaneMetrics();
-    const connected = await connectEgress(config, dataDir, logger);
+    const connected = await listenOn(
+      () => connectEgress(config, dataDir, logger),
+      `port ${config.EGRESS_PORT} (the egress proxy's, on 127.0.0.1)`,
+      "EGRESS_PORT",
+    );
     undo.push(() => connected.close());
     const egress = { ...connected, client: metrics.instrumentEgress(connected.client) };
     const plane = await buildControlPlane({ config, dataDir, ticketKey, egress, logger, metrics });
@@ -115,6 +119,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  // The spawned proxy refused its settings and has said why in one sentence on stderr.
+  if ((error as { code?: string }).code === "PROXY_START_REFUSED") process.exit(1);
   if (error instanceof ConfigError || error instanceof StartRefused) {
     // Something the person starting Latch fixes: one sentence, not a log entry.
     process.stderr.write(`${error.message}\n`);

@@ -2,6 +2,7 @@
 // in the PostgreSQL pass), keys are generated owner-only, /health and /ready answer.
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -150,5 +151,39 @@ describe("the words of start-up", () => {
     expectOneSentence(stderr);
     expect(stderr).toContain(`port ${busyPort} on 127.0.0.1 is already in use`);
     expect(stderr).toContain("set PORT to a free port");
+  }, 120_000);
+
+  it("refuses a bad egress setting in the proxy's one sentence, naming the variable, and exits 1", async () => {
+    const { code, stderr } = await runMain({
+      ...startEnv(),
+      DATA_DIR: join(dataDir, "fourth"),
+      EGRESS_ALLOW_CIDRS: "10.0.0.1/8",
+      LOG_LEVEL: "warn",
+    });
+    expect(code).toBe(1);
+    const lines = stderr.trim().split("\n");
+    expect(lines, stderr).toHaveLength(1);
+    expect(lines[0]).toMatch(/^Latch's egress proxy cannot start: EGRESS_ALLOW_CIDRS: .+\.$/);
+    expect(stderr).not.toContain("{");
+  }, 120_000);
+
+  it("names the egress proxy's port and EGRESS_PORT when that port is taken, and exits 1", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const busyPort = (taken.address() as { port: number }).port;
+    try {
+      const { code, stderr } = await runMain({
+        ...startEnv(),
+        DATA_DIR: join(dataDir, "third"),
+        EGRESS_PORT: String(busyPort),
+        LOG_LEVEL: "warn",
+      });
+      expect(code).toBe(1);
+      expectOneSentence(stderr);
+      expect(stderr).toContain(`port ${busyPort} (the egress proxy's, on 127.0.0.1) is already in use`);
+      expect(stderr).toContain("set EGRESS_PORT to a free port");
+    } finally {
+      taken.close();
+    }
   }, 120_000);
 });

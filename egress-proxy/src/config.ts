@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_TICKET_AUDIENCE } from "@latch/shared/tickets/ticket-signature";
 import { z } from "zod";
+import { parseCidrList } from "./destination/classify.ts";
 
 const hostPort = z.string().regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port");
 const optionalText = z
@@ -54,17 +55,34 @@ function isLoopbackHost(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
+/**
+ * A setting the proxy cannot start with: one sentence for whoever set the environment (main.ts
+ * prints it as is), naming each variable and never its value.
+ */
+export class EgressConfigError extends Error {
+  override readonly name = "EgressConfigError";
+  constructor(problems: readonly string[]) {
+    super(`Latch's egress proxy cannot start: ${problems.join("; ")}.`);
+  }
+}
+
 export function loadEgressConfig(env: NodeJS.ProcessEnv): EgressConfig {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
-    throw new Error(`invalid egress proxy configuration:\n  ${problems.join("\n  ")}`);
+    throw new EgressConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
   }
   const c = parsed.data;
   const problems: string[] = [];
   const devKnobs = DEV_KNOBS.filter((k) => c[k] !== undefined);
   if (c.NODE_ENV === "production" && devKnobs.length > 0) {
     problems.push(`${devKnobs.join(", ")}: development/test knobs are refused when NODE_ENV=production`);
+  }
+  if (c.EGRESS_ALLOW_CIDRS) {
+    try {
+      parseCidrList(c.EGRESS_ALLOW_CIDRS);
+    } catch (error) {
+      problems.push(`EGRESS_ALLOW_CIDRS: ${(error as Error).message}`);
+    }
   }
   const listen = splitHostPort(c.EGRESS_LISTEN);
   const hasTls = Boolean(c.EGRESS_TLS_CERT && c.EGRESS_TLS_KEY && c.EGRESS_TLS_CLIENT_CA);
@@ -73,7 +91,7 @@ export function loadEgressConfig(env: NodeJS.ProcessEnv): EgressConfig {
       "EGRESS_LISTEN: a non-loopback listener needs mTLS (EGRESS_TLS_CERT, EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA)",
     );
   }
-  if (problems.length > 0) throw new Error(`invalid egress proxy configuration:\n  ${problems.join("\n  ")}`);
+  if (problems.length > 0) throw new EgressConfigError(problems);
   return Object.freeze({ ...c, listenHost: listen.host, listenPort: listen.port, devKnobs });
 }
 
@@ -85,9 +103,9 @@ export function readTrustedTicketKeysText(config: EgressConfig): string {
   if (config.EGRESS_TICKET_PUBLIC_KEYS) return config.EGRESS_TICKET_PUBLIC_KEYS;
   const path = join(config.DATA_DIR, "control-plane", "ticket-public-keys.txt");
   if (!existsSync(path)) {
-    throw new Error(
-      `no ticket public keys: set EGRESS_TICKET_PUBLIC_KEYS or start the control plane once (${path})`,
-    );
+    throw new EgressConfigError([
+      `no ticket key is trusted yet: set EGRESS_TICKET_PUBLIC_KEYS, or start the control plane once on this DATA_DIR so it writes ${path}`,
+    ]);
   }
   return readFileSync(path, "utf8");
 }

@@ -1,8 +1,11 @@
 // The egress proxy process: config -> keys -> gRPC server. On SIGTERM (a rolling update, a scale
 // down) it drains: NOT_SERVING, new calls refused for another replica, calls in flight finished
 // within EGRESS_DRAIN_TIMEOUT_MS, then exit. SIGINT stops at once (a developer's Ctrl-C).
+
+import { AppError } from "@latch/shared/errors";
+import { EXIT_ADDRESS_IN_USE, EXIT_START_REFUSED, SPAWNED_BY_CONTROL_PLANE } from "@latch/shared/process";
 import pino from "pino";
-import { loadEgressConfig } from "./config.ts";
+import { EgressConfigError, loadEgressConfig } from "./config.ts";
 import { startEgressProxy } from "./egress-proxy.ts";
 import { callContextFields } from "./grpc/call-context.ts";
 
@@ -37,6 +40,31 @@ try {
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
 } catch (error) {
+  if ((error as { code?: string }).code === "EADDRINUSE") {
+    // Spawned by the control plane (npm start, vault serve), the parent names the setting that
+    // moves the port; on its own, the proxy says it in one sentence.
+    if (process.env[SPAWNED_BY_CONTROL_PLANE] !== "1") {
+      process.stderr.write(
+        `Latch's egress proxy cannot start: ${(error as Error).message}; stop that program, or set EGRESS_LISTEN to a free address.\n`,
+      );
+    }
+    process.exit(EXIT_ADDRESS_IN_USE);
+  }
+  // A setting or file the person starting the proxy fixes (a plain Error of ours: a bad address
+  // range, an unreadable key file): one sentence, not a log entry. A TypeError and its kind are
+  // bugs, and stay a fatal log line.
+  if (
+    error instanceof EgressConfigError ||
+    error instanceof AppError ||
+    (error instanceof Error && error.constructor === Error)
+  ) {
+    const sentence =
+      error instanceof EgressConfigError
+        ? error.message
+        : `Latch's egress proxy cannot start: ${error.message.replace(/\.$/, "")}.`;
+    process.stderr.write(`${sentence}\n`);
+    process.exit(EXIT_START_REFUSED);
+  }
   logger.fatal(
     { err: error instanceof Error ? error.message : String(error) },
     "egress proxy failed to start",

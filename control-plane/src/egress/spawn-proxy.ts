@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { EXIT_ADDRESS_IN_USE, EXIT_START_REFUSED, SPAWNED_BY_CONTROL_PLANE } from "@latch/shared/process";
 import { humanLogLine } from "../http/human-log.ts";
 
 const PROXY_MAIN = fileURLToPath(new URL("../../../egress-proxy/src/main.ts", import.meta.url));
@@ -31,6 +32,7 @@ export function spawnEgressProxy(options: {
       ...options.env,
       DATA_DIR: options.dataDir,
       EGRESS_LISTEN: `127.0.0.1:${options.port}`,
+      [SPAWNED_BY_CONTROL_PLANE]: "1",
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -61,6 +63,20 @@ export function spawnEgressProxy(options: {
     });
     child.once("exit", (code) => {
       clearTimeout(timer);
+      if (code === EXIT_ADDRESS_IN_USE) {
+        // The caller names the setting that moves the port (main.ts listenOn).
+        reject(Object.assign(new Error(`port ${options.port} is taken`), { code: "EADDRINUSE" }));
+        return;
+      }
+      if (code === EXIT_START_REFUSED) {
+        // The proxy said why on our stderr, in one sentence; nothing to add to it (main.ts).
+        reject(
+          Object.assign(new Error("the egress proxy refused its settings (the line above says why)"), {
+            code: "PROXY_START_REFUSED",
+          }),
+        );
+        return;
+      }
       reject(new Error(`the egress proxy exited during start-up (code ${code})`));
     });
   });

@@ -5,7 +5,6 @@ import { BODY_LIMIT_BYTES, PRODUCT_NAME, registerJsonOnly } from "../app.ts";
 import { liveness } from "../health/health.schemas.ts";
 import { answerFrameworkError, registerErrorHandling } from "../http/errors.ts";
 import { requestLogging } from "../http/logging.ts";
-
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import type { McpSessionStore } from "../mcp/mcp-sessions.ts";

@@ -4,10 +4,12 @@
 // finished, then exit.
 import {
   type handleUnaryCall,
+  logVerbosity,
   Metadata,
   Server,
   type ServerCredentials,
   type ServiceError,
+  setLogVerbosity,
   status,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
@@ -32,6 +34,11 @@ import {
 import { AppError, type ErrorCode } from "@latch/shared/errors";
 import type { Logger } from "pino";
 import { readRequestId, runInCallContext } from "./call-context.ts";
+
+/** grpc-js's own log level: GRPC_VERBOSITY as grpc-js reads it, ERROR by default. */
+const GRPC_LOG_VERBOSITY =
+  logVerbosity[(process.env.GRPC_VERBOSITY ?? "ERROR").toUpperCase() as keyof typeof logVerbosity] ??
+  logVerbosity.ERROR;
 
 export interface GrpcHandlers {
   execute(ticket: SignedTicket | undefined): Promise<ExecuteResponse>;
@@ -171,11 +178,19 @@ export async function startGrpcServer(options: {
   server.addService(EgressProxyService, egress);
   server.addService(HealthService, health);
   const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+  const address = `${host}:${options.port}`;
+  // A bind that fails is reported once, by the caller (a taken address is one sentence in
+  // main.ts), not also by grpc-js's own error line.
+  setLogVerbosity(logVerbosity.NONE);
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(`${host}:${options.port}`, options.credentials, (error, bound) =>
-      error ? reject(error) : resolve(bound),
-    ),
-  );
+    server.bindAsync(address, options.credentials, (error, bound) => {
+      if (!error) return resolve(bound);
+      if (!/EADDRINUSE/.test(error.message)) return reject(error);
+      reject(
+        Object.assign(new Error(`${address} is already in use by another program`), { code: "EADDRINUSE" }),
+      );
+    }),
+  ).finally(() => setLogVerbosity(GRPC_LOG_VERBOSITY));
   return {
     port,
     get inFlight() {
