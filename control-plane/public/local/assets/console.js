@@ -63,6 +63,7 @@
   /** A decision button; after it, the list reloads and focus returns to the approvals heading. */
   function decision(td, text, label, isSecondary, action, done) {
     var b = el("button", text, isSecondary ? "secondary" : "");
+    if (text === "Deny") b.classList.add("deny");
     b.type = "button";
     b.setAttribute("aria-label", label);
     b.addEventListener("click", () => {
