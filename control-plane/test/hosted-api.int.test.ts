@@ -96,6 +96,25 @@ describe("the audit (spec 4.3, 6)", () => {
     expect(JSON.stringify(events)).not.toContain(SECRET);
   });
 
+  it("records a pending request refused as grant_denied, an approval withdrawn as grant_revoked", async () => {
+    const { op, token } = await setUp();
+    const denied = (await requestAsModel(token, { item_name: "API_KEY" })).json().grant.grant_id;
+    expect((await op.request("POST", `/api/grants/${denied}/revoke`)).statusCode).toBe(200);
+    const approved = (await requestAsModel(token, { item_name: "API_KEY" })).json().grant.grant_id;
+    await op.request("POST", `/api/grants/${approved}/approve`, { policy: "session" });
+    expect((await op.request("POST", `/api/grants/${approved}/revoke`)).statusCode).toBe(200);
+    const events = (await op.request("GET", "/api/audit?item_name=API_KEY")).json().events;
+    const actionOf = (id: string) =>
+      events
+        .filter((e: { detail: { grant_id?: string } }) => e.detail.grant_id === id)
+        .map((e: { action: string }) => e.action);
+    expect(actionOf(denied)).toContain("grant_denied");
+    expect(actionOf(denied)).not.toContain("grant_revoked");
+    expect(actionOf(approved)).toContain("grant_revoked");
+    // Neither can be revoked again.
+    expect((await op.request("POST", `/api/grants/${denied}/revoke`)).statusCode).toBe(409);
+  });
+
   it("names operators by email and clients by name, filters by action, environment and date, and pages back", async () => {
     const { op, token } = await setUp();
     await requestAsModel(token, { item_name: "API_KEY" });

@@ -59,7 +59,16 @@ export interface GrantsRepo {
     id: string,
     change: { policy: string; approvedAt: Date; expiresAt: Date | null },
   ): Promise<boolean>;
-  updateGrantRevoked(organisationId: string, id: string, now: Date): Promise<boolean>;
+  /**
+   * Revokes a pending or active grant; answers which it was (a pending one is denied), or
+   * undefined when it was neither. Each status is one atomic update, so a concurrent approval is
+   * seen as the active grant it became.
+   */
+  updateGrantRevoked(
+    organisationId: string,
+    id: string,
+    now: Date,
+  ): Promise<"pending" | "active" | undefined>;
   /** Revokes every pending or active grant an agent holds (its client was revoked). */
   updateAgentGrantsRevoked(organisationId: string, agentId: string, now: Date): Promise<void>;
   /** The folder of the grant's item, if it is in one. */
@@ -269,14 +278,17 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .execute();
     },
     async updateGrantRevoked(organisationId, id, now) {
-      const result = await db
-        .updateTable("grants")
-        .set({ status: "revoked", revoked_at: now })
-        .where("organisation_id", "=", organisationId)
-        .where("id", "=", id)
-        .where("status", "in", ["pending", "active"])
-        .executeTakeFirst();
-      return result.numUpdatedRows === 1n;
+      for (const status of ["pending", "active"] as const) {
+        const result = await db
+          .updateTable("grants")
+          .set({ status: "revoked", revoked_at: now })
+          .where("organisation_id", "=", organisationId)
+          .where("id", "=", id)
+          .where("status", "=", status)
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 1n) return status;
+      }
+      return undefined;
     },
   };
 }

@@ -322,14 +322,16 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     async revokeGrant(organisationId: string, actor: string, id: string): Promise<PublicGrant> {
       const row = await loadGrant(organisationId, id);
       const at = now();
-      if (!(await deps.repo.updateGrantRevoked(organisationId, id, at))) {
+      const was = await deps.repo.updateGrantRevoked(organisationId, id, at);
+      if (!was) {
         throw new AppError("grant_not_revocable", `grant ${id} is ${toPublicGrant(row, at).status}`);
       }
       await deps.recordEvent({
         organisationId,
         environment: row.environment,
         actor,
-        action: "grant_revoked",
+        // A request still waiting is denied: it never became an approval.
+        action: was === "pending" ? "grant_denied" : "grant_revoked",
         itemName: row.item_name,
         detail: { grant_id: id, agent_id: row.agent_id },
       });

@@ -46,7 +46,7 @@ function fakeRepos() {
     async updateGrantRevoked() {
       calls.push("updateGrantRevoked");
       grants = [];
-      return true;
+      return "active" as const;
     },
   } as unknown as GrantsRepo;
   return {

@@ -26,6 +26,7 @@ const APPROVAL_OUTCOMES: Record<string, string> = {
   grant_approved: "approved",
   auto_approved: "auto_approved",
   grant_revoked: "revoked",
+  grant_denied: "denied",
 };
 
 /** A label value from a code-like string: anything else becomes `other` (no free text in labels). */
