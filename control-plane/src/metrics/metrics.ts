@@ -58,7 +58,7 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
   });
   const approvals = new Counter({
     name: "latch_approvals_total",
-    help: "Approval decisions: requested, approved (by policy), auto_approved, revoked.",
+    help: "Approval decisions: requested, approved (by policy), auto_approved, denied, revoked.",
     labelNames: ["outcome", "policy"] as const,
     registers: [registry],
   });
