@@ -100,7 +100,9 @@ describe("the landing page and docs", () => {
     expect(response.headers["cache-control"]).toBe("public, max-age=300");
     expect(response.headers["content-security-policy"]).toContain("script-src 'none'");
     expect(response.body).toContain("credential vault and broker for AI agents");
-    expect(response.body).toContain('<svg class="flow"');
+    // The flow, drawn across for a wide window and top to bottom for a phone.
+    expect(response.body).toContain('<svg class="flow flow-wide"');
+    expect(response.body).toContain('<svg class="flow flow-narrow"');
     expect(response.body).toContain(`${BASE}/mcp`);
     expect(response.body).toContain("npx vault serve");
     expect(response.body).not.toMatch(/<script|\{\{/);
