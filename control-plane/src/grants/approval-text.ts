@@ -31,7 +31,9 @@ export function describeGrantBody(grant: Pick<PublicGrant, "call">): string {
 export function describeAgent(grant: Pick<PublicGrant, "agent_id" | "agent_name">): string {
   const name = oneLine(grant.agent_name ?? "").slice(0, 80);
   if (name && name !== grant.agent_id) return `The agent "${name}"`;
-  return grant.agent_id.startsWith("cli_") ? "An agent without a name" : `The agent "${name}"`;
+  // No name of its own: an id an operator typed (agent-3) still says something; a cli_ id does not.
+  if (grant.agent_id.startsWith("cli_")) return "An agent without a name";
+  return `The agent "${oneLine(grant.agent_id).slice(0, 80)}"`;
 }
 
 /** The approval mail (spec 6): who asks, for exactly what, and how to approve. */
