@@ -74,7 +74,8 @@ export function describeArgumentProblem(tool: ToolName, error: z.ZodError, args:
       names.length === 0 ? `${tool} takes no arguments` : `the arguments of ${tool} are ${names.join(", ")}`;
     return `${unknown} ${issue.keys.length === 1 ? "is not an argument" : "are not arguments"} of ${tool}; ${known}.`;
   }
-  const name = issue.path.map(String).join(".");
+  // A path can hold a key the agent chose (a header's name): kept short, as the unknown keys are.
+  const name = issue.path.map(String).join(".").slice(0, 128);
   if (name === "") {
     // The arguments as a whole: not an object, or a rule between arguments (a refine's message).
     if (issue.code === "custom") return `${issue.message.replace(/\.$/, "")}.`;
