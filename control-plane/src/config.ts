@@ -79,6 +79,7 @@ const schema = z.object({
   TICKET_SIGNING_KEY_FILE: optionalText,
   KEK_KEYRING_FILE: optionalText,
   OAUTH_JWKS_FILE: optionalText,
+  AUDIT_SIGNING_KEYS_FILE: optionalText,
   /** How long SIGTERM waits for requests in flight before the process exits anyway. */
   SHUTDOWN_TIMEOUT_MS: z.coerce
     .number({ error: milliseconds })

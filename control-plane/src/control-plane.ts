@@ -4,8 +4,13 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
+import { openAuditKeys } from "./audit/audit-keys.ts";
+import { registerLedgerRoutes } from "./audit/ledger.routes.ts";
+import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
+import { requireOrgOperator } from "./auth/operator-guard.ts";
+import { OPERATOR_ONLY } from "./auth/principal.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
@@ -67,6 +72,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     issuer: config.BASE_URL,
     audience: config.EGRESS_AUDIENCE,
   });
+  const auditKeys = await openAuditKeys(deps.dataDir, config.AUDIT_SIGNING_KEYS_FILE);
   // The OAuth server needs the clients service, and revoking an OAuth client needs the server.
   let oauthServer: OAuthServer | undefined;
   const services = createServices(db, {
@@ -80,6 +86,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     baseUrl: config.BASE_URL,
     mailer,
     keyring: loadOrCreateKeyring(config.KEK_KEYRING_FILE ?? keyringPath(deps.dataDir)),
+    auditKeys,
     ...(deps.metrics ? { onAuditEvent: deps.metrics.countAuditEvent } : {}),
     onOAuthClientRevoked: (client) => oauthServer?.service.endClient(client) ?? Promise.resolve(),
   });
@@ -161,9 +168,22 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => registerApproveLinkRoutes(app, { grants }),
       (app) => oauth.registerRoutes(app),
       (app) => registerConnectRoutes(app, { connect: services.connect }),
+      (app) =>
+        registerLedgerRoutes(app, {
+          ledger: services.ledger,
+          publishedKeys: auditKeys.published,
+          access: {
+            config: OPERATOR_ONLY,
+            preValidation: async (request) => {
+              await requireOrgOperator(request);
+            },
+            organisationOf: async (request) => (await requireOrgOperator(request)).organisationId,
+          },
+        }),
     ],
   });
   await app.ready();
+  const stopCheckpoints = startCheckpointSchedule(services.ledger, logger);
 
   return {
     app,
@@ -172,6 +192,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     items,
     services,
     async close() {
+      stopCheckpoints();
       await app.close();
       mailer.close();
       if (!deps.database) await database.close();

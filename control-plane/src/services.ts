@@ -7,6 +7,10 @@ import type { Logger } from "pino";
 import { createAccessService } from "./access/access.service.ts";
 import { type AuditEvent, type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
 import { logAuditFailure } from "./audit/audit-failure.ts";
+import type { AuditSigner } from "./audit/audit-keys.ts";
+import { createLedgerRepo } from "./audit/ledger.repo.ts";
+import { createLedgerService } from "./audit/ledger.service.ts";
+import type { AuditKeysDocument } from "./audit/ledger-verify.ts";
 import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
 import type { Keyring } from "./auth/kek.ts";
@@ -46,6 +50,8 @@ interface CommonVariant {
   now: () => Date;
   /** Told of every audit row written (metrics count approval decisions from them). */
   onAuditEvent?: (event: AuditEvent) => void;
+  /** The ledger's checkpoint key (DATA_DIR/audit/) and the public keys as published. */
+  auditKeys: { signer: AuditSigner; published(): AuditKeysDocument };
 }
 
 /** Hosted: many organisations, approval codes, mail to operators, collect requests, clients. */
@@ -101,7 +107,13 @@ function createCoreServices(
     inItemTokenLock: items.inItemTokenLock,
     onAuditFailure: logAuditFailure(variant.logger),
   });
-  return { audit, items, calls };
+  const ledger = createLedgerService({
+    repo: createLedgerRepo(db),
+    signer: variant.auditKeys.signer,
+    publishedKeys: variant.auditKeys.published,
+    now: variant.now,
+  });
+  return { audit, items, calls, ledger };
 }
 
 export function createServices(db: Kysely<Database>, variant: HostedVariant): HostedServices;
@@ -114,7 +126,7 @@ export function createServices(
 }
 
 function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
-  const { audit, items, calls } = createCoreServices(db, variant, true, variant.readCache);
+  const { audit, items, calls, ledger } = createCoreServices(db, variant, true, variant.readCache);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now: variant.now });
   const grants = createGrantsService({
     repo: variant.readCache ? variant.readCache.grants(createGrantsRepo(db)) : createGrantsRepo(db),
@@ -125,7 +137,7 @@ function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
     { items, grants, calls, surface: LOCAL_SURFACE },
     { organisationId: variant.organisationId, environment: variant.environments[0]! },
   );
-  return { audit, items, grants, calls, orgs, tools };
+  return { audit, ledger, items, grants, calls, orgs, tools };
 }
 
 export type LocalServices = ReturnType<typeof createLocalServices>;
@@ -163,7 +175,7 @@ function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant
 
 function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { now, baseUrl } = variant;
-  const { audit, items, calls } = createCoreServices(db, variant, false);
+  const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now });
   const grants = createHostedGrants(db, variant, audit, orgs);
   const inTransaction = <T>(fn: (tx: ReturnType<typeof createTransactionServices>) => Promise<T>) =>
@@ -200,6 +212,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   });
   return {
     audit,
+    ledger,
     items,
     grants,
     calls,

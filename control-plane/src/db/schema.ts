@@ -76,6 +76,29 @@ export interface AuditEventsTable {
   host: string | null;
   reason: string | null;
   detail: ColumnType<Record<string, unknown>, string | undefined, never>;
+  /** The ledger (audit/ledger.repo.ts): pg reads a bigint as a string, PGlite as a number. */
+  seq: ColumnType<string | number, number, never>;
+  prev_hash: ColumnType<string, string, never>;
+  hash: ColumnType<string, string, never>;
+  trace_id: ColumnType<string | null, string | null | undefined, never>;
+}
+
+/** One organisation's chain head: the row its next append locks, reads and moves. */
+export interface AuditHeadsTable {
+  organisation_id: string;
+  seq: ColumnType<string | number, number, number>;
+  prev_hash: string;
+  hash: string;
+  at: Date;
+}
+
+export interface AuditCheckpointsTable {
+  organisation_id: string;
+  seq: ColumnType<string | number, number, never>;
+  hash: string;
+  at: Date;
+  key_id: string;
+  signature: string;
 }
 
 export interface GrantsTable {
@@ -250,6 +273,8 @@ export interface Database {
   item_tokens: ItemTokensTable;
   connect_states: ConnectStatesTable;
   audit_events: AuditEventsTable;
+  audit_heads: AuditHeadsTable;
+  audit_checkpoints: AuditCheckpointsTable;
   grants: GrantsTable;
   operators: OperatorsTable;
   backup_codes: BackupCodesTable;
