@@ -54,7 +54,6 @@ export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyOb
   const state: LedgerVerification = { ok: true, rows: 0, last_seq: 0, last_checkpoint: null };
   let organisationId: string | undefined;
   let lastHash = ZERO_HASH;
-  let startSeq: number | undefined;
 
   function fail(seq: number, problem: string): void {
     if (!state.ok) return;
@@ -79,11 +78,11 @@ export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyOb
       return;
     }
     if (expected === undefined) {
-      startSeq = seq;
-      // A full export starts at seq 1 after 64 zeros; one resumed with since_seq starts later and
-      // its first prev_hash is taken on trust (the rows before it were not given).
-      if (seq === 1 && line.prev_hash !== ZERO_HASH) fail(1, "seq 1 does not start from 64 zeros");
-      if (seq < 1) fail(seq, `the first row has seq ${String(line.seq)}`);
+      // A chain is checked from its start: a file that begins later (an export resumed with
+      // since_seq, or one whose first rows were cut) cannot show that its first prev_hash is real.
+      // Parts of a resumed export are checked joined, in order.
+      if (seq !== 1) fail(1, `seq 1 is missing (the first row is seq ${String(line.seq)})`);
+      else if (line.prev_hash !== ZERO_HASH) fail(1, "seq 1 does not start from 64 zeros");
     } else if (seq !== expected) {
       fail(expected, `seq ${expected} is missing (the next row is seq ${String(line.seq)})`);
     } else if (line.prev_hash !== lastHash) {
@@ -153,8 +152,6 @@ export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyOb
     },
     /** Marks the ledger bad at `seq` for a reason found outside the lines (the head the database holds). */
     fail,
-    /** The seq the rows started at (1 unless the export was resumed). */
-    startSeq: () => startSeq,
     result(): LedgerVerification {
       return { ...state };
     },

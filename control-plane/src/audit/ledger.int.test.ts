@@ -5,10 +5,12 @@ import { createHash, generateKeyPairSync, sign } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Kysely, sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PGliteDialect, sql } from "kysely";
+import { beforeAll, describe, expect, it } from "vitest";
 import { isPostgresRun, newTestOrganisation, testDatabase } from "../../test/database.ts";
 import { type OpenDatabase, openDatabase } from "../db/database.ts";
+import { migrateTo, migrateToLatest } from "../db/migrate.ts";
 import type { Database } from "../db/schema.ts";
 import { type AuditRepo, createAuditRepo } from "./audit.repo.ts";
 import { openAuditKeys, rotateAuditKeys } from "./audit-keys.ts";
@@ -357,4 +359,66 @@ describe("the audit ledger", () => {
   });
 });
 
-afterAll(async () => {});
+describe("the cost and the history of the ledger", () => {
+  it("appends in one database statement", async () => {
+    const org = await newTestOrganisation(database);
+    let statements = 0;
+    const counted = database.db.withPlugin({
+      transformQuery: (args) => {
+        statements += 1;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    await createAuditRepo(counted).insertAuditEvent({
+      organisationId: org,
+      actor: "system",
+      action: "first",
+    });
+    await createAuditRepo(counted).insertAuditEvent({
+      organisationId: org,
+      actor: "system",
+      action: "second",
+    });
+    expect(statements).toBe(2);
+    expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 2 });
+  });
+
+  it("chains the rows written before the ledger existed, when the migration runs", async () => {
+    const pglite = new PGlite();
+    const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+    try {
+      await migrateTo(db as unknown as Kysely<unknown>, "2026-11-25T1100-connect-states");
+      await sql`insert into organisations (id, name) values ('org_old', 'Old'), ('org_older', 'Older')`.execute(
+        db,
+      );
+      for (const [org, action] of [
+        ["org_old", "a"],
+        ["org_older", "x"],
+        ["org_old", "b"],
+        ["org_old", "c"],
+      ]) {
+        await sql`insert into audit_events (organisation_id, actor, action, detail, at)
+          values (${org}, 'system', ${action}, '{"n": 1.5, "s": "é"}'::jsonb, '2026-01-02 03:04:05.678912+00')`.execute(
+          db,
+        );
+      }
+      await migrateToLatest(db as unknown as Kysely<unknown>);
+      const old = await ledgerOn(db);
+      const lines: LedgerLine[] = [];
+      for await (const line of old.exportLedger("org_old")) lines.push(line);
+      expect(rowsOf(lines).map((r) => [r.seq, r.action, r.at])).toEqual([
+        [1, "a", "2026-01-02T03:04:05.678Z"],
+        [2, "b", "2026-01-02T03:04:05.678Z"],
+        [3, "c", "2026-01-02T03:04:05.678Z"],
+      ]);
+      for (const row of rowsOf(lines)) expect(recomputed(row)).toBe(row.hash);
+      // The next append continues the chain from the migrated head.
+      await createAuditRepo(db).insertAuditEvent({ organisationId: "org_old", actor: "system", action: "d" });
+      expect(await old.verify("org_old")).toMatchObject({ ok: true, rows: 4 });
+      expect(await old.verify("org_older")).toMatchObject({ ok: true, rows: 1 });
+    } finally {
+      await db.destroy();
+    }
+  });
+});

@@ -30,13 +30,25 @@ const MIGRATIONS: Record<string, Migration> = {
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
+  await migrate(db, (migrator) => migrator.migrateToLatest());
+}
+
+/** Up to and including `name` (tests of a migration start from the schema before it). */
+export async function migrateTo(db: Kysely<unknown>, name: string): Promise<void> {
+  await migrate(db, (migrator) => migrator.migrateTo(name));
+}
+
+async function migrate(
+  db: Kysely<unknown>,
+  run: (migrator: Migrator) => ReturnType<Migrator["migrateToLatest"]>,
+): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => MIGRATIONS },
     // Each migration commits on its own: a failure leaves the ones before it applied and recorded.
     transactionMode: "per-migration",
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await run(migrator);
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
     throw new Error(`database migration ${failed?.migrationName ?? ""} failed`, { cause: error });
