@@ -80,6 +80,10 @@ const schema = z.object({
   KEK_KEYRING_FILE: optionalText,
   OAUTH_JWKS_FILE: optionalText,
   AUDIT_SIGNING_KEYS_FILE: optionalText,
+  /** OpenTelemetry over OTLP/HTTP (base URL; /v1/traces and /v1/logs are added); unset: off. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(
+    z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+  ),
   /** How long SIGTERM waits for requests in flight before the process exits anyway. */
   SHUTDOWN_TIMEOUT_MS: z.coerce
     .number({ error: milliseconds })

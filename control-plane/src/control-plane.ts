@@ -34,6 +34,7 @@ import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
+import { startTelemetry } from "./telemetry.ts";
 
 export interface ControlPlaneDeps {
   config: ControlPlaneConfig;
@@ -73,6 +74,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     audience: config.EGRESS_AUDIENCE,
   });
   const auditKeys = await openAuditKeys(deps.dataDir, config.AUDIT_SIGNING_KEYS_FILE);
+  const tracing = await startTelemetry({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   // The OAuth server needs the clients service, and revoking an OAuth client needs the server.
   let oauthServer: OAuthServer | undefined;
   const services = createServices(db, {
@@ -194,6 +196,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     async close() {
       stopCheckpoints();
       await app.close();
+      await tracing.shutdown();
       mailer.close();
       if (!deps.database) await database.close();
     },

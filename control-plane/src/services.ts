@@ -37,6 +37,7 @@ import { createNeedsRepo } from "./needs/needs.repo.ts";
 import { createNeedsService } from "./needs/needs.service.ts";
 import { createOrgsRepo } from "./orgs/orgs.repo.ts";
 import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
+import { telemetry } from "./telemetry.ts";
 import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
 import { createToolHandlers } from "./tools/tools.ts";
 
@@ -236,17 +237,21 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
 
 export type HostedServices = ReturnType<typeof createHostedServices>;
 
-/** The audit repo, telling `onEvent` of each row once it is written. */
-function observeAudit<R extends { insertAuditEvent(event: AuditEvent): Promise<void> }>(
+/**
+ * The audit repo as the services write through it: each row carries the active trace id, goes
+ * out as a log record in that trace when telemetry is on, and `onEvent` is told of it once written.
+ */
+function observeAudit<R extends Pick<AuditRepo, "insertAuditEvent" | "appendEvent">>(
   repo: R,
   onEvent: ((event: AuditEvent) => void) | undefined,
 ): R {
-  if (!onEvent) return repo;
   return {
     ...repo,
     insertAuditEvent: async (event: AuditEvent) => {
-      await repo.insertAuditEvent(event);
-      onEvent(event);
+      const traced = telemetry();
+      const row = await repo.appendEvent(traced.enabled ? { ...event, traceId: traced.traceId() } : event);
+      traced.emitAuditRow(row);
+      onEvent?.(event);
     },
   };
 }

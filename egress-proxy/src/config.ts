@@ -35,6 +35,8 @@ const schema = z.object({
   EGRESS_CONNECT_TO: optionalText,
   EGRESS_ALLOW_CIDRS: optionalText,
   EGRESS_EXTRA_CA: optionalText,
+  /** OpenTelemetry over OTLP/HTTP (base URL; /v1/traces is added); unset: off, nothing loaded. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(z.url({ protocol: /^https?$/ }).optional()),
 });
 
 export type EgressConfig = Readonly<z.infer<typeof schema>> & {

@@ -16,6 +16,7 @@ import { createDestinationResolver } from "./destination/resolve.ts";
 import { startGrpcServer } from "./grpc/server.ts";
 import { loadOrCreateSealingKeyring } from "./keys/sealing-keys.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
+import { startTelemetry } from "./telemetry.ts";
 import { createMemoryReplayStore, createPostgresReplayStore } from "./tickets/replay-store.ts";
 import { createTicketChecker, createTicketSpender } from "./tickets/verify.ts";
 import { createUpstream } from "./upstream/call.ts";
@@ -61,6 +62,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     );
   }
   const replicaId = `egress-${randomBytes(6).toString("hex")}`;
+  const tracing = await startTelemetry({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const keyring = await loadOrCreateSealingKeyring(config.DATA_DIR, config.EGRESS_SEALING_KEY_FILE);
   const replayStore = config.EGRESS_REPLAY_DATABASE_URL
     ? await createPostgresReplayStore(config.EGRESS_REPLAY_DATABASE_URL)
@@ -155,6 +157,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
       metricsServer?.close();
       await upstream.close();
       await replayStore.close();
+      await tracing.shutdown();
     },
   };
 }

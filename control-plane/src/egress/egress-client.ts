@@ -21,6 +21,7 @@ import {
 import { HealthCheckResponse_ServingStatus, HealthClient } from "@latch/proto/health";
 import { AppError, isErrorCode } from "@latch/shared/errors";
 import { currentRequestId } from "../http/request-context.ts";
+import { telemetry } from "../telemetry.ts";
 import {
   BALANCED_SERVICE_CONFIG,
   NOT_STARTED_TRAILER,
@@ -178,6 +179,9 @@ function callMetadata(context: CallContext | undefined): Metadata {
   const metadata = new Metadata();
   const requestId = context?.requestId ?? currentRequestId();
   if (requestId) metadata.set(REQUEST_ID_METADATA, requestId);
+  // W3C trace context, so the proxy's spans join the agent call's trace (only with telemetry on).
+  const traceparent = telemetry().traceparent();
+  if (traceparent) metadata.set("traceparent", traceparent);
   return metadata;
 }
 
@@ -225,11 +229,17 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
 
   return {
     execute: (ticket, deadlineMs, context) =>
-      callOnce<ExecuteResponse>(
-        (metadata, deadline, done) =>
-          client.execute({ ticket }, metadata, { deadline }, (error, response) => done(error, response)),
-        deadlineMs + LINK_OVERHEAD_MS,
-        context,
+      telemetry().inSpan(
+        "latch.egress.v1.EgressProxy/Execute",
+        { "rpc.system": "grpc", "rpc.method": "Execute" },
+        () =>
+          callOnce<ExecuteResponse>(
+            (metadata, deadline, done) =>
+              client.execute({ ticket }, metadata, { deadline }, (error, response) => done(error, response)),
+            deadlineMs + LINK_OVERHEAD_MS,
+            context,
+          ),
+        { kind: "client" },
       ),
     resolve: (ticket, context) =>
       callOnce<string>(

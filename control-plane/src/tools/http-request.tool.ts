@@ -11,6 +11,7 @@ import { planTokenCall } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
+import { telemetry } from "../telemetry.ts";
 import { callFailureAnswer } from "./call-failure.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
@@ -53,6 +54,12 @@ export async function runHttpRequest(
   }
 
   const authorisation = await deps.grants.authoriseCall(grantScope, call);
+  // The coverage decision, on the tool call's span (DECISIONS "Ledger and telemetry").
+  telemetry().annotate(
+    authorisation
+      ? { "latch.coverage": "covered", "latch.grant.policy": authorisation.grant.policy }
+      : { "latch.coverage": "approval_needed" },
+  );
   if (!authorisation) {
     // A standing grant that does not cover this call: the new request is for exactly this scope.
     const isOutside = await deps.grants.isOutsideStanding(grantScope, call);

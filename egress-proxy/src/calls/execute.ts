@@ -3,10 +3,12 @@
 // file maps that refusal to the answer, the metrics and the call's one log line.
 import type { ExecuteResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
+import type { Attributes } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
 import type { SealingKeyring } from "../keys/sealing-keys.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import { telemetry } from "../telemetry.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { checkCall } from "./steps/check-call.ts";
@@ -68,6 +70,37 @@ const SENDING_STEPS: ReadonlySet<CallStep> = new Set([
   dialOrigin,
 ]);
 
+/**
+ * The steps that are spans of the agent call's trace (DECISIONS "Ledger and telemetry"): DNS and
+ * the origin's answer here, the connect of a new connection in upstream/pool.ts. Their attributes
+ * are names, addresses, the method and the status: never a header, a credential or a body.
+ */
+const TRACED_STEPS: ReadonlyMap<
+  CallStep,
+  { name: string; attributes(call: OutgoingCall): Attributes; after(call: OutgoingCall): Attributes }
+> = new Map([
+  [
+    resolveDestination,
+    {
+      name: "DNS",
+      attributes: (call: OutgoingCall) => ({ "server.address": call.host }),
+      after: (call: OutgoingCall) =>
+        call.destination ? { "network.peer.address": call.destination.address } : {},
+    },
+  ],
+  [
+    dialOrigin,
+    {
+      name: "origin answer",
+      attributes: (call: OutgoingCall) => ({
+        "server.address": call.host,
+        "http.request.method": call.method,
+      }),
+      after: (call: OutgoingCall) => (call.answer ? { "http.response.status_code": call.answer.status } : {}),
+    },
+  ],
+]);
+
 function errorResponse(
   error: AppError,
   started: number,
@@ -122,7 +155,14 @@ export function createExecute(
       call = checkCall(ticket, { now, startedAt });
       for (const step of CALL_STEPS) {
         if (call.answer !== undefined && SENDING_STEPS.has(step)) continue;
-        await step(call, deps);
+        const traced = TRACED_STEPS.get(step);
+        if (traced && telemetry().enabled) {
+          const current = call;
+          await telemetry().inSpan(traced.name, traced.attributes(current), async () => {
+            await step(current, deps);
+            telemetry().annotate(traced.after(current));
+          });
+        } else await step(call, deps);
       }
       const response = call.response;
       if (!response) throw new AppError("internal", "the call ended without a response");

@@ -33,6 +33,7 @@ import {
 } from "@latch/proto/health";
 import { AppError, type ErrorCode } from "@latch/shared/errors";
 import type { Logger } from "pino";
+import { telemetry } from "../telemetry.ts";
 import { readRequestId, runInCallContext } from "./call-context.ts";
 
 /** grpc-js's own log level: GRPC_VERBOSITY as grpc-js reads it, ERROR by default. */
@@ -80,17 +81,26 @@ function drainingError(): Partial<ServiceError> {
   return { code: status.UNAVAILABLE, details: "this egress proxy replica is shutting down", metadata };
 }
 
-function unary<Req, Res>(run: (req: Req) => Promise<Res> | Res, logger: Logger): handleUnaryCall<Req, Res> {
+function unary<Req, Res>(
+  run: (req: Req, metadata: Metadata) => Promise<Res> | Res,
+  logger: Logger,
+): handleUnaryCall<Req, Res> {
   return (call, callback) => {
     runInCallContext(readRequestId(call.metadata), () =>
       Promise.resolve()
-        .then(() => run(call.request))
+        .then(() => run(call.request, call.metadata))
         .then(
           (response) => callback(null, response),
           (error: unknown) => callback(toServiceError(error, logger)),
         ),
     );
   };
+}
+
+/** The caller's W3C traceparent, when it is one string of the format's length. */
+function traceparentOf(metadata: Metadata): string | undefined {
+  const value = metadata.get("traceparent")[0];
+  return typeof value === "string" && value.length <= 128 ? value : undefined;
 }
 
 /** Counts the calls in flight and refuses new ones once draining. */
@@ -151,7 +161,17 @@ export async function startGrpcServer(options: {
   const gate = createCallGate();
   const egress: UntypedServiceImplementation = {
     execute: gate.guard(
-      unary<ExecuteRequest, ExecuteResponse>((req) => handlers.execute(req.ticket), logger),
+      unary<ExecuteRequest, ExecuteResponse>(
+        (req, metadata) =>
+          // The agent call's trace continues here (W3C traceparent from the control plane).
+          telemetry().inCallerSpan(
+            "latch.egress.v1.EgressProxy/Execute",
+            traceparentOf(metadata),
+            { "rpc.system": "grpc", "rpc.method": "Execute" },
+            () => handlers.execute(req.ticket),
+          ),
+        logger,
+      ),
     ),
     resolve: gate.guard(
       unary<ResolveRequest, ResolveResponse>((req) => handlers.resolve(req.ticket), logger),
