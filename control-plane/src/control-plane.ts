@@ -30,6 +30,7 @@ import { registerNeedsRoutes } from "./needs/needs.routes.ts";
 import { looksLikeJwt } from "./oauth/access-tokens.ts";
 import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
 import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
+import { registerOpenApiRoutes } from "./openapi/openapi.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
@@ -182,6 +183,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
             organisationOf: async (request) => (await requireOrgOperator(request)).organisationId,
           },
         }),
+      // Last: the document describes every route registered before it (and itself).
+      (app) => registerOpenApiRoutes(app, { baseUrl: config.BASE_URL }),
     ],
   });
   await app.ready();

@@ -218,6 +218,8 @@ const PUBLIC_ROUTES = [
   /^(GET|OPTIONS) \/(|docs|docs\/[a-z]+|robots\.txt|sitemap\.xml|security\.txt|llms\.txt|llms-full\.txt)$/,
   /^(GET|OPTIONS) \/\.well-known\/security\.txt$/,
   /^GET \/\.well-known\/latch-audit-keys\.json$/,
+  // The OpenAPI document (openapi/openapi.routes.ts); /docs/api is matched with the docs above.
+  /^(GET|OPTIONS) \/openapi\.json$/,
   /^(GET|OPTIONS) \/[a-z0-9-]+(\.[0-9a-f]{12})?\.(png|svg|ico|webmanifest)$/,
   /^GET \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
   /^OPTIONS \/mcp$/,
