@@ -207,5 +207,22 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
   } as Configuration;
 
   const provider = new Provider(deps.baseUrl, configuration);
+  // oidc-provider saves a touched browser session after each request, and throws when that session
+  // was never saved: a device page (POST /device, GET /device/:uid) reached without its session
+  // cookie, or with an expired one, became a bare 500 (found by schemathesis in CI). The person
+  // gets the error page instead, with the way back.
+  provider.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      if (!(error instanceof TypeError) || !/persist can only be called/.test(error.message)) throw error;
+      ctx.status = 400;
+      ctx.type = "html";
+      ctx.body = oauthErrorPage(
+        "invalid_request",
+        "This sign-in page has expired; open the device page again",
+      );
+    }
+  });
   return provider;
 }

@@ -89,6 +89,7 @@ const STATUS_TEXT: Record<number, string> = {
   409: "In conflict with what is stored (the code names it)",
   410: "Expired",
   413: "The body is over its limit",
+  431: "The URL or the headers are too large",
   415: "The body is not in a media type this route takes",
   429: "Too many requests: wait retry_after seconds",
   502: "The origin or the network failed",
@@ -211,8 +212,12 @@ export function buildOpenApiDocument(
       responses[status] = describeResponse(response, toSchema);
     }
     for (const status of errorStatuses(route)) {
-      if (responses[status]) continue;
-      responses[status] = errorResponse(route, status);
+      const own = responses[status] as { content?: Record<string, unknown> } | undefined;
+      const refusal = errorResponse(route, status);
+      // A page that answers a refusal in words still answers the edge's refusals (a parameter that
+      // is not safe text, a body over its limit) as JSON.
+      if (own) own.content = { ...refusal.content, ...own.content };
+      else responses[status] = refusal;
     }
     operation.responses = responses;
 
@@ -355,8 +360,13 @@ function errorStatuses(route: RegisteredRoute): number[] {
   if (route.principals) {
     statuses.add(401);
     statuses.add(403);
-    if (route.principals.includes("operator")) statuses.add(404);
+    // Anything of another organisation, a client revoked meanwhile, an MCP session ended.
+    statuses.add(404);
+    // Ten wrong authenticator codes lock the account's authenticator steps for 15 minutes.
+    if (route.url.startsWith("/api/auth/")) statuses.add(429);
   }
+  // The HTTP server's own refusal of a URL or headers over its limit (16 KiB).
+  statuses.add(431);
   if (/:[A-Za-z]/.test(route.url)) statuses.add(404);
   if (WALLED_PREFIXES.some((prefix) => route.url.startsWith(prefix))) statuses.add(403);
   for (const status of SERVICE_ERRORS[`${route.method} ${route.url}`] ?? []) statuses.add(status);
@@ -366,6 +376,12 @@ function errorStatuses(route: RegisteredRoute): number[] {
 
 function errorResponse(route: RegisteredRoute, status: number) {
   const docs = docsOf(route);
+  if (status === 431) {
+    return {
+      description: "The URL or the headers are over the HTTP server's limit",
+      content: { "application/json": { schema: { type: "object" } } },
+    };
+  }
   const envelope = { $ref: "#/components/schemas/Error" };
   let schema: JsonSchema = envelope;
   if (docs.isOAuth) schema = { anyOf: [{ $ref: "#/components/schemas/OAuthError" }, envelope] };

@@ -91,7 +91,10 @@ const ANSWERS: Record<string, RouteDocs> = {
       400: html("The interaction is unknown or expired"),
     },
   },
-  "GET /oauth/jwks": { summary: "RS256 public keys (RFC 7517)", responses: { 200: json(jwks, "The keys") } },
+  "GET /oauth/jwks": {
+    summary: "RS256 public keys (RFC 7517)",
+    responses: { 200: { description: "The keys", content: { "application/jwk-set+json": jwks } } },
+  },
   "POST /oauth/token": {
     ...OAUTH,
     summary: "Code, refresh token or device code for a JWT access token (RFC 6749, 8628)",
