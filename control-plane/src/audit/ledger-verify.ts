@@ -38,10 +38,14 @@ export function verifyingKeys(document: AuditKeysDocument): Map<string, KeyObjec
   for (const key of document.keys ?? []) {
     if (key?.alg !== "Ed25519" || typeof key.key_id !== "string" || typeof key.public_key !== "string")
       continue;
-    keys.set(
-      key.key_id,
-      createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key.public_key }, format: "jwk" }),
-    );
+    try {
+      keys.set(
+        key.key_id,
+        createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key.public_key }, format: "jwk" }),
+      );
+    } catch {
+      // Not an Ed25519 public key: a checkpoint naming this key id is then reported as unpublished.
+    }
   }
   return keys;
 }
