@@ -6,8 +6,9 @@
 // What may be an attribute: names, hosts, methods, codes, counts, decisions, ids. Never a
 // credential, a token, a bearer, a body or a query string (the canary tests search the exporter's
 // output for them).
+
+import type { LedgerRow } from "@latch/shared/ledger/ledger-format";
 import type { Attributes, Context, Logger as OtelLogger, Span, SpanKind, Tracer } from "@opentelemetry/api";
-import type { LedgerRow } from "./audit/ledger-format.ts";
 
 export const CONTROL_PLANE_SERVICE = "latch-control-plane";
 

@@ -7,9 +7,9 @@ import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { LedgerLine } from "@latch/shared/ledger/ledger-format";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LedgerLine } from "../src/audit/ledger-format.ts";
 import { type Browser, type HostedHarness, readyOperator, startHosted } from "./hosted.ts";
 
 const VAULT = new URL("../src/cli/vault.ts", import.meta.url).pathname;

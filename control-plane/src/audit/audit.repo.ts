@@ -1,10 +1,11 @@
 // The audit trail: names, hosts, reasons and outcomes. A value never reaches this table; the
 // service layer builds rows from metadata only, and the leak tests search it for canaries. Rows
 // are appended to the organisation's hash chain by ledger.repo.ts; this file reads them for people.
+
+import type { LedgerRow } from "@latch/shared/ledger/ledger-format";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { createLedgerRepo } from "./ledger.repo.ts";
-import type { LedgerRow } from "./ledger-format.ts";
 
 export interface AuditEvent {
   organisationId: string;

@@ -1,14 +1,14 @@
 // The offline verifier on hostile files: whatever a line holds, the answer is a first bad seq,
 // never a crash, and a keys document with junk in it verifies nothing it should not.
 import { generateKeyPairSync, sign } from "node:crypto";
-import { describe, expect, it } from "vitest";
 import {
   checkpointSigningInput,
   type LedgerLine,
   type LedgerRow,
   rowHash,
   ZERO_HASH,
-} from "./ledger-format.ts";
+} from "@latch/shared/ledger/ledger-format";
+import { describe, expect, it } from "vitest";
 import { createLedgerVerifier, verifyingKeys } from "./ledger-verify.ts";
 
 function chain(count: number): LedgerRow[] {

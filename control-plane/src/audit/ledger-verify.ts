@@ -11,7 +11,7 @@ import {
   type LedgerRow,
   rowHash,
   ZERO_HASH,
-} from "./ledger-format.ts";
+} from "@latch/shared/ledger/ledger-format";
 
 export interface LedgerVerification {
   ok: boolean;

@@ -2,13 +2,10 @@
 // checkpoints. An append is ONE statement: an upsert of the organisation's head row (which locks
 // that row, so appends of one organisation queue behind each other while other organisations go
 // on, on every replica) computes seq, prev_hash and the hash there, and the same statement inserts
-// the row. The hash is SHA-256 over the row's canonical form (ledger-format.ts): the application
+// the row. The hash is SHA-256 over the row's canonical form (shared/src/ledger/ledger-format.ts): the application
 // writes every member of it, and the database fills in the three it alone knows under the lock.
-import { toSafeJson, toSafeText } from "@latch/shared/text/safe-text";
-import { type Kysely, type RawBuilder, sql } from "kysely";
-import type { Database } from "../db/schema.ts";
-import type { AuditEvent } from "./audit.repo.ts";
-import type { JsonValue } from "./canonical-json.ts";
+
+import type { JsonValue } from "@latch/shared/ledger/canonical-json";
 import {
   canonicalTemplate,
   type LedgerCheckpoint,
@@ -16,7 +13,11 @@ import {
   type LedgerRow,
   ledgerTime,
   ZERO_HASH,
-} from "./ledger-format.ts";
+} from "@latch/shared/ledger/ledger-format";
+import { toSafeJson, toSafeText } from "@latch/shared/text/safe-text";
+import { type Kysely, type RawBuilder, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+import type { AuditEvent } from "./audit.repo.ts";
 
 export interface LedgerHead {
   seq: number;

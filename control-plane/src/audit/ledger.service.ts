@@ -1,15 +1,16 @@
 // The ledger's work above the database: exporting an organisation's chain (with a checkpoint
 // signed at its end when the last row is newer than the last checkpoint), verifying it, and the
 // hourly checkpoints. Hosted and local alike.
-import type { Logger } from "pino";
-import type { AuditSigner } from "./audit-keys.ts";
-import type { LedgerHead, LedgerRepo } from "./ledger.repo.ts";
+
 import {
   checkpointSigningInput,
   type LedgerCheckpoint,
   type LedgerLine,
   ledgerTime,
-} from "./ledger-format.ts";
+} from "@latch/shared/ledger/ledger-format";
+import type { Logger } from "pino";
+import type { AuditSigner } from "./audit-keys.ts";
+import type { LedgerHead, LedgerRepo } from "./ledger.repo.ts";
 import {
   type AuditKeysDocument,
   createLedgerVerifier,

@@ -6,8 +6,8 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
+import type { LedgerLine } from "@latch/shared/ledger/ledger-format";
 import { auditKeysPath, rotateAuditKeys } from "../audit/audit-keys.ts";
-import type { LedgerLine } from "../audit/ledger-format.ts";
 import { type AuditKeysDocument, createLedgerVerifier, verifyingKeys } from "../audit/ledger-verify.ts";
 import { loadConfig } from "../config.ts";
 

@@ -5,9 +5,10 @@
 // organisation by the transaction that names it in `latch.delete_organisation`.
 //
 // Rows written before this migration are chained here, in id order, with the same canonical form
-// the application computes (audit/ledger-format.ts: the form is fixed for ever, or old chains break).
+// the application computes (shared/src/ledger/ledger-format.ts: the form is fixed for ever, or old chains break).
+
+import { type LedgerRow, rowHash, ZERO_HASH } from "@latch/shared/ledger/ledger-format";
 import { type Kysely, sql } from "kysely";
-import { type LedgerRow, rowHash, ZERO_HASH } from "../../audit/ledger-format.ts";
 
 const BATCH = 500;
 
