@@ -8,6 +8,7 @@ import { checkHostname } from "@latch/shared/requests/host";
 import { validateRequestPath } from "@latch/shared/requests/path";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
+import { addressKey } from "../limits/address-key.ts";
 import { CIMD_FETCHES_PER_HOST, CIMD_FETCHES_PER_IP, type RateLimiter } from "../limits/rate-limit.ts";
 import { redirectUriProblem } from "./registration-rules.ts";
 
@@ -187,12 +188,12 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
     async allow(url: string, requesterIp: string | undefined): Promise<void> {
       // Fetched a moment ago: no fetch will happen, so nothing is counted.
       if (recall(`fetch:${url}`)) return;
-      const refusalKey = `refusal:${requesterIp ?? ""}:${url}`;
+      const refusalKey = `refusal:${addressKey(requesterIp ?? "")}:${url}`;
       const refused = recall(refusalKey);
       if (refused instanceof DocumentRefusal) throw refused;
       try {
         const { host } = documentTarget(url);
-        if (requesterIp) await deps.limiter.take(CIMD_FETCHES_PER_IP, requesterIp);
+        if (requesterIp) await deps.limiter.takeForAddress(CIMD_FETCHES_PER_IP, requesterIp);
         await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
       } catch (error) {
         const refusal = asRefusal(error);

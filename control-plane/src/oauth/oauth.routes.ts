@@ -241,7 +241,7 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
 
     scope.post(OAUTH_ROUTES.registration, { schema: forwardedSchema }, async (request, reply) => {
       try {
-        await deps.limiter.take(OAUTH_REGISTER_PER_IP, request.ip);
+        await deps.limiter.takeForAddress(OAUTH_REGISTER_PER_IP, request.ip);
       } catch (error) {
         return sendOAuthError(reply, error as AppError);
       }
@@ -283,7 +283,7 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
       if (single(body.user_code) !== undefined && body.confirm === undefined) {
         const browser = request.cookies.latch_oauth_session;
         try {
-          await deps.limiter.take(DEVICE_ATTEMPTS_PER_IP, request.ip);
+          await deps.limiter.takeForAddress(DEVICE_ATTEMPTS_PER_IP, request.ip);
           if (browser) await deps.limiter.take(DEVICE_ATTEMPTS_PER_BROWSER, sha256Hex(browser));
         } catch (error) {
           const appError = error as AppError;
