@@ -12,12 +12,13 @@
       byId("client-origin-label").textContent = "Published by";
       byId("client-origin").textContent = details.client.metadata_host;
     } else {
+      // The same words as the device page (oauth/client-display.ts SELF_NAMED_NOTE).
       byId("client-origin").textContent = "registered itself with this name (unverified)";
     }
     byId("redirect-host").textContent =
       details.flow === "device"
         ? "a device you are signing in (no redirect)"
-        : details.client.redirect_host || "";
+        : details.client.redirect_target || "";
     var list = byId("abilities");
     details.abilities.forEach((sentence) => {
       var item = document.createElement("li");

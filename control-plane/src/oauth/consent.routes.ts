@@ -31,6 +31,7 @@ const consentDetails = z.object({
     name: z.string(),
     metadata_host: z.string().nullable(),
     redirect_host: z.string().nullable(),
+    redirect_target: z.string().nullable(),
   }),
   abilities: z.array(z.string()),
   organisations: z.array(z.object({ id: z.string(), name: z.string(), current: z.boolean() })),

@@ -4,13 +4,13 @@
 // OAuth client was given when the operator revokes it (spec 3.4).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "@latch/shared/errors";
-import { toSafeText } from "@latch/shared/text/safe-text";
 import type Provider from "oidc-provider";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { ClientRow } from "../db/schema.ts";
 import type { OrgsService } from "../orgs/orgs.service.ts";
 import { type AccessTokenVerifier, jtiHash } from "./access-tokens.ts";
+import { clientDisplayName, publisherOf, redirectTarget } from "./client-display.ts";
 import type { OAuthRepo } from "./oauth.repo.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 import { MCP_SCOPE, mcpResource } from "./oauth-provider.ts";
@@ -23,8 +23,10 @@ export interface ConsentDetails {
     name: string;
     /** An https client_id (a client metadata document) is shown by its host, which vouches for it. */
     metadata_host: string | null;
-    /** Where the browser goes back to; null in the device flow. */
+    /** The host the browser goes back to; null in the device flow. */
     redirect_host: string | null;
+    /** Where the browser goes back to as the page shows it: an https host, anything else whole. */
+    redirect_target: string | null;
   };
   /** What the agent will be able to do, one sentence each. */
   abilities: string[];
@@ -48,12 +50,6 @@ const ABILITIES = [
   "Ask you to approve a call, or to store a credential it needs; it never sees a stored secret.",
   "List the names of credentials and approvals (never their values).",
 ];
-
-/** A name a client chose, as one safe line: control characters become U+FFFD, at most 80 characters. */
-export function clientDisplayName(raw: unknown, fallback: string): string {
-  const text = typeof raw === "string" ? toSafeText(raw.normalize("NFC")).trim().slice(0, 80) : "";
-  return text || fallback;
-}
 
 function hostOf(url: unknown): string | null {
   if (typeof url !== "string") return null;
@@ -86,10 +82,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
   }
 
   function nameOf(client: { clientId: string; clientName?: string | undefined }): string {
-    const fallback = client.clientId.startsWith("https://")
-      ? (hostOf(client.clientId) ?? "OAuth client")
-      : "OAuth client";
-    return clientDisplayName(client.clientName, fallback);
+    return clientDisplayName(client.clientName, publisherOf(client.clientId) ?? "OAuth client");
   }
 
   return {
@@ -107,8 +100,9 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         flow: typeof redirectUri === "string" ? "authorization" : "device",
         client: {
           name: nameOf(client),
-          metadata_host: client.clientId.startsWith("https://") ? hostOf(client.clientId) : null,
+          metadata_host: publisherOf(client.clientId),
           redirect_host: hostOf(redirectUri),
+          redirect_target: redirectTarget(redirectUri),
         },
         abilities: ABILITIES,
         organisations: organisations.map((o) => ({

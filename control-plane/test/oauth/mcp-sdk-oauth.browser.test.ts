@@ -144,7 +144,8 @@ describe.skipIf(skipBrowserTests)(
         );
       });
       await expect.poll(() => page.locator("#client-name").textContent()).toBe("E2E desktop agent");
-      expect(await page.locator("#redirect-host").textContent()).toBe(`127.0.0.1:${port}`);
+      // Not https: shown whole, scheme and port included (issue 21 item 1).
+      expect(await page.locator("#redirect-host").textContent()).toBe(`http://127.0.0.1:${port}/callback`);
       expect(await page.locator("#organisation option").count()).toBe(1);
       await page.screenshot({ path: `${SHOTS}oauth-consent.png`, fullPage: true });
       await page.getByRole("button", { name: "Approve" }).click();
