@@ -130,6 +130,8 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
       registration: {
         enabled: true,
         initialAccessToken: false,
+        // RFC 7592 management is not served, so no token for it is handed out.
+        issueRegistrationAccessToken: false,
         idFactory: () => `oac_${crypto.randomUUID().replaceAll("-", "")}`,
       },
       deviceFlow: {
