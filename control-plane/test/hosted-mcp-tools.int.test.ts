@@ -178,3 +178,32 @@ describe("the playlist path rewrite (spec 4.2 rule 3)", () => {
     await agent.close();
   });
 });
+
+describe("sigv4 (issue 21 item 4)", () => {
+  it("refuses a presigned URL's parameters in the agent's query before asking for an approval", async () => {
+    const { op, agent } = await setUp([
+      {
+        name: "AWS_SQS",
+        inject: "sigv4",
+        username: "AKIDLATCHTEST0000001",
+        allowed_hosts: ["sqs.eu-west-1.amazonaws.com"],
+      },
+    ]);
+    for (const parameter of ["X-Amz-Signature", "X-Amz-Credential", "x-amz-security-token"]) {
+      const result = await agent.callTool({
+        name: "http_request",
+        arguments: {
+          method: "GET",
+          item_name: "AWS_SQS",
+          path: `/?Action=ListQueues&${parameter}=chosen`,
+        },
+      });
+      expect(result.isError, parameter).toBe(true);
+      const answer = toolAnswer(result) as { error?: { code: string; message: string } };
+      expect(answer.error?.code).toBe("invalid_path");
+      expect(answer.error?.message).toMatch(/presigned URL/);
+    }
+    expect((await op.request("GET", "/api/inbox")).json().approvals).toEqual([]);
+    await agent.close();
+  });
+});
