@@ -3,6 +3,7 @@
 // line breaks, which spreadsheets skip; or a leading tab or carriage return) gets a ' in front;
 // a field with a quote, comma, line break or ' is quoted.
 "use strict";
+// biome-ignore lint/correctness/noUnusedVariables: console-activity.js calls it for each cell it exports
 function csvField(value) {
   var text =
     value === null || value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value);
