@@ -5,6 +5,22 @@
   var uid = new URLSearchParams(location.search).get("uid") || "";
   var form = byId("consent");
   var select = byId("organisation");
+  var environmentSelect = byId("environment");
+  var organisations = [];
+
+  /** The chosen organisation's environments (spec 1.4: the agent is bound to one of them). */
+  function showEnvironments() {
+    var chosen = organisations.find((org) => org.id === select.value);
+    var previous = environmentSelect.value;
+    environmentSelect.replaceChildren();
+    (chosen ? chosen.environments : []).forEach((name) => {
+      var option = document.createElement("option");
+      option.value = name;
+      option.textContent = name;
+      option.selected = name === previous;
+      environmentSelect.appendChild(option);
+    });
+  }
 
   function fill(details) {
     byId("client-name").textContent = details.client.name;
@@ -25,6 +41,7 @@
       item.textContent = sentence;
       list.appendChild(item);
     });
+    organisations = details.organisations;
     details.organisations.forEach((org) => {
       var option = document.createElement("option");
       option.value = org.id;
@@ -32,6 +49,7 @@
       option.selected = org.current;
       select.appendChild(option);
     });
+    showEnvironments();
     if (details.organisations.length === 0) {
       say("Create an organisation in the console first, then start again from your agent.", true);
       return;
@@ -44,6 +62,7 @@
   function decide(decision) {
     var body = { uid: uid, decision: decision };
     if (decision === "approve" && select.value) body.organisation_id = select.value;
+    if (decision === "approve" && environmentSelect.value) body.environment = environmentSelect.value;
     busy(
       form,
       api("POST", "/consent", body).then((answer) => {
@@ -57,6 +76,7 @@
     );
   }
 
+  select.addEventListener("change", showEnvironments);
   onSubmit(form, () => decide("approve"));
   byId("deny").addEventListener("click", () => decide("deny"));
   api("GET", `/consent/details?uid=${encodeURIComponent(uid)}`)

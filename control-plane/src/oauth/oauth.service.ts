@@ -30,7 +30,8 @@ export interface ConsentDetails {
   };
   /** What the agent will be able to do, one sentence each. */
   abilities: string[];
-  organisations: { id: string; name: string; current: boolean }[];
+  /** Each with the environments the agent may act in there (spec 1.4); the operator picks one. */
+  organisations: { id: string; name: string; current: boolean; environments: string[] }[];
 }
 
 export interface OAuthServiceDeps {
@@ -40,6 +41,8 @@ export interface OAuthServiceDeps {
   artifacts: OAuthArtifactsRepo;
   clients: Pick<ClientsService, "ensureOAuthClient">;
   orgs: Pick<OrgsService, "findOrganisationsOf">;
+  /** The environments this plane serves, the first the default (every organisation has them all). */
+  environments: readonly string[];
   tokens: AccessTokenVerifier;
   recordEvent(event: AuditEvent): Promise<void>;
   now: () => Date;
@@ -109,6 +112,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
           id: o.id,
           name: o.name,
           current: o.id === operator.organisationId,
+          environments: [...deps.environments],
         })),
       };
     },
@@ -120,7 +124,12 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     async decide(
       req: IncomingMessage,
       res: ServerResponse,
-      input: { uid: string; decision: "approve" | "deny"; organisationId: string | undefined },
+      input: {
+        uid: string;
+        decision: "approve" | "deny";
+        organisationId: string | undefined;
+        environment: string | undefined;
+      },
       operator: { operatorId: string; organisationId: string | null },
     ): Promise<string> {
       const { details, client } = await interactionOf(req, res, input.uid);
@@ -137,8 +146,18 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
       const organisation = organisations.find((o) => o.id === organisationId);
       if (!organisation) throw new AppError("not_found", "no such organisation");
+      // Spec 1.4: the agent is bound to one environment when it is connected; the operator chose it.
+      const environment = input.environment ?? deps.environments[0]!;
+      if (!deps.environments.includes(environment)) {
+        throw new AppError("not_found", `this service does not serve the ${environment} environment`);
+      }
 
-      const row = await deps.clients.ensureOAuthClient(organisationId, client.clientId, nameOf(client));
+      const row = await deps.clients.ensureOAuthClient(
+        organisationId,
+        client.clientId,
+        nameOf(client),
+        environment,
+      );
       const grant = new provider.Grant({ accountId: operator.operatorId, clientId: client.clientId });
       grant.addResourceScope(resource, MCP_SCOPE);
       const requested = String(details.params.scope ?? "").split(" ");
@@ -156,7 +175,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         organisationId,
         actor: `operator:${operator.operatorId}`,
         action: "oauth_client_consented",
-        detail: { client_id: row.id, client_name: row.name },
+        detail: { client_id: row.id, client_name: row.name, environment },
       });
       return provider.interactionResult(
         req,
