@@ -1,8 +1,9 @@
-// Compiles every spelling of every value opened or minted so far, and of every header value the
-// inject and signing rows added, before the request leaves: a redactor that cannot be built
+// Compiles every spelling of every value opened or minted so far, and of every header value a
+// signing row added, before the request leaves: a redactor that cannot be built
 // refuses the call instead of answering unredacted. A signature (Stripe-Signature, a SigV4
 // Authorization) is a credential for the minutes it is valid: an origin that echoes the request
 // must not hand the agent a valid signature over a body it chose (issue 21 item 4).
+import { isSigningMode } from "@latch/shared/inject/inject-mode";
 import type { HeaderPair } from "@latch/shared/requests/headers";
 import { createRedactor, type RedactionValue } from "../../redact/redactor.ts";
 import type { CallStep } from "./outgoing-call.ts";
@@ -15,7 +16,9 @@ const HEX_DIGEST = /[0-9a-f]{32,}/gi;
 export const prepareRedaction: CallStep = (call) => {
   call.redactor = createRedactor([
     ...call.redactionValues,
-    ...addedHeaderValues(call.callerHeaders, call.headers),
+    // A slot mode (bearer, basic, header, cookie) adds the credential itself, already listed; a
+    // signing mode adds values derived from it, listed here.
+    ...(isSigningMode(call.inject) ? addedHeaderValues(call.callerHeaders, call.headers) : []),
   ]);
 };
 
