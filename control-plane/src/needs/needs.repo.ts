@@ -33,7 +33,7 @@ export interface NeedsRepo {
   updateNeedClosed(
     organisationId: string,
     id: string,
-    status: "fulfilled" | "denied",
+    status: "fulfilled" | "denied" | "closed",
     closedAt: Date,
   ): Promise<boolean>;
   updateNeedItem(id: string, itemId: string): Promise<void>;

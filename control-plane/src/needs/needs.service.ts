@@ -91,7 +91,7 @@ export function createNeedsService(deps: NeedsDeps) {
     repo: NeedsRepo,
     organisationId: string,
     id: string,
-    status: "fulfilled" | "denied",
+    status: "fulfilled" | "denied" | "closed",
   ): Promise<void> {
     const isClosed = await repo.updateNeedClosed(organisationId, id, status, deps.now());
     if (!isClosed) throw new AppError("need_closed", "this request was just answered by someone else");
@@ -203,13 +203,13 @@ export function createNeedsService(deps: NeedsDeps) {
     },
 
     /**
-     * Spec 3.2: a connect that carries need_id closes the connect request (as fulfilled). Returns
+     * Spec 3.2: a connect that carries need_id closes the connect request (`closed`). Returns
      * the agent that asked, whom the connect then allows.
      */
     async closeConnectNeed(organisationId: string, id: string): Promise<string | undefined> {
       const need = await deps.repo.findNeedById(organisationId, id);
       if (need?.kind !== "connect" || need.status !== "pending") return undefined;
-      const isClosed = await deps.repo.updateNeedClosed(organisationId, id, "fulfilled", deps.now());
+      const isClosed = await deps.repo.updateNeedClosed(organisationId, id, "closed", deps.now());
       return isClosed ? need.agent_id : undefined;
     },
 
