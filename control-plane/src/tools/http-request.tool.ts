@@ -124,6 +124,7 @@ async function tokenPlanRefusal(
       host: located.host,
       path: located.path,
       method: args.method,
+      clientId: args.client_id,
     });
     return undefined;
   } catch (error) {
