@@ -33,6 +33,8 @@ export function redirectTarget(uri: unknown): string | null {
   if (typeof uri !== "string") return null;
   const parsed = URL.parse(uri);
   if (parsed?.protocol === "https:" && parsed.host) return parsed.host;
-  const whole = toSafeText(uri);
+  // As the URL parser writes it (anything outside ASCII percent-encoded), so no bidi or lookalike
+  // character changes what the operator reads.
+  const whole = toSafeText(parsed?.href ?? uri);
   return whole.length > MAX_TARGET ? `${whole.slice(0, MAX_TARGET)}...` : whole;
 }

@@ -5,6 +5,7 @@
 // Access tokens are RS256 JWTs for the one resource, BASE_URL/mcp, that live 600 s; refresh
 // tokens go to every client, rotate on each use and live 30 days idle.
 import { AppError } from "@latch/shared/errors";
+import { toSafeText } from "@latch/shared/text/safe-text";
 import Provider, { type Configuration, errors, type KoaContextWithOIDC } from "oidc-provider";
 import { clientDisplayName, publisherOf, redirectTarget } from "./client-display.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
@@ -217,7 +218,9 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
       // A client metadata document refused by our own rules (cimd-fetch.ts) reaches here wrapped in
       // oidc-provider's "fetch failed": the page says our sentence, which names the refused URI.
       const cause = (error as { cause?: unknown } | undefined)?.cause;
-      const description = cause instanceof AppError ? cause.message : String(out.error_description ?? "");
+      const description = toSafeText(
+        cause instanceof AppError ? cause.message : String(out.error_description ?? ""),
+      );
       ctx.body = oauthErrorPage(String(out.error ?? "error"), description);
     },
     fetch: (url: string | URL, options: RequestInit) =>
