@@ -2,8 +2,9 @@
 // through the egress proxy's FetchDocument, never from the control plane itself, with spec 8's
 // limits: 1 MiB and 3 s per document, 30 fetches per hour per document host, 10 per hour per
 // requesting address, 4 in flight on this server. Every refusal for a limit is a 429 rate_limited
-// with Retry-After (spec 7: "429 Rate limit (see 8)"), the 4 in flight included. oidc-provider validates the document and caches
-// it; a document that names a loopback or private-use redirect is registered as a native client.
+// with Retry-After (spec 7: "429 Rate limit (see 8)"), the 4 in flight included. oidc-provider
+// validates the document and caches it; a document that names a loopback or private-use redirect
+// is registered as a native client.
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
 import { validateRequestPath } from "@latch/shared/requests/path";
@@ -233,12 +234,12 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
         await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
         reservePlace(url);
       } catch (error) {
+        // Only the in-flight refusal is thrown as a DocumentRefusal here; the others are AppErrors.
+        const isInFlight = error instanceof DocumentRefusal;
         const refusal = asRefusal(error);
         // Kept for the second time oidc-provider resolves this client in the same authorization;
         // a place in flight frees up within seconds, so that refusal is kept for one second only.
-        if (refusal instanceof DocumentRefusal) {
-          remember(refusalKey, refusal, refusal.retry_after === IN_FLIGHT_RETRY_S ? 1_000 : RECENT_MS);
-        }
+        if (refusal instanceof DocumentRefusal) remember(refusalKey, refusal, isInFlight ? 1_000 : RECENT_MS);
         throw refusal;
       }
     },
