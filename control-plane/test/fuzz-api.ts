@@ -44,11 +44,36 @@ const service = spawn(process.execPath, [join(ROOT, "control-plane/src/main.ts")
     SMTP_URL: "",
   },
   stdio: ["ignore", "inherit", "inherit"],
+  // Its own process group: the egress proxy it spawns goes down with it, whatever happens here.
+  detached: true,
 });
-const stop = () => {
-  if (service.exitCode === null) service.kill("SIGTERM");
-};
-process.on("exit", stop);
+const group = -service.pid!;
+const exited = new Promise<void>((resolve) => service.once("exit", () => resolve()));
+/** SIGTERM to the service and its proxy; SIGKILL to what is left after 20 s. */
+async function stop(): Promise<void> {
+  try {
+    process.kill(group, "SIGTERM");
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(group, "SIGKILL");
+    } catch {}
+  }, 20_000);
+  await exited;
+  clearTimeout(timer);
+  // The proxy child drains on its own SIGTERM; give the group a moment, then make sure.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  try {
+    process.kill(group, "SIGKILL");
+  } catch {}
+}
+process.on("exit", () => {
+  try {
+    process.kill(group, "SIGKILL");
+  } catch {}
+});
 
 /** The cookie jar of one browser (plain cookie names: BASE_URL is http). */
 const cookies = new Map<string, string>();
@@ -174,7 +199,7 @@ try {
   ];
   ok = results.every(Boolean);
 } finally {
-  stop();
+  await stop();
 }
 console.log(ok ? "\nschemathesis: every pass held" : "\nschemathesis: a pass failed (see above)");
 process.exit(ok ? 0 : 1);

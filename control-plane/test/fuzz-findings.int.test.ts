@@ -29,7 +29,7 @@ describe("inputs the API fuzzing found answered 500", () => {
     const resume = await h.app.inject({ method: "GET", url: "/device/0" });
     expect(resume.statusCode).toBe(400);
     expect(resume.headers["content-type"]).toMatch(/^text\/html/);
-    expect(resume.body).toContain("open the device page again");
+    expect(resume.body).toContain("Open the code page again");
     const post = await h.app.inject({
       method: "POST",
       url: "/device",
