@@ -11,6 +11,8 @@ import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
+import { createSpentTicketsRepo } from "./egress/spent-tickets.repo.ts";
+import { createTicketFence } from "./egress/ticket-fence.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
@@ -67,6 +69,13 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     issuer: config.BASE_URL,
     audience: config.EGRESS_AUDIENCE,
   });
+  // One per process: it fences in this database's spent-ticket table when the proxies spend ids
+  // there, else asks a proxy, and keeps asking for a ticket nobody could answer yet.
+  const fence = createTicketFence({
+    egress: deps.egress.client,
+    spentTickets: createSpentTicketsRepo(db),
+    logger,
+  });
   // The OAuth server needs the clients service, and revoking an OAuth client needs the server.
   let oauthServer: OAuthServer | undefined;
   const services = createServices(db, {
@@ -74,6 +83,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     environments: config.LATCH_ENVIRONMENTS,
     sealingKey: deps.egress.sealingKey,
     egress: deps.egress.client,
+    fence,
     minter,
     logger,
     now,
@@ -112,7 +122,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const app = await buildApp({
     logger,
     isDatabaseReady: () => database.ping(),
-    isEgressReady: () => deps.egress.client.isHealthy(),
+    isEgressServing: () => deps.egress.client.replicaStates().includes("serving"),
     trustedProxies: config.TRUST_PROXY,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     sessions: {

@@ -1,7 +1,10 @@
 // Spreading calls over every proxy replica: grpc-js `round_robin` under a thin policy of ours that
-// takes a replica out of the rotation while its grpc.health.v1 Check is not SERVING (grpc-js has no
-// client-side health checking of its own) and asks the DNS resolver again every few seconds, so a
-// replica added behind the service name starts getting calls without any connection dropping.
+// takes a replica out of the rotation while its grpc.health.v1 Check is not SERVING, or goes
+// unanswered twice in a row (a stalled process, a silent link: no reset ever comes), grpc-js having
+// no client-side health checking of its own; that asks the DNS resolver again every few seconds,
+// so a replica added behind the service name starts getting calls without any connection
+// dropping; and that reports each replica's state (serving, not serving, unreachable) to a watcher
+// for the log and the `latch_egress_replicas` gauge (DECISIONS "Faults and isolation").
 import { type ChannelOptions, connectivityState, experimental, status } from "@grpc/grpc-js";
 
 /**
@@ -10,19 +13,43 @@ import { type ChannelOptions, connectivityState, experimental, status } from "@g
  */
 export const NOT_STARTED_TRAILER = "latch-call-not-started";
 
-/** Asks one replica (by its resolved `ip:port`) whether it serves; false on any failure. */
-export type ReplicaProbe = (address: string) => Promise<boolean>;
+/**
+ * Asks one replica (by its resolved `ip:port`) whether it serves: `serving`, `not_serving` (it
+ * answered so: draining), or `silent` (no answer within the probe's deadline, or an error).
+ */
+export type ReplicaProbe = (address: string) => Promise<"serving" | "not_serving" | "silent">;
+
+/** Where a replica stands for the balancer; only `serving` ones take calls. */
+export type ReplicaState = "serving" | "not_serving" | "unreachable";
+
+/** Told of every replica's state as it changes, and when the replica is gone from the answer. */
+export interface ReplicaWatcher {
+  onState(address: string, state: ReplicaState, reason: string): void;
+  onGone(address: string): void;
+}
+
+/** What the channel option carries to the policy. */
+export interface ReplicaSupervision {
+  probe: ReplicaProbe;
+  watcher?: ReplicaWatcher;
+}
 
 export const HEALTH_ROUND_ROBIN = "latch_health_round_robin";
 /**
- * The channel option carrying the probe. Its prefix keeps it off the subchannels (grpc-js strips
+ * The channel option carrying the probe and the watcher (a ReplicaSupervision). Its prefix keeps it off the subchannels (grpc-js strips
  * `grpc.internal.no_subchannel*` before creating one), so replicas are still shared by address.
  */
 export const PROBE_OPTION = "grpc.internal.no_subchannel.latch_replica_probe";
 /** How often a connected replica is asked; a drained one leaves the rotation within this. */
 const PROBE_INTERVAL_MS = 1_000;
+/**
+ * Unanswered probes in a row before a connected replica leaves the rotation: two, so that one
+ * slow answer on a loaded host does not empty the rotation, and a stalled replica is still out
+ * within 2 × (interval + deadline) < 5 s (DECISIONS "Faults and isolation").
+ */
+const SILENT_PROBES_TO_EJECT = 2;
 /** How often the service name is resolved again (grpc-js only re-resolves when a connection drops). */
-const RERESOLVE_INTERVAL_MS = 5_000;
+const RERESOLVE_INTERVAL_MS = 2_000;
 
 class HealthRoundRobinConfig implements experimental.TypedLoadBalancingConfig {
   getLoadBalancerName(): string {
@@ -41,6 +68,9 @@ class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
   private timer: NodeJS.Timeout | undefined;
   private isProbing = false;
   private users = 0;
+  private silentProbes = 0;
+  private isServingNow = true;
+  private reported: ReplicaState | undefined;
   private readonly onState = (
     _sub: experimental.SubchannelInterface,
     _previous: connectivityState,
@@ -48,31 +78,57 @@ class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
   ) => {
     if (next === connectivityState.READY) this.startProbing();
     else this.stopProbing();
+    this.report(next === connectivityState.READY ? "connected" : "connection lost");
   };
 
   private readonly address: string;
-  private readonly probe: () => ReplicaProbe | undefined;
+  private readonly supervision: () => ReplicaSupervision | undefined;
 
   constructor(
     child: experimental.SubchannelInterface,
     address: string,
-    probe: () => ReplicaProbe | undefined,
+    supervision: () => ReplicaSupervision | undefined,
   ) {
     super(child);
     this.address = address;
-    this.probe = probe;
+    this.supervision = supervision;
     child.addConnectivityStateListener(this.onState);
     if (child.getConnectivityState() === connectivityState.READY) this.startProbing();
+  }
+
+  /** The state as the rotation sees it; the watcher hears each change once. */
+  private report(reason: string): void {
+    const isReady = this.child.getConnectivityState() === connectivityState.READY;
+    const state: ReplicaState = !isReady ? "unreachable" : this.isServingNow ? "serving" : "not_serving";
+    if (state === this.reported) return;
+    this.reported = state;
+    this.supervision()?.watcher?.onState(this.address, state, reason);
+  }
+
+  private setServing(isServing: boolean, reason: string): void {
+    this.isServingNow = isServing;
+    this.setHealthy(isServing);
+    this.report(reason);
   }
 
   private startProbing(): void {
     if (this.timer) return;
     const run = () => {
-      const probe = this.probe();
+      const probe = this.supervision()?.probe;
       if (!probe || this.isProbing) return;
       this.isProbing = true;
       probe(this.address)
-        .then((isServing) => this.setHealthy(isServing))
+        .then((answer) => {
+          if (answer === "serving") {
+            this.silentProbes = 0;
+            this.setServing(true, "health check serving");
+          } else if (answer === "not_serving") {
+            this.silentProbes = 0;
+            this.setServing(false, "health check not serving");
+          } else if (++this.silentProbes >= SILENT_PROBES_TO_EJECT) {
+            this.setServing(false, "health check unanswered");
+          }
+        })
         .finally(() => {
           this.isProbing = false;
         });
@@ -84,13 +140,15 @@ class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
 
   /** The replica refused a call unread (it is draining): out of the rotation until a Check says SERVING. */
   markRefusing(): void {
-    this.setHealthy(false);
+    this.setServing(false, "refused a call: draining");
   }
 
   private stopProbing(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.silentProbes = 0;
     // A reconnected replica starts healthy; its next Check decides.
+    this.isServingNow = true;
     this.setHealthy(true);
   }
 
@@ -106,6 +164,7 @@ class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
     if (this.users <= 0) {
       this.stopProbing();
       this.child.removeConnectivityStateListener(this.onState);
+      this.supervision()?.watcher?.onGone(this.address);
     }
   }
 }
@@ -138,7 +197,7 @@ class RefusalAwarePicker implements experimental.Picker {
 
 class HealthRoundRobin implements experimental.LoadBalancer {
   private readonly child: experimental.ChildLoadBalancerHandler;
-  private probe: ReplicaProbe | undefined;
+  private supervision: ReplicaSupervision | undefined;
   private readonly reresolve: NodeJS.Timeout;
 
   constructor(helper: experimental.ChannelControlHelper) {
@@ -148,7 +207,7 @@ class HealthRoundRobin implements experimental.LoadBalancer {
           new ProbedSubchannel(
             helper.createSubchannel(address, args),
             experimental.subchannelAddressToString(address),
-            () => this.probe,
+            () => this.supervision,
           ),
         updateState: (state, picker, message) =>
           helper.updateState(
@@ -168,7 +227,7 @@ class HealthRoundRobin implements experimental.LoadBalancer {
     options: ChannelOptions,
     note: string,
   ): boolean {
-    this.probe = options[PROBE_OPTION] as ReplicaProbe | undefined;
+    this.supervision = options[PROBE_OPTION] as ReplicaSupervision | undefined;
     return this.child.updateAddressList(
       endpoints,
       experimental.parseLoadBalancingConfig({ round_robin: {} }),

@@ -3,7 +3,7 @@
 // error codes: never a path as sent, a host, a name or a value.
 import { createServer, type Server } from "node:http";
 import type { FastifyInstance } from "fastify";
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 
@@ -15,7 +15,7 @@ export interface ControlPlaneMetrics {
   countToolCall(tool: string, outcome: string): void;
   /** Every audit row written; approvals are counted from their decisions. */
   countAuditEvent(event: Pick<AuditEvent, "action"> & { detail?: Record<string, unknown> }): void;
-  /** The egress client, timed per RPC and outcome. */
+  /** The egress client, timed per RPC and outcome; its replicas counted by state. */
   instrumentEgress(client: EgressClient): EgressClient;
   render(): Promise<string>;
 }
@@ -70,6 +70,20 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
     registers: [registry],
   });
 
+  // Read when scraped: the balancer's view of every replica the service name resolves to.
+  let replicaSource: EgressClient | undefined;
+  new Gauge({
+    name: "latch_egress_replicas",
+    help: "Egress proxy replicas by state as this control plane sees them: serving (taking calls), not_serving (draining or failing its health check), unreachable.",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    collect() {
+      const counts = { serving: 0, not_serving: 0, unreachable: 0 };
+      for (const state of replicaSource?.replicaStates() ?? []) counts[state] += 1;
+      for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+    },
+  });
+
   async function timed<T>(method: string, run: () => Promise<T>): Promise<T> {
     const end = egressSeconds.startTimer({ method });
     try {
@@ -94,13 +108,17 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
       if (!outcome) return;
       approvals.inc({ outcome, policy: event.detail?.policy ? codeLabel(event.detail.policy) : "" });
     },
-    instrumentEgress: (client) => ({
-      ...client,
-      execute: (ticket, deadlineMs, context) =>
-        timed("execute", () => client.execute(ticket, deadlineMs, context)),
-      resolve: (ticket, context) => timed("resolve", () => client.resolve(ticket, context)),
-      getInfo: () => timed("get_info", () => client.getInfo()),
-    }),
+    instrumentEgress(client) {
+      replicaSource = client;
+      return {
+        ...client,
+        execute: (ticket, deadlineMs, context) =>
+          timed("execute", () => client.execute(ticket, deadlineMs, context)),
+        resolve: (ticket, context) => timed("resolve", () => client.resolve(ticket, context)),
+        getInfo: () => timed("get_info", () => client.getInfo()),
+        fence: (ticket) => timed("fence", () => client.fence(ticket)),
+      };
+    },
     render: () => registry.metrics(),
   };
 }
