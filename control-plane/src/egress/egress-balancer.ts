@@ -63,52 +63,84 @@ class HealthRoundRobinConfig implements experimental.TypedLoadBalancingConfig {
   }
 }
 
-/** A subchannel that reports unhealthy while its replica's health Check says so. */
-class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
+/**
+ * One replica (one resolved address) as the rotation sees it, kept by the policy across name
+ * resolutions: grpc-js' round_robin rebuilds its children, and so our subchannel wrappers, on
+ * every resolution (every 2 s here), and a verdict kept on a wrapper would be forgotten, putting a
+ * stalled replica back into the rotation each time. The probe runs here, once per address.
+ */
+class ReplicaTracker {
+  private readonly wrappers = new Set<ProbedSubchannel>();
   private timer: NodeJS.Timeout | undefined;
+  private goneTimer: NodeJS.Timeout | undefined;
   private isProbing = false;
-  private users = 0;
   private silentProbes = 0;
-  private isServingNow = true;
+  private isReady = false;
+  isServing = true;
   private reported: ReplicaState | undefined;
-  private readonly onState = (
-    _sub: experimental.SubchannelInterface,
-    _previous: connectivityState,
-    next: connectivityState,
-  ) => {
-    if (next === connectivityState.READY) this.startProbing();
-    else this.stopProbing();
-    this.report(next === connectivityState.READY ? "connected" : "connection lost");
-  };
 
   private readonly address: string;
   private readonly supervision: () => ReplicaSupervision | undefined;
+  private readonly onGone: () => void;
 
-  constructor(
-    child: experimental.SubchannelInterface,
-    address: string,
-    supervision: () => ReplicaSupervision | undefined,
-  ) {
-    super(child);
+  constructor(address: string, supervision: () => ReplicaSupervision | undefined, onGone: () => void) {
     this.address = address;
     this.supervision = supervision;
-    child.addConnectivityStateListener(this.onState);
-    if (child.getConnectivityState() === connectivityState.READY) this.startProbing();
+    this.onGone = onGone;
+  }
+
+  attach(wrapper: ProbedSubchannel, state: connectivityState): void {
+    clearTimeout(this.goneTimer);
+    this.goneTimer = undefined;
+    this.wrappers.add(wrapper);
+    this.onConnectivity(state);
+  }
+
+  /** The wrapper let go; the replica is gone once no new wrapper took it up (resolutions swap them). */
+  detach(wrapper: ProbedSubchannel): void {
+    this.wrappers.delete(wrapper);
+    if (this.wrappers.size > 0 || this.goneTimer) return;
+    this.goneTimer = setTimeout(() => {
+      if (this.wrappers.size > 0) return;
+      this.stopProbing();
+      this.onGone();
+      this.supervision()?.watcher?.onGone(this.address);
+    }, 1_000);
+    this.goneTimer.unref();
+  }
+
+  onConnectivity(state: connectivityState): void {
+    const isReady = state === connectivityState.READY;
+    if (isReady === this.isReady) return;
+    this.isReady = isReady;
+    if (isReady) {
+      this.startProbing();
+    } else {
+      this.stopProbing();
+      // A reconnected replica starts healthy; its next Check decides.
+      this.silentProbes = 0;
+      this.setServing(true, "connection lost");
+    }
+    this.report(isReady ? "connected" : "connection lost");
+  }
+
+  /** The replica refused a call unread (it is draining): out of the rotation until a Check says SERVING. */
+  markRefusing(): void {
+    this.setServing(false, "refused a call: draining");
+  }
+
+  private setServing(isServing: boolean, reason: string): void {
+    this.isServing = isServing;
+    for (const wrapper of this.wrappers) wrapper.markServing(isServing);
+    this.report(reason);
   }
 
   /** The state as the rotation sees it; the watcher hears each change once. */
   private report(reason: string): void {
-    const isReady = this.child.getConnectivityState() === connectivityState.READY;
-    const state: ReplicaState = !isReady ? "unreachable" : this.isServingNow ? "serving" : "not_serving";
+    const state: ReplicaState = !this.isReady ? "unreachable" : this.isServing ? "serving" : "not_serving";
     if (state === this.reported) return;
     this.reported = state;
     this.supervision()?.watcher?.onState(this.address, state, reason);
-  }
-
-  private setServing(isServing: boolean, reason: string): void {
-    this.isServingNow = isServing;
-    this.setHealthy(isServing);
-    this.report(reason);
   }
 
   private startProbing(): void {
@@ -119,6 +151,7 @@ class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
       this.isProbing = true;
       probe(this.address)
         .then((answer) => {
+          if (!this.isReady) return;
           if (answer === "serving") {
             this.silentProbes = 0;
             this.setServing(true, "health check serving");
@@ -138,18 +171,34 @@ class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
     this.timer.unref();
   }
 
-  /** The replica refused a call unread (it is draining): out of the rotation until a Check says SERVING. */
-  markRefusing(): void {
-    this.setServing(false, "refused a call: draining");
-  }
-
   private stopProbing(): void {
     clearInterval(this.timer);
     this.timer = undefined;
-    this.silentProbes = 0;
-    // A reconnected replica starts healthy; its next Check decides.
-    this.isServingNow = true;
-    this.setHealthy(true);
+  }
+}
+
+/** A subchannel that is out of the rotation while its replica's tracker says it does not serve. */
+class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
+  private users = 0;
+  readonly tracker: ReplicaTracker;
+  private readonly onState = (
+    _sub: experimental.SubchannelInterface,
+    _previous: connectivityState,
+    next: connectivityState,
+  ) => this.tracker.onConnectivity(next);
+
+  constructor(child: experimental.SubchannelInterface, tracker: ReplicaTracker) {
+    super(child);
+    this.tracker = tracker;
+    // Before pick_first reads it: a replica found stalled stays out when round_robin rebuilds.
+    this.setHealthy(tracker.isServing);
+    child.addConnectivityStateListener(this.onState);
+    tracker.attach(this, child.getConnectivityState());
+  }
+
+  /** In or out of the rotation (pick_first reads the health of the subchannel it picked). */
+  markServing(isServing: boolean): void {
+    this.setHealthy(isServing);
   }
 
   override ref(): void {
@@ -160,11 +209,10 @@ class ProbedSubchannel extends experimental.BaseSubchannelWrapper {
   override unref(): void {
     super.unref();
     this.users -= 1;
-    // The last user let go (the replica left the DNS answer or the channel closed).
+    // The last user let go (a new resolution replaced this wrapper, or the channel closed).
     if (this.users <= 0) {
-      this.stopProbing();
       this.child.removeConnectivityStateListener(this.onState);
-      this.supervision()?.watcher?.onGone(this.address);
+      this.tracker.detach(this);
     }
   }
 }
@@ -187,7 +235,7 @@ class RefusalAwarePicker implements experimental.Picker {
       ...result,
       onCallEnded: (code, details, metadata) => {
         if (code === status.UNAVAILABLE && metadata?.get(NOT_STARTED_TRAILER)[0] === "1") {
-          subchannel.markRefusing();
+          subchannel.tracker.markRefusing();
         }
         ended?.(code, details, metadata);
       },
@@ -199,6 +247,21 @@ class HealthRoundRobin implements experimental.LoadBalancer {
   private readonly child: experimental.ChildLoadBalancerHandler;
   private supervision: ReplicaSupervision | undefined;
   private readonly reresolve: NodeJS.Timeout;
+  /** Every replica by address, kept across resolutions (see ReplicaTracker). */
+  private readonly trackers = new Map<string, ReplicaTracker>();
+
+  private trackerOf(address: string): ReplicaTracker {
+    let tracker = this.trackers.get(address);
+    if (!tracker) {
+      tracker = new ReplicaTracker(
+        address,
+        () => this.supervision,
+        () => this.trackers.delete(address),
+      );
+      this.trackers.set(address, tracker);
+    }
+    return tracker;
+  }
 
   constructor(helper: experimental.ChannelControlHelper) {
     this.child = new experimental.ChildLoadBalancerHandler(
@@ -206,8 +269,7 @@ class HealthRoundRobin implements experimental.LoadBalancer {
         createSubchannel: (address, args) =>
           new ProbedSubchannel(
             helper.createSubchannel(address, args),
-            experimental.subchannelAddressToString(address),
-            () => this.supervision,
+            this.trackerOf(experimental.subchannelAddressToString(address)),
           ),
         updateState: (state, picker, message) =>
           helper.updateState(
