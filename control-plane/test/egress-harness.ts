@@ -71,6 +71,8 @@ export async function startEgressHarness(
     providerHosts?: readonly string[];
     /** Host names routed to a loopback port nothing listens on: the connection is refused. */
     closedHosts?: readonly string[];
+    /** The shared spent-ticket table (EGRESS_REPLAY_DATABASE_URL) instead of the proxy's memory. */
+    replayDatabaseUrl?: string;
   } = {},
 ): Promise<EgressHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
@@ -101,6 +103,7 @@ export async function startEgressHarness(
     ].join(","),
     EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
     EGRESS_EXTRA_CA: extraCa,
+    ...(options.replayDatabaseUrl ? { EGRESS_REPLAY_DATABASE_URL: options.replayDatabaseUrl } : {}),
   });
   const proxy = await startEgressProxy(config, logger);
   const client = createEgressClient({ address: `127.0.0.1:${proxy.port}` });

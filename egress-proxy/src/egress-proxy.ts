@@ -62,7 +62,7 @@ async function countingTicketRefusals<T>(metrics: Metrics, run: () => Promise<T>
 }
 
 /** mTLS when configured (plaintext only on loopback: config.ts), with the files watched. */
-function serverCredentials(config: EgressConfig): ServerCredentials {
+function serverCredentials(config: EgressConfig): { credentials: ServerCredentials; loaded: Promise<void> } {
   if (config.EGRESS_TLS_CERT && config.EGRESS_TLS_KEY && config.EGRESS_TLS_CLIENT_CA) {
     return watchedServerCredentials({
       certPath: config.EGRESS_TLS_CERT,
@@ -71,7 +71,7 @@ function serverCredentials(config: EgressConfig): ServerCredentials {
       refreshMs: config.EGRESS_TLS_REFRESH_MS,
     });
   }
-  return ServerCredentials.createInsecure();
+  return { credentials: ServerCredentials.createInsecure(), loaded: Promise.resolve() };
 }
 
 export async function startEgressProxy(config: EgressConfig, logger: Logger): Promise<RunningEgressProxy> {
@@ -82,7 +82,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   }
   const replicaId = `egress-${randomBytes(6).toString("hex")}`;
   const keyring = await loadOrCreateSealingKeyring(config.DATA_DIR, config.EGRESS_SEALING_KEY_FILE);
-  const credentials = serverCredentials(config);
+  const { credentials, loaded: tlsLoaded } = serverCredentials(config);
   const replayStore = config.EGRESS_REPLAY_DATABASE_URL
     ? await createPostgresReplayStore(config.EGRESS_REPLAY_DATABASE_URL, {
         isProduction: config.NODE_ENV === "production",
@@ -150,6 +150,15 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
       isServing: () => isServing,
     },
   });
+
+  // The certificate is read asynchronously: no handshake succeeds before, so "ready" waits for it.
+  try {
+    await tlsLoaded;
+  } catch (error) {
+    await grpc.close();
+    await replayStore.close();
+    throw error;
+  }
 
   let metricsServer: HttpServer | undefined;
   if (config.EGRESS_METRICS_LISTEN) {

@@ -59,9 +59,14 @@ export function certificateNames(text: string | undefined, identity: ClientIdent
 
 /**
  * Server credentials over a file watcher: the files are read now (a missing or unreadable file
- * refuses the start with its variable named) and again every `refreshMs`.
+ * refuses the start with its variable named) and again every `refreshMs`. `loaded` settles once
+ * the watcher has read them the first time: until then the server cannot complete a handshake,
+ * so the proxy says it is ready only after it.
  */
-export function watchedServerCredentials(files: ServerTlsFiles): ServerCredentials {
+export function watchedServerCredentials(files: ServerTlsFiles): {
+  credentials: ServerCredentials;
+  loaded: Promise<void>;
+} {
   for (const [name, path] of [
     ["EGRESS_TLS_CERT", files.certPath],
     ["EGRESS_TLS_KEY", files.keyPath],
@@ -84,8 +89,34 @@ export function watchedServerCredentials(files: ServerTlsFiles): ServerCredentia
     caCertificateFile: files.clientCaPath,
     refreshIntervalMs: files.refreshMs,
   });
+  const loaded = Promise.all([
+    new Promise<void>((resolve, reject) => {
+      const listener = (update: experimental.IdentityCertificateUpdate | null) => {
+        provider.removeIdentityCertificateListener(listener);
+        if (update) resolve();
+        else
+          reject(
+            new Error(
+              `EGRESS_TLS_CERT, EGRESS_TLS_KEY: ${files.certPath} or ${files.keyPath} cannot be read`,
+            ),
+          );
+      };
+      provider.addIdentityCertificateListener(listener);
+    }),
+    new Promise<void>((resolve, reject) => {
+      const listener = (update: experimental.CaCertificateUpdate | null) => {
+        provider.removeCaCertificateListener(listener);
+        if (update) resolve();
+        else reject(new Error(`EGRESS_TLS_CLIENT_CA: ${files.clientCaPath} cannot be read`));
+      };
+      provider.addCaCertificateListener(listener);
+    }),
+  ]).then(() => undefined);
   // requireClientCertificate: a connection without a certificate of the client CA is refused.
-  return experimental.createCertificateProviderServerCredentials(provider, provider, true);
+  return {
+    credentials: experimental.createCertificateProviderServerCredentials(provider, provider, true),
+    loaded,
+  };
 }
 
 /**
