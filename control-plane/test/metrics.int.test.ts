@@ -74,9 +74,9 @@ describe("the control plane's /metrics", () => {
     expect(sample(text, 'latch_mcp_tool_calls_total{tool="request_grant",outcome="pending"}')).toBe(1);
     expect(sample(text, 'latch_mcp_tool_calls_total{tool="http_request",outcome="ok"}')).toBe(1);
     const thrownCode = toolAnswer(thrown).error as { code: string };
-    expect(
-      sample(text, `latch_mcp_tool_calls_total{tool="http_request",outcome="${thrownCode.code}"}`),
-    ).toBe(1);
+    expect(sample(text, `latch_mcp_tool_calls_total{tool="http_request",outcome="${thrownCode.code}"}`)).toBe(
+      1,
+    );
     // The proxy replica as the balancer sees it.
     expect(sample(text, 'latch_egress_replicas{state="serving"}')).toBe(1);
     expect(sample(text, 'latch_egress_replicas{state="unreachable"}')).toBe(0);

@@ -62,6 +62,12 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
     labelNames: ["outcome", "policy"] as const,
     registers: [registry],
   });
+  const unanswered = new Counter({
+    name: "latch_unanswered_calls_total",
+    help: "http_request calls whose proxy never answered, by outcome: call_not_sent (fenced, the approval given back) or call_outcome_unknown (a proxy took the ticket; the approval stays spent).",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
   const egressSeconds = new Histogram({
     name: "latch_egress_rpc_duration_seconds",
     help: "Time of one gRPC call to the egress proxy, by method and outcome (ok or the error code).",
@@ -104,6 +110,9 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
     },
     countToolCall: (tool, outcome) => toolCalls.inc({ tool: codeLabel(tool), outcome: codeLabel(outcome) }),
     countAuditEvent(event) {
+      if (event.action === "call_not_sent" || event.action === "call_outcome_unknown") {
+        unanswered.inc({ outcome: event.action });
+      }
       const outcome = APPROVAL_OUTCOMES[event.action];
       if (!outcome) return;
       approvals.inc({ outcome, policy: event.detail?.policy ? codeLabel(event.detail.policy) : "" });
