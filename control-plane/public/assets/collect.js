@@ -64,8 +64,13 @@
         showConnect(need);
         return;
       }
-      document.getElementById("summary").textContent =
-        `${need.client_name} needs a credential for ${need.host} (${need.environment}).`;
+      // Spec 4.2: an agent that named only the credential named no host; the operator gives it.
+      var hostField = document.getElementById("host");
+      document.getElementById("host-field").hidden = Boolean(need.host);
+      hostField.required = !need.host;
+      document.getElementById("summary").textContent = need.host
+        ? `${need.client_name} needs a credential for ${need.host} (${need.environment}).`
+        : `${need.client_name} needs a credential named ${need.suggested_name} (${need.environment}) and named no API host: give the host it may be sent to.`;
       // DECISIONS "Approvals": storing the value approves the request that asked, once, and no other.
       document.getElementById("call").textContent = need.call
         ? "Storing it approves this request once: " +
@@ -87,10 +92,12 @@
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     var value = document.getElementById("value");
+    var host = document.getElementById("host");
     api("POST", `/api/need-items/${encodeURIComponent(id)}/fulfill`, {
       name: document.getElementById("name").value,
       value: value.value,
       always_allow: document.getElementById("always").checked,
+      ...(host.required ? { allowed_hosts: [host.value.trim()] } : {}),
     }).then(
       () => {
         value.value = "";

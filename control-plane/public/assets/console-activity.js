@@ -180,7 +180,8 @@ function requestRow(need) {
   return row([
     need.kind,
     need.suggested_name,
-    need.host,
+    // An agent that named only the credential named no host: the operator gives it when storing.
+    need.host || "not named yet",
     agentCell(need.client_name, need.client_id),
     requestCell(
       need.call,
@@ -355,13 +356,6 @@ function exportRows() {
     reason: event.reason,
     detail: readableDetail(event.detail),
   }));
-}
-function csvField(value) {
-  var text =
-    value === null || value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value);
-  // A leading = + - @ would be a formula to a spreadsheet: quoted with a ' in front.
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 function exportName(extension) {
   return `latch-audit-${environment}-${new Date().toISOString().slice(0, 10)}.${extension}`;
