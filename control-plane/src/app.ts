@@ -23,7 +23,8 @@ export const PRODUCT_NAME = "Latch";
 export interface AppDeps {
   logger: Logger;
   isDatabaseReady(): Promise<boolean>;
-  isEgressReady(): Promise<boolean>;
+  /** Whether some proxy replica serves now (said by /ready, never its status). */
+  isEgressServing(): boolean;
   /** Operator sessions from the cookie, and the Origin wall (spec 5 rules 4 and 6). */
   sessions?: {
     sessions: SessionsRepo;
@@ -98,7 +99,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, {
     product: PRODUCT_NAME,
     isDatabaseReady: deps.isDatabaseReady,
-    isEgressReady: deps.isEgressReady,
+    isEgressServing: deps.isEgressServing,
   });
   for (const register of deps.routes ?? []) register(app);
   return app;

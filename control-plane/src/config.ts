@@ -20,6 +20,7 @@ const port = (fallback: number) => {
 
 const notEmpty = { error: "must not be empty" };
 const milliseconds = "must be a number of milliseconds from 0 to 600000";
+const refreshMilliseconds = "must be a number of milliseconds from 100 to 3600000";
 
 const schema = z.object({
   NODE_ENV: z
@@ -96,6 +97,13 @@ const schema = z.object({
   EGRESS_CLIENT_TLS_CA: optionalText,
   EGRESS_CLIENT_TLS_CERT: optionalText,
   EGRESS_CLIENT_TLS_KEY: optionalText,
+  /** How often the mTLS files are read again (cert-manager renews them in place). */
+  EGRESS_CLIENT_TLS_REFRESH_MS: z.coerce
+    .number({ error: refreshMilliseconds })
+    .int({ error: refreshMilliseconds })
+    .min(100, { error: refreshMilliseconds })
+    .max(3_600_000, { error: refreshMilliseconds })
+    .default(30_000),
 });
 
 /** An IPv4 or IPv6 address, or one with a /prefix that fits it. */

@@ -16,6 +16,8 @@ import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
+import { createSpentTicketsRepo } from "./egress/spent-tickets.repo.ts";
+import { createTicketFence } from "./egress/ticket-fence.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
@@ -76,6 +78,13 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
   const auditKeys = await openAuditKeys(deps.dataDir, config.AUDIT_SIGNING_KEYS_FILE);
   const tracing = await startTelemetry({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
+  // One per process: it fences in this database's spent-ticket table when the proxies spend ids
+  // there, else asks a proxy, and keeps asking for a ticket nobody could answer yet.
+  const fence = createTicketFence({
+    egress: deps.egress.client,
+    spentTickets: createSpentTicketsRepo(db),
+    logger,
+  });
   // The OAuth server needs the clients service, and revoking an OAuth client needs the server.
   let oauthServer: OAuthServer | undefined;
   const services = createServices(db, {
@@ -83,6 +92,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     environments: config.LATCH_ENVIRONMENTS,
     sealingKey: deps.egress.sealingKey,
     egress: deps.egress.client,
+    fence,
     minter,
     logger,
     now,
@@ -123,7 +133,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const app = await buildApp({
     logger,
     isDatabaseReady: () => database.ping(),
-    isEgressReady: () => deps.egress.client.isHealthy(),
+    isEgressServing: () => deps.egress.client.replicaStates().includes("serving"),
     trustedProxies: config.TRUST_PROXY,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     sessions: {

@@ -25,6 +25,7 @@ import { createConnectService } from "./connect/connect.service.ts";
 import type { ClientRow, Database } from "./db/schema.ts";
 import { runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
+import type { TicketFence } from "./egress/ticket-fence.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
 import { createGrantsRepo, type GrantsRepo } from "./grants/grants.repo.ts";
@@ -46,6 +47,11 @@ interface CommonVariant {
   environments: readonly string[];
   sealingKey(): Promise<SealingPublicKey>;
   egress: EgressClient;
+  /**
+   * Fences the ticket of an Execute that did not answer; one per process (it keeps asking for
+   * the tickets nobody could answer yet). By default by asking the proxy.
+   */
+  fence?: TicketFence;
   minter: TicketMinter;
   logger: Logger;
   now: () => Date;
@@ -105,6 +111,7 @@ function createCoreServices(
     recordEvent: audit.insertAuditEvent,
     minter: variant.minter,
     egress: variant.egress,
+    fence: variant.fence,
     inItemTokenLock: items.inItemTokenLock,
     onAuditFailure: logAuditFailure(variant.logger),
   });

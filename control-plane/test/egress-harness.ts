@@ -73,6 +73,8 @@ export async function startEgressHarness(
     closedHosts?: readonly string[];
     /** OTEL_EXPORTER_OTLP_ENDPOINT: the proxy exports its spans there (otlp-receiver.ts). */
     otlpEndpoint?: string;
+    /** The shared spent-ticket table (EGRESS_REPLAY_DATABASE_URL) instead of the proxy's memory. */
+    replayDatabaseUrl?: string;
   } = {},
 ): Promise<EgressHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
@@ -104,6 +106,7 @@ export async function startEgressHarness(
     EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
     EGRESS_EXTRA_CA: extraCa,
     ...(options.otlpEndpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint } : {}),
+    ...(options.replayDatabaseUrl ? { EGRESS_REPLAY_DATABASE_URL: options.replayDatabaseUrl } : {}),
   });
   const proxy = await startEgressProxy(config, logger);
   const client = createEgressClient({ address: `127.0.0.1:${proxy.port}` });

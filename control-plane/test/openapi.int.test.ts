@@ -88,7 +88,7 @@ describe("/openapi.json", () => {
     const app = await buildApp({
       logger: pino({ level: "silent" }),
       isDatabaseReady: async () => true,
-      isEgressReady: async () => true,
+      isEgressServing: () => true,
       routes: [
         (app) => app.get("/api/forgotten", async () => ({ ok: true })),
         (app) =>

@@ -12,6 +12,7 @@ import * as needRequestCalls from "./migrations/2026-11-24T0100-need-request-cal
 import * as oauth from "./migrations/2026-11-25T0000-oauth.ts";
 import * as itemTokens from "./migrations/2026-11-25T1000-item-tokens.ts";
 import * as connectStates from "./migrations/2026-11-25T1100-connect-states.ts";
+import * as spentTickets from "./migrations/2026-11-26T0100-spent-tickets.ts";
 import * as needsHostlessClosed from "./migrations/2026-11-26T0200-need-requests-hostless-closed.ts";
 import * as ledger from "./migrations/2026-11-26T0400-ledger.ts";
 
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-25T0000-oauth": oauth,
   "2026-11-25T1000-item-tokens": itemTokens,
   "2026-11-25T1100-connect-states": connectStates,
+  "2026-11-26T0100-spent-tickets": spentTickets,
   "2026-11-26T0200-need-requests-hostless-closed": needsHostlessClosed,
   "2026-11-26T0400-ledger": ledger,
 };

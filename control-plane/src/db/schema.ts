@@ -267,6 +267,15 @@ export interface NeedRequestsTable {
   call_body_sha256: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/**
+ * The egress proxies' spent ticket ids (migration 2026-11-26T0100), and one `store:` row naming
+ * the store. The control plane only ever inserts here (a fence) and reads the store's id.
+ */
+export interface EgressSpentTicketsTable {
+  id: string;
+  expires_at: Date;
+}
+
 export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
@@ -290,6 +299,7 @@ export interface Database {
   oauth_consents: OAuthConsentsTable;
   oauth_denied_tokens: OAuthDeniedTokensTable;
   rate_limit_hits: RateLimitHitsTable;
+  egress_spent_tickets: EgressSpentTicketsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;

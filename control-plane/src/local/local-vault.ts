@@ -128,11 +128,18 @@ export function localRuntimePath(dataDir: string): string {
 /** An egress connection made on first use, once, even under concurrent first calls. */
 export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgress {
   let connection: Promise<EgressConnection> | undefined;
+  let connected: EgressConnection | undefined;
   const get = () => {
-    connection ??= connect().catch((error: unknown) => {
-      connection = undefined;
-      throw error;
-    });
+    connection ??= connect().then(
+      (made) => {
+        connected = made;
+        return made;
+      },
+      (error: unknown) => {
+        connection = undefined;
+        throw error;
+      },
+    );
     return connection;
   };
   const client: EgressClient = {
@@ -140,7 +147,9 @@ export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgres
     resolve: async (ticket) => (await get()).client.resolve(ticket),
     fetchDocument: async (ticket, deadlineMs) => (await get()).client.fetchDocument(ticket, deadlineMs),
     getInfo: async () => (await get()).client.getInfo(),
+    fence: async (ticket) => (await get()).client.fence(ticket),
     isHealthy: async () => (await get()).client.isHealthy(),
+    replicaStates: () => connected?.client.replicaStates() ?? [],
     close: () => {},
   };
   return {

@@ -13,7 +13,7 @@ import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
-import { callFailureAnswer } from "./call-failure.ts";
+import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
@@ -110,6 +110,9 @@ export async function runHttpRequest(
     const payload = { ...outcome.result, grant_id: authorisation.grant.grant_id };
     return callFailureAnswer(payload, args, item.name, deps.surface) ?? { payload };
   } catch (error) {
+    // The proxy never answered: say whether the approval was kept (DECISIONS "Faults").
+    const unanswered = unansweredCallAnswer(error, args, authorisation.grant.grant_id);
+    if (unanswered) return unanswered;
     // The plan is made again when the call is sent (a sibling may have gone since).
     const answer =
       error instanceof AppError ? await tokenPlanAnswer(deps, scope, args, located, error) : undefined;

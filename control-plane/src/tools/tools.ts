@@ -1,5 +1,6 @@
 // The six tools as the MCP method table calls them, bound to one organisation and environment.
 
+import { AppError } from "@latch/shared/errors";
 import { telemetry } from "../telemetry.ts";
 import { runListGrants, runRequestGrant } from "./grant.tools.ts";
 import { runHttpRequest } from "./http-request.tool.ts";
@@ -28,7 +29,16 @@ export function createToolHandlers(
     (...a: unknown[]) => Promise<ToolAnswer>,
   ][]) {
     const answered = async (...args: unknown[]) => {
-      const answer = await run(...args);
+      let answer: ToolAnswer;
+      try {
+        answer = await run(...args);
+      } catch (error) {
+        // A call that throws is counted too, by its code: an outage made of thrown
+        // egress_unavailable answers must show on the dashboard (mcp-server.ts shapes the answer).
+        const code = error instanceof AppError ? error.code : "internal";
+        observe?.(name, { error: { code } }, true);
+        throw error;
+      }
       observe?.(name, answer.payload, answer.isError);
       return answer;
     };

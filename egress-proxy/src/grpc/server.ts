@@ -8,6 +8,7 @@ import {
   Metadata,
   Server,
   type ServerCredentials,
+  type ServerInterceptor,
   type ServiceError,
   setLogVerbosity,
   status,
@@ -17,6 +18,9 @@ import {
   EgressProxyService,
   type ExecuteRequest,
   type ExecuteResponse,
+  type FenceOutcome,
+  type FenceRequest,
+  type FenceResponse,
   type FetchDocumentRequest,
   type FetchDocumentResponse,
   type GetInfoRequest,
@@ -45,6 +49,7 @@ export interface GrpcHandlers {
   execute(ticket: SignedTicket | undefined): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket | undefined): Promise<ResolveResponse>;
   fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
+  fence(ticket: SignedTicket | undefined): Promise<FenceOutcome>;
   info(): GetInfoResponse;
   isServing(): boolean;
 }
@@ -154,10 +159,19 @@ export async function startGrpcServer(options: {
   host: string;
   port: number;
   credentials: ServerCredentials;
+  /** Run before every call (the client identity check of mTLS). */
+  interceptors?: ServerInterceptor[];
   logger: Logger;
 }): Promise<RunningGrpcServer> {
   const { handlers, logger } = options;
-  const server = new Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
+  const server = new Server({
+    "grpc.max_receive_message_length": 4 * 1024 * 1024,
+    // The control plane pings every couple of seconds to notice a silent link (egress-client.ts);
+    // grpc-js servers accept any ping rate, and these keep our own side's idle connections honest.
+    "grpc.keepalive_time_ms": 10_000,
+    "grpc.keepalive_timeout_ms": 5_000,
+    interceptors: options.interceptors ?? [],
+  });
   const gate = createCallGate();
   const egress: UntypedServiceImplementation = {
     execute: gate.guard(
@@ -180,6 +194,11 @@ export async function startGrpcServer(options: {
       unary<FetchDocumentRequest, FetchDocumentResponse>((req) => handlers.fetchDocument(req.ticket), logger),
     ),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
+    // Not behind the drain gate: a draining replica still answers whether it ran a ticket.
+    fence: unary<FenceRequest, FenceResponse>(
+      async (req) => ({ outcome: await handlers.fence(req.ticket) }),
+      logger,
+    ),
   };
   const health: UntypedServiceImplementation = {
     check: ((call, callback) => {
