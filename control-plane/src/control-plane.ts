@@ -1,7 +1,7 @@
 // Builds the hosted control plane from its configuration: database, repos, services, app.
 // main.ts adds the process around it (keys on disk, the proxy, signals); tests call this directly.
 import type { SealingPublicKey } from "@latch/shared/crypto/seal";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
 import { openAuditKeys } from "./audit/audit-keys.ts";
@@ -34,6 +34,7 @@ import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
 import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
+import { registerPolicyRoutes } from "./policies/policies.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
@@ -158,6 +159,23 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           environments: config.LATCH_ENVIRONMENTS,
         }),
       (app) => registerInboxRoutes(app, { grants, needs }),
+      (app) => {
+        // Until roles land every operator of the organisation may read and edit its policies.
+        const operatorOnly = {
+          config: OPERATOR_ONLY,
+          preValidation: async (request: FastifyRequest) => {
+            await requireOrgOperator(request);
+          },
+        };
+        registerPolicyRoutes(app, {
+          policies: services.policies,
+          access: {
+            read: operatorOnly,
+            write: operatorOnly,
+            callerOf: (request) => requireOrgOperator(request),
+          },
+        });
+      },
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,

@@ -33,11 +33,15 @@ import { createGrantsService } from "./grants/grants.service.ts";
 import { createItemTokensRepo, type ItemTokensRepo } from "./items/item-tokens.repo.ts";
 import { createItemsRepo, type ItemsRepo } from "./items/items.repo.ts";
 import { createItemsService } from "./items/items.service.ts";
+import { createRateLimitRepo } from "./limits/rate-limit.repo.ts";
+import { createRateLimiter } from "./limits/rate-limit.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { createNeedsRepo } from "./needs/needs.repo.ts";
 import { createNeedsService } from "./needs/needs.service.ts";
 import { createOrgsRepo } from "./orgs/orgs.repo.ts";
 import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
+import { createPoliciesRepo } from "./policies/policies.repo.ts";
+import { createPoliciesService } from "./policies/policies.service.ts";
 import { telemetry } from "./telemetry.ts";
 import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
 import { createToolHandlers } from "./tools/tools.ts";
@@ -124,6 +128,34 @@ function createCoreServices(
   return { audit, items, calls, ledger };
 }
 
+/**
+ * The organisation policies (DECISIONS "Policies"): a change and its audit row in one transaction;
+ * rate limits counted in the database. `isSoleWriter`: the local embedded database, written by
+ * this process alone, so the list in force is trusted from memory.
+ */
+function createPolicies(
+  db: Kysely<Database>,
+  variant: CommonVariant,
+  audit: AuditRepo,
+  isSoleWriter: boolean,
+) {
+  return createPoliciesService({
+    repo: createPoliciesRepo(db),
+    inTransaction: (fn) =>
+      runInTransaction(db, (trx) =>
+        fn({
+          repo: createPoliciesRepo(trx),
+          recordEvent: observeAudit(createAuditRepo(trx), variant.onAuditEvent).insertAuditEvent,
+        }),
+      ),
+    recordEvent: audit.insertAuditEvent,
+    rateLimiter: createRateLimiter(createRateLimitRepo(db), variant.now),
+    findCallsBefore: audit.findCallsBefore,
+    now: variant.now,
+    isSoleWriter,
+  });
+}
+
 export function createServices(db: Kysely<Database>, variant: HostedVariant): HostedServices;
 export function createServices(db: Kysely<Database>, variant: LocalVariant): LocalServices;
 export function createServices(
@@ -141,11 +173,12 @@ function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
     recordEvent: audit.insertAuditEvent,
     now: variant.now,
   });
+  const policies = createPolicies(db, variant, audit, Boolean(variant.readCache));
   const tools = createToolHandlers(
-    { items, grants, calls, surface: LOCAL_SURFACE },
+    { items, grants, calls, policies, surface: LOCAL_SURFACE },
     { organisationId: variant.organisationId, environment: variant.environments[0]! },
   );
-  return { audit, ledger, items, grants, calls, orgs, tools };
+  return { audit, ledger, items, grants, calls, orgs, policies, tools };
 }
 
 export type LocalServices = ReturnType<typeof createLocalServices>;
@@ -186,6 +219,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now });
   const grants = createHostedGrants(db, variant, audit, orgs);
+  const policies = createPolicies(db, variant, audit, false);
   const inTransaction = <T>(fn: (tx: ReturnType<typeof createTransactionServices>) => Promise<T>) =>
     runInTransaction(db, (trx) => fn(createTransactionServices(trx, variant)));
   const clients = createClientsService({
@@ -228,6 +262,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     clients,
     needs,
     connect,
+    policies,
     access: createAccessService({ clients, grants, audit }),
     sessions: createSessionsRepo(db),
     emailCodes: createEmailCodeService({
@@ -238,7 +273,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     }),
     totp: createTotpService({ repo: createOperatorsRepo(db), keyring: variant.keyring, now }),
     /** What the MCP tools run on; each client's handlers are bound per request (mcp.routes.ts). */
-    tools: { items, grants, calls, surface: createHostedSurface(needs) },
+    tools: { items, grants, calls, policies, surface: createHostedSurface(needs) },
   };
 }
 

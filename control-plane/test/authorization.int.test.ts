@@ -11,7 +11,7 @@ import {
 type Gate = "session" | "ready";
 
 interface Route {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   path: string;
   body?: unknown;
   /** session: any signed-in browser; ready: past the authenticator step. */
@@ -56,6 +56,9 @@ const ROUTES: Route[] = [
   { method: "POST", path: "/api/grants/approve-by-code", body: { code: "12345678" }, gate: "ready" },
   { method: "GET", path: "/api/grants", gate: "ready" },
   { method: "GET", path: "/api/inbox", gate: "ready" },
+  { method: "GET", path: "/api/policies", gate: "ready" },
+  { method: "PUT", path: "/api/policies", body: { rules: [] }, gate: "ready" },
+  { method: "POST", path: "/api/policies/preview", body: { rules: [] }, gate: "ready" },
   { method: "GET", path: "/api/audit", gate: "ready" },
   { method: "GET", path: "/api/audit/ledger", gate: "ready" },
   { method: "GET", path: "/api/audit/verify", gate: "ready" },

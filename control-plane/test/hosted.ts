@@ -168,7 +168,7 @@ export class Browser {
   }
 
   async request(
-    method: "GET" | "POST" | "DELETE",
+    method: "GET" | "POST" | "PUT" | "DELETE",
     url: string,
     body?: unknown,
     headers: Record<string, string> = {},

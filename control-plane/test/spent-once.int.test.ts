@@ -72,7 +72,13 @@ async function services(options: { auditFails?: boolean } = {}) {
     allowed_hosts: ["api.latch.test"],
     environment: "production",
   });
-  const deps = { items, grants, calls, surface: LOCAL_SURFACE };
+  // No policy rules: today's approvals decide every call here.
+  const policies = {
+    decideCall: async () => undefined,
+    admitCall: async () => undefined,
+    recordPolicyEvent: async () => {},
+  };
+  const deps = { items, grants, calls, policies, surface: LOCAL_SURFACE };
   const scope = { organisationId, environment: "production", agentId: "attacker" };
   const args = { method: "DELETE" as const, path: "/v1/everything", item_name: "API_KEY" };
   const pending = (await runHttpRequest(deps, scope, args)).payload as { grant_id: string };

@@ -21,6 +21,8 @@ export const ERROR_STATUS = {
   confirm_name_mismatch: 400,
   cannot_revoke_current: 400,
   approval_code_invalid: 400,
+  /** A policy list that cannot be saved; the message names the rule and the field. */
+  invalid_policy: 400,
   // 401/403: who is asking
   unauthorized: 401,
   otp_invalid: 401,
@@ -51,6 +53,10 @@ export const ERROR_STATUS = {
   need_is_connect: 409,
   need_closed: 409,
   approval_code_expired: 410,
+  /** PUT /api/policies against a version that moved on (DECISIONS "Policies"). */
+  stale_version: 409,
+  /** A conditional write sent without its If-Match (RFC 6585 3). */
+  precondition_required: 428,
   // destination refusals (the call never left)
   private_range: 403,
   loopback: 403,

@@ -53,6 +53,20 @@ export interface AuditFilter {
   limit?: number | undefined;
 }
 
+/** An audited call, as a policy preview replays it (policies/policy-preview.ts). */
+export interface AuditedCall {
+  seq: number;
+  at: Date;
+  environment: string | null;
+  actor: string;
+  /** The client's name (agent:<id>), as it is now. */
+  actor_name: string | null;
+  action: string;
+  item_name: string | null;
+  host: string | null;
+  detail: Record<string, unknown>;
+}
+
 export interface AuditRepo {
   /** Appends the event to its organisation's ledger: one statement. */
   insertAuditEvent(event: AuditEvent): Promise<void>;
@@ -61,6 +75,14 @@ export interface AuditRepo {
   findAuditEvents(organisationId: string, filter?: AuditFilter): Promise<AuditEventView[]>;
   /** The credential names each actor fetched (a call that reached its API, or a trusted resolve). */
   findFetchedNames(organisationId: string): Promise<Map<string, string[]>>;
+  /**
+   * Rows of `actions`, newest first, older than `beforeSeq` when given: the ledger's chain index
+   * walked backwards, so reading the last days of a long ledger never reads its first years.
+   */
+  findCallsBefore(
+    organisationId: string,
+    filter: { actions: readonly string[]; beforeSeq?: number | undefined; limit: number },
+  ): Promise<AuditedCall[]>;
 }
 
 /** A client's actor string: agent:<client id> or trusted:<client id>. */
@@ -107,6 +129,33 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
         names.set(row.actor, list);
       }
       return names;
+    },
+    async findCallsBefore(organisationId, filter) {
+      let query = db
+        .selectFrom("audit_events")
+        .select(["seq", "at", "environment", "actor", "action", "item_name", "host", "detail"])
+        .where("organisation_id", "=", organisationId)
+        .where("action", "in", [...filter.actions])
+        .orderBy("seq", "desc")
+        .limit(filter.limit);
+      if (filter.beforeSeq !== undefined) query = query.where("seq", "<", filter.beforeSeq);
+      const rows = await query.execute();
+      const names = await labelsOf(
+        rows.map((r) => r.actor),
+        CLIENT_ACTOR,
+        (ids) =>
+          db
+            .selectFrom("clients")
+            .select(["id", "name as label"])
+            .where("organisation_id", "=", organisationId)
+            .where("id", "in", ids)
+            .execute(),
+      );
+      return rows.map((r) => ({
+        ...r,
+        seq: Number(r.seq),
+        actor_name: names.get(CLIENT_ACTOR.exec(r.actor)?.[1] ?? "") ?? null,
+      }));
     },
     async findAuditEvents(organisationId, filter = {}) {
       let query = db

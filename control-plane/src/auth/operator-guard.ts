@@ -133,9 +133,13 @@ export function clearSessionCookies(reply: FastifyReply, isSecure: boolean): voi
   reply.clearCookie(names.csrf, { path: "/", secure: isSecure });
 }
 
+/** Methods that change something: each needs the session's X-CSRF-Token (spec 4.3 names POST and DELETE). */
+const SAFE_METHODS = ["GET", "HEAD", "OPTIONS"];
+
 /**
  * The operator behind a request. `mfa: true` needs the authenticator step passed this session
- * (else 403 mfa_required with where to go); POST and DELETE need the session's X-CSRF-Token.
+ * (else 403 mfa_required with where to go); every method but GET, HEAD and OPTIONS needs the
+ * session's X-CSRF-Token.
  */
 export async function requireOperator(
   request: FastifyRequest,
@@ -147,7 +151,7 @@ export async function requireOperator(
   if (refusal) throw refusal;
   if (request.principal.kind !== "operator") throw new AppError("unauthorized", "sign in first");
   const { session, hasAuthenticator } = request.principal;
-  if (request.method === "POST" || request.method === "DELETE") {
+  if (!SAFE_METHODS.includes(request.method)) {
     const presented = request.headers["x-csrf-token"];
     if (typeof presented !== "string" || !isSameHash(sha256Hex(presented), session.csrf_hash)) {
       throw new AppError("csrf_failed", "send the X-CSRF-Token header of this session");

@@ -217,7 +217,14 @@ export function createCallsService(deps: CallsDeps) {
      * keeps it spent (the request may have gone out). This is the one place that decides.
      */
     async executeCall(
-      scope: { organisationId: string; environment: string; actor: string; clientId?: string },
+      scope: {
+        organisationId: string;
+        environment: string;
+        actor: string;
+        clientId?: string;
+        /** The policy rule that decided the call (DECISIONS "Policies": every row of it names it). */
+        policyRule?: { rule_id: string };
+      },
       args: HttpRequestArgs,
       located: LocatedCredential,
       approval: CallApproval,
@@ -252,6 +259,7 @@ export function createCallsService(deps: CallsDeps) {
         // The path without its query: a query may carry personal data; the audit needs the route.
         path: path.split("?")[0],
         ...(scope.clientId ? { client_id: scope.clientId } : {}),
+        ...(scope.policyRule ? { rule_id: scope.policyRule.rule_id } : {}),
       };
 
       let response: ExecuteResponse;

@@ -276,6 +276,28 @@ export interface EgressSpentTicketsTable {
   expires_at: Date;
 }
 
+/** An organisation's policy rules, whole, with their version (migration 2026-11-26T0600). */
+export interface PolicyListsTable {
+  organisation_id: string;
+  version: number;
+  /** The ordered rules as policies/policy-rules.ts parses them. */
+  rules: ColumnType<unknown[], string, string>;
+  updated_at: Date;
+  updated_by: string | null;
+}
+
+/** A browser's Web Push subscription (RFC 8030), for one operator (migration 2026-11-26T0600). */
+export interface PushSubscriptionsTable {
+  id: string;
+  operator_id: string;
+  endpoint: string;
+  /** RFC 8291: the user agent's P-256 public key and auth secret, base64url. */
+  p256dh: string;
+  auth: string;
+  created_at: Date;
+  last_pushed_at: Date | null;
+}
+
 export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
@@ -300,6 +322,8 @@ export interface Database {
   oauth_denied_tokens: OAuthDeniedTokensTable;
   rate_limit_hits: RateLimitHitsTable;
   egress_spent_tickets: EgressSpentTicketsTable;
+  policy_lists: PolicyListsTable;
+  push_subscriptions: PushSubscriptionsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;

@@ -60,6 +60,18 @@ export interface GrantRequest extends GrantScope {
   actor: string;
   taskDescription?: string | undefined;
   taskId?: string | undefined;
+  /** The policy rule (an ask rule) that sent this call to an approval: its audit row names it. */
+  policyRule?: { rule_id: string } | undefined;
+}
+
+/** What a request's audit row says of its call: method and path without its query, and the rule. */
+function requestedDetail(request: GrantRequest): Record<string, unknown> {
+  const call = request.requestedCall;
+  return {
+    // As http_request rows do: the route without its query, which may carry personal data.
+    ...(call ? { method: call.method, path: call.path.split("?")[0] } : {}),
+    ...(request.policyRule ? { rule_id: request.policyRule.rule_id } : {}),
+  };
 }
 
 /** The row of a new grant for `request`; `change` sets its policy, status and the rest. */
@@ -118,6 +130,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       actor: request.actor,
       action,
       itemName: row.item_name,
+      host: request.requestedCall?.host,
       detail: { grant_id: fresh.id, agent_id: request.agentId, ...detail },
     });
     return row;
@@ -160,7 +173,13 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         actor: request.actor,
         action: "grant_requested",
         itemName: row.item_name,
-        detail: { grant_id: outcome.id, agent_id: request.agentId, tool_id: request.toolId },
+        host: request.requestedCall?.host,
+        detail: {
+          grant_id: outcome.id,
+          agent_id: request.agentId,
+          tool_id: request.toolId,
+          ...requestedDetail(request),
+        },
       });
     }
     const grant = toPublicGrant(row, at);
@@ -273,7 +292,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         request,
         newGrantRow(request, at, { policy: "prompt", status: "pending" }),
         "grant_requested",
-        { tool_id: request.toolId },
+        { tool_id: request.toolId, ...requestedDetail(request) },
       );
       return { grant: toPublicGrant(row, at), isNew: true };
     },

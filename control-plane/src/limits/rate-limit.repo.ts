@@ -16,10 +16,26 @@ export interface RateLimitRepo {
     since: Date,
     now: Date,
   ): Promise<{ full: false } | { full: true; oldest: Date }>;
+  /** The same answer without taking a place (a dry run asks whether a call would pass). */
+  findFullness(
+    bucket: string,
+    limit: number,
+    since: Date,
+  ): Promise<{ full: false } | { full: true; oldest: Date }>;
 }
 
 export function createRateLimitRepo(db: Kysely<Database>): RateLimitRepo {
   return {
+    async findFullness(bucket, limit, since) {
+      const row = await db
+        .selectFrom("rate_limit_hits")
+        .select((eb) => [eb.fn.countAll<string>().as("n"), eb.fn.min("at").as("oldest")])
+        .where("bucket", "=", bucket)
+        .where("at", ">", since)
+        .executeTakeFirstOrThrow();
+      if (Number(row.n) >= limit) return { full: true as const, oldest: new Date(row.oldest as Date) };
+      return { full: false as const };
+    },
     takePlace: (bucket, limit, since, now) =>
       inAdvisoryLock(db, `rate:${bucket}`, async (trx) => {
         const row = await trx

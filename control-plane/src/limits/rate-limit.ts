@@ -62,19 +62,38 @@ export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
         new Date(at.getTime() - limit.windowMs),
         at,
       );
-      if (!result.full) return;
-      const retryAfter = Math.max(
-        1,
-        Math.ceil((result.oldest.getTime() + limit.windowMs - at.getTime()) / 1000),
+      refuseWhenFull(limit, result, at);
+    },
+    /** Throws the same 429 as `take` when `key` has no place left, without taking one. */
+    async check(limit: RateLimit, key: string): Promise<void> {
+      const at = now();
+      const result = await repo.findFullness(
+        `${limit.name}:${key}`,
+        limit.limit,
+        new Date(at.getTime() - limit.windowMs),
       );
-      throw new AppError(
-        "rate_limited",
-        `too many ${limit.what}: at most ${limit.limit} per ${limit.windowMs >= 3_600_000 ? "hour" : `${limit.windowMs / 60_000} minutes`}`,
-        { extra: { retry_after: retryAfter } },
-      );
+      refuseWhenFull(limit, result, at);
     },
   };
   return limiter;
+}
+
+function refuseWhenFull(
+  limit: RateLimit,
+  result: { full: false } | { full: true; oldest: Date },
+  at: Date,
+): void {
+  if (!result.full) return;
+  const retryAfter = Math.max(1, Math.ceil((result.oldest.getTime() + limit.windowMs - at.getTime()) / 1000));
+  const window =
+    limit.windowMs === 60_000
+      ? "minute"
+      : limit.windowMs >= 3_600_000
+        ? "hour"
+        : `${limit.windowMs / 60_000} minutes`;
+  throw new AppError("rate_limited", `too many ${limit.what}: at most ${limit.limit} per ${window}`, {
+    extra: { retry_after: retryAfter },
+  });
 }
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -91,6 +91,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: "The body is over its limit",
   431: "The URL or the headers are too large",
   415: "The body is not in a media type this route takes",
+  428: "A conditional write sent without If-Match",
   429: "Too many requests: wait retry_after seconds",
   502: "The origin or the network failed",
   503: "Not ready",

@@ -95,7 +95,8 @@ const UNANSWERED: Readonly<Record<ApprovalAfterFault, string>> = {
 export function unansweredCallAnswer(
   error: unknown,
   args: HttpRequestArgs,
-  grantId: string,
+  /** The approval the call ran under; none for a call an allow rule sent. */
+  grantId: string | undefined,
 ): ToolAnswer | undefined {
   if (!(error instanceof AppError)) return undefined;
   const approval = error.extra.approval as ApprovalAfterFault | undefined;
@@ -105,7 +106,7 @@ export function unansweredCallAnswer(
   return {
     payload: {
       error: { code: error.code, message: error.message },
-      grant_id: grantId,
+      ...(grantId ? { grant_id: grantId } : {}),
       approval_kept: approval === "kept",
       approval,
       hint,

@@ -11,9 +11,12 @@ import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import { planTokenCall } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
+import { ruleReference } from "../policies/policies.service.ts";
+import type { PolicyDecision } from "../policies/policy-match.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
 import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
+import { policyDeniedAnswer, rateLimitedAnswer } from "./policy-refusal.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
@@ -30,34 +33,42 @@ export async function runHttpRequest(
   const presign = item.inject === "sigv4" ? findPresignParameter(path) : undefined;
   if (presign !== undefined) throw new AppError("invalid_path", presignRefusal(presign));
   const grantScope = httpRequestGrantScope(scope, item);
+  // The organisation's policy first (DECISIONS "Policies"): a deny rule beats every grant, and
+  // refuses before anything is asked, spent or sent. The agent is the client the credential
+  // authenticated (its id, and its name as issued or registered), never a name from the call.
+  const policy = await deps.policies.decideCall(scope.organisationId, {
+    agentId: scope.agentId,
+    agentName: scope.clientName,
+    item: item.name,
+    host,
+    method: args.method,
+    path,
+    environment: scope.environment,
+  });
+  if (policy)
+    telemetry().annotate({ "latch.policy.rule_id": policy.rule.id, "latch.policy.effect": policy.effect });
+  if (policy?.effect === "deny" && !args.dry_run) {
+    await recordPolicyEvent(deps, scope, "policy_denied", policy, { itemName: item.name, host, args, path });
+    return policyDeniedAnswer(policy, { args, itemName: item.name, host, path }, deps.surface);
+  }
   // Rule 7 before any approval: a missing connect or sibling is answered without asking for one.
   const refused = args.dry_run ? undefined : await tokenPlanRefusal(deps, scope, args, located);
   if (refused) return refused;
 
   // The call as the operator approves it: method, host, validated path with its query, body digest.
   const call = requestedCallOf(host, path, args);
-  if (args.dry_run) {
-    const grant = await deps.grants.findUsableGrant(grantScope, call);
-    const { path: sentPath, rewritten } = rewritePlaylistPath(host, args.method, path, args.body);
-    return {
-      payload: {
-        status: "dry_run",
-        item_name: item.name,
-        host,
-        method: args.method,
-        path: sentPath,
-        ...(rewritten ? { path_rewritten: rewritten } : {}),
-        inject: item.inject,
-        provider: findProviderByHost(host)?.id ?? null,
-        approval: grant
-          ? { status: grant.status, grant_id: grant.grant_id, policy: grant.policy }
-          : { status: "none" },
-        would_send: Boolean(grant),
-        ...(grant ? {} : { reason: "scope_denied" }),
-      },
-    };
+  if (args.dry_run) return dryRunAnswer(deps, scope, args, located, policy, call);
+
+  if (policy?.effect === "allow") {
+    // An allow rule needs no approval; the call still goes through every other rule (the item's
+    // hosts, the path rules, the proxy's destination rules) in executeCall.
+    const limited = await admitOrRefuse(deps, scope, args, located, policy);
+    if (limited) return limited;
+    await recordPolicyEvent(deps, scope, "policy_allowed", policy, { itemName: item.name, host, args, path });
+    return sendCall(deps, scope, args, located, { release: async () => {} }, policy);
   }
 
+  // No rule, or an ask rule: today's approvals decide (an ask rule only names itself in the audit).
   const authorisation = await deps.grants.authoriseCall(grantScope, call);
   // The coverage decision, on the tool call's span (DECISIONS "Ledger and telemetry").
   telemetry().annotate(
@@ -75,6 +86,7 @@ export async function runHttpRequest(
       environment: scope.environment,
       actor: `agent:${scope.agentId}`,
       taskDescription: args.task_description,
+      ...(policy ? { policyRule: ruleReference(policy) } : {}),
     });
     const { dry_run: _dryRun, ...retry } = args;
     return {
@@ -85,6 +97,7 @@ export async function runHttpRequest(
         host,
         ...(approvalCode ? { approval_code: approvalCode } : {}),
         ...(deps.surface.isNotifying ? { notify_failed: notifyFailed ?? false } : {}),
+        ...(policy ? { policy: { ...ruleReference(policy), effect: policy.effect } } : {}),
         message: `Approval needed to send ${args.method} ${host}${path} with ${item.name}; the operator approves exactly this call.`,
         next: {
           for_model: deps.surface.approveHint(
@@ -97,21 +110,154 @@ export async function runHttpRequest(
       },
     };
   }
+  // A rate limit on the ask rule counts calls that would leave: over it, the approval is given
+  // back (a one-call approval was spent a moment ago) and nothing is sent.
+  if (policy) {
+    const limited = await admitOrRefuse(deps, scope, args, located, policy);
+    if (limited) {
+      await authorisation.release();
+      return limited;
+    }
+  }
+  return sendCall(deps, scope, args, located, authorisation, policy);
+}
 
+/** Takes a place under the rule's rate limit, or answers `rate_limited` (audited) when it is full. */
+async function admitOrRefuse(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  located: LocatedCredential,
+  policy: PolicyDecision,
+): Promise<ToolAnswer | undefined> {
+  const full = await deps.policies.admitCall(scope.organisationId, policy);
+  if (!full) return undefined;
+  const { item, host, path } = located;
+  await recordPolicyEvent(
+    deps,
+    scope,
+    "rate_limited",
+    policy,
+    { itemName: item.name, host, args, path },
+    {
+      retry_after: full.retryAfter,
+    },
+  );
+  return rateLimitedAnswer(policy, full.retryAfter, { args, itemName: item.name, host });
+}
+
+/** A policy row of the call (`policy_denied`, `policy_allowed`, `rate_limited`), naming its rule. */
+function recordPolicyEvent(
+  deps: ToolDeps,
+  scope: ToolScope,
+  action: "policy_denied" | "policy_allowed" | "rate_limited",
+  policy: PolicyDecision,
+  call: { itemName: string; host: string; args: HttpRequestArgs; path: string },
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  return deps.policies.recordPolicyEvent({
+    organisationId: scope.organisationId,
+    environment: scope.environment,
+    actor: `agent:${scope.agentId}`,
+    action,
+    itemName: call.itemName,
+    host: call.host,
+    reason: action === "policy_allowed" ? undefined : action,
+    detail: {
+      ...ruleReference(policy),
+      method: call.args.method,
+      // As the call's own rows: the route without its query, which may carry personal data.
+      path: call.path.split("?")[0],
+      ...(call.args.client_id ? { client_id: call.args.client_id } : {}),
+      ...extra,
+    },
+  });
+}
+
+/** dry_run: what would happen, naming the rule that would decide; nothing written, nothing spent. */
+async function dryRunAnswer(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  located: LocatedCredential,
+  policy: PolicyDecision | undefined,
+  call: RequestedCall,
+): Promise<ToolAnswer> {
+  const { item, host, path } = located;
+  const grant =
+    policy?.effect === "deny" || policy?.effect === "allow"
+      ? undefined
+      : await deps.grants.findUsableGrant(httpRequestGrantScope(scope, item), call);
+  const full =
+    policy && policy.effect !== "deny"
+      ? await deps.policies.admitCall(scope.organisationId, policy, { isDryRun: true })
+      : undefined;
+  const { path: sentPath, rewritten } = rewritePlaylistPath(host, args.method, path, args.body);
+  const isCovered = policy?.effect === "allow" || Boolean(grant);
+  const reason =
+    policy?.effect === "deny"
+      ? "policy_denied"
+      : !isCovered
+        ? "scope_denied"
+        : full
+          ? "rate_limited"
+          : undefined;
+  return {
+    payload: {
+      status: "dry_run",
+      item_name: item.name,
+      host,
+      method: args.method,
+      path: sentPath,
+      ...(rewritten ? { path_rewritten: rewritten } : {}),
+      inject: item.inject,
+      provider: findProviderByHost(host)?.id ?? null,
+      // The rule that would decide, or null: no rule matches and today's approvals decide.
+      policy: policy ? { ...ruleReference(policy), effect: policy.effect } : null,
+      approval: grant
+        ? { status: grant.status, grant_id: grant.grant_id, policy: grant.policy }
+        : { status: "none" },
+      would_send: reason === undefined,
+      ...(reason ? { reason } : {}),
+      ...(full ? { retry_after: full.retryAfter } : {}),
+    },
+  };
+}
+
+/** Sends the call under its approval (a grant's, or none for an allow rule) and shapes the answer. */
+async function sendCall(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  located: LocatedCredential,
+  authorisation: { release(): Promise<void>; isOneCall?: boolean; grant?: { grant_id: string } },
+  policy: PolicyDecision | undefined,
+): Promise<ToolAnswer> {
+  const { item } = located;
+  const grantId = authorisation.grant?.grant_id;
+  const named = {
+    ...(grantId ? { grant_id: grantId } : {}),
+    ...(policy ? { policy: { ...ruleReference(policy), effect: policy.effect } } : {}),
+  };
   // Whether a spent approval is given back is executeCall's decision alone (the proxy's
   // reached_origin): nothing here may give it back after the request left.
   try {
     const outcome = await deps.calls.executeCall(
-      { ...scope, actor: `agent:${scope.agentId}`, ...(args.client_id ? { clientId: args.client_id } : {}) },
+      {
+        ...scope,
+        actor: `agent:${scope.agentId}`,
+        ...(args.client_id ? { clientId: args.client_id } : {}),
+        ...(policy ? { policyRule: ruleReference(policy) } : {}),
+      },
       args,
       located,
       authorisation,
     );
-    const payload = { ...outcome.result, grant_id: authorisation.grant.grant_id };
+    const payload = { ...outcome.result, ...named };
     return callFailureAnswer(payload, args, item.name, deps.surface) ?? { payload };
   } catch (error) {
     // The proxy never answered: say whether the approval was kept (DECISIONS "Faults").
-    const unanswered = unansweredCallAnswer(error, args, authorisation.grant.grant_id);
+    const unanswered = unansweredCallAnswer(error, args, grantId);
     if (unanswered) return unanswered;
     // The plan is made again when the call is sent (a sibling may have gone since).
     const answer =

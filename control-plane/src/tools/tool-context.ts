@@ -5,6 +5,7 @@ import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
+import type { PoliciesService } from "../policies/policies.service.ts";
 
 export interface ToolScope {
   organisationId: string;
@@ -33,6 +34,8 @@ export interface OperatorSurface {
   approveHint(grantId: string, then: string): string;
   /** token_exchange_failed: how the user replaces the refresh token the provider refused. */
   reconnectHint(refreshItemName: string): string;
+  /** policy_denied: how the user changes the organisation's policy (the end of a sentence). */
+  changePolicyHint: string;
   /** setup's ready_prompt: the credential is stored, no standing approval covers the agent yet. */
   readyPromptHint(itemName: string): string;
   /** user_connect_required (spec 4.2): how the user connects the provider account. */
@@ -55,6 +58,8 @@ export interface ToolDeps {
   items: Pick<ItemsService, "findCallableByName" | "findCallableByHost" | "listItems" | "findItemByName">;
   grants: GrantsService;
   calls: CallsService;
+  /** The organisation's policy rules, judged before any approval (DECISIONS "Policies"). */
+  policies: Pick<PoliciesService, "decideCall" | "admitCall" | "recordPolicyEvent">;
   surface: OperatorSurface;
   /** Told of every answer (metrics: the tool and its outcome). */
   onToolAnswer?: (tool: string, payload: Record<string, unknown>, isError: boolean | undefined) => void;
@@ -85,6 +90,7 @@ export const LOCAL_SURFACE: OperatorSurface = {
     };
   },
   isNotifying: false,
+  changePolicyHint: "the user changes it with `vault policy get` and `vault policy set FILE`.",
   approveHint(grantId, then) {
     return `Ask the user to approve it with \`vault approve ${grantId}\` (or \`--session\` for 8 hours), or the Approve button in the local console; ${then}`;
   },
@@ -132,6 +138,7 @@ export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): O
       };
     },
     isNotifying: true,
+    changePolicyHint: "an owner or admin changes it under Policies in the Latch console.",
     approveHint(grantId, then) {
       return `Tell the user to approve request ${grantId} in the Latch inbox (or with the approval code); ${then}`;
     },

@@ -1,0 +1,110 @@
+// An organisation's policy list in the database: one row, replaced whole, its version moved by a
+// conditional write so that two operators saving at once cannot both win (the second is stale).
+import { type Kysely, sql } from "kysely";
+import type { Database } from "../db/schema.ts";
+
+export interface PolicyListRow {
+  /** 0 when nothing was ever saved (no row). */
+  version: number;
+  rules: unknown[];
+  updated_at: Date | null;
+  updated_by: string | null;
+}
+
+export interface PoliciesRepo {
+  /** Runs `fn` in one transaction (the list and its audit row are written together). */
+  inTransaction<T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T>;
+  findPolicyList(organisationId: string): Promise<PolicyListRow>;
+  /**
+   * The version, and the rules only when it differs from `knownVersion`: the call path's one read,
+   * which ships the list only after it changed.
+   */
+  findPolicyIfChanged(
+    organisationId: string,
+    knownVersion: number | undefined,
+  ): Promise<{ version: number; rules?: unknown[] }>;
+  /**
+   * Replaces the list if its version is still `expected` (0: none saved yet; "any": whatever it
+   * is). Answers the new version, or undefined when the version moved on.
+   */
+  updatePolicyList(
+    organisationId: string,
+    expected: number | "any",
+    change: { rules: unknown[]; at: Date; by: string },
+  ): Promise<number | undefined>;
+}
+
+export function createPoliciesRepo(db: Kysely<Database>): PoliciesRepo {
+  return {
+    inTransaction: (fn) => db.transaction().execute(fn),
+    async findPolicyList(organisationId) {
+      const row = await db
+        .selectFrom("policy_lists")
+        .select(["version", "rules", "updated_at", "updated_by"])
+        .where("organisation_id", "=", organisationId)
+        .executeTakeFirst();
+      return row ?? { version: 0, rules: [], updated_at: null, updated_by: null };
+    },
+    async findPolicyIfChanged(organisationId, knownVersion) {
+      const row = await db
+        .selectFrom("policy_lists")
+        .select([
+          "version",
+          sql<unknown[] | null>`case when version = ${knownVersion ?? -1} then null else rules end`.as(
+            "rules",
+          ),
+        ])
+        .where("organisation_id", "=", organisationId)
+        .executeTakeFirst();
+      if (!row) return knownVersion === 0 ? { version: 0 } : { version: 0, rules: [] };
+      return row.rules === null ? { version: row.version } : { version: row.version, rules: row.rules };
+    },
+    async updatePolicyList(organisationId, expected, change) {
+      const values = {
+        organisation_id: organisationId,
+        version: 1,
+        rules: JSON.stringify(change.rules),
+        updated_at: change.at,
+        updated_by: change.by,
+      };
+      if (expected === 0) {
+        const row = await db
+          .insertInto("policy_lists")
+          .values(values)
+          .onConflict((oc) => oc.column("organisation_id").doNothing())
+          .returning("version")
+          .executeTakeFirst();
+        return row?.version;
+      }
+      if (expected === "any") {
+        const row = await db
+          .insertInto("policy_lists")
+          .values(values)
+          .onConflict((oc) =>
+            oc.column("organisation_id").doUpdateSet({
+              version: sql`policy_lists.version + 1`,
+              rules: sql`excluded.rules`,
+              updated_at: sql`excluded.updated_at`,
+              updated_by: sql`excluded.updated_by`,
+            }),
+          )
+          .returning("version")
+          .executeTakeFirstOrThrow();
+        return row.version;
+      }
+      const row = await db
+        .updateTable("policy_lists")
+        .set({
+          version: sql`version + 1`,
+          rules: values.rules,
+          updated_at: change.at,
+          updated_by: change.by,
+        })
+        .where("organisation_id", "=", organisationId)
+        .where("version", "=", expected)
+        .returning("version")
+        .executeTakeFirst();
+      return row?.version;
+    },
+  };
+}

@@ -1,0 +1,57 @@
+// The policy routes' shapes (DECISIONS "Policies"): the list as answered, the body of PUT and of a
+// preview, and the preview's answer. A body's rules are judged by policy-rules.ts
+// `parsePolicyRules`, whose refusal names the rule and the field; the schema documents them.
+import { z } from "zod";
+import { policyRule, policyRuleInput } from "./policy-rules.ts";
+
+export const policyList = z.object({
+  version: z.number().int().describe("0 until a list is first saved; PUT sends it back in If-Match"),
+  rules: z.array(policyRule),
+  updated_at: z.string().nullable(),
+  updated_by: z.string().nullable().describe("who saved this version (operator:<id>, or operator locally)"),
+});
+
+/** `{rules}`, judged by the service (its refusal names the rule and the field). */
+export const policyRulesBody = z.object({
+  rules: z.unknown().describe("the whole ordered list (first match decides); at most 500 rules"),
+});
+
+/** The same body as /openapi.json documents it: the rules' shape (policy-rules.ts). */
+export const policyRulesBodyDoc = z.object({
+  rules: z
+    .array(policyRuleInput)
+    .max(500)
+    .describe("the whole ordered list (first match decides); at most 500 rules"),
+});
+
+export const policyPreviewAnswer = z.object({
+  from: z.string(),
+  to: z.string(),
+  calls: z.number().int().describe("audited calls of the window replayed"),
+  truncated: z.boolean().describe("more calls than a preview replays; the newest were kept"),
+  totals: z.object({
+    allow: z.number().int(),
+    ask: z.number().int(),
+    deny: z.number().int(),
+    rate_limited: z.number().int(),
+    none: z.number().int().describe("matched by no rule: today's approvals decide"),
+  }),
+  changed: z.number().int().describe("calls whose decision differs from the saved list's"),
+  rules: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      effect: z.enum(["allow", "ask", "deny"]),
+      enabled: z.boolean(),
+      calls: z.number().int(),
+      rate_limited: z.number().int(),
+    }),
+  ),
+});
+
+export const ifMatchHeaders = z.looseObject({
+  "if-match": z
+    .string()
+    .optional()
+    .describe('the version being replaced, as GET answered it in ETag ("3"), or * for any'),
+});

@@ -1,0 +1,231 @@
+// Organisation policies (DECISIONS "Policies"): read and replace the list (versioned, audited),
+// preview a list against the last 7 days of calls, and, for the call path, the decision of the
+// list in force (compiled once per version and cached) with its rate limits held in the database,
+// so that they hold across replicas.
+import { AppError } from "@latch/shared/errors";
+import type { AuditEvent, AuditedCall, AuditRepo } from "../audit/audit.repo.ts";
+import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
+import type { PoliciesRepo } from "./policies.repo.ts";
+import {
+  type CompiledPolicy,
+  compilePolicy,
+  decide,
+  type PolicyCall,
+  type PolicyDecision,
+} from "./policy-match.ts";
+import {
+  CALL_ACTIONS,
+  MAX_PREVIEW_CALLS,
+  type PolicyPreview,
+  PREVIEW_DAYS,
+  previewPolicy,
+} from "./policy-preview.ts";
+import { type PolicyRule, parsePolicyRules, rateWindowMs } from "./policy-rules.ts";
+
+export interface PoliciesServiceDeps {
+  repo: PoliciesRepo;
+  /** The list and its audit row are written in one transaction: a change is never unaudited. */
+  inTransaction<T>(
+    fn: (tx: { repo: PoliciesRepo; recordEvent(event: AuditEvent): Promise<void> }) => Promise<T>,
+  ): Promise<T>;
+  recordEvent(event: AuditEvent): Promise<void>;
+  rateLimiter: Pick<RateLimiter, "take" | "check">;
+  findCallsBefore: AuditRepo["findCallsBefore"];
+  now: () => Date;
+  /**
+   * The local vault: this process alone writes the list (local/local-lock.ts), so a cached
+   * version is current without asking the database on every call.
+   */
+  isSoleWriter?: boolean;
+}
+
+export interface PolicyList {
+  version: number;
+  rules: PolicyRule[];
+  updated_at: string | null;
+  updated_by: string | null;
+}
+
+/** What `If-Match` asked for: a version, or `*` (whatever is saved). */
+export type ExpectedVersion = number | "any";
+
+/** Organisations whose compiled list a process keeps; the least recently used goes first. */
+const MAX_CACHED_LISTS = 10_000;
+/** Rows read per page when a preview walks the ledger back. */
+const PREVIEW_PAGE = 5_000;
+
+/** How a call a rule decided is named in its audit rows and answers. */
+export function ruleReference(decision: PolicyDecision): { rule_id: string; rule_name: string } {
+  return { rule_id: decision.rule.id, rule_name: decision.rule.name };
+}
+
+export function createPoliciesService(deps: PoliciesServiceDeps) {
+  const cache = new Map<string, { version: number; compiled: CompiledPolicy }>();
+
+  /** The stored rules, parsed again (they were written by the same parser); a bad list fails closed. */
+  function readRules(stored: unknown[]): PolicyRule[] {
+    try {
+      return parsePolicyRules(stored);
+    } catch (error) {
+      // Never a silent "no rules": a deny rule must not vanish because its list could not be read.
+      throw new AppError("internal", "the saved policy could not be read", { cause: error });
+    }
+  }
+
+  function remember(organisationId: string, version: number, compiled: CompiledPolicy) {
+    cache.delete(organisationId);
+    if (cache.size >= MAX_CACHED_LISTS) {
+      const oldest = cache.keys().next().value;
+      if (oldest !== undefined) cache.delete(oldest);
+    }
+    const entry = { version, compiled };
+    cache.set(organisationId, entry);
+    return entry;
+  }
+
+  /** The compiled list in force: one read of its version per call, the rules only when it moved. */
+  async function policyInForce(organisationId: string): Promise<CompiledPolicy> {
+    const cached = cache.get(organisationId);
+    if (cached && deps.isSoleWriter) return cached.compiled;
+    const found = await deps.repo.findPolicyIfChanged(organisationId, cached?.version);
+    if (cached && found.version === cached.version) return cached.compiled;
+    return remember(organisationId, found.version, compilePolicy(readRules(found.rules ?? []))).compiled;
+  }
+
+  function bucketOf(organisationId: string, rule: PolicyRule): RateLimit | undefined {
+    if (!rule.rate_limit) return undefined;
+    return {
+      name: `policy:${organisationId}`,
+      limit: rule.rate_limit.calls,
+      windowMs: rateWindowMs(rule.rate_limit),
+      what: `calls under policy rule ${rule.id}`,
+    };
+  }
+
+  async function readRecentCalls(organisationId: string, since: Date) {
+    const calls: AuditedCall[] = [];
+    let beforeSeq: number | undefined;
+    let truncated = false;
+    for (;;) {
+      const page = await deps.findCallsBefore(organisationId, {
+        actions: CALL_ACTIONS,
+        beforeSeq,
+        limit: PREVIEW_PAGE,
+      });
+      const recent = page.filter((row) => row.at >= since);
+      calls.push(...recent);
+      if (calls.length >= MAX_PREVIEW_CALLS) {
+        truncated = true;
+        calls.length = MAX_PREVIEW_CALLS;
+        break;
+      }
+      // The ledger's times only move forward: an older row means every row before it is older too.
+      if (page.length < PREVIEW_PAGE || recent.length < page.length) break;
+      beforeSeq = page.at(-1)!.seq;
+    }
+    return { calls: calls.reverse(), truncated };
+  }
+
+  return {
+    async getPolicies(organisationId: string): Promise<PolicyList> {
+      const row = await deps.repo.findPolicyList(organisationId);
+      return {
+        version: row.version,
+        rules: readRules(row.rules),
+        updated_at: row.updated_at?.toISOString() ?? null,
+        updated_by: row.updated_by,
+      };
+    },
+
+    /**
+     * Replaces the whole list, if its version is still `expected` (else 409 `stale_version` with
+     * the version now saved). The change and its audit row commit together.
+     */
+    async replacePolicies(
+      organisationId: string,
+      actor: string,
+      expected: ExpectedVersion,
+      rawRules: unknown,
+    ): Promise<PolicyList> {
+      const rules = parsePolicyRules(rawRules);
+      const at = deps.now();
+      const version = await deps.inTransaction(async (tx) => {
+        const saved = await tx.repo.updatePolicyList(organisationId, expected, { rules, at, by: actor });
+        if (saved === undefined) {
+          const current = await tx.repo.findPolicyList(organisationId);
+          throw new AppError(
+            "stale_version",
+            `the policy was changed since version ${expected} (it is now version ${current.version}); load it again and reapply your change`,
+            { extra: { version: current.version } },
+          );
+        }
+        const count = (effect: string) => rules.filter((r) => r.enabled && r.effect === effect).length;
+        await tx.recordEvent({
+          organisationId,
+          actor,
+          action: "policies_changed",
+          detail: {
+            version: saved,
+            rules: rules.length,
+            allow: count("allow"),
+            ask: count("ask"),
+            deny: count("deny"),
+            disabled: rules.filter((r) => !r.enabled).length,
+          },
+        });
+        return saved;
+      });
+      remember(organisationId, version, compilePolicy(rules));
+      return { version, rules, updated_at: at.toISOString(), updated_by: actor };
+    },
+
+    /** What `rawRules` would have decided for the organisation's calls of the last 7 days. */
+    async previewPolicies(organisationId: string, rawRules: unknown): Promise<PolicyPreview> {
+      const rules = parsePolicyRules(rawRules);
+      const to = deps.now();
+      const from = new Date(to.getTime() - PREVIEW_DAYS * 86_400_000);
+      const saved = await policyInForce(organisationId);
+      const { calls, truncated } = await readRecentCalls(organisationId, from);
+      return previewPolicy({
+        candidate: { rules, compiled: compilePolicy(rules) },
+        saved,
+        calls,
+        from,
+        to,
+        truncated,
+      });
+    },
+
+    /** The rule that decides `call` (the first enabled match), or undefined: today's approvals decide. */
+    async decideCall(organisationId: string, call: PolicyCall): Promise<PolicyDecision | undefined> {
+      return decide(await policyInForce(organisationId), call);
+    },
+
+    /**
+     * Counts the call against its rule's rate limit, in the database (so the limit holds across
+     * replicas); a dry run only looks. Answers the seconds until a place frees up when it is full.
+     */
+    async admitCall(
+      organisationId: string,
+      decision: PolicyDecision,
+      options: { isDryRun?: boolean } = {},
+    ): Promise<{ retryAfter: number } | undefined> {
+      const limit = bucketOf(organisationId, decision.rule);
+      if (!limit) return undefined;
+      try {
+        if (options.isDryRun) await deps.rateLimiter.check(limit, decision.rule.id);
+        else await deps.rateLimiter.take(limit, decision.rule.id);
+        return undefined;
+      } catch (error) {
+        if (error instanceof AppError && error.code === "rate_limited")
+          return { retryAfter: Number(error.extra.retry_after) || 1 };
+        throw error;
+      }
+    },
+
+    /** Writes a call's policy row: `policy_denied`, `policy_allowed` or `rate_limited`, naming the rule. */
+    recordPolicyEvent: (event: AuditEvent) => deps.recordEvent(event),
+  };
+}
+
+export type PoliciesService = ReturnType<typeof createPoliciesService>;

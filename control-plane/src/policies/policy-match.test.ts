@@ -1,0 +1,180 @@
+import { describe, expect, it } from "vitest";
+import { compilePolicy, decide, type PolicyCall } from "./policy-match.ts";
+import { type PolicyRule, parsePolicyRules } from "./policy-rules.ts";
+
+const call: PolicyCall = {
+  agentId: "cli_abc123",
+  agentName: "Claude Code",
+  item: "GITHUB_TOKEN",
+  host: "api.github.com",
+  method: "GET",
+  path: "/repos/latch/app/issues?state=open",
+  environment: "production",
+};
+
+/** The effect of a one-rule list on `target`, or "none" when the rule does not match. */
+function effectOf(rule: Record<string, unknown>, target: Partial<PolicyCall> = {}): string {
+  const rules = parsePolicyRules([{ id: "r", ...rule }]);
+  return decide(compilePolicy(rules), { ...call, ...target })?.effect ?? "none";
+}
+
+describe("first match decides", () => {
+  const allowReads = { id: "reads", effect: "allow", match: { methods: ["GET"] } };
+  const denyGithub = { id: "no-github", effect: "deny", match: { hosts: ["api.github.com"] } };
+  it.each([
+    ["allow before deny", [allowReads, denyGithub], "reads"],
+    ["deny before allow", [denyGithub, allowReads], "no-github"],
+  ])("%s", (_label, rules, expected) => {
+    expect(decide(compilePolicy(parsePolicyRules(rules)), call)?.rule.id).toBe(expected);
+  });
+
+  it("no rule matching leaves the call to today's approvals", () => {
+    expect(decide(compilePolicy(parsePolicyRules([denyGithub])), { ...call, host: "api.stripe.com" })).toBe(
+      undefined,
+    );
+    expect(decide(compilePolicy([]), call)).toBe(undefined);
+  });
+
+  it("a disabled rule is skipped, and the next one decides", () => {
+    const rules = parsePolicyRules([{ ...denyGithub, enabled: false }, allowReads]);
+    const decision = decide(compilePolicy(rules), call);
+    expect(decision?.rule.id).toBe("reads");
+    expect(decision?.index).toBe(1);
+  });
+
+  it("a rule without conditions matches every call", () => {
+    expect(effectOf({ effect: "ask" })).toBe("ask");
+  });
+});
+
+describe("each condition", () => {
+  it.each<[string, Record<string, unknown>, Partial<PolicyCall>, string]>([
+    // hosts: exact, or *.suffix (never the suffix itself, never a lookalike)
+    ["an exact host", { hosts: ["api.github.com"] }, {}, "deny"],
+    ["an exact host in another case", { hosts: ["API.GitHub.com."] }, {}, "deny"],
+    ["a call host in another case", { hosts: ["api.github.com"] }, { host: "API.GITHUB.COM" }, "deny"],
+    ["another host", { hosts: ["api.github.com"] }, { host: "uploads.github.com" }, "none"],
+    ["a suffix", { hosts: ["*.github.com"] }, { host: "uploads.github.com" }, "deny"],
+    ["a suffix, deeper", { hosts: ["*.github.com"] }, { host: "a.b.github.com" }, "deny"],
+    ["a suffix does not match itself", { hosts: ["*.github.com"] }, { host: "github.com" }, "none"],
+    ["a suffix is a label boundary", { hosts: ["*.github.com"] }, { host: "evilgithub.com" }, "none"],
+    ["a suffix is not a prefix", { hosts: ["*.github.com"] }, { host: "github.com.evil.io" }, "none"],
+    // methods
+    ["a method", { methods: ["GET"] }, {}, "deny"],
+    ["a method written in lowercase", { methods: ["get"] }, {}, "deny"],
+    ["another method", { methods: ["DELETE"] }, {}, "none"],
+    // items and environments, exactly
+    ["an item", { items: ["GITHUB_TOKEN"] }, {}, "deny"],
+    ["another item", { items: ["STRIPE_KEY"] }, {}, "none"],
+    ["an environment", { environments: ["production"] }, {}, "deny"],
+    ["another environment", { environments: ["staging"] }, {}, "none"],
+    // agents: by id, or by name without regard to case or compatibility forms
+    ["an agent by id", { agents: ["cli_abc123"] }, {}, "deny"],
+    ["an agent id is exact", { agents: ["CLI_ABC123"] }, { agentName: "other" }, "none"],
+    ["an agent by name", { agents: ["Claude Code"] }, {}, "deny"],
+    ["an agent by name in another case", { agents: ["claude code"] }, {}, "deny"],
+    [
+      "an agent renamed in fullwidth letters",
+      { agents: ["claude code"] },
+      { agentName: "Ｃｌａｕｄｅ Code" },
+      "deny",
+    ],
+    ["another agent", { agents: ["Cursor"] }, {}, "none"],
+    [
+      "a local agent by its id (its client name)",
+      { agents: ["claude-code"] },
+      { agentId: "claude-code", agentName: undefined },
+      "deny",
+    ],
+    // all conditions together
+    [
+      "every field matching",
+      { hosts: ["*.github.com"], methods: ["GET"], paths: ["/repos/**"], items: ["GITHUB_TOKEN"] },
+      {},
+      "deny",
+    ],
+    [
+      "one field not matching",
+      { hosts: ["*.github.com"], methods: ["POST"], paths: ["/repos/**"] },
+      {},
+      "none",
+    ],
+  ])("%s", (_label, match, target, expected) => {
+    expect(effectOf({ effect: "deny", match }, target)).toBe(expected);
+  });
+});
+
+describe("path globs", () => {
+  it.each<[string, string, string, boolean]>([
+    ["** matches every path", "/**", "/anything/at/all", true],
+    ["** matches the root", "/**", "/", true],
+    ["/ matches the root only", "/", "/", true],
+    ["/ does not match a path", "/", "/v1", false],
+    ["an exact path", "/user", "/user", true],
+    ["an exact path, query ignored", "/user", "/user?token=x", true],
+    ["an exact path is not a prefix", "/user", "/user/repos", false],
+    ["* is one segment", "/repos/*/issues", "/repos/latch/issues", true],
+    ["* is not two segments", "/repos/*/issues", "/repos/latch/app/issues", false],
+    ["* is not zero segments", "/repos/*/issues", "/repos/issues", false],
+    ["** is zero segments", "/repos/**/issues", "/repos/issues", true],
+    ["** is several segments", "/repos/**/issues", "/repos/a/b/c/issues", true],
+    ["** in the middle backtracks", "/a/**/b/c", "/a/b/x/b/c", true],
+    ["** at the end takes the rest", "/repos/**", "/repos/latch/app/pulls/1", true],
+    ["** at the end takes nothing", "/repos/**", "/repos", true],
+    ["a percent-encoded letter is the letter", "/admin/**", "/%61dmin/users", true],
+    ["an encoded glob literal is its letter", "/caf%C3%A9", "/café".replace("é", "%c3%a9"), true],
+  ])("%s: %s against %s", (_label, glob, path, expected) => {
+    expect(effectOf({ effect: "allow", match: { paths: [glob] } }, { path })).toBe(
+      expected ? "allow" : "none",
+    );
+  });
+
+  // A deny or ask rule reads the path the way a lenient origin might: case, compatibility forms
+  // and empty segments cannot step around it. An allow rule reads it exactly.
+  it.each<[string, string, string, boolean, boolean]>([
+    ["upper case", "/admin/**", "/ADMIN/users", true, false],
+    ["an encoded upper-case letter", "/admin/**", "/%41dmin/users", true, false],
+    ["a doubled slash", "/admin/users", "/admin//users", true, false],
+    ["a trailing slash", "/admin/users", "/admin/users/", true, false],
+    ["a fullwidth letter (NFKC)", "/admin", "/%EF%BD%81dmin", true, false],
+    ["the exact spelling", "/admin/users", "/admin/users", true, true],
+  ])("%s", (_label, glob, path, isDenied, isAllowed) => {
+    expect(effectOf({ effect: "deny", match: { paths: [glob] } }, { path })).toBe(isDenied ? "deny" : "none");
+    expect(effectOf({ effect: "ask", match: { paths: [glob] } }, { path })).toBe(isDenied ? "ask" : "none");
+    expect(effectOf({ effect: "allow", match: { paths: [glob] } }, { path })).toBe(
+      isAllowed ? "allow" : "none",
+    );
+  });
+
+  it("an empty segment is never taken by *, only by **", () => {
+    expect(effectOf({ effect: "allow", match: { paths: ["/a/*/b"] } }, { path: "/a//b" })).toBe("none");
+    expect(effectOf({ effect: "allow", match: { paths: ["/a/**/b"] } }, { path: "/a//b" })).toBe("allow");
+  });
+
+  it("a glob of many ** stays linear on a long path", () => {
+    const glob = `/${Array.from({ length: 30 }, (_, i) => `**/s${i}`).join("/")}/never`;
+    const path = `/${Array.from({ length: 2000 }, () => "s0").join("/")}`;
+    expect(effectOf({ effect: "deny", match: { paths: [glob] } }, { path })).toBe("none");
+  });
+});
+
+describe("a rule's list entries are alternatives", () => {
+  it("any host, any method of the lists", () => {
+    const match = { hosts: ["api.stripe.com", "*.github.com"], methods: ["POST", "GET"] };
+    expect(effectOf({ effect: "ask", match })).toBe("ask");
+  });
+});
+
+describe("the decision carries the rule", () => {
+  it("its id, name and place", () => {
+    const rules: PolicyRule[] = parsePolicyRules([
+      { id: "first", effect: "deny", match: { hosts: ["api.stripe.com"] } },
+      { id: "reads", name: "GitHub reads", effect: "allow", match: { methods: ["GET"] } },
+    ]);
+    expect(decide(compilePolicy(rules), call)).toMatchObject({
+      effect: "allow",
+      index: 1,
+      rule: { id: "reads", name: "GitHub reads" },
+    });
+  });
+});

@@ -1,0 +1,133 @@
+// The policy matcher (STYLE "A policy matcher is a pure function"): a list is compiled once per
+// version, then `decide(policy, call)` answers the first enabled rule that matches the call, and
+// its effect. No I/O, no clock: rate limits and audit rows are the service's.
+import {
+  compilePathGlob,
+  isHostMatch,
+  isPathMatch,
+  nameKey,
+  type PathForms,
+  type PathGlob,
+  pathForms,
+} from "./policy-patterns.ts";
+import type { PolicyEffect, PolicyRule } from "./policy-rules.ts";
+
+/** A call as the matcher sees it, built by the control plane from what it trusts. */
+export interface PolicyCall {
+  /**
+   * The calling client's id and its name as the operator issued it or the client registered it
+   * (hosted), or the agent id fixed at MCP initialize (local): never a value from the call.
+   */
+  agentId: string;
+  agentName?: string | undefined;
+  /** The credential's name, as located. */
+  item: string;
+  /** Canonical (lowercase) host, as validated. */
+  host: string;
+  method: string;
+  /** The validated path the proxy sends (its query is ignored). */
+  path: string;
+  environment: string;
+}
+
+export interface PolicyDecision {
+  rule: PolicyRule;
+  effect: PolicyEffect;
+  /** The rule's place in the list, from 0. */
+  index: number;
+}
+
+interface CompiledRule {
+  rule: PolicyRule;
+  index: number;
+  agentIds?: ReadonlySet<string>;
+  agentNames?: ReadonlySet<string>;
+  items?: ReadonlySet<string>;
+  hosts?: readonly string[];
+  methods?: ReadonlySet<string>;
+  paths?: readonly PathGlob[];
+  environments?: ReadonlySet<string>;
+  /** Only an allow rule reads paths strictly; deny and ask read them loosely (fail closed). */
+  isStrict: boolean;
+}
+
+/** A list compiled for matching: its enabled rules, in order. */
+export interface CompiledPolicy {
+  readonly rules: readonly CompiledRule[];
+}
+
+/**
+ * Compiles a parsed list (policy-rules.ts `parsePolicyRules`): globs and name keys are made here,
+ * once; disabled rules are left out.
+ */
+export function compilePolicy(rules: readonly PolicyRule[]): CompiledPolicy {
+  const compiled: CompiledRule[] = [];
+  rules.forEach((rule, index) => {
+    if (!rule.enabled) return;
+    const { agents, items, hosts, methods, paths, environments } = rule.match;
+    compiled.push({
+      rule,
+      index,
+      isStrict: rule.effect === "allow",
+      ...(agents ? { agentIds: new Set(agents), agentNames: new Set(agents.map(nameKey)) } : {}),
+      ...(items ? { items: new Set(items) } : {}),
+      ...(hosts ? { hosts } : {}),
+      ...(methods ? { methods: new Set(methods.map((m) => m.toUpperCase())) } : {}),
+      ...(paths
+        ? {
+            paths: paths.map((glob) => {
+              const checked = compilePathGlob(glob);
+              // parsePolicyRules refused a bad glob already; a stored one that fails matches nothing.
+              return checked.ok ? checked.value : { source: glob, strict: [""], loose: [""] };
+            }),
+          }
+        : {}),
+      ...(environments ? { environments: new Set(environments) } : {}),
+    });
+  });
+  return { rules: compiled };
+}
+
+/** The parts of a call every rule reads, normalised once per call. */
+interface PreparedCall {
+  host: string;
+  method: string;
+  forms: PathForms;
+}
+
+function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall): boolean {
+  if (rule.environments && !rule.environments.has(call.environment)) return false;
+  if (rule.items && !rule.items.has(call.item)) return false;
+  if (rule.methods && !rule.methods.has(prepared.method)) return false;
+  if (rule.hosts && !rule.hosts.some((pattern) => isHostMatch(pattern, prepared.host))) return false;
+  if (rule.agentIds && !rule.agentIds.has(call.agentId)) {
+    // A name is compared without regard to case or compatibility forms, so that an agent cannot
+    // step around a deny rule by respelling the name it registered with.
+    const name = call.agentName ?? call.agentId;
+    if (!rule.agentNames?.has(nameKey(name))) return false;
+  }
+  if (rule.paths) {
+    const segments = rule.isStrict ? prepared.forms.strict : prepared.forms.loose();
+    if (!rule.paths.some((glob) => isPathMatch(rule.isStrict ? glob.strict : glob.loose, segments)))
+      return false;
+  }
+  return true;
+}
+
+/**
+ * The first enabled rule that matches `call`, or undefined (no rule: today's approvals decide).
+ * @example decide(compilePolicy([{ id: "r", name: "r", effect: "deny", match: {}, enabled: true }]), call)?.effect // "deny"
+ */
+export function decide(policy: CompiledPolicy, call: PolicyCall): PolicyDecision | undefined {
+  if (policy.rules.length === 0) return undefined;
+  // Hosts are case-insensitive (RFC 4343) and the validated host is lowercase already; methods are
+  // uppercase in every call and in every parsed rule. The matcher does not lean on its caller.
+  const host = call.host.toLowerCase().replace(/\.$/, "");
+  const prepared = { host, method: call.method.toUpperCase(), forms: pathForms(call.path) };
+  for (const compiled of policy.rules) {
+    if (isMatch(compiled, call, prepared)) {
+      return { rule: compiled.rule, effect: compiled.rule.effect, index: compiled.index };
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,151 @@
+// What a policy list would have decided for the calls an organisation made (POST
+// /api/policies/preview, `vault policy preview FILE`): each audited call of the window is replayed
+// through the matcher, in order, with each rule's rate limit counted as it would have been. Pure:
+// the service reads the rows.
+import type { AuditedCall } from "../audit/audit.repo.ts";
+import { type CompiledPolicy, decide, type PolicyCall } from "./policy-match.ts";
+import { type PolicyEffect, type PolicyRule, rateWindowMs } from "./policy-rules.ts";
+
+/**
+ * The audit actions that record one http_request attempt each, with its call (method, host, path).
+ * `policy_allowed` is left out: it records the decision of a call whose own row follows.
+ */
+export const CALL_ACTIONS = [
+  "http_request",
+  "http_request_refused",
+  "http_request_failed",
+  "call_not_sent",
+  "call_outcome_unknown",
+  "grant_requested",
+  "policy_denied",
+  "rate_limited",
+] as const;
+
+/** The preview's window (DECISIONS "Policies": the last 7 days). */
+export const PREVIEW_DAYS = 7;
+/** Calls replayed at most; beyond it the preview says it is `truncated` (the newest are kept). */
+export const MAX_PREVIEW_CALLS = 100_000;
+
+export interface RulePreview {
+  id: string;
+  name: string;
+  effect: PolicyEffect;
+  enabled: boolean;
+  /** Calls this rule would have decided (the first match), rate-limited ones included. */
+  calls: number;
+  /** Of those, the calls over its rate limit. */
+  rate_limited: number;
+}
+
+export interface PolicyPreview {
+  from: string;
+  to: string;
+  /** Audited calls replayed. */
+  calls: number;
+  truncated: boolean;
+  /** How the calls would have gone: by effect, over a rate limit, or to today's approvals (none). */
+  totals: Record<PolicyEffect | "rate_limited" | "none", number>;
+  /** Calls whose decision differs from the saved list's. */
+  changed: number;
+  rules: RulePreview[];
+}
+
+/** The call an audit row records, or undefined when it records no call a rule could judge. */
+export function callOfAuditRow(row: AuditedCall): PolicyCall | undefined {
+  const agentId = /^agent:(.+)$/.exec(row.actor)?.[1];
+  const { method, path } = row.detail;
+  if (!agentId || !row.item_name || !row.host || typeof method !== "string" || typeof path !== "string")
+    return undefined;
+  return {
+    agentId,
+    agentName: row.actor_name ?? undefined,
+    item: row.item_name,
+    host: row.host,
+    method,
+    path,
+    environment: row.environment ?? "",
+  };
+}
+
+/**
+ * A rule's rate limit replayed: the times of the calls it let through within its window. Answers
+ * whether a call at `at` would have found a place (and takes it).
+ */
+function replayedLimit(calls: number, windowMs: number): (at: number) => boolean {
+  const times: number[] = [];
+  let head = 0;
+  return (at) => {
+    while (head < times.length && times[head]! <= at - windowMs) head++;
+    if (times.length - head >= calls) return false;
+    times.push(at);
+    return true;
+  };
+}
+
+type Outcome = PolicyEffect | "rate_limited" | "none";
+
+/** Replays calls through one list, each rule's rate limit counted as the calls go by. */
+function replayer(policy: CompiledPolicy) {
+  const limits = new Map<number, (at: number) => boolean>();
+  return (call: PolicyCall, at: Date): { outcome: Outcome; index?: number } => {
+    const decision = decide(policy, call);
+    if (!decision) return { outcome: "none" };
+    const limit = decision.rule.rate_limit;
+    if (limit) {
+      let take = limits.get(decision.index);
+      if (!take) {
+        take = replayedLimit(limit.calls, rateWindowMs(limit));
+        limits.set(decision.index, take);
+      }
+      if (!take(at.getTime())) return { outcome: "rate_limited", index: decision.index };
+    }
+    return { outcome: decision.effect, index: decision.index };
+  };
+}
+
+/**
+ * Replays `calls` (oldest first) through `candidate`, and through `saved` to count what changes.
+ */
+export function previewPolicy(input: {
+  candidate: { rules: readonly PolicyRule[]; compiled: CompiledPolicy };
+  saved: CompiledPolicy;
+  calls: readonly AuditedCall[];
+  from: Date;
+  to: Date;
+  truncated: boolean;
+}): PolicyPreview {
+  const rules = input.candidate.rules.map((rule) => ({
+    id: rule.id,
+    name: rule.name,
+    effect: rule.effect,
+    enabled: rule.enabled,
+    calls: 0,
+    rate_limited: 0,
+  }));
+  const candidate = replayer(input.candidate.compiled);
+  const saved = replayer(input.saved);
+  const totals = { allow: 0, ask: 0, deny: 0, rate_limited: 0, none: 0 };
+  let replayed = 0;
+  let changed = 0;
+  for (const row of input.calls) {
+    const call = callOfAuditRow(row);
+    if (!call) continue;
+    replayed++;
+    const { outcome, index } = candidate(call, row.at);
+    if (saved(call, row.at).outcome !== outcome) changed++;
+    totals[outcome]++;
+    if (index === undefined) continue;
+    const counted = rules[index]!;
+    counted.calls++;
+    if (outcome === "rate_limited") counted.rate_limited++;
+  }
+  return {
+    from: input.from.toISOString(),
+    to: input.to.toISOString(),
+    calls: replayed,
+    truncated: input.truncated,
+    totals,
+    changed,
+    rules,
+  };
+}
