@@ -93,6 +93,8 @@ interface PreparedCall {
   host: string;
   method: string;
   forms: PathForms;
+  /** The agent's name key, made on first use. */
+  agentKey(): string;
 }
 
 function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall): boolean {
@@ -103,8 +105,7 @@ function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall): 
   if (rule.agentIds && !rule.agentIds.has(call.agentId)) {
     // A name is compared without regard to case or compatibility forms, so that an agent cannot
     // step around a deny rule by respelling the name it registered with.
-    const name = call.agentName ?? call.agentId;
-    if (!rule.agentNames?.has(nameKey(name))) return false;
+    if (!rule.agentNames?.has(prepared.agentKey())) return false;
   }
   if (rule.paths) {
     const segments = rule.isStrict ? prepared.forms.strict : prepared.forms.loose();
@@ -123,7 +124,16 @@ export function decide(policy: CompiledPolicy, call: PolicyCall): PolicyDecision
   // Hosts are case-insensitive (RFC 4343) and the validated host is lowercase already; methods are
   // uppercase in every call and in every parsed rule. The matcher does not lean on its caller.
   const host = call.host.toLowerCase().replace(/\.$/, "");
-  const prepared = { host, method: call.method.toUpperCase(), forms: pathForms(call.path) };
+  let agentKey: string | undefined;
+  const prepared: PreparedCall = {
+    host,
+    method: call.method.toUpperCase(),
+    forms: pathForms(call.path),
+    agentKey: () => {
+      agentKey ??= nameKey(call.agentName ?? call.agentId);
+      return agentKey;
+    },
+  };
   for (const compiled of policy.rules) {
     if (isMatch(compiled, call, prepared)) {
       return { rule: compiled.rule, effect: compiled.rule.effect, index: compiled.index };
