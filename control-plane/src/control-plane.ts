@@ -11,6 +11,7 @@ import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { requireOrgOperator } from "./auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "./auth/principal.ts";
+import { sessionCookieNames } from "./auth/sessions.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
@@ -23,6 +24,8 @@ import { createTicketMinter } from "./egress/tickets.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
 import { registerGrantsRoutes } from "./grants/grants.routes.ts";
 import { registerInboxRoutes } from "./inbox/inbox.routes.ts";
+import { createInboxHub } from "./inbox/inbox-hub.ts";
+import { registerInboxStreamRoutes } from "./inbox/inbox-stream.routes.ts";
 import { registerItemsRoutes } from "./items/items.routes.ts";
 import type { ItemsService } from "./items/items.service.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
@@ -121,6 +124,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     now,
   });
   oauthServer = oauth;
+  // The live inbox follows the ledger every quarter second while a stream is open (within 1 s).
+  const inboxHub = createInboxHub({ audit, pollMs: 250, logger });
+  const sessionCookie = sessionCookieNames(config.BASE_URL.startsWith("https://")).session;
   const authDeps = {
     emailCodes: services.emailCodes,
     totp: services.totp,
@@ -159,6 +165,28 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           environments: config.LATCH_ENVIRONMENTS,
         }),
       (app) => registerInboxRoutes(app, { grants, needs }),
+      (app) =>
+        registerInboxStreamRoutes(app, {
+          hub: inboxHub,
+          audit,
+          access: {
+            config: OPERATOR_ONLY,
+            preValidation: async (request) => {
+              await requireOrgOperator(request);
+            },
+            callerOf: async (request) => {
+              const operator = await requireOrgOperator(request);
+              return { organisationId: operator.organisationId, sessionId: operator.session.id };
+            },
+            // Signed out, switched away or removed: the stream ends at the next check.
+            isStillAllowed: async (request, organisationId) => {
+              const token = request.cookies[sessionCookie];
+              const session = token ? await sessions.findLiveSessionByToken(token) : undefined;
+              if (!session?.is_mfa_passed || session.organisation_id !== organisationId) return false;
+              return (await services.orgs.findMemberRole(organisationId, session.operator_id)) !== undefined;
+            },
+          },
+        }),
       (app) => {
         // Until roles land every operator of the organisation may read and edit its policies.
         const operatorOnly = {

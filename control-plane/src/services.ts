@@ -209,6 +209,7 @@ function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant
   const orgs = createOrgsService({ repo: createOrgsRepo(trx), now: variant.now });
   return {
     repos: { needs: createNeedsRepo(trx), clients: createClientsRepo(trx) },
+    audit,
     items,
     grants: createHostedGrants(trx, variant, audit, orgs),
   };
@@ -236,8 +237,16 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     repo: createNeedsRepo(db),
     baseUrl,
     now,
+    recordEvent: audit.insertAuditEvent,
     inTransaction: (fn) =>
-      inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
+      inTransaction((tx) =>
+        fn({
+          repo: tx.repos.needs,
+          items: tx.items,
+          grants: tx.grants,
+          recordEvent: tx.audit.insertAuditEvent,
+        }),
+      ),
   });
   const connect = createConnectService({
     repo: createConnectRepo(db),

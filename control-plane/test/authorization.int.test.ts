@@ -56,6 +56,7 @@ const ROUTES: Route[] = [
   { method: "POST", path: "/api/grants/approve-by-code", body: { code: "12345678" }, gate: "ready" },
   { method: "GET", path: "/api/grants", gate: "ready" },
   { method: "GET", path: "/api/inbox", gate: "ready" },
+  { method: "GET", path: "/api/inbox/stream", gate: "ready" },
   { method: "GET", path: "/api/policies", gate: "ready" },
   { method: "PUT", path: "/api/policies", body: { rules: [] }, gate: "ready" },
   { method: "POST", path: "/api/policies/preview", body: { rules: [] }, gate: "ready" },

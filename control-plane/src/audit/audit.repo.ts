@@ -83,6 +83,17 @@ export interface AuditRepo {
     organisationId: string,
     filter: { actions: readonly string[]; beforeSeq?: number | undefined; limit: number },
   ): Promise<AuditedCall[]>;
+  /**
+   * Rows of `actions` after `afterSeq`, oldest first (the live inbox's replay and follow). A row
+   * with seq N is committed only after every row before it (ledger.repo.ts), so reading `seq > N`
+   * again later misses nothing.
+   */
+  findRowsAfter(
+    organisationId: string,
+    filter: { actions: readonly string[]; afterSeq: number; limit: number },
+  ): Promise<AuditedCall[]>;
+  /** Each organisation's last seq (0 for one with no rows yet): one indexed read for many. */
+  findHeadSeqs(organisationIds: readonly string[]): Promise<Map<string, number>>;
 }
 
 /** A client's actor string: agent:<client id> or trusted:<client id>. */
@@ -106,6 +117,29 @@ async function labelsOf(
 }
 
 export function createAuditRepo(db: Kysely<Database>): AuditRepo {
+  /** Rows with their seq as a number and their client's name (agent:<id>) as it is now. */
+  async function withActorNames(
+    organisationId: string,
+    rows: (Omit<AuditedCall, "seq" | "actor_name"> & { seq: string | number })[],
+  ): Promise<AuditedCall[]> {
+    const names = await labelsOf(
+      rows.map((r) => r.actor),
+      CLIENT_ACTOR,
+      (ids) =>
+        db
+          .selectFrom("clients")
+          .select(["id", "name as label"])
+          .where("organisation_id", "=", organisationId)
+          .where("id", "in", ids)
+          .execute(),
+    );
+    return rows.map((r) => ({
+      ...r,
+      seq: Number(r.seq),
+      actor_name: names.get(CLIENT_ACTOR.exec(r.actor)?.[1] ?? "") ?? null,
+    }));
+  }
+
   return {
     appendEvent: (event) => createLedgerRepo(db).appendEvent(event),
     async insertAuditEvent(event) {
@@ -130,6 +164,29 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
       }
       return names;
     },
+    async findHeadSeqs(organisationIds) {
+      if (organisationIds.length === 0) return new Map();
+      const rows = await db
+        .selectFrom("audit_heads")
+        .select(["organisation_id", "seq"])
+        .where("organisation_id", "in", [...organisationIds])
+        .execute();
+      const heads = new Map<string, number>(organisationIds.map((id) => [id, 0]));
+      for (const row of rows) heads.set(row.organisation_id, Number(row.seq));
+      return heads;
+    },
+    async findRowsAfter(organisationId, filter) {
+      const rows = await db
+        .selectFrom("audit_events")
+        .select(["seq", "at", "environment", "actor", "action", "item_name", "host", "detail"])
+        .where("organisation_id", "=", organisationId)
+        .where("seq", ">", filter.afterSeq)
+        .where("action", "in", [...filter.actions])
+        .orderBy("seq", "asc")
+        .limit(filter.limit)
+        .execute();
+      return withActorNames(organisationId, rows);
+    },
     async findCallsBefore(organisationId, filter) {
       let query = db
         .selectFrom("audit_events")
@@ -139,23 +196,7 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
         .orderBy("seq", "desc")
         .limit(filter.limit);
       if (filter.beforeSeq !== undefined) query = query.where("seq", "<", filter.beforeSeq);
-      const rows = await query.execute();
-      const names = await labelsOf(
-        rows.map((r) => r.actor),
-        CLIENT_ACTOR,
-        (ids) =>
-          db
-            .selectFrom("clients")
-            .select(["id", "name as label"])
-            .where("organisation_id", "=", organisationId)
-            .where("id", "in", ids)
-            .execute(),
-      );
-      return rows.map((r) => ({
-        ...r,
-        seq: Number(r.seq),
-        actor_name: names.get(CLIENT_ACTOR.exec(r.actor)?.[1] ?? "") ?? null,
-      }));
+      return withActorNames(organisationId, await query.execute());
     },
     async findAuditEvents(organisationId, filter = {}) {
       let query = db

@@ -281,7 +281,7 @@ export function createConnectService(deps: ConnectDeps) {
       // agent whose request it was) gets a standing approval on the source credential and the
       // refresh item, so its retry works.
       const asker = row.need_id
-        ? await deps.needs.closeConnectNeed(operator.organisationId, row.need_id)
+        ? await deps.needs.closeConnectNeed(operator.organisationId, row.need_id, operator.actor)
         : undefined;
       const agentId = row.agent_client_id ?? asker;
       if (agentId) {

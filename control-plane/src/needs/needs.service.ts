@@ -3,6 +3,7 @@
 // agent's approval and, with always_allow, writes a standing approval, all in one transaction.
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
+import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { NeedRequestRow } from "../db/schema.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import {
@@ -26,12 +27,18 @@ export interface NeedsTransaction {
   repo: NeedsRepo;
   items: Pick<ItemsService, "storeItem">;
   grants: Pick<GrantsService, "createActiveGrant">;
+  recordEvent(event: AuditEvent): Promise<void>;
 }
 
 export interface NeedsDeps {
   repo: NeedsRepo;
   baseUrl: string;
   now: () => Date;
+  /**
+   * Audits a request's life (need_requested, need_fulfilled, need_denied, need_closed): the
+   * ledger is also what the live inbox follows (inbox/inbox-events.ts).
+   */
+  recordEvent(event: AuditEvent): Promise<void>;
   /** Runs `fn` in one transaction with the repo and services bound to it (services.ts). */
   inTransaction<T>(fn: (tx: NeedsTransaction) => Promise<T>): Promise<T>;
 }
@@ -97,6 +104,21 @@ export function createNeedsService(deps: NeedsDeps) {
     if (!isClosed) throw new AppError("need_closed", "this request was just answered by someone else");
   }
 
+  /** The audit row of a request's step: which request, for which agent, named as it was asked. */
+  const needEvent = (
+    need: Pick<NeedRequestRow, "id" | "environment" | "host" | "suggested_name" | "agent_id" | "kind">,
+    action: string,
+    actor: string,
+  ): AuditEvent => ({
+    organisationId: "",
+    environment: need.environment,
+    actor,
+    action,
+    itemName: need.suggested_name,
+    host: need.host ?? undefined,
+    detail: { need_id: need.id, agent_id: need.agent_id, kind: need.kind },
+  });
+
   return {
     /**
      * The agent's pending request for this host (or, with no host, for this name), or a new one
@@ -117,9 +139,11 @@ export function createNeedsService(deps: NeedsDeps) {
       kind?: "secret" | "connect";
     }): Promise<NeedView> {
       const now = deps.now();
+      let isNew = false;
       const row = await deps.repo.inOrganisationLock(input.organisationId, async (repo) => {
         const existing = await repo.findPendingNeedOfAgent({ ...input, host: input.host ?? null });
         if (existing) return existing;
+        isNew = true;
         await checkRequestLimit((since) => repo.findRequestUsageSince(input.organisationId, since), now);
         const fresh: NeedRequestRow = {
           id: newId("ned"),
@@ -139,6 +163,12 @@ export function createNeedsService(deps: NeedsDeps) {
         await repo.insertNeed(fresh);
         return fresh;
       });
+      if (isNew) {
+        await deps.recordEvent({
+          ...needEvent(row, "need_requested", `agent:${input.agentId}`),
+          organisationId: input.organisationId,
+        });
+      }
       return view(await loadNeed(deps.repo, input.organisationId, row.id));
     },
 
@@ -155,7 +185,7 @@ export function createNeedsService(deps: NeedsDeps) {
       id: string,
       body: Record<string, unknown>,
     ): Promise<{ item: ItemView; grant: PublicGrant }> {
-      return deps.inTransaction(async ({ repo, items, grants }) => {
+      return deps.inTransaction(async ({ repo, items, grants, recordEvent }) => {
         const need = await loadNeed(repo, organisationId, id);
         if (need.kind === "connect") {
           throw new AppError(
@@ -198,6 +228,7 @@ export function createNeedsService(deps: NeedsDeps) {
           ...(body.always_allow === true ? {} : { requestedCall: requestedCallOfRow(need) }),
         });
         await repo.updateNeedItem(id, item.id);
+        await recordEvent({ ...needEvent(need, "need_fulfilled", actor), organisationId });
         return { item, grant };
       });
     },
@@ -206,18 +237,24 @@ export function createNeedsService(deps: NeedsDeps) {
      * Spec 3.2: a connect that carries need_id closes the connect request (`closed`). Returns
      * the agent that asked, whom the connect then allows.
      */
-    async closeConnectNeed(organisationId: string, id: string): Promise<string | undefined> {
+    async closeConnectNeed(
+      organisationId: string,
+      id: string,
+      actor = "system",
+    ): Promise<string | undefined> {
       const need = await deps.repo.findNeedById(organisationId, id);
       if (need?.kind !== "connect" || need.status !== "pending") return undefined;
       const isClosed = await deps.repo.updateNeedClosed(organisationId, id, "closed", deps.now());
+      if (isClosed) await deps.recordEvent({ ...needEvent(need, "need_closed", actor), organisationId });
       return isClosed ? need.agent_id : undefined;
     },
 
-    async denyNeed(organisationId: string, id: string): Promise<void> {
+    async denyNeed(organisationId: string, id: string, actor = "operator"): Promise<void> {
       const need = await loadNeed(deps.repo, organisationId, id);
       if (need.status !== "pending")
         throw new AppError("need_closed", `this request is already ${need.status}`);
       await closePending(deps.repo, organisationId, id, "denied");
+      await deps.recordEvent({ ...needEvent(need, "need_denied", actor), organisationId });
     },
   };
 }

@@ -1,0 +1,161 @@
+// GET /api/inbox/stream (DECISIONS "Approvals that reach the operator"): the live inbox as
+// Server-Sent Events for the session's organisation: approval_requested, approval_decided,
+// need_created and need_closed, each with the ledger seq as its id. The first event (`ready`)
+// carries the current seq, so a stream that drops before anything happened still resumes from
+// there with Last-Event-ID and misses nothing; one that fell too far behind gets `reset` (load the
+// inbox again). The session is checked again while the stream is open: signed out, switched to
+// another organisation or removed from it, the stream ends.
+import type { ServerResponse } from "node:http";
+import { AppError } from "@latch/shared/errors";
+import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { AuditRepo } from "../audit/audit.repo.ts";
+import type { ZodTypeProvider } from "../http/route-schemas.ts";
+import { formatServerSentEvent, INBOX_ACTIONS, type InboxEvent, toInboxEvent } from "./inbox-events.ts";
+import { INBOX_PAGE, type InboxHub } from "./inbox-hub.ts";
+
+/** A comment line keeps proxies and browsers from closing an idle stream. */
+const KEEPALIVE_MS = 20_000;
+/** How often an open stream checks that its session may still read the organisation. */
+const RECHECK_MS = 10_000;
+/** EventSource waits this long before reconnecting (the `retry` field). */
+const RETRY_MS = 2_000;
+/** Streams one session may hold (tabs); more is 429, so one browser cannot hold the process open. */
+const MAX_STREAMS_PER_SESSION = 8;
+/** Streams one process holds at most. */
+const MAX_STREAMS = 2_000;
+
+export interface InboxStreamDeps {
+  hub: InboxHub;
+  audit: Pick<AuditRepo, "findHeadSeqs" | "findRowsAfter">;
+  access: {
+    config?: FastifyContextConfig;
+    preValidation?: (request: FastifyRequest) => Promise<void>;
+    /** The organisation and session of the caller. */
+    callerOf(request: FastifyRequest): Promise<{ organisationId: string; sessionId: string }>;
+    /** Whether the caller's session may still read the organisation (re-checked while open). */
+    isStillAllowed(request: FastifyRequest, organisationId: string): Promise<boolean>;
+  };
+}
+
+/** The seq a reconnect names, or undefined (none, or not a seq). */
+function lastEventIdOf(request: FastifyRequest): number | undefined {
+  const header = request.headers["last-event-id"];
+  const value = typeof header === "string" ? header.trim() : "";
+  return /^\d{1,15}$/.test(value) ? Number(value) : undefined;
+}
+
+export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStreamDeps): void {
+  const { callerOf, isStillAllowed, ...access } = deps.access;
+  const perSession = new Map<string, number>();
+  // Streams are hijacked from Fastify, so closing the server must end them itself.
+  const streams = new Set<ServerResponse>();
+  app.addHook("preClose", async () => {
+    for (const stream of streams) stream.end();
+    deps.hub.close();
+  });
+
+  app.withTypeProvider<ZodTypeProvider>().get(
+    "/api/inbox/stream",
+    {
+      ...access,
+      config: {
+        ...access.config,
+        openapi: {
+          summary: "The live inbox (Server-Sent Events); Last-Event-ID resumes after a seq",
+          responses: {
+            200: {
+              description:
+                "events approval_requested, approval_decided, need_created, need_closed (and ready, reset), each with the ledger seq as id",
+              content: { "text/event-stream": z.string() },
+            },
+          },
+          errors: [429],
+        },
+      },
+    },
+    async (request, reply) => {
+      const { organisationId, sessionId } = await callerOf(request);
+      const open = perSession.get(sessionId) ?? 0;
+      if (open >= MAX_STREAMS_PER_SESSION || deps.hub.size >= MAX_STREAMS) {
+        throw new AppError("rate_limited", "too many live inbox streams are open; close a tab", {
+          extra: { retry_after: 30 },
+        });
+      }
+      const head = (await deps.audit.findHeadSeqs([organisationId])).get(organisationId) ?? 0;
+      const asked = lastEventIdOf(request);
+      // An id ahead of this organisation's ledger (another organisation's, or made up) is read as now.
+      const resumeFrom = asked !== undefined && asked <= head ? asked : undefined;
+      const missed =
+        resumeFrom === undefined
+          ? []
+          : await deps.audit.findRowsAfter(organisationId, {
+              actions: INBOX_ACTIONS,
+              afterSeq: resumeFrom,
+              limit: INBOX_PAGE + 1,
+            });
+
+      reply.hijack();
+      const raw = reply.raw;
+      streams.add(raw);
+      perSession.set(sessionId, open + 1);
+      raw.writeHead(200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        "x-content-type-options": "nosniff",
+        // nginx and similar would hold the events back in a buffer.
+        "x-accel-buffering": "no",
+        connection: "keep-alive",
+      });
+      const write = (text: string) => {
+        if (!raw.writableEnded) raw.write(text);
+      };
+      write(`retry: ${RETRY_MS}\n\n`);
+      let cursor: number;
+      if (missed.length > INBOX_PAGE) {
+        // Too far behind to replay: the console loads the inbox again and follows from now.
+        cursor = head;
+        write(formatServerSentEvent({ id: head, type: "reset", data: { seq: head } }));
+      } else {
+        const events = missed.map(toInboxEvent).filter((e): e is InboxEvent => e !== undefined);
+        cursor = Math.max(resumeFrom ?? head, missed.at(-1)?.seq ?? 0);
+        write(formatServerSentEvent({ id: resumeFrom ?? head, type: "ready", data: { seq: head } }));
+        for (const event of events) write(formatServerSentEvent(event));
+      }
+
+      const unsubscribe = deps.hub.subscribe(organisationId, {
+        cursor,
+        send: (events) => {
+          for (const event of events) write(formatServerSentEvent(event));
+        },
+      });
+      const keepalive = setInterval(() => write(": keepalive\n\n"), KEEPALIVE_MS);
+      let isChecking = false;
+      const recheck = setInterval(() => {
+        if (isChecking) return;
+        isChecking = true;
+        isStillAllowed(request, organisationId)
+          .then(
+            (allowed) => {
+              if (!allowed) raw.end();
+            },
+            // The database is down: keep the stream; the next check decides.
+            () => {},
+          )
+          .finally(() => {
+            isChecking = false;
+          });
+      }, RECHECK_MS);
+      const close = () => {
+        clearInterval(keepalive);
+        clearInterval(recheck);
+        unsubscribe();
+        streams.delete(raw);
+        const left = (perSession.get(sessionId) ?? 1) - 1;
+        if (left > 0) perSession.set(sessionId, left);
+        else perSession.delete(sessionId);
+      };
+      raw.once("close", close);
+    },
+  );
+}
