@@ -1,6 +1,7 @@
 // The control plane's configuration: one zod schema over the environment, every bad key reported
 // at once, a frozen result passed into factories (no global getters).
 import { isIP } from "node:net";
+import { checkHostPattern } from "@latch/shared/requests/host-pattern";
 import { z } from "zod";
 import { isLoopbackAddress } from "./egress/egress-client.ts";
 
@@ -19,6 +20,9 @@ const port = (fallback: number) => {
 };
 
 const notEmpty = { error: "must not be empty" };
+/** The push services of Chrome, Firefox, Safari and Edge. */
+export const DEFAULT_PUSH_SERVICE_HOSTS =
+  "fcm.googleapis.com,updates.push.services.mozilla.com,web.push.apple.com,*.notify.windows.com";
 const milliseconds = "must be a number of milliseconds from 0 to 600000";
 const refreshMilliseconds = "must be a number of milliseconds from 100 to 3600000";
 
@@ -76,11 +80,37 @@ const schema = z.object({
       .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
       .optional(),
   ),
+  /**
+   * The push services a Web Push subscription may name (DECISIONS "Approvals that reach the
+   * operator"): exact hosts or *.suffix, comma-separated. By default Chrome's, Firefox's, Safari's
+   * and Edge's.
+   */
+  PUSH_SERVICE_HOSTS: z
+    .string()
+    .default(DEFAULT_PUSH_SERVICE_HOSTS)
+    .transform((v, ctx) => {
+      const hosts: string[] = [];
+      for (const entry of v
+        .split(",")
+        .map((e) => e.trim())
+        .filter(Boolean)) {
+        const checked = checkHostPattern(entry);
+        if (checked.ok) hosts.push(checked.value);
+        else
+          ctx.addIssue({
+            code: "custom",
+            message: `must be host names or *.suffix patterns: ${checked.message}`,
+          });
+      }
+      return hosts;
+    }),
   /** Key files mounted from a secret store (read-only); unset: DATA_DIR/control-plane/. */
   TICKET_SIGNING_KEY_FILE: optionalText,
   KEK_KEYRING_FILE: optionalText,
   OAUTH_JWKS_FILE: optionalText,
   AUDIT_SIGNING_KEYS_FILE: optionalText,
+  /** The Web Push VAPID key pair every replica signs with; unset: DATA_DIR/push/vapid.json. */
+  PUSH_VAPID_KEYS_FILE: optionalText,
   /** OpenTelemetry over OTLP/HTTP (base URL; /v1/traces and /v1/logs are added); unset: off. */
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(
     z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),

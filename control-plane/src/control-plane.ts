@@ -9,7 +9,7 @@ import { registerLedgerRoutes } from "./audit/ledger.routes.ts";
 import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
-import { requireOrgOperator } from "./auth/operator-guard.ts";
+import { requireOperator, requireOrgOperator } from "./auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "./auth/principal.ts";
 import { sessionCookieNames } from "./auth/sessions.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
@@ -38,6 +38,8 @@ import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerPolicyRoutes } from "./policies/policies.routes.ts";
+import { registerPushRoutes } from "./push/push.routes.ts";
+import { loadOrCreateVapidKeys } from "./push/vapid-keys.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
@@ -106,6 +108,13 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     auditKeys,
     ...(deps.metrics ? { onAuditEvent: deps.metrics.countAuditEvent } : {}),
     onOAuthClientRevoked: (client) => oauthServer?.service.endClient(client) ?? Promise.resolve(),
+    push: {
+      keys: loadOrCreateVapidKeys(deps.dataDir, config.PUSH_VAPID_KEYS_FILE),
+      // RFC 8292 2.1: who runs this server, for the push service to reach; an https origin when
+      // there is one (a push service refuses a localhost one).
+      subject: config.BASE_URL.startsWith("https://") ? config.BASE_URL : "mailto:push@latch.invalid",
+      allowedHosts: config.PUSH_SERVICE_HOSTS,
+    },
   });
   const { audit, items, grants, clients, needs, sessions } = services;
   const oauth = createOAuthServer({
@@ -165,6 +174,18 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           environments: config.LATCH_ENVIRONMENTS,
         }),
       (app) => registerInboxRoutes(app, { grants, needs }),
+      (app) =>
+        registerPushRoutes(app, {
+          push: services.push,
+          access: {
+            config: OPERATOR_ONLY,
+            preValidation: async (request) => {
+              await requireOperator(request, { mfa: true });
+            },
+            // A device is the operator's own, whatever organisation the session acts in.
+            operatorOf: (request) => requireOperator(request, { mfa: true }),
+          },
+        }),
       (app) =>
         registerInboxStreamRoutes(app, {
           hub: inboxHub,

@@ -42,6 +42,9 @@ import { createOrgsRepo } from "./orgs/orgs.repo.ts";
 import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
 import { createPoliciesRepo } from "./policies/policies.repo.ts";
 import { createPoliciesService } from "./policies/policies.service.ts";
+import { createPushRepo } from "./push/push.repo.ts";
+import { createPushService, type PushService } from "./push/push.service.ts";
+import type { VapidKeys } from "./push/vapid-keys.ts";
 import { telemetry } from "./telemetry.ts";
 import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
 import { createToolHandlers } from "./tools/tools.ts";
@@ -73,6 +76,8 @@ export interface HostedVariant extends CommonVariant {
   keyring: Keyring;
   /** Revoking an OAuth client's row ends its consents and tokens too (the OAuth server's work). */
   onOAuthClientRevoked?: (client: ClientRow) => Promise<void>;
+  /** Web Push: the VAPID key pair, its RFC 8292 subject, and PUSH_SERVICE_HOSTS. */
+  push: { keys: VapidKeys; subject: string; allowedHosts: readonly string[] };
 }
 
 /** Local: one organisation, the operator at the keyboard (LOCAL_SURFACE), no approval codes. */
@@ -188,6 +193,7 @@ function createHostedGrants(
   variant: HostedVariant,
   audit: AuditRepo,
   orgs: Pick<OrgsService, "findMembers" | "findMemberRole">,
+  push?: Pick<PushService, "pushApprovalRequest">,
 ) {
   return createGrantsService({
     repo: createGrantsRepo(db),
@@ -196,6 +202,17 @@ function createHostedGrants(
     approvalCodes: { hashCode: variant.keyring.hashCode },
     findMemberRole: orgs.findMemberRole,
     notifyApproval: async ({ organisationId, grant, approvalCode, linkToken }) => {
+      // The devices first, without waiting: a push goes through the proxy, the mail after it.
+      void push?.pushApprovalRequest(organisationId, {
+        grant_id: grant.grant_id,
+        agent: grant.agent_name,
+        item: grant.item_name,
+        method: grant.call?.method ?? null,
+        host: grant.call?.host ?? null,
+        // As the audit keeps it: the route without its query, which may carry personal data.
+        path: grant.call?.path.split("?")[0] ?? null,
+        url: `${variant.baseUrl}/console#inbox?grant=${encodeURIComponent(grant.grant_id)}`,
+      });
       const members = await orgs.findMembers(organisationId);
       const mail = approvalMail(grant, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
       for (const member of members) await variant.mailer.send({ to: member.email, ...mail });
@@ -219,7 +236,20 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { now, baseUrl } = variant;
   const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now });
-  const grants = createHostedGrants(db, variant, audit, orgs);
+  const push = createPushService({
+    repo: createPushRepo(db),
+    ...variant.push,
+    egress: variant.egress,
+    minter: variant.minter,
+    // Every member who may approve (DECISIONS "Teams": owner, admin, approver; never an auditor).
+    findApprovers: async (organisationId) =>
+      (await orgs.findMembers(organisationId))
+        .filter((member) => member.role !== "auditor")
+        .map((member) => member.operator_id),
+    logger: variant.logger,
+    now,
+  });
+  const grants = createHostedGrants(db, variant, audit, orgs, push);
   const policies = createPolicies(db, variant, audit, false);
   const inTransaction = <T>(fn: (tx: ReturnType<typeof createTransactionServices>) => Promise<T>) =>
     runInTransaction(db, (trx) => fn(createTransactionServices(trx, variant)));
@@ -272,6 +302,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     needs,
     connect,
     policies,
+    push,
     access: createAccessService({ clients, grants, audit }),
     sessions: createSessionsRepo(db),
     emailCodes: createEmailCodeService({

@@ -83,6 +83,8 @@ export async function startHosted(
     trustProxy?: string;
     /** OTEL_EXPORTER_OTLP_ENDPOINT of both tiers (otlp-receiver.ts). */
     otlpEndpoint?: string;
+    /** PUSH_SERVICE_HOSTS: push services the test's own origin stands in for. */
+    pushServiceHosts?: string;
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
@@ -110,6 +112,7 @@ export async function startHosted(
     EGRESS_URL: `127.0.0.1:${egress.proxy.port}`,
     ...(options.trustProxy ? { TRUST_PROXY: options.trustProxy } : {}),
     ...(options.otlpEndpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint } : {}),
+    ...(options.pushServiceHosts ? { PUSH_SERVICE_HOSTS: options.pushServiceHosts } : {}),
   });
   const plane = await buildControlPlane({
     config,

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { createExecute } from "./calls/execute.ts";
 import { createFetchDocument } from "./calls/fetch-document.ts";
 import { createResolve } from "./calls/resolve.ts";
+import { createSendPush } from "./calls/send-push.ts";
 import type { EgressConfig } from "./config.ts";
 import { readTrustedTicketKeysText } from "./config.ts";
 import { parseCidrList } from "./destination/classify.ts";
@@ -118,6 +119,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     metrics,
     logger,
   });
+  const sendPush = createSendPush({ checkTicket, spendTicket, resolver, upstream, metrics, logger });
   let isServing = true;
 
   const isTls = Boolean(config.EGRESS_TLS_CERT);
@@ -133,6 +135,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
       execute: (ticket) => countingTicketRefusals(metrics, () => execute(ticket)),
       resolve: (ticket) => countingTicketRefusals(metrics, () => resolve(ticket)),
       fetchDocument: (ticket) => countingTicketRefusals(metrics, () => fetchDocument(ticket)),
+      sendPush: (ticket) => countingTicketRefusals(metrics, () => sendPush(ticket)),
       fence: async (ticket) => {
         const outcome = await countingTicketRefusals(metrics, () => fenceTicket(ticket));
         const label = FENCE_LABELS[outcome] ?? "unknown";

@@ -20,6 +20,7 @@ import {
   type FenceOutcome,
   type FetchDocumentResponse,
   type GetInfoResponse,
+  type SendPushResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
 import { HealthCheckResponse_ServingStatus, HealthClient } from "@latch/proto/health";
@@ -62,6 +63,8 @@ export interface EgressClient {
   resolve(ticket: SignedTicket, context?: CallContext): Promise<string>;
   /** A credential-less GET of a public document (FetchDocument). */
   fetchDocument(ticket: SignedTicket, deadlineMs: number): Promise<FetchDocumentResponse>;
+  /** One Web Push message to a push service (SendPush). */
+  sendPush(ticket: SignedTicket, deadlineMs: number): Promise<SendPushResponse>;
   getInfo(): Promise<GetInfoResponse>;
   /** Asks a proxy to fence a ticket whose Execute did not answer (DECISIONS "Faults and isolation"). */
   fence(ticket: SignedTicket): Promise<FenceOutcome>;
@@ -329,6 +332,13 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
           client.fetchDocument({ ticket }, metadata, { deadline }, (error, response) =>
             done(error, response),
           ),
+        deadlineMs + LINK_OVERHEAD_MS,
+        undefined,
+      ),
+    sendPush: (ticket, deadlineMs) =>
+      callOnce<SendPushResponse>(
+        (metadata, deadline, done) =>
+          client.sendPush({ ticket }, metadata, { deadline }, (error, response) => done(error, response)),
         deadlineMs + LINK_OVERHEAD_MS,
         undefined,
       ),

@@ -146,6 +146,7 @@ export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgres
     execute: async (ticket, deadlineMs) => (await get()).client.execute(ticket, deadlineMs),
     resolve: async (ticket) => (await get()).client.resolve(ticket),
     fetchDocument: async (ticket, deadlineMs) => (await get()).client.fetchDocument(ticket, deadlineMs),
+    sendPush: async (ticket, deadlineMs) => (await get()).client.sendPush(ticket, deadlineMs),
     getInfo: async () => (await get()).client.getInfo(),
     fence: async (ticket) => (await get()).client.fence(ticket),
     isHealthy: async () => (await get()).client.isHealthy(),

@@ -1,5 +1,5 @@
 // The patterns a policy rule matches with (DECISIONS "Policies"): host patterns (exact or one
-// leading `*.`), path globs (`*` one segment, `**` any number, both whole segments), and the keys
+// leading `*.`, shared/src/requests/host-pattern.ts), path globs (`*` one segment, `**` any number, both whole segments), and the keys
 // agents' names are compared by. Pure: compiled once per version of a list, then only compared.
 //
 // The attack each piece stops: a call must not slip past a deny or ask rule by spelling the same
@@ -10,6 +10,8 @@
 // through. The query is never part of a path glob. Dot segments and encoded separators never reach
 // here: the path was validated first (shared/src/requests/path.ts), and that validated path is the
 // one the proxy sends.
+
+export { checkHostPattern, isHostMatch } from "@latch/shared/requests/host-pattern";
 
 /** A path segment of a glob: one segment, any number of segments, or a literal. */
 const ONE = 0;
@@ -36,7 +38,6 @@ export interface PathForms {
 export const MAX_GLOB_LENGTH = 512;
 export const MAX_GLOB_SEGMENTS = 64;
 
-const LDH_LABEL = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
 /** Characters a glob's literal may hold: RFC 3986 pchar (escapes checked apart). */
 const PCHAR = /^[A-Za-z0-9\-._~!$&'()+,;=:@%]*$/;
 const ESCAPE = /%[0-9A-Fa-f]{2}/;
@@ -45,43 +46,6 @@ const MALFORMED_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
 const ENCODED_SEPARATOR = /%(?:2f|5c|2e|3b)/i;
 
 export type PatternCheck<T> = { ok: true; value: T } | { ok: false; message: string };
-
-/**
- * A host pattern as a rule holds it: lowercase, one trailing dot dropped, ASCII only, LDH labels;
- * `*.suffix` matches any name under the suffix (never the suffix itself).
- * @example checkHostPattern("*.Example.com.") // { ok: true, value: "*.example.com" }
- */
-export function checkHostPattern(raw: string): PatternCheck<string> {
-  let host = raw.trim().toLowerCase();
-  if (host.endsWith(".")) host = host.slice(0, -1);
-  const isWildcard = host.startsWith("*.");
-  const name = isWildcard ? host.slice(2) : host;
-  if (name.length === 0) return { ok: false, message: "a host pattern names a host, e.g. api.example.com" };
-  if (name.includes("*"))
-    return { ok: false, message: "a host is exact or starts with one `*.` (e.g. *.example.com)" };
-  if (/[^\x21-\x7e]/.test(name))
-    return { ok: false, message: "a host is ASCII: write an international name in its xn-- form" };
-  if (name.length > 253) return { ok: false, message: "a host is at most 253 characters" };
-  const labels = name.split(".");
-  if (labels.some((label) => label.length > 63 || !LDH_LABEL.test(label)))
-    return {
-      ok: false,
-      message: "a host is letters, digits, hyphens and dots (no scheme, port, path or IP address)",
-    };
-  if (/^\d+$/.test(labels.at(-1)!))
-    return { ok: false, message: "an IP address is never a host here; calls go to names only" };
-  if (!isWildcard && labels.length < 2)
-    return { ok: false, message: "a host has at least two labels; for every name under it write *.suffix" };
-  return { ok: true, value: isWildcard ? `*.${name}` : name };
-}
-
-/** Whether `host` (canonical, lowercase) matches a checked host pattern. */
-export function isHostMatch(pattern: string, host: string): boolean {
-  if (!pattern.startsWith("*.")) return pattern === host;
-  // "*.example.com" is ".example.com" as a suffix: "api.example.com" yes, "example.com" and
-  // "badexample.com" no.
-  return host.length > pattern.length - 1 && host.endsWith(pattern.slice(1));
-}
 
 /** How a name is compared without regard to case or Unicode compatibility forms. */
 export function nameKey(name: string): string {

@@ -27,6 +27,8 @@ import {
   type GetInfoResponse,
   type ResolveRequest,
   type ResolveResponse,
+  type SendPushRequest,
+  type SendPushResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
 import {
@@ -49,6 +51,7 @@ export interface GrpcHandlers {
   execute(ticket: SignedTicket | undefined): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket | undefined): Promise<ResolveResponse>;
   fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
+  sendPush(ticket: SignedTicket | undefined): Promise<SendPushResponse>;
   fence(ticket: SignedTicket | undefined): Promise<FenceOutcome>;
   info(): GetInfoResponse;
   isServing(): boolean;
@@ -192,6 +195,9 @@ export async function startGrpcServer(options: {
     ),
     fetchDocument: gate.guard(
       unary<FetchDocumentRequest, FetchDocumentResponse>((req) => handlers.fetchDocument(req.ticket), logger),
+    ),
+    sendPush: gate.guard(
+      unary<SendPushRequest, SendPushResponse>((req) => handlers.sendPush(req.ticket), logger),
     ),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
     // Not behind the drain gate: a draining replica still answers whether it ran a ticket.

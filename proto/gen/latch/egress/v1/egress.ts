@@ -345,7 +345,11 @@ export interface Ticket {
     | ResolveSpec
     | undefined;
   /** set for FetchDocument */
-  document: DocumentSpec | undefined;
+  document:
+    | DocumentSpec
+    | undefined;
+  /** set for SendPush */
+  push: PushSpec | undefined;
 }
 
 /** A credential as stored: sealed to the proxy's public key. */
@@ -507,6 +511,36 @@ export interface TokenMetadata {
   tokenLast4: string;
   /** the proxy's clock when the token endpoint answered */
   issuedAtMs: number;
+}
+
+/** One Web Push message for SendPush: where it goes, and the message as the push service takes it. */
+export interface PushSpec {
+  /** the endpoint's exact hostname; port 443 only */
+  host: string;
+  /** the endpoint's path with its query */
+  path: string;
+  /**
+   * TTL, Urgency, Topic, Content-Encoding (aes128gcm) and Authorization (vapid t=..., k=...);
+   * the proxy refuses any other.
+   */
+  headers: Header[];
+  /** the aes128gcm record (RFC 8188), at most 4096 bytes */
+  body: Buffer;
+  timeoutMs: number;
+}
+
+export interface SendPushRequest {
+  ticket: SignedTicket | undefined;
+}
+
+export interface SendPushResponse {
+  reachedOrigin: boolean;
+  /** 201 accepted; 404 or 410: the subscription is gone */
+  originStatus: number;
+  error: CallError | undefined;
+  durationMs: number;
+  /** the push service's Retry-After, when it gave one in seconds */
+  retryAfterS: number;
 }
 
 export interface FetchDocumentRequest {
@@ -674,6 +708,7 @@ function createBaseTicket(): Ticket {
     call: undefined,
     resolve: undefined,
     document: undefined,
+    push: undefined,
   };
 }
 
@@ -702,6 +737,9 @@ export const Ticket: MessageFns<Ticket> = {
     }
     if (message.document !== undefined) {
       DocumentSpec.encode(message.document, writer.uint32(66).fork()).join();
+    }
+    if (message.push !== undefined) {
+      PushSpec.encode(message.push, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -783,6 +821,14 @@ export const Ticket: MessageFns<Ticket> = {
             message.document = DocumentSpec.decode(reader, reader.uint32());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.push = PushSpec.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -813,6 +859,7 @@ export const Ticket: MessageFns<Ticket> = {
       call: isSet(object.call) ? CallSpec.fromJSON(object.call) : undefined,
       resolve: isSet(object.resolve) ? ResolveSpec.fromJSON(object.resolve) : undefined,
       document: isSet(object.document) ? DocumentSpec.fromJSON(object.document) : undefined,
+      push: isSet(object.push) ? PushSpec.fromJSON(object.push) : undefined,
     };
   },
 
@@ -842,6 +889,9 @@ export const Ticket: MessageFns<Ticket> = {
     if (message.document !== undefined) {
       obj.document = DocumentSpec.toJSON(message.document);
     }
+    if (message.push !== undefined) {
+      obj.push = PushSpec.toJSON(message.push);
+    }
     return obj;
   },
 
@@ -862,6 +912,7 @@ export const Ticket: MessageFns<Ticket> = {
     message.document = (object.document !== undefined && object.document !== null)
       ? DocumentSpec.fromPartial(object.document)
       : undefined;
+    message.push = (object.push !== undefined && object.push !== null) ? PushSpec.fromPartial(object.push) : undefined;
     return message;
   },
 };
@@ -2511,6 +2562,363 @@ export const TokenMetadata: MessageFns<TokenMetadata> = {
   },
 };
 
+function createBasePushSpec(): PushSpec {
+  return { host: "", path: "", headers: [], body: Buffer.alloc(0), timeoutMs: 0 };
+}
+
+export const PushSpec: MessageFns<PushSpec> = {
+  encode(message: PushSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.host !== "") {
+      writer.uint32(10).string(message.host);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    for (const v of message.headers) {
+      Header.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.body.length !== 0) {
+      writer.uint32(34).bytes(message.body);
+    }
+    if (message.timeoutMs !== 0) {
+      writer.uint32(40).uint32(message.timeoutMs);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PushSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePushSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.headers.push(Header.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.body = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.timeoutMs = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): PushSpec {
+    return {
+      host: isSet(object.host) ? globalThis.String(object.host) : "",
+      path: isSet(object.path) ? globalThis.String(object.path) : "",
+      headers: globalThis.Array.isArray(object?.headers) ? object.headers.map((e: any) => Header.fromJSON(e)) : [],
+      body: isSet(object.body) ? Buffer.from(bytesFromBase64(object.body)) : Buffer.alloc(0),
+      timeoutMs: isSet(object.timeoutMs)
+        ? globalThis.Number(object.timeoutMs)
+        : isSet(object.timeout_ms)
+        ? globalThis.Number(object.timeout_ms)
+        : 0,
+    };
+  },
+
+  toJSON(message: PushSpec): unknown {
+    const obj: any = {};
+    if (message.host !== "") {
+      obj.host = message.host;
+    }
+    if (message.path !== "") {
+      obj.path = message.path;
+    }
+    if (message.headers?.length) {
+      obj.headers = message.headers.map((e) => Header.toJSON(e));
+    }
+    if (message.body.length !== 0) {
+      obj.body = base64FromBytes(message.body);
+    }
+    if (message.timeoutMs !== 0) {
+      obj.timeoutMs = Math.round(message.timeoutMs);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<PushSpec>, I>>(base?: I): PushSpec {
+    return PushSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PushSpec>, I>>(object: I): PushSpec {
+    const message = createBasePushSpec();
+    message.host = object.host ?? "";
+    message.path = object.path ?? "";
+    message.headers = object.headers?.map((e) => Header.fromPartial(e)) || [];
+    message.body = object.body ?? Buffer.alloc(0);
+    message.timeoutMs = object.timeoutMs ?? 0;
+    return message;
+  },
+};
+
+function createBaseSendPushRequest(): SendPushRequest {
+  return { ticket: undefined };
+}
+
+export const SendPushRequest: MessageFns<SendPushRequest> = {
+  encode(message: SendPushRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ticket !== undefined) {
+      SignedTicket.encode(message.ticket, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SendPushRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSendPushRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ticket = SignedTicket.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SendPushRequest {
+    return { ticket: isSet(object.ticket) ? SignedTicket.fromJSON(object.ticket) : undefined };
+  },
+
+  toJSON(message: SendPushRequest): unknown {
+    const obj: any = {};
+    if (message.ticket !== undefined) {
+      obj.ticket = SignedTicket.toJSON(message.ticket);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SendPushRequest>, I>>(base?: I): SendPushRequest {
+    return SendPushRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SendPushRequest>, I>>(object: I): SendPushRequest {
+    const message = createBaseSendPushRequest();
+    message.ticket = (object.ticket !== undefined && object.ticket !== null)
+      ? SignedTicket.fromPartial(object.ticket)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSendPushResponse(): SendPushResponse {
+  return { reachedOrigin: false, originStatus: 0, error: undefined, durationMs: 0, retryAfterS: 0 };
+}
+
+export const SendPushResponse: MessageFns<SendPushResponse> = {
+  encode(message: SendPushResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reachedOrigin !== false) {
+      writer.uint32(8).bool(message.reachedOrigin);
+    }
+    if (message.originStatus !== 0) {
+      writer.uint32(16).uint32(message.originStatus);
+    }
+    if (message.error !== undefined) {
+      CallError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    if (message.durationMs !== 0) {
+      writer.uint32(32).uint32(message.durationMs);
+    }
+    if (message.retryAfterS !== 0) {
+      writer.uint32(40).uint32(message.retryAfterS);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SendPushResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSendPushResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.reachedOrigin = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.originStatus = reader.uint32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = CallError.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.durationMs = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.retryAfterS = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SendPushResponse {
+    return {
+      reachedOrigin: isSet(object.reachedOrigin)
+        ? globalThis.Boolean(object.reachedOrigin)
+        : isSet(object.reached_origin)
+        ? globalThis.Boolean(object.reached_origin)
+        : false,
+      originStatus: isSet(object.originStatus)
+        ? globalThis.Number(object.originStatus)
+        : isSet(object.origin_status)
+        ? globalThis.Number(object.origin_status)
+        : 0,
+      error: isSet(object.error) ? CallError.fromJSON(object.error) : undefined,
+      durationMs: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : 0,
+      retryAfterS: isSet(object.retryAfterS)
+        ? globalThis.Number(object.retryAfterS)
+        : isSet(object.retry_after_s)
+        ? globalThis.Number(object.retry_after_s)
+        : 0,
+    };
+  },
+
+  toJSON(message: SendPushResponse): unknown {
+    const obj: any = {};
+    if (message.reachedOrigin !== false) {
+      obj.reachedOrigin = message.reachedOrigin;
+    }
+    if (message.originStatus !== 0) {
+      obj.originStatus = Math.round(message.originStatus);
+    }
+    if (message.error !== undefined) {
+      obj.error = CallError.toJSON(message.error);
+    }
+    if (message.durationMs !== 0) {
+      obj.durationMs = Math.round(message.durationMs);
+    }
+    if (message.retryAfterS !== 0) {
+      obj.retryAfterS = Math.round(message.retryAfterS);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SendPushResponse>, I>>(base?: I): SendPushResponse {
+    return SendPushResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SendPushResponse>, I>>(object: I): SendPushResponse {
+    const message = createBaseSendPushResponse();
+    message.reachedOrigin = object.reachedOrigin ?? false;
+    message.originStatus = object.originStatus ?? 0;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? CallError.fromPartial(object.error)
+      : undefined;
+    message.durationMs = object.durationMs ?? 0;
+    message.retryAfterS = object.retryAfterS ?? 0;
+    return message;
+  },
+};
+
 function createBaseFetchDocumentRequest(): FetchDocumentRequest {
   return { ticket: undefined };
 }
@@ -3322,6 +3730,20 @@ export const EgressProxyService = {
     responseDeserialize: (value: Buffer): FetchDocumentResponse => FetchDocumentResponse.decode(value),
   },
   /**
+   * A credential-less POST of one Web Push message (RFC 8030) to a push service, under the same
+   * destination rules: the ticket carries a PushSpec whose body the control plane encrypted
+   * (RFC 8291) and whose VAPID JWT (RFC 8292) it signed; the proxy sends it and answers the status.
+   */
+  sendPush: {
+    path: "/latch.egress.v1.EgressProxy/SendPush" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SendPushRequest): Buffer => Buffer.from(SendPushRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SendPushRequest => SendPushRequest.decode(value),
+    responseSerialize: (value: SendPushResponse): Buffer => Buffer.from(SendPushResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SendPushResponse => SendPushResponse.decode(value),
+  },
+  /**
    * Fences a call ticket whose Execute ended without an answer (DECISIONS "Faults and isolation"):
    * spends its id in this proxy's spent-ticket store, so that no replica can run it any more, and
    * says whether that spend won. Asked only when the control plane cannot write the shared store
@@ -3350,6 +3772,12 @@ export interface EgressProxyServer extends UntypedServiceImplementation {
    * same destination rules: the ticket carries a DocumentSpec, never a credential.
    */
   fetchDocument: handleUnaryCall<FetchDocumentRequest, FetchDocumentResponse>;
+  /**
+   * A credential-less POST of one Web Push message (RFC 8030) to a push service, under the same
+   * destination rules: the ticket carries a PushSpec whose body the control plane encrypted
+   * (RFC 8291) and whose VAPID JWT (RFC 8292) it signed; the proxy sends it and answers the status.
+   */
+  sendPush: handleUnaryCall<SendPushRequest, SendPushResponse>;
   /**
    * Fences a call ticket whose Execute ended without an answer (DECISIONS "Faults and isolation"):
    * spends its id in this proxy's spent-ticket store, so that no replica can run it any more, and
@@ -3426,6 +3854,26 @@ export interface EgressProxyClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * A credential-less POST of one Web Push message (RFC 8030) to a push service, under the same
+   * destination rules: the ticket carries a PushSpec whose body the control plane encrypted
+   * (RFC 8291) and whose VAPID JWT (RFC 8292) it signed; the proxy sends it and answers the status.
+   */
+  sendPush(
+    request: SendPushRequest,
+    callback: (error: ServiceError | null, response: SendPushResponse) => void,
+  ): ClientUnaryCall;
+  sendPush(
+    request: SendPushRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SendPushResponse) => void,
+  ): ClientUnaryCall;
+  sendPush(
+    request: SendPushRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SendPushResponse) => void,
   ): ClientUnaryCall;
   /**
    * Fences a call ticket whose Execute ended without an answer (DECISIONS "Faults and isolation"):

@@ -1,0 +1,84 @@
+// Web Push subscriptions in the database: one row per browser endpoint, owned by the operator who
+// subscribed it last (a browser profile has one endpoint per application server key).
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema.ts";
+
+export interface PushSubscriptionRow {
+  id: string;
+  operator_id: string;
+  endpoint: string;
+  p256dh: string;
+  auth: string;
+  created_at: Date;
+  last_pushed_at: Date | null;
+}
+
+export interface PushRepo {
+  /** Stores the subscription; an endpoint subscribed before (by anyone) is replaced by this one. */
+  upsertSubscription(row: PushSubscriptionRow): Promise<PushSubscriptionRow>;
+  findSubscriptionsOf(operatorIds: readonly string[]): Promise<PushSubscriptionRow[]>;
+  /** Deletes the operator's own subscription; false when it has none by that id. */
+  deleteOwnSubscription(operatorId: string, id: string): Promise<boolean>;
+  /** The push service said the endpoint is gone (404, 410). */
+  deleteSubscription(id: string): Promise<void>;
+  /** Keeps the operator's newest `keep` subscriptions, deleting the rest. */
+  deleteOldestBeyond(operatorId: string, keep: number): Promise<void>;
+  updatePushed(id: string, at: Date): Promise<void>;
+}
+
+export function createPushRepo(db: Kysely<Database>): PushRepo {
+  return {
+    async upsertSubscription(row) {
+      return db
+        .insertInto("push_subscriptions")
+        .values(row)
+        .onConflict((oc) =>
+          oc.column("endpoint").doUpdateSet({
+            id: row.id,
+            operator_id: row.operator_id,
+            p256dh: row.p256dh,
+            auth: row.auth,
+            created_at: row.created_at,
+            last_pushed_at: null,
+          }),
+        )
+        .returningAll()
+        .executeTakeFirstOrThrow();
+    },
+    async findSubscriptionsOf(operatorIds) {
+      if (operatorIds.length === 0) return [];
+      return db
+        .selectFrom("push_subscriptions")
+        .selectAll()
+        .where("operator_id", "in", [...operatorIds])
+        .execute();
+    },
+    async deleteOwnSubscription(operatorId, id) {
+      const deleted = await db
+        .deleteFrom("push_subscriptions")
+        .where("id", "=", id)
+        .where("operator_id", "=", operatorId)
+        .executeTakeFirst();
+      return Number(deleted.numDeletedRows) > 0;
+    },
+    async deleteSubscription(id) {
+      await db.deleteFrom("push_subscriptions").where("id", "=", id).execute();
+    },
+    async deleteOldestBeyond(operatorId, keep) {
+      const kept = db
+        .selectFrom("push_subscriptions")
+        .select("id")
+        .where("operator_id", "=", operatorId)
+        .orderBy("created_at", "desc")
+        .limit(keep);
+      await db
+        .deleteFrom("push_subscriptions")
+        .where("operator_id", "=", operatorId)
+        .where("id", "not in", kept)
+        .execute();
+    },
+    async updatePushed(id, at) {
+      await db.updateTable("push_subscriptions").set({ last_pushed_at: at }).where("id", "=", id).execute();
+    },
+  };
+}
