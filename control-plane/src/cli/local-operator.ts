@@ -11,6 +11,9 @@ import { tryLocalLock } from "../local/local-lock.ts";
 import { readLocalRuntime } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
 import { LOCAL_OPERATOR, openLocalVault } from "../local/local-vault.ts";
+import { etagOf } from "../policies/policies.routes.ts";
+import type { ExpectedVersion, PolicyList } from "../policies/policies.service.ts";
+import type { PolicyPreview } from "../policies/policy-preview.ts";
 
 export interface ItemToStore {
   name: string;
@@ -31,6 +34,10 @@ export interface LocalOperator {
   listAudit(filter: { itemName?: string | undefined; limit?: number | undefined }): Promise<AuditEventView[]>;
   /** The ledger as JSON Lines (GET /api/audit/ledger), one line at a time. */
   exportLedger(sinceSeq: number): AsyncIterable<string>;
+  getPolicies(): Promise<PolicyList>;
+  /** Replaces the policy list if its version is still `expected` (else stale_version). */
+  setPolicies(rules: unknown, expected: ExpectedVersion): Promise<PolicyList>;
+  previewPolicies(rules: unknown): Promise<PolicyPreview>;
   close(): Promise<void>;
 }
 
@@ -108,6 +115,9 @@ function directOperator(
     async *exportLedger(sinceSeq) {
       for await (const line of vault.ledger.exportLedger(org, sinceSeq)) yield `${JSON.stringify(line)}\n`;
     },
+    getPolicies: () => vault.policies.getPolicies(org),
+    setPolicies: (rules, expected) => vault.policies.replacePolicies(org, LOCAL_OPERATOR, expected, rules),
+    previewPolicies: (rules) => vault.policies.previewPolicies(org, rules),
     async close() {
       await vault.close();
       release();
@@ -116,20 +126,29 @@ function directOperator(
 }
 
 function httpOperator(baseUrl: string, token: string): LocalOperator {
-  async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async function call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${token}`,
         ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(60_000),
     });
-    const json = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
+    const json = (await response.json().catch(() => ({}))) as {
+      error?: { code?: string; message?: string; [field: string]: unknown };
+    };
     if (!response.ok) {
       const code = json.error?.code && isErrorCode(json.error.code) ? json.error.code : "internal";
-      throw new AppError(code, json.error?.message ?? `the local server answered ${response.status}`);
+      const { code: _code, message, ...extra } = json.error ?? {};
+      throw new AppError(code, message ?? `the local server answered ${response.status}`, { extra });
     }
     return json as T;
   }
@@ -163,6 +182,15 @@ function httpOperator(baseUrl: string, token: string): LocalOperator {
       const decoder = new TextDecoder();
       for await (const chunk of response.body) yield decoder.decode(chunk, { stream: true });
     },
+    getPolicies: () => call<PolicyList>("GET", "/api/policies"),
+    setPolicies: (rules, expected) =>
+      call<PolicyList>(
+        "PUT",
+        "/api/policies",
+        { rules },
+        { "if-match": expected === "any" ? "*" : etagOf(expected) },
+      ),
+    previewPolicies: (rules) => call<PolicyPreview>("POST", "/api/policies/preview", { rules }),
     close: async () => {},
   };
 }

@@ -16,6 +16,7 @@ import { runKekRotate } from "./kek-rotate.command.ts";
 import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
 import { runMcpStdio } from "./mcp-stdio.ts";
 import { runOAuthRotateKeys } from "./oauth-rotate-keys.command.ts";
+import { runPolicyCommand } from "./policy.command.ts";
 import { readSecretValue } from "./read-secret.ts";
 import { runServe } from "./serve.ts";
 
@@ -48,6 +49,11 @@ Usage: vault <command> [options]
   oauth-rotate-keys             hosted service: a new OAuth signing key (DATA_DIR/oauth/jwks.json) signs
                                 new access tokens; the old one stays listed until its tokens expired;
                                 then restart or roll the control plane
+  policy get                    the policy rules as JSON ({version, rules}): first match decides, allow
+                                sends without an approval, ask as today, deny refuses whatever the grants
+  policy set FILE               save a file of rules ({"version": N, "rules": [...]} from policy get,
+                                or a bare list); a version that moved on is refused, nothing saved
+  policy preview FILE           what a file's rules would have decided for the last 7 days of calls
   audit-rotate-keys [--local]   a new audit checkpoint key (DATA_DIR/audit/signing-keys.json) of the
                                 hosted service, or with --local of this vault; old keys stay published
 
@@ -285,6 +291,20 @@ async function main(argv: string[]): Promise<number> {
         ]),
       );
       return 0;
+    }
+    case "policy": {
+      const { positionals } = parse({});
+      const [action, file, ...extra] = positionals;
+      const usage = "usage: vault policy get | vault policy set FILE | vault policy preview FILE";
+      if (!["get", "set", "preview"].includes(action ?? "") || extra.length > 0) throw new UsageError(usage);
+      if (action !== "get" && !file) throw new UsageError(usage);
+      if (action === "get" && file) throw new UsageError(usage);
+      return withOperator(dataDir, logger, (op) =>
+        runPolicyCommand(op, action, file, {
+          stdout: (text) => process.stdout.write(text),
+          stderr: (text) => process.stderr.write(text),
+        }),
+      );
     }
     case "kek-rotate":
       parse({});

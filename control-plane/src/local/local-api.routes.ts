@@ -6,6 +6,7 @@ import { registerLedgerRoutes } from "../audit/ledger.routes.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { itemAnswer, itemInput, itemList } from "../items/items.schemas.ts";
+import { registerPolicyRoutes } from "../policies/policies.routes.ts";
 import {
   auditQuery,
   grantApproval,
@@ -28,6 +29,10 @@ export function registerLocalApiRoutes(app: FastifyInstance, vault: LocalVault):
     // The route the router chose, not only the raw text: "/%61pi/items" reaches "/api/items".
     if (isUnderPrefix(request, ["/api/"])) requireRole(request, "operator");
   });
+
+  // The same policy routes as the hosted service; the operator bearer was judged above.
+  const caller = async () => ({ organisationId: org, actor: LOCAL_OPERATOR });
+  registerPolicyRoutes(app, { policies: vault.policies, access: { read: {}, write: {}, callerOf: caller } });
 
   async function findItemId(name: string): Promise<string> {
     const item = await vault.items.findItemByName(org, vault.environment, name);

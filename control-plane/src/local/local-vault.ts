@@ -17,6 +17,7 @@ import { loadOrCreateTicketKey } from "../egress/ticket-key.ts";
 import { createTicketMinter } from "../egress/tickets.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
+import type { PoliciesService } from "../policies/policies.service.ts";
 import { createServices } from "../services.ts";
 import type { ToolHandlers } from "../tools/tool-answer.ts";
 import { createReadCache } from "./read-cache.ts";
@@ -58,6 +59,8 @@ export interface LocalVault {
   calls: CallsService;
   audit: AuditRepo;
   ledger: LedgerService;
+  /** The vault's policy rules (`vault policy`, DECISIONS "Policies"): the MCP tools apply them. */
+  policies: PoliciesService;
   /** The checkpoint keys' public halves (GET /.well-known/latch-audit-keys.json). */
   auditKeys(): AuditKeysDocument;
   tools: ToolHandlers;
@@ -79,7 +82,7 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     );
   const organisationId = options.organisationId ?? LOCAL_ORGANISATION_ID;
   const auditKeys = await openAuditKeys(options.dataDir);
-  const { audit, ledger, items, grants, calls, orgs, tools } = createServices(database.db, {
+  const { audit, ledger, items, grants, calls, orgs, policies, tools } = createServices(database.db, {
     kind: "local",
     auditKeys,
     organisationId,
@@ -108,6 +111,7 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     calls,
     audit,
     ledger,
+    policies,
     auditKeys: auditKeys.published,
     tools,
     async egressReady() {
