@@ -212,8 +212,9 @@ onSubmit(codeForm, () => {
   );
 });
 loaders.inbox = () => loadInbox(false);
+// Polling is the fallback: while the live stream is open (console-live.js) it redraws the inbox.
 setInterval(() => {
-  if (!document.hidden) loadInbox(true).catch(fail);
+  if (!document.hidden && !window.latchLiveInbox?.isOpen) loadInbox(true).catch(fail);
 }, 5000);
 window.addEventListener("DOMContentLoaded", () => {
   if (currentSection !== "inbox") loadInbox(false).catch(fail);

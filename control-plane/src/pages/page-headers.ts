@@ -9,6 +9,7 @@ type Directive =
   | "style-src"
   | "img-src"
   | "connect-src"
+  | "worker-src"
   | "base-uri"
   | "form-action"
   | "frame-ancestors";
@@ -23,6 +24,7 @@ const STRICT: ReadonlyArray<readonly [Directive, string]> = [
   ["style-src", "'self'"],
   ["img-src", "'self'"],
   ["connect-src", "'self'"],
+  ["worker-src", "'none'"],
   ["base-uri", "'none'"],
   ["form-action", "'none'"],
   ["frame-ancestors", "'none'"],
@@ -34,7 +36,7 @@ const CSP_DIFFERENCES = {
    * Sign-in, sign-up, enrolment, the authenticator step and the console: the enrolment QR code is a
    * data: image; forms are sent by script, and were one ever submitted it could only reach us.
    */
-  account: { "img-src": "'self' data:", "form-action": "'self'" },
+  account: { "img-src": "'self' data:", "form-action": "'self'", "worker-src": "'self'" },
   /** The collect page (/collect/:id). */
   collect: {},
   /** The console of `vault serve` (GET /). */
@@ -147,5 +149,11 @@ export function assetHeaders(file: string): Readonly<Record<string, string>> {
     "content-type": type,
     "cache-control": ASSET_CACHE_CONTROL,
     "x-content-type-options": "nosniff",
+    // The console's push worker (Web Push) serves the whole site from /assets/: it shows
+    // notifications and opens the console, and handles no fetch.
+    ...(PUSH_WORKER.test(file) ? { "service-worker-allowed": "/" } : {}),
   });
 }
+
+/** The service worker's file, by its name or its content-hashed name. */
+const PUSH_WORKER = /(?:^|\/)push-worker(?:\.[0-9a-f]{12})?\.js$/;
