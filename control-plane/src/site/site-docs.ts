@@ -25,6 +25,11 @@ const SOURCES = [
     summary: "Connect an MCP client with OAuth, a token, or locally",
   },
   {
+    file: "policies.md",
+    path: "/docs/policies",
+    summary: "Organisation policies, the live inbox and push notifications",
+  },
+  {
     file: "security.md",
     path: "/docs/security",
     summary: "How secrets are kept and how to report a vulnerability",

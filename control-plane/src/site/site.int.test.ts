@@ -161,7 +161,13 @@ describe("discovery files", () => {
     const response = await get("/sitemap.xml");
     expect(response.headers["content-type"]).toBe("application/xml; charset=utf-8");
     const locs = [...response.body.matchAll(/<loc>([^<]+)<\/loc>/g)].map((m) => m[1]);
-    expect(locs).toEqual([`${BASE}/`, `${BASE}/docs`, `${BASE}/docs/connect`, `${BASE}/docs/security`]);
+    expect(locs).toEqual([
+      `${BASE}/`,
+      `${BASE}/docs`,
+      `${BASE}/docs/connect`,
+      `${BASE}/docs/policies`,
+      `${BASE}/docs/security`,
+    ]);
   });
 
   it("security.txt answers identical bytes at both addresses, with the RFC 9116 fields and a future Expires", async () => {
