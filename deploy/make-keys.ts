@@ -5,6 +5,7 @@
 //   proxies trust: EGRESS_TICKET_PUBLIC_KEYS), kek.json (key-encryption keyring and pepper).
 // OUT_DIR/oauth/jwks.json: the OAuth server's signing keys (OAUTH_JWKS_FILE).
 // OUT_DIR/audit/signing-keys.json: the audit ledger's checkpoint keys (AUDIT_SIGNING_KEYS_FILE).
+// OUT_DIR/push/vapid.json: the Web Push VAPID key pair every replica signs with (PUSH_VAPID_KEYS_FILE).
 // OUT_DIR/egress/: sealing-keys.json (X25519 keyring; only the proxies get it).
 // An existing file is kept (rerunning is safe); every file is 0600 in 0700 folders.
 import { join, resolve } from "node:path";
@@ -12,6 +13,7 @@ import { loadOrCreateAuditKeys } from "../control-plane/src/audit/audit-keys.ts"
 import { keyringPath, loadOrCreateKeyring } from "../control-plane/src/auth/kek.ts";
 import { loadOrCreateTicketKey } from "../control-plane/src/egress/ticket-key.ts";
 import { loadOrCreateOAuthKeys } from "../control-plane/src/oauth/oauth-keys.ts";
+import { loadOrCreateVapidKeys } from "../control-plane/src/push/vapid-keys.ts";
 import { loadOrCreateSealingKeyring, sealingKeyPath } from "../egress-proxy/src/keys/sealing-keys.ts";
 
 const out = process.argv[2];
@@ -25,6 +27,7 @@ const ticket = loadOrCreateTicketKey(dir);
 loadOrCreateKeyring(keyringPath(dir));
 await loadOrCreateOAuthKeys(dir);
 await loadOrCreateAuditKeys(dir);
+loadOrCreateVapidKeys(dir);
 const sealing = await loadOrCreateSealingKeyring(dir);
 process.stdout.write(
   `key files in ${dir}:\n` +
@@ -33,5 +36,6 @@ process.stdout.write(
     `  ${join("control-plane", "kek.json")}\n` +
     `  ${join("oauth", "jwks.json")} (OAuth signing keys)\n` +
     `  ${join("audit", "signing-keys.json")} (audit checkpoint keys)\n` +
+    `  ${join("push", "vapid.json")} (Web Push VAPID key pair)\n` +
     `  ${sealingKeyPath("").replace(/^\//, "")} (sealing key ${sealing.current.keyId})\n`,
 );

@@ -185,12 +185,13 @@ try {
   const csrf = cookies.get("latch_csrf") ?? "";
 
   const results = [
-    // Sign-out and "end every other session" would end the session the pass runs on.
+    // Sign-out and "end every other session" would end the session the pass runs on; the live
+    // inbox is a stream that never ends by design.
     fuzz(
       "operator",
       ["operator"],
       [`Cookie: ${session}`, `X-CSRF-Token: ${csrf}`],
-      ["post_api_auth_logout", "post_api_sessions_revoke_others"],
+      ["post_api_auth_logout", "post_api_sessions_revoke_others", "get_api_inbox_stream"],
     ),
     // GET /mcp is a stream that never ends by design.
     fuzz("model client", ["model"], [`Authorization: Bearer ${model}`], ["get_mcp"]),
