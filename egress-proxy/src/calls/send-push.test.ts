@@ -20,7 +20,7 @@ function push(overrides: Partial<PushSpec> = {}): PushSpec {
       { name: "Authorization", value: VAPID },
       { name: "Urgency", value: "high" },
     ],
-    body: new Uint8Array(200),
+    body: Buffer.alloc(200),
     timeoutMs: 5_000,
     ...overrides,
   };
@@ -84,7 +84,7 @@ describe("SendPush", () => {
       "invalid_header",
     ],
     ["a CRLF in a value", { headers: [{ name: "TTL", value: "60\r\nX-Evil: 1" }] }, "invalid_header"],
-    ["a body over 4096 bytes", { body: new Uint8Array(4097) }, "payload_too_large"],
+    ["a body over 4096 bytes", { body: Buffer.alloc(4097) }, "payload_too_large"],
     ["an IP address as host", { host: "10.0.0.1" }, "ip_literal"],
     ["a path with dot segments", { path: "/a/../b" }, "invalid_path"],
   ])("refuses %s and dials nothing", async (_label, overrides, code) => {
