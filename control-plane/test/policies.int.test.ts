@@ -11,6 +11,7 @@ import {
   type HostedHarness,
   listenHosted,
   operatorWithClient,
+  startHosted,
   toolAnswer,
 } from "./hosted.ts";
 
@@ -415,6 +416,39 @@ describe("what a list does to http_request", () => {
     });
     expect(h.egress.origin.requests.length).toBe(before);
     expect((await auditOf(op)).length).toBe(rowsBefore);
+    await agent.close();
+  });
+});
+
+describe("across replicas sharing the database", () => {
+  it("a list saved on one replica decides the next call on another, and a rate limit counts calls on both", async () => {
+    const replica = await startHosted({ replicaOf: h });
+    const replicaUrl = await replica.app.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const { op, token, agent } = await setUp();
+      const other = await connectAgent(replicaUrl, token);
+      // The replica reads (and caches) the empty list first; the save on the first replica wins.
+      expect((await call(other, { path: "/v1/r/0" })).status).toBe("pending");
+      await savePolicy(op, [{ id: "three", effect: "allow", rate_limit: { calls: 3, per: "minute" } }]);
+      const answers = [];
+      for (const [i, client] of [agent, other, agent, other].entries()) {
+        answers.push(await call(client, { path: `/v1/r/${i + 1}` }));
+      }
+      expect(answers.map((a) => a.status ?? a.origin_status)).toEqual([200, 200, 200, "rate_limited"]);
+      await other.close();
+      await agent.close();
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it("leaves request_grant alone: a deny rule does not refuse asking for an approval", async () => {
+    const { op, agent } = await setUp();
+    await savePolicy(op, [{ id: "deny-all", effect: "deny" }]);
+    const asked = toolAnswer(
+      await agent.callTool({ name: "request_grant", arguments: { item_name: "API_KEY" } }),
+    );
+    expect(asked.status).toBe("pending");
     await agent.close();
   });
 });
