@@ -50,6 +50,27 @@ function agentCell(name, id) {
   if (id) cell.title = id;
   return cell;
 }
+/**
+ * The Inbox's "Make a rule from this" for a pending request: the Policies form prefilled with its
+ * agent (by client id, which no other client can take), credential, host, method and path.
+ */
+function policyRuleLink(grant) {
+  var query = new URLSearchParams({ agent: grant.agent_id, name: grant.agent_name || grant.agent_id });
+  if (grant.item_name) query.set("item", grant.item_name);
+  if (grant.call) {
+    query.set("host", grant.call.host);
+    query.set("method", grant.call.method);
+    query.set("path", grant.call.path.split("?")[0]);
+  }
+  var link = el("a", "Make a rule from this", "rule-link");
+  link.href = `#policies?${query}`;
+  link.setAttribute(
+    "aria-label",
+    `Make a rule from this: ${grant.item_name} for ${grant.agent_name || grant.agent_id}`,
+  );
+  return link;
+}
+
 function approvalRow(grant) {
   var label = `${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)}`;
   var decide = el("td", null, "actions-cell");
@@ -81,6 +102,7 @@ function approvalRow(grant) {
     );
   });
   decide.appendChild(deny);
+  decide.appendChild(policyRuleLink(grant));
   return row([
     rowHeader(grant.item_name),
     grant.environment_id,

@@ -321,7 +321,7 @@ function prefillFromHash() {
   if (query.get("method")) match.methods = [query.get("method")];
   if (query.get("path")) match.paths = [query.get("path").split("?")[0]];
   var from = byId("policy-form-from");
-  from.textContent = `From the request of ${query.get("agent") || "an agent"}: narrow or widen it, then Add rule and Save.`;
+  from.textContent = `From the request of ${query.get("name") || query.get("agent") || "an agent"}: narrow or widen it, then Add rule and Save.`;
   from.hidden = false;
   openPolicyForm(-1, {
     name: `${query.get("method") || ""} ${query.get("host") || ""}`.trim(),

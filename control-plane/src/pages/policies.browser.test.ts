@@ -193,6 +193,28 @@ describe.skipIf(skipBrowserTests)("policies and the live inbox in Chromium", () 
     expect(await page.locator("#inbox-count").textContent()).toBe("(1)");
     await shot(page, "live-count");
 
+    // "Make a rule from this": the Policies form, prefilled from the request.
+    await page.getByRole("link", { name: "Make a rule from this: API_KEY for live agent" }).click();
+    await page.waitForURL(/#policies$/);
+    const form = page.locator("#policy-form");
+    await expect.poll(() => form.getByLabel("Hosts").inputValue(), SOON).toBe("api.latch.test");
+    expect(await form.getByLabel("Agents").inputValue()).toMatch(/^cli_/);
+    expect(await form.getByLabel("Credentials").inputValue()).toBe("API_KEY");
+    expect(await form.getByLabel("Paths").inputValue()).toBe("/v1/x");
+    expect(await form.getByRole("checkbox", { name: "DELETE" }).isChecked()).toBe(true);
+    expect(await page.locator("#policy-form-from").textContent()).toContain("live agent");
+    await shot(page, "from-request");
+    await form.getByRole("button", { name: "Add rule" }).click();
+    await page.getByRole("button", { name: "Save" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Saved version 1: 1 rule in force.");
+    const retried = toolAnswer(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { item_name: "API_KEY", method: "DELETE", path: "/v1/x" },
+      }),
+    );
+    expect(retried).toMatchObject({ origin_status: 200, policy: { effect: "allow" } });
+
     await op.request("POST", `/api/grants/${asked.grant_id}/revoke`);
     await expect.poll(() => page.title(), LIVE).toBe("Console · Latch");
     expect(problems).toEqual([]);
