@@ -254,6 +254,17 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await expect.poll(() => page.locator("#sessions tbody tr").count(), SOON).toBeGreaterThan(0);
     await audit(page, "console-access");
 
+    // Policies: a rule added in the page and previewed against the calls above.
+    await page.goto(`${base}/console#policies`);
+    await expect.poll(() => page.locator("#policy-state").textContent(), SOON).toBe("Version 0.");
+    await page.locator("#policy-name").fill("No admin");
+    await page.locator("#policy-effect").selectOption("deny");
+    await page.locator("#policy-paths").fill("/v1/admin/**");
+    await page.getByRole("button", { name: "Add rule" }).click();
+    await page.getByRole("button", { name: "Preview" }).click();
+    await page.locator("#policy-preview-result").waitFor({ state: "visible" });
+    await audit(page, "console-policies");
+
     // The approval link from the mail: approved once, then the same link again is refused.
     const mail = h.inbox.mails.filter((m) => m.to === email && /approve\?token=/.test(m.raw)).at(-1);
     const unfolded = mail?.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=") ?? "";
@@ -476,6 +487,30 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
 
     const answer = toolAnswer(await agent.callTool({ name: "http_request", arguments: ask }));
     expect(answer.origin_status).toBe(200);
+
+    // Policies by keyboard: open the section, add a rule, preview it, save it.
+    await tabTo(page, (f) => f.tag === "a" && f.name === "Policies", { back: true, limit: 120 });
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/#policies$/);
+    await expect.poll(() => focusedOn(page)).toMatchObject({ id: "policies-heading", visible: true });
+    await tabTo(page, (f) => f.id === "policy-name");
+    await page.keyboard.type("Keyboard reads");
+    await tabTo(page, (f) => f.id === "policy-paths");
+    await page.keyboard.type("/v1/**");
+    await tabTo(page, (f) => f.tag === "button" && f.name === "Add rule");
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator("#policy-rules tbody tr").count()).toBe(1);
+    await expect.poll(() => focusedOn(page)).toMatchObject({ id: "policies-heading", visible: true });
+    await tabTo(page, (f) => f.tag === "button" && f.name === "Preview");
+    await page.keyboard.press("Enter");
+    await expect
+      .poll(() => focusedOn(page), SOON)
+      .toMatchObject({ id: "policy-preview-heading", visible: true });
+    await tabTo(page, (f) => f.tag === "button" && f.name === "Save", { back: true });
+    await page.keyboard.press("Enter");
+    await expect
+      .poll(() => page.locator("#status").textContent(), SOON)
+      .toBe("Saved version 1: 1 rule in force.");
     expect(problems).toEqual([]);
     await agent.close();
     await page.context().close();
