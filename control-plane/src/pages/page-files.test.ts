@@ -17,16 +17,16 @@ describe("page headers", () => {
   it("keeps one policy family: each page differs from the strictest only where it says", () => {
     expect(PAGE_CSP).toBe(
       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-        "worker-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        "worker-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
     );
     const strict =
       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-      "worker-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+      "worker-src 'none'; manifest-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
     expect(pageHeaders("collect")["content-security-policy"]).toBe(strict);
     expect(pageHeaders("local-console")["content-security-policy"]).toBe(strict);
     expect(pageHeaders("approval-result")["content-security-policy"]).toBe(
       "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; connect-src 'none'; " +
-        "worker-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        "worker-src 'none'; manifest-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     );
     for (const kind of ["account", "collect", "local-console", "approval-result"] as const) {
       expect(pageHeaders(kind)).toMatchObject({

@@ -10,6 +10,7 @@ type Directive =
   | "img-src"
   | "connect-src"
   | "worker-src"
+  | "manifest-src"
   | "base-uri"
   | "form-action"
   | "frame-ancestors";
@@ -25,6 +26,7 @@ const STRICT: ReadonlyArray<readonly [Directive, string]> = [
   ["img-src", "'self'"],
   ["connect-src", "'self'"],
   ["worker-src", "'none'"],
+  ["manifest-src", "'none'"],
   ["base-uri", "'none'"],
   ["form-action", "'none'"],
   ["frame-ancestors", "'none'"],
@@ -36,7 +38,12 @@ const CSP_DIFFERENCES = {
    * Sign-in, sign-up, enrolment, the authenticator step and the console: the enrolment QR code is a
    * data: image; forms are sent by script, and were one ever submitted it could only reach us.
    */
-  account: { "img-src": "'self' data:", "form-action": "'self'", "worker-src": "'self'" },
+  account: {
+    "img-src": "'self' data:",
+    "form-action": "'self'",
+    "worker-src": "'self'",
+    "manifest-src": "'self'",
+  },
   /** The collect page (/collect/:id). */
   collect: {},
   /** The console of `vault serve` (GET /). */
@@ -49,7 +56,7 @@ const CSP_DIFFERENCES = {
   /** The device code pages oidc-provider renders (/device): plain forms that post to us, no script. */
   device: { "script-src": "'none'", "connect-src": "'none'", "form-action": "'self'" },
   /** The public site (GET /, /docs): text, our stylesheet and images, no script or fetch. */
-  site: { "script-src": "'none'", "connect-src": "'none'" },
+  site: { "script-src": "'none'", "connect-src": "'none'", "manifest-src": "'self'" },
   /** The answer to an approval link: text, our stylesheet and the mark; no script or fetch. */
   "approval-result": { "script-src": "'none'", "connect-src": "'none'" },
 } as const satisfies Record<string, Partial<Record<Directive, string>>>;

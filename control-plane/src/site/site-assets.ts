@@ -69,14 +69,26 @@ export function icoOf(images: ReadonlyArray<{ size: number; png: Buffer }>): Buf
   return Buffer.concat([header, ...images.map((image) => image.png)]);
 }
 
-/** The web app manifest: the name, the colours and the two Android icons. */
+/**
+ * The web app manifest: the name, the colours and the two Android icons. Installed (a phone's home
+ * screen), it opens the console, whose push worker then notifies the operator of new requests.
+ */
 function manifest(): string {
   const icons = [192, 512].map((size) => ({
     src: `/android-chrome-${size}x${size}.png`,
     sizes: `${size}x${size}`,
     type: "image/png",
   }));
-  const body = { name: "Latch", short_name: "Latch", icons, theme_color: ACCENT, background_color: DARK };
+  const body = {
+    name: "Latch",
+    short_name: "Latch",
+    start_url: "/console",
+    scope: "/",
+    display: "standalone",
+    icons,
+    theme_color: ACCENT,
+    background_color: DARK,
+  };
   return `${JSON.stringify(body, null, 2)}\n`;
 }
 
