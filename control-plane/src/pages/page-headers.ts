@@ -48,8 +48,11 @@ const CSP_DIFFERENCES = {
   device: { "script-src": "'none'", "connect-src": "'none'", "form-action": "'self'" },
   /** The public site (GET /, /docs): text, our stylesheet and images, no script or fetch. */
   site: { "script-src": "'none'", "connect-src": "'none'" },
-  /** The answer to an approval link: text, our stylesheet and the mark; no script or fetch. */
-  "approval-result": { "script-src": "'none'", "connect-src": "'none'" },
+  /**
+   * The answer to an approval link: the request it approved (agent text, as text nodes only) and
+   * our script for "Revoke this approval", which posts to us; no form, no other host.
+   */
+  "approval-result": {},
 } as const satisfies Record<string, Partial<Record<Directive, string>>>;
 
 export type PageKind = keyof typeof CSP_DIFFERENCES;
