@@ -94,7 +94,11 @@ function describeError(status, json) {
   if (typeof error === "string") return sentence(json.message || error);
   if (!error) return `The request failed (HTTP ${status}). Try again.`;
   var text = sentence(error.message || error.code);
-  if (typeof error.attempts_remaining === "number") text += ` Attempts left: ${error.attempts_remaining}.`;
+  // At 0 the sentence already says why (expired, void, none waiting): "Attempts left: 0" would
+  // read as a lockout.
+  if (typeof error.attempts_remaining === "number" && error.attempts_remaining > 0) {
+    text += ` Attempts left: ${error.attempts_remaining}.`;
+  }
   if (typeof error.retry_after === "number") text += ` Try again in ${waitText(error.retry_after)}.`;
   return text;
 }

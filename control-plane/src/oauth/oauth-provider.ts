@@ -8,7 +8,13 @@ import Provider, { type Configuration, errors, type KoaContextWithOIDC } from "o
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 import type { StoredJwk } from "./oauth-keys.ts";
 import { signingJwks } from "./oauth-keys.ts";
-import { deviceConfirmPage, deviceInputPage, deviceSuccessPage, oauthErrorPage } from "./oauth-pages.ts";
+import {
+  deviceConfirmPage,
+  deviceInputPage,
+  deviceProblem,
+  deviceSuccessPage,
+  oauthErrorPage,
+} from "./oauth-pages.ts";
 
 export const MCP_SCOPE = "mcp";
 export const ACCESS_TOKEN_TTL_S = 600;
@@ -129,10 +135,7 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
         charset: "base-20",
         mask: "****-****",
         userCodeInputSource: async (ctx, form, _out, err) => {
-          ctx.body = deviceInputPage(
-            form,
-            err ? "That code is not valid or has expired. Check it and try again." : undefined,
-          );
+          ctx.body = deviceInputPage(form, deviceProblem(err));
         },
         userCodeConfirmSource: async (ctx, form, client, _deviceInfo, userCode) => {
           ctx.body = deviceConfirmPage(form, client.clientName ?? client.clientId, userCode);
