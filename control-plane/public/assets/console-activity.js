@@ -9,6 +9,11 @@ var DECISIONS = [
 ];
 var lastInbox = "";
 var waitingCount = -1;
+/**
+ * The "Always allow" choice open in a row: which grant and which scope is picked, so a background
+ * redraw of the inbox (a new request arriving) keeps it open as it was.
+ */
+var alwaysOpen = null;
 
 function loadInbox(isBackground) {
   return api("GET", "/api/inbox").then((answer) => {
@@ -37,7 +42,8 @@ function loadInbox(isBackground) {
 /** Redraws the inbox; a focused decision button keeps focus across a background redraw. */
 function renderInbox(approvals, requests) {
   var focused = document.activeElement?.getAttribute("data-key");
-  fillTable("approvals", approvals.map(approvalRow), "approvals-empty");
+  if (alwaysOpen && !approvals.some((g) => g.grant_id === alwaysOpen.grantId)) alwaysOpen = null;
+  fillTable("pending-approvals", approvals.map(approvalRow), "pending-approvals-empty");
   fillTable("requests", requests.map(requestRow), "requests-empty");
   if (!focused) return;
   var again = byId("inbox").querySelector(`[data-key="${CSS.escape(focused)}"]`);
@@ -50,10 +56,50 @@ function agentCell(name, id) {
   if (id) cell.title = id;
   return cell;
 }
+/** The hosts a credential reaches, as a sentence: "api.github.com", "a.example and b.example". */
+function hostsText(hosts) {
+  if (!hosts?.length) return "its hosts";
+  return hosts.length === 1 ? hosts[0] : `${hosts.slice(0, -1).join(", ")} and ${hosts[hosts.length - 1]}`;
+}
 function approvalRow(grant) {
   var label = `${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)}`;
   var decide = el("td", null, "actions-cell");
-  DECISIONS.forEach((decision) => {
+  if (alwaysOpen && alwaysOpen.grantId === grant.grant_id) decide.appendChild(alwaysChooser(grant, label));
+  else decide.append.apply(decide, decisionButtons(grant, label));
+  var request = el("td", null, "request-cell");
+  if (grant.after_deny_at) {
+    // DECISIONS: within 10 minutes of a Deny the same call waits again, unmailed: say so.
+    request.appendChild(el("p", `Asked again after a Deny (${when(grant.after_deny_at)})`, "after-deny"));
+  }
+  request.appendChild(requestView(grant.call, grant.body, label));
+  if (grant.call) {
+    request.appendChild(
+      el(
+        "div",
+        `Once: exactly this request. 8 hours: ${grant.call.method} on ${grant.call.host} under ${pathPrefix(grant.call.path)}.`,
+        "hint",
+      ),
+    );
+  }
+  return row([
+    rowHeader(grant.item_name),
+    grant.environment_id,
+    agentCell(grant.agent_name, grant.agent_id),
+    request,
+    grant.task_description,
+    timeCell(grant.created_at),
+    decide,
+  ]);
+}
+function approve(grant, label, policy, scope) {
+  var body = scope ? { policy: policy, scope: scope } : { policy: policy };
+  return api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, body).then(() => {
+    alwaysOpen = null;
+    return inboxChanged(`Approved ${label} ${POLICY_TEXT[policy]}.`);
+  });
+}
+function decisionButtons(grant, label) {
+  var buttons = DECISIONS.map((decision) => {
     var b = button(
       decision[1],
       `${decision[0] === "session" ? "Approve for 8 hours" : decision[1]}: ${label}`,
@@ -61,13 +107,21 @@ function approvalRow(grant) {
     );
     b.setAttribute("data-key", `${grant.grant_id}:${decision[0]}`);
     b.addEventListener("click", () => {
-      act(b, () =>
-        api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, { policy: decision[0] }).then(() =>
-          inboxChanged(`Approved ${label} ${POLICY_TEXT[decision[0]]}.`),
-        ),
-      );
+      if (decision[0] === "item_standing") {
+        // "Always" asks what always covers before anything is approved.
+        alwaysOpen = { grantId: grant.grant_id, scope: grant.call ? "path_prefix" : "credential" };
+        lastInbox = "";
+        loadInbox(false)
+          .then(() => {
+            var first = byId("inbox").querySelector(`[data-key="${CSS.escape(`${grant.grant_id}:scope`)}"]`);
+            if (first) first.focus();
+          })
+          .catch(fail);
+        return;
+      }
+      act(b, () => approve(grant, label, decision[0]));
     });
-    decide.appendChild(b);
+    return b;
   });
   // A pending request is denied (the grant endpoint's revoke); it never becomes usable.
   var deny = button("Deny", `Deny: ${label}`, true);
@@ -80,46 +134,72 @@ function approvalRow(grant) {
       ),
     );
   });
-  decide.appendChild(deny);
-  return row([
-    rowHeader(grant.item_name),
-    grant.environment_id,
-    agentCell(grant.agent_name, grant.agent_id),
-    requestCell(
-      grant.call,
-      (call, path) =>
-        "Once: exactly this request. 8 hours: " +
-        call.method +
-        " on " +
-        call.host +
-        " under " +
-        path.slice(0, path.lastIndexOf("/") + 1) +
-        ". Always: every call.",
-    ),
-    grant.task_description,
-    timeCell(grant.created_at),
-    decide,
-  ]);
+  buttons.push(deny);
+  return buttons;
 }
 /**
- * What approving covers, shown in full (DECISIONS "Approvals"): the exact request with its body
- * digest, what 8 hours would cover, or, for a grant asked without a request, every call.
+ * "Always allow": what always covers, asked first. The request's method and host under its
+ * path's prefix is the default; the whole credential is a choice of its own, its reach spelled
+ * out. A request that named no call can only be allowed whole.
  */
-function requestCell(call, coverage) {
-  var cell = el("td", null, "request-cell");
-  if (!call) {
-    cell.appendChild(el("strong", "Any call"));
-    cell.appendChild(el("span", " with this credential: the agent named no request.", "hint"));
-    return cell;
+function alwaysChooser(grant, label) {
+  var group = el("fieldset", null, "always-choice");
+  group.appendChild(el("legend", `Always allow ${label}:`));
+  var name = `always-${grant.grant_id}`;
+  var options = [];
+  if (grant.call) {
+    options.push([
+      "path_prefix",
+      `${grant.call.method} on ${grant.call.host} under ${pathPrefix(grant.call.path)}`,
+      "Other methods and paths still ask you.",
+    ]);
   }
-  var line = el("div", null, "request-line");
-  line.appendChild(el("code", call.method, "method"));
-  line.appendChild(document.createTextNode(" "));
-  line.appendChild(el("code", call.host + call.path, "target"));
-  cell.appendChild(line);
-  cell.appendChild(el("div", call.body_sha256 ? `Body SHA-256 ${call.body_sha256}` : "No body", "digest"));
-  cell.appendChild(el("div", coverage(call, call.path.split("?")[0]), "hint"));
-  return cell;
+  options.push([
+    "credential",
+    `The whole credential: any method, any path on ${hostsText(grant.allowed_hosts)}`,
+    `The agent could then also delete or change anything ${grant.item_name} reaches, without asking.`,
+  ]);
+  options.forEach((option, index) => {
+    var id = `${name}-${option[0]}`;
+    var line = el("div", null, option[0] === "credential" ? "choice warning" : "choice");
+    var radio = el("input");
+    radio.type = "radio";
+    radio.name = name;
+    radio.id = id;
+    radio.value = option[0];
+    radio.checked = alwaysOpen.scope === option[0];
+    if (index === 0) radio.setAttribute("data-key", `${grant.grant_id}:scope`);
+    radio.addEventListener("change", () => {
+      alwaysOpen.scope = option[0];
+    });
+    var text = el("label", option[1]);
+    text.htmlFor = id;
+    var note = el("div", option[2], "hint");
+    note.id = `${id}-note`;
+    radio.setAttribute("aria-describedby", note.id);
+    line.append(radio, text, note);
+    group.appendChild(line);
+  });
+  var confirm = button("Always allow", `Always allow, as chosen: ${label}`, false);
+  confirm.setAttribute("data-key", `${grant.grant_id}:always-confirm`);
+  confirm.addEventListener("click", () => {
+    act(confirm, () => approve(grant, label, "item_standing", alwaysOpen.scope));
+  });
+  var cancel = button("Cancel", `Cancel always allow: ${label}`, true);
+  cancel.addEventListener("click", () => {
+    alwaysOpen = null;
+    lastInbox = "";
+    loadInbox(false)
+      .then(() => {
+        var opener = byId("inbox").querySelector(
+          `[data-key="${CSS.escape(`${grant.grant_id}:item_standing`)}"]`,
+        );
+        if (opener) opener.focus();
+      })
+      .catch(fail);
+  });
+  group.append(confirm, cancel);
+  return group;
 }
 function inboxChanged(message) {
   say(message);
@@ -177,15 +257,21 @@ function requestRow(need) {
     );
   });
   answer.appendChild(deny);
+  var request = el("td", null, "request-cell");
+  request.appendChild(requestView(need.call, need.body, `${need.suggested_name} for ${need.client_name}`));
+  request.appendChild(
+    el(
+      "div",
+      "Storing the value approves exactly this request once; Always allow: more, as you choose.",
+      "hint",
+    ),
+  );
   return row([
     need.kind,
     need.suggested_name,
     need.host,
     agentCell(need.client_name, need.client_id),
-    requestCell(
-      need.call,
-      () => "Storing the value approves exactly this request once; Always allow: every call.",
-    ),
+    request,
     need.message,
     timeCell(need.created_at),
     answer,
@@ -195,11 +281,13 @@ var codeForm = byId("code-form");
 onSubmit(codeForm, () => {
   var field = byId("approval-code"),
     code = field.value.replace(/\s+/g, ""),
-    policy = byId("code-policy").value;
+    choice = byId("code-policy").value.split(":"),
+    policy = choice[0];
   if (!/^\d{8}$/.test(code)) return refuse(field, "An approval code has 8 digits.");
+  var body = choice[1] ? { code: code, policy: policy, scope: choice[1] } : { code: code, policy: policy };
   busy(
     codeForm,
-    api("POST", "/api/grants/approve-by-code", { code: code, policy: policy }).then((answer) => {
+    api("POST", "/api/grants/approve-by-code", body).then((answer) => {
       field.value = "";
       var grant = answer.grant;
       say(

@@ -82,7 +82,9 @@ export function approvalRequestHtml(grant: PendingApproval): string {
   const list = tag(
     "dl",
     { class: "request-summary" },
-    ...rows.map(([term, value]) => tag("div", {}, tag("dt", {}, text(term)), tag("dd", {}, text(value)))),
+    ...rows.map(([term, value]) =>
+      tag("div", { class: "summary-row" }, tag("dt", {}, text(term)), tag("dd", {}, text(value))),
+    ),
   );
   const body = grant.call
     ? grant.body
