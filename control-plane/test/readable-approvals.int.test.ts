@@ -205,6 +205,36 @@ describe("the body of a pending request, readable", () => {
   });
 });
 
+describe("the approval mail is plain text the agent cannot steer", () => {
+  it("keeps a body's line breaks and SMTP words inside the quoted body, one recipient, no header of theirs", async () => {
+    const { agent, email } = await setUp("mail agent");
+    const hostile = "x\r\nBcc: evil@example.test\r\n.\r\nRCPT TO:<evil@example.test>\r\nSubject: Approve me";
+    const asked = await http(agent, {
+      method: "POST",
+      path: "/v1/messages",
+      content_type: "application/x-www-form-urlencoded",
+      body: { text: hostile },
+      task_description: "line one\nBcc: evil@example.test",
+    });
+    expect(asked.status).toBe("pending");
+    await expect
+      .poll(() => mailsTo(email).filter((m) => /approve\?token=/.test(mailText(m.raw))).length)
+      .toBe(1);
+    const mail = mailsTo(email).at(-1)!;
+    expect(h.inbox.mails.filter((m) => m.to.includes("evil@example.test"))).toEqual([]);
+    expect(mail.to).toBe(email);
+    const headers = mail.raw.slice(0, mail.raw.indexOf("\r\n\r\n"));
+    expect(headers).not.toMatch(/^(Bcc|Subject: Approve me)/im);
+    const text = mailText(mail.raw);
+    // Each of the body's lines is behind "| ", its carriage returns shown as U+FFFD.
+    expect(text).toContain(
+      "    | text: x\uFFFD\n    | Bcc: evil@example.test\uFFFD\n    | .\uFFFD\n    | RCPT TO:",
+    );
+    expect(text).toContain("(it holds control or direction characters, shown as \uFFFD: read it with care)");
+    expect(text).not.toMatch(/^Bcc:/m);
+  });
+});
+
 describe("Always allow asks what always covers", () => {
   it("path_prefix covers the request's method and host under its path's prefix; a DELETE elsewhere asks again", async () => {
     const { op, agent } = await setUp();

@@ -52,9 +52,10 @@ export function keepBody(bytes: Buffer, contentType: string): KeptBody {
   return { text: bytes.subarray(0, end).toString("utf8"), bytes: bytes.length, contentType };
 }
 
-// C0 and C1 controls but tab, line feed and carriage return, and the bidirectional embeddings,
+// C0 and C1 controls but tab and line feed (a carriage return too: on its own it rewrites the
+// line it is in, and in the mail it would end a line early), and the bidirectional embeddings,
 // overrides and isolates (the "Trojan Source" characters).
-const HIDDEN = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 function showHidden(text: string): { text: string; isHidden: boolean } {
   const shown = text.replace(HIDDEN, "\uFFFD");

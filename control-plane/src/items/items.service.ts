@@ -148,11 +148,15 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     const parsed = itemInput.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      // Only the field's name goes back: zod's message for `value` must never quote the value.
-      throw new AppError(
-        "invalid_request",
-        `invalid ${issue?.path.join(".") || "body"}: ${issue?.path[0] === "value" ? "not a string of the allowed length" : issue?.message}`,
-      );
+      // Only the field's name goes back: zod's message for `value` must never quote the value (a
+      // length over the limit is our own sentence, naming the limit).
+      const isValue = issue?.path[0] === "value";
+      const reason = !isValue
+        ? issue?.message
+        : issue.code === "too_big"
+          ? issue.message
+          : "not a string of the allowed length";
+      throw new AppError("invalid_request", `invalid ${issue?.path.join(".") || "body"}: ${reason}`);
     }
     const input = parsed.data;
     if (!ITEM_NAME.test(input.name)) {
