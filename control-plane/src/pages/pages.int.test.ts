@@ -216,16 +216,24 @@ describe("what the pages are made of", () => {
     }
     const { ready } = await browsersInEachState();
     const page = (await ready.request("GET", "/console")).body;
-    for (const script of ["console", "console-clients", "console-activity"]) {
+    for (const script of [
+      "console",
+      "console-inject",
+      "console-clients",
+      "request-view",
+      "console-inbox",
+      "console-activity",
+      "console-approvals",
+    ]) {
       expect(page).toMatch(new RegExp(`<script src="/assets/${script}\\.[0-9a-f]{12}\\.js"></script>`));
     }
-    for (const section of ["vault", "clients", "inbox", "audit", "access"]) {
+    for (const section of ["vault", "clients", "inbox", "approvals", "audit", "access"]) {
       expect(page).toContain(`<section id="${section}" class="panel" aria-labelledby="${section}-heading">`);
       expect(page).toContain(`<a href="#${section}">`);
     }
     // Secret inputs are password fields the browser does not offer to fill.
     for (const id of ["item-value", "rotate-value"]) {
-      expect(page).toMatch(new RegExp(`<input id="${id}" [^>]*type="password" autocomplete="off"`));
+      expect(page).toMatch(new RegExp(`<input\\s+id="${id}"\\s[^>]*type="password"\\s+autocomplete="off"`));
     }
   });
 
