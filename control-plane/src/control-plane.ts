@@ -94,6 +94,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     minter,
     clients,
     orgs: services.orgs,
+    environments: config.LATCH_ENVIRONMENTS,
     recordEvent: audit.insertAuditEvent,
     isOperator: async (operatorId) => (await services.totp.findOperator(operatorId)) !== undefined,
     now,

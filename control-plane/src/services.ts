@@ -90,7 +90,7 @@ function createCoreServices(
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
     defaultEnvironment: variant.environments[0]!,
-    ...(isLocal ? { isHostListOptional: true } : {}),
+    ...(isLocal ? { isHostListOptional: true, isRefreshTypable: true } : {}),
   });
   const calls = createCallsService({
     findItemByName: items.findCallableByName,

@@ -221,6 +221,9 @@ describe("an agent and a connect", () => {
     expect(done.headers.location).toBe("/console#vault?connected=spotify");
     const inbox = (await op.request("GET", "/api/inbox")).json() as { requests?: { need_id: string }[] };
     expect(JSON.stringify(inbox)).not.toContain(String(first.need_id));
+    // Spec 3.2: the connect closed the request: its state is `closed` (a secret request is fulfilled).
+    const closed = await op.request("GET", `/api/need-items/${first.need_id}`);
+    expect(closed.json().need.status).toBe("closed");
 
     const exchanges = fakes.tokenRequests.length;
     const retried = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));

@@ -24,7 +24,7 @@ async function setUp(items: Record<string, unknown>[]) {
     items,
     clientName: "tools agent",
   });
-  return { op, agent: await connectAgent(url, token), clientId };
+  return { op, agent: await connectAgent(url, token), clientId, token };
 }
 
 const tool = (agent: Client, name: string, args: Record<string, unknown>) =>
@@ -42,8 +42,7 @@ describe("setup", () => {
     await op.request("POST", `/api/grants/${pending.grant_id}/approve`, { policy: "session" });
     expect((await tool(agent, "setup", { host: "api.latch.test" })).status).toBe("ready_prompt");
 
-    const again = await tool(agent, "request_grant", { item_name: "API_KEY" });
-    expect(again).toMatchObject({ status: "active", policy: "session" });
+    // Spec 3.1: only a standing policy is returned at once; the session approval still covers calls.
     const next = await tool(agent, "http_request", { method: "GET", path: "/x", item_name: "API_KEY" });
     expect(next.origin_status).toBe(200);
     await agent.close();
@@ -145,6 +144,164 @@ describe("need_item", () => {
   });
 });
 
+describe("need_item by item_name alone (issue 21 item 6, spec 4.2)", () => {
+  it("http_request, find_items and request_grant open one collect request; the operator names the host", async () => {
+    const { op, agent } = await setUp([]);
+    const asked = await tool(agent, "http_request", {
+      method: "GET",
+      path: "/v1/me",
+      item_name: "NAMED_KEY",
+    });
+    expect(asked).toMatchObject({ status: "need_item", suggested_name: "NAMED_KEY" });
+    expect(asked.host).toBeUndefined();
+    expect(asked.collect_url).toBe(`http://localhost:8787/collect/${asked.need_id}`);
+    expect(asked.message).toContain(String(asked.collect_url));
+    // The same agent asking for the same name again, by any of the three tools, is the same request.
+    for (const [name, args] of [
+      ["find_items", { item_name: "NAMED_KEY" }],
+      ["request_grant", { item_name: "NAMED_KEY" }],
+    ] as const) {
+      const again = await tool(agent, name, args);
+      expect(again, name).toMatchObject({ status: "need_item", need_id: asked.need_id });
+      expect(again.collect_url).toBe(asked.collect_url);
+    }
+    const requests = (await op.request("GET", "/api/inbox")).json().requests as { need_id: string }[];
+    expect(requests.map((r) => r.need_id)).toEqual([asked.need_id]);
+    const need = (await op.request("GET", `/api/need-items/${asked.need_id}`)).json().need;
+    expect(need).toMatchObject({ host: null, suggested_name: "NAMED_KEY" });
+
+    // The collect page sends the host the operator typed; without one there is nowhere to send it.
+    const noHost = await op.request("POST", `/api/need-items/${asked.need_id}/fulfill`, { value: SECRET });
+    expect(noHost.statusCode).toBe(400);
+    expect(noHost.json().error.code).toBe("invalid_host");
+    const fulfilled = await op.request("POST", `/api/need-items/${asked.need_id}/fulfill`, {
+      value: SECRET,
+      allowed_hosts: ["api.latch.test"],
+    });
+    expect(fulfilled.statusCode, fulfilled.body).toBe(200);
+    expect(fulfilled.json().item).toMatchObject({ name: "NAMED_KEY", allowed_hosts: ["api.latch.test"] });
+    const sent = await tool(agent, "http_request", { method: "GET", path: "/v1/me", item_name: "NAMED_KEY" });
+    expect(sent.origin_status).toBe(200);
+    await agent.close();
+  });
+});
+
+describe("request_grant (issue 21 item 9, spec 3.1)", () => {
+  it("returns an active grant at once only for a standing policy; a session approval asks again", async () => {
+    const { op, agent } = await setUp([{ name: "API_KEY" }]);
+    const first = await tool(agent, "request_grant", { item_name: "API_KEY" });
+    await op.request("POST", `/api/grants/${first.grant_id}/approve`, { policy: "session" });
+    const again = await tool(agent, "request_grant", { item_name: "API_KEY" });
+    expect(again).toMatchObject({ status: "pending" });
+    expect(again.grant_id).not.toBe(first.grant_id);
+    expect(again.approval_code).toMatch(/^\d{8}$/);
+    await op.request("POST", `/api/grants/${again.grant_id}/approve`, { policy: "item_standing" });
+    const standing = await tool(agent, "request_grant", { item_name: "API_KEY" });
+    expect(standing).toMatchObject({ grant_id: again.grant_id, status: "active", policy: "item_standing" });
+    await agent.close();
+  });
+
+  it("POST /api/grants/request does the same for a model client", async () => {
+    const { op, agent, token } = await setUp([{ name: "API_KEY" }]);
+    const asModel = (body: Record<string, unknown>) =>
+      h.app.inject({
+        method: "POST",
+        url: "/api/grants/request",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        payload: JSON.stringify(body),
+      });
+    const first = await asModel({ item_name: "API_KEY" });
+    expect(first.statusCode).toBe(201);
+    await op.request("POST", `/api/grants/${first.json().grant.grant_id}/approve`, { policy: "session" });
+    const again = await asModel({ item_name: "API_KEY" });
+    expect(again.statusCode, again.body).toBe(201);
+    expect(again.json().grant).toMatchObject({ status: "pending" });
+    await op.request("POST", `/api/grants/${again.json().grant.grant_id}/approve`, {
+      policy: "item_standing",
+    });
+    const standing = await asModel({ item_name: "API_KEY" });
+    expect(standing.statusCode).toBe(200);
+    expect(standing.json().grant).toMatchObject({ status: "active", policy: "item_standing" });
+    await agent.close();
+  });
+});
+
+describe("setup with dry_run answers what setup would (issue 21 item 8)", () => {
+  it("user_connect_required for an app secret without a connected account, writing nothing", async () => {
+    const { op, agent } = await setUp([
+      {
+        name: "SPOTIFY",
+        kind: "client_secret",
+        inject: "client_credentials",
+        username: "spotify-client-id",
+        allowed_hosts: ["api.spotify.com", "accounts.spotify.com"],
+      },
+    ]);
+    const dry = await tool(agent, "setup", { provider: "spotify", dry_run: true });
+    expect(dry).toMatchObject({
+      status: "user_connect_required",
+      provider: "spotify",
+      item_name: "SPOTIFY",
+      refresh_item_name: "SPOTIFY_REFRESH",
+      dry_run: true,
+    });
+    expect(dry.connect_url).toBeUndefined();
+    expect((await op.request("GET", "/api/inbox")).json().requests).toEqual([]);
+    const real = await tool(agent, "setup", { provider: "spotify" });
+    expect(real.status).toBe("user_connect_required");
+    expect(real.connect_url).toEqual(expect.any(String));
+    await agent.close();
+  });
+});
+
+describe("find_items (issue 21 item 13, spec 4.2)", () => {
+  it("answers ambiguous with up to five items, truncated when more, and no value", async () => {
+    const { agent } = await setUp(
+      ["ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX"].map((name) => ({ name: `${name}_KEY` })),
+    );
+    const answer = await tool(agent, "find_items", { host: "api.latch.test" });
+    expect(answer.status).toBe("ambiguous");
+    expect((answer.items as unknown[]).length).toBe(5);
+    expect(answer.truncated).toBe(true);
+    expect(JSON.stringify(answer)).not.toContain(SECRET);
+    const { agent: two } = await setUp([{ name: "A_KEY" }, { name: "B_KEY" }]);
+    const pair = await tool(two, "find_items", { host: "api.latch.test" });
+    expect(pair).toMatchObject({ status: "ambiguous" });
+    expect((pair.items as { name: string }[]).map((i) => i.name).sort()).toEqual(["A_KEY", "B_KEY"]);
+    expect(pair.truncated).toBeUndefined();
+    await agent.close();
+    await two.close();
+  });
+
+  it("with neither item_name nor host is not an error and returns nothing from the vault", async () => {
+    const { op, agent } = await setUp([{ name: "API_KEY" }]);
+    const result = await agent.callTool({ name: "find_items", arguments: {} });
+    expect(result.isError).toBeFalsy();
+    const answer = toolAnswer(result);
+    expect(answer.items).toEqual([]);
+    expect(JSON.stringify(answer)).not.toContain("API_KEY");
+    expect((await op.request("GET", "/api/inbox")).json().requests).toEqual([]);
+    await agent.close();
+  });
+});
+
+describe("setup with both provider and host (issue 21 item 13, spec 4.2)", () => {
+  it("is refused, even when they agree, and writes nothing", async () => {
+    const { op, agent } = await setUp([]);
+    for (const host of ["api.github.com", "api.latch.test"]) {
+      const result = await agent.callTool({ name: "setup", arguments: { provider: "github", host } });
+      expect(result.isError, host).toBe(true);
+      const answer = toolAnswer(result) as { error?: { code: string; message: string } };
+      expect(answer.error?.code).toBe("invalid_request");
+      expect(answer.error?.message).toMatch(/exactly one of provider or host/);
+    }
+    const neither = await agent.callTool({ name: "setup", arguments: {} });
+    expect(neither.isError).toBe(true);
+    expect((await op.request("GET", "/api/inbox")).json().requests).toEqual([]);
+    await agent.close();
+  });
+});
+
 describe("aliases", () => {
   it("accepts http.request hosted; list_secrets is a local alias only", async () => {
     const { agent } = await setUp([{ name: "API_KEY" }]);
@@ -175,6 +332,35 @@ describe("the playlist path rewrite (spec 4.2 rule 3)", () => {
     });
     expect(albums.path).toBe("/v1/albums/abc/tracks");
     expect(albums.path_rewritten).toBeUndefined();
+    await agent.close();
+  });
+});
+
+describe("sigv4 (issue 21 item 4)", () => {
+  it("refuses a presigned URL's parameters in the agent's query before asking for an approval", async () => {
+    const { op, agent } = await setUp([
+      {
+        name: "AWS_SQS",
+        inject: "sigv4",
+        username: "AKIDLATCHTEST0000001",
+        allowed_hosts: ["sqs.eu-west-1.amazonaws.com"],
+      },
+    ]);
+    for (const parameter of ["X-Amz-Signature", "X-Amz-Credential", "x-amz-security-token"]) {
+      const result = await agent.callTool({
+        name: "http_request",
+        arguments: {
+          method: "GET",
+          item_name: "AWS_SQS",
+          path: `/?Action=ListQueues&${parameter}=chosen`,
+        },
+      });
+      expect(result.isError, parameter).toBe(true);
+      const answer = toolAnswer(result) as { error?: { code: string; message: string } };
+      expect(answer.error?.code).toBe("invalid_path");
+      expect(answer.error?.message).toMatch(/presigned URL/);
+    }
+    expect((await op.request("GET", "/api/inbox")).json().approvals).toEqual([]);
     await agent.close();
   });
 });

@@ -196,6 +196,53 @@ describe("rule 7: refresh-based calls", () => {
     await agent.close();
   });
 
+  it("http_request's client_id is the public client's ID the exchange sends when none is stored (spec 4.2)", async () => {
+    const rig = await startLocalVault(harness, { logs });
+    await storeRefresh(rig, "spotify", fakes.issueRefreshToken("spotify"));
+    const agent = await connectLocalAgent(rig.url, "client-id-agent");
+    const call = { method: "GET", host: "api.spotify.com", path: "/v1/me", item_name: "SPOTIFY_REFRESH" };
+    // No client ID anywhere: nothing to exchange with.
+    const denied = toolPayload(await agent.callTool({ name: "http_request", arguments: call }));
+    expect(denied.status).toBe("inject_denied");
+    const before = tokenCalls("spotify");
+    const answer = await callApproved(rig, agent, { ...call, client_id: fakes.clients.spotify.clientId });
+    expect(answer.origin_status, JSON.stringify(answer)).toBe(200);
+    expect(answer.refreshed).toBe(true);
+    expect(tokenCalls("spotify")).toBe(before + 1);
+    expect(fakes.tokenRequests.at(-1)).toMatchObject({
+      provider: "spotify",
+      grantType: "refresh_token",
+      ok: true,
+    });
+    await agent.close();
+  });
+
+  it("http_request's client_id must be the one stored with the client secret, or the call is refused before any approval", async () => {
+    const rig = await startLocalVault(harness, { logs });
+    await storeApp(rig, "spotify");
+    await storeRefresh(rig, "spotify", fakes.issueRefreshToken("spotify"));
+    const agent = await connectLocalAgent(rig.url, "client-id-mismatch");
+    const result = await agent.callTool({
+      name: "http_request",
+      arguments: { method: "GET", host: "api.spotify.com", path: "/v1/me", client_id: "another-client" },
+    });
+    expect(result.isError).toBe(true);
+    const refused = toolPayload(result) as { error?: { code: string; message: string } };
+    expect(refused.error?.code).toBe("invalid_request");
+    expect(refused.error?.message).toMatch(/client_id is not the client ID stored with SPOTIFY/);
+    const grants = await localOperator<{ grants: unknown[] }>(rig, "GET", "/api/grants");
+    expect(grants.json.grants).toEqual([]);
+    // The stored one named explicitly is the same as naming none.
+    const sent = await callApproved(rig, agent, {
+      method: "GET",
+      host: "api.spotify.com",
+      path: "/v1/me",
+      client_id: fakes.clients.spotify.clientId,
+    });
+    expect(sent.origin_status, JSON.stringify(sent)).toBe(200);
+    await agent.close();
+  });
+
   it("without the sibling, another provider answers inject_denied with missing_item, sends nothing and asks no approval", async () => {
     const rig = await startLocalVault(harness, { logs });
     await storeRefresh(rig, "github", fakes.issueRefreshToken("github"));

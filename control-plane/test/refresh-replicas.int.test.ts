@@ -43,6 +43,8 @@ function replica(database: OpenDatabase) {
     recordEvent: audit.insertAuditEvent,
     environments: ["production"],
     defaultEnvironment: "production",
+    // The refresh token is typed in, as the local vault takes it (hosted, Connect stores it).
+    isRefreshTypable: true,
   });
   const calls = createCallsService({
     findItemByName: items.findCallableByName,

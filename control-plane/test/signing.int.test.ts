@@ -259,3 +259,90 @@ describe("hmac:<provider>_sig", () => {
     expect(answer.originStatus).toBe(403);
   });
 });
+
+/**
+ * An origin that echoes the request as a careless (or hostile) service might: the headers in the
+ * body, and the signature header of its choice again in x-request-id.
+ */
+function echoing(signatureHeader: string) {
+  return (_req: IncomingMessage, res: ServerResponse, recorded: RecordedRequest) => {
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "x-request-id": String(recorded.headers[signatureHeader] ?? ""),
+    });
+    res.end(JSON.stringify({ headers: recorded.headers, url: recorded.url }));
+  };
+}
+
+describe("what a signing mode adds is a credential too (issue 21 item 4)", () => {
+  it.each([
+    ["stripe", ["stripe-signature"]],
+    ["slack", ["x-slack-signature", "x-slack-request-timestamp"]],
+    ["github", ["x-hub-signature-256"]],
+  ] as const)("hmac:%s_sig: every header the proxy added comes back [redacted]", async (provider, added) => {
+    harness.setHandler(echoing(added[0]));
+    const spec = await harness.callSpec(SIGNING_SECRET, {
+      inject: `hmac:${provider}_sig`,
+      method: "POST",
+      path: "/webhooks/echo",
+      body: Buffer.from('{"chosen":"by the agent"}'),
+      contentType: "application/json",
+      headers: [{ name: "x-agent-header", value: "kept-as-sent" }],
+    });
+    const answer = await harness.client.execute(harness.minter.mintCallTicket(spec), 15_000);
+    expect(answer.error).toBeUndefined();
+    const recorded = harness.origin.requests.at(-1)!;
+    const echoed = JSON.parse(answer.body.toString()) as { headers: Record<string, string> };
+    for (const name of added) {
+      const sent = String(recorded.headers[name]);
+      expect(sent.length).toBeGreaterThan(0);
+      expect(echoed.headers[name], name).toBe("[redacted]");
+      expect(answer.body.toString()).not.toContain(sent);
+    }
+    // The signature's hex alone, as an origin's error message might quote it, is redacted too.
+    const hex = /[0-9a-f]{64}/.exec(String(recorded.headers[added[0]]))![0];
+    expect(answer.body.toString()).not.toContain(hex);
+    expect(answer.headers.find((h) => h.name === "x-request-id")?.value).toBe("[redacted]");
+    // What the agent itself sent is not a credential and comes back as it was.
+    expect(echoed.headers["x-agent-header"]).toBe("kept-as-sent");
+  });
+
+  it("sigv4: the Authorization header and its signature come back [redacted]", async () => {
+    harness.setHandler(echoing("authorization"));
+    const spec = await harness.callSpec(SECRET_ACCESS_KEY, {
+      inject: "sigv4",
+      username: ACCESS_KEY_ID,
+      host: AWS_HOST,
+      allowedHosts: [AWS_HOST],
+      path: "/?Action=ListQueues",
+    });
+    const answer = await harness.client.execute(harness.minter.mintCallTicket(spec), 15_000);
+    expect(answer.error).toBeUndefined();
+    const recorded = harness.origin.requests.at(-1)!;
+    const authorization = String(recorded.headers.authorization);
+    const signature = /Signature=([0-9a-f]{64})$/.exec(authorization)![1]!;
+    const echoed = JSON.parse(answer.body.toString()) as { headers: Record<string, string> };
+    expect(echoed.headers.authorization).toBe("[redacted]");
+    expect(answer.body.toString()).not.toContain(signature);
+    expect(answer.headers.find((h) => h.name === "x-request-id")?.value).toBe("[redacted]");
+  });
+
+  it.each(["X-Amz-Signature", "x-amz-credential", "X-Amz-Security-Token", "X%2DAmz%2DSignature"])(
+    "sigv4: an agent's %s query parameter is refused before anything is sent",
+    async (parameter) => {
+      const before = harness.origin.requests.length;
+      const spec = await harness.callSpec(SECRET_ACCESS_KEY, {
+        inject: "sigv4",
+        username: ACCESS_KEY_ID,
+        host: AWS_HOST,
+        allowedHosts: [AWS_HOST],
+        path: `/?Action=ListQueues&${parameter}=chosen`,
+      });
+      const answer = await harness.client.execute(harness.minter.mintCallTicket(spec), 15_000);
+      expect(answer.error?.code).toBe("invalid_path");
+      expect(answer.error?.message).toMatch(/presigned/);
+      expect(answer.reachedOrigin).toBe(false);
+      expect(harness.origin.requests.length).toBe(before);
+    },
+  );
+});

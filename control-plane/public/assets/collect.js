@@ -63,8 +63,12 @@
     });
   }
   function showForm(need) {
-    byId("summary").textContent =
-      `${need.client_name} needs a credential for ${need.host} (${need.environment}).`;
+    // Spec 4.2: an agent that named only the credential named no host; the operator gives it.
+    byId("host-field").hidden = Boolean(need.host);
+    byId("host").required = !need.host;
+    byId("summary").textContent = need.host
+      ? `${need.client_name} needs a credential for ${need.host} (${need.environment}).`
+      : `${need.client_name} needs a credential named ${need.suggested_name} (${need.environment}) and named no API host: give the host it may be sent to.`;
     var call = byId("call");
     if (need.call) {
       call.appendChild(el("p", "Storing it approves, once, the request that asked:"));
@@ -76,7 +80,7 @@
       byId("allow-prefix-row").hidden = true;
     }
     byId("allow-credential-label").textContent =
-      `Always: the whole credential, any method and path on ${need.host}`;
+      `Always: the whole credential, any method and path on ${need.host || "its host"}`;
     if (need.message) {
       byId("task").textContent = `Task (written by the agent): ${need.message}`;
       byId("task").hidden = false;
@@ -130,6 +134,8 @@
     if (!/^[A-Z][A-Z0-9_]{0,127}$/.test(name.value)) {
       return refuse(name, "A name is an uppercase letter, then uppercase letters, digits or underscores.");
     }
+    var host = byId("host");
+    if (host.required && !host.value.trim()) return refuse(host, "Give the API host it may be sent to.");
     if (!value.value) return refuse(value, "Enter the value to store.");
     var mode = byId("inject").value;
     if (/:$/.test(mode)) {
@@ -139,6 +145,7 @@
     }
     var allow = form.querySelector('input[name="allow"]:checked').value;
     var body = { name: name.value, value: value.value, inject: mode };
+    if (host.required) body.allowed_hosts = [host.value.trim()];
     if (mode === "basic") body.username = byId("username").value.trim();
     if (allow !== "once") {
       body.always_allow = true;

@@ -5,6 +5,22 @@
   var uid = new URLSearchParams(location.search).get("uid") || "";
   var form = byId("consent");
   var select = byId("organisation");
+  var environmentSelect = byId("environment");
+  var organisations = [];
+
+  /** The chosen organisation's environments (spec 1.4: the agent is bound to one of them). */
+  function showEnvironments() {
+    var chosen = organisations.find((org) => org.id === select.value);
+    var previous = environmentSelect.value;
+    environmentSelect.replaceChildren();
+    (chosen ? chosen.environments : []).forEach((name) => {
+      var option = document.createElement("option");
+      option.value = name;
+      option.textContent = name;
+      option.selected = name === previous;
+      environmentSelect.appendChild(option);
+    });
+  }
 
   function fill(details) {
     byId("client-name").textContent = details.client.name;
@@ -12,18 +28,20 @@
       byId("client-origin-label").textContent = "Published by";
       byId("client-origin").textContent = details.client.metadata_host;
     } else {
+      // The same words as the device page (oauth/client-display.ts SELF_NAMED_NOTE).
       byId("client-origin").textContent = "registered itself with this name (unverified)";
     }
     byId("redirect-host").textContent =
       details.flow === "device"
         ? "a device you are signing in (no redirect)"
-        : details.client.redirect_host || "";
+        : details.client.redirect_target || "";
     var list = byId("abilities");
     details.abilities.forEach((sentence) => {
       var item = document.createElement("li");
       item.textContent = sentence;
       list.appendChild(item);
     });
+    organisations = details.organisations;
     details.organisations.forEach((org) => {
       var option = document.createElement("option");
       option.value = org.id;
@@ -31,6 +49,7 @@
       option.selected = org.current;
       select.appendChild(option);
     });
+    showEnvironments();
     if (details.organisations.length === 0) {
       say("Create an organisation in the console first, then start again from your agent.", true);
       return;
@@ -43,6 +62,7 @@
   function decide(decision) {
     var body = { uid: uid, decision: decision };
     if (decision === "approve" && select.value) body.organisation_id = select.value;
+    if (decision === "approve" && environmentSelect.value) body.environment = environmentSelect.value;
     busy(
       form,
       api("POST", "/consent", body).then((answer) => {
@@ -56,6 +76,7 @@
     );
   }
 
+  select.addEventListener("change", showEnvironments);
   onSubmit(form, () => decide("approve"));
   byId("deny").addEventListener("click", () => decide("deny"));
   api("GET", `/consent/details?uid=${encodeURIComponent(uid)}`)

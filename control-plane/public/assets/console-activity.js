@@ -138,13 +138,6 @@ function exportRows() {
     detail: readableDetail(event.detail),
   }));
 }
-function csvField(value) {
-  var text =
-    value === null || value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value);
-  // A leading = + - @ would be a formula to a spreadsheet: quoted with a ' in front.
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n']/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
 function exportName(extension) {
   return `latch-audit-${environment}-${new Date().toISOString().slice(0, 10)}.${extension}`;
 }

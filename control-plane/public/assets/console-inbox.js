@@ -271,7 +271,8 @@ function requestRow(need) {
   return row([
     need.kind,
     need.suggested_name,
-    need.host,
+    // An agent that named only the credential named no host: the operator gives it when storing.
+    need.host || "not named yet",
     agentCell(need.client_name, need.client_id),
     request,
     need.message,

@@ -188,6 +188,7 @@ export function createCallsService(deps: CallsDeps) {
           host,
           path: located.path,
           method: args.method,
+          clientId: args.client_id,
         });
       } catch (error) {
         // user_connect_required, inject_denied, a bad target: nothing was sent (spec 3.1).

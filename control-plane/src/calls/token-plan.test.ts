@@ -26,7 +26,7 @@ const scope = { organisationId: "org", environment: "production" };
 
 async function plan(
   stored: CallableItem[],
-  call: { item: string; host: string; path: string; method?: string },
+  call: { item: string; host: string; path: string; method?: string; clientId?: string },
 ) {
   const byName = new Map(stored.map((i) => [i.name, i]));
   return planTokenCall({ findItemByName: async (_o, _e, name) => byName.get(name) }, scope, {
@@ -34,6 +34,7 @@ async function plan(
     host: call.host,
     path: call.path,
     method: call.method ?? "GET",
+    clientId: call.clientId,
   });
 }
 
@@ -187,5 +188,42 @@ describe("planTokenCall (spec 4.2 rule 7)", () => {
       ),
     );
     expect(error.code).toBe("host_mismatch");
+  });
+});
+
+describe("http_request's client_id (spec 4.2; issue 21 item 7)", () => {
+  const spotifyUser = { item: "SPOTIFY_REFRESH", host: "api.spotify.com", path: "/v1/me" };
+
+  it("is the client ID a PKCE public client's refresh exchange sends when none is stored", async () => {
+    const refreshOnly = [item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS)];
+    expect((await refusal(plan(refreshOnly, spotifyUser))).code).toBe("inject_denied");
+    expect(await plan(refreshOnly, { ...spotifyUser, clientId: "public-cid" })).toMatchObject({
+      kind: "exchange",
+      clientAuthentication: ClientAuthentication.CLIENT_AUTHENTICATION_PUBLIC,
+      clientId: "public-cid",
+    });
+  });
+
+  it("must be the client ID stored with a client secret (it belongs to one client)", async () => {
+    const pair = [
+      item("SPOTIFY", "client_credentials", SPOTIFY_HOSTS, "cid"),
+      item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS),
+    ];
+    const app = { item: "SPOTIFY", host: "api.spotify.com", path: "/v1/me" };
+    expect(await plan(pair, { ...app, clientId: "cid" })).toMatchObject({
+      kind: "exchange",
+      clientId: "cid",
+    });
+    const other = await refusal(plan(pair, { ...app, clientId: "someone-else" }));
+    expect(other.code).toBe("invalid_request");
+    expect(other.message).toMatch(/client_id is not the client ID stored with SPOTIFY/);
+    // The app credential alone: client credentials under the same rule.
+    const appOnly = [item("SPOTIFY", "client_credentials", SPOTIFY_HOSTS, "cid")];
+    const catalogue = { item: "SPOTIFY", host: "api.spotify.com", path: "/v1/browse/new-releases" };
+    expect(await plan(appOnly, { ...catalogue, clientId: "cid" })).toMatchObject({ clientId: "cid" });
+    expect((await refusal(plan(appOnly, { ...catalogue, clientId: "x" }))).code).toBe("invalid_request");
+    // A refresh item with its own client ID stored: the same.
+    const named = [item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS, "cid")];
+    expect((await refusal(plan(named, { ...spotifyUser, clientId: "x" }))).code).toBe("invalid_request");
   });
 });

@@ -50,14 +50,32 @@ export function baseNameOf(name: string): string {
 }
 
 /**
- * The plan for a call with `item` to `host` `path`. Throws `user_connect_required` (a user-only
- * path, or a provider with no app token, with only the app credential stored) or `inject_denied`
- * with `missing_item` (a refresh with no client secret at a provider that is no PKCE public client).
+ * Spec 4.2 `client_id`: the public OAuth client ID the agent names for a client secret. A client
+ * secret belongs to one client, so with a client ID stored beside it (its username) the agent's must
+ * be that one; with none stored (a PKCE public client's refresh token), the agent's is the one the
+ * exchange sends. Answers the client ID to use.
+ */
+function clientIdFor(stored: string | null | undefined, asked: string | undefined, itemName: string): string {
+  if (asked === undefined || asked === "") return stored ?? "";
+  if (stored && stored !== asked) {
+    throw new AppError(
+      "invalid_request",
+      `client_id is not the client ID stored with ${itemName}; a client secret belongs to one client (leave client_id out to use the stored one)`,
+    );
+  }
+  return asked;
+}
+
+/**
+ * The plan for a call with `item` to `host` `path` (with the agent's `clientId`, spec 4.2, when it
+ * named one). Throws `user_connect_required` (a user-only path, or a provider with no app token,
+ * with only the app credential stored) or `inject_denied` with `missing_item` (a refresh with no
+ * client secret at a provider that is no PKCE public client and no client ID to send).
  */
 export async function planTokenCall(
   deps: TokenPlanDeps,
   scope: { organisationId: string; environment: string },
-  call: { item: CallableItem; host: string; path: string; method: string },
+  call: { item: CallableItem; host: string; path: string; method: string; clientId?: string | undefined },
 ): Promise<TokenPlan> {
   const { item, host } = call;
   if (item.inject !== "client_credentials" && item.inject !== "refresh") return { kind: "as_stored" };
@@ -96,7 +114,11 @@ export async function planTokenCall(
       );
     }
     if (appToken === "secret_bearer") return { kind: "app_secret", inject: "bearer" };
-    if (appToken === "client_basic") return { kind: "app_secret", inject: "basic" };
+    if (appToken === "client_basic") {
+      // The stored client ID is the Basic user: the agent's, when named, must be it.
+      clientIdFor(item.username, call.clientId, item.name);
+      return { kind: "app_secret", inject: "basic" };
+    }
     requireTokenHost(item, token.host);
     return {
       kind: "exchange",
@@ -105,7 +127,7 @@ export async function planTokenCall(
       tokenHost: token.host,
       tokenPath: token.path,
       clientAuthentication: CLIENT_AUTH[provider.oauth.clientAuthentication],
-      clientId: item.username ?? "",
+      clientId: clientIdFor(item.username, call.clientId, item.name),
       clientSecretItem: item,
       refreshItem: undefined,
       tokenItem: item,
@@ -114,9 +136,13 @@ export async function planTokenCall(
   }
 
   requireTokenHost(refreshItem, token.host);
+  const clientId = secretItem
+    ? clientIdFor(secretItem.username ?? refreshItem.username, call.clientId, secretItem.name)
+    : clientIdFor(refreshItem.username, call.clientId, refreshItem.name);
   if (secretItem === undefined) {
-    // Rule 7: without the sibling only a PKCE public client may exchange (client_id alone).
-    if (!provider.oauth.isPkcePublicClient || !refreshItem.username) {
+    // Rule 7: without the sibling only a PKCE public client may exchange (client_id alone: the
+    // refresh item's username, or the agent's client_id).
+    if (!provider.oauth.isPkcePublicClient || !clientId) {
       throw new AppError(
         "inject_denied",
         `the refresh token ${refreshItem.name} needs the client secret ${base}_SECRET (with the client ID as username) to be exchanged at ${provider.displayName}`,
@@ -126,7 +152,6 @@ export async function planTokenCall(
   } else {
     requireTokenHost(secretItem, token.host);
   }
-  const clientId = secretItem?.username ?? refreshItem.username ?? "";
   return {
     kind: "exchange",
     grant: TokenGrant.TOKEN_GRANT_REFRESH_TOKEN,

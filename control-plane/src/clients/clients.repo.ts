@@ -16,8 +16,12 @@ export interface ClientsRepo {
   /** Sets revoked_at only if unset. True for the call that revoked it. */
   updateClientRevoked(id: string, now: Date): Promise<boolean>;
   updateClientUsed(id: string, change: { lastUsedAt: Date; firstUsedAt: Date }): Promise<void>;
-  /** The live row an OAuth client acts through in the organisation. */
-  findLiveOAuthClient(organisationId: string, oauthClientId: string): Promise<ClientRow | undefined>;
+  /** The live row an OAuth client acts through in the organisation and environment. */
+  findLiveOAuthClient(
+    organisationId: string,
+    oauthClientId: string,
+    environment: string,
+  ): Promise<ClientRow | undefined>;
   /** A live client by id, in any organisation (an OAuth access token names its organisation). */
   findLiveClient(id: string): Promise<ClientRow | undefined>;
 }
@@ -64,12 +68,13 @@ export function createClientsRepo(db: Kysely<Database>): ClientsRepo {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
-    findLiveOAuthClient: (organisationId, oauthClientId) =>
+    findLiveOAuthClient: (organisationId, oauthClientId, environment) =>
       db
         .selectFrom("clients")
         .selectAll()
         .where("organisation_id", "=", organisationId)
         .where("oauth_client_id", "=", oauthClientId)
+        .where("environment", "=", environment)
         .where("revoked_at", "is", null)
         .executeTakeFirst(),
     findLiveClient: (id) =>

@@ -168,11 +168,19 @@ export function createClientsService(deps: ClientsServiceDeps) {
     },
 
     /**
-     * The model client row an OAuth client acts through in an organisation: the live one, else a
-     * new one named as the client registered. It has no bearer: its token_hash matches no token.
+     * The model client row an OAuth client acts through in an organisation and environment (the one
+     * the operator picked at consent): the live one, else a new one named as the client registered.
+     * It has no bearer: its token_hash matches no token.
      */
-    async ensureOAuthClient(organisationId: string, oauthClientId: string, name: string): Promise<ClientRow> {
-      const existing = await deps.repo.findLiveOAuthClient(organisationId, oauthClientId);
+    async ensureOAuthClient(
+      organisationId: string,
+      oauthClientId: string,
+      name: string,
+      environment: string,
+    ): Promise<ClientRow> {
+      if (!deps.environments.includes(environment))
+        throw new AppError("not_found", `this service does not serve ${environment}`);
+      const existing = await deps.repo.findLiveOAuthClient(organisationId, oauthClientId, environment);
       if (existing) {
         return existing;
       }
@@ -181,7 +189,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
         organisation_id: organisationId,
         kind: "model",
         name: name.slice(0, 80),
-        environment: deps.defaultEnvironment,
+        environment,
         // Not a SHA-256 hex digest, so no presented bearer can ever hash to it.
         token_hash: `oauth:${randomBytes(16).toString("base64url")}`,
         token_last4: "",

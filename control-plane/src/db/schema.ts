@@ -241,7 +241,8 @@ export interface NeedRequestsTable {
   organisation_id: string;
   environment: string;
   kind: string;
-  host: string;
+  /** Null when the agent named the credential alone (item_name): the operator names the host. */
+  host: string | null;
   suggested_name: string;
   agent_id: string;
   message: string | null;

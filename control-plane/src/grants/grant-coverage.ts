@@ -2,6 +2,14 @@
 // operator gave, and inside the call it was approved for. Pure functions, tested by table.
 import type { CallScope, GrantWithItem } from "./grants.repo.ts";
 
+/**
+ * The policies that stand until revoked. Spec 3.1: only these make a request active at once (a
+ * one-call or 8-hour session approval covers the calls it was given for, never a new request).
+ */
+export function isStandingPolicy(policy: string | null | undefined): boolean {
+  return policy === "item_standing" || policy === "folder_standing";
+}
+
 /** A call as coverage judges it: its path with the query; the body digest where the call has one. */
 export type CallTarget = CallScope & { bodySha256?: string | null | undefined };
 

@@ -10,6 +10,7 @@ import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
 import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
+import { isStandingPolicy } from "./grant-coverage.ts";
 import { httpRequestGrantScope } from "./grant-scope.ts";
 import {
   approvalList,
@@ -76,7 +77,8 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       const grantScope = httpRequestGrantScope(scope, item);
       const hasScope = Boolean(callScope.host || callScope.method || callScope.path);
       const covering = await deps.grants.findUsableGrant(grantScope, hasScope ? callScope : undefined);
-      if (covering && covering.policy !== "prompt") {
+      // Spec 3.1: active at once only for a standing policy, never a session approval.
+      if (covering && isStandingPolicy(covering.policy)) {
         // Spec 6: the audit lists auto_approved with the name and host. The host is the one asked
         // for, or the credential's only host when the request named none.
         const host = callScope.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);

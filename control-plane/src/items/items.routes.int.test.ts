@@ -93,6 +93,27 @@ describe("hosted items", () => {
     expect((await mine.request("GET", "/api/items")).json().items[0]).toMatchObject({ id, last4: "6789" });
   });
 
+  it("refuses inject refresh (spec 2.2: the local variant only), stored or edited in (Connect alone stores one)", async () => {
+    const op = await readyOperator(h);
+    const refresh = {
+      name: "SPOTIFY_REFRESH",
+      value: VALUE,
+      environment: "production",
+      allowed_hosts: ["api.spotify.com", "accounts.spotify.com"],
+      inject: "refresh",
+    };
+    const refused = await op.request("POST", "/api/items", refresh);
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error.code).toBe("invalid_inject");
+    expect(refused.json().error.message).toMatch(/Connect/);
+    const stored = await op.request("POST", "/api/items", { ...refresh, inject: "bearer" });
+    expect(stored.statusCode, stored.body).toBe(201);
+    const edited = await op.request("POST", `/api/items/${stored.json().item.id}`, { inject: "refresh" });
+    expect(edited.statusCode).toBe(400);
+    expect(edited.json().error.code).toBe("invalid_inject");
+    expect((await op.request("GET", "/api/items")).json().items[0].inject).toBe("bearer");
+  });
+
   it("creates folders and files items in them", async () => {
     const op = await readyOperator(h);
     const folder = await op.request("POST", "/api/folders", { environment: "staging", name: "payments" });

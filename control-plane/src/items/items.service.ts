@@ -35,6 +35,11 @@ export interface ItemsServiceDeps {
    * and found by name, and every call with it is refused (host_mismatch) until hosts are added.
    */
   isHostListOptional?: boolean;
+  /**
+   * Spec 2.2: inject `refresh` (a user refresh token typed by the user) is the local variant's; on
+   * the hosted service only Connect stores one (storeSealedItem), so an operator cannot type one in.
+   */
+  isRefreshTypable?: boolean;
   /** Minted access tokens and refresh rotation (spec 4.2 rule 7). */
   tokens?: ItemTokensRepo;
 }
@@ -144,7 +149,8 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     return row;
   }
 
-  function validate(raw: unknown) {
+  /** `keepsRefresh`: an edit of an item Connect stored as a refresh token, which stays one. */
+  function validate(raw: unknown, options: { keepsRefresh?: boolean } = {}) {
     const parsed = itemInput.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -185,6 +191,12 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     }
     if (inject === "sigv4") checkSigV4Item(hosts, username);
     if (inject === "client_credentials") checkAppCredential(input.kind, hosts, username);
+    if (inject === "refresh" && !deps.isRefreshTypable && !options.keepsRefresh) {
+      throw new AppError(
+        "invalid_inject",
+        "inject refresh is for the local vault (spec 2.2); on the hosted service a refresh token is stored by Connect",
+      );
+    }
     if (inject === "refresh" && !input.name.endsWith("_REFRESH")) {
       throw new AppError("invalid_inject", "inject refresh is for a refresh token item named <ITEM>_REFRESH");
     }
@@ -273,16 +285,19 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       const body = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
       const keepValue = body.value === undefined || body.value === null || body.value === "";
       // Validate the merged item with a placeholder value when the stored one is kept.
-      const input = validate({
-        name: body.name ?? current.name,
-        value: keepValue ? "kept-value" : body.value,
-        environment: body.environment ?? current.environment,
-        kind: body.kind ?? current.kind,
-        allowed_hosts: body.allowed_hosts ?? current.allowed_hosts,
-        inject: body.inject ?? current.inject,
-        username: body.username === undefined ? current.username : body.username,
-        folder_name: body.folder_name === undefined ? current.folder_name : body.folder_name,
-      });
+      const input = validate(
+        {
+          name: body.name ?? current.name,
+          value: keepValue ? "kept-value" : body.value,
+          environment: body.environment ?? current.environment,
+          kind: body.kind ?? current.kind,
+          allowed_hosts: body.allowed_hosts ?? current.allowed_hosts,
+          inject: body.inject ?? current.inject,
+          username: body.username === undefined ? current.username : body.username,
+          folder_name: body.folder_name === undefined ? current.folder_name : body.folder_name,
+        },
+        { keepsRefresh: current.inject === "refresh" },
+      );
       const folderId = input.folder_name
         ? await deps.repo.findOrInsertFolder(
             organisationId,

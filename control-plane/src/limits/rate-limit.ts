@@ -1,6 +1,7 @@
 // The per-IP, per-host and per-browser limits of spec 8 (OAuth registration, device code attempts,
 // client metadata document fetches). A full window is 429 `rate_limited` with retry_after seconds.
 import { AppError } from "@latch/shared/errors";
+import { addressKey } from "./address-key.ts";
 import type { RateLimitRepo } from "./rate-limit.repo.ts";
 
 export interface RateLimit {
@@ -44,7 +45,14 @@ export const CIMD_FETCHES_PER_IP: RateLimit = {
 };
 
 export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
-  return {
+  const limiter = {
+    /**
+     * Takes a place for the caller at `address` (as Fastify judged it, TRUST_PROXY included) under
+     * `limit`: one key per caller however the address is spelled (address-key.ts).
+     */
+    takeForAddress(limit: RateLimit, address: string): Promise<void> {
+      return limiter.take(limit, addressKey(address));
+    },
     /** Takes a place for `key` under `limit`, or throws 429 with the seconds until one frees up. */
     async take(limit: RateLimit, key: string): Promise<void> {
       const at = now();
@@ -66,6 +74,7 @@ export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
       );
     },
   };
+  return limiter;
 }
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -16,10 +16,12 @@ export interface NeedsRepo {
   inOrganisationLock<T>(organisationId: string, fn: (repo: NeedsRepo) => Promise<T>): Promise<T>;
   /** Approval and collect requests since `since`, for spec 8's limit (call inside inOrganisationLock). */
   findRequestUsageSince(organisationId: string, since: Date): Promise<RequestUsage>;
+  /** By host; a request without a host (null) by the name it asks for. */
   findPendingNeedOfAgent(scope: {
     organisationId: string;
     environment: string;
-    host: string;
+    host: string | null;
+    suggestedName: string;
     agentId: string;
     /** Secret (collect) requests unless said. */
     kind?: "secret" | "connect";
@@ -31,7 +33,7 @@ export interface NeedsRepo {
   updateNeedClosed(
     organisationId: string,
     id: string,
-    status: "fulfilled" | "denied",
+    status: "fulfilled" | "denied" | "closed",
     closedAt: Date,
   ): Promise<boolean>;
   updateNeedItem(id: string, itemId: string): Promise<void>;
@@ -60,7 +62,11 @@ export function createNeedsRepo(db: Kysely<Database>): NeedsRepo {
         .selectAll()
         .where("organisation_id", "=", scope.organisationId)
         .where("environment", "=", scope.environment)
-        .where("host", "=", scope.host)
+        .where((eb) =>
+          scope.host === null
+            ? eb.and([eb("host", "is", null), eb("suggested_name", "=", scope.suggestedName)])
+            : eb("host", "=", scope.host),
+        )
         .where("agent_id", "=", scope.agentId)
         .where("kind", "=", scope.kind ?? "secret")
         .where("status", "=", "pending")

@@ -29,7 +29,8 @@ export const needView = z.object({
   kind: z.string(),
   status: z.string(),
   environment: z.string(),
-  host: z.string(),
+  /** Null when the agent named only the credential: the operator names the host when storing it. */
+  host: z.string().nullable(),
   suggested_name: z.string(),
   client_name: z.string(),
   message: z.string().nullable(),

@@ -44,7 +44,8 @@ export interface NeedView {
   kind: string;
   status: string;
   environment: string;
-  host: string;
+  /** Null when the agent named only the credential: the collect page asks the operator for it. */
+  host: string | null;
   suggested_name: string;
   client_name: string;
   message: string | null;
@@ -79,8 +80,9 @@ export function createNeedsService(deps: NeedsDeps) {
   });
   /** A connect request carries the connect recipe (app, redirect URI, scopes) and its provider. */
   const connectOrSecretRecipe = (row: NeedWithClient): { recipe?: Recipe; provider?: string } => {
-    const provider = row.kind === "connect" ? findProviderByHost(row.host) : undefined;
-    if (!provider) return recipeFields(row.host);
+    const host = row.host ?? undefined;
+    const provider = row.kind === "connect" && host ? findProviderByHost(host) : undefined;
+    if (!provider) return recipeFields(host);
     return { recipe: connectRecipe(provider.id, deps.baseUrl), provider: provider.id };
   };
 
@@ -95,18 +97,22 @@ export function createNeedsService(deps: NeedsDeps) {
     repo: NeedsRepo,
     organisationId: string,
     id: string,
-    status: "fulfilled" | "denied",
+    status: "fulfilled" | "denied" | "closed",
   ): Promise<void> {
     const isClosed = await repo.updateNeedClosed(organisationId, id, status, deps.now());
     if (!isClosed) throw new AppError("need_closed", "this request was just answered by someone else");
   }
 
   return {
-    /** The agent's pending request for this host, or a new one (counted toward 30 per hour). */
+    /**
+     * The agent's pending request for this host (or, with no host, for this name), or a new one
+     * (counted toward 30 per hour).
+     */
     async requestNeed(input: {
       organisationId: string;
       environment: string;
-      host: string;
+      /** Undefined when the agent named the credential alone (spec 4.2 need_item by item_name). */
+      host: string | undefined;
       suggestedName: string;
       agentId: string;
       /** The agent's task description, shown in the Inbox (500 characters). */
@@ -118,7 +124,7 @@ export function createNeedsService(deps: NeedsDeps) {
     }): Promise<NeedView> {
       const now = deps.now();
       const row = await deps.repo.inOrganisationLock(input.organisationId, async (repo) => {
-        const existing = await repo.findPendingNeedOfAgent(input);
+        const existing = await repo.findPendingNeedOfAgent({ ...input, host: input.host ?? null });
         if (existing) return existing;
         await checkRequestLimit((since) => repo.findRequestUsageSince(input.organisationId, since), now);
         const fresh: NeedRequestRow = {
@@ -126,7 +132,7 @@ export function createNeedsService(deps: NeedsDeps) {
           organisation_id: input.organisationId,
           environment: input.environment,
           kind: input.kind ?? "secret",
-          host: input.host,
+          host: input.host ?? null,
           suggested_name: input.suggestedName,
           agent_id: input.agentId,
           message: input.message ? input.message.slice(0, MAX_TASK_DESCRIPTION) : null,
@@ -165,6 +171,14 @@ export function createNeedsService(deps: NeedsDeps) {
         }
         if (need.status !== "pending")
           throw new AppError("need_closed", `this request is already ${need.status}`);
+        // A request by name alone names no host: the operator gives it (the collect page asks).
+        const allowedHosts = body.allowed_hosts ?? (need.host ? [need.host] : undefined);
+        if (!Array.isArray(allowedHosts) || allowedHosts.length === 0) {
+          throw new AppError(
+            "invalid_host",
+            "this request names no host: give allowed_hosts, the hosts the credential may be sent to",
+          );
+        }
         // Claimed first: of simultaneous fulfils exactly one stores a value and activates an
         // approval; the others wait on the row and then find it closed.
         await closePending(repo, organisationId, id, "fulfilled");
@@ -173,7 +187,7 @@ export function createNeedsService(deps: NeedsDeps) {
           value: body.value,
           environment: need.environment,
           kind: body.kind ?? "secret",
-          allowed_hosts: body.allowed_hosts ?? [need.host],
+          allowed_hosts: allowedHosts,
           inject: body.inject ?? "bearer",
           username: body.username,
         });
@@ -205,13 +219,13 @@ export function createNeedsService(deps: NeedsDeps) {
     },
 
     /**
-     * Spec 3.2: a connect that carries need_id closes the connect request (as fulfilled). Returns
+     * Spec 3.2: a connect that carries need_id closes the connect request (`closed`). Returns
      * the agent that asked, whom the connect then allows.
      */
     async closeConnectNeed(organisationId: string, id: string): Promise<string | undefined> {
       const need = await deps.repo.findNeedById(organisationId, id);
       if (need?.kind !== "connect" || need.status !== "pending") return undefined;
-      const isClosed = await deps.repo.updateNeedClosed(organisationId, id, "fulfilled", deps.now());
+      const isClosed = await deps.repo.updateNeedClosed(organisationId, id, "closed", deps.now());
       return isClosed ? need.agent_id : undefined;
     },
 

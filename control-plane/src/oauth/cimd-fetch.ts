@@ -1,19 +1,24 @@
 // Client ID metadata documents (an https client_id, DECISIONS "OAuth authorization server"): fetched
 // through the egress proxy's FetchDocument, never from the control plane itself, with spec 8's
 // limits: 1 MiB and 3 s per document, 30 fetches per hour per document host, 10 per hour per
-// requesting address, 4 in flight on this server. oidc-provider validates the document and caches
-// it; a document that names a loopback or private-use redirect is registered as a native client.
+// requesting address, 4 in flight on this server. Every refusal for a limit is a 429 rate_limited
+// with Retry-After (spec 7: "429 Rate limit (see 8)"), the 4 in flight included. oidc-provider
+// validates the document and caches it; a document that names a loopback or private-use redirect
+// is registered as a native client.
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
 import { validateRequestPath } from "@latch/shared/requests/path";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
+import { addressKey } from "../limits/address-key.ts";
 import { CIMD_FETCHES_PER_HOST, CIMD_FETCHES_PER_IP, type RateLimiter } from "../limits/rate-limit.ts";
 import { redirectUriProblem } from "./registration-rules.ts";
 
 export const CIMD_MAX_BYTES = 1024 * 1024;
 export const CIMD_TIMEOUT_MS = 3_000;
 export const CIMD_MAX_IN_FLIGHT = 4;
+/** A fetch in flight ends within CIMD_TIMEOUT_MS: when a place frees up at the latest. */
+const IN_FLIGHT_RETRY_S = Math.ceil(CIMD_TIMEOUT_MS / 1000);
 
 const LOOPBACK_REDIRECT = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?(\/|$)/i;
 
@@ -125,16 +130,47 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
     if (hit) recent.delete(key);
     return undefined;
   };
-  const remember = (key: string, outcome: Fetched | DocumentRefusal) => {
+  const remember = (key: string, outcome: Fetched | DocumentRefusal, forMs = RECENT_MS) => {
     if (recent.size >= RECENT_MAX) {
       for (const [k, v] of recent) if (v.until <= Date.now() || recent.size >= RECENT_MAX) recent.delete(k);
     }
-    recent.set(key, { until: Date.now() + RECENT_MS, outcome });
+    recent.set(key, { until: Date.now() + forMs, outcome });
   };
+
+  /**
+   * Spec 8's 4 in flight is judged in `allow`, where a refusal can still be a limit answer (429
+   * rate_limited with Retry-After, spec 7): an error thrown from `fetch` reaches the client wrapped
+   * as oidc-provider's 400 invalid_client. `allow` reserves the place; the fetch oidc-provider makes
+   * right after (in the same run of the event loop) takes it. A place nobody took (the document was
+   * cached or fetched by another request in between) is given back on the next turn of the loop.
+   */
+  const reserved = new Map<string, number>();
+  const isFull = () => inFlight + totalReserved() >= CIMD_MAX_IN_FLIGHT;
+  const inFlightRefusal = () =>
+    new DocumentRefusal(
+      429,
+      "rate_limited",
+      `too many client metadata documents are being fetched: at most ${CIMD_MAX_IN_FLIGHT} at once; try again in ${IN_FLIGHT_RETRY_S} seconds`,
+      IN_FLIGHT_RETRY_S,
+    );
+  function reservePlace(url: string): void {
+    if (isFull()) throw inFlightRefusal();
+    reserved.set(url, (reserved.get(url) ?? 0) + 1);
+    setImmediate(() => releaseReservation(url));
+  }
+  function releaseReservation(url: string): boolean {
+    const count = reserved.get(url) ?? 0;
+    if (count === 0) return false;
+    if (count === 1) reserved.delete(url);
+    else reserved.set(url, count - 1);
+    return true;
+  }
+  const totalReserved = () => [...reserved.values()].reduce((sum, n) => sum + n, 0);
 
   async function fetchOnce(url: string): Promise<Fetched> {
     const target = documentTarget(url);
-    if (inFlight >= CIMD_MAX_IN_FLIGHT) {
+    // The place `allow` reserved for this URL; without one (never expected), judged here.
+    if (!releaseReservation(url) && isFull()) {
       throw new AppError("rate_limited", "too many client metadata documents are being fetched; try again");
     }
     inFlight += 1;
@@ -187,16 +223,23 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
     async allow(url: string, requesterIp: string | undefined): Promise<void> {
       // Fetched a moment ago: no fetch will happen, so nothing is counted.
       if (recall(`fetch:${url}`)) return;
-      const refusalKey = `refusal:${requesterIp ?? ""}:${url}`;
+      const refusalKey = `refusal:${addressKey(requesterIp ?? "")}:${url}`;
       const refused = recall(refusalKey);
       if (refused instanceof DocumentRefusal) throw refused;
       try {
         const { host } = documentTarget(url);
-        if (requesterIp) await deps.limiter.take(CIMD_FETCHES_PER_IP, requesterIp);
+        // Full right now: refused before any hourly place is taken.
+        if (isFull()) throw inFlightRefusal();
+        if (requesterIp) await deps.limiter.takeForAddress(CIMD_FETCHES_PER_IP, requesterIp);
         await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
+        reservePlace(url);
       } catch (error) {
+        // Only the in-flight refusal is thrown as a DocumentRefusal here; the others are AppErrors.
+        const isInFlight = error instanceof DocumentRefusal;
         const refusal = asRefusal(error);
-        if (refusal instanceof DocumentRefusal) remember(refusalKey, refusal);
+        // Kept for the second time oidc-provider resolves this client in the same authorization;
+        // a place in flight frees up within seconds, so that refusal is kept for one second only.
+        if (refusal instanceof DocumentRefusal) remember(refusalKey, refusal, isInFlight ? 1_000 : RECENT_MS);
         throw refusal;
       }
     },

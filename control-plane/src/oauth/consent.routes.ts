@@ -1,7 +1,7 @@
 // The consent page (spec 4.3 "/consent, /device"): the operator, signed in with Latch's own email
 // code and authenticator, sees which client asks, where it returns to and what it may do, picks the
-// organisation it will act in, and approves or denies. The script contract of the spec: POST
-// /consent {uid, decision} with X-CSRF-Token and Accept: application/json answers 200 {location};
+// organisation and the environment it will act in, and approves or denies. The script contract of
+// the spec: POST /consent {uid, decision} (DECISIONS: plus organisation_id and environment) with X-CSRF-Token and Accept: application/json answers 200 {location};
 // with the CSRF header and no such Accept, a 303 to the same place; without the header (a plain
 // form), 403 before the body is read.
 import { AppError } from "@latch/shared/errors";
@@ -11,6 +11,7 @@ import { z } from "zod";
 import { requireOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY } from "../auth/principal.ts";
 import { signInFirst } from "../auth/sign-in-first.ts";
+import { ENVIRONMENTS } from "../config.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import type { OAuthService } from "./oauth.service.ts";
@@ -31,15 +32,26 @@ const consentDetails = z.object({
     name: z.string(),
     metadata_host: z.string().nullable(),
     redirect_host: z.string().nullable(),
+    redirect_target: z.string().nullable(),
   }),
   abilities: z.array(z.string()),
-  organisations: z.array(z.object({ id: z.string(), name: z.string(), current: z.boolean() })),
+  organisations: z.array(
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      current: z.boolean(),
+      /** The environments the agent may be bound to there (spec 1.4); the operator picks one. */
+      environments: z.array(z.string()),
+    }),
+  ),
 });
 
 const decisionBody = z.object({
   uid,
   decision: z.enum(["approve", "deny"]),
   organisation_id: safeString().max(64).optional(),
+  /** Where the agent acts (spec 1.4); the plane's first environment when left out. */
+  environment: z.enum(ENVIRONMENTS).optional(),
 });
 
 export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDeps): void {
@@ -92,6 +104,7 @@ export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDe
           uid: request.body.uid,
           decision: request.body.decision,
           organisationId: request.body.organisation_id,
+          environment: request.body.environment,
         },
         context,
       );

@@ -2,6 +2,7 @@
 // page. Same look as our pages (site.css), no script; every value HTML-escaped. Their headers (CSP
 // "device") are set by oauth.routes.ts before oidc-provider writes the body.
 import { escapeHtml } from "../pages/page-files.ts";
+import { SELF_NAMED_NOTE } from "./client-display.ts";
 
 function page(title: string, body: string): string {
   return `<!doctype html>
@@ -69,12 +70,30 @@ export function deviceInputPage(form: string, problem?: string): string {
   );
 }
 
+/** The client as the device page shows it (client-display.ts), like the consent page does. */
+export interface DeviceClient {
+  name: string;
+  /** The host of its client metadata document; null when it registered itself. */
+  publisher: string | null;
+  /** Its registered redirects as shown: an https host, anything else whole. */
+  redirectTargets: readonly string[];
+}
+
 /** Step 2: the operator checks the code and the client before going on to sign in and consent. */
-export function deviceConfirmPage(form: string, clientName: string, userCode: string): string {
+export function deviceConfirmPage(form: string, client: DeviceClient, userCode: string): string {
+  const redirects = client.redirectTargets.length
+    ? `
+        <dt>Registered redirects</dt>
+        ${client.redirectTargets.map((target) => `<dd>${escapeHtml(target)}</dd>`).join("\n        ")}`
+    : "";
   return page(
     "Confirm the device",
     `      <h1>Is this your device?</h1>
-      <p><strong>${escapeHtml(clientName)}</strong> asks to act as an agent in Latch.</p>
+      <p><strong>${escapeHtml(client.name)}</strong> asks to act as an agent in Latch.</p>
+      <dl>
+        <dt>${client.publisher ? "Published by" : "Client"}</dt>
+        <dd>${escapeHtml(client.publisher ?? SELF_NAMED_NOTE)}</dd>${redirects}
+      </dl>
       <p>Code: <code>${escapeHtml(userCode)}</code>. Continue only if your device shows exactly this code.</p>
       <div class="card">
         ${form}
@@ -107,5 +126,15 @@ export function deviceLimitPage(sentence: string): string {
     "Too many attempts",
     `      <h1>Too many attempts</h1>
       <p role="status">${escapeHtml(sentence)}. Wait, then enter the code again.</p>`,
+  );
+}
+
+/** A code form posted without the session of the page that showed it (expired, or another browser). */
+export function deviceSessionMissingPage(): string {
+  return page(
+    "Open the code page again",
+    `      <h1>Open the code page again</h1>
+      <p role="status">This form was not opened in this browser, or it has expired. Nothing was checked.</p>
+      <p><a href="/device">Enter the code again</a></p>`,
   );
 }

@@ -4,7 +4,10 @@
 // the operator signs in with Latch's own sign-in and picks the organisation the agent acts in.
 // Access tokens are RS256 JWTs for the one resource, BASE_URL/mcp, that live 600 s; refresh
 // tokens go to every client, rotate on each use and live 30 days idle.
+import { AppError } from "@latch/shared/errors";
+import { toSafeText } from "@latch/shared/text/safe-text";
 import Provider, { type Configuration, errors, type KoaContextWithOIDC } from "oidc-provider";
+import { clientDisplayName, publisherOf, redirectTarget } from "./client-display.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 import type { StoredJwk } from "./oauth-keys.ts";
 import { signingJwks } from "./oauth-keys.ts";
@@ -12,6 +15,7 @@ import {
   deviceConfirmPage,
   deviceInputPage,
   deviceProblem,
+  deviceSessionMissingPage,
   deviceSuccessPage,
   oauthErrorPage,
 } from "./oauth-pages.ts";
@@ -128,6 +132,8 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
       registration: {
         enabled: true,
         initialAccessToken: false,
+        // RFC 7592 management is not served, so no token for it is handed out.
+        issueRegistrationAccessToken: false,
         idFactory: () => `oac_${crypto.randomUUID().replaceAll("-", "")}`,
       },
       deviceFlow: {
@@ -138,7 +144,16 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
           ctx.body = deviceInputPage(form, deviceProblem(err));
         },
         userCodeConfirmSource: async (ctx, form, client, _deviceInfo, userCode) => {
-          ctx.body = deviceConfirmPage(form, client.clientName ?? client.clientId, userCode);
+          const publisher = publisherOf(client.clientId);
+          ctx.body = deviceConfirmPage(
+            form,
+            {
+              name: clientDisplayName(client.clientName, publisher ?? "OAuth client"),
+              publisher,
+              redirectTargets: (client.redirectUris ?? []).flatMap((uri) => redirectTarget(uri) ?? []),
+            },
+            userCode,
+          );
         },
         successSource: async (ctx) => {
           ctx.body = deviceSuccessPage(ctx.oidc.client?.clientName ?? "The device");
@@ -196,9 +211,15 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
     // Spec 5 rule 6: /oauth reflects the caller's Origin (browser-based MCP clients register and
     // exchange codes from their own pages).
     clientBasedCORS: () => true,
-    renderError: async (ctx, out) => {
+    renderError: async (ctx, out, error) => {
       ctx.type = "html";
-      ctx.body = oauthErrorPage(String(out.error ?? "error"), String(out.error_description ?? ""));
+      // A client metadata document refused by our own rules (cimd-fetch.ts) reaches here wrapped in
+      // oidc-provider's "fetch failed": the page says our sentence, which names the refused URI.
+      const cause = (error as { cause?: unknown } | undefined)?.cause;
+      const description = toSafeText(
+        cause instanceof AppError ? cause.message : String(out.error_description ?? ""),
+      );
+      ctx.body = oauthErrorPage(String(out.error ?? "error"), description);
     },
     fetch: (url: string | URL, options: RequestInit) =>
       deps.fetchClientMetadata(String(url), undefined).then((response) => {
@@ -210,5 +231,23 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
   } as Configuration;
 
   const provider = new Provider(deps.baseUrl, configuration);
+  provider.use(requireDeviceSession(provider));
   return provider;
+}
+
+/**
+ * POST /device answers only to the browser that opened the code page (its OAuth session holds the
+ * form's xsrf secret). Without that session, or with one that expired or was forged, oidc-provider
+ * would fail while saving a session it never stored (a 500 and a stack on stderr): the operator
+ * gets a 400 page that sends them back to /device instead (issue 21 item 3).
+ */
+function requireDeviceSession(provider: Provider) {
+  return async (ctx: Parameters<Parameters<Provider["use"]>[0]>[0], next: () => Promise<void>) => {
+    if (ctx.method !== "POST" || ctx.path !== OAUTH_ROUTES.code_verification) return next();
+    const session = await provider.Session.get(ctx as unknown as KoaContextWithOIDC);
+    if (typeof session.exp === "number") return next();
+    ctx.status = 400;
+    ctx.type = "html";
+    ctx.body = deviceSessionMissingPage();
+  };
 }

@@ -32,6 +32,8 @@ export interface OAuthServerDeps {
   minter: Pick<TicketMinter, "mintDocumentTicket">;
   clients: Pick<ClientsService, "ensureOAuthClient" | "findLiveClientForToken">;
   orgs: Pick<OrgsService, "findOrganisationsOf">;
+  /** The environments this plane serves; consent picks one of them. */
+  environments: readonly string[];
   recordEvent(event: AuditEvent): Promise<void>;
   isOperator(operatorId: string): Promise<boolean>;
   now: () => Date;
@@ -69,6 +71,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     artifacts,
     clients: deps.clients,
     orgs: deps.orgs,
+    environments: deps.environments,
     tokens,
     recordEvent: deps.recordEvent,
     now: deps.now,

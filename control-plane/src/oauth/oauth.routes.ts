@@ -20,7 +20,7 @@ import {
 import { pageHeaders } from "../pages/page-headers.ts";
 import { looksLikeJwt } from "./access-tokens.ts";
 import type { OAuthService } from "./oauth.service.ts";
-import { deviceLimitPage } from "./oauth-pages.ts";
+import { deviceLimitPage, oauthErrorPage } from "./oauth-pages.ts";
 import { MCP_SCOPE, mcpResource, OAUTH_ROUTES } from "./oauth-provider.ts";
 import { checkRegistration } from "./registration-rules.ts";
 
@@ -207,8 +207,17 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
     );
 
     scope.get(OAUTH_ROUTES.authorization, { schema: forwardedGet }, async (request, reply) => {
-      // A client that names no scope asks for the one there is (its token then says scope "mcp").
       const url = new URL(request.raw.url ?? "/", deps.baseUrl);
+      // Only `query` is advertised (response_modes_supported), so only `query` is accepted: a code
+      // in a fragment or a self-posting form is a channel the client never asked us about.
+      const modes = url.searchParams.getAll("response_mode");
+      if (modes.some((mode) => mode !== "query")) {
+        return reply
+          .status(400)
+          .headers(pageHeaders("device"))
+          .send(oauthErrorPage("unsupported_response_mode", "the only response_mode is query"));
+      }
+      // A client that names no scope asks for the one there is (its token then says scope "mcp").
       if (!url.searchParams.get("scope")) {
         url.searchParams.set("scope", MCP_SCOPE);
         request.raw.url = `${url.pathname}${url.search}`;
@@ -241,7 +250,7 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
 
     scope.post(OAUTH_ROUTES.registration, { schema: forwardedSchema }, async (request, reply) => {
       try {
-        await deps.limiter.take(OAUTH_REGISTER_PER_IP, request.ip);
+        await deps.limiter.takeForAddress(OAUTH_REGISTER_PER_IP, request.ip);
       } catch (error) {
         return sendOAuthError(reply, error as AppError);
       }
@@ -283,7 +292,7 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
       if (single(body.user_code) !== undefined && body.confirm === undefined) {
         const browser = request.cookies.latch_oauth_session;
         try {
-          await deps.limiter.take(DEVICE_ATTEMPTS_PER_IP, request.ip);
+          await deps.limiter.takeForAddress(DEVICE_ATTEMPTS_PER_IP, request.ip);
           if (browser) await deps.limiter.take(DEVICE_ATTEMPTS_PER_BROWSER, sha256Hex(browser));
         } catch (error) {
           const appError = error as AppError;

@@ -4,13 +4,13 @@
 // OAuth client was given when the operator revokes it (spec 3.4).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "@latch/shared/errors";
-import { toSafeText } from "@latch/shared/text/safe-text";
 import type Provider from "oidc-provider";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { ClientRow } from "../db/schema.ts";
 import type { OrgsService } from "../orgs/orgs.service.ts";
 import { type AccessTokenVerifier, jtiHash } from "./access-tokens.ts";
+import { clientDisplayName, publisherOf, redirectTarget } from "./client-display.ts";
 import type { OAuthRepo } from "./oauth.repo.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 import { MCP_SCOPE, mcpResource } from "./oauth-provider.ts";
@@ -23,12 +23,15 @@ export interface ConsentDetails {
     name: string;
     /** An https client_id (a client metadata document) is shown by its host, which vouches for it. */
     metadata_host: string | null;
-    /** Where the browser goes back to; null in the device flow. */
+    /** The host the browser goes back to; null in the device flow. */
     redirect_host: string | null;
+    /** Where the browser goes back to as the page shows it: an https host, anything else whole. */
+    redirect_target: string | null;
   };
   /** What the agent will be able to do, one sentence each. */
   abilities: string[];
-  organisations: { id: string; name: string; current: boolean }[];
+  /** Each with the environments the agent may act in there (spec 1.4); the operator picks one. */
+  organisations: { id: string; name: string; current: boolean; environments: string[] }[];
 }
 
 export interface OAuthServiceDeps {
@@ -38,6 +41,8 @@ export interface OAuthServiceDeps {
   artifacts: OAuthArtifactsRepo;
   clients: Pick<ClientsService, "ensureOAuthClient">;
   orgs: Pick<OrgsService, "findOrganisationsOf">;
+  /** The environments this plane serves, the first the default (every organisation has them all). */
+  environments: readonly string[];
   tokens: AccessTokenVerifier;
   recordEvent(event: AuditEvent): Promise<void>;
   now: () => Date;
@@ -48,12 +53,6 @@ const ABILITIES = [
   "Ask you to approve a call, or to store a credential it needs; it never sees a stored secret.",
   "List the names of credentials and approvals (never their values).",
 ];
-
-/** A name a client chose, as one safe line: control characters become U+FFFD, at most 80 characters. */
-export function clientDisplayName(raw: unknown, fallback: string): string {
-  const text = typeof raw === "string" ? toSafeText(raw.normalize("NFC")).trim().slice(0, 80) : "";
-  return text || fallback;
-}
 
 function hostOf(url: unknown): string | null {
   if (typeof url !== "string") return null;
@@ -86,10 +85,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
   }
 
   function nameOf(client: { clientId: string; clientName?: string | undefined }): string {
-    const fallback = client.clientId.startsWith("https://")
-      ? (hostOf(client.clientId) ?? "OAuth client")
-      : "OAuth client";
-    return clientDisplayName(client.clientName, fallback);
+    return clientDisplayName(client.clientName, publisherOf(client.clientId) ?? "OAuth client");
   }
 
   return {
@@ -107,14 +103,16 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         flow: typeof redirectUri === "string" ? "authorization" : "device",
         client: {
           name: nameOf(client),
-          metadata_host: client.clientId.startsWith("https://") ? hostOf(client.clientId) : null,
+          metadata_host: publisherOf(client.clientId),
           redirect_host: hostOf(redirectUri),
+          redirect_target: redirectTarget(redirectUri),
         },
         abilities: ABILITIES,
         organisations: organisations.map((o) => ({
           id: o.id,
           name: o.name,
           current: o.id === operator.organisationId,
+          environments: [...deps.environments],
         })),
       };
     },
@@ -126,7 +124,12 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     async decide(
       req: IncomingMessage,
       res: ServerResponse,
-      input: { uid: string; decision: "approve" | "deny"; organisationId: string | undefined },
+      input: {
+        uid: string;
+        decision: "approve" | "deny";
+        organisationId: string | undefined;
+        environment: string | undefined;
+      },
       operator: { operatorId: string; organisationId: string | null },
     ): Promise<string> {
       const { details, client } = await interactionOf(req, res, input.uid);
@@ -143,8 +146,18 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
       const organisation = organisations.find((o) => o.id === organisationId);
       if (!organisation) throw new AppError("not_found", "no such organisation");
+      // Spec 1.4: the agent is bound to one environment when it is connected; the operator chose it.
+      const environment = input.environment ?? deps.environments[0]!;
+      if (!deps.environments.includes(environment)) {
+        throw new AppError("not_found", `this service does not serve the ${environment} environment`);
+      }
 
-      const row = await deps.clients.ensureOAuthClient(organisationId, client.clientId, nameOf(client));
+      const row = await deps.clients.ensureOAuthClient(
+        organisationId,
+        client.clientId,
+        nameOf(client),
+        environment,
+      );
       const grant = new provider.Grant({ accountId: operator.operatorId, clientId: client.clientId });
       grant.addResourceScope(resource, MCP_SCOPE);
       const requested = String(details.params.scope ?? "").split(" ");
@@ -162,7 +175,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         organisationId,
         actor: `operator:${operator.operatorId}`,
         action: "oauth_client_consented",
-        detail: { client_id: row.id, client_name: row.name },
+        detail: { client_id: row.id, client_name: row.name, environment },
       });
       return provider.interactionResult(
         req,

@@ -1,7 +1,7 @@
 // Dynamic client registration (spec 5 rule 2, DECISIONS "Redirect URIs"), checked before
 // oidc-provider sees it: public clients only (no client secret is ever issued), redirect URIs that
-// are https, RFC 8252 loopback http (any port) or a desktop application's private-use scheme, and
-// nothing else. One refused URI refuses the registration whole, naming it. Every client is
+// are https, RFC 8252 loopback http (any port) or a desktop application's private-use scheme
+// (reverse-domain, or a real client's own), and nothing else. One refused URI refuses the registration whole, naming it. Every client is
 // registered as `native`, so that loopback ports are ignored when matching (RFC 8252 7.3) and
 // private-use schemes are accepted (oidc-provider's `web` default refuses both).
 
@@ -23,6 +23,12 @@ const FORBIDDEN_SCHEMES = new Set([
 ]);
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
 const PRIVATE_USE_SCHEME = /^[a-z][a-z0-9+.-]{0,63}:$/;
+/**
+ * Private-use schemes of real MCP clients that are not reverse-domain (DECISIONS). Any other scheme
+ * must hold a period (RFC 8252 7.1, `com.example.app:`): a scheme such as `x-evil:` belongs to no
+ * one, so `x-evil://claude.ai/cb` would let the consent page name a host the code never goes to.
+ */
+const KNOWN_CLIENT_SCHEMES = new Set(["cursor:", "vscode:", "vscode-insiders:"]);
 const GRANT_TYPES = new Set([
   "authorization_code",
   "refresh_token",
@@ -51,6 +57,9 @@ export function redirectUriProblem(uri: string): string | undefined {
   if (FORBIDDEN_SCHEMES.has(scheme))
     return `uses the ${scheme.slice(0, -1)} scheme, which is never a redirect`;
   if (!PRIVATE_USE_SCHEME.test(scheme)) return "has a scheme that is not an application's";
+  if (!scheme.includes(".") && !KNOWN_CLIENT_SCHEMES.has(scheme)) {
+    return `uses the private-use scheme ${scheme} that is not reverse-domain (RFC 8252 7.1: one with a period, such as com.example.app:) nor a known client's (${[...KNOWN_CLIENT_SCHEMES].join(" ")})`;
+  }
   return undefined;
 }
 

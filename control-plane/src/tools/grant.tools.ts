@@ -1,5 +1,6 @@
 // request_grant and list_grants (spec 4.2): an agent asks ahead of a call, and sees its own approvals.
 
+import { isStandingPolicy } from "../grants/grant-coverage.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import { needItemAnswer } from "./http-request.tool.ts";
 import { pendingHint } from "./pending-hint.ts";
@@ -15,9 +16,10 @@ export async function runRequestGrant(
   const item = await deps.items.findCallableByName(scope.organisationId, scope.environment, args.item_name);
   if (!item) return needItemAnswer(deps, scope, args.item_name, undefined, args.task_description);
   const grantScope = httpRequestGrantScope(scope, item);
-  // A session or standing approval already covers the agent: returned at once as the covering grant.
+  // Spec 3.1: a standing approval that covers the agent is returned at once as the covering grant;
+  // a session approval is not one (it covers the calls it was given for, not a new request).
   const covering = await deps.grants.findUsableGrant(grantScope);
-  if (covering && covering.policy !== "prompt") return { payload: { ...covering } };
+  if (covering && isStandingPolicy(covering.policy)) return { payload: { ...covering } };
   const { grant, approvalCode, notifyFailed, deniedAt } = await deps.grants.requestGrant({
     ...grantScope,
     environment: scope.environment,

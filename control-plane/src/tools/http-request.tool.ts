@@ -2,6 +2,7 @@
 // (spending a one-call approval before anything leaves), send through the egress proxy, answer in
 // the shape of 2.8.
 import { AppError } from "@latch/shared/errors";
+import { findPresignParameter, presignRefusal } from "@latch/shared/inject/aws-presign";
 import { parseRequestTarget } from "@latch/shared/requests/path";
 import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
@@ -24,6 +25,10 @@ export async function runHttpRequest(
   const located = await locateOrAnswer(deps, scope, args);
   if ("payload" in located) return located;
   const { item, host, path } = located;
+  // A sigv4 call is signed by Latch: a presigned URL's parameters in the agent's query would be a
+  // second authentication of its choosing. Refused before any approval is asked for.
+  const presign = item.inject === "sigv4" ? findPresignParameter(path) : undefined;
+  if (presign !== undefined) throw new AppError("invalid_path", presignRefusal(presign));
   const grantScope = httpRequestGrantScope(scope, item);
   // Rule 7 before any approval: a missing connect or sibling is answered without asking for one.
   const refused = args.dry_run ? undefined : await tokenPlanRefusal(deps, scope, args, located);
@@ -124,6 +129,7 @@ async function tokenPlanRefusal(
       host: located.host,
       path: located.path,
       method: args.method,
+      clientId: args.client_id,
     });
     return undefined;
   } catch (error) {

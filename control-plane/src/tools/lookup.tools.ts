@@ -98,9 +98,26 @@ export async function runSetup(
     source === only &&
     others.length === 0 &&
     (provider.appToken === undefined || provider.userOnlyPathPrefixes.length > 0);
-  if (needsConnect && !args.dry_run) {
+  if (needsConnect) {
     // Spec 4.2 setup: the app secret is stored; the user account is connected next.
     const refreshItemName = `${baseNameOf(source.name)}_REFRESH`;
+    if (args.dry_run) {
+      // What the real call would answer, with nothing written: no connect request, so no connect_url.
+      const hint = `${source.name} is stored; this ${provider.displayName} setup needs a connected user account. Call setup again without dry_run to ask the user to connect it.`;
+      return {
+        payload: {
+          status: "user_connect_required",
+          provider: provider.id,
+          item_name: source.name,
+          refresh_item_name: refreshItemName,
+          host,
+          ...recipeFields(host),
+          dry_run: true,
+          hint,
+          next: { for_model: hint },
+        },
+      };
+    }
     const { hint, fields } = await deps.surface.connectRequired(scope, {
       provider: provider.id,
       itemName: source.name,

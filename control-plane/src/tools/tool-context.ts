@@ -108,12 +108,7 @@ export const LOCAL_SURFACE: OperatorSurface = {
 export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): OperatorSurface {
   return {
     async needItem(scope, suggestedName, host, taskDescription, requestedCall) {
-      if (!host) {
-        return {
-          message: `Nothing is stored as ${suggestedName}. Call again with the API's host so the user can be asked to store it.`,
-          fields: {},
-        };
-      }
+      // Spec 4.2: by item_name alone, too, the user gets a collect link (and names the host there).
       const need = await needs.requestNeed({
         organisationId: scope.organisationId,
         environment: scope.environment,
@@ -124,8 +119,9 @@ export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): O
         message: taskDescription,
         requestedCall,
       });
+      const what = host ? `for ${host}` : `as ${suggestedName}`;
       return {
-        message: `Nothing is stored for ${host}. Give the user this link to store ${suggestedName}: ${need.collect_url} (they type the value there; never ask for it yourself). Then retry.`,
+        message: `Nothing is stored ${what}. Give the user this link to store ${suggestedName}: ${need.collect_url} (they type the value${host ? "" : " and the API's host"} there; never ask for it yourself). Then retry.`,
         fields: {
           collect_url: need.collect_url,
           need_id: need.need_id,

@@ -4,7 +4,7 @@
 // confirms it, signs in and consents on /consent in the organisation of their choice; the library
 // gets a JWT that /mcp accepts. Then spec 8's limit of 10 code attempts per 15 minutes.
 import * as client from "openid-client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { freePort } from "../chromium.ts";
 import { Browser, type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
 import { pathOf, register, testAddress } from "./oauth-flow.ts";
@@ -164,5 +164,60 @@ describe("the device flow with openid-client", () => {
     expect(eleventh.statusCode).toBe(429);
     expect(Number(eleventh.headers["retry-after"])).toBeGreaterThan(0);
     expect(eleventh.body).toContain("at most 10 per 15 minutes");
+  });
+});
+
+describe("POST /device without the code page's OAuth session (issue 21 item 3)", () => {
+  it("answers 400 with a page that sends the operator back to /device, never a 500 or a stack", async () => {
+    const written: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk, ...rest) => {
+      written.push(String(chunk));
+      return write(chunk, ...(rest as []));
+    });
+    const consoleSpy = vi.spyOn(console, "error").mockImplementation((...args) => {
+      written.push(args.map(String).join(" "));
+    });
+    try {
+      const op = await readyOperator(h, "device-no-session", base);
+      const page = await op.request("GET", "/device");
+      const xsrf = xsrfOf(page.body);
+      const session = [...op.cookies].filter(([name]) => !name.startsWith("latch_oauth_session"));
+      for (const cookie of [
+        // No cookie at all, the operator's cookies without the OAuth one, and a forged OAuth one.
+        "",
+        session.map(([k, v]) => `${k}=${v}`).join("; "),
+        "latch_oauth_session=forged; latch_oauth_session.sig=forged",
+      ]) {
+        const forms: Record<string, string>[] = [
+          { xsrf, user_code: "BBBB-BBBB" },
+          { xsrf, user_code: "BBBB-BBBB", confirm: "yes" },
+          { user_code: "BBBB-BBBB" },
+          {},
+        ];
+        for (const fields of forms) {
+          const answer = await h.app.inject({
+            method: "POST",
+            url: "/device",
+            remoteAddress: testAddress(),
+            headers: {
+              origin: base,
+              ...(cookie ? { cookie } : {}),
+              "content-type": "application/x-www-form-urlencoded",
+            },
+            payload: new URLSearchParams(fields).toString(),
+          });
+          expect(answer.statusCode, `${cookie} ${JSON.stringify(fields)}: ${answer.body.slice(0, 200)}`).toBe(
+            400,
+          );
+          expect(answer.headers["content-type"]).toMatch(/^text\/html/);
+          expect(answer.body).toContain('href="/device"');
+        }
+      }
+    } finally {
+      spy.mockRestore();
+      consoleSpy.mockRestore();
+    }
+    expect(written.join("")).not.toMatch(/persist can only be called|TypeError|\n\s+at /);
   });
 });

@@ -144,8 +144,12 @@ describe.skipIf(skipBrowserTests)(
         );
       });
       await expect.poll(() => page.locator("#client-name").textContent()).toBe("E2E desktop agent");
-      expect(await page.locator("#redirect-host").textContent()).toBe(`127.0.0.1:${port}`);
+      // Not https: shown whole, scheme and port included (issue 21 item 1).
+      expect(await page.locator("#redirect-host").textContent()).toBe(`http://127.0.0.1:${port}/callback`);
       expect(await page.locator("#organisation option").count()).toBe(1);
+      // The operator picks the environment the agent acts in (issue 21 item 5); staging here.
+      expect(await page.locator("#environment option").allTextContents()).toEqual(["staging", "production"]);
+      await page.getByLabel("Environment it acts in").selectOption("staging");
       await page.screenshot({ path: `${SHOTS}oauth-consent.png`, fullPage: true });
       await page.getByRole("button", { name: "Approve" }).click();
       await expect.poll(() => codes.length).toBe(1);
@@ -185,6 +189,9 @@ describe.skipIf(skipBrowserTests)(
       expect(events.find((e) => e.action === "http_request")?.actor_name).toBe("E2E desktop agent");
       const access = (await op.request("GET", "/api/access")).json();
       expect(access.clients.map((c: { name: string }) => c.name)).toContain("E2E desktop agent");
+      expect(access.clients.find((c: { name: string }) => c.name === "E2E desktop agent").environment).toBe(
+        "staging",
+      );
 
       // 5. Refresh: a new pair; the old refresh token replayed ends the grant and its access tokens.
       const firstTokens = provider.saved!;

@@ -1,7 +1,9 @@
 // Spec 8's limits on the OAuth endpoints, held across two control-plane replicas behind one load
 // balancer (issue 11 "Done when"): POST /oauth/register 20 per hour per IP; client ID metadata
-// document fetches 10 per hour per requesting IP and 30 per hour per document host. A full window
-// is 429 rate_limited with retry_after; the window reopens an hour later.
+// document fetches 10 per hour per requesting IP and 30 per hour per document host, each fetch
+// counted once whatever its outcome; at most 4 fetches in flight per server (a fifth is a limit
+// answer too, spec 7: 429, never a 400) and 3 seconds per fetch. A full window is 429 rate_limited
+// with retry_after; the window reopens an hour later.
 //
 // Each test asks from addresses of its own (fromAddress) and moves the shared clock past the last
 // test's window, so the counts start from zero. oidc-provider caches a fetched document (at least
@@ -37,7 +39,22 @@ beforeAll(async () => {
   a.egress.setHandler((req, res) => {
     const url = `https://${req.headers.host}${req.url}`;
     fetched.push(url);
+    // Paths that make a fetch fail in each way a document can: no answer, 404, not JSON, refused.
+    if (req.url?.startsWith("/stall/")) return;
+    if (req.url?.startsWith("/missing/")) {
+      res.statusCode = 404;
+      res.end("not found");
+      return;
+    }
+    if (req.url?.startsWith("/not-json/")) {
+      res.end("<html>not a document</html>");
+      return;
+    }
     res.setHeader("content-type", "application/json");
+    if (req.url?.startsWith("/bad-redirect/")) {
+      res.end(JSON.stringify({ client_id: url, client_name: "Bad", redirect_uris: ["x-evil://a.b/cb"] }));
+      return;
+    }
     // A client's document says how long it may be kept (a day here, as a popular client's would).
     res.setHeader("cache-control", "public, max-age=86400");
     res.end(JSON.stringify({ client_id: url, client_name: "Counted", redirect_uris: [REDIRECT] }));
@@ -52,7 +69,8 @@ const HOUR_MS = 3_600_000;
 /** Moves the replicas' shared clock past every window an earlier test filled. */
 const nextWindow = () => a.clock.advance(HOUR_MS + 60_000);
 
-const documentUrl = (host = HOST) => `https://${host}/clients/${randomBytes(6).toString("hex")}.json`;
+const documentUrl = (host = HOST, folder = "clients") =>
+  `https://${host}/${folder}/${randomBytes(6).toString("hex")}.json`;
 
 /** The browser opening /oauth/authorize for a client ID metadata document (one fetch when new). */
 async function authorizeWith(app: FastifyInstance, clientId: string) {
@@ -269,4 +287,63 @@ describe("behind a load balancer (TRUST_PROXY)", () => {
     ]);
     expect(loadConfig({}).TRUST_PROXY).toEqual([]);
   });
+});
+
+describe("fetches that fail count once each (issue 21 item 4: spec 8, 10 per hour per address)", () => {
+  it("ten fetched documents, failed or not, are ten; the eleventh is refused 429", async () => {
+    nextWindow();
+    const asker = fromAddress(a.app, testAddress());
+    for (const folder of ["missing", "not-json", "bad-redirect", "clients", "missing"]) {
+      for (let i = 0; i < 2; i++) {
+        const url = documentUrl(HOST, folder);
+        const answer = await authorizeWith(asker, url);
+        expect(answer.statusCode, `${folder}: ${answer.body.slice(0, 300)}`).toBe(
+          folder === "clients" ? 303 : 400,
+        );
+        expect(fetched.filter((f) => f === url)).toHaveLength(1);
+      }
+    }
+    await expectLimited(asker, documentUrl(), PER_IP);
+  });
+});
+
+describe("one fetch takes at most 3 seconds (spec 8)", () => {
+  it("a document host that never answers is given up after 3 s: 400 invalid_client, no consent", async () => {
+    nextWindow();
+    const url = documentUrl(HOST, "stall");
+    const started = performance.now();
+    const answer = await authorizeWith(fromAddress(a.app, testAddress()), url);
+    const took = performance.now() - started;
+    expect(answer.statusCode, answer.body.slice(0, 300)).toBe(400);
+    expect(answer.headers.location).toBeUndefined();
+    expect(answer.body).toContain("(invalid_client)");
+    expect(answer.body).toContain("timeout");
+    expect(fetched).toContain(url);
+    expect(took).toBeGreaterThanOrEqual(2_900);
+    expect(took).toBeLessThan(6_000);
+  });
+});
+
+describe("at most 4 fetches in flight on one server (spec 8)", () => {
+  it("the fifth at once is a limit answer, 429 with Retry-After, and nothing is fetched for it", async () => {
+    nextWindow();
+    const stalled = [0, 1, 2, 3].map(() => documentUrl(HOST, "stall"));
+    const inFlight = stalled.map((url) => authorizeWith(fromAddress(a.app, testAddress()), url));
+    // Wait until all four are at the origin, then ask for a fifth document from another address.
+    await vi.waitFor(() => expect(stalled.every((url) => fetched.includes(url))).toBe(true), {
+      timeout: 2_500,
+    });
+    const fifth = documentUrl();
+    const refused = await authorizeWith(fromAddress(a.app, testAddress()), fifth);
+    expect(refused.statusCode, refused.body.slice(0, 300)).toBe(429);
+    expect(refused.body).toContain("(rate_limited)");
+    expect(refused.body).toContain("at most 4 at once");
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    expect(fetched).not.toContain(fifth);
+    // Another replica has its own four.
+    await expectFetched(fromAddress(b.app, testAddress()), documentUrl());
+    for (const answer of await Promise.all(inFlight)) expect(answer.statusCode).toBe(400);
+    // Once they are done, the same document is fetched.
+    await expectFetched(fromAddress(a.app, testAddress()), fifth);
+  }, 15_000);
 });

@@ -299,3 +299,49 @@ describe("consent", () => {
     expect(JSON.stringify(ledger)).toContain("client_revoked");
   });
 });
+
+describe("response modes (issue 21 item 4)", () => {
+  it("accepts only query, the one advertised; fragment and form_post are refused without a redirect", async () => {
+    const op = await readyOperator(h);
+    const redirectUri = "http://127.0.0.1:9/modes";
+    const clientId = (await register(h.app, { client_name: "Modes", redirect_uris: [redirectUri] })).json()
+      .client_id as string;
+    const open = (extra: Record<string, string>) =>
+      op.request(
+        "GET",
+        `/oauth/authorize?${new URLSearchParams({
+          client_id: clientId,
+          redirect_uri: redirectUri,
+          response_type: "code",
+          code_challenge: pkcePair().challenge,
+          code_challenge_method: "S256",
+          scope: "mcp",
+          ...extra,
+        })}`,
+      );
+    for (const mode of ["fragment", "form_post", "web_message", "query.jwt", "jwt", ""]) {
+      const refused = await open({ response_mode: mode });
+      expect(refused.statusCode, `${mode}: ${refused.body.slice(0, 200)}`).toBe(400);
+      expect(refused.headers.location).toBeUndefined();
+      expect(refused.body).toContain("(unsupported_response_mode)");
+    }
+    for (const extra of [{ response_mode: "query" }, {}] as Record<string, string>[]) {
+      const accepted = await open(extra);
+      expect(accepted.statusCode, accepted.body.slice(0, 200)).toBe(303);
+      expect(String(accepted.headers.location)).toMatch(/\/consent\?uid=/);
+    }
+  });
+});
+
+describe("registration answers (issue 21 item 4)", () => {
+  it("hand out no RFC 7592 registration_access_token or management URI (the endpoint is not served)", async () => {
+    const registered = await register(h.app, {
+      client_name: "No management",
+      redirect_uris: ["https://agent.example/cb"],
+    });
+    expect(registered.statusCode).toBe(201);
+    expect(registered.json().client_id).toMatch(/^oac_/);
+    expect(registered.json()).not.toHaveProperty("registration_access_token");
+    expect(registered.json()).not.toHaveProperty("registration_client_uri");
+  });
+});

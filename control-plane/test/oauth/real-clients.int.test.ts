@@ -356,6 +356,7 @@ describe("ChatGPT", () => {
       name: "ChatGPT",
       metadata_host: "docs.latch.test",
       redirect_host: "chatgpt.com",
+      redirect_target: "chatgpt.com",
     });
     const { tokens } = await codeFlow(agent, { clientId, redirectUri: REDIRECT });
     expect(tokens.access_token.split(".")).toHaveLength(3);

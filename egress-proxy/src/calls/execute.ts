@@ -47,9 +47,10 @@ const CALL_STEPS: readonly CallStep[] = [
   // A provider token exchange (client credentials, refresh-token rotation) adds its sealed results
   // to call.rotatedCredentials and its tokens to call.redactionValues, before redaction is prepared.
   mintToken,
-  prepareRedaction,
   injectIntoRequest,
   signRequest,
+  // After inject and signing, so that what they added is redacted too; before anything is sent.
+  prepareRedaction,
   resolveDestination,
   dialOrigin,
   redactAnswer,

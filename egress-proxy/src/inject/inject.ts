@@ -3,6 +3,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { InjectMode } from "@latch/shared/inject/inject-mode";
 import { type HeaderPair, isSafeHeaderValue } from "@latch/shared/requests/headers";
+import { readsAsQueryName } from "@latch/shared/requests/query-names";
 
 export interface OutgoingRequest {
   /** The validated path plus query, e.g. `/v1/items?limit=5`. */
@@ -127,8 +128,9 @@ function withHeader(req: OutgoingRequest, lowerName: string, value: string): Out
 
 /**
  * Appends `param=encodedValue` to the query of `path`, dropping every caller pair that an origin
- * could read as `param` (see `isSameQueryName`). `;` is treated as a separator too, because some
- * origin frameworks split on it: an agent's `x;API_KEY=mine` must not reach them beside the credential.
+ * could read as `param` (`readsAsQueryName`, shared/src/requests/query-names.ts). `;` is treated
+ * as a separator too, because some origin frameworks split on it: an agent's `x;API_KEY=mine` must
+ * not reach them beside the credential.
  */
 function withQueryParam(path: string, param: string, encodedValue: string): string {
   // A fragment is never sent; one here means the path was not validated.
@@ -139,36 +141,7 @@ function withQueryParam(path: string, param: string, encodedValue: string): stri
   const wanted = param.toLowerCase();
   // Every other byte of the caller's query stays as it was: it is what the operator approved.
   const pairs = query.length === 0 ? [] : query.split("&");
-  const kept = pairs.filter((pair) => !pair.split(";").some((part) => isSameQueryName(part, wanted)));
+  const kept = pairs.filter((pair) => !pair.split(";").some((part) => readsAsQueryName(part, wanted)));
   kept.push(`${param}=${encodedValue}`);
   return `${base}?${kept.join("&")}`;
-}
-
-/**
- * True when an origin could read the name of the `name=value` pair as `wanted` (lowercase):
- * - equal after `+` and percent-decoding, ignoring case (`KEY`, `k%65y`, `api%5Fkey`): frameworks
- *   decode names and some fold case;
- * - or `wanted` followed by `[` (`key[]`, `key[a]`, `key%5b%5d`): PHP, Rack and `qs` parse these
- *   into `key` itself (a list or a map), so the agent's value lands beside or instead of ours;
- * - or `wanted` followed by NUL (`key%00`): C-string parsers stop at the NUL and see `key`.
- * A name that is not valid UTF-8 once decoded fails closed: it matches when its bytes start with
- * `wanted`, since a lenient decoder may drop or replace whatever follows.
- */
-function isSameQueryName(pair: string, wanted: string): boolean {
-  const equals = pair.indexOf("=");
-  const raw = (equals === -1 ? pair : pair.slice(0, equals)).replaceAll("+", " ");
-  let name: string;
-  try {
-    name = decodeURIComponent(raw).toLowerCase();
-  } catch {
-    return decodeBytewise(raw).toLowerCase().startsWith(wanted);
-  }
-  return name === wanted || name.startsWith(`${wanted}[`) || name.startsWith(`${wanted}\0`);
-}
-
-/** Each valid `%XX` as the one character of that byte value; used only when UTF-8 decoding fails. */
-function decodeBytewise(raw: string): string {
-  return raw.replace(/%([0-9A-Fa-f]{2})/g, (_match, hex: string) =>
-    String.fromCharCode(Number.parseInt(hex, 16)),
-  );
 }

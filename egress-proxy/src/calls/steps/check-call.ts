@@ -58,6 +58,7 @@ export function checkCall(ticket: CallTicket, clock: { now: () => number; starte
     host: host.host,
     path: path.path,
     headers,
+    callerHeaders: headers.map((header) => ({ ...header })),
     body: hasBody ? spec.body : undefined,
     contentType: hasBody ? (contentType ?? "application/json") : undefined,
     timeoutMs,

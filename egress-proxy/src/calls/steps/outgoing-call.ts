@@ -36,6 +36,8 @@ export interface OutgoingCall {
   path: string;
   /** Lowercase names, as they will be sent; an inject or signing step adds its own. */
   headers: HeaderPair[];
+  /** The caller's headers as checked, before any step added one: what the agent itself chose. */
+  readonly callerHeaders: readonly HeaderPair[];
   readonly body: Uint8Array | undefined;
   readonly contentType: string | undefined;
   readonly timeoutMs: number;

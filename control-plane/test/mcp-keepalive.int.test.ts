@@ -1,0 +1,93 @@
+// GET /mcp, the SSE keep-alive stream itself (spec 4.1, 6; issue 21 item 13): a model client's
+// bearer opens a text/event-stream that carries only keep-alive comments, one at once and one every
+// 25 seconds; it names no secret and no event; it ends when the client goes away (its timer with
+// it) and when the server closes. The interval is the only timer faked; the socket is real.
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { type HostedHarness, operatorWithClient, startHosted } from "./hosted.ts";
+
+let h: HostedHarness;
+let url: string;
+let token: string;
+let isClosed = false;
+
+beforeAll(async () => {
+  h = await startHosted();
+  url = await h.app.listen({ host: "127.0.0.1", port: 0 });
+  ({ token } = await operatorWithClient(h, {
+    secret: "sk_live_keepalive_canary_5c1d",
+    items: [{ name: "API_KEY" }],
+    clientName: "stream agent",
+  }));
+}, 60_000);
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+afterAll(async () => {
+  if (!isClosed) await h?.close();
+});
+
+/** Reads from `reader` until `text` holds `count` keep-alive comments. */
+async function readKeepalives(reader: ReadableStreamDefaultReader<Uint8Array>, count: number, text = "") {
+  const decoder = new TextDecoder();
+  let seen = text;
+  while ((seen.match(/: latch keepalive\n\n/g) ?? []).length < count) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`the stream ended after ${JSON.stringify(seen)}`);
+    seen += decoder.decode(value, { stream: true });
+  }
+  return seen;
+}
+
+describe("GET /mcp", () => {
+  it("is an event stream of keep-alive comments only, one at once and one every 25 seconds", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const aborted = new AbortController();
+    const response = await fetch(`${url}/mcp`, {
+      headers: {
+        authorization: `Bearer ${token}`,
+        accept: "text/event-stream",
+        origin: "https://agent.example",
+      },
+      signal: aborted.signal,
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("text/event-stream");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(response.headers.get("access-control-allow-origin")).toBe("https://agent.example");
+    const reader = response.body!.getReader();
+    let seen = await readKeepalives(reader, 1);
+    expect(seen).toBe(": latch keepalive\n\n");
+    // One comment each 25 s after the first.
+    vi.advanceTimersByTime(25_000);
+    seen = await readKeepalives(reader, 2, seen);
+    vi.advanceTimersByTime(25_000);
+    seen = await readKeepalives(reader, 3, seen);
+    // Comments only: no event, no data line, nothing an agent could read a value from.
+    expect(seen).toBe(": latch keepalive\n\n".repeat(3));
+    // The client goes away: the server forgets the stream and its timer.
+    expect(vi.getTimerCount()).toBe(1);
+    aborted.abort();
+    await vi.waitFor(() => expect(vi.getTimerCount()).toBe(0));
+  });
+
+  it("needs a model client's bearer: none is 401 with the challenge, an invalid one 401", async () => {
+    const none = await fetch(`${url}/mcp`, { headers: { accept: "text/event-stream" } });
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toContain("resource_metadata=");
+    const invalid = await fetch(`${url}/mcp`, {
+      headers: { authorization: "Bearer avm_not-a-real-token-at-all-000000", accept: "text/event-stream" },
+    });
+    expect(invalid.status).toBe(401);
+  });
+
+  it("ends when the server closes, so a shutdown is not held open by a client", async () => {
+    const response = await fetch(`${url}/mcp`, { headers: { authorization: `Bearer ${token}` } });
+    const reader = response.body!.getReader();
+    await readKeepalives(reader, 1);
+    isClosed = true;
+    await h.close();
+    const rest = await reader.read();
+    expect(rest.done).toBe(true);
+  });
+});
