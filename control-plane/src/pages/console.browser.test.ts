@@ -127,6 +127,8 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await page.locator("#env-switch").inputValue()).toBe("production");
     await expect.poll(() => rows.count()).toBe(1);
     const otherRow = rows.filter({ hasText: "OTHER_KEY" });
+    // The switch redraws the table: wait for the production row, not the staging one it replaces.
+    await expect.poll(() => otherRow.count(), SOON).toBe(1);
     expect(await otherRow.locator("td").allTextContents()).toEqual([
       "secret",
       "—",
