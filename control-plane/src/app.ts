@@ -1,7 +1,7 @@
 // The hosted control plane's HTTP application without listen(): tests call app.inject().
 // Every route is registered here from the services it is given; nothing is wired inside routes.
 import fastifyCookie from "@fastify/cookie";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyContextConfig, type FastifyInstance, type FastifySchema } from "fastify";
 import type { Logger } from "pino";
 import { registerOperatorSessions } from "./auth/operator-guard.ts";
 import type { PrincipalKind } from "./auth/principal.ts";
@@ -26,7 +26,8 @@ export const PRODUCT_NAME = "Latch";
 export interface AppDeps {
   logger: Logger;
   isDatabaseReady(): Promise<boolean>;
-  isEgressReady(): Promise<boolean>;
+  /** Whether some proxy replica serves now (said by /ready, never its status). */
+  isEgressServing(): boolean;
   /** Operator sessions from the cookie, and the Origin wall (spec 5 rules 4 and 6). */
   sessions?: {
     sessions: SessionsRepo;
@@ -48,6 +49,10 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   principals: readonly PrincipalKind[] | undefined;
+  /** The route's zod schemas (params, querystring, body, response): what /openapi.json is made of. */
+  schema: FastifySchema | undefined;
+  /** The route's config: who may call it, and what else it declares (http/openapi.ts reads it). */
+  config: FastifyContextConfig | undefined;
 }
 
 declare module "fastify" {
@@ -73,7 +78,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook("onRoute", (route) => {
     for (const method of [route.method].flat()) {
       if (method === "HEAD") continue;
-      registered.push({ method, url: route.url, principals: route.config?.principals });
+      registered.push({
+        method,
+        url: route.url,
+        principals: route.config?.principals,
+        schema: route.schema,
+        config: route.config,
+      });
     }
   });
   registerRequestContext(app);
@@ -96,7 +107,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, {
     product: PRODUCT_NAME,
     isDatabaseReady: deps.isDatabaseReady,
-    isEgressReady: deps.isEgressReady,
+    isEgressServing: deps.isEgressServing,
   });
   for (const register of deps.routes ?? []) register(app);
   return app;
