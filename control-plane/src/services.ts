@@ -122,6 +122,7 @@ function createCoreServices(
     egress: variant.egress,
     fence: variant.fence,
     inItemTokenLock: items.inItemTokenLock,
+    noteItemUsed: (item) => items.noteItemUsed(item, variant.now()),
     onAuditFailure: logAuditFailure(variant.logger),
   });
   const ledger = createLedgerService({
@@ -201,7 +202,7 @@ function createHostedGrants(
     now: variant.now,
     approvalCodes: { hashCode: variant.keyring.hashCode },
     findMemberRole: orgs.findMemberRole,
-    notifyApproval: async ({ organisationId, grant, approvalCode, linkToken }) => {
+    notifyApproval: async ({ organisationId, grant, body, approvalCode, linkToken }) => {
       // The devices first, without waiting: a push goes through the proxy, the mail after it.
       void push?.pushApprovalRequest(organisationId, {
         grant_id: grant.grant_id,
@@ -214,7 +215,7 @@ function createHostedGrants(
         url: `${variant.baseUrl}/console#inbox?grant=${encodeURIComponent(grant.grant_id)}`,
       });
       const members = await orgs.findMembers(organisationId);
-      const mail = approvalMail(grant, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
+      const mail = approvalMail(grant, body, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
       for (const member of members) await variant.mailer.send({ to: member.email, ...mail });
     },
   });
