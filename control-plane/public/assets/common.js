@@ -9,26 +9,33 @@ var statusBox = document.getElementById("status");
 // there at the end instead of the console. Only those paths of this site are followed, never
 // another site's address.
 var RETURN_PATH =
-  /^\/(approve\?token=[A-Za-z0-9_-]{20,100}|consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?|collect\/[A-Za-z0-9_-]{1,64})$/;
+  /^\/(approve\?token=[A-Za-z0-9_-]{20,100}|consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?|collect\/[A-Za-z0-9_-]{1,64}|console#inbox(\?grant=[A-Za-z0-9_-]{1,64})?)$/;
 var RETURN_REASONS = {
   approve: "Sign in to approve the request an agent is waiting on. You will land back on it.",
   collect: "Sign in to store the credential an agent asked for. You will land back on its request.",
   consent: "Sign in to decide whether the app may connect to Latch. You will land back on its request.",
   device: "Sign in to connect the device that showed you a code. You will land back on it.",
+  console: "Sign in to decide the request an agent is waiting on. You will land on the inbox.",
 };
 (() => {
   var asked = new URLSearchParams(location.search).get("return_to");
   if (asked && RETURN_PATH.test(asked)) sessionStorage.setItem("latch.return_to", asked);
-  var pending = sessionStorage.getItem("latch.return_to");
-  var heading = document.querySelector("main h1");
   // Said on the sign-in steps only: the page it returns to says what it is itself.
   var isSignInStep =
     ["sign-in", "sign-up", "enroll-totp", "verify-totp"].indexOf(document.body.dataset.page) >= 0;
+  // A push notification opens /console#inbox?grant=...; signed out, the redirect to sign-in keeps
+  // that fragment (the server never sees it), and sign-in then ends on the inbox.
+  var fromPush = `/console${location.hash}`;
+  if (isSignInStep && location.hash && RETURN_PATH.test(fromPush)) {
+    sessionStorage.setItem("latch.return_to", fromPush);
+  }
+  var pending = sessionStorage.getItem("latch.return_to");
+  var heading = document.querySelector("main h1");
   if (!pending || !RETURN_PATH.test(pending) || !heading || !isSignInStep) return;
   var why = document.createElement("p");
   why.className = "notice";
   why.id = "return-reason";
-  why.textContent = RETURN_REASONS[pending.slice(1).split(/[?/]/)[0]];
+  why.textContent = RETURN_REASONS[pending.slice(1).split(/[?/#]/)[0]];
   heading.after(why);
 })();
 /** Where sign-in ends: the page that asked for it, once, else the console. */

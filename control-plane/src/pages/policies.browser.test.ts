@@ -221,4 +221,19 @@ describe.skipIf(skipBrowserTests)("policies and the live inbox in Chromium", () 
     await agent.close();
     await context.close();
   }, 120_000);
+
+  it("a push's link opens the inbox, through sign-in when the browser is signed out", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${base}/console#inbox?grant=grt_fromapush`);
+    await page.waitForURL(/\/sign-in/);
+    expect(await page.locator("#return-reason").textContent()).toBe(
+      "Sign in to decide the request an agent is waiting on. You will land on the inbox.",
+    );
+    expect(await page.evaluate("afterSignIn()")).toBe("/console#inbox?grant=grt_fromapush");
+    // Anything else in the fragment is not followed.
+    await page.goto(`${base}/sign-in#inbox?grant=x"><script>`);
+    expect(await page.evaluate("sessionStorage.getItem('latch.return_to')")).toBe(null);
+    await context.close();
+  });
 });
