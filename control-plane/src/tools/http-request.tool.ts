@@ -17,7 +17,8 @@ import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
 import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
 import { pendingHint } from "./pending-hint.ts";
-import { policyDeniedAnswer, rateLimitedAnswer } from "./policy-refusal.ts";
+import { admitOrRefuse, recordPolicyEvent } from "./policy-gate.ts";
+import { policyDeniedAnswer } from "./policy-refusal.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
@@ -125,58 +126,6 @@ export async function runHttpRequest(
     }
   }
   return sendCall(deps, scope, args, located, authorisation, policy);
-}
-
-/** Takes a place under the rule's rate limit, or answers `rate_limited` (audited) when it is full. */
-async function admitOrRefuse(
-  deps: ToolDeps,
-  scope: ToolScope,
-  args: HttpRequestArgs,
-  located: LocatedCredential,
-  policy: PolicyDecision,
-): Promise<ToolAnswer | undefined> {
-  const full = await deps.policies.admitCall(scope.organisationId, policy);
-  if (!full) return undefined;
-  const { item, host, path } = located;
-  await recordPolicyEvent(
-    deps,
-    scope,
-    "rate_limited",
-    policy,
-    { itemName: item.name, host, args, path },
-    {
-      retry_after: full.retryAfter,
-    },
-  );
-  return rateLimitedAnswer(policy, full.retryAfter, { args, itemName: item.name, host });
-}
-
-/** A policy row of the call (`policy_denied`, `policy_allowed`, `rate_limited`), naming its rule. */
-function recordPolicyEvent(
-  deps: ToolDeps,
-  scope: ToolScope,
-  action: "policy_denied" | "policy_allowed" | "rate_limited",
-  policy: PolicyDecision,
-  call: { itemName: string; host: string; args: HttpRequestArgs; path: string },
-  extra: Record<string, unknown> = {},
-): Promise<void> {
-  return deps.policies.recordPolicyEvent({
-    organisationId: scope.organisationId,
-    environment: scope.environment,
-    actor: `agent:${scope.agentId}`,
-    action,
-    itemName: call.itemName,
-    host: call.host,
-    reason: action === "policy_allowed" ? undefined : action,
-    detail: {
-      ...ruleReference(policy),
-      method: call.args.method,
-      // As the call's own rows: the route without its query, which may carry personal data.
-      path: call.path.split("?")[0],
-      ...(call.args.client_id ? { client_id: call.args.client_id } : {}),
-      ...extra,
-    },
-  });
 }
 
 /** dry_run: what would happen, naming the rule that would decide; nothing written, nothing spent. */
