@@ -4,6 +4,7 @@ import fastifyCookie from "@fastify/cookie";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { registerOperatorSessions } from "./auth/operator-guard.ts";
+import type { RouteAction } from "./auth/permissions.ts";
 import type { PrincipalKind } from "./auth/principal.ts";
 import type { SessionsRepo } from "./auth/sessions.ts";
 import type { ClientRow } from "./db/schema.ts";
@@ -48,6 +49,8 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   principals: readonly PrincipalKind[] | undefined;
+  /** What an operator does there (auth/permissions.ts), judged against their role. */
+  action: RouteAction | undefined;
 }
 
 declare module "fastify" {
@@ -73,7 +76,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook("onRoute", (route) => {
     for (const method of [route.method].flat()) {
       if (method === "HEAD") continue;
-      registered.push({ method, url: route.url, principals: route.config?.principals });
+      registered.push({
+        method,
+        url: route.url,
+        principals: route.config?.principals,
+        action: route.config?.action,
+      });
     }
   });
   registerRequestContext(app);

@@ -4,6 +4,7 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
+import { registerAuditExportRoutes } from "./audit/audit-export.routes.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
@@ -25,6 +26,8 @@ import { registerNeedsRoutes } from "./needs/needs.routes.ts";
 import { looksLikeJwt } from "./oauth/access-tokens.ts";
 import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
 import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
+import { registerInviteRoutes } from "./orgs/invite.routes.ts";
+import { registerMembersRoutes } from "./orgs/members.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
@@ -82,6 +85,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     keyring: loadOrCreateKeyring(config.KEK_KEYRING_FILE ?? keyringPath(deps.dataDir)),
     ...(deps.metrics ? { onAuditEvent: deps.metrics.countAuditEvent } : {}),
     onOAuthClientRevoked: (client) => oauthServer?.service.endClient(client) ?? Promise.resolve(),
+    onMemberOAuthEnded: (organisationId, operatorId) =>
+      oauthServer?.service.endMemberConsents(organisationId, operatorId) ?? Promise.resolve(),
   });
   const { audit, items, grants, clients, needs, sessions } = services;
   const oauth = createOAuthServer({
@@ -138,6 +143,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           environments: config.LATCH_ENVIRONMENTS,
         }),
       (app) => registerInboxRoutes(app, { grants, needs }),
+      (app) => registerAuditExportRoutes(app, { audit, clients }),
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,
@@ -162,6 +168,20 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => registerApproveLinkRoutes(app, { grants }),
       (app) => oauth.registerRoutes(app),
       (app) => registerConnectRoutes(app, { connect: services.connect }),
+      (app) =>
+        registerMembersRoutes(app, {
+          members: services.members,
+          invites: services.invites,
+          orgs: services.orgs,
+          sessions,
+        }),
+      (app) =>
+        registerInviteRoutes(app, {
+          invites: services.invites,
+          orgs: services.orgs,
+          sessions,
+          findOperatorEmail: async (operatorId) => (await services.totp.findOperator(operatorId))?.email,
+        }),
     ],
   });
   await app.ready();

@@ -14,6 +14,7 @@ import * as itemTokens from "./migrations/2026-11-25T1000-item-tokens.ts";
 import * as connectStates from "./migrations/2026-11-25T1100-connect-states.ts";
 import * as needsHostlessClosed from "./migrations/2026-11-26T0200-need-requests-hostless-closed.ts";
 import * as readableApprovals from "./migrations/2026-11-26T0300-readable-approvals.ts";
+import * as teams from "./migrations/2026-11-26T0500-teams.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -29,6 +30,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-25T1100-connect-states": connectStates,
   "2026-11-26T0200-need-requests-hostless-closed": needsHostlessClosed,
   "2026-11-26T0300-readable-approvals": readableApprovals,
+  "2026-11-26T0500-teams": teams,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
