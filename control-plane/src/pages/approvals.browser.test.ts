@@ -461,6 +461,13 @@ describe.skipIf(skipBrowserTests)("approvals an operator can read, scope and und
     await page.getByRole("button", { name: /^Edit WEBHOOK_SIGNING/ }).click();
     expect(await page.locator("#edit-inject").inputValue()).toBe("basic");
     await shots(page, "vault");
+    // On a phone only the table scrolls sideways (WCAG 1.4.10 exempts it), never the page's text.
+    await page.setViewportSize(PHONE);
+    const wider = await page.evaluate(`[...document.querySelectorAll("main *")]
+      .filter((e) => !e.closest(".table-wrap, .visually-hidden") && e.getBoundingClientRect().right > innerWidth + 1)
+      .map((e) => e.tagName + "#" + e.id)`);
+    expect(wider).toEqual([]);
+    await page.setViewportSize(WIDE);
 
     await page.goto(`${base}/console#clients`);
     const clients = page.locator("#issued > tbody > tr");
