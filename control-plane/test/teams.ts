@@ -35,8 +35,9 @@ export async function joinAs(
   owner: Browser,
   role: Role,
   label: string = role,
+  origin?: string,
 ): Promise<Member> {
-  const { browser, email, totp } = await signUpOperator(h, { label });
+  const { browser, email, totp } = await signUpOperator(h, { label, ...(origin ? { origin } : {}) });
   const invited = await owner.request("POST", "/api/orgs/members/invite", { email, role });
   if (invited.statusCode !== 201) throw new Error(`inviting ${email} failed: ${invited.body}`);
   const joined = await browser.request("POST", "/invite", { token: lastInviteTokenFor(h.inbox, email) });
@@ -69,11 +70,13 @@ let requests = 0;
 export async function startTeam(
   h: Pick<HostedHarness, "app" | "inbox" | "clock">,
   secret = "team-secret-value",
+  origin?: string,
 ): Promise<Team> {
   const created = await operatorWithClient(h, {
     secret,
     items: [{ name: "API_KEY", folder_name: "apis" }],
     clientName: "team agent",
+    ...(origin ? { origin } : {}),
   });
   const me = (await created.op.request("GET", "/api/auth/me")).json();
   const ownerId = (await created.op.request("GET", "/api/orgs/members")).json().members[0].operator_id;
@@ -83,9 +86,9 @@ export async function startTeam(
     operatorId: ownerId,
     totp: created.totp,
   };
-  const admin = await joinAs(h, owner.browser, "admin");
-  const approver = await joinAs(h, owner.browser, "approver");
-  const auditor = await joinAs(h, owner.browser, "auditor");
+  const admin = await joinAs(h, owner.browser, "admin", "admin", origin);
+  const approver = await joinAs(h, owner.browser, "approver", "approver", origin);
+  const auditor = await joinAs(h, owner.browser, "auditor", "auditor", origin);
   return {
     owner,
     admin,

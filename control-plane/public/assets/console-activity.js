@@ -204,6 +204,8 @@ function loadAccess() {
 function sessionRow(session) {
   var action = el("td", null, "actions-cell");
   if (session.current) action.textContent = "This session";
+  // Another member's session is ended by who may manage members (the server judges the roles).
+  else if (session.email !== me.email && !may("members.write")) action.textContent = "—";
   else {
     const revoke = button(
       "Revoke",
@@ -263,7 +265,7 @@ function accessChanged(message) {
 }
 var revokeOthers = byId("revoke-others");
 revokeOthers.addEventListener("click", () => {
-  confirmStep(revokeOthers, "Sign out every other session of this organisation?", "Sign them out", () =>
+  confirmStep(revokeOthers, "Sign out every other session of yours?", "Sign them out", () =>
     api("POST", "/api/sessions/revoke-others").then((answer) => {
       var n = answer.revoked;
       return accessChanged(
@@ -280,10 +282,11 @@ loaders.access = loadAccess;
 var deleteOrgForm = byId("delete-org-form");
 var currentOrganisation = null;
 // biome-ignore lint/correctness/noUnusedVariables: console.js shows it with the account
-function showDeleteOrganisation(me) {
-  var current = me.organisation && (me.organisations || []).filter((o) => o.id === me.organisation.id)[0];
+function showDeleteOrganisation(account) {
+  var current =
+    account.organisation && (account.organisations || []).filter((o) => o.id === account.organisation.id)[0];
   currentOrganisation = current || null;
-  deleteOrgForm.hidden = current?.role !== "owner";
+  deleteOrgForm.hidden = !current || !may("org.manage");
   byId("delete-org-name").textContent = current ? current.name : "";
 }
 onSubmit(deleteOrgForm, () => {

@@ -12,6 +12,10 @@
     show("role-summary");
   }
   if (state === "signed_out") show("sign-in-row");
+  // The expiry as the reader's clock says it; the machine-readable instant stays in datetime.
+  var expires = document.getElementById("invite-expires");
+  var at = new Date(expires.getAttribute("datetime"));
+  if (!Number.isNaN(at.getTime())) expires.textContent = at.toLocaleString();
   if (state !== "accept") return;
   show("accept-row");
   var accept = document.getElementById("accept");

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { type OrgOperator, requireOrgOperator } from "../auth/operator-guard.ts";
+import { MANAGED_ROLES, mayPerform } from "../auth/permissions.ts";
 import { operatorOnly } from "../auth/principal.ts";
 import type { SessionsRepo } from "../auth/sessions.ts";
 import {
@@ -40,7 +41,12 @@ const invite = z.object({
   created_at: z.string(),
   expires_at: z.string(),
 });
-const memberList = z.object({ members: z.array(member), invites: z.array(invite) });
+const memberList = z.object({
+  members: z.array(member),
+  invites: z.array(invite),
+  /** The roles the caller may invite as, give or take away (none without members.write). */
+  assignable_roles: z.array(z.string()),
+});
 const invitation = z.object({
   email: stringJudgedByService("the address to invite"),
   role: stringJudgedByService(`the role the member gets: ${ROLE}`),
@@ -84,12 +90,16 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   const managesOrganisation = checkedFirst(operatorOnly("org.manage"), operatorOf);
 
   api.get("/api/orgs/members", { ...reads, schema: { response: { 200: memberList } } }, async (request) => {
-    const { organisationId } = await operatorOf(request);
+    const { organisationId, role } = await operatorOf(request);
     const [members, invites] = await Promise.all([
       deps.members.listMembers(organisationId),
       deps.invites.listPending(organisationId),
     ]);
-    return { members, invites };
+    return {
+      members,
+      invites,
+      assignable_roles: mayPerform(role, "members.write") ? [...MANAGED_ROLES[role]] : [],
+    };
   });
 
   api.post(
