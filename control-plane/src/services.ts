@@ -226,6 +226,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     repo: createNeedsRepo(db),
     baseUrl,
     now,
+    recordEvent: audit.insertAuditEvent,
     inTransaction: (fn) =>
       inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
   });

@@ -81,6 +81,54 @@ describe("approve, deny, revoke approvals (prompt, session, item_standing)", () 
   });
 });
 
+describe("every decision names the member who made it", () => {
+  it("an approver's denial of a credential request is audited need_denied under their email", async () => {
+    const asked = await h.app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: {
+        authorization: `Bearer ${team.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      payload: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "http_request",
+          arguments: { host: "api.denied.test", method: "GET", path: "/v1/me" },
+        },
+      }),
+    });
+    expect(asked.statusCode).toBe(200);
+    const need = (await team.approver.browser.request("GET", "/api/inbox"))
+      .json()
+      .requests.find((n: { host: string }) => n.host === "api.denied.test");
+    expectRefused(
+      await team.auditor.browser.request("POST", `/api/need-items/${need.need_id}/deny`),
+      "auditor",
+      ["owner", "admin", "approver"],
+    );
+    expect(
+      (await team.approver.browser.request("POST", `/api/need-items/${need.need_id}/deny`)).statusCode,
+    ).toBe(200);
+    const events = (await team.owner.browser.request("GET", "/api/audit?action=need_denied")).json().events;
+    expect(events[0]).toMatchObject({ actor_name: team.approver.email, host: "api.denied.test" });
+  });
+
+  it("a denial and a revocation of approvals name the member too", async () => {
+    const denied = await team.requestGrant();
+    await team.approver.browser.request("POST", `/api/grants/${denied.grant_id}/revoke`);
+    const events = (await team.owner.browser.request("GET", "/api/audit?action=grant_denied")).json().events;
+    expect(
+      events.find((e: { detail: { grant_id: string } }) => e.detail.grant_id === denied.grant_id),
+    ).toMatchObject({
+      actor_name: team.approver.email,
+    });
+  });
+});
+
 describe("approve folder_standing (spec: owner only)", () => {
   it("owner: allowed", async () => {
     const grant = await team.requestGrant();

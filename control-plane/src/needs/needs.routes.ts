@@ -51,8 +51,8 @@ export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsSe
       schema: { params: idParams, response: { 200: okAnswer } },
     },
     async (request) => {
-      const { organisationId } = await operatorOf(request);
-      await deps.needs.denyNeed(organisationId, request.params.id);
+      const { organisationId, actor } = await operatorOf(request);
+      await deps.needs.denyNeed(organisationId, request.params.id, actor);
       return { ok: true as const };
     },
   );
