@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["{shared,egress-proxy,control-plane,proto}/**/*.test.ts"],
+    include: ["{shared,egress-proxy,control-plane,proto,deploy}/**/*.test.ts"],
     exclude: ["**/node_modules/**"],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -1,9 +1,11 @@
 #!/bin/sh
 # One command from a clone to a running single-host Latch (deploy/compose.yaml):
 #   deploy/bootstrap.sh [--no-up]
-# 1. mTLS certificates for the inter-tier link (deploy/scripts/make-certs.sh), in deploy/secrets/certs
-# 2. the shared key files (deploy/make-keys.ts), in deploy/secrets/keys
-# 3. deploy/.env: the PostgreSQL password, the ticket public keys the proxies trust, SMTP_URL
+# 1. mTLS certificates for the inter-tier link (deploy/scripts/make-certs.sh), one folder per tier
+#    in deploy/secrets/certs (each tier mounts only its own key)
+# 2. the key files (deploy/make-keys.ts), in deploy/secrets/keys (one folder per tier)
+# 3. deploy/.env: the two database passwords (the control plane's, the proxies' latch_egress role),
+#    the ticket public keys the proxies trust, SMTP_URL
 # 4. docker compose up -d (unless --no-up)
 # Rerunning keeps every existing key, certificate and password (delete a file to make a new one).
 set -eu
@@ -15,8 +17,18 @@ if ! "$NODE" -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 24 
   NODE=../node_modules/.bin/node   # the pinned Node 24 of `npm ci`
 fi
 
-if [ ! -f "$SECRETS/certs/ca.pem" ]; then
-  sh scripts/make-certs.sh "$SECRETS/certs" egress
+CERTS="$SECRETS/certs"
+if [ ! -f "$CERTS/control-plane/ca.pem" ]; then
+  # An earlier layout kept every file in certs/ itself: split it rather than reissue.
+  if [ ! -f "$CERTS/ca.pem" ]; then
+    sh scripts/make-certs.sh "$CERTS" egress
+  fi
+  mkdir -p "$CERTS/control-plane" "$CERTS/egress"
+  cp "$CERTS/ca.pem" "$CERTS/control-plane/ca.pem"
+  cp "$CERTS/ca.pem" "$CERTS/egress/ca.pem"
+  mv "$CERTS/control-plane.pem" "$CERTS/control-plane-key.pem" "$CERTS/control-plane/"
+  mv "$CERTS/egress.pem" "$CERTS/egress-key.pem" "$CERTS/egress/"
+  rm -f "$CERTS/ca.pem"
 fi
 "$NODE" make-keys.ts "$SECRETS/keys"
 
@@ -28,6 +40,8 @@ fi
 touch .env
 set_default() { grep -q "^$1=" .env || printf '%s=%s\n' "$1" "$2" >>.env; }
 set_default POSTGRES_PASSWORD "$(openssl rand -hex 24)"
+# The proxies' own role: read by the database's first start (postgres-init/) and by the proxies only.
+set_default LATCH_EGRESS_PASSWORD "$(openssl rand -hex 24)"
 set_default BASE_URL "http://localhost:8787"
 set_default SMTP_URL ""
 # The public half of the ticket key: always the current file's (a rotation rewrites it).

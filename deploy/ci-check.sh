@@ -33,3 +33,5 @@ node deploy/helm/check-chart.ts "$HELM"
 # The shell scripts of deploy/ parse.
 sh -n deploy/bootstrap.sh
 sh -n deploy/scripts/make-certs.sh
+sh -n deploy/postgres-init/10-latch-egress-role.sh
+# compose.yaml itself is checked statically by deploy/compose.test.ts (part of npm test).

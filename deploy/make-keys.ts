@@ -4,9 +4,11 @@
 // OUT_DIR/control-plane/: ticket-signing-key.pem (Ed25519), ticket-public-keys.txt (what the
 //   proxies trust: EGRESS_TICKET_PUBLIC_KEYS), kek.json (key-encryption keyring and pepper).
 // OUT_DIR/oauth/jwks.json: the OAuth server's signing keys (OAUTH_JWKS_FILE).
+// OUT_DIR/audit/signing-keys.json: the audit ledger's checkpoint keys (AUDIT_SIGNING_KEYS_FILE).
 // OUT_DIR/egress/: sealing-keys.json (X25519 keyring; only the proxies get it).
 // An existing file is kept (rerunning is safe); every file is 0600 in 0700 folders.
 import { join, resolve } from "node:path";
+import { loadOrCreateAuditKeys } from "../control-plane/src/audit/audit-keys.ts";
 import { keyringPath, loadOrCreateKeyring } from "../control-plane/src/auth/kek.ts";
 import { loadOrCreateTicketKey } from "../control-plane/src/egress/ticket-key.ts";
 import { loadOrCreateOAuthKeys } from "../control-plane/src/oauth/oauth-keys.ts";
@@ -22,6 +24,7 @@ const dir = resolve(out);
 const ticket = loadOrCreateTicketKey(dir);
 loadOrCreateKeyring(keyringPath(dir));
 await loadOrCreateOAuthKeys(dir);
+await loadOrCreateAuditKeys(dir);
 const sealing = await loadOrCreateSealingKeyring(dir);
 process.stdout.write(
   `key files in ${dir}:\n` +
@@ -29,5 +32,6 @@ process.stdout.write(
     `  ${join("control-plane", "ticket-public-keys.txt")}\n` +
     `  ${join("control-plane", "kek.json")}\n` +
     `  ${join("oauth", "jwks.json")} (OAuth signing keys)\n` +
+    `  ${join("audit", "signing-keys.json")} (audit checkpoint keys)\n` +
     `  ${sealingKeyPath("").replace(/^\//, "")} (sealing key ${sealing.current.keyId})\n`,
 );

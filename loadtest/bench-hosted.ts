@@ -1,7 +1,8 @@
 // npm run bench:hosted: MCP http_request through the hosted control plane (its own process, on a
 // real PostgreSQL, an avm_ agent with a standing approval) to one and then two egress proxy
 // processes behind one DNS name (round robin, mTLS), next to direct HTTPS calls to the same origin
-// in the same run. Prints req/s, p50, p99 and the CPU per call of each process.
+// in the same run. Prints req/s, p50, p99, the CPU per call of the control plane and the origin,
+// and for each proxy the calls it served, its share of them and its CPU per call it served.
 //
 //   DATABASE_URL=postgres://... npm run bench:hosted -- [--vus 8] [--direct-iterations N] [--hosted-iterations N]
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -49,6 +50,12 @@ const directIterations = Number(args["direct-iterations"]);
 const hostedIterations = Number(args["hosted-iterations"]);
 for (const [name, n] of Object.entries({ vus, directIterations, hostedIterations })) {
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer`);
+}
+
+/** Execute calls a proxy answered, from its admin listener's /metrics. */
+async function answeredBy(metricsUrl: string): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  return Number(/latch_egress_calls_total\{outcome="answered"\} (\d+)/.exec(text)?.[1] ?? 0);
 }
 
 /** CPU time (user + system, ms) a process has used, from /proc. */
@@ -136,8 +143,11 @@ async function main(): Promise<number> {
   });
 
   const grpcPort = await freePort();
+  const adminPort = await freePort();
   const proxies: ChildProcess[] = [];
+  const adminUrls: string[] = [];
   const startProxy = async (ip: string) => {
+    adminUrls.push(`http://${ip}:${adminPort}/metrics`);
     proxies.push(
       await startProcess(
         [process.execPath, join(REPO, "egress-proxy/src/main.ts")],
@@ -147,6 +157,7 @@ async function main(): Promise<number> {
           LOG_LEVEL: "warn",
           DATA_DIR: join(root, `proxy-${ip}`),
           EGRESS_LISTEN: `${ip}:${grpcPort}`,
+          EGRESS_METRICS_LISTEN: `${ip}:${adminPort}`,
           EGRESS_TLS_CERT: join(certs, "egress.pem"),
           EGRESS_TLS_KEY: join(certs, "egress-key.pem"),
           EGRESS_TLS_CLIENT_CA: join(certs, "ca.pem"),
@@ -239,14 +250,15 @@ async function main(): Promise<number> {
       if (replicas === 2) {
         await startProxy("127.0.0.2");
         dns.setPlan(SERVICE, { A: ["127.0.0.1", "127.0.0.2"] });
-        // The control plane resolves the name again every 5 s.
-        await new Promise((resolve) => setTimeout(resolve, 7_000));
+        // The control plane resolves the name again every 2 s.
+        await new Promise((resolve) => setTimeout(resolve, 4_000));
       }
       const pids = {
         "control plane": plane.pid!,
         ...Object.fromEntries(proxies.map((p, i) => [`proxy ${i + 1}`, p.pid!])),
       };
       const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMsOf(pid)]));
+      const servedBefore = await Promise.all(adminUrls.map(answeredBy));
       const originBefore = (await origin.stats()).cpuMs;
       const run = await runK6({
         name: `hosted-mcp-${replicas}proxy-${vus}vu`,
@@ -270,9 +282,18 @@ async function main(): Promise<number> {
           `${run.name}: ${row.checksFailed} failed checks (exit ${run.exitCode}); see ${run.logPath}`,
         );
       }
-      const perCall = Object.entries(pids).map(
-        ([name, pid]) => `${name} ${((cpuMsOf(pid) - before[name]!) / row.requests).toFixed(3)}`,
-      );
+      // The control plane and the origin see every call; each proxy only the calls it served, so
+      // its CPU is divided by those (its own answered counter), and its share is said beside it.
+      const served = (await Promise.all(adminUrls.map(answeredBy))).map((n, i) => n - servedBefore[i]!);
+      const totalServed = served.reduce((a, b) => a + b, 0);
+      const perCall = Object.entries(pids).map(([name, pid]) => {
+        const cpuMs = cpuMsOf(pid) - before[name]!;
+        const proxy = /^proxy (\d+)$/.exec(name);
+        if (!proxy) return `${name} ${(cpuMs / row.requests).toFixed(3)}`;
+        const n = served[Number(proxy[1]) - 1]!;
+        const share = totalServed > 0 ? Math.round((100 * n) / totalServed) : 0;
+        return `${name} ${n > 0 ? (cpuMs / n).toFixed(3) : "-"} per call it served (${n} calls, ${share}%)`;
+      });
       perCall.push(`origin ${(((await origin.stats()).cpuMs - originBefore) / row.requests).toFixed(3)}`);
       cpuRows.push(`${replicas} prox${replicas === 1 ? "y" : "ies"}: CPU ms per call: ${perCall.join(", ")}`);
     }

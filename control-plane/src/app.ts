@@ -1,7 +1,7 @@
 // The hosted control plane's HTTP application without listen(): tests call app.inject().
 // Every route is registered here from the services it is given; nothing is wired inside routes.
 import fastifyCookie from "@fastify/cookie";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyContextConfig, type FastifyInstance, type FastifySchema } from "fastify";
 import type { Logger } from "pino";
 import { registerOperatorSessions } from "./auth/operator-guard.ts";
 import type { RouteAction } from "./auth/permissions.ts";
@@ -27,7 +27,8 @@ export const PRODUCT_NAME = "Latch";
 export interface AppDeps {
   logger: Logger;
   isDatabaseReady(): Promise<boolean>;
-  isEgressReady(): Promise<boolean>;
+  /** Whether some proxy replica serves now (said by /ready, never its status). */
+  isEgressServing(): boolean;
   /** Operator sessions from the cookie, and the Origin wall (spec 5 rules 4 and 6). */
   sessions?: {
     sessions: SessionsRepo;
@@ -51,6 +52,10 @@ export interface RegisteredRoute {
   principals: readonly PrincipalKind[] | undefined;
   /** What an operator does there (auth/permissions.ts), judged against their role. */
   action: RouteAction | undefined;
+  /** The route's zod schemas (params, querystring, body, response): what /openapi.json is made of. */
+  schema: FastifySchema | undefined;
+  /** The route's config: who may call it, and what else it declares (http/openapi.ts reads it). */
+  config: FastifyContextConfig | undefined;
 }
 
 declare module "fastify" {
@@ -81,6 +86,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         url: route.url,
         principals: route.config?.principals,
         action: route.config?.action,
+        schema: route.schema,
+        config: route.config,
       });
     }
   });
@@ -104,7 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, {
     product: PRODUCT_NAME,
     isDatabaseReady: deps.isDatabaseReady,
-    isEgressReady: deps.isEgressReady,
+    isEgressServing: deps.isEgressServing,
   });
   for (const register of deps.routes ?? []) register(app);
   return app;

@@ -20,6 +20,7 @@ const port = (fallback: number) => {
 
 const notEmpty = { error: "must not be empty" };
 const milliseconds = "must be a number of milliseconds from 0 to 600000";
+const refreshMilliseconds = "must be a number of milliseconds from 100 to 3600000";
 
 const schema = z.object({
   NODE_ENV: z
@@ -79,6 +80,11 @@ const schema = z.object({
   TICKET_SIGNING_KEY_FILE: optionalText,
   KEK_KEYRING_FILE: optionalText,
   OAUTH_JWKS_FILE: optionalText,
+  AUDIT_SIGNING_KEYS_FILE: optionalText,
+  /** OpenTelemetry over OTLP/HTTP (base URL; /v1/traces and /v1/logs are added); unset: off. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(
+    z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).optional(),
+  ),
   /** How long SIGTERM waits for requests in flight before the process exits anyway. */
   SHUTDOWN_TIMEOUT_MS: z.coerce
     .number({ error: milliseconds })
@@ -91,6 +97,13 @@ const schema = z.object({
   EGRESS_CLIENT_TLS_CA: optionalText,
   EGRESS_CLIENT_TLS_CERT: optionalText,
   EGRESS_CLIENT_TLS_KEY: optionalText,
+  /** How often the mTLS files are read again (cert-manager renews them in place). */
+  EGRESS_CLIENT_TLS_REFRESH_MS: z.coerce
+    .number({ error: refreshMilliseconds })
+    .int({ error: refreshMilliseconds })
+    .min(100, { error: refreshMilliseconds })
+    .max(3_600_000, { error: refreshMilliseconds })
+    .default(30_000),
 });
 
 /** An IPv4 or IPv6 address, or one with a /prefix that fits it. */

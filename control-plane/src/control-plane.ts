@@ -5,13 +5,20 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
 import { registerAuditExportRoutes } from "./audit/audit-export.routes.ts";
+import { openAuditKeys } from "./audit/audit-keys.ts";
+import { registerLedgerRoutes } from "./audit/ledger.routes.ts";
+import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
+import { requireOrgOperator } from "./auth/operator-guard.ts";
+import { operatorOnly } from "./auth/principal.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
+import { createSpentTicketsRepo } from "./egress/spent-tickets.repo.ts";
+import { createTicketFence } from "./egress/ticket-fence.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
@@ -26,12 +33,14 @@ import { registerNeedsRoutes } from "./needs/needs.routes.ts";
 import { looksLikeJwt } from "./oauth/access-tokens.ts";
 import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
 import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
+import { registerOpenApiRoutes } from "./openapi/openapi.routes.ts";
 import { registerInviteRoutes } from "./orgs/invite.routes.ts";
 import { registerMembersRoutes } from "./orgs/members.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
+import { startTelemetry } from "./telemetry.ts";
 
 export interface ControlPlaneDeps {
   config: ControlPlaneConfig;
@@ -70,6 +79,15 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     issuer: config.BASE_URL,
     audience: config.EGRESS_AUDIENCE,
   });
+  const auditKeys = await openAuditKeys(deps.dataDir, config.AUDIT_SIGNING_KEYS_FILE);
+  const tracing = await startTelemetry({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
+  // One per process: it fences in this database's spent-ticket table when the proxies spend ids
+  // there, else asks a proxy, and keeps asking for a ticket nobody could answer yet.
+  const fence = createTicketFence({
+    egress: deps.egress.client,
+    spentTickets: createSpentTicketsRepo(db),
+    logger,
+  });
   // The OAuth server needs the clients service, and revoking an OAuth client needs the server.
   let oauthServer: OAuthServer | undefined;
   const services = createServices(db, {
@@ -77,12 +95,14 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     environments: config.LATCH_ENVIRONMENTS,
     sealingKey: deps.egress.sealingKey,
     egress: deps.egress.client,
+    fence,
     minter,
     logger,
     now,
     baseUrl: config.BASE_URL,
     mailer,
     keyring: loadOrCreateKeyring(config.KEK_KEYRING_FILE ?? keyringPath(deps.dataDir)),
+    auditKeys,
     ...(deps.metrics ? { onAuditEvent: deps.metrics.countAuditEvent } : {}),
     onOAuthClientRevoked: (client) => oauthServer?.service.endClient(client) ?? Promise.resolve(),
     onMemberOAuthEnded: (organisationId, operatorId) =>
@@ -118,7 +138,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const app = await buildApp({
     logger,
     isDatabaseReady: () => database.ping(),
-    isEgressReady: () => deps.egress.client.isHealthy(),
+    isEgressServing: () => deps.egress.client.replicaStates().includes("serving"),
     trustedProxies: config.TRUST_PROXY,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     sessions: {
@@ -182,9 +202,25 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           sessions,
           findOperatorEmail: async (operatorId) => (await services.totp.findOperator(operatorId))?.email,
         }),
+      (app) =>
+        registerLedgerRoutes(app, {
+          ledger: services.ledger,
+          publishedKeys: auditKeys.published,
+          access: {
+            // The ledger is the audit's full export: owners, admins and auditors (DECISIONS).
+            config: operatorOnly("audit.export"),
+            preValidation: async (request) => {
+              await requireOrgOperator(request);
+            },
+            organisationOf: async (request) => (await requireOrgOperator(request)).organisationId,
+          },
+        }),
+      // Last: the document describes every route registered before it (and itself).
+      (app) => registerOpenApiRoutes(app, { baseUrl: config.BASE_URL }),
     ],
   });
   await app.ready();
+  const stopCheckpoints = startCheckpointSchedule(services.ledger, logger);
 
   return {
     app,
@@ -193,7 +229,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     items,
     services,
     async close() {
+      stopCheckpoints();
       await app.close();
+      await tracing.shutdown();
       mailer.close();
       if (!deps.database) await database.close();
     },

@@ -7,6 +7,10 @@ import type { Logger } from "pino";
 import { createAccessService } from "./access/access.service.ts";
 import { type AuditEvent, type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
 import { logAuditFailure } from "./audit/audit-failure.ts";
+import type { AuditSigner } from "./audit/audit-keys.ts";
+import { createLedgerRepo } from "./audit/ledger.repo.ts";
+import { createLedgerService } from "./audit/ledger.service.ts";
+import type { AuditKeysDocument } from "./audit/ledger-verify.ts";
 import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
 import type { Keyring } from "./auth/kek.ts";
@@ -22,6 +26,7 @@ import { createConnectService } from "./connect/connect.service.ts";
 import type { ClientRow, Database } from "./db/schema.ts";
 import { inAdvisoryLock, runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
+import type { TicketFence } from "./egress/ticket-fence.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
 import { createGrantsRepo, type GrantsRepo } from "./grants/grants.repo.ts";
@@ -37,6 +42,7 @@ import { createInvitesService } from "./orgs/invites.service.ts";
 import { createMembersService, type MembersLocked } from "./orgs/members.service.ts";
 import { createOrgsRepo } from "./orgs/orgs.repo.ts";
 import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
+import { telemetry } from "./telemetry.ts";
 import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
 import { createToolHandlers } from "./tools/tools.ts";
 
@@ -45,11 +51,18 @@ interface CommonVariant {
   environments: readonly string[];
   sealingKey(): Promise<SealingPublicKey>;
   egress: EgressClient;
+  /**
+   * Fences the ticket of an Execute that did not answer; one per process (it keeps asking for
+   * the tickets nobody could answer yet). By default by asking the proxy.
+   */
+  fence?: TicketFence;
   minter: TicketMinter;
   logger: Logger;
   now: () => Date;
   /** Told of every audit row written (metrics count approval decisions from them). */
   onAuditEvent?: (event: AuditEvent) => void;
+  /** The ledger's checkpoint key (DATA_DIR/audit/) and the public keys as published. */
+  auditKeys: { signer: AuditSigner; published(): AuditKeysDocument };
 }
 
 /** Hosted: many organisations, approval codes, mail to operators, collect requests, clients. */
@@ -104,11 +117,18 @@ function createCoreServices(
     recordEvent: audit.insertAuditEvent,
     minter: variant.minter,
     egress: variant.egress,
+    fence: variant.fence,
     inItemTokenLock: items.inItemTokenLock,
     noteItemUsed: (item) => items.noteItemUsed(item, variant.now()),
     onAuditFailure: logAuditFailure(variant.logger),
   });
-  return { audit, items, calls };
+  const ledger = createLedgerService({
+    repo: createLedgerRepo(db),
+    signer: variant.auditKeys.signer,
+    publishedKeys: variant.auditKeys.published,
+    now: variant.now,
+  });
+  return { audit, items, calls, ledger };
 }
 
 export function createServices(db: Kysely<Database>, variant: HostedVariant): HostedServices;
@@ -121,7 +141,7 @@ export function createServices(
 }
 
 function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
-  const { audit, items, calls } = createCoreServices(db, variant, true, variant.readCache);
+  const { audit, items, calls, ledger } = createCoreServices(db, variant, true, variant.readCache);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now: variant.now });
   const grants = createGrantsService({
     repo: variant.readCache ? variant.readCache.grants(createGrantsRepo(db)) : createGrantsRepo(db),
@@ -132,7 +152,7 @@ function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
     { items, grants, calls, surface: LOCAL_SURFACE },
     { organisationId: variant.organisationId, environment: variant.environments[0]! },
   );
-  return { audit, items, grants, calls, orgs, tools };
+  return { audit, ledger, items, grants, calls, orgs, tools };
 }
 
 export type LocalServices = ReturnType<typeof createLocalServices>;
@@ -177,7 +197,7 @@ function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant
 
 function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { now, baseUrl } = variant;
-  const { audit, items, calls } = createCoreServices(db, variant, false);
+  const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now, recordEvent: audit.insertAuditEvent });
   const grants = createHostedGrants(db, variant, audit, orgs);
   const sessions = createSessionsRepo(db);
@@ -245,6 +265,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   });
   return {
     audit,
+    ledger,
     items,
     grants,
     calls,
@@ -270,17 +291,21 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
 
 export type HostedServices = ReturnType<typeof createHostedServices>;
 
-/** The audit repo, telling `onEvent` of each row once it is written. */
-function observeAudit<R extends { insertAuditEvent(event: AuditEvent): Promise<void> }>(
+/**
+ * The audit repo as the services write through it: each row carries the active trace id, goes
+ * out as a log record in that trace when telemetry is on, and `onEvent` is told of it once written.
+ */
+function observeAudit<R extends Pick<AuditRepo, "insertAuditEvent" | "appendEvent">>(
   repo: R,
   onEvent: ((event: AuditEvent) => void) | undefined,
 ): R {
-  if (!onEvent) return repo;
   return {
     ...repo,
     insertAuditEvent: async (event: AuditEvent) => {
-      await repo.insertAuditEvent(event);
-      onEvent(event);
+      const traced = telemetry();
+      const row = await repo.appendEvent(traced.enabled ? { ...event, traceId: traced.traceId() } : event);
+      traced.emitAuditRow(row);
+      onEvent?.(event);
     },
   };
 }

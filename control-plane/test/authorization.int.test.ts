@@ -133,6 +133,8 @@ const ROUTES: Route[] = [
     gate: "ready",
     action: "approvals.decide",
   },
+  { method: "GET", path: "/api/audit/ledger", gate: "ready", action: "audit.export" },
+  { method: "GET", path: "/api/audit/verify", gate: "ready", action: "audit.export" },
   {
     method: "POST",
     path: "/api/integrations/spotify/start",
@@ -332,6 +334,9 @@ const PUBLIC_ROUTES = [
   // its CORS preflight (rule 6).
   /^(GET|OPTIONS) \/(|docs|docs\/[a-z]+|robots\.txt|sitemap\.xml|security\.txt|llms\.txt|llms-full\.txt)$/,
   /^(GET|OPTIONS) \/\.well-known\/security\.txt$/,
+  /^GET \/\.well-known\/latch-audit-keys\.json$/,
+  // The OpenAPI document (openapi/openapi.routes.ts); /docs/api is matched with the docs above.
+  /^(GET|OPTIONS) \/openapi\.json$/,
   /^(GET|OPTIONS) \/[a-z0-9-]+(\.[0-9a-f]{12})?\.(png|svg|ico|webmanifest)$/,
   /^GET \/\.well-known\/oauth-protected-resource(\/mcp)?$/,
   /^OPTIONS \/mcp$/,

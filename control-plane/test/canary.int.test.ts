@@ -7,13 +7,16 @@ import { Writable } from "node:stream";
 import { sql } from "kysely";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { telemetry as egressTelemetry } from "../../egress-proxy/src/telemetry.ts";
 import { createAuditRepo } from "../src/audit/audit.repo.ts";
 import { createCallsService, locateCredential } from "../src/calls/calls.service.ts";
 import type { OpenDatabase } from "../src/db/database.ts";
 import { createItemsRepo } from "../src/items/items.repo.ts";
 import { createItemsService } from "../src/items/items.service.ts";
+import { startTelemetry, type Telemetry } from "../src/telemetry.ts";
 import { newTestOrganisation, testDatabase } from "./database.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "./otlp-receiver.ts";
 
 const CANARY = "cnry_4f1d2e9a7b3c5d6e8f0a1b2c";
 /** The signing modes sign for a host of their own (sigv4: region and service from the host). */
@@ -39,14 +42,21 @@ function expectNoLeak(label: string, text: string): void {
 let harness: EgressHarness;
 let database: OpenDatabase;
 const controlPlaneLogs: string[] = [];
+/** Both tiers' OpenTelemetry export (spans of every call, audit rows as log records). */
+let otlp: OtlpReceiver;
+let tracing: Telemetry;
 
 beforeAll(async () => {
-  harness = await startEgressHarness({ providerHosts: [AWS_HOST] });
+  otlp = await startOtlpReceiver();
+  harness = await startEgressHarness({ providerHosts: [AWS_HOST], otlpEndpoint: otlp.url });
+  tracing = await startTelemetry({ endpoint: otlp.url });
   database = await testDatabase();
 }, 60_000);
 
 afterAll(async () => {
   await harness.close();
+  await tracing.shutdown();
+  await otlp.close();
 });
 
 describe("a canary secret", () => {
@@ -72,7 +82,9 @@ describe("a canary secret", () => {
     const calls = createCallsService({
       findItemByName: items.findCallableByName,
       findItemsByHost: items.findCallableByHost,
-      recordEvent: audit.insertAuditEvent,
+      // As services.ts wires it: each audit row also leaves as a log record in the call's trace.
+      recordEvent: async (event) =>
+        tracing.emitAuditRow(await audit.appendEvent({ ...event, traceId: tracing.traceId() })),
       minter: harness.minter,
       egress: harness.client,
     });
@@ -117,9 +129,11 @@ describe("a canary secret", () => {
         callScope,
         args,
       );
-      const outcome = await calls.executeCall({ ...callScope, actor: "agent:canary" }, args, located, {
-        release: async () => {},
-      });
+      const outcome = await tracing.inSpan("tools/call http_request", {}, () =>
+        calls.executeCall({ ...callScope, actor: "agent:canary" }, args, located, {
+          release: async () => {},
+        }),
+      );
       expect(outcome.reachedOrigin).toBe(true);
       expect(outcome.result.origin_status).toBe(200);
       const sent = JSON.stringify(harness.origin.requests.at(-1));
@@ -161,6 +175,21 @@ describe("a canary secret", () => {
 
     expectNoLeak("egress proxy logs", harness.logs.text());
     expectNoLeak("control plane logs", controlPlaneLogs.join(""));
+    await Promise.all([tracing.flush(), egressTelemetry().flush()]);
+    const spans = otlp.spans();
+    for (const name of [
+      "tools/call http_request",
+      "latch.egress.v1.EgressProxy/Execute",
+      "DNS",
+      "origin answer",
+    ]) {
+      expect(
+        spans.some((span) => span.name === name),
+        `a ${name} span`,
+      ).toBe(true);
+    }
+    expect(otlp.logRecords().some((record) => record.body === "http_request")).toBe(true);
+    expectNoLeak("the OpenTelemetry export", otlp.raw.join("\n"));
     logger.flush();
   });
 });

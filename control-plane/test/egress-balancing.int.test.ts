@@ -19,6 +19,7 @@ beforeAll(async () => {
   fleet.publish(["127.0.0.1", "127.0.0.2"]);
   a = await fleet.start("127.0.0.1");
   b = await fleet.start("127.0.0.2");
+  await fleet.waitForServing(2);
   fleet.setHandler((req, res) => {
     const delay = Number(new URL(req.url ?? "/", "https://x").searchParams.get("delay") ?? 0);
     setTimeout(() => res.end(`ok ${req.url}`), delay);

@@ -71,6 +71,10 @@ export async function startEgressHarness(
     providerHosts?: readonly string[];
     /** Host names routed to a loopback port nothing listens on: the connection is refused. */
     closedHosts?: readonly string[];
+    /** OTEL_EXPORTER_OTLP_ENDPOINT: the proxy exports its spans there (otlp-receiver.ts). */
+    otlpEndpoint?: string;
+    /** The shared spent-ticket table (EGRESS_REPLAY_DATABASE_URL) instead of the proxy's memory. */
+    replayDatabaseUrl?: string;
   } = {},
 ): Promise<EgressHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
@@ -101,6 +105,8 @@ export async function startEgressHarness(
     ].join(","),
     EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
     EGRESS_EXTRA_CA: extraCa,
+    ...(options.otlpEndpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint } : {}),
+    ...(options.replayDatabaseUrl ? { EGRESS_REPLAY_DATABASE_URL: options.replayDatabaseUrl } : {}),
   });
   const proxy = await startEgressProxy(config, logger);
   const client = createEgressClient({ address: `127.0.0.1:${proxy.port}` });

@@ -136,18 +136,14 @@ describe("the audit (spec 4.3, 6)", () => {
     ).toHaveLength(1);
 
     // 250 more events: the first page holds the newest 200, `before` gives the rest, then null.
-    await h.plane.database.db
-      .insertInto("audit_events")
-      .values(
-        Array.from({ length: 250 }, (_, i) => ({
-          organisation_id: me.organisation.id,
-          actor: "system",
-          action: "paging_test",
-          reason: String(i),
-          detail: "{}",
-        })),
-      )
-      .execute();
+    for (let i = 0; i < 250; i++) {
+      await h.plane.services.audit.insertAuditEvent({
+        organisationId: me.organisation.id,
+        actor: "system",
+        action: "paging_test",
+        reason: String(i),
+      });
+    }
     const first = (await op.request("GET", "/api/audit?action=paging_test")).json();
     expect(first.events).toHaveLength(200);
     expect(first.events[0].reason).toBe("249");

@@ -4,7 +4,10 @@
 // database column in clear.
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { telemetry as egressTelemetry } from "../../egress-proxy/src/telemetry.ts";
+import { telemetry } from "../src/telemetry.ts";
 import { connectAgent, type HostedHarness, listenHosted, readyOperator, toolAnswer } from "./hosted.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "./otlp-receiver.ts";
 
 const CANARY = "cnry_hosted_5e6f7a8b9c0d1e2f3a4b";
 const ROTATED = "cnry_rotated_0a1b2c3d4e5f6a7b8c9d";
@@ -14,17 +17,24 @@ const forms = (v: string) => [v, Buffer.from(v).toString("base64"), encodeURICom
 
 let h: HostedHarness;
 let url: string;
+/** Both tiers export their spans and the audit's log records here: searched like a log. */
+let otlp: OtlpReceiver;
 beforeAll(async () => {
-  ({ h, url } = await listenHosted((req, res) => {
-    res.writeHead(200, {
-      "content-type": "application/json",
-      "x-request-id": String(req.headers.authorization),
-    });
-    res.end(JSON.stringify({ echoed: req.headers.authorization, url: req.url }));
-  }));
+  otlp = await startOtlpReceiver();
+  ({ h, url } = await listenHosted(
+    (req, res) => {
+      res.writeHead(200, {
+        "content-type": "application/json",
+        "x-request-id": String(req.headers.authorization),
+      });
+      res.end(JSON.stringify({ echoed: req.headers.authorization, url: req.url }));
+    },
+    { otlpEndpoint: otlp.url },
+  ));
 }, 60_000);
 afterAll(async () => {
   await h.close();
+  await otlp.close();
 });
 
 describe("hosted canaries", () => {
@@ -100,7 +110,11 @@ describe("hosted canaries", () => {
     expect(((await resolved.json()) as { value: string }).value).toBe(ROTATED);
     await agent.close();
 
+    await Promise.all([telemetry().flush(), egressTelemetry().flush()]);
+    expect(otlp.spans().some((span) => span.name.includes("Execute"))).toBe(true);
+    expect(otlp.logRecords().length).toBeGreaterThan(0);
     const everywhere: [string, string][] = [
+      ["OpenTelemetry export", otlp.raw.join("\n")],
       ["answers", answers.join("\n")],
       ["control plane logs", h.logs.text()],
       ["egress proxy logs", h.egress.logs.text()],

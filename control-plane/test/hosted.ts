@@ -81,6 +81,8 @@ export async function startHosted(
     closedHosts?: readonly string[];
     /** TRUST_PROXY: the load balancers whose X-Forwarded-For names the caller. */
     trustProxy?: string;
+    /** OTEL_EXPORTER_OTLP_ENDPOINT of both tiers (otlp-receiver.ts). */
+    otlpEndpoint?: string;
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
@@ -89,6 +91,7 @@ export async function startHosted(
     (await startEgressHarness({
       ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
       ...(options.closedHosts ? { closedHosts: options.closedHosts } : {}),
+      ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
     }));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();
@@ -106,6 +109,7 @@ export async function startHosted(
     DATA_DIR: egress.dataDir,
     EGRESS_URL: `127.0.0.1:${egress.proxy.port}`,
     ...(options.trustProxy ? { TRUST_PROXY: options.trustProxy } : {}),
+    ...(options.otlpEndpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint } : {}),
   });
   const plane = await buildControlPlane({
     config,
@@ -297,8 +301,11 @@ export async function operatorWithClient(
 }
 
 /** The hosted plane listening on a loopback port (for MCP clients), its test origin answering with `handler`. */
-export async function listenHosted(handler: OriginHandler): Promise<{ h: HostedHarness; url: string }> {
-  const h = await startHosted();
+export async function listenHosted(
+  handler: OriginHandler,
+  options: Parameters<typeof startHosted>[0] = {},
+): Promise<{ h: HostedHarness; url: string }> {
+  const h = await startHosted(options);
   const url = await h.app.listen({ host: "127.0.0.1", port: 0 });
   h.egress.setHandler(handler);
   return { h, url };

@@ -52,6 +52,13 @@ describe("the control plane's /metrics", () => {
       }),
     );
     expect(answer.origin_status).toBe(200);
+    // A tool call that throws (a path with a backslash is refused before anything is looked up)
+    // is counted by its code, like every other answer.
+    const thrown = await agent.callTool({
+      name: "http_request",
+      arguments: { method: "GET", path: "/v1/a\\b", item_name: "API_KEY" },
+    });
+    expect(thrown.isError).toBe(true);
     await agent.close();
     // A path no route matches, and a single-use token in a query: neither may become a label.
     await fetch(`${url}/no/such/route-9f2c`);
@@ -66,6 +73,13 @@ describe("the control plane's /metrics", () => {
     expect(sample(text, 'latch_http_requests_total{route="unmatched",method="GET",status="404"}')).toBe(1);
     expect(sample(text, 'latch_mcp_tool_calls_total{tool="request_grant",outcome="pending"}')).toBe(1);
     expect(sample(text, 'latch_mcp_tool_calls_total{tool="http_request",outcome="ok"}')).toBe(1);
+    const thrownCode = toolAnswer(thrown).error as { code: string };
+    expect(sample(text, `latch_mcp_tool_calls_total{tool="http_request",outcome="${thrownCode.code}"}`)).toBe(
+      1,
+    );
+    // The proxy replica as the balancer sees it.
+    expect(sample(text, 'latch_egress_replicas{state="serving"}')).toBe(1);
+    expect(sample(text, 'latch_egress_replicas{state="unreachable"}')).toBe(0);
     expect(sample(text, 'latch_approvals_total{outcome="requested",policy=""}')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'latch_approvals_total{outcome="approved",policy="item_standing"}')).toBe(1);
     expect(

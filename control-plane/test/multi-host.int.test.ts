@@ -16,6 +16,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningDnsServer, startDnsServer } from "../../egress-proxy/test/dns-server.ts";
 import { type RunningOrigin, startOrigin } from "../../egress-proxy/test/origin.ts";
@@ -49,6 +50,8 @@ const proxies = new Map<string, { host: Host; process: HostProcess }>();
 const planes: { host: Host; process: HostProcess; url: string; agent?: Client }[] = [];
 const figures: string[] = [];
 let startProxy: (host: Host) => Promise<void>;
+let egressDatabaseUrl: string;
+let startPlane: (name: string, octet: number) => Promise<(typeof planes)[number]>;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,7 +97,7 @@ beforeAll(async () => {
   );
 
   // PostgreSQL on its own host.
-  const pg = net.addHost("pg", 10);
+  const pgHost = net.addHost("pg", 10);
   pgDir = join(root, "pgdata");
   mkdirSync(pgDir);
   const postgresUid = Number(execFileSync("id", ["-u", "postgres"]).toString());
@@ -110,7 +113,7 @@ beforeAll(async () => {
   // The other hosts of the test network connect over TCP (trust: a throwaway server).
   appendFileSync(join(pgDir, "pg_hba.conf"), `host all all ${net.subnet}.0/24 trust\n`);
   const pgProcess = net.spawnIn(
-    pg,
+    pgHost,
     [
       "runuser",
       "-u",
@@ -122,12 +125,15 @@ beforeAll(async () => {
       "-k",
       pgDir,
       "-c",
-      `listen_addresses=${pg.ip}`,
+      `listen_addresses=${pgHost.ip}`,
     ],
     { PATH: process.env.PATH },
   );
   void pgProcess.exited.then((code) => pgProcess.lines.push(`postgres exited with ${code}`));
-  const databaseUrl = `postgres://postgres@${pg.ip}:5432/postgres`;
+  const databaseUrl = `postgres://postgres@${pgHost.ip}:5432/postgres`;
+  // The proxies' own role, made before the control plane migrates (as compose's first start does),
+  // so that the migration grants it SELECT, INSERT and DELETE on egress_spent_tickets and nothing else.
+  egressDatabaseUrl = `postgres://latch_egress@${pgHost.ip}:5432/postgres`;
   await waitFor(
     "PostgreSQL",
     async () => {
@@ -144,6 +150,13 @@ beforeAll(async () => {
     60_000,
     pgProcess.lines,
   );
+
+  {
+    const admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    await admin.query("CREATE ROLE latch_egress LOGIN");
+    await admin.end();
+  }
 
   // The organisation, its credential, a model client and a standing approval, made by an
   // in-process plane on the same database (its DATA_DIR holds the keys every process shares).
@@ -173,7 +186,7 @@ beforeAll(async () => {
       EGRESS_TLS_CLIENT_CA: join(certs, "ca.pem"),
       EGRESS_SEALING_KEY_FILE: join(keys, "egress", "sealing-keys.json"),
       EGRESS_TICKET_PUBLIC_KEYS: ticketPublicKeys,
-      EGRESS_REPLAY_DATABASE_URL: databaseUrl,
+      EGRESS_REPLAY_DATABASE_URL: egressDatabaseUrl,
       EGRESS_DRAIN_TIMEOUT_MS: "10000",
       EGRESS_CONNECT_TO: `api.latch.test:443:${net.selfIp}:${origin.port}`,
       EGRESS_ALLOW_CIDRS: `${net.selfIp}/32`,
@@ -192,10 +205,7 @@ beforeAll(async () => {
   dns.setPlan(SERVICE, { A: [e1.ip, e2.ip] });
   await Promise.all([startProxy(e1), startProxy(e2)]);
 
-  for (const [name, octet] of [
-    ["cp1", 21],
-    ["cp2", 22],
-  ] as const) {
+  startPlane = async (name: string, octet: number) => {
     const host = net.addHost(name, octet, viaResolvConf ? { nameserver: net.selfIp } : {});
     const process_ = net.spawnIn(host, [process.execPath, CP_MAIN], {
       PATH: process.env.PATH,
@@ -213,6 +223,7 @@ beforeAll(async () => {
       TICKET_SIGNING_KEY_FILE: join(keys, "control-plane", "ticket-signing-key.pem"),
       KEK_KEYRING_FILE: join(keys, "control-plane", "kek.json"),
       SHUTDOWN_TIMEOUT_MS: "10000",
+      METRICS_LISTEN: `${host.ip}:9464`,
     });
     const url = `http://${host.ip}:8787`;
     await waitFor(
@@ -225,7 +236,13 @@ beforeAll(async () => {
       90_000,
       process_.lines,
     );
-    planes.push({ host, process: process_, url });
+    return { host, process: process_, url };
+  };
+  for (const [name, octet] of [
+    ["cp1", 21],
+    ["cp2", 22],
+  ] as const) {
+    planes.push(await startPlane(name, octet));
   }
   // Standing approval for the agent, asked through one plane and approved by the operator.
   const agent = await connectAgent(planes[0]!.url, token);
@@ -392,4 +409,306 @@ describe.skipIf(!canRun)("several hosts: two control planes, two then three prox
         "the approval stayed consumed, the retry through the other plane was asked anew (pending), the other plane answered on",
     );
   }, 60_000);
+});
+
+// Issue 20: faults with one-call approvals in flight. A proxy host is SIGKILLed, or stalls with no
+// reset (SIGSTOP); no approval may be spent for a call that never reached the origin, no call may
+// arrive twice, a stalled replica leaves the rotation within 5 s and one that comes back takes
+// calls within 3 s of answering its health check, and a stalled proxy that wakes up sends nothing
+// that was fenced meanwhile.
+
+/** One control plane's `latch_egress_replicas` gauge. */
+async function replicasSeenBy(planeIp: string): Promise<Record<string, number>> {
+  try {
+    const text = await (await fetch(`http://${planeIp}:9464/metrics`)).text();
+    const seen: Record<string, number> = {};
+    for (const m of text.matchAll(/^latch_egress_replicas\{state="(\w+)"\} (\d+)$/gm))
+      seen[m[1]!] = Number(m[2]);
+    return seen;
+  } catch {
+    return {};
+  }
+}
+
+/** Whether every control plane sees exactly `count` replicas serving and nothing else. */
+async function everyPlaneSees(count: number, strict = true): Promise<boolean> {
+  const seen = await Promise.all(planes.map((p) => replicasSeenBy(p.host.ip)));
+  return seen.every(
+    (s) => s.serving === count && (!strict || ((s.not_serving ?? 0) === 0 && (s.unreachable ?? 0) === 0)),
+  );
+}
+
+async function proxyMetric(ip: string, name: string, label: string): Promise<number> {
+  try {
+    const text = await (await fetch(`http://${ip}:9090/metrics`)).text();
+    return Number(new RegExp(`^${name}\\{[a-z]+="${label}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+/** An organisation of its own (the 30-an-hour limit is per organisation) with a one-call item. */
+async function newTenant(label: string) {
+  const made = await operatorWithClient(seed, {
+    secret: `sk_live_multihost_${label}_91c2`,
+    items: [{ name: `ONCE_${label.toUpperCase()}` }],
+    clientName: `fault agent ${label}`,
+  });
+  const agents = await Promise.all(planes.map((p) => connectAgent(p.url, made.token, `agent-${label}`)));
+  return { label, op: made.op, item: `ONCE_${label.toUpperCase()}`, agents };
+}
+type Tenant = Awaited<ReturnType<typeof newTenant>>;
+
+interface OnceCall {
+  tag: string;
+  grantId: string;
+  args: { method: string; path: string; item_name: string; timeout_ms: number };
+}
+
+/** `n` calls, each asked for (pending) and approved once by the operator (policy prompt). */
+async function approveOnce(t: Tenant, wave: string, n: number, delay: number, timeoutMs: number) {
+  const calls: OnceCall[] = [];
+  for (let i = 0; i < n; i++) {
+    const tag = `${t.label}-${wave}-${i}`;
+    const args = {
+      method: "GET",
+      path: `/v1/once?tag=${tag}&delay=${delay}`,
+      item_name: t.item,
+      timeout_ms: timeoutMs,
+    };
+    const asked = toolAnswer(await t.agents[0]!.callTool({ name: "http_request", arguments: args }));
+    expect(asked.status).toBe("pending");
+    const approved = await t.op.request("POST", `/api/grants/${asked.grant_id}/approve`, {
+      policy: "prompt",
+    });
+    expect(approved.statusCode).toBe(200);
+    calls.push({ tag, grantId: asked.grant_id!, args });
+  }
+  return calls;
+}
+
+/** Runs one approved call through plane `i`, timing it. */
+async function runOnce(t: Tenant, c: OnceCall, i: number) {
+  const started = Date.now();
+  try {
+    const answer = toolAnswer(
+      await t.agents[i % t.agents.length]!.callTool({ name: "http_request", arguments: c.args }),
+    );
+    return { c, answer, ok: answer.origin_status === 200, ms: Date.now() - started };
+  } catch (error) {
+    return { c, error: String(error), ok: false, ms: Date.now() - started };
+  }
+}
+type OnceResult = Awaited<ReturnType<typeof runOnce>>;
+
+const onceArrivals = (tag: string) => origin.requests.filter((r) => r.url.includes(`tag=${tag}&`)).length;
+
+async function grantStatus(grantId: string): Promise<string> {
+  const row = await seedDatabase.db
+    .selectFrom("grants")
+    .select(["status"])
+    .where("id", "=", grantId)
+    .executeTakeFirstOrThrow();
+  return row.status;
+}
+
+/**
+ * The promise, call by call: arrived at most once; an approval spent only for a call that reached
+ * the origin, kept for one that did not; the agent told which.
+ */
+async function expectNoApprovalLost(results: OnceResult[]) {
+  const wrong: string[] = [];
+  for (const r of results) {
+    const arrived = onceArrivals(r.c.tag);
+    const status = await grantStatus(r.c.grantId);
+    if (arrived > 1) wrong.push(`${r.c.tag} arrived ${arrived} times`);
+    if (status === "consumed" && arrived !== 1)
+      wrong.push(`${r.c.tag}: approval spent, the call never arrived`);
+    if (arrived === 0 && status !== "active") wrong.push(`${r.c.tag}: never arrived, approval ${status}`);
+    if (r.ok && arrived !== 1) wrong.push(`${r.c.tag}: answered but arrived ${arrived} times`);
+    const approval = r.answer?.approval;
+    if (!r.ok && approval === "kept" && status !== "active")
+      wrong.push(`${r.c.tag}: told kept, is ${status}`);
+    if (!r.ok && approval === "spent" && arrived !== 1)
+      wrong.push(`${r.c.tag}: told spent, arrived ${arrived}`);
+    if (!r.ok && approval === undefined)
+      wrong.push(
+        `${r.c.tag}: failed without saying where its approval is: ${JSON.stringify(r.answer ?? r.error)}`,
+      );
+  }
+  expect(wrong).toEqual([]);
+}
+
+async function auditActions(item: string): Promise<Record<string, number>> {
+  const rows = await seedDatabase.db
+    .selectFrom("audit_events")
+    .select(["action"])
+    .where("item_name", "=", item)
+    .execute();
+  const counts: Record<string, number> = {};
+  for (const r of rows) counts[r.action] = (counts[r.action] ?? 0) + 1;
+  return counts;
+}
+
+/** Waits for a replica's admin /ready to answer 200, then until a call lands on it; both times. */
+async function timeToReturn(ip: string) {
+  await waitFor(
+    `${ip} ready`,
+    async () =>
+      (await fetch(`http://${ip}:9090/ready`).then(
+        (r) => r.status,
+        () => 0,
+      )) === 200,
+    30_000,
+  );
+  const readyAt = Date.now();
+  const before = await answered(ip);
+  let firstCallMs: number | undefined;
+  let rotationMs: number | undefined;
+  while (Date.now() - readyAt < 15_000 && (firstCallMs === undefined || rotationMs === undefined)) {
+    if (rotationMs === undefined && (await everyPlaneSees(2))) rotationMs = Date.now() - readyAt;
+    if (firstCallMs === undefined) {
+      await Promise.all([call(0), call(1)]);
+      if ((await answered(ip)) > before) firstCallMs = Date.now() - readyAt;
+    }
+    await sleep(50);
+  }
+  return {
+    firstCallMs: firstCallMs ?? Number.POSITIVE_INFINITY,
+    rotationMs: rotationMs ?? Number.POSITIVE_INFINITY,
+  };
+}
+
+describe.skipIf(!canRun)("faults with one-call approvals in flight (issue 20)", () => {
+  let e4: Host;
+  let e5: Host;
+
+  beforeAll(async () => {
+    // The control plane killed by the test above is replaced by a new host.
+    for (const [i, plane] of planes.entries()) {
+      if (plane.process.child.exitCode === null && plane.process.child.signalCode === null) continue;
+      const replacement = await startPlane(`cp${i + 3}`, 23 + i);
+      replacement.agent = await connectAgent(replacement.url, token);
+      planes[i] = replacement;
+    }
+    e4 = net.addHost("e4", 34);
+    e5 = net.addHost("e5", 35);
+    await Promise.all([startProxy(e4), startProxy(e5)]);
+    dns.setPlan(SERVICE, { A: [e4.ip, e5.ip] });
+    await waitFor(
+      "both control planes seeing e4 and e5 serving, and only them",
+      () => everyPlaneSees(2),
+      30_000,
+    );
+    // Warm keep-alive connections to the origin on both proxies.
+    await Promise.all(Array.from({ length: 8 }, (_, i) => call(i)));
+  }, 90_000);
+
+  it("SIGKILL: calls it never read get their approvals back, calls it sent stay spent, none twice; it returns within 3 s", async () => {
+    const t = await newTenant("kill");
+    // Wave 1 reaches the origin and waits there; wave 2 is sent once the proxy is stopped, so the
+    // calls routed to it sit unread in its socket until the SIGKILL.
+    const wave1 = await approveOnce(t, "w1", 12, 2_500, 5_000);
+    const wave2 = await approveOnce(t, "w2", 8, 0, 3_000);
+    const victim = proxies.get("e4")!;
+    const onVictimBefore = await answered(e4.ip);
+    const first = wave1.map((c, i) => runOnce(t, c, i));
+    await waitFor("wave 1 at the origin", () => wave1.every((c) => onceArrivals(c.tag) === 1), 20_000);
+    victim.process.child.kill("SIGSTOP");
+    const second = wave2.map((c, i) => runOnce(t, c, i));
+    await sleep(700);
+    victim.process.child.kill("SIGKILL");
+    const killedAt = Date.now();
+    await waitFor("e4 out of the rotation", () => everyPlaneSees(1, false), 10_000);
+    const ejectedMs = Date.now() - killedAt;
+    const results = [...(await Promise.all(first)), ...(await Promise.all(second))];
+    await expectNoApprovalLost(results);
+
+    const kept = results.filter((r) => !r.ok && r.answer?.approval === "kept");
+    const spent = results.filter((r) => !r.ok && r.answer?.approval === "spent");
+    // Some calls of each wave were on the killed proxy (round robin): the ones it sent stay spent
+    // (they reached the origin); the ones it never read were fenced and kept.
+    expect(spent.length).toBeGreaterThan(0);
+    expect(kept.length).toBeGreaterThan(0);
+    for (const r of kept) expect(r.answer?.hint).toContain("your approval is kept");
+    const audit = await auditActions(t.item);
+    expect(audit.call_not_sent).toBe(kept.length);
+    expect(audit.call_outcome_unknown).toBe(spent.length);
+    // A kept approval works: the same call, asked again, goes out once on its approval.
+    const again = await Promise.all(kept.map((r, i) => runOnce(t, r.c, i)));
+    expect(again.filter((r) => !r.ok).map((r) => r.answer ?? r.error)).toEqual([]);
+    for (const r of again) expect(onceArrivals(r.c.tag)).toBe(1);
+    expect(onVictimBefore).toBeGreaterThan(0);
+
+    // Down for a while (grpc-js' reconnect backoff would have grown to several seconds uncapped),
+    // then back on the same address.
+    await sleep(6_000);
+    proxies.delete("e4");
+    await startProxy(e4);
+    const back = await timeToReturn(e4.ip);
+    figures.push(
+      `SIGKILL of a proxy with 20 one-call approvals in flight: ${spent.length} spent (reached the origin, fence lost), ` +
+        `${kept.length} kept (never read, fence won) and answered on retry, 0 spent without reaching the origin, 0 twice; ` +
+        `out of the rotation ${ejectedMs} ms after the kill; back 6 s later: in the rotation ${back.rotationMs} ms, ` +
+        `first call ${back.firstCallMs} ms after its health check answered`,
+    );
+    expect(back.rotationMs).toBeLessThanOrEqual(3_000);
+    expect(back.firstCallMs).toBeLessThanOrEqual(3_000);
+    for (const agent of t.agents) await agent.close().catch(() => {});
+  }, 120_000);
+
+  it("SIGSTOP (a silent link): ejected within 5 s, stalled calls end within timeout_ms + 2 s, nothing fenced is sent after the wake-up", async () => {
+    const t = await newTenant("stall");
+    const wave1 = await approveOnce(t, "w1", 12, 2_000, 4_000);
+    const wave2 = await approveOnce(t, "w2", 8, 0, 2_000);
+    const victim = proxies.get("e5")!;
+    const replayedBefore = await proxyMetric(e5.ip, "latch_egress_ticket_refusals_total", "ticket_replayed");
+    const first = wave1.map((c, i) => runOnce(t, c, i));
+    await waitFor("wave 1 at the origin", () => wave1.every((c) => onceArrivals(c.tag) === 1), 20_000);
+    victim.process.child.kill("SIGSTOP");
+    const stoppedAt = Date.now();
+    const second = wave2.map((c, i) => runOnce(t, c, i));
+    await waitFor("e5 out of the rotation", () => everyPlaneSees(1, false), 20_000);
+    const ejectedMs = Date.now() - stoppedAt;
+    // Out of the rotation: calls go to the other proxy.
+    const meanwhile = await Promise.all(Array.from({ length: 6 }, (_, i) => call(i)));
+    expect(meanwhile.filter((r) => !r.ok).map((r) => r.answer ?? String(r.error))).toEqual([]);
+    const stalled = await Promise.all(second);
+    const results = [...(await Promise.all(first)), ...stalled];
+    await expectNoApprovalLost(results);
+    const slowest = Math.max(...stalled.filter((r) => !r.ok).map((r) => r.ms));
+    const kept = results.filter((r) => !r.ok && r.answer?.approval === "kept");
+    const spent = results.filter((r) => !r.ok && r.answer?.approval === "spent");
+    expect(kept.length).toBeGreaterThan(0);
+
+    // The proxy wakes up with the fenced Executes still in its socket: it reads them, finds them
+    // spent by the fence, and sends nothing.
+    victim.process.child.kill("SIGCONT");
+    const back = await timeToReturn(e5.ip);
+    await waitFor(
+      "the woken proxy refusing the fenced tickets",
+      async () =>
+        (await proxyMetric(e5.ip, "latch_egress_ticket_refusals_total", "ticket_replayed")) -
+          replayedBefore >=
+        kept.filter((r) => wave2.includes(r.c)).length,
+      10_000,
+    );
+    await sleep(1_000);
+    for (const r of kept) expect(onceArrivals(r.c.tag)).toBe(0);
+    await expectNoApprovalLost(results);
+    const audit = await auditActions(t.item);
+    expect(audit.call_not_sent).toBe(kept.length);
+    expect(audit.call_outcome_unknown ?? 0).toBe(spent.length);
+    figures.push(
+      `SIGSTOP of a proxy with 20 one-call approvals in flight: out of the rotation after ${ejectedMs} ms; ` +
+        `${kept.length} kept (fenced), ${spent.length} spent (had reached the origin), 0 spent without reaching it, 0 twice; ` +
+        `slowest stalled call (timeout_ms 2000) ended after ${slowest} ms; after SIGCONT it sent none of the fenced calls, ` +
+        `was in the rotation ${back.rotationMs} ms and had its first call ${back.firstCallMs} ms after its health check answered`,
+    );
+    expect(ejectedMs).toBeLessThanOrEqual(5_000);
+    expect(slowest).toBeLessThanOrEqual(2_000 + 2_000);
+    expect(back.rotationMs).toBeLessThanOrEqual(3_000);
+    expect(back.firstCallMs).toBeLessThanOrEqual(3_000);
+    for (const agent of t.agents) await agent.close().catch(() => {});
+  }, 120_000);
 });

@@ -44,6 +44,8 @@ export interface ProxyFleet {
   start(ip: string): Promise<ProxyProcess>;
   /** Points the service name at these addresses. */
   publish(ips: string[]): void;
+  /** Waits until the client sees `count` replicas serving (it connects as soon as it is made). */
+  waitForServing(count: number, timeoutMs?: number): Promise<void>;
   setHandler(handler: OriginHandler): void;
   callSpec(path: string, overrides?: Partial<CallSpec>): Promise<CallSpec>;
   close(): Promise<void>;
@@ -149,6 +151,17 @@ export async function startProxyFleet(): Promise<ProxyFleet> {
     client,
     start,
     publish: (ips) => dns.setPlan(SERVICE_NAME, { A: ips }),
+    async waitForServing(count, timeoutMs = 15_000) {
+      const started = Date.now();
+      while (client.replicaStates().filter((s) => s === "serving").length < count) {
+        if (Date.now() - started > timeoutMs) {
+          throw new Error(
+            `${count} replicas were not serving within ${timeoutMs} ms: ${client.replicaStates()}`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     setHandler: (next) => {
       handler = next;
     },

@@ -22,13 +22,14 @@ const keyFiles = () => [
   join(keys, "control-plane", "ticket-signing-key.pem"),
   join(keys, "control-plane", "kek.json"),
   join(keys, "oauth", "jwks.json"),
+  join(keys, "audit", "signing-keys.json"),
 ];
 
 beforeAll(async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-shutdown-"));
   keys = join(dataDir, "keys");
   execFileSync(process.execPath, [MAKE_KEYS, keys], { stdio: "ignore" });
-  for (const dir of ["control-plane", "oauth"]) chmodSync(join(keys, dir), 0o500);
+  for (const dir of ["control-plane", "oauth", "audit"]) chmodSync(join(keys, dir), 0o500);
   keysBefore = keyFiles().map((file) => readFileSync(file, "utf8"));
   dataRoot = join(dataDir, "data");
   child = spawn(process.execPath, [MAIN], {
@@ -43,6 +44,7 @@ beforeAll(async () => {
       TICKET_SIGNING_KEY_FILE: join(keys, "control-plane", "ticket-signing-key.pem"),
       KEK_KEYRING_FILE: join(keys, "control-plane", "kek.json"),
       OAUTH_JWKS_FILE: join(keys, "oauth", "jwks.json"),
+      AUDIT_SIGNING_KEYS_FILE: join(keys, "audit", "signing-keys.json"),
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -75,6 +77,7 @@ describe("the control plane with its key files from a secret store", () => {
       expect(() => statSync(join(dataRoot, "control-plane", file))).toThrow();
     }
     expect(() => statSync(join(dataRoot, "oauth", "jwks.json"))).toThrow();
+    expect(() => statSync(join(dataRoot, "audit", "signing-keys.json"))).toThrow();
     // The public half is still written for a proxy sharing DATA_DIR, from the mounted key.
     expect(readFileSync(join(dataRoot, "control-plane", "ticket-public-keys.txt"), "utf8")).toBe(
       readFileSync(join(keys, "control-plane", "ticket-public-keys.txt"), "utf8"),

@@ -1,32 +1,28 @@
 // CI check of the Helm chart, offline: `helm lint --strict` and `helm template` with the chart's
-// defaults and each example values file, every rendered manifest validated against the Kubernetes
-// API schemas (kubernetes-models, plus the cert-manager and Prometheus Operator models), then the
-// rules this chart promises: headless egress Service, internet egress for the proxies only, keys
-// from Secrets only, non-root read-only containers with probes, an HPA and a PDB per tier.
+// defaults (and the two addresses they ask for) and each example values file, every rendered
+// manifest validated against the Kubernetes API schemas (kubernetes-models, plus the cert-manager
+// and Prometheus Operator models), then the rules this chart promises: headless egress Service,
+// internet egress for the proxies only, keys from Secrets only, non-root read-only containers with
+// probes, an HPA and a PDB per tier, and chart-rules.ts (the NetworkPolicies, each tier's own
+// database credentials, identities, checksums, zones, alerts). Then each broken setting of
+// BROKEN must be refused, by values.schema.json, by the templates, or by the rules.
 //   node deploy/helm/check-chart.ts HELM_BINARY
 // Exits 1 on the first failing values file, naming the manifest and the rule.
 import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
+import { ChartRuleError, checkNetworkPolicies, checkTiers, type Manifest } from "./chart-rules.ts";
 
 const CHART = new URL("./latch/", import.meta.url).pathname;
 /** The cluster version rendered for (a Helm built with `go install` defaults to 1.20). */
 const KUBE_VERSION = "1.31.0";
-const helm = process.argv[2];
-if (!helm) {
+const helmArgument = process.argv[2];
+if (!helmArgument) {
   process.stderr.write("usage: node deploy/helm/check-chart.ts HELM_BINARY\n");
   process.exit(2);
 }
-
-interface Manifest {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; annotations?: Record<string, string> };
-  // biome-ignore lint/suspicious/noExplicitAny: a manifest is whatever the chart rendered.
-  spec?: any;
-  [key: string]: unknown;
-}
+const helm: string = helmArgument;
 
 /** Where the model class of an apiVersion lives. */
 function modelModule(apiVersion: string): string {
@@ -97,19 +93,62 @@ function checkRules(docs: Manifest[], valuesName: string): void {
     if (!hpa && deployment.spec.replicas === undefined) fail(valuesName, `${component}: replicas or an HPA`);
   }
 
-  for (const policy of byKind("NetworkPolicy")) {
-    const isEgressTier = policy.metadata.name.endsWith("-egress");
-    const where = `${valuesName} NetworkPolicy ${policy.metadata.name}`;
-    for (const rule of policy.spec.egress ?? []) {
-      for (const peer of rule.to ?? []) {
-        const cidr: string | undefined = peer.ipBlock?.cidr;
-        const ports: number[] = (rule.ports ?? []).map((p: { port: number }) => p.port);
-        if (cidr === "0.0.0.0/0" && !isEgressTier && ports.some((p) => p === 443 || p === 80)) {
-          fail(where, "only the egress pods reach the internet over HTTP(S)");
-        }
-      }
+  checkNetworkPolicies(docs, valuesName);
+  checkTiers(docs, valuesName);
+}
+
+/** The defaults ask for the database's and the SMTP relay's addresses (the NetworkPolicies need them). */
+const DEFAULT_ADDRESSES = ["--set", "database.cidrs={10.20.0.5/32}", "--set", "smtp.cidrs={10.20.0.25/32}"];
+
+/**
+ * Settings the chart must refuse, each over a valid base: a misspelt key, a database rule with no
+ * peers or over a whole network, the proxies on the control plane's credentials, an IPv6 rule
+ * without its special ranges, DNS at any pod of kube-system, the control plane reaching everywhere.
+ */
+const BROKEN: { name: string; args: string[] }[] = [
+  { name: "a misspelt key", args: ["--set", "egress.replica=3"] },
+  { name: "an unknown top-level key", args: ["--set", "egres.replicas=3"] },
+  { name: "database.cidrs: null (a 5432 rule with no peers)", args: ["--set", "database.cidrs=null"] },
+  { name: "the database rule over 10.0.0.0/8", args: ["--set", "database.cidrs={10.0.0.0/8}"] },
+  {
+    name: "the proxies on the control plane's database Secret",
+    args: ["--set", "database.egressExistingSecret=latch-database"],
+  },
+  {
+    name: "IPv6 internet without its special ranges",
+    args: ["--set-json", "networkPolicy.egressInternet.ipv6.except=[]"],
+  },
+  { name: "DNS at any pod of kube-system", args: ["--set", "networkPolicy.clusterDns.podLabels=null"] },
+  { name: "the control plane's mail to everywhere", args: ["--set", "smtp.cidrs={0.0.0.0/0}"] },
+  { name: "no client identity", args: ["--set", "mtls.controlPlaneIdentity="] },
+];
+
+/** Renders and checks one values file; throws on the first broken promise. */
+async function checkRendering(valuesName: string, valuesArgs: string[]): Promise<number> {
+  const kube = ["--kube-version", KUBE_VERSION];
+  execFileSync(helm, ["lint", "--strict", CHART, ...kube, ...valuesArgs], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const rendered = execFileSync(
+    helm,
+    ["template", "latch", CHART, "--namespace", "latch", ...kube, ...valuesArgs],
+    {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  const docs = parseAllDocuments(rendered)
+    .map((d) => d.toJS() as Manifest | null)
+    .filter((d): d is Manifest => d !== null);
+  for (const doc of docs) {
+    try {
+      await validateSchema(doc);
+    } catch (error) {
+      fail(`${valuesName} ${doc.kind} ${doc.metadata?.name}`, (error as Error).message);
     }
   }
+  checkRules(docs, valuesName);
+  return docs.length;
 }
 
 const examples = readdirSync(join(CHART, "examples"))
@@ -119,34 +158,35 @@ let manifests = 0;
 let renderings = 0;
 try {
   for (const valuesFile of [undefined, ...examples]) {
-    const valuesName = valuesFile ? valuesFile.slice(CHART.length) : "values.yaml (defaults)";
-    const valuesArgs = valuesFile ? ["-f", valuesFile] : [];
-    const kube = ["--kube-version", KUBE_VERSION];
-    execFileSync(helm, ["lint", "--strict", CHART, ...kube, ...valuesArgs], {
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-    const rendered = execFileSync(
-      helm,
-      ["template", "latch", CHART, "--namespace", "latch", ...kube, ...valuesArgs],
-      { encoding: "utf8" },
-    );
-    const docs = parseAllDocuments(rendered)
-      .map((d) => d.toJS() as Manifest | null)
-      .filter((d): d is Manifest => d !== null);
-    for (const doc of docs) {
-      try {
-        await validateSchema(doc);
-      } catch (error) {
-        fail(`${valuesName} ${doc.kind} ${doc.metadata?.name}`, (error as Error).message);
-      }
-    }
-    checkRules(docs, valuesName);
-    manifests += docs.length;
+    const valuesName = valuesFile
+      ? valuesFile.slice(CHART.length)
+      : "values.yaml (defaults and the two addresses)";
+    const count = await checkRendering(valuesName, valuesFile ? ["-f", valuesFile] : DEFAULT_ADDRESSES);
+    manifests += count;
     renderings += 1;
-    process.stdout.write(`ok ${valuesName}: ${docs.length} manifests valid\n`);
+    process.stdout.write(`ok ${valuesName}: ${count} manifests valid\n`);
+  }
+  const base = ["-f", join(CHART, "examples", "values-managed-postgres.yaml")];
+  for (const broken of BROKEN) {
+    let refusal: string | undefined;
+    try {
+      await checkRendering(`broken: ${broken.name}`, [...base, ...broken.args]);
+    } catch (error) {
+      // helm lint says why on stdout, helm template on stderr.
+      const said = ["stdout", "stderr"]
+        .map((k) => (error as Record<string, Buffer | string | undefined>)[k]?.toString() ?? "")
+        .join("\n")
+        .split("\n")
+        .find((line) => /^\[ERROR\]|^Error: execution error/.test(line));
+      refusal = error instanceof ChartRuleError ? error.message : (said ?? (error as Error).message).trim();
+    }
+    if (!refusal) throw new Error(`the chart accepted ${broken.name}`);
+    process.stdout.write(`ok refused ${broken.name}: ${refusal}\n`);
   }
 } catch (error) {
   process.stderr.write(`helm chart check failed: ${(error as Error).message}\n`);
   process.exit(1);
 }
-process.stdout.write(`helm chart: ${renderings} renderings, ${manifests} manifests checked\n`);
+process.stdout.write(
+  `helm chart: ${renderings} renderings, ${manifests} manifests checked, ${BROKEN.length} broken settings refused\n`,
+);

@@ -31,10 +31,25 @@ const schema = z.object({
   EGRESS_TLS_CERT: optionalText,
   EGRESS_TLS_KEY: optionalText,
   EGRESS_TLS_CLIENT_CA: optionalText,
+  /**
+   * The identity the control plane's client certificate must name: a DNS SAN, or a URI SAN (a
+   * SPIFFE id); `dns:` / `uri:` may say which. deploy/scripts/make-certs.sh issues this one.
+   */
+  EGRESS_CLIENT_IDENTITY: z
+    .string()
+    .trim()
+    .min(1)
+    .max(2048)
+    .regex(/^[\x21-\x7e]+$/, "must be one DNS name or URI, printable ASCII without spaces")
+    .default("latch-control-plane"),
+  /** How often the mTLS files are read again (cert-manager renews them in place). */
+  EGRESS_TLS_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   EGRESS_DNS_SERVERS: optionalText,
   EGRESS_CONNECT_TO: optionalText,
   EGRESS_ALLOW_CIDRS: optionalText,
   EGRESS_EXTRA_CA: optionalText,
+  /** OpenTelemetry over OTLP/HTTP (base URL; /v1/traces is added); unset: off, nothing loaded. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalText.pipe(z.url({ protocol: /^https?$/ }).optional()),
 });
 
 export type EgressConfig = Readonly<z.infer<typeof schema>> & {

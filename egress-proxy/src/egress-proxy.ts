@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server as HttpServer } from "node:http";
 import { ServerCredentials } from "@grpc/grpc-js";
+import { FenceOutcome, ReplayStore } from "@latch/proto/egress";
 import { parseTrustedTicketKeys } from "@latch/shared/tickets/ticket-signature";
 import type { Logger } from "pino";
 import { createExecute } from "./calls/execute.ts";
@@ -16,8 +17,15 @@ import { createDestinationResolver } from "./destination/resolve.ts";
 import { startGrpcServer } from "./grpc/server.ts";
 import { loadOrCreateSealingKeyring } from "./keys/sealing-keys.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
+import { startTelemetry } from "./telemetry.ts";
+import { createTicketFencer } from "./tickets/fence.ts";
 import { createMemoryReplayStore, createPostgresReplayStore } from "./tickets/replay-store.ts";
 import { createTicketChecker, createTicketSpender } from "./tickets/verify.ts";
+import {
+  clientIdentityInterceptor,
+  parseClientIdentity,
+  watchedServerCredentials,
+} from "./tls/server-tls.ts";
 import { createUpstream } from "./upstream/call.ts";
 
 export interface RunningEgressProxy {
@@ -37,21 +45,34 @@ export interface RunningEgressProxy {
 
 export const EGRESS_VERSION = "0.1.0";
 
-function serverCredentials(config: EgressConfig): ServerCredentials {
-  if (config.EGRESS_TLS_CERT && config.EGRESS_TLS_KEY && config.EGRESS_TLS_CLIENT_CA) {
-    // mTLS: only a control plane holding a certificate from the client CA may connect.
-    return ServerCredentials.createSsl(
-      readFileSync(config.EGRESS_TLS_CLIENT_CA),
-      [
-        {
-          private_key: readFileSync(config.EGRESS_TLS_KEY),
-          cert_chain: readFileSync(config.EGRESS_TLS_CERT),
-        },
-      ],
-      true,
-    );
+const FENCE_LABELS: Partial<Record<FenceOutcome, string>> = {
+  [FenceOutcome.FENCE_OUTCOME_FENCED]: "fenced",
+  [FenceOutcome.FENCE_OUTCOME_TAKEN]: "taken",
+  [FenceOutcome.FENCE_OUTCOME_UNKNOWN]: "unknown",
+};
+
+/** Counts a ticket refused (signature, expiry, replayed or fenced) by its code, and rethrows. */
+async function countingTicketRefusals<T>(metrics: Metrics, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("ticket_")) metrics.countTicketRefusal(code);
+    throw error;
   }
-  return ServerCredentials.createInsecure();
+}
+
+/** mTLS when configured (plaintext only on loopback: config.ts), with the files watched. */
+function serverCredentials(config: EgressConfig): { credentials: ServerCredentials; loaded: Promise<void> } {
+  if (config.EGRESS_TLS_CERT && config.EGRESS_TLS_KEY && config.EGRESS_TLS_CLIENT_CA) {
+    return watchedServerCredentials({
+      certPath: config.EGRESS_TLS_CERT,
+      keyPath: config.EGRESS_TLS_KEY,
+      clientCaPath: config.EGRESS_TLS_CLIENT_CA,
+      refreshMs: config.EGRESS_TLS_REFRESH_MS,
+    });
+  }
+  return { credentials: ServerCredentials.createInsecure(), loaded: Promise.resolve() };
 }
 
 export async function startEgressProxy(config: EgressConfig, logger: Logger): Promise<RunningEgressProxy> {
@@ -61,15 +82,21 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     );
   }
   const replicaId = `egress-${randomBytes(6).toString("hex")}`;
+  const tracing = await startTelemetry({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const keyring = await loadOrCreateSealingKeyring(config.DATA_DIR, config.EGRESS_SEALING_KEY_FILE);
+  const { credentials, loaded: tlsLoaded } = serverCredentials(config);
   const replayStore = config.EGRESS_REPLAY_DATABASE_URL
-    ? await createPostgresReplayStore(config.EGRESS_REPLAY_DATABASE_URL)
+    ? await createPostgresReplayStore(config.EGRESS_REPLAY_DATABASE_URL, {
+        isProduction: config.NODE_ENV === "production",
+        warn: (sentence) => logger.warn(`${sentence}. Production refuses to start with such a role.`),
+      })
     : createMemoryReplayStore();
   const checkTicket = createTicketChecker({
     trustedKeys: parseTrustedTicketKeys(readTrustedTicketKeysText(config)),
     audience: config.EGRESS_AUDIENCE,
   });
   const spendTicket = createTicketSpender({ replayStore });
+  const fenceTicket = createTicketFencer({ checkTicket, replayStore });
   const resolver = createDestinationResolver({
     dnsServers: config.EGRESS_DNS_SERVERS?.split(",")
       .map((s) => s.trim())
@@ -93,24 +120,47 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   });
   let isServing = true;
 
+  const isTls = Boolean(config.EGRESS_TLS_CERT);
   const grpc = await startGrpcServer({
     host: config.listenHost,
     port: config.listenPort,
-    credentials: serverCredentials(config),
+    credentials,
+    interceptors: isTls
+      ? [clientIdentityInterceptor(parseClientIdentity(config.EGRESS_CLIENT_IDENTITY), logger)]
+      : [],
     logger,
     handlers: {
-      execute,
-      resolve,
-      fetchDocument,
+      execute: (ticket) => countingTicketRefusals(metrics, () => execute(ticket)),
+      resolve: (ticket) => countingTicketRefusals(metrics, () => resolve(ticket)),
+      fetchDocument: (ticket) => countingTicketRefusals(metrics, () => fetchDocument(ticket)),
+      fence: async (ticket) => {
+        const outcome = await countingTicketRefusals(metrics, () => fenceTicket(ticket));
+        const label = FENCE_LABELS[outcome] ?? "unknown";
+        metrics.countFence(label);
+        logger.info({ outcome: label }, "ticket fence asked by the control plane");
+        return outcome;
+      },
       info: () => ({
         sealingKeyId: keyring.current.keyId,
         sealingPublicKey: Buffer.from(keyring.current.publicKey),
         replicaId,
         version: EGRESS_VERSION,
+        replayStore:
+          replayStore.kind === "shared" ? ReplayStore.REPLAY_STORE_SHARED : ReplayStore.REPLAY_STORE_MEMORY,
+        replayStoreId: replayStore.storeId,
       }),
       isServing: () => isServing,
     },
   });
+
+  // The certificate is read asynchronously: no handshake succeeds before, so "ready" waits for it.
+  try {
+    await tlsLoaded;
+  } catch (error) {
+    await grpc.close();
+    await replayStore.close();
+    throw error;
+  }
 
   let metricsServer: HttpServer | undefined;
   if (config.EGRESS_METRICS_LISTEN) {
@@ -155,6 +205,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
       metricsServer?.close();
       await upstream.close();
       await replayStore.close();
+      await tracing.shutdown();
     },
   };
 }

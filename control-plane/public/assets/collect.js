@@ -64,9 +64,8 @@
   }
   function showForm(need) {
     // Spec 4.2: an agent that named only the credential named no host; the operator gives it.
-    var host = byId("host");
     byId("host-field").hidden = Boolean(need.host);
-    host.required = !need.host;
+    byId("host").required = !need.host;
     byId("summary").textContent = need.host
       ? `${need.client_name} needs a credential for ${need.host} (${need.environment}).`
       : `${need.client_name} needs a credential named ${need.suggested_name} (${need.environment}) and named no API host: give the host it may be sent to.`;
@@ -81,7 +80,7 @@
       byId("allow-prefix-row").hidden = true;
     }
     byId("allow-credential-label").textContent =
-      `Always: the whole credential, any method and path on ${need.host}`;
+      `Always: the whole credential, any method and path on ${need.host || "its host"}`;
     if (need.message) {
       byId("task").textContent = `Task (written by the agent): ${need.message}`;
       byId("task").hidden = false;
@@ -135,9 +134,9 @@
     if (!/^[A-Z][A-Z0-9_]{0,127}$/.test(name.value)) {
       return refuse(name, "A name is an uppercase letter, then uppercase letters, digits or underscores.");
     }
-    if (!value.value) return refuse(value, "Enter the value to store.");
     var host = byId("host");
-    if (host.required && !host.value.trim()) return refuse(host, "Give the host it may be sent to.");
+    if (host.required && !host.value.trim()) return refuse(host, "Give the API host it may be sent to.");
+    if (!value.value) return refuse(value, "Enter the value to store.");
     var mode = byId("inject").value;
     if (/:$/.test(mode)) {
       const field = byId("inject-name");
@@ -146,8 +145,8 @@
     }
     var allow = form.querySelector('input[name="allow"]:checked').value;
     var body = { name: name.value, value: value.value, inject: mode };
-    if (mode === "basic") body.username = byId("username").value.trim();
     if (host.required) body.allowed_hosts = [host.value.trim()];
+    if (mode === "basic") body.username = byId("username").value.trim();
     if (allow !== "once") {
       body.always_allow = true;
       body.scope = allow;

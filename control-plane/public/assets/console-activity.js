@@ -186,7 +186,25 @@ auditMore.addEventListener("click", () => {
     }),
   );
 });
-loaders.audit = () => loadAudit(false);
+/**
+ * The ledger's state under the heading: "Chain verified up to #N" and the last checkpoint, or the
+ * first seq where it does not hold. Checked once each time the section opens (it reads the whole
+ * chain), not on every filter.
+ */
+function loadChain() {
+  var line = byId("audit-chain");
+  return api("GET", "/api/audit/verify").then((answer) => {
+    var checkpoint = answer.last_checkpoint;
+    var signed = checkpoint ? ` Last signed checkpoint: #${checkpoint.seq}, ${when(checkpoint.at)}.` : "";
+    line.classList.toggle("error", !answer.ok);
+    line.textContent = answer.ok
+      ? answer.rows === 0
+        ? "The audit chain is empty."
+        : `Chain verified up to #${answer.last_seq}.${signed}`
+      : `The audit chain does not hold at #${answer.first_bad_seq}: ${answer.problem || "a row was changed"}.${signed}`;
+  });
+}
+loaders.audit = () => Promise.all([loadAudit(false), loadChain()]);
 
 /* ---------- access ---------- */
 function loadAccess() {

@@ -28,7 +28,21 @@ export function registerAuditExportRoutes(
   api.get(
     "/api/audit/export",
     {
-      ...checkedFirst(operatorOnly("audit.export"), operatorOf),
+      ...checkedFirst(
+        {
+          ...operatorOnly("audit.export"),
+          openapi: {
+            responses: {
+              200: {
+                description: "The events as a file: CSV (format=csv) or JSON Lines (format=jsonl)",
+                content: { "text/csv": z.string(), "application/jsonl": z.string() },
+                headers: { "Content-Disposition": "attachment; filename=latch-audit-<day>.<format>" },
+              },
+            },
+          },
+        },
+        operatorOf,
+      ),
       schema: {
         querystring: exportQuery,
         response: {

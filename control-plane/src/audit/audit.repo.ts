@@ -1,8 +1,11 @@
 // The audit trail: names, hosts, reasons and outcomes. A value never reaches this table; the
-// service layer builds rows from metadata only, and the leak tests search it for canaries.
-import { toSafeJson, toSafeText } from "@latch/shared/text/safe-text";
+// service layer builds rows from metadata only, and the leak tests search it for canaries. Rows
+// are appended to the organisation's hash chain by ledger.repo.ts; this file reads them for people.
+
+import type { LedgerRow } from "@latch/shared/ledger/ledger-format";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { createLedgerRepo } from "./ledger.repo.ts";
 
 export interface AuditEvent {
   organisationId: string;
@@ -14,6 +17,8 @@ export interface AuditEvent {
   host?: string | undefined;
   reason?: string | undefined;
   detail?: Record<string, unknown> | undefined;
+  /** The W3C trace id of the request that caused it (set by services.ts when telemetry is on). */
+  traceId?: string | undefined;
 }
 
 export interface AuditEventView {
@@ -49,7 +54,10 @@ export interface AuditFilter {
 }
 
 export interface AuditRepo {
+  /** Appends the event to its organisation's ledger: one statement. */
   insertAuditEvent(event: AuditEvent): Promise<void>;
+  /** The same, returning the row as the ledger exports it. */
+  appendEvent(event: AuditEvent): Promise<LedgerRow>;
   findAuditEvents(organisationId: string, filter?: AuditFilter): Promise<AuditEventView[]>;
   /** The credential names each actor fetched (a call that reached its API, or a trusted resolve). */
   findFetchedNames(organisationId: string): Promise<Map<string, string[]>>;
@@ -77,24 +85,9 @@ async function labelsOf(
 
 export function createAuditRepo(db: Kysely<Database>): AuditRepo {
   return {
+    appendEvent: (event) => createLedgerRepo(db).appendEvent(event),
     async insertAuditEvent(event) {
-      // A row is never skipped for its text: a field that slipped past the edge with a NUL or an
-      // unpaired surrogate (which PostgreSQL's text and jsonb refuse) is written with U+FFFD in
-      // place of the offending characters.
-      const text = (value: string | undefined) => (value === undefined ? null : toSafeText(value));
-      await db
-        .insertInto("audit_events")
-        .values({
-          organisation_id: event.organisationId,
-          environment: text(event.environment),
-          actor: toSafeText(event.actor),
-          action: event.action,
-          item_name: text(event.itemName),
-          host: text(event.host),
-          reason: text(event.reason),
-          detail: JSON.stringify(toSafeJson(event.detail ?? {})),
-        })
-        .execute();
+      await createLedgerRepo(db).appendEvent(event);
     },
     async findFetchedNames(organisationId) {
       const rows = await db

@@ -369,10 +369,11 @@ describe("organisations and sessions", () => {
   it("deletes an organisation and everything in it, only with its exact name", async () => {
     const { browser } = await signUp();
     const created = (await browser.request("POST", "/api/orgs", { name: "Doomed" })).json().organisation;
-    await h.plane.database.db
-      .insertInto("audit_events")
-      .values({ organisation_id: created.id, actor: "operator", action: "test", detail: "{}" })
-      .execute();
+    await h.plane.services.audit.insertAuditEvent({
+      organisationId: created.id,
+      actor: "operator",
+      action: "test",
+    });
     const wrong = await browser.request("DELETE", "/api/orgs", { confirm_name: "doomed" });
     expect(wrong.statusCode).toBe(400);
     expect((await browser.request("DELETE", "/api/orgs", { confirm_name: "Doomed" })).statusCode).toBe(200);

@@ -4,7 +4,13 @@ import { type CallSpec, type ExecuteResponse, type SignedTicket, TokenKind } fro
 import { AppError } from "@latch/shared/errors";
 import { parseRequestTarget } from "@latch/shared/requests/path";
 import type { AuditEvent } from "../audit/audit.repo.ts";
-import type { EgressClient } from "../egress/egress-client.ts";
+import { type EgressClient, LINK_OVERHEAD_MS } from "../egress/egress-client.ts";
+import {
+  createTicketFence,
+  type FenceResult,
+  type LateFence,
+  type TicketFence,
+} from "../egress/ticket-fence.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import type { CallableItem } from "../items/callable-item.ts";
 import type { ItemTokensRepo, SealedToken } from "../items/item-tokens.repo.ts";
@@ -24,6 +30,11 @@ export interface CallsDeps {
   recordEvent(event: AuditEvent): Promise<void>;
   minter: TicketMinter;
   egress: EgressClient;
+  /**
+   * Fences the ticket of an Execute that ended without an answer (egress/ticket-fence.ts); by
+   * default by asking a proxy (enough for one proxy and its memory store).
+   */
+  fence?: TicketFence | undefined;
   /** The item token lock (items service): minted access tokens and refresh rotation, rule 7. */
   inItemTokenLock?: ItemTokensRepo["inItemTokenLock"];
   /** Wall clock for token expiry; Date.now unless a test fixes it. */
@@ -37,12 +48,44 @@ export interface CallsDeps {
   onAuditFailure?: (error: unknown) => void;
 }
 
-/** The approval a call runs under: given back only when the proxy says nothing left. */
+/** The approval a call runs under: given back only when nothing left (see executeCall). */
 export interface CallApproval {
   release(): Promise<void>;
+  /** A one-call approval, spent for this call; other approvals are never spent by a call. */
+  isOneCall?: boolean;
 }
 
+/**
+ * Where the approval of a call whose proxy never answered stands, for the agent's answer
+ * (tools/call-failure.ts): `kept` (the fence won and it was given back, or it was never spent),
+ * `spent` (a proxy took the ticket: the request may have reached the API), `held` (nobody could be
+ * asked yet: given back later if the request never left).
+ */
+export type ApprovalAfterFault = "kept" | "spent" | "held";
+
 const DEFAULT_TIMEOUT_MS = 10_000;
+
+/** How the audit row of an unanswered call names its fence. */
+const FENCE_DETAIL: Record<Exclude<FenceResult, "fenced">, string> = {
+  taken: "lost",
+  unknown: "unknown",
+  pending: "pending",
+};
+
+function approvalAfter(fenced: FenceResult, approval: CallApproval): ApprovalAfterFault {
+  if (fenced === "fenced" || !approval.isOneCall) return "kept";
+  return fenced === "pending" ? "held" : "spent";
+}
+
+/** The error of an unanswered call, saying where its approval stands (the tool's answer reads it). */
+function withApproval(error: unknown, approval: ApprovalAfterFault): AppError {
+  const failure =
+    error instanceof AppError ? error : new AppError("internal", "the egress proxy failed", { cause: error });
+  return new AppError(failure.code, failure.message, {
+    cause: failure.cause ?? error,
+    extra: { ...failure.extra, approval },
+  });
+}
 
 /** The credential a request names, the host it goes to and its validated path. */
 export interface LocatedCredential {
@@ -162,15 +205,18 @@ function shapeResult(response: ExecuteResponse): HttpRequestResult {
 }
 
 export function createCallsService(deps: CallsDeps) {
+  const fence = deps.fence ?? createTicketFence({ egress: deps.egress });
   return {
     /**
      * Makes one call. Authorisation (grants) is the caller's job and happens before this; here
      * the request is validated, sent through the proxy and audited.
      *
-     * `approval.release()` is called in exactly two cases: the call failed before its ticket left
-     * for the proxy, or the proxy answered that nothing reached the origin. Nothing after the proxy
-     * answered (the audit insert, shaping the result, a thrown error) can give an approval back,
-     * and a proxy that did not answer leaves it spent (the request may have gone out).
+     * `approval.release()` is called in exactly three cases: the call failed before its ticket
+     * left for the proxy; the proxy answered that nothing reached the origin; or the proxy did not
+     * answer and fencing its ticket won (egress/ticket-fence.ts: no proxy ran it, none ever will),
+     * now or once a fence could be asked. Nothing after the proxy answered (the audit insert,
+     * shaping the result, a thrown error) can give an approval back, and a ticket a proxy took
+     * keeps it spent (the request may have gone out). This is the one place that decides.
      */
     async executeCall(
       scope: { organisationId: string; environment: string; actor: string; clientId?: string },
@@ -213,26 +259,57 @@ export function createCallsService(deps: CallsDeps) {
       let response: ExecuteResponse;
       // Set the moment a ticket is handed to the proxy: before that (minting, the token lock,
       // reading the refresh token) a failure sent nothing and the approval goes back.
-      let isTicketSent = false;
+      let sentTicket: SignedTicket | undefined;
+      let isAnswered = false;
       try {
-        response = await sendPlanned(plan, spec, scope.organisationId, (ticket) => {
-          isTicketSent = true;
-          return deps.egress.execute(ticket, timeoutMs);
+        response = await sendPlanned(plan, spec, scope.organisationId, async (ticket) => {
+          sentTicket = ticket;
+          const answer = await deps.egress.execute(ticket, timeoutMs);
+          isAnswered = true;
+          return answer;
         });
       } catch (error) {
-        if (!isTicketSent) {
+        if (!sentTicket) {
           await approval.release();
           throw error;
         }
-        // The ticket left for the proxy and no answer came back: the request may have reached the
-        // origin, so the approval stays spent, and the attempt is audited.
-        await recordSafely({
-          ...audit,
-          action: "http_request_failed",
-          reason: error instanceof AppError ? error.code : "internal",
-          detail,
-        });
-        throw error;
+        const reason = error instanceof AppError ? error.code : "internal";
+        if (isAnswered) {
+          // The proxy answered and something after it failed (storing a rotated token): the
+          // request went out, the approval stays spent, and the attempt is audited.
+          await recordSafely({ ...audit, action: "http_request_failed", reason, detail });
+          throw error;
+        }
+        // No answer (connection lost, UNAVAILABLE, deadline, a ticket refused): fence the ticket.
+        // A fence nobody could answer yet is asked again; if it wins later, the approval comes back.
+        const settleLate = async (late: LateFence) => {
+          if (late !== "fenced") return;
+          await approval.release();
+          await recordSafely({
+            ...audit,
+            action: "call_not_sent",
+            reason,
+            detail: { ...detail, fence: "late" },
+          });
+        };
+        const fenced = await fence.fence(sentTicket, (late) => void settleLate(late));
+        if (fenced === "fenced") {
+          await approval.release();
+          await recordSafely({
+            ...audit,
+            action: "call_not_sent",
+            reason,
+            detail: { ...detail, fence: "won" },
+          });
+        } else {
+          await recordSafely({
+            ...audit,
+            action: "call_outcome_unknown",
+            reason,
+            detail: { ...detail, fence: FENCE_DETAIL[fenced] },
+          });
+        }
+        throw withApproval(error, approvalAfter(fenced, approval));
       }
       if (!response.reachedOrigin) await approval.release();
       // The credential's "last used": a lost write is only a stale time in the console (the audit
@@ -284,9 +361,12 @@ export function createCallsService(deps: CallsDeps) {
     organisationId: string,
     execute: (ticket: SignedTicket) => Promise<ExecuteResponse>,
   ): Promise<ExecuteResponse> {
-    if (plan.kind === "as_stored") return execute(deps.minter.mintCallTicket(spec));
+    // A call ticket lives as long as the control plane waits for its answer: a proxy that only
+    // reads it after that (stalled, or behind a slow link) refuses it (DECISIONS "Faults").
+    const ttl = { ttlMs: spec.timeoutMs + LINK_OVERHEAD_MS };
+    if (plan.kind === "as_stored") return execute(deps.minter.mintCallTicket(spec, ttl));
     if (plan.kind === "app_secret")
-      return execute(deps.minter.mintCallTicket({ ...spec, inject: plan.inject }));
+      return execute(deps.minter.mintCallTicket({ ...spec, inject: plan.inject }, ttl));
     if (!deps.inItemTokenLock) throw new AppError("internal", "the item token store is not wired");
     const now = deps.now ?? Date.now;
     return deps.inItemTokenLock(plan.tokenItem.id, async (locked) => {
@@ -302,7 +382,7 @@ export function createCallsService(deps: CallsDeps) {
             sealedValue: Buffer.from(cached.sealedValue),
             username: "",
           };
-          return execute(deps.minter.mintCallTicket({ ...spec, credential, inject: "bearer" }));
+          return execute(deps.minter.mintCallTicket({ ...spec, credential, inject: "bearer" }, ttl));
         }
       }
       // Read again under the lock: another replica may have rotated it since the plan was made.
@@ -310,38 +390,41 @@ export function createCallsService(deps: CallsDeps) {
       if (plan.refreshItem && !refresh)
         throw new AppError("not_found", `${plan.refreshItem.name} was deleted`);
       const response = await execute(
-        deps.minter.mintCallTicket({
-          ...spec,
-          inject: "bearer",
-          exchange: {
-            grant: plan.grant,
-            tokenHost: plan.tokenHost,
-            tokenPath: plan.tokenPath,
-            clientAuthentication: plan.clientAuthentication,
-            clientId: plan.clientId,
-            clientSecret: plan.clientSecretItem ? sealedOf(plan.clientSecretItem) : undefined,
-            refreshToken:
-              plan.refreshItem && refresh
-                ? {
-                    itemName: plan.refreshItem.name,
-                    keyId: refresh.sealingKeyId,
-                    sealedValue: Buffer.from(refresh.sealedValue),
-                    username: "",
-                  }
-                : undefined,
-            headers: Object.entries(plan.provider.oauth.tokenHeaders).map(([name, value]) => ({
-              name,
-              value,
-            })),
-            scope: "",
-            answerIsExchange: plan.answerIsExchange,
-            accessItemName: plan.tokenItem.name,
-            code: "",
-            redirectUri: "",
-            codeVerifier: undefined,
-            refreshItemName: plan.refreshItem?.name ?? "",
+        deps.minter.mintCallTicket(
+          {
+            ...spec,
+            inject: "bearer",
+            exchange: {
+              grant: plan.grant,
+              tokenHost: plan.tokenHost,
+              tokenPath: plan.tokenPath,
+              clientAuthentication: plan.clientAuthentication,
+              clientId: plan.clientId,
+              clientSecret: plan.clientSecretItem ? sealedOf(plan.clientSecretItem) : undefined,
+              refreshToken:
+                plan.refreshItem && refresh
+                  ? {
+                      itemName: plan.refreshItem.name,
+                      keyId: refresh.sealingKeyId,
+                      sealedValue: Buffer.from(refresh.sealedValue),
+                      username: "",
+                    }
+                  : undefined,
+              headers: Object.entries(plan.provider.oauth.tokenHeaders).map(([name, value]) => ({
+                name,
+                value,
+              })),
+              scope: "",
+              answerIsExchange: plan.answerIsExchange,
+              accessItemName: plan.tokenItem.name,
+              code: "",
+              redirectUri: "",
+              codeVerifier: undefined,
+              refreshItemName: plan.refreshItem?.name ?? "",
+            },
           },
-        }),
+          ttl,
+        ),
       );
       await storeRotated(locked, plan, organisationId, refresh, response);
       return response;

@@ -1,11 +1,13 @@
-// Who gives a spent one-call approval back (DECISIONS "Approvals"): executeCall alone, and only
-// when nothing left the service or the proxy answered reached_origin false. A proxy that never
-// answered keeps it spent (the request may have gone out), and that attempt is audited.
+// Who gives a spent one-call approval back (DECISIONS "Approvals", "Faults and isolation"):
+// executeCall alone, and only when nothing left the service, the proxy answered reached_origin
+// false, or the proxy did not answer and fencing its ticket won (now, or later once a fence could
+// be asked). A ticket a proxy took keeps the approval spent; every unanswered call is audited.
 import type { ExecuteResponse } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { describe, expect, it } from "vitest";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
+import type { FenceResult, LateFence, TicketFence } from "../egress/ticket-fence.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import { createCallsService } from "./calls.service.ts";
 
@@ -31,7 +33,31 @@ const answered = (reachedOrigin: boolean): ExecuteResponse =>
     error: reachedOrigin ? undefined : { code: "private_range", message: "refused" },
   }) as unknown as ExecuteResponse;
 
-async function run(options: { mint?: () => never; execute: () => Promise<ExecuteResponse> }) {
+const unavailable = async (): Promise<ExecuteResponse> => {
+  throw new AppError("egress_unavailable", "the egress proxy is not reachable");
+};
+
+/** A fence that answers `now`, and hands the late outcome to whoever holds `settle`. */
+function fakeFence(now: FenceResult) {
+  const fenced: string[] = [];
+  let late: ((outcome: LateFence) => void) | undefined;
+  const fence: TicketFence = {
+    pending: 0,
+    fence: async (_ticket, later) => {
+      fenced.push("asked");
+      late = later;
+      return now;
+    },
+  };
+  return { fence, fenced, settle: (outcome: LateFence) => late?.(outcome) };
+}
+
+async function run(options: {
+  mint?: () => never;
+  execute: () => Promise<ExecuteResponse>;
+  fence?: TicketFence;
+  isOneCall?: boolean;
+}) {
   const events: AuditEvent[] = [];
   let releases = 0;
   const calls = createCallsService({
@@ -45,53 +71,114 @@ async function run(options: { mint?: () => never; execute: () => Promise<Execute
         options.mint ?? (() => ({ payload: new Uint8Array(), signature: new Uint8Array(), keyId: "k" })),
     } as unknown as TicketMinter,
     egress: { execute: options.execute } as unknown as EgressClient,
+    fence: options.fence ?? fakeFence("taken").fence,
   });
   const outcome = await calls
     .executeCall(scope, { method: "DELETE", path: "/v1/x", item_name: "API_KEY" }, located, {
       release: async () => {
         releases += 1;
       },
+      isOneCall: options.isOneCall ?? true,
     })
     .then(
-      (value) => ({ value }),
-      (error: unknown) => ({ error }),
+      (value) => ({ value, error: undefined }),
+      (error: unknown) => ({ value: undefined, error: error as AppError }),
     );
-  return { outcome, releases, actions: events.map((e) => e.action) };
+  return { outcome, releases: () => releases, events, actions: () => events.map((e) => e.action) };
 }
 
 describe("giving a spent approval back", () => {
   it("happens when the proxy answers that nothing reached the origin", async () => {
     const { releases, actions } = await run({ execute: async () => answered(false) });
-    expect(releases).toBe(1);
-    expect(actions).toEqual(["http_request_refused"]);
+    expect(releases()).toBe(1);
+    expect(actions()).toEqual(["http_request_refused"]);
   });
 
   it("never happens once the origin answered", async () => {
     const { releases, actions } = await run({ execute: async () => answered(true) });
-    expect(releases).toBe(0);
-    expect(actions).toEqual(["http_request"]);
+    expect(releases()).toBe(0);
+    expect(actions()).toEqual(["http_request"]);
   });
 
-  it("never happens when the proxy did not answer: the request may have gone out; the attempt is audited", async () => {
-    const { outcome, releases, actions } = await run({
-      execute: async () => {
-        throw new AppError("egress_unavailable", "the egress proxy is not reachable");
-      },
+  it("happens when the proxy did not answer and the fence won: no proxy ran the ticket or ever will", async () => {
+    const { fence, fenced } = fakeFence("fenced");
+    const { outcome, releases, events } = await run({ execute: unavailable, fence });
+    expect(fenced).toEqual(["asked"]);
+    expect(releases()).toBe(1);
+    expect(events.map((e) => [e.action, e.reason, e.detail?.fence])).toEqual([
+      ["call_not_sent", "egress_unavailable", "won"],
+    ]);
+    expect(outcome.error?.code).toBe("egress_unavailable");
+    expect(outcome.error?.extra.approval).toBe("kept");
+  });
+
+  it("never happens when the fence lost: a proxy took the ticket and may have reached the origin", async () => {
+    const { outcome, releases, events } = await run({
+      execute: unavailable,
+      fence: fakeFence("taken").fence,
     });
-    expect("error" in outcome).toBe(true);
-    expect(releases).toBe(0);
-    expect(actions).toEqual(["http_request_failed"]);
+    expect(releases()).toBe(0);
+    expect(events.map((e) => [e.action, e.detail?.fence])).toEqual([["call_outcome_unknown", "lost"]]);
+    expect(outcome.error?.extra.approval).toBe("spent");
   });
 
-  it("happens when the call failed before its ticket left", async () => {
+  it("never happens when no store can tell any more", async () => {
+    const { outcome, releases, events } = await run({
+      execute: unavailable,
+      fence: fakeFence("unknown").fence,
+    });
+    expect(releases()).toBe(0);
+    expect(events.map((e) => [e.action, e.detail?.fence])).toEqual([["call_outcome_unknown", "unknown"]]);
+    expect(outcome.error?.extra.approval).toBe("spent");
+  });
+
+  it("is held while nobody can be asked, and happens later once the fence wins", async () => {
+    const pending = fakeFence("pending");
+    const { outcome, releases, actions, events } = await run({ execute: unavailable, fence: pending.fence });
+    expect(releases()).toBe(0);
+    expect(outcome.error?.extra.approval).toBe("held");
+    expect(actions()).toEqual(["call_outcome_unknown"]);
+    pending.settle("fenced");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(releases()).toBe(1);
+    expect(events.map((e) => [e.action, e.detail?.fence])).toEqual([
+      ["call_outcome_unknown", "pending"],
+      ["call_not_sent", "late"],
+    ]);
+  });
+
+  it("never happens later when the late fence lost or could not be asked in time", async () => {
+    for (const late of ["taken", "unknown"] as const) {
+      const pending = fakeFence("pending");
+      const { releases, actions } = await run({ execute: unavailable, fence: pending.fence });
+      pending.settle(late);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(releases()).toBe(0);
+      expect(actions()).toEqual(["call_outcome_unknown"]);
+    }
+  });
+
+  it("says a standing or session approval is kept, whatever the fence says (it was never spent)", async () => {
+    const { outcome } = await run({
+      execute: unavailable,
+      fence: fakeFence("taken").fence,
+      isOneCall: false,
+    });
+    expect(outcome.error?.extra.approval).toBe("kept");
+  });
+
+  it("happens when the call failed before its ticket left, with nothing fenced", async () => {
+    const { fence, fenced } = fakeFence("taken");
     const { outcome, releases, actions } = await run({
       mint: () => {
         throw new Error("no signing key");
       },
       execute: async () => answered(true),
+      fence,
     });
-    expect("error" in outcome).toBe(true);
-    expect(releases).toBe(1);
-    expect(actions).toEqual([]);
+    expect(outcome.error).toBeDefined();
+    expect(releases()).toBe(1);
+    expect(actions()).toEqual([]);
+    expect(fenced).toEqual([]);
   });
 });

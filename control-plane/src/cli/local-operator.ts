@@ -29,6 +29,8 @@ export interface LocalOperator {
   approveGrant(id: string, scope: "once" | "session"): Promise<PublicGrant>;
   revokeGrant(id: string): Promise<PublicGrant>;
   listAudit(filter: { itemName?: string | undefined; limit?: number | undefined }): Promise<AuditEventView[]>;
+  /** The ledger as JSON Lines (GET /api/audit/ledger), one line at a time. */
+  exportLedger(sinceSeq: number): AsyncIterable<string>;
   close(): Promise<void>;
 }
 
@@ -103,6 +105,9 @@ function directOperator(
       refuseUnsafeText("--item", filter.itemName);
       return vault.audit.findAuditEvents(org, filter);
     },
+    async *exportLedger(sinceSeq) {
+      for await (const line of vault.ledger.exportLedger(org, sinceSeq)) yield `${JSON.stringify(line)}\n`;
+    },
     async close() {
       await vault.close();
       release();
@@ -147,6 +152,16 @@ function httpOperator(baseUrl: string, token: string): LocalOperator {
       if (filter.itemName) query.set("item_name", filter.itemName);
       if (filter.limit) query.set("limit", String(filter.limit));
       return (await call<{ events: AuditEventView[] }>("GET", `/api/audit?${query}`)).events;
+    },
+    async *exportLedger(sinceSeq) {
+      const response = await fetch(`${baseUrl}/api/audit/ledger?since_seq=${sinceSeq}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      if (!response.ok || !response.body) {
+        throw new AppError("internal", `the local server answered ${response.status}`);
+      }
+      const decoder = new TextDecoder();
+      for await (const chunk of response.body) yield decoder.decode(chunk, { stream: true });
     },
     close: async () => {},
   };

@@ -1,6 +1,7 @@
 // `vault serve`: the local vault on 127.0.0.1:8788 until interrupted. Prints the two bearers as
 // lines of their own (DECISIONS.md), then the address.
 import type { Logger } from "pino";
+import { startCheckpointSchedule } from "../audit/ledger.service.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { startLocalServer } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
@@ -47,10 +48,13 @@ export async function runServe(dataDir: string, port: number, logger: Logger): P
       "",
     ].join("\n"),
   );
+  // The audit ledger's hourly checkpoints, as the hosted plane signs them.
+  const stopCheckpoints = startCheckpointSchedule(vault.ledger, logger);
   let isStopping = false;
   const stop = async () => {
     if (isStopping) return;
     isStopping = true;
+    stopCheckpoints();
     await server.close();
     await vault.close();
     lock.release();

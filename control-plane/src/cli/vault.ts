@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `vault`: the local variant's command line (spec 4.4, DECISIONS.md). Each command is a small
 // function over a LocalOperator; `serve` and `mcp` keep the vault open.
+import { once } from "node:events";
+import { createWriteStream } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
@@ -9,6 +11,7 @@ import pino from "pino";
 import { describeGrantBody, describeGrantCall } from "../grants/approval-text.ts";
 import { logDestination } from "../http/human-log.ts";
 import { LOCAL_PORT } from "../local/local-server.ts";
+import { runAuditRotateKeys, runAuditVerify } from "./audit-ledger.command.ts";
 import { runKekRotate } from "./kek-rotate.command.ts";
 import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
 import { runMcpStdio } from "./mcp-stdio.ts";
@@ -32,12 +35,21 @@ Usage: vault <command> [options]
   approve GRANT_ID [--session]  approve a pending request: one call, or 8 hours with --session
   revoke GRANT_ID               revoke an approval (it stays listed)
   audit [--item NAME] [--limit N]  recent activity; names and hosts, never values
+  audit export [--since-seq N] [--output FILE]
+                                the tamper-evident ledger as JSON Lines (every row with seq, prev_hash
+                                and hash, and signed checkpoints), for vault audit verify
+  audit verify FILE [--keys URL|FILE]
+                                check a ledger export offline (this vault's or a hosted service's):
+                                exit 0 when the chain holds, 1 naming the first bad seq; with --keys
+                                (the service's /.well-known/latch-audit-keys.json) checkpoints too
   kek-rotate                    hosted service: a new key-encryption key, every authenticator secret
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
                                 safe to interrupt and rerun)
   oauth-rotate-keys             hosted service: a new OAuth signing key (DATA_DIR/oauth/jwks.json) signs
                                 new access tokens; the old one stays listed until its tokens expired;
                                 then restart or roll the control plane
+  audit-rotate-keys [--local]   a new audit checkpoint key (DATA_DIR/audit/signing-keys.json) of the
+                                hosted service, or with --local of this vault; old keys stay published
 
 Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>,
 sigv4 (AWS; --username is the access key id), hmac:stripe_sig, hmac:slack_sig, hmac:github_sig.
@@ -225,6 +237,40 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "audit": {
+      if (rest[0] === "verify") {
+        const { values, positionals } = parse({ keys: { type: "string" } });
+        const file = positionals[1];
+        if (!file || positionals.length > 2)
+          throw new UsageError("usage: vault audit verify FILE [--keys URL|FILE]");
+        return runAuditVerify(file, values.keys as string | undefined, (line) =>
+          process.stdout.write(`${line}\n`),
+        );
+      }
+      if (rest[0] === "export") {
+        const { values, positionals } = parse({
+          "since-seq": { type: "string" },
+          output: { type: "string" },
+        });
+        if (positionals.length > 1)
+          throw new UsageError("usage: vault audit export [--since-seq N] [--output FILE]");
+        const sinceSeq = values["since-seq"] === undefined ? 0 : Number(values["since-seq"]);
+        if (!Number.isSafeInteger(sinceSeq) || sinceSeq < 0)
+          throw new UsageError("--since-seq takes a seq (0 or more)");
+        const output = values.output as string | undefined;
+        const sink = output ? createWriteStream(output, { mode: 0o600 }) : process.stdout;
+        await withOperator(dataDir, logger, async (op) => {
+          for await (const text of op.exportLedger(sinceSeq)) {
+            if (!sink.write(text)) await once(sink, "drain");
+          }
+        });
+        if (output) {
+          await new Promise<void>((resolveEnd, reject) =>
+            sink.end((error?: Error | null) => (error ? reject(error) : resolveEnd())),
+          );
+          progress(`wrote ${output}; check it with: vault audit verify ${output}`);
+        }
+        return 0;
+      }
       const { values } = parse({ item: { type: "string" }, limit: { type: "string" } });
       const limit = values.limit === undefined ? 50 : Number(values.limit);
       if (!Number.isInteger(limit) || limit < 1 || limit > 200)
@@ -246,6 +292,10 @@ async function main(argv: string[]): Promise<number> {
     case "oauth-rotate-keys":
       parse({});
       return runOAuthRotateKeys(process.env, progress);
+    case "audit-rotate-keys": {
+      const { values } = parse({ local: { type: "boolean" } });
+      return runAuditRotateKeys(process.env, values.local ? dataDir : undefined, progress);
+    }
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command.slice(0, 40))}; see vault --help`);
   }

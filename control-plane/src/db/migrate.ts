@@ -12,8 +12,10 @@ import * as needRequestCalls from "./migrations/2026-11-24T0100-need-request-cal
 import * as oauth from "./migrations/2026-11-25T0000-oauth.ts";
 import * as itemTokens from "./migrations/2026-11-25T1000-item-tokens.ts";
 import * as connectStates from "./migrations/2026-11-25T1100-connect-states.ts";
+import * as spentTickets from "./migrations/2026-11-26T0100-spent-tickets.ts";
 import * as needsHostlessClosed from "./migrations/2026-11-26T0200-need-requests-hostless-closed.ts";
 import * as readableApprovals from "./migrations/2026-11-26T0300-readable-approvals.ts";
+import * as ledger from "./migrations/2026-11-26T0400-ledger.ts";
 import * as teams from "./migrations/2026-11-26T0500-teams.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
@@ -28,19 +30,33 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-25T0000-oauth": oauth,
   "2026-11-25T1000-item-tokens": itemTokens,
   "2026-11-25T1100-connect-states": connectStates,
+  "2026-11-26T0100-spent-tickets": spentTickets,
   "2026-11-26T0200-need-requests-hostless-closed": needsHostlessClosed,
   "2026-11-26T0300-readable-approvals": readableApprovals,
+  "2026-11-26T0400-ledger": ledger,
   "2026-11-26T0500-teams": teams,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
+  await migrate(db, (migrator) => migrator.migrateToLatest());
+}
+
+/** Up to and including `name` (tests of a migration start from the schema before it). */
+export async function migrateTo(db: Kysely<unknown>, name: string): Promise<void> {
+  await migrate(db, (migrator) => migrator.migrateTo(name));
+}
+
+async function migrate(
+  db: Kysely<unknown>,
+  run: (migrator: Migrator) => ReturnType<Migrator["migrateToLatest"]>,
+): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => MIGRATIONS },
     // Each migration commits on its own: a failure leaves the ones before it applied and recorded.
     transactionMode: "per-migration",
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await run(migrator);
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
     throw new Error(`database migration ${failed?.migrationName ?? ""} failed`, { cause: error });

@@ -99,6 +99,29 @@ export interface AuditEventsTable {
   host: string | null;
   reason: string | null;
   detail: ColumnType<Record<string, unknown>, string | undefined, never>;
+  /** The ledger (audit/ledger.repo.ts): pg reads a bigint as a string, PGlite as a number. */
+  seq: ColumnType<string | number, number, never>;
+  prev_hash: ColumnType<string, string, never>;
+  hash: ColumnType<string, string, never>;
+  trace_id: ColumnType<string | null, string | null | undefined, never>;
+}
+
+/** One organisation's chain head: the row its next append locks, reads and moves. */
+export interface AuditHeadsTable {
+  organisation_id: string;
+  seq: ColumnType<string | number, number, number>;
+  prev_hash: string;
+  hash: string;
+  at: Date;
+}
+
+export interface AuditCheckpointsTable {
+  organisation_id: string;
+  seq: ColumnType<string | number, number, never>;
+  hash: string;
+  at: Date;
+  key_id: string;
+  signature: string;
 }
 
 export interface GrantsTable {
@@ -289,6 +312,15 @@ export interface NeedRequestsTable {
   call_content_type: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
+/**
+ * The egress proxies' spent ticket ids (migration 2026-11-26T0100), and one `store:` row naming
+ * the store. The control plane only ever inserts here (a fence) and reads the store's id.
+ */
+export interface EgressSpentTicketsTable {
+  id: string;
+  expires_at: Date;
+}
+
 export interface Database {
   organisations: OrganisationsTable;
   folders: FoldersTable;
@@ -296,6 +328,8 @@ export interface Database {
   item_tokens: ItemTokensTable;
   connect_states: ConnectStatesTable;
   audit_events: AuditEventsTable;
+  audit_heads: AuditHeadsTable;
+  audit_checkpoints: AuditCheckpointsTable;
   grants: GrantsTable;
   operators: OperatorsTable;
   backup_codes: BackupCodesTable;
@@ -311,6 +345,7 @@ export interface Database {
   oauth_consents: OAuthConsentsTable;
   oauth_denied_tokens: OAuthDeniedTokensTable;
   rate_limit_hits: RateLimitHitsTable;
+  egress_spent_tickets: EgressSpentTicketsTable;
 }
 
 export type ItemRow = Selectable<ItemsTable>;

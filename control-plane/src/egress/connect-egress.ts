@@ -19,6 +19,7 @@ export interface EgressSettings {
   EGRESS_CLIENT_TLS_CA?: string | undefined;
   EGRESS_CLIENT_TLS_CERT?: string | undefined;
   EGRESS_CLIENT_TLS_KEY?: string | undefined;
+  EGRESS_CLIENT_TLS_REFRESH_MS?: number | undefined;
 }
 
 const DEFAULT_EGRESS_PORT = 50051;
@@ -38,9 +39,10 @@ export async function connectEgress(
           caPath: settings.EGRESS_CLIENT_TLS_CA,
           certPath: settings.EGRESS_CLIENT_TLS_CERT,
           keyPath: settings.EGRESS_CLIENT_TLS_KEY,
+          refreshMs: settings.EGRESS_CLIENT_TLS_REFRESH_MS,
         }
       : undefined;
-  const client = createEgressClient({ address, tls });
+  const client = createEgressClient({ address, tls, logger });
   if (spawned) logger.info({ address }, "egress proxy started alongside");
 
   let cached: SealingPublicKey | undefined;

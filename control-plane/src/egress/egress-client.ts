@@ -1,11 +1,14 @@
 // The control plane's gRPC client for the egress proxy: promises, deadlines, and one error type.
 // Calls are spread over every replica the proxy's name resolves to (egress-balancer.ts), and a call
 // a replica refused before touching its ticket (it is draining) is sent once more to another one.
+// Keepalive pings every two seconds notice a silent link; reconnecting backs off one second at
+// most, so a replica that comes back takes calls at once (DECISIONS "Faults and isolation").
 import { readFileSync } from "node:fs";
 import {
   type ChannelCredentials,
   type ChannelOptions,
   credentials,
+  experimental,
   getClientChannel,
   Metadata,
   type ServiceError,
@@ -14,18 +17,23 @@ import {
 import {
   EgressProxyClient,
   type ExecuteResponse,
+  type FenceOutcome,
   type FetchDocumentResponse,
   type GetInfoResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
 import { HealthCheckResponse_ServingStatus, HealthClient } from "@latch/proto/health";
 import { AppError, isErrorCode } from "@latch/shared/errors";
+import type { Logger } from "pino";
 import { currentRequestId } from "../http/request-context.ts";
+import { telemetry } from "../telemetry.ts";
 import {
   BALANCED_SERVICE_CONFIG,
   NOT_STARTED_TRAILER,
   PROBE_OPTION,
   type ReplicaProbe,
+  type ReplicaState,
+  type ReplicaSupervision,
   registerHealthRoundRobin,
 } from "./egress-balancer.ts";
 
@@ -35,8 +43,13 @@ export interface EgressClientOptions {
    * Kubernetes Service), or a grpc-js target (`dns://resolver:53/name:port` in tests).
    */
   address: string;
-  /** mTLS material for deployments; plaintext is only accepted for a loopback address. */
-  tls?: { caPath: string; certPath: string; keyPath: string };
+  /**
+   * mTLS material for deployments; plaintext is only accepted for a loopback address. The files
+   * are read again every `refreshMs` (cert-manager renews them in place; new connections use them).
+   */
+  tls?: { caPath: string; certPath: string; keyPath: string; refreshMs?: number | undefined };
+  /** Where a replica leaving or joining the rotation is said, one line each. */
+  logger?: Pick<Logger, "info" | "warn">;
 }
 
 /** What travels with a call for the logs of both tiers. */
@@ -50,14 +63,24 @@ export interface EgressClient {
   /** A credential-less GET of a public document (FetchDocument). */
   fetchDocument(ticket: SignedTicket, deadlineMs: number): Promise<FetchDocumentResponse>;
   getInfo(): Promise<GetInfoResponse>;
+  /** Asks a proxy to fence a ticket whose Execute did not answer (DECISIONS "Faults and isolation"). */
+  fence(ticket: SignedTicket): Promise<FenceOutcome>;
   isHealthy(): Promise<boolean>;
+  /** Every replica the service name resolved to, as the rotation sees it now. */
+  replicaStates(): ReplicaState[];
   close(): void;
 }
 
-/** Time on top of the origin deadline for the proxy's own work (DNS, ticket checks, redaction). */
-const LINK_OVERHEAD_MS = 5_000;
+/**
+ * Time on top of the origin deadline for the proxy's own work (ticket checks, redaction: DNS is
+ * inside the call's own budget) and the link. A call whose proxy stalls ends within its
+ * timeout_ms plus this plus the fence (one insert), under the 2 s of DECISIONS.
+ */
+export const LINK_OVERHEAD_MS = 1_500;
 const SHORT_DEADLINE_MS = 5_000;
 const PROBE_DEADLINE_MS = 900;
+/** How often the mTLS files are read again unless the configuration says otherwise. */
+const TLS_REFRESH_MS = 30_000;
 /** A replica's probe channel unused this long (it left the DNS answer) is closed. */
 const PROBE_IDLE_MS = 30_000;
 /** The request id header both tiers log (gRPC metadata keys are lowercase). */
@@ -70,11 +93,16 @@ export function isLoopbackAddress(address: string): boolean {
 
 function channelCredentials(options: EgressClientOptions): ChannelCredentials {
   if (options.tls) {
-    return credentials.createSsl(
-      readFileSync(options.tls.caPath),
-      readFileSync(options.tls.keyPath),
-      readFileSync(options.tls.certPath),
-    );
+    const { caPath, certPath, keyPath } = options.tls;
+    // Read once now, so that a missing file refuses the start instead of failing every call.
+    for (const path of [caPath, certPath, keyPath]) readFileSync(path);
+    const files = new experimental.FileWatcherCertificateProvider({
+      caCertificateFile: caPath,
+      certificateFile: certPath,
+      privateKeyFile: keyPath,
+      refreshIntervalMs: options.tls.refreshMs ?? TLS_REFRESH_MS,
+    });
+    return experimental.createCertificateProviderChannelCredentials(files, files);
   }
   if (!isLoopbackAddress(options.address)) {
     // A ticket carries sealed credentials and the approved request: never over a plaintext network.
@@ -160,7 +188,10 @@ function createReplicaProbe(
         { service: "" },
         new Metadata(),
         { deadline: new Date(Date.now() + PROBE_DEADLINE_MS) },
-        (error, response) => resolve(!error && response.status === HealthCheckResponse_ServingStatus.SERVING),
+        (error, response) => {
+          if (error) return resolve(error.code === status.NOT_FOUND ? "not_serving" : "silent");
+          resolve(response.status === HealthCheckResponse_ServingStatus.SERVING ? "serving" : "not_serving");
+        },
       );
     });
   };
@@ -178,7 +209,41 @@ function callMetadata(context: CallContext | undefined): Metadata {
   const metadata = new Metadata();
   const requestId = context?.requestId ?? currentRequestId();
   if (requestId) metadata.set(REQUEST_ID_METADATA, requestId);
+  // W3C trace context, so the proxy's spans join the agent call's trace (only with telemetry on).
+  const traceparent = telemetry().traceparent();
+  if (traceparent) metadata.set("traceparent", traceparent);
   return metadata;
+}
+
+/**
+ * Keeps each replica's state for the gauge and says, one line each, when a replica leaves the
+ * rotation (and why) or joins it.
+ */
+function createReplicaLog(logger: EgressClientOptions["logger"]) {
+  const states = new Map<string, ReplicaState>();
+  return {
+    states: () => [...states.values()],
+    watcher: {
+      onState(address: string, state: ReplicaState, reason: string) {
+        const was = states.get(address);
+        states.set(address, state);
+        if (state === "serving" && was !== "serving") {
+          logger?.info({ replica: address, reason }, "egress replica joined the rotation");
+        } else if (state !== "serving" && was === "serving") {
+          logger?.warn({ replica: address, state, reason }, "egress replica left the rotation");
+        }
+      },
+      onGone(address: string) {
+        if (states.get(address) === "serving") {
+          logger?.warn(
+            { replica: address, reason: "gone from the service name" },
+            "egress replica left the rotation",
+          );
+        }
+        states.delete(address);
+      },
+    },
+  };
 }
 
 export function createEgressClient(options: EgressClientOptions): EgressClient {
@@ -186,18 +251,30 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
   const creds = channelCredentials(options);
   const target = toChannelTarget(options.address);
   const baseOptions: ChannelOptions = {
-    "grpc.keepalive_time_ms": 30_000,
-    "grpc.keepalive_timeout_ms": 10_000,
+    // A link that goes silent (a stalled process, a cable pulled: no reset ever comes) is closed
+    // after a ping unanswered for two seconds, idle connections included.
+    "grpc.keepalive_time_ms": 2_000,
+    "grpc.keepalive_timeout_ms": 2_000,
+    "grpc.keepalive_permit_without_calls": 1,
+    // A replica that was down for long is dialled again within a second of coming back (grpc-js
+    // would otherwise wait up to two minutes between attempts).
+    "grpc.initial_reconnect_backoff_ms": 250,
+    "grpc.max_reconnect_backoff_ms": 1_000,
     "grpc.max_receive_message_length": 4 * 1024 * 1024,
     "grpc.dns_min_time_between_resolutions_ms": 2_000,
   };
   const replicas = createReplicaProbe(creds, baseOptions, serviceHost(target));
+  const replicaLog = createReplicaLog(options.logger);
+  const supervision: ReplicaSupervision = { probe: replicas.probe, watcher: replicaLog.watcher };
   const channelOptions: ChannelOptions = {
     ...baseOptions,
     "grpc.service_config": BALANCED_SERVICE_CONFIG,
-    [PROBE_OPTION]: replicas.probe,
+    [PROBE_OPTION]: supervision,
   };
   const client = new EgressProxyClient(target, creds, channelOptions);
+  // Connect now rather than on the first call: the replicas' state (the gauge, /ready's body, the
+  // log) is known from the start, and a fence learns the proxies' store before anything fails.
+  getClientChannel(client).getConnectivityState(true);
   // The same channel (and so the same balancer and probes) for the readiness check.
   const health = new HealthClient(target, creds, { channelOverride: getClientChannel(client) });
 
@@ -225,11 +302,17 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
 
   return {
     execute: (ticket, deadlineMs, context) =>
-      callOnce<ExecuteResponse>(
-        (metadata, deadline, done) =>
-          client.execute({ ticket }, metadata, { deadline }, (error, response) => done(error, response)),
-        deadlineMs + LINK_OVERHEAD_MS,
-        context,
+      telemetry().inSpan(
+        "latch.egress.v1.EgressProxy/Execute",
+        { "rpc.system": "grpc", "rpc.method": "Execute" },
+        () =>
+          callOnce<ExecuteResponse>(
+            (metadata, deadline, done) =>
+              client.execute({ ticket }, metadata, { deadline }, (error, response) => done(error, response)),
+            deadlineMs + LINK_OVERHEAD_MS,
+            context,
+          ),
+        { kind: "client" },
       ),
     resolve: (ticket, context) =>
       callOnce<string>(
@@ -256,6 +339,16 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
         SHORT_DEADLINE_MS,
         undefined,
       ),
+    fence: (ticket) =>
+      callOnce<FenceOutcome>(
+        (metadata, deadline, done) =>
+          client.fence({ ticket }, metadata, { deadline }, (error, response) =>
+            done(error, response?.outcome),
+          ),
+        SHORT_DEADLINE_MS,
+        undefined,
+      ),
+    replicaStates: () => replicaLog.states(),
     isHealthy: () =>
       new Promise((resolve) => {
         const deadline = new Date(Date.now() + 2_000);

@@ -74,6 +74,8 @@ export interface CallAuthorisation {
   grant: PublicGrant;
   /** Gives a spent one-call grant back: the request never left the service. */
   release(): Promise<void>;
+  /** A one-call grant, spent for this call (a session or standing grant is never spent). */
+  isOneCall?: boolean;
 }
 
 /** A request for approval as the agent's answer reports it. */
@@ -581,7 +583,11 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         }
         if (await deps.repo.updateGrantConsumed(row.id, at)) {
           const spent = { ...row, status: "consumed", consumed_at: at };
-          return { grant: toPublicGrant(spent, at), release: () => deps.repo.updateGrantRestored(row.id) };
+          return {
+            grant: toPublicGrant(spent, at),
+            release: () => deps.repo.updateGrantRestored(row.id),
+            isOneCall: true,
+          };
         }
       }
       return undefined;

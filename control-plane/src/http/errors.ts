@@ -15,6 +15,12 @@ const FASTIFY_ERRORS: Record<string, () => AppError> = {
   FST_ERR_CTP_INVALID_JSON_BODY: () => new AppError("invalid_json", "the body is not valid JSON"),
   // A path whose percent-encoding is not UTF-8 (`/api/grants/%ED%A0%80/approve`): no id is that.
   FST_ERR_BAD_URL: () => new AppError("invalid_request", "the URL's path is not valid percent-encoded UTF-8"),
+  // Both found by schemathesis (CI's API fuzzing) as 500s: a path segment over the router's
+  // 100-character limit, and a method with a body (QUERY) sent without a Content-Type.
+  FST_ERR_MAX_PARAM_LENGTH: () =>
+    new AppError("invalid_request", "a part of the URL's path is over 100 characters"),
+  FST_ERR_ROUTE_MISSING_CONTENT_TYPE: () =>
+    new AppError("unsupported_media_type", "send a Content-Type header with the body"),
 };
 
 export function toAppError(error: unknown): AppError {
@@ -27,6 +33,10 @@ export function toAppError(error: unknown): AppError {
   // A body JSON.parse refused: Fastify reports it as a SyntaxError with status 400.
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) {
     return new AppError("invalid_json", "the body is not valid JSON");
+  }
+  // Any other refusal of the request by Fastify itself is the request's fault, never a 500.
+  if (fastifyError.code?.startsWith("FST_ERR") && (fastifyError.statusCode ?? 500) < 500) {
+    return new AppError("invalid_request", "the request is not valid");
   }
   return new AppError("internal", "something went wrong on our side; it has been logged", { cause: error });
 }

@@ -2,6 +2,7 @@
 // Every route needs the operator bearer.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance } from "fastify";
+import { registerLedgerRoutes } from "../audit/ledger.routes.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { itemAnswer, itemInput, itemList } from "../items/items.schemas.ts";
@@ -113,6 +114,13 @@ export function registerLocalApiRoutes(app: FastifyInstance, vault: LocalVault):
       grant: await vault.grants.revokeGrant(org, LOCAL_OPERATOR, request.params.id),
     }),
   );
+
+  // The same chain as hosted, in the local database: export, verify, and the checkpoint keys.
+  registerLedgerRoutes(app, {
+    ledger: vault.ledger,
+    publishedKeys: vault.auditKeys,
+    access: { organisationOf: async () => org },
+  });
 
   api.get(
     "/api/audit",

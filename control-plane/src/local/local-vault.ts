@@ -6,6 +6,9 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { ensurePrivateDir } from "@latch/shared/files";
 import type { Logger } from "pino";
 import type { AuditRepo } from "../audit/audit.repo.ts";
+import { openAuditKeys } from "../audit/audit-keys.ts";
+import type { LedgerService } from "../audit/ledger.service.ts";
+import type { AuditKeysDocument } from "../audit/ledger-verify.ts";
 import type { CallsService } from "../calls/calls.service.ts";
 import { type OpenDatabase, openDatabase } from "../db/database.ts";
 import { connectEgress, type EgressConnection } from "../egress/connect-egress.ts";
@@ -54,6 +57,9 @@ export interface LocalVault {
   grants: GrantsService;
   calls: CallsService;
   audit: AuditRepo;
+  ledger: LedgerService;
+  /** The checkpoint keys' public halves (GET /.well-known/latch-audit-keys.json). */
+  auditKeys(): AuditKeysDocument;
   tools: ToolHandlers;
   /** Resolves once the egress proxy answers (started now if it was not yet). */
   egressReady(): Promise<void>;
@@ -72,8 +78,10 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
       connectEgress({ EGRESS_PORT: options.egressPort ?? 0 }, options.dataDir, options.logger),
     );
   const organisationId = options.organisationId ?? LOCAL_ORGANISATION_ID;
-  const { audit, items, grants, calls, orgs, tools } = createServices(database.db, {
+  const auditKeys = await openAuditKeys(options.dataDir);
+  const { audit, ledger, items, grants, calls, orgs, tools } = createServices(database.db, {
     kind: "local",
+    auditKeys,
     organisationId,
     // The embedded database has one writer, this process (local/local-lock.ts); a PostgreSQL one
     // may have others, so its lookups always read it.
@@ -99,6 +107,8 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     grants,
     calls,
     audit,
+    ledger,
+    auditKeys: auditKeys.published,
     tools,
     async egressReady() {
       await egress.sealingKey();
@@ -118,11 +128,18 @@ export function localRuntimePath(dataDir: string): string {
 /** An egress connection made on first use, once, even under concurrent first calls. */
 export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgress {
   let connection: Promise<EgressConnection> | undefined;
+  let connected: EgressConnection | undefined;
   const get = () => {
-    connection ??= connect().catch((error: unknown) => {
-      connection = undefined;
-      throw error;
-    });
+    connection ??= connect().then(
+      (made) => {
+        connected = made;
+        return made;
+      },
+      (error: unknown) => {
+        connection = undefined;
+        throw error;
+      },
+    );
     return connection;
   };
   const client: EgressClient = {
@@ -130,7 +147,9 @@ export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgres
     resolve: async (ticket) => (await get()).client.resolve(ticket),
     fetchDocument: async (ticket, deadlineMs) => (await get()).client.fetchDocument(ticket, deadlineMs),
     getInfo: async () => (await get()).client.getInfo(),
+    fence: async (ticket) => (await get()).client.fence(ticket),
     isHealthy: async () => (await get()).client.isHealthy(),
+    replicaStates: () => connected?.client.replicaStates() ?? [],
     close: () => {},
   };
   return {

@@ -3,7 +3,7 @@
 // error codes: never a path as sent, a host, a name or a value.
 import { createServer, type Server } from "node:http";
 import type { FastifyInstance } from "fastify";
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { EgressClient } from "../egress/egress-client.ts";
 
@@ -15,7 +15,7 @@ export interface ControlPlaneMetrics {
   countToolCall(tool: string, outcome: string): void;
   /** Every audit row written; approvals are counted from their decisions. */
   countAuditEvent(event: Pick<AuditEvent, "action"> & { detail?: Record<string, unknown> }): void;
-  /** The egress client, timed per RPC and outcome. */
+  /** The egress client, timed per RPC and outcome; its replicas counted by state. */
   instrumentEgress(client: EgressClient): EgressClient;
   render(): Promise<string>;
 }
@@ -62,12 +62,32 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
     labelNames: ["outcome", "policy"] as const,
     registers: [registry],
   });
+  const unanswered = new Counter({
+    name: "latch_unanswered_calls_total",
+    help: "http_request calls whose proxy never answered, by outcome: call_not_sent (fenced, the approval given back) or call_outcome_unknown (a proxy took the ticket; the approval stays spent).",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
   const egressSeconds = new Histogram({
     name: "latch_egress_rpc_duration_seconds",
     help: "Time of one gRPC call to the egress proxy, by method and outcome (ok or the error code).",
     labelNames: ["method", "outcome"] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
+  });
+
+  // Read when scraped: the balancer's view of every replica the service name resolves to.
+  let replicaSource: EgressClient | undefined;
+  new Gauge({
+    name: "latch_egress_replicas",
+    help: "Egress proxy replicas by state as this control plane sees them: serving (taking calls), not_serving (draining or failing its health check), unreachable.",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    collect() {
+      const counts = { serving: 0, not_serving: 0, unreachable: 0 };
+      for (const state of replicaSource?.replicaStates() ?? []) counts[state] += 1;
+      for (const [state, count] of Object.entries(counts)) this.set({ state }, count);
+    },
   });
 
   async function timed<T>(method: string, run: () => Promise<T>): Promise<T> {
@@ -90,17 +110,24 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
     },
     countToolCall: (tool, outcome) => toolCalls.inc({ tool: codeLabel(tool), outcome: codeLabel(outcome) }),
     countAuditEvent(event) {
+      if (event.action === "call_not_sent" || event.action === "call_outcome_unknown") {
+        unanswered.inc({ outcome: event.action });
+      }
       const outcome = APPROVAL_OUTCOMES[event.action];
       if (!outcome) return;
       approvals.inc({ outcome, policy: event.detail?.policy ? codeLabel(event.detail.policy) : "" });
     },
-    instrumentEgress: (client) => ({
-      ...client,
-      execute: (ticket, deadlineMs, context) =>
-        timed("execute", () => client.execute(ticket, deadlineMs, context)),
-      resolve: (ticket, context) => timed("resolve", () => client.resolve(ticket, context)),
-      getInfo: () => timed("get_info", () => client.getInfo()),
-    }),
+    instrumentEgress(client) {
+      replicaSource = client;
+      return {
+        ...client,
+        execute: (ticket, deadlineMs, context) =>
+          timed("execute", () => client.execute(ticket, deadlineMs, context)),
+        resolve: (ticket, context) => timed("resolve", () => client.resolve(ticket, context)),
+        getInfo: () => timed("get_info", () => client.getInfo()),
+        fence: (ticket) => timed("fence", () => client.fence(ticket)),
+      };
+    },
     render: () => registry.metrics(),
   };
 }

@@ -232,6 +232,19 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
 
   const provider = new Provider(deps.baseUrl, configuration);
   provider.use(requireDeviceSession(provider));
+  // The same failure on the other device pages (GET /device/:uid without its session, found by
+  // schemathesis in CI): oidc-provider saves a touched session it never stored and throws; the
+  // person gets the same page instead of a 500.
+  provider.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      if (!(error instanceof TypeError) || !/persist can only be called/.test(error.message)) throw error;
+      ctx.status = 400;
+      ctx.type = "html";
+      ctx.body = deviceSessionMissingPage();
+    }
+  });
   return provider;
 }
 

@@ -81,64 +81,87 @@ export function registerInviteRoutes(app: FastifyInstance, deps: InviteRouteDeps
       sentence: `${error.message.charAt(0).toUpperCase()}${error.message.slice(1)}.`,
     });
 
-  api.get("/invite", { schema: { querystring: inviteQuery } }, async (request, reply) => {
-    const token = request.query.token;
-    const session = request.operatorSession;
-    // A session part-way through sign-in finishes it first, then comes back here.
-    if (session && !session.is_mfa_passed && typeof token === "string" && INVITE_TOKEN.test(token)) {
-      return signInFirst(request, reply, `/invite?token=${token}`);
-    }
-    let invitation: Awaited<ReturnType<InvitesService["describe"]>>;
-    try {
-      invitation = await deps.invites.describe(token);
-    } catch (error) {
-      if (error instanceof AppError) return refused(reply, error);
-      throw error;
-    }
-    if (invitation.refusal) return refused(reply, invitation.refusal);
-    const shown = {
-      organisation: invitation.organisation.name,
-      role: invitation.role,
-      inviter: invitation.invited_by_email ?? "a member",
-      email: maskEmail(invitation.email),
-      expires: invitation.expires_at.toISOString(),
-      roleSummary: `An ${invitation.role} may ${ROLE_SUMMARIES[invitation.role]}.`,
-    };
-    if (!session) {
-      const back = encodeURIComponent(`/invite?token=${token}`);
+  const htmlAnswer = (description: string) => ({ description, content: { "text/html": z.string() } });
+  api.get(
+    "/invite",
+    {
+      config: {
+        openapi: {
+          summary: "The invitation link: shows the invitation, offers sign-in and sign-up, or Join",
+          responses: {
+            200: htmlAnswer("The invitation, with sign-in and sign-up or with Join"),
+            302: {
+              description: "Part-way through sign-in: to the step it lacks, coming back here",
+              headers: { Location: "where to go" },
+            },
+            403: htmlAnswer("Opened by another account than the one invited, said in words"),
+            404: htmlAnswer("An unknown or malformed link, said in words"),
+            409: htmlAnswer("Used already, said in words"),
+            410: htmlAnswer("Expired or withdrawn, said in words"),
+          },
+        },
+      },
+      schema: { querystring: inviteQuery },
+    },
+    async (request, reply) => {
+      const token = request.query.token;
+      const session = request.operatorSession;
+      // A session part-way through sign-in finishes it first, then comes back here.
+      if (session && !session.is_mfa_passed && typeof token === "string" && INVITE_TOKEN.test(token)) {
+        return signInFirst(request, reply, `/invite?token=${token}`);
+      }
+      let invitation: Awaited<ReturnType<InvitesService["describe"]>>;
+      try {
+        invitation = await deps.invites.describe(token);
+      } catch (error) {
+        if (error instanceof AppError) return refused(reply, error);
+        throw error;
+      }
+      if (invitation.refusal) return refused(reply, invitation.refusal);
+      const shown = {
+        organisation: invitation.organisation.name,
+        role: invitation.role,
+        inviter: invitation.invited_by_email ?? "a member",
+        email: maskEmail(invitation.email),
+        expires: invitation.expires_at.toISOString(),
+        roleSummary: `An ${invitation.role} may ${ROLE_SUMMARIES[invitation.role]}.`,
+      };
+      if (!session) {
+        const back = encodeURIComponent(`/invite?token=${token}`);
+        return answer(reply, {
+          ...shown,
+          state: "signed_out",
+          heading: `Join ${invitation.organisation.name}`,
+          sentence: `You are invited to ${invitation.organisation.name} on Latch. Sign in, or sign up, with the address the invitation was sent to; you come back here to join.`,
+          signIn: `/sign-in?return_to=${back}`,
+          signUp: `/sign-up?return_to=${back}`,
+        });
+      }
+      const email = await deps.findOperatorEmail(session.operator_id);
+      if (email?.toLowerCase() !== invitation.email) {
+        return refused(
+          reply,
+          new AppError(
+            "invite_wrong_account",
+            `this invitation was sent to ${maskEmail(invitation.email)}, and you are signed in as ${email ?? "another account"}: sign out, then sign in or sign up with the invited address`,
+          ),
+        );
+      }
       return answer(reply, {
         ...shown,
-        state: "signed_out",
+        state: "accept",
         heading: `Join ${invitation.organisation.name}`,
-        sentence: `You are invited to ${invitation.organisation.name} on Latch. Sign in, or sign up, with the address the invitation was sent to; you come back here to join.`,
-        signIn: `/sign-in?return_to=${back}`,
-        signUp: `/sign-up?return_to=${back}`,
+        sentence: `${shown.inviter} invites you to ${invitation.organisation.name} as an ${invitation.role}.`,
       });
-    }
-    const email = await deps.findOperatorEmail(session.operator_id);
-    if (email?.toLowerCase() !== invitation.email) {
-      return refused(
-        reply,
-        new AppError(
-          "invite_wrong_account",
-          `this invitation was sent to ${maskEmail(invitation.email)}, and you are signed in as ${email ?? "another account"}: sign out, then sign in or sign up with the invited address`,
-        ),
-      );
-    }
-    return answer(reply, {
-      ...shown,
-      state: "accept",
-      heading: `Join ${invitation.organisation.name}`,
-      sentence: `${shown.inviter} invites you to ${invitation.organisation.name} as an ${invitation.role}.`,
-    });
-  });
+    },
+  );
 
   const operatorOf = (request: FastifyRequest) => requireOperator(request, { mfa: true });
   api.post(
     "/invite",
     {
       // The organisation is the invitation's, not the session's: no role is needed to join.
-      ...checkedFirst(operatorOnly("account"), operatorOf),
+      ...checkedFirst({ ...operatorOnly("account"), openapi: { errors: [409, 410] } }, operatorOf),
       schema: { body: inviteAcceptance, response: { 200: joined } },
     },
     async (request) => {

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { type OrgOperator, requireOrgOperator } from "../auth/operator-guard.ts";
-import { MANAGED_ROLES, mayPerform } from "../auth/permissions.ts";
+import { MANAGED_ROLES, mayPerform, type RouteAction } from "../auth/permissions.ts";
 import { operatorOnly } from "../auth/principal.ts";
 import type { SessionsRepo } from "../auth/sessions.ts";
 import {
@@ -85,9 +85,10 @@ function actorOf(operator: OrgOperator): MemberActor {
 export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
-  const reads = checkedFirst(operatorOnly("org.read"), operatorOf);
-  const managesMembers = checkedFirst(operatorOnly("members.write"), operatorOf);
-  const managesOrganisation = checkedFirst(operatorOnly("org.manage"), operatorOf);
+  /** A route's action, and the statuses its service refuses with beyond the ones every route has. */
+  const as = (action: RouteAction, errors: readonly number[] = []) =>
+    checkedFirst({ ...operatorOnly(action), openapi: { errors } }, operatorOf);
+  const reads = as("org.read");
 
   api.get("/api/orgs/members", { ...reads, schema: { response: { 200: memberList } } }, async (request) => {
     const { organisationId, role } = await operatorOf(request);
@@ -104,7 +105,8 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
 
   api.post(
     "/api/orgs/members/invite",
-    { ...managesMembers, schema: { body: invitation, response: { 201: invited } } },
+    // 409 already a member; 429 the 51st invitation of a day.
+    { ...as("members.write", [409, 429]), schema: { body: invitation, response: { 201: invited } } },
     async (request, reply) => {
       const operator = await operatorOf(request);
       const outcome = await deps.invites.invite(actorOf(operator), request.body);
@@ -115,7 +117,7 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   api.post(
     "/api/orgs/members/:operator_id/role",
     {
-      ...managesMembers,
+      ...as("members.write", [409]),
       schema: { params: memberParams, body: roleChange, response: { 200: memberAnswer } },
     },
     async (request) => {
@@ -132,7 +134,7 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
 
   api.delete(
     "/api/orgs/members/:operator_id",
-    { ...managesMembers, schema: { params: memberParams, response: { 200: okAnswer } } },
+    { ...as("members.write", [409]), schema: { params: memberParams, response: { 200: okAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.members.removeMember(actorOf(operator), request.params.operator_id);
@@ -142,7 +144,10 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
 
   api.delete(
     "/api/orgs/invites/:id",
-    { ...managesMembers, schema: { params: z.object({ id: z.string() }), response: { 200: okAnswer } } },
+    {
+      ...as("members.write", [409, 410]),
+      schema: { params: z.object({ id: z.string() }), response: { 200: okAnswer } },
+    },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.invites.withdraw(actorOf(operator), request.params.id);
@@ -151,18 +156,22 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   );
 
   // Every member may leave (but the last owner); this session then acts in another of theirs.
-  api.post("/api/orgs/leave", { ...reads, schema: { response: { 200: left } } }, async (request) => {
-    const operator = await operatorOf(request);
-    await deps.members.leave(actorOf(operator));
-    const next = await deps.orgs.findDefaultOrganisation(operator.operatorId);
-    await deps.sessions.updateSessionOrganisation(operator.session.id, next);
-    const organisation = next ? await deps.orgs.findOrganisation(next) : undefined;
-    return { ok: true as const, organisation: organisation ?? null };
-  });
+  api.post(
+    "/api/orgs/leave",
+    { ...as("org.read", [409]), schema: { response: { 200: left } } },
+    async (request) => {
+      const operator = await operatorOf(request);
+      await deps.members.leave(actorOf(operator));
+      const next = await deps.orgs.findDefaultOrganisation(operator.operatorId);
+      await deps.sessions.updateSessionOrganisation(operator.session.id, next);
+      const organisation = next ? await deps.orgs.findOrganisation(next) : undefined;
+      return { ok: true as const, organisation: organisation ?? null };
+    },
+  );
 
   api.post(
     "/api/orgs/transfer",
-    { ...managesOrganisation, schema: { body: transfer, response: { 200: okAnswer } } },
+    { ...as("org.manage"), schema: { body: transfer, response: { 200: okAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.members.transferOwnership(actorOf(operator), request.body.operator_id);
@@ -180,7 +189,7 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   });
   api.patch(
     "/api/orgs/settings",
-    { ...managesOrganisation, schema: { body: settingsChange, response: { 200: settings } } },
+    { ...as("org.manage"), schema: { body: settingsChange, response: { 200: settings } } },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.orgs.updateSettings(operator.organisationId, operator.actor, request.body);

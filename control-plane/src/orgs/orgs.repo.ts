@@ -183,6 +183,14 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
       return Number(row.n);
     },
     async deleteOrganisation(organisationId) {
+      // The audit ledger refuses DELETE (its trigger) except in a transaction that names the one
+      // organisation being deleted whole (DECISIONS "Ledger and telemetry"); set_config's `true`
+      // scopes the name to this transaction.
+      if (!db.isTransaction) {
+        await db.transaction().execute((trx) => createOrgsRepo(trx).deleteOrganisation(organisationId));
+        return;
+      }
+      await sql`select set_config('latch.delete_organisation', ${organisationId}, true)`.execute(db);
       await db.deleteFrom("organisations").where("id", "=", organisationId).execute();
     },
     async findDefaultOrganisationId(operatorId) {

@@ -127,6 +127,8 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await page.locator("#env-switch").inputValue()).toBe("production");
     await expect.poll(() => rows.count()).toBe(1);
     const otherRow = rows.filter({ hasText: "OTHER_KEY" });
+    // The switch redraws the table: wait for the production row, not the staging one it replaces.
+    await expect.poll(() => otherRow.count(), SOON).toBe(1);
     expect(await otherRow.locator("td").allTextContents()).toEqual([
       "secret",
       "—",
@@ -354,6 +356,10 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await openSection(page, "Audit");
     const events = page.locator("#events tbody tr");
     await expect.poll(() => events.count(), SOON).toBeGreaterThan(0);
+    // The tamper-evident ledger's state, checked by the server when the section opens.
+    await expect
+      .poll(() => page.locator("#audit-chain").textContent(), SOON)
+      .toMatch(/^Chain verified up to #\d+\./);
     const audit = page.locator("#audit-form");
     await audit.getByLabel("Credential name").fill("API_KEY");
     await audit.getByLabel("Agent or client").selectOption(clientId);

@@ -1,7 +1,9 @@
 // An http_request that failed before or at the network, or whose answer could not be given back
 // (spec 4.1: follow next.for_model; on 5xx retry once, except body_too_large, which is narrowed
 // first): an error result with a `hint` and `next.for_model` that say, in plain words, what to do.
+import { AppError } from "@latch/shared/errors";
 import type { HttpRequestArgs, HttpRequestResult } from "../calls/calls.schemas.ts";
+import type { ApprovalAfterFault } from "../calls/calls.service.ts";
 import { baseNameOf } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
@@ -75,4 +77,43 @@ export function callFailureAnswer(
     };
   }
   return { payload: { ...result, hint, next: { for_model: hint } }, isError: true };
+}
+
+/** What the agent should do after a call whose proxy never answered, by where its approval stands. */
+const UNANSWERED: Readonly<Record<ApprovalAfterFault, string>> = {
+  kept: "Latch's egress proxy did not answer, and the request was not sent. Retry in a few seconds with next.arguments; your approval is kept.",
+  spent:
+    "Latch's egress proxy took the request but did not answer: it may have reached the API. Do not retry blindly: check with the API (a list or GET of what the call would have changed) or with the user first. The one-call approval was used, so a retry asks the operator again.",
+  held: "Latch's egress proxy did not answer, and whether the request left is not known yet. Your one-call approval is held until the proxy answers again and is given back if the request never left. Wait a minute, then retry with next.arguments; if it was used, the retry asks the operator again.",
+};
+
+/**
+ * The answer for an http_request whose Execute ended without the proxy's answer
+ * (calls.service.ts fenced its ticket): an error result saying whether the approval was kept, or
+ * undefined for any other thrown error.
+ */
+export function unansweredCallAnswer(
+  error: unknown,
+  args: HttpRequestArgs,
+  grantId: string,
+): ToolAnswer | undefined {
+  if (!(error instanceof AppError)) return undefined;
+  const approval = error.extra.approval as ApprovalAfterFault | undefined;
+  if (approval !== "kept" && approval !== "spent" && approval !== "held") return undefined;
+  const hint = UNANSWERED[approval];
+  const { dry_run: _dryRun, ...retry } = args;
+  return {
+    payload: {
+      error: { code: error.code, message: error.message },
+      grant_id: grantId,
+      approval_kept: approval === "kept",
+      approval,
+      hint,
+      next:
+        approval === "spent"
+          ? { for_model: hint }
+          : { for_model: hint, tool: HTTP_REQUEST_TOOL, arguments: retry },
+    },
+    isError: true,
+  };
 }

@@ -12,7 +12,8 @@ import { planTokenCall } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
-import { callFailureAnswer } from "./call-failure.ts";
+import { telemetry } from "../telemetry.ts";
+import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
 import { pendingHint } from "./pending-hint.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
@@ -59,6 +60,12 @@ export async function runHttpRequest(
   }
 
   const authorisation = await deps.grants.authoriseCall(grantScope, call);
+  // The coverage decision, on the tool call's span (DECISIONS "Ledger and telemetry").
+  telemetry().annotate(
+    authorisation
+      ? { "latch.coverage": "covered", "latch.grant.policy": authorisation.grant.policy }
+      : { "latch.coverage": "approval_needed" },
+  );
   if (!authorisation) {
     // A standing grant that does not cover this call: the new request is for exactly this scope.
     const isOutside = await deps.grants.isOutsideStanding(grantScope, call);
@@ -108,6 +115,9 @@ export async function runHttpRequest(
     const payload = { ...outcome.result, grant_id: authorisation.grant.grant_id };
     return callFailureAnswer(payload, args, item.name, deps.surface) ?? { payload };
   } catch (error) {
+    // The proxy never answered: say whether the approval was kept (DECISIONS "Faults").
+    const unanswered = unansweredCallAnswer(error, args, authorisation.grant.grant_id);
+    if (unanswered) return unanswered;
     // The plan is made again when the call is sent (a sibling may have gone since).
     const answer =
       error instanceof AppError ? await tokenPlanAnswer(deps, scope, args, located, error) : undefined;

@@ -1,5 +1,6 @@
 // The order of Execute's table and what its one log line says: the ticket is checked before it is
-// spent and nothing is opened for a ticket that fails either; a refused address is named in the
+// spent, it is spent only right before anything leaves (after DNS, before the credential is
+// opened), and nothing is opened for a ticket that fails either; a refused address is named in the
 // call's single log line by its verdict; the OutgoingCall carries what a signing step needs.
 import { Writable } from "node:stream";
 import type { CallSpec, Ticket } from "@latch/proto/egress";
@@ -93,10 +94,10 @@ function harness(overrides: Partial<ExecuteDeps> = {}) {
 }
 
 describe("Execute's table: the ticket steps come first, in order", () => {
-  it("checks, spends, opens, resolves and dials in that order, and redacts the answer", async () => {
+  it("checks, resolves, spends, opens and dials in that order, and redacts the answer", async () => {
     const { execute, events } = harness();
     const response = await execute(undefined);
-    expect(events).toEqual(["check", "spend", "open", "resolve", "dial"]);
+    expect(events).toEqual(["check", "resolve", "spend", "open", "dial"]);
     expect(response.originStatus).toBe(200);
     expect(Buffer.from(response.body).toString()).toBe('{"echo":"[redacted]"}');
     expect(response.rotatedCredentials).toEqual([]);
@@ -121,7 +122,22 @@ describe("Execute's table: the ticket steps come first, in order", () => {
       },
     });
     await expect(execute(undefined)).rejects.toMatchObject({ code: "ticket_replayed" });
-    expect(events).toEqual(["check", "spend"]);
+    expect(events).toEqual(["check", "resolve", "spend"]);
+  });
+
+  it("spends nothing when the destination is refused, so the ticket is not burnt by a refusal", async () => {
+    const verdict = classifyAddress("10.0.0.1") as DeniedVerdict;
+    const { execute, events } = harness({
+      resolver: {
+        resolve: async (host) => {
+          events.push("resolve");
+          throw new AddressRefused(host, verdict);
+        },
+      },
+    });
+    const response = await execute(undefined);
+    expect(response.reachedOrigin).toBe(false);
+    expect(events).toEqual(["check", "resolve"]);
   });
 });
 

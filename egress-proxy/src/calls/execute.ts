@@ -3,13 +3,16 @@
 // file maps that refusal to the answer, the metrics and the call's one log line.
 import type { ExecuteResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
+import type { Attributes } from "@opentelemetry/api";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
 import type { SealingKeyring } from "../keys/sealing-keys.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import { telemetry } from "../telemetry.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { checkCall } from "./steps/check-call.ts";
+import { claimTicket } from "./steps/claim-ticket.ts";
 import { dialOrigin } from "./steps/dial-origin.ts";
 import { injectIntoRequest } from "./steps/inject-credential.ts";
 import { mintToken } from "./steps/mint-token.ts";
@@ -20,13 +23,12 @@ import { redactAnswer } from "./steps/redact-answer.ts";
 import { resolveDestination } from "./steps/resolve-destination.ts";
 import { shapeResponse } from "./steps/shape-response.ts";
 import { signRequest } from "./steps/sign-request.ts";
-import { spendTicket } from "./steps/spend-ticket.ts";
-import { verifyTicket } from "./steps/verify-ticket.ts";
+import { type CallTicket, verifyTicket } from "./steps/verify-ticket.ts";
 
 export interface ExecuteDeps {
   /** Signature, audience, lifetime; spends nothing. */
   checkTicket: TicketChecker;
-  /** Single use, after the checks. */
+  /** Single use: the expiry again, then the id spent, right before anything is sent. */
   spendTicket: TicketSpender;
   keyring: SealingKeyring;
   resolver: DestinationResolver;
@@ -38,9 +40,18 @@ export interface ExecuteDeps {
 }
 
 /**
- * The steps after the call spec is checked, in order. Each advances the OutgoingCall or throws an
- * AppError with its reason code. Before them, in `createExecute`: verify the ticket, spend it,
- * re-check the call spec (steps/verify-ticket.ts, spend-ticket.ts, check-call.ts).
+ * The steps before the ticket is claimed: nothing is spent, opened or sent (DNS is asked, no
+ * origin is), so a refusal here leaves the ticket unspent and reports `reached_origin: false`.
+ * Before them, in `createExecute`: verify the ticket and re-check the call spec
+ * (steps/verify-ticket.ts, check-call.ts).
+ */
+const PREPARE_STEPS: readonly CallStep[] = [resolveDestination];
+
+/**
+ * The steps after the ticket is claimed (steps/claim-ticket.ts), in order. Each advances the
+ * OutgoingCall or throws an AppError with its reason code. Claiming sits as close before the first
+ * send as it can without opening anything first: a process killed between the two leaves an
+ * approval spent for a request that never left, so nothing slow runs between them.
  */
 const CALL_STEPS: readonly CallStep[] = [
   openCredentials,
@@ -51,7 +62,6 @@ const CALL_STEPS: readonly CallStep[] = [
   signRequest,
   // After inject and signing, so that what they added is redacted too; before anything is sent.
   prepareRedaction,
-  resolveDestination,
   dialOrigin,
   redactAnswer,
   shapeResponse,
@@ -62,11 +72,37 @@ const CALL_STEPS: readonly CallStep[] = [
  * (rule 7: a post to the provider's token endpoint), mint-token already holds the answer and these
  * rows have nothing left to send.
  */
-const SENDING_STEPS: ReadonlySet<CallStep> = new Set([
-  injectIntoRequest,
-  signRequest,
-  resolveDestination,
-  dialOrigin,
+const SENDING_STEPS: ReadonlySet<CallStep> = new Set([injectIntoRequest, signRequest, dialOrigin]);
+
+/**
+ * The steps that are spans of the agent call's trace (DECISIONS "Ledger and telemetry"): DNS and
+ * the origin's answer here, the connect of a new connection in upstream/pool.ts. Their attributes
+ * are names, addresses, the method and the status: never a header, a credential or a body.
+ */
+const TRACED_STEPS: ReadonlyMap<
+  CallStep,
+  { name: string; attributes(call: OutgoingCall): Attributes; after(call: OutgoingCall): Attributes }
+> = new Map([
+  [
+    resolveDestination,
+    {
+      name: "DNS",
+      attributes: (call: OutgoingCall) => ({ "server.address": call.host }),
+      after: (call: OutgoingCall) =>
+        call.destination ? { "network.peer.address": call.destination.address } : {},
+    },
+  ],
+  [
+    dialOrigin,
+    {
+      name: "origin answer",
+      attributes: (call: OutgoingCall) => ({
+        "server.address": call.host,
+        "http.request.method": call.method,
+      }),
+      after: (call: OutgoingCall) => (call.answer ? { "http.response.status_code": call.answer.status } : {}),
+    },
+  ],
 ]);
 
 function errorResponse(
@@ -113,17 +149,23 @@ export function createExecute(
   const now = deps.now ?? Date.now;
   return async (signed) => {
     const startedAt = performance.now();
-    // Ticket failures are errors of the link, not of the call: they propagate as gRPC errors.
-    // Verified before spent, so that an unsigned ticket can never burn a real ticket's id.
+    // Ticket failures are errors of the link, not of the call: they propagate as gRPC errors, so
+    // a replayed or fenced ticket is never reported as a request that did not leave (which would
+    // give its approval back). Verified before spent, so an unsigned ticket never burns an id.
     const ticket = await verifyTicket(signed, deps);
-    await spendTicket(ticket, deps);
 
     let call: OutgoingCall | undefined;
     try {
       call = checkCall(ticket, { now, startedAt });
+      for (const step of PREPARE_STEPS) await runStep(step, call);
+    } catch (caught) {
+      return refused(ticket, call, caught, startedAt);
+    }
+    await claimTicket(call, deps);
+    try {
       for (const step of CALL_STEPS) {
         if (call.answer !== undefined && SENDING_STEPS.has(step)) continue;
-        await step(call, deps);
+        await runStep(step, call);
       }
       const response = call.response;
       if (!response) throw new AppError("internal", "the call ended without a response");
@@ -140,22 +182,42 @@ export function createExecute(
       );
       return response;
     } catch (caught) {
-      const hasAnswer = call?.answer !== undefined;
-      const error = toCallError(caught, hasAnswer);
-      if (error.code === "internal") deps.logger.error({ err: caught }, "call failed");
-      deps.metrics.countCall(error.extra.reachedOrigin === true ? "failed_after_send" : "refused");
-      deps.metrics.countDenial(error.code);
-      deps.logger.warn(
-        {
-          ticket: ticket.id.slice(0, 8),
-          host: call?.host ?? ticket.call.host.slice(0, 253),
-          code: error.code,
-          // Which answer of DNS the public-address rule refused, and in which block.
-          ...(call?.refusedAddress ? { verdict: call.refusedAddress } : {}),
-        },
-        "call refused",
-      );
-      return errorResponse(error, startedAt, call?.rotatedCredentials ?? []);
+      return refused(ticket, call, caught, startedAt);
     }
   };
+
+  /** One row of the table, a span of the call's trace when it is one of TRACED_STEPS. */
+  async function runStep(step: CallStep, call: OutgoingCall): Promise<void> {
+    const traced = TRACED_STEPS.get(step);
+    if (!traced || !telemetry().enabled) return step(call, deps);
+    await telemetry().inSpan(traced.name, traced.attributes(call), async () => {
+      await step(call, deps);
+      telemetry().annotate(traced.after(call));
+    });
+  }
+
+  /** The failure as Execute answers it, counted and logged once. */
+  function refused(
+    ticket: CallTicket,
+    call: OutgoingCall | undefined,
+    caught: unknown,
+    startedAt: number,
+  ): ExecuteResponse {
+    const hasAnswer = call?.answer !== undefined;
+    const error = toCallError(caught, hasAnswer);
+    if (error.code === "internal") deps.logger.error({ err: caught }, "call failed");
+    deps.metrics.countCall(error.extra.reachedOrigin === true ? "failed_after_send" : "refused");
+    deps.metrics.countDenial(error.code);
+    deps.logger.warn(
+      {
+        ticket: ticket.id.slice(0, 8),
+        host: call?.host ?? ticket.call.host.slice(0, 253),
+        code: error.code,
+        // Which answer of DNS the public-address rule refused, and in which block.
+        ...(call?.refusedAddress ? { verdict: call.refusedAddress } : {}),
+      },
+      "call refused",
+    );
+    return errorResponse(error, startedAt, call?.rotatedCredentials ?? []);
+  }
 }

@@ -8,6 +8,7 @@ import {
   Metadata,
   Server,
   type ServerCredentials,
+  type ServerInterceptor,
   type ServiceError,
   setLogVerbosity,
   status,
@@ -17,6 +18,9 @@ import {
   EgressProxyService,
   type ExecuteRequest,
   type ExecuteResponse,
+  type FenceOutcome,
+  type FenceRequest,
+  type FenceResponse,
   type FetchDocumentRequest,
   type FetchDocumentResponse,
   type GetInfoRequest,
@@ -33,6 +37,7 @@ import {
 } from "@latch/proto/health";
 import { AppError, type ErrorCode } from "@latch/shared/errors";
 import type { Logger } from "pino";
+import { telemetry } from "../telemetry.ts";
 import { readRequestId, runInCallContext } from "./call-context.ts";
 
 /** grpc-js's own log level: GRPC_VERBOSITY as grpc-js reads it, ERROR by default. */
@@ -44,6 +49,7 @@ export interface GrpcHandlers {
   execute(ticket: SignedTicket | undefined): Promise<ExecuteResponse>;
   resolve(ticket: SignedTicket | undefined): Promise<ResolveResponse>;
   fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
+  fence(ticket: SignedTicket | undefined): Promise<FenceOutcome>;
   info(): GetInfoResponse;
   isServing(): boolean;
 }
@@ -80,17 +86,26 @@ function drainingError(): Partial<ServiceError> {
   return { code: status.UNAVAILABLE, details: "this egress proxy replica is shutting down", metadata };
 }
 
-function unary<Req, Res>(run: (req: Req) => Promise<Res> | Res, logger: Logger): handleUnaryCall<Req, Res> {
+function unary<Req, Res>(
+  run: (req: Req, metadata: Metadata) => Promise<Res> | Res,
+  logger: Logger,
+): handleUnaryCall<Req, Res> {
   return (call, callback) => {
     runInCallContext(readRequestId(call.metadata), () =>
       Promise.resolve()
-        .then(() => run(call.request))
+        .then(() => run(call.request, call.metadata))
         .then(
           (response) => callback(null, response),
           (error: unknown) => callback(toServiceError(error, logger)),
         ),
     );
   };
+}
+
+/** The caller's W3C traceparent, when it is one string of the format's length. */
+function traceparentOf(metadata: Metadata): string | undefined {
+  const value = metadata.get("traceparent")[0];
+  return typeof value === "string" && value.length <= 128 ? value : undefined;
 }
 
 /** Counts the calls in flight and refuses new ones once draining. */
@@ -144,14 +159,33 @@ export async function startGrpcServer(options: {
   host: string;
   port: number;
   credentials: ServerCredentials;
+  /** Run before every call (the client identity check of mTLS). */
+  interceptors?: ServerInterceptor[];
   logger: Logger;
 }): Promise<RunningGrpcServer> {
   const { handlers, logger } = options;
-  const server = new Server({ "grpc.max_receive_message_length": 4 * 1024 * 1024 });
+  const server = new Server({
+    "grpc.max_receive_message_length": 4 * 1024 * 1024,
+    // The control plane pings every couple of seconds to notice a silent link (egress-client.ts);
+    // grpc-js servers accept any ping rate, and these keep our own side's idle connections honest.
+    "grpc.keepalive_time_ms": 10_000,
+    "grpc.keepalive_timeout_ms": 5_000,
+    interceptors: options.interceptors ?? [],
+  });
   const gate = createCallGate();
   const egress: UntypedServiceImplementation = {
     execute: gate.guard(
-      unary<ExecuteRequest, ExecuteResponse>((req) => handlers.execute(req.ticket), logger),
+      unary<ExecuteRequest, ExecuteResponse>(
+        (req, metadata) =>
+          // The agent call's trace continues here (W3C traceparent from the control plane).
+          telemetry().inCallerSpan(
+            "latch.egress.v1.EgressProxy/Execute",
+            traceparentOf(metadata),
+            { "rpc.system": "grpc", "rpc.method": "Execute" },
+            () => handlers.execute(req.ticket),
+          ),
+        logger,
+      ),
     ),
     resolve: gate.guard(
       unary<ResolveRequest, ResolveResponse>((req) => handlers.resolve(req.ticket), logger),
@@ -160,6 +194,11 @@ export async function startGrpcServer(options: {
       unary<FetchDocumentRequest, FetchDocumentResponse>((req) => handlers.fetchDocument(req.ticket), logger),
     ),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
+    // Not behind the drain gate: a draining replica still answers whether it ran a ticket.
+    fence: unary<FenceRequest, FenceResponse>(
+      async (req) => ({ outcome: await handlers.fence(req.ticket) }),
+      logger,
+    ),
   };
   const health: UntypedServiceImplementation = {
     check: ((call, callback) => {

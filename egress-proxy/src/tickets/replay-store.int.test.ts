@@ -14,7 +14,10 @@ describe("memory replay store", () => {
 describe.runIf(process.env.DATABASE_URL)("PostgreSQL replay store across replicas", () => {
   it("lets exactly one of two replicas spend a ticket presented to both at once", async () => {
     const url = process.env.DATABASE_URL!;
-    const [a, b] = await Promise.all([createPostgresReplayStore(url), createPostgresReplayStore(url)]);
+    const [a, b] = await Promise.all([
+      createPostgresReplayStore(url, { isProduction: false }),
+      createPostgresReplayStore(url, { isProduction: false }),
+    ]);
     try {
       for (let i = 0; i < 20; i++) {
         const id = randomBytes(16).toString("base64url");

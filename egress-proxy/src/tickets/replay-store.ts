@@ -1,7 +1,17 @@
-// Single use of tickets: a ticket id is spent the first time any proxy replica sees it.
+// Single use of tickets: a ticket id is spent the first time any proxy replica is about to send
+// it, and a ticket the control plane fenced (its Execute did not answer) is spent already.
 import pg from "pg";
 
 export interface ReplayStore {
+  /** `shared`: the egress_spent_tickets table every replica and the control plane write. */
+  readonly kind: "memory" | "shared";
+  /** The shared store's id (its `store:` row), reported in GetInfo; empty for memory. */
+  readonly storeId: string;
+  /**
+   * Since when (ms since the epoch) this store knows every ticket spent: a memory store only the
+   * ones spent since its process started; the shared table all of them.
+   */
+  readonly knowsSpendsSinceMs: number;
   /** True when `id` was unspent and is now spent; false when it had been spent before. */
   spend(id: string, expiresAtMs: number): Promise<boolean>;
   close(): Promise<void>;
@@ -15,6 +25,9 @@ export function createMemoryReplayStore(now: () => number = Date.now): ReplaySto
   const spent = new Map<string, number>();
   let lastSweep = now();
   return {
+    kind: "memory",
+    storeId: "",
+    knowsSpendsSinceMs: now(),
     async spend(id, expiresAtMs) {
       const t = now();
       if (t - lastSweep > 10_000) {
@@ -31,43 +44,101 @@ export function createMemoryReplayStore(now: () => number = Date.now): ReplaySto
   };
 }
 
+const TABLE = "egress_spent_tickets";
+
+export interface PostgresReplayStoreOptions {
+  /** NODE_ENV=production: a role that can read more than its table refuses the start. */
+  isProduction: boolean;
+  /** Told (one sentence) when, outside production, the role can read more than its table. */
+  warn?: (sentence: string) => void;
+}
+
 /**
  * Shared across replicas through PostgreSQL: the primary key makes the first INSERT win, so two
- * replicas handed the same ticket at the same instant cannot both spend it. Give the proxy a
- * database role that can touch this one table only.
+ * replicas handed the same ticket at the same instant cannot both spend it, and a ticket the
+ * control plane fenced can never be spent by a proxy. The table comes from the control plane's
+ * migrations: this store runs no DDL, and checks first that its role holds what it needs and, in
+ * production, nothing more (DECISIONS "Faults and isolation in deployments").
  */
-export async function createPostgresReplayStore(connectionString: string): Promise<ReplayStore> {
+export async function createPostgresReplayStore(
+  connectionString: string,
+  options: PostgresReplayStoreOptions,
+): Promise<ReplayStore> {
   const pool = new pg.Pool({ connectionString, max: 8 });
+  // A connection that breaks while idle is dropped by the pool; without a listener it would
+  // throw from the pool's event emitter and end the process.
+  pool.on("error", () => {});
+  let storeId: string;
   try {
-    await pool.query(
-      `CREATE TABLE IF NOT EXISTS egress_spent_tickets (
-         id text PRIMARY KEY,
-         expires_at timestamptz NOT NULL
-       )`,
-    );
+    storeId = await checkRole(pool, options);
   } catch (error) {
-    // Two replicas starting together race on IF NOT EXISTS; the loser sees the winner's table.
-    const code = (error as { code?: string }).code;
-    if (code !== "23505" && code !== "42P07") {
-      await pool.end();
-      throw error;
-    }
+    await pool.end();
+    throw error;
   }
   let lastSweep = 0;
   return {
+    kind: "shared",
+    storeId,
+    knowsSpendsSinceMs: 0,
     async spend(id, expiresAtMs) {
       const result = await pool.query(
-        "INSERT INTO egress_spent_tickets (id, expires_at) VALUES ($1, to_timestamp($2 / 1000.0)) ON CONFLICT (id) DO NOTHING",
+        `INSERT INTO ${TABLE} (id, expires_at) VALUES ($1, to_timestamp($2 / 1000.0)) ON CONFLICT (id) DO NOTHING`,
         [id, expiresAtMs],
       );
       if (Date.now() - lastSweep > 60_000) {
         lastSweep = Date.now();
-        pool
-          .query("DELETE FROM egress_spent_tickets WHERE expires_at < now() - interval '1 minute'")
-          .catch(() => {});
+        // A minute of grace past each expiry: a fence asked late still finds the spend.
+        pool.query(`DELETE FROM ${TABLE} WHERE expires_at < now() - interval '1 minute'`).catch(() => {});
       }
       return result.rowCount === 1;
     },
     close: () => pool.end(),
   };
+}
+
+/**
+ * The role's privileges, read from the catalog (superuser, role membership, PUBLIC grants and
+ * pg_read_all_data all count): SELECT, INSERT and DELETE on the table, and in production no
+ * SELECT on any other table, view or foreign table of the database. Answers the store's id.
+ */
+async function checkRole(pool: pg.Pool, options: PostgresReplayStoreOptions): Promise<string> {
+  const table = await pool.query<{ oid: string | null }>("SELECT to_regclass($1)::oid::text AS oid", [TABLE]);
+  const oid = table.rows[0]?.oid;
+  if (!oid) {
+    throw new Error(
+      `EGRESS_REPLAY_DATABASE_URL: the table ${TABLE} does not exist in that database; the control plane's migrations make it, so start the control plane on that database first`,
+    );
+  }
+  const own = await pool.query<{ privilege: string; held: boolean }>(
+    `SELECT p AS privilege, has_table_privilege($1::oid, p) AS held
+       FROM unnest(ARRAY['SELECT', 'INSERT', 'DELETE']) AS p`,
+    [oid],
+  );
+  const missing = own.rows.filter((r) => !r.held).map((r) => r.privilege);
+  if (missing.length > 0) {
+    throw new Error(
+      `EGRESS_REPLAY_DATABASE_URL: its role may not ${missing.join(", ")} on ${TABLE}; grant SELECT, INSERT, DELETE on ${TABLE} to it (README "Deployment")`,
+    );
+  }
+  const readable = await pool.query<{ name: string }>(
+    `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name
+       FROM pg_catalog.pg_class c
+       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+        AND n.nspname <> 'information_schema'
+        AND n.nspname NOT LIKE 'pg\\_%'
+        AND c.oid <> $1::oid
+        AND has_any_column_privilege(c.oid, 'SELECT')
+      ORDER BY c.relname <> 'items', n.nspname, c.relname
+      LIMIT 1`,
+    [oid],
+  );
+  const other = readable.rows[0]?.name;
+  if (other) {
+    const sentence = `EGRESS_REPLAY_DATABASE_URL: its role can read the table ${other}, not only ${TABLE}; give the proxy a role that may only SELECT, INSERT and DELETE ${TABLE} (latch_egress, README "Deployment")`;
+    if (options.isProduction) throw new Error(sentence);
+    options.warn?.(sentence);
+  }
+  const store = await pool.query<{ id: string }>(`SELECT id FROM ${TABLE} WHERE id LIKE 'store:%' LIMIT 1`);
+  return store.rows[0]?.id ?? "";
 }

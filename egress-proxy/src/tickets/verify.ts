@@ -6,6 +6,7 @@ import { AppError } from "@latch/shared/errors";
 import {
   MAX_TICKET_LIFETIME_MS,
   rawEd25519PublicKey,
+  TICKET_CLOCK_SKEW_MS,
   ticketSigningInput,
 } from "@latch/shared/tickets/ticket-signature";
 import sodium from "sodium-native";
@@ -22,7 +23,8 @@ export interface TicketVerifierOptions {
 
 export type TicketVerifier = (signed: SignedTicket | undefined) => Promise<Ticket>;
 
-const DEFAULT_SKEW_MS = 5_000;
+/** Exported for the fence, which remembers a spend exactly as long as the spender does. */
+export const DEFAULT_SKEW_MS = TICKET_CLOCK_SKEW_MS;
 const MAX_PAYLOAD_BYTES = 2 * 1024 * 1024;
 
 /**
@@ -48,10 +50,19 @@ function toRawKeys(keys: ReadonlyMap<string, KeyObject>): Map<string, Uint8Array
   return raw;
 }
 
-/** Checks a signed ticket's signature, audience and lifetime; spends nothing. */
-export type TicketChecker = (signed: SignedTicket | undefined) => Promise<Ticket>;
-/** Spends a checked ticket's id; throws `ticket_replayed` when it was spent before. */
-export type TicketSpender = (ticket: Ticket) => Promise<void>;
+/**
+ * Checks a signed ticket's signature, audience and lifetime; spends nothing. `allowExpired` skips
+ * the expiry alone (a fence may come after the ticket expired).
+ */
+export type TicketChecker = (
+  signed: SignedTicket | undefined,
+  options?: { allowExpired?: boolean },
+) => Promise<Ticket>;
+/**
+ * Spends a checked ticket's id right before anything leaves: throws `ticket_expired` when it has
+ * expired since, `ticket_replayed` when it was spent before (run by a replica, or fenced).
+ */
+export type TicketSpender = (ticket: Pick<Ticket, "id" | "expiresAtMs">) => Promise<void>;
 
 /**
  * The checks before single use: signature, then audience, id and lifetime. Kept apart from
@@ -62,7 +73,7 @@ export function createTicketChecker(options: Omit<TicketVerifierOptions, "replay
   const skew = options.skewMs ?? DEFAULT_SKEW_MS;
   const trustedKeys = toRawKeys(options.trustedKeys);
 
-  return async (signed) => {
+  return async (signed, checkOptions = {}) => {
     if (!signed || signed.payload.length === 0 || signed.payload.length > MAX_PAYLOAD_BYTES) {
       throw new AppError("ticket_invalid", "the call ticket is missing or malformed");
     }
@@ -87,17 +98,27 @@ export function createTicketChecker(options: Omit<TicketVerifierOptions, "replay
     if (ticket.issuedAtMs > t + skew || ticket.expiresAtMs - ticket.issuedAtMs > MAX_TICKET_LIFETIME_MS) {
       throw new AppError("ticket_invalid", "the call ticket's lifetime is not acceptable");
     }
-    if (ticket.expiresAtMs + skew < t) throw new AppError("ticket_expired", "the call ticket has expired");
+    if (ticket.expiresAtMs + skew < t && !checkOptions.allowExpired) {
+      throw new AppError("ticket_expired", "the call ticket has expired");
+    }
     return ticket;
   };
 }
 
-/** Single use: the id is remembered until the ticket could no longer pass the lifetime check. */
+/**
+ * Single use: the id is remembered until the ticket could no longer pass the lifetime check. The
+ * expiry is read again first: a ticket that waited in a stalled process (or behind a slow DNS
+ * answer) past its expiry never leaves late, when the control plane has stopped waiting for it.
+ */
 export function createTicketSpender(
-  options: Pick<TicketVerifierOptions, "replayStore" | "skewMs">,
+  options: Pick<TicketVerifierOptions, "replayStore" | "skewMs" | "now">,
 ): TicketSpender {
   const skew = options.skewMs ?? DEFAULT_SKEW_MS;
+  const now = options.now ?? Date.now;
   return async (ticket) => {
+    if (ticket.expiresAtMs + skew < now()) {
+      throw new AppError("ticket_expired", "the call ticket expired before it could be sent");
+    }
     if (!(await options.replayStore.spend(ticket.id, ticket.expiresAtMs + skew))) {
       throw new AppError("ticket_replayed", "the call ticket was already used");
     }

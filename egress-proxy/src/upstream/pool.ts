@@ -4,6 +4,7 @@ import type { LookupFunction } from "node:net";
 import { createSecureContext, getCACertificates, type SecureContext } from "node:tls";
 import { buildConnector, Pool } from "undici";
 import type { Destination } from "../destination/resolve.ts";
+import { telemetry } from "../telemetry.ts";
 
 export interface PoolSetOptions {
   /** PEM of extra CAs trusted for origins (development/test), added to Node's defaults. */
@@ -103,6 +104,12 @@ function createDialer(destination: Destination, trust: TrustContext): buildConne
     lookup: refuseLookup,
   });
   return (options, callback) => {
+    // A span of the agent call's trace when telemetry is on (a reused connection has none).
+    const span = telemetry().startSpan("connect", {
+      "server.address": destination.host,
+      "network.peer.address": destination.address,
+      "network.peer.port": destination.port,
+    });
     // undici would dial the URL's hostname; the pinned address is dialled instead, while SNI and
     // the certificate check stay on the host name (tls checks the identity against `servername`).
     connect(
@@ -115,8 +122,14 @@ function createDialer(destination: Destination, trust: TrustContext): buildConne
         servername: destination.host,
       },
       (error, socket) => {
-        if (error) callback(new DialError(phaseOf(error), error), null);
-        else callback(null, socket);
+        if (error) {
+          const failure = new DialError(phaseOf(error), error);
+          span.end(failure.phase === "tcp" ? "connect_failed" : "tls_failure");
+          callback(failure, null);
+        } else {
+          span.end();
+          callback(null, socket);
+        }
       },
     );
   };

@@ -18,6 +18,12 @@ export const DEFAULT_TICKET_AUDIENCE = "latch-egress";
 /** Upper bound on how long any ticket may live; the control plane mints them for seconds. */
 export const MAX_TICKET_LIFETIME_MS = 10 * 60 * 1000;
 
+/**
+ * Clock skew tolerated between the tiers: a proxy accepts a ticket until its expiry plus this, and
+ * so remembers a spent id that long; a fence is conclusive only within the same horizon.
+ */
+export const TICKET_CLOCK_SKEW_MS = 5_000;
+
 /** Raw 32-byte Ed25519 public key of a KeyObject (from its JWK form). */
 export function rawEd25519PublicKey(key: KeyObject): Buffer {
   const jwk = key.export({ format: "jwk" });

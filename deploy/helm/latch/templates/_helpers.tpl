@@ -34,6 +34,29 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "%s.%s.svc.cluster.local" (include "latch.egress.name" .) .Release.Namespace -}}
 {{- end -}}
 
+{{/* The proxies' own database credentials: never the control plane's (DECISIONS "Faults and isolation"). */}}
 {{- define "latch.egressDatabaseSecret" -}}
-{{- .Values.database.egressExistingSecret | default .Values.database.existingSecret -}}
+{{- if eq .Values.database.egressExistingSecret .Values.database.existingSecret -}}
+{{- fail "database.egressExistingSecret must name a Secret of its own: the proxies connect as latch_egress, which may only touch egress_spent_tickets, never with the control plane's credentials" -}}
+{{- end -}}
+{{- .Values.database.egressExistingSecret -}}
+{{- end -}}
+
+{{/* DNS at the cluster DNS pods only (their namespace and their labels together), never at any pod of kube-system. */}}
+{{- define "latch.clusterDnsRule" -}}
+- to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: {{ .Values.networkPolicy.clusterDns.namespace }}
+      podSelector:
+        matchLabels:
+          {{- toYaml .Values.networkPolicy.clusterDns.podLabels | nindent 10 }}
+  ports:
+    - { port: 53, protocol: UDP }
+    - { port: 53, protocol: TCP }
+{{- end -}}
+
+{{/* A checksum of the values a tier's pods are built from: a change rolls them even when no env value moved. */}}
+{{- define "latch.configChecksum" -}}
+{{- dict "tier" .tier "database" .root.Values.database "keys" .root.Values.keys "mtls" .root.Values.mtls "image" .root.Values.image | toJson | sha256sum -}}
 {{- end -}}

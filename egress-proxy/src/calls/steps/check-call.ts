@@ -51,6 +51,7 @@ export function checkCall(ticket: CallTicket, clock: { now: () => number; starte
   const headers = validateCallerHeaders(spec.headers);
   return {
     ticketId: ticket.id,
+    ticketExpiresAtMs: ticket.expiresAtMs,
     spec,
     now: clock.now,
     startedAt: clock.startedAt,

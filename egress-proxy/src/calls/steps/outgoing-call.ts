@@ -23,6 +23,8 @@ export interface OpenedCredential {
 export interface OutgoingCall {
   /** The verified ticket's id; its first 8 characters go to the log line. */
   readonly ticketId: string;
+  /** The ticket's expiry, read again when the ticket is claimed right before anything is sent. */
+  readonly ticketExpiresAtMs: number;
   /** The call spec as the control plane signed it; steps read the sealed values from it. */
   readonly spec: CallSpec;
   /** Wall-clock milliseconds, for what a signer dates (SigV4 X-Amz-Date, HMAC timestamps). */

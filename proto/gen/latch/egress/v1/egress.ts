@@ -204,6 +204,118 @@ export function tokenKindToJSON(object: TokenKind): string {
   }
 }
 
+export const FenceOutcome = {
+  FENCE_OUTCOME_UNSPECIFIED: 0,
+  /** FENCE_OUTCOME_FENCED - This spend won: no replica has run the ticket, and none ever will. */
+  FENCE_OUTCOME_FENCED: 1,
+  /** FENCE_OUTCOME_TAKEN - The ticket was spent before: a replica took it and may have reached the origin. */
+  FENCE_OUTCOME_TAKEN: 2,
+  /**
+   * FENCE_OUTCOME_UNKNOWN - This store cannot tell: it started after the ticket was issued, or it no longer remembers
+   * tickets that old. Nothing was written.
+   */
+  FENCE_OUTCOME_UNKNOWN: 3,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type FenceOutcome = typeof FenceOutcome[keyof typeof FenceOutcome];
+
+export namespace FenceOutcome {
+  export type FENCE_OUTCOME_UNSPECIFIED = typeof FenceOutcome.FENCE_OUTCOME_UNSPECIFIED;
+  export type FENCE_OUTCOME_FENCED = typeof FenceOutcome.FENCE_OUTCOME_FENCED;
+  export type FENCE_OUTCOME_TAKEN = typeof FenceOutcome.FENCE_OUTCOME_TAKEN;
+  export type FENCE_OUTCOME_UNKNOWN = typeof FenceOutcome.FENCE_OUTCOME_UNKNOWN;
+  export type UNRECOGNIZED = typeof FenceOutcome.UNRECOGNIZED;
+}
+
+export function fenceOutcomeFromJSON(object: any): FenceOutcome {
+  switch (object) {
+    case 0:
+    case "FENCE_OUTCOME_UNSPECIFIED":
+      return FenceOutcome.FENCE_OUTCOME_UNSPECIFIED;
+    case 1:
+    case "FENCE_OUTCOME_FENCED":
+      return FenceOutcome.FENCE_OUTCOME_FENCED;
+    case 2:
+    case "FENCE_OUTCOME_TAKEN":
+      return FenceOutcome.FENCE_OUTCOME_TAKEN;
+    case 3:
+    case "FENCE_OUTCOME_UNKNOWN":
+      return FenceOutcome.FENCE_OUTCOME_UNKNOWN;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return FenceOutcome.UNRECOGNIZED;
+  }
+}
+
+export function fenceOutcomeToJSON(object: FenceOutcome): string {
+  switch (object) {
+    case FenceOutcome.FENCE_OUTCOME_UNSPECIFIED:
+      return "FENCE_OUTCOME_UNSPECIFIED";
+    case FenceOutcome.FENCE_OUTCOME_FENCED:
+      return "FENCE_OUTCOME_FENCED";
+    case FenceOutcome.FENCE_OUTCOME_TAKEN:
+      return "FENCE_OUTCOME_TAKEN";
+    case FenceOutcome.FENCE_OUTCOME_UNKNOWN:
+      return "FENCE_OUTCOME_UNKNOWN";
+    case FenceOutcome.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
+/** Where a proxy spends ticket ids. */
+export const ReplayStore = {
+  REPLAY_STORE_UNSPECIFIED: 0,
+  /** REPLAY_STORE_MEMORY - this process only: one proxy */
+  REPLAY_STORE_MEMORY: 1,
+  /** REPLAY_STORE_SHARED - the egress_spent_tickets table, shared by every replica */
+  REPLAY_STORE_SHARED: 2,
+  UNRECOGNIZED: -1,
+} as const;
+
+export type ReplayStore = typeof ReplayStore[keyof typeof ReplayStore];
+
+export namespace ReplayStore {
+  export type REPLAY_STORE_UNSPECIFIED = typeof ReplayStore.REPLAY_STORE_UNSPECIFIED;
+  export type REPLAY_STORE_MEMORY = typeof ReplayStore.REPLAY_STORE_MEMORY;
+  export type REPLAY_STORE_SHARED = typeof ReplayStore.REPLAY_STORE_SHARED;
+  export type UNRECOGNIZED = typeof ReplayStore.UNRECOGNIZED;
+}
+
+export function replayStoreFromJSON(object: any): ReplayStore {
+  switch (object) {
+    case 0:
+    case "REPLAY_STORE_UNSPECIFIED":
+      return ReplayStore.REPLAY_STORE_UNSPECIFIED;
+    case 1:
+    case "REPLAY_STORE_MEMORY":
+      return ReplayStore.REPLAY_STORE_MEMORY;
+    case 2:
+    case "REPLAY_STORE_SHARED":
+      return ReplayStore.REPLAY_STORE_SHARED;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ReplayStore.UNRECOGNIZED;
+  }
+}
+
+export function replayStoreToJSON(object: ReplayStore): string {
+  switch (object) {
+    case ReplayStore.REPLAY_STORE_UNSPECIFIED:
+      return "REPLAY_STORE_UNSPECIFIED";
+    case ReplayStore.REPLAY_STORE_MEMORY:
+      return "REPLAY_STORE_MEMORY";
+    case ReplayStore.REPLAY_STORE_SHARED:
+      return "REPLAY_STORE_SHARED";
+    case ReplayStore.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 /**
  * A ticket and the control plane's signature over it.
  * signature = Ed25519(signing key `key_id`, "latch.egress.v1.ticket\0" || payload)
@@ -420,6 +532,15 @@ export interface ResolveResponse {
   value: string;
 }
 
+export interface FenceRequest {
+  /** the ticket of the Execute that did not answer; may have expired */
+  ticket: SignedTicket | undefined;
+}
+
+export interface FenceResponse {
+  outcome: FenceOutcome;
+}
+
 export interface GetInfoRequest {
 }
 
@@ -429,6 +550,13 @@ export interface GetInfoResponse {
   sealingPublicKey: Buffer;
   replicaId: string;
   version: string;
+  replayStore: ReplayStore;
+  /**
+   * The id of the shared store (the row the control plane's migration wrote into
+   * egress_spent_tickets): the control plane fences in its own database only when its own store
+   * id is this one. Empty for a memory store.
+   */
+  replayStoreId: string;
 }
 
 function createBaseSignedTicket(): SignedTicket {
@@ -2783,6 +2911,142 @@ export const ResolveResponse: MessageFns<ResolveResponse> = {
   },
 };
 
+function createBaseFenceRequest(): FenceRequest {
+  return { ticket: undefined };
+}
+
+export const FenceRequest: MessageFns<FenceRequest> = {
+  encode(message: FenceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ticket !== undefined) {
+      SignedTicket.encode(message.ticket, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FenceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFenceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ticket = SignedTicket.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FenceRequest {
+    return { ticket: isSet(object.ticket) ? SignedTicket.fromJSON(object.ticket) : undefined };
+  },
+
+  toJSON(message: FenceRequest): unknown {
+    const obj: any = {};
+    if (message.ticket !== undefined) {
+      obj.ticket = SignedTicket.toJSON(message.ticket);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FenceRequest>, I>>(base?: I): FenceRequest {
+    return FenceRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FenceRequest>, I>>(object: I): FenceRequest {
+    const message = createBaseFenceRequest();
+    message.ticket = (object.ticket !== undefined && object.ticket !== null)
+      ? SignedTicket.fromPartial(object.ticket)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseFenceResponse(): FenceResponse {
+  return { outcome: 0 };
+}
+
+export const FenceResponse: MessageFns<FenceResponse> = {
+  encode(message: FenceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.outcome !== 0) {
+      writer.uint32(8).int32(message.outcome);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FenceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFenceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.outcome = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): FenceResponse {
+    return { outcome: isSet(object.outcome) ? fenceOutcomeFromJSON(object.outcome) : 0 };
+  },
+
+  toJSON(message: FenceResponse): unknown {
+    const obj: any = {};
+    if (message.outcome !== 0) {
+      obj.outcome = fenceOutcomeToJSON(message.outcome);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<FenceResponse>, I>>(base?: I): FenceResponse {
+    return FenceResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FenceResponse>, I>>(object: I): FenceResponse {
+    const message = createBaseFenceResponse();
+    message.outcome = object.outcome ?? 0;
+    return message;
+  },
+};
+
 function createBaseGetInfoRequest(): GetInfoRequest {
   return {};
 }
@@ -2836,7 +3100,14 @@ export const GetInfoRequest: MessageFns<GetInfoRequest> = {
 };
 
 function createBaseGetInfoResponse(): GetInfoResponse {
-  return { sealingKeyId: "", sealingPublicKey: Buffer.alloc(0), replicaId: "", version: "" };
+  return {
+    sealingKeyId: "",
+    sealingPublicKey: Buffer.alloc(0),
+    replicaId: "",
+    version: "",
+    replayStore: 0,
+    replayStoreId: "",
+  };
 }
 
 export const GetInfoResponse: MessageFns<GetInfoResponse> = {
@@ -2852,6 +3123,12 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     }
     if (message.version !== "") {
       writer.uint32(34).string(message.version);
+    }
+    if (message.replayStore !== 0) {
+      writer.uint32(40).int32(message.replayStore);
+    }
+    if (message.replayStoreId !== "") {
+      writer.uint32(50).string(message.replayStoreId);
     }
     return writer;
   },
@@ -2901,6 +3178,22 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
             message.version = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.replayStore = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.replayStoreId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2931,6 +3224,16 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
         ? globalThis.String(object.replica_id)
         : "",
       version: isSet(object.version) ? globalThis.String(object.version) : "",
+      replayStore: isSet(object.replayStore)
+        ? replayStoreFromJSON(object.replayStore)
+        : isSet(object.replay_store)
+        ? replayStoreFromJSON(object.replay_store)
+        : 0,
+      replayStoreId: isSet(object.replayStoreId)
+        ? globalThis.String(object.replayStoreId)
+        : isSet(object.replay_store_id)
+        ? globalThis.String(object.replay_store_id)
+        : "",
     };
   },
 
@@ -2948,6 +3251,12 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     if (message.version !== "") {
       obj.version = message.version;
     }
+    if (message.replayStore !== 0) {
+      obj.replayStore = replayStoreToJSON(message.replayStore);
+    }
+    if (message.replayStoreId !== "") {
+      obj.replayStoreId = message.replayStoreId;
+    }
     return obj;
   },
 
@@ -2960,6 +3269,8 @@ export const GetInfoResponse: MessageFns<GetInfoResponse> = {
     message.sealingPublicKey = object.sealingPublicKey ?? Buffer.alloc(0);
     message.replicaId = object.replicaId ?? "";
     message.version = object.version ?? "";
+    message.replayStore = object.replayStore ?? 0;
+    message.replayStoreId = object.replayStoreId ?? "";
     return message;
   },
 };
@@ -3010,6 +3321,21 @@ export const EgressProxyService = {
       Buffer.from(FetchDocumentResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): FetchDocumentResponse => FetchDocumentResponse.decode(value),
   },
+  /**
+   * Fences a call ticket whose Execute ended without an answer (DECISIONS "Faults and isolation"):
+   * spends its id in this proxy's spent-ticket store, so that no replica can run it any more, and
+   * says whether that spend won. Asked only when the control plane cannot write the shared store
+   * itself (one proxy with its in-memory store).
+   */
+  fence: {
+    path: "/latch.egress.v1.EgressProxy/Fence" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: FenceRequest): Buffer => Buffer.from(FenceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): FenceRequest => FenceRequest.decode(value),
+    responseSerialize: (value: FenceResponse): Buffer => Buffer.from(FenceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): FenceResponse => FenceResponse.decode(value),
+  },
 } as const;
 
 export interface EgressProxyServer extends UntypedServiceImplementation {
@@ -3024,6 +3350,13 @@ export interface EgressProxyServer extends UntypedServiceImplementation {
    * same destination rules: the ticket carries a DocumentSpec, never a credential.
    */
   fetchDocument: handleUnaryCall<FetchDocumentRequest, FetchDocumentResponse>;
+  /**
+   * Fences a call ticket whose Execute ended without an answer (DECISIONS "Faults and isolation"):
+   * spends its id in this proxy's spent-ticket store, so that no replica can run it any more, and
+   * says whether that spend won. Asked only when the control plane cannot write the shared store
+   * itself (one proxy with its in-memory store).
+   */
+  fence: handleUnaryCall<FenceRequest, FenceResponse>;
 }
 
 export interface EgressProxyClient extends Client {
@@ -3093,6 +3426,27 @@ export interface EgressProxyClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: FetchDocumentResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Fences a call ticket whose Execute ended without an answer (DECISIONS "Faults and isolation"):
+   * spends its id in this proxy's spent-ticket store, so that no replica can run it any more, and
+   * says whether that spend won. Asked only when the control plane cannot write the shared store
+   * itself (one proxy with its in-memory store).
+   */
+  fence(
+    request: FenceRequest,
+    callback: (error: ServiceError | null, response: FenceResponse) => void,
+  ): ClientUnaryCall;
+  fence(
+    request: FenceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: FenceResponse) => void,
+  ): ClientUnaryCall;
+  fence(
+    request: FenceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: FenceResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,120 @@
+// The offline verifier on hostile files: whatever a line holds, the answer is a first bad seq,
+// never a crash, and a keys document with junk in it verifies nothing it should not.
+import { generateKeyPairSync, sign } from "node:crypto";
+import {
+  checkpointSigningInput,
+  type LedgerLine,
+  type LedgerRow,
+  rowHash,
+  ZERO_HASH,
+} from "@latch/shared/ledger/ledger-format";
+import { describe, expect, it } from "vitest";
+import { createLedgerVerifier, verifyingKeys } from "./ledger-verify.ts";
+
+function chain(count: number): LedgerRow[] {
+  const rows: LedgerRow[] = [];
+  let prev = ZERO_HASH;
+  for (let seq = 1; seq <= count; seq++) {
+    const row = {
+      type: "event" as const,
+      organisation_id: "org_a",
+      seq,
+      prev_hash: prev,
+      at: "2026-11-26T04:00:00.000Z",
+      environment: null,
+      actor: "system",
+      action: `a${seq}`,
+      item_name: null,
+      host: null,
+      reason: null,
+      detail: {},
+      trace_id: null,
+    };
+    prev = rowHash(row);
+    rows.push({ ...row, hash: prev });
+  }
+  return rows;
+}
+
+const verify = (lines: unknown[], keys?: Parameters<typeof verifyingKeys>[0]) => {
+  const verifier = createLedgerVerifier({ keys: keys ? verifyingKeys(keys) : undefined });
+  for (const line of lines) verifier.push(line as LedgerLine);
+  return verifier.result();
+};
+
+describe("the offline ledger verifier", () => {
+  it("holds for a well-formed chain and names the first bad seq of a broken one", () => {
+    expect(verify(chain(3))).toMatchObject({ ok: true, rows: 3, last_seq: 3 });
+    const rows = chain(3);
+    expect(verify([rows[0], { ...rows[1]!, seq: 7 }, rows[2]])).toMatchObject({
+      ok: false,
+      first_bad_seq: 2,
+    });
+    expect(verify(rows.slice(1))).toMatchObject({ ok: false, first_bad_seq: 1 });
+    expect(verify([{ ...rows[0]!, prev_hash: "f".repeat(64) }])).toMatchObject({
+      ok: false,
+      first_bad_seq: 1,
+    });
+  });
+
+  it("answers junk lines with a bad seq, never a crash", () => {
+    const rows = chain(2);
+    let deep: unknown = "x";
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    for (const [i, junk] of [
+      null,
+      42,
+      "text",
+      {},
+      { type: "event" },
+      { ...rows[1]!, detail: deep },
+      { ...rows[1]!, action: "\ud800" },
+    ].entries()) {
+      const result = verify([rows[0], junk]);
+      expect(result.ok, `junk line ${i}`).toBe(false);
+      expect(result.first_bad_seq).toBe(2);
+    }
+  });
+
+  it("checks a checkpoint's signature only against a published Ed25519 key", () => {
+    const rows = chain(2);
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const unsigned = {
+      type: "checkpoint" as const,
+      organisation_id: "org_a",
+      seq: 2,
+      hash: rows[1]!.hash,
+      at: "2026-11-26T05:00:00.000Z",
+      key_id: "k1",
+    };
+    const checkpoint = {
+      ...unsigned,
+      signature: sign(null, checkpointSigningInput(unsigned), privateKey).toString("base64url"),
+    };
+    const published = {
+      keys: [
+        {
+          key_id: "k1",
+          alg: "Ed25519" as const,
+          public_key: publicKey.export({ format: "jwk" }).x!,
+          created_at: "",
+        },
+      ],
+    };
+    expect(verify([...rows, checkpoint], published)).toMatchObject({ ok: true, last_checkpoint: checkpoint });
+    const junkKeys = {
+      keys: [{ key_id: "k1", alg: "Ed25519" as const, public_key: "not-a-key", created_at: "" }],
+    };
+    expect(verify([...rows, checkpoint], junkKeys)).toMatchObject({ ok: false, first_bad_seq: 2 });
+    expect(verify([...rows, { ...checkpoint, at: "2027-01-01T00:00:00.000Z" }], published)).toMatchObject({
+      ok: false,
+      first_bad_seq: 2,
+    });
+    // Without keys the place and the hash are still checked.
+    expect(verify([...rows, { ...checkpoint, hash: rows[0]!.hash }])).toMatchObject({
+      ok: false,
+      first_bad_seq: 2,
+    });
+    expect(verify([rows[0], { ...checkpoint }])).toMatchObject({ ok: false, first_bad_seq: 2 });
+  });
+});

@@ -1,0 +1,163 @@
+// Checks a ledger export line by line, with no database: every row's hash recomputed from its
+// canonical form, each prev_hash the hash before it, seq from the first row on without a gap, one
+// organisation throughout, and each checkpoint naming the hash of the row it follows and (when the
+// published keys are given) signed by one of them. GET /api/audit/verify and `vault audit verify`
+// both run this, so the API and an auditor's offline check agree on the first bad seq.
+import { createPublicKey, type KeyObject, verify } from "node:crypto";
+import {
+  checkpointSigningInput,
+  type LedgerCheckpoint,
+  type LedgerLine,
+  type LedgerRow,
+  rowHash,
+  ZERO_HASH,
+} from "@latch/shared/ledger/ledger-format";
+
+export interface LedgerVerification {
+  ok: boolean;
+  /** Rows read. */
+  rows: number;
+  /** The seq of the last row read (0 for an empty ledger). */
+  last_seq: number;
+  /** The first seq at which the chain does not hold. */
+  first_bad_seq?: number;
+  /** What is wrong there, in one sentence. */
+  problem?: string;
+  /** The last checkpoint that held, or null. */
+  last_checkpoint: LedgerCheckpoint | null;
+}
+
+/** The published keys (GET /.well-known/latch-audit-keys.json). */
+export interface AuditKeysDocument {
+  keys: { key_id: string; alg: "Ed25519"; public_key: string; created_at: string }[];
+}
+
+/** Public keys by key id, from the published document. */
+export function verifyingKeys(document: AuditKeysDocument): Map<string, KeyObject> {
+  const keys = new Map<string, KeyObject>();
+  for (const key of document.keys ?? []) {
+    if (key?.alg !== "Ed25519" || typeof key.key_id !== "string" || typeof key.public_key !== "string")
+      continue;
+    try {
+      keys.set(
+        key.key_id,
+        createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key.public_key }, format: "jwk" }),
+      );
+    } catch {
+      // Not an Ed25519 public key: a checkpoint naming this key id is then reported as unpublished.
+    }
+  }
+  return keys;
+}
+
+/**
+ * A verifier fed the export's lines in order. Without `keys` checkpoints are checked for their
+ * place and hash only (their signatures are not: the caller says so).
+ */
+export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyObject> | undefined } = {}) {
+  const state: LedgerVerification = { ok: true, rows: 0, last_seq: 0, last_checkpoint: null };
+  let organisationId: string | undefined;
+  let lastHash = ZERO_HASH;
+
+  function fail(seq: number, problem: string): void {
+    if (!state.ok) return;
+    state.ok = false;
+    state.first_bad_seq = seq;
+    state.problem = problem;
+  }
+
+  function checkOrganisation(line: { organisation_id?: unknown }, seq: number): boolean {
+    organisationId ??= String(line.organisation_id);
+    if (line.organisation_id === organisationId) return true;
+    fail(seq, `seq ${seq} belongs to another organisation`);
+    return false;
+  }
+
+  function row(line: LedgerRow): void {
+    const expected = state.rows === 0 ? undefined : state.last_seq + 1;
+    state.rows += 1;
+    const seq = Number.isSafeInteger(line.seq) ? line.seq : state.last_seq + 1;
+    if (!state.ok) {
+      state.last_seq = seq;
+      return;
+    }
+    if (expected === undefined) {
+      // A chain is checked from its start: a file that begins later (an export resumed with
+      // since_seq, or one whose first rows were cut) cannot show that its first prev_hash is real.
+      // Parts of a resumed export are checked joined, in order.
+      if (seq !== 1) fail(1, `seq 1 is missing (the first row is seq ${String(line.seq)})`);
+      else if (line.prev_hash !== ZERO_HASH) fail(1, "seq 1 does not start from 64 zeros");
+    } else if (seq !== expected) {
+      fail(expected, `seq ${expected} is missing (the next row is seq ${String(line.seq)})`);
+    } else if (line.prev_hash !== lastHash) {
+      fail(seq, `seq ${seq} does not follow seq ${seq - 1} (its prev_hash is not that row's hash)`);
+    }
+    if (state.ok && checkOrganisation(line, seq)) {
+      let recomputed: string | undefined;
+      try {
+        recomputed = rowHash(line);
+      } catch {
+        recomputed = undefined;
+      }
+      if (recomputed !== line.hash) fail(seq, `seq ${seq} was changed (its hash does not match its content)`);
+    }
+    state.last_seq = seq;
+    lastHash = typeof line.hash === "string" ? line.hash : "";
+  }
+
+  function checkpoint(line: LedgerCheckpoint): void {
+    if (!state.ok) return;
+    const seq = Number(line.seq);
+    if (!checkOrganisation(line, seq)) return;
+    if (state.rows === 0 || seq > state.last_seq) {
+      fail(state.last_seq + 1, `a checkpoint covers seq ${seq}, but the rows end at seq ${state.last_seq}`);
+      return;
+    }
+    if (seq !== state.last_seq) {
+      fail(seq, `the checkpoint of seq ${seq} is out of place`);
+      return;
+    }
+    if (line.hash !== lastHash) {
+      fail(seq, `the checkpoint of seq ${seq} signed another hash: the rows up to it were changed`);
+      return;
+    }
+    if (options.keys) {
+      const key = options.keys.get(line.key_id);
+      if (!key) {
+        fail(
+          seq,
+          `the checkpoint of seq ${seq} is signed by key ${String(line.key_id)}, which is not published`,
+        );
+        return;
+      }
+      let isValid = false;
+      try {
+        isValid = verify(null, checkpointSigningInput(line), key, Buffer.from(line.signature, "base64url"));
+      } catch {
+        isValid = false;
+      }
+      if (!isValid) {
+        fail(
+          seq,
+          `the checkpoint of seq ${seq} has a signature that does not verify with key ${line.key_id}`,
+        );
+        return;
+      }
+    }
+    state.last_checkpoint = line;
+  }
+
+  return {
+    /** One parsed line of the export. Anything but a row or a checkpoint is a bad line. */
+    push(line: LedgerLine): void {
+      if (line?.type === "event") row(line);
+      else if (line?.type === "checkpoint") checkpoint(line);
+      else fail(state.last_seq + 1, `a line after seq ${state.last_seq} is neither a row nor a checkpoint`);
+    },
+    /** Marks the ledger bad at `seq` for a reason found outside the lines (the head the database holds). */
+    fail,
+    result(): LedgerVerification {
+      return { ...state };
+    },
+  };
+}

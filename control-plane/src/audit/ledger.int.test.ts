@@ -1,0 +1,424 @@
+// The ledger against a real database (PGlite, and PostgreSQL with DATABASE_URL): each row's hash
+// recomputed from the documented canonical form, linkage, one chain per organisation, the trigger,
+// tampering found at its seq, checkpoints, and two replicas appending at once.
+import { createHash, generateKeyPairSync, sign } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { canonicalJson } from "@latch/shared/ledger/canonical-json";
+import { type LedgerLine, type LedgerRow, ZERO_HASH } from "@latch/shared/ledger/ledger-format";
+import { Kysely, PGliteDialect, sql } from "kysely";
+import { beforeAll, describe, expect, it } from "vitest";
+import { isPostgresRun, newTestOrganisation, testDatabase } from "../../test/database.ts";
+import { type OpenDatabase, openDatabase } from "../db/database.ts";
+import { migrateTo, migrateToLatest } from "../db/migrate.ts";
+import type { Database } from "../db/schema.ts";
+import { type AuditRepo, createAuditRepo } from "./audit.repo.ts";
+import { openAuditKeys, rotateAuditKeys } from "./audit-keys.ts";
+import { createLedgerRepo } from "./ledger.repo.ts";
+import { createLedgerService, type LedgerService } from "./ledger.service.ts";
+import { createLedgerVerifier, verifyingKeys } from "./ledger-verify.ts";
+
+let database: OpenDatabase;
+let audit: AuditRepo;
+let ledger: LedgerService;
+let dataDir: string;
+
+beforeAll(async () => {
+  database = await testDatabase();
+  audit = createAuditRepo(database.db);
+  dataDir = mkdtempSync(join(tmpdir(), "latch-ledger-"));
+  ledger = await ledgerOn(database.db);
+});
+
+async function ledgerOn(db: Kysely<Database>): Promise<LedgerService> {
+  const keys = await openAuditKeys(dataDir);
+  return createLedgerService({
+    repo: createLedgerRepo(db),
+    signer: keys.signer,
+    publishedKeys: keys.published,
+    now: () => new Date(),
+  });
+}
+
+async function exported(organisationId: string, sinceSeq = 0): Promise<LedgerLine[]> {
+  const lines: LedgerLine[] = [];
+  for await (const line of ledger.exportLedger(organisationId, sinceSeq)) lines.push(line);
+  return lines;
+}
+
+const rowsOf = (lines: LedgerLine[]) => lines.filter((l): l is LedgerRow => l.type === "event");
+
+/** As a third party would, from ARCHITECTURE.md alone: SHA-256 over the JCS of the row without hash. */
+function recomputed(row: LedgerRow): string {
+  const { hash: _hash, ...rest } = row;
+  return createHash("sha256").update(canonicalJson(rest), "utf8").digest("hex");
+}
+
+/** Runs `fn` on one connection with triggers off: a database superuser editing behind the trigger. */
+async function behindTheTrigger(fn: (trx: Kysely<Database>) => Promise<unknown>): Promise<void> {
+  await database.db.transaction().execute(async (trx) => {
+    await sql`set local session_replication_role = replica`.execute(trx);
+    await fn(trx);
+  });
+}
+
+describe("the audit ledger", () => {
+  it("chains each organisation's rows from seq 1, and every hash recomputes from the canonical form", async () => {
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "first" });
+    await audit.insertAuditEvent({
+      organisationId: org,
+      environment: "production",
+      actor: "agent:cli_1",
+      action: "http_request",
+      itemName: "ÉTÉ_KEY \u{1F600}",
+      host: "api.example.com",
+      // Text that slipped past the edge is kept, with U+FFFD for what PostgreSQL and JCS refuse.
+      reason: "nul\u0000 and lone \ud800 surrogate",
+      detail: {
+        path: "/v1/x\u2028y",
+        origin_status: 200,
+        big: 1e21,
+        small: 5e-324,
+        fraction: 0.1 + 0.2,
+        negative_zero: -0,
+        nested: { z: [true, null, "\u0007"], a: "\u20ac" },
+        "\ufb33": 1,
+        "\r": 2,
+      },
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+    });
+    await audit.insertAuditEvent({
+      organisationId: org,
+      actor: "system",
+      action: "third",
+      traceId: "not-a-trace",
+    });
+
+    const rows = rowsOf(await exported(org));
+    expect(rows.map((r) => r.seq)).toEqual([1, 2, 3]);
+    expect(rows[0]!.prev_hash).toBe(ZERO_HASH);
+    expect(rows[1]!.prev_hash).toBe(rows[0]!.hash);
+    expect(rows[2]!.prev_hash).toBe(rows[1]!.hash);
+    for (const row of rows) expect(recomputed(row)).toBe(row.hash);
+    expect(rows[1]).toMatchObject({
+      reason: "nul\ufffd and lone \ufffd surrogate",
+      trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+      detail: { big: 1e21, small: 5e-324, fraction: 0.30000000000000004 },
+    });
+    expect(rows[2]!.trace_id).toBeNull();
+    expect(rows[0]!.at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect((await ledger.verify(org)).ok).toBe(true);
+  });
+
+  it("keeps organisations apart: each chain starts at seq 1, and a row moved across is found", async () => {
+    const a = await newTestOrganisation(database);
+    const b = await newTestOrganisation(database);
+    for (let i = 0; i < 3; i++) {
+      await audit.insertAuditEvent({ organisationId: a, actor: "system", action: `a${i}` });
+      await audit.insertAuditEvent({ organisationId: b, actor: "system", action: `b${i}` });
+    }
+    const rowsA = rowsOf(await exported(a));
+    const rowsB = rowsOf(await exported(b));
+    expect(rowsA.map((r) => [r.seq, r.action])).toEqual([
+      [1, "a0"],
+      [2, "a1"],
+      [3, "a2"],
+    ]);
+    expect(rowsB.map((r) => [r.seq, r.action])).toEqual([
+      [1, "b0"],
+      [2, "b1"],
+      [3, "b2"],
+    ]);
+    expect(rowsB[0]!.prev_hash).toBe(ZERO_HASH);
+
+    // b's row 2 pasted into a's file in place of a's row 2: the organisation gives it away.
+    const verifier = createLedgerVerifier();
+    for (const line of [rowsA[0]!, rowsB[1]!, rowsA[2]!]) verifier.push(line);
+    expect(verifier.result()).toMatchObject({ ok: false, first_bad_seq: 2 });
+  });
+
+  it("refuses UPDATE, DELETE and TRUNCATE of the ledger and its checkpoints", async () => {
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "kept" });
+    await exported(org); // signs a checkpoint
+    const refused = async (statement: Promise<unknown>) => {
+      const error = await statement.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toMatchObject({ code: "42501" });
+    };
+    await refused(
+      database.db
+        .updateTable("audit_events")
+        .set({ actor: "someone else" })
+        .where("organisation_id", "=", org)
+        .execute(),
+    );
+    await refused(database.db.deleteFrom("audit_events").where("organisation_id", "=", org).execute());
+    await refused(sql`truncate audit_events`.execute(database.db));
+    await refused(database.db.deleteFrom("audit_checkpoints").where("organisation_id", "=", org).execute());
+    await refused(
+      sql`update audit_checkpoints set signature = 'x' where organisation_id = ${org}`.execute(database.db),
+    );
+    // Naming another organisation in latch.delete_organisation opens nothing here.
+    await refused(
+      database.db.transaction().execute(async (trx) => {
+        await sql`select set_config('latch.delete_organisation', 'org_other', true)`.execute(trx);
+        await trx.deleteFrom("audit_events").where("organisation_id", "=", org).execute();
+      }),
+    );
+    expect(rowsOf(await exported(org))).toHaveLength(1);
+  });
+
+  it("deletes a whole organisation's ledger with the organisation, and nothing of another's", async () => {
+    const doomed = await newTestOrganisation(database);
+    const kept = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: doomed, actor: "system", action: "x" });
+    await audit.insertAuditEvent({ organisationId: kept, actor: "system", action: "y" });
+    await exported(doomed);
+    const { createOrgsRepo } = await import("../orgs/orgs.repo.ts");
+    await createOrgsRepo(database.db).deleteOrganisation(doomed);
+    const left = await database.db
+      .selectFrom("audit_events")
+      .select("organisation_id")
+      .where("organisation_id", "in", [doomed, kept])
+      .execute();
+    expect(left.map((r) => r.organisation_id)).toEqual([kept]);
+    expect(
+      await database.db
+        .selectFrom("audit_checkpoints")
+        .selectAll()
+        .where("organisation_id", "=", doomed)
+        .execute(),
+    ).toEqual([]);
+    expect((await ledger.verify(kept)).ok).toBe(true);
+  });
+
+  it("finds a row changed, removed or re-hashed behind the trigger's back at its seq", async () => {
+    const org = await newTestOrganisation(database);
+    for (let i = 1; i <= 5; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 5, last_seq: 5 });
+
+    await behindTheTrigger((trx) =>
+      trx
+        .updateTable("audit_events")
+        .set({ reason: "edited" } as never)
+        .where("organisation_id", "=", org)
+        .where("seq", "=", 3)
+        .execute(),
+    );
+    expect(await ledger.verify(org)).toMatchObject({ ok: false, first_bad_seq: 3, rows: 5, last_seq: 5 });
+
+    // The edited row's own hash made to match: the next row's prev_hash no longer does.
+    const third = rowsOf(await exported(org))[2]!;
+    await behindTheTrigger((trx) =>
+      trx
+        .updateTable("audit_events")
+        .set({ hash: recomputed(third) } as never)
+        .where("organisation_id", "=", org)
+        .where("seq", "=", 3)
+        .execute(),
+    );
+    expect(await ledger.verify(org)).toMatchObject({ ok: false, first_bad_seq: 4 });
+  });
+
+  it("finds rows cut from the middle or the end of the chain", async () => {
+    const org = await newTestOrganisation(database);
+    for (let i = 1; i <= 4; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    await behindTheTrigger((trx) =>
+      trx.deleteFrom("audit_events").where("organisation_id", "=", org).where("seq", "=", 4).execute(),
+    );
+    expect(await ledger.verify(org)).toMatchObject({ ok: false, first_bad_seq: 4, last_seq: 3 });
+    await behindTheTrigger((trx) =>
+      trx.deleteFrom("audit_events").where("organisation_id", "=", org).where("seq", "=", 2).execute(),
+    );
+    expect(await ledger.verify(org)).toMatchObject({ ok: false, first_bad_seq: 2 });
+  });
+
+  it("signs a checkpoint at the end of an export, which verifies with the published key and fails with another", async () => {
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "one" });
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "two" });
+    const lines = await exported(org);
+    const checkpoint = lines.at(-1)!;
+    expect(checkpoint).toMatchObject({
+      type: "checkpoint",
+      organisation_id: org,
+      seq: 2,
+      hash: rowsOf(lines)[1]!.hash,
+    });
+    // A second export with nothing new signs nothing more; the stored checkpoint comes after its row.
+    expect(await exported(org)).toEqual(lines);
+
+    const published = (await openAuditKeys(dataDir)).published();
+    const good = createLedgerVerifier({ keys: verifyingKeys(published) });
+    for (const line of lines) good.push(line);
+    expect(good.result()).toMatchObject({ ok: true, rows: 2, last_seq: 2, last_checkpoint: checkpoint });
+
+    // The same key id, another key: the signature does not verify.
+    const { publicKey } = generateKeyPairSync("ed25519");
+    const other = {
+      keys: published.keys.map((k) => ({ ...k, public_key: publicKey.export({ format: "jwk" }).x! })),
+    };
+    const bad = createLedgerVerifier({ keys: verifyingKeys(other) });
+    for (const line of lines) bad.push(line);
+    expect(bad.result()).toMatchObject({ ok: false, first_bad_seq: 2, last_checkpoint: null });
+
+    // A checkpoint forged by another key over the real hash names a key nobody published.
+    const forger = generateKeyPairSync("ed25519").privateKey;
+    const forged = {
+      ...checkpoint,
+      key_id: "forged",
+      signature: sign(null, Buffer.from("x"), forger).toString("base64url"),
+    };
+    const third = createLedgerVerifier({ keys: verifyingKeys(published) });
+    for (const line of [...lines.slice(0, -1), forged]) third.push(line as LedgerLine);
+    expect(third.result()).toMatchObject({ ok: false, first_bad_seq: 2 });
+  });
+
+  it("keeps verifying old checkpoints after the key is rotated", async () => {
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "before rotation" });
+    const before = await exported(org);
+    const rotation = await rotateAuditKeys(dataDir);
+    const rotated = await ledgerOn(database.db);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "after rotation" });
+    const lines: LedgerLine[] = [];
+    for await (const line of rotated.exportLedger(org)) lines.push(line);
+    expect(lines.slice(0, 2)).toEqual(before);
+    expect(lines.at(-1)).toMatchObject({ type: "checkpoint", seq: 2, key_id: rotation.newKeyId });
+    expect(await rotated.verify(org)).toMatchObject({ ok: true, rows: 2 });
+    expect((await openAuditKeys(dataDir)).published().keys).toHaveLength(2);
+  });
+
+  it("signs the hourly checkpoints for every head no checkpoint covers", async () => {
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "hourly" });
+    await ledger.checkpointAll();
+    const checkpoint = await createLedgerRepo(database.db).findLastCheckpoint(org);
+    expect(checkpoint).toMatchObject({ seq: 1 });
+    expect((await ledger.verify(org)).last_checkpoint).toEqual(checkpoint);
+  });
+
+  it("resumes an export after since_seq", async () => {
+    const org = await newTestOrganisation(database);
+    for (let i = 1; i <= 3; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    const rest = await exported(org, 2);
+    expect(rest.map((l) => [l.type, l.seq])).toEqual([
+      ["event", 3],
+      ["checkpoint", 3],
+    ]);
+  });
+
+  it("appends from many connections at once without a gap or a fork", async () => {
+    const org = await newTestOrganisation(database);
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        audit.insertAuditEvent({ organisationId: org, actor: "system", action: `c${i}` }),
+      ),
+    );
+    const rows = rowsOf(await exported(org));
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 40 });
+  });
+
+  it.runIf(isPostgresRun())("keeps one chain when two replicas (two pools) append at once", async () => {
+    const second = await openDatabase({
+      databaseUrl: process.env.DATABASE_URL,
+      dataDir: tmpdir(),
+      migrate: false,
+    });
+    try {
+      const org = await newTestOrganisation(database);
+      const other = await newTestOrganisation(database);
+      const replicas = [createAuditRepo(database.db), createAuditRepo(second.db)];
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          replicas[i % 2]!.insertAuditEvent({
+            organisationId: i % 3 === 0 ? other : org,
+            actor: `replica:${i % 2}`,
+            action: `r${i}`,
+          }),
+        ),
+      );
+      const rows = rowsOf(await exported(org));
+      expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+      expect(new Set(rows.map((r) => r.actor))).toEqual(new Set(["replica:0", "replica:1"]));
+      expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 40 });
+      expect(await ledger.verify(other)).toMatchObject({ ok: true, rows: 20 });
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe("the cost and the history of the ledger", () => {
+  it("appends in one database statement", async () => {
+    const org = await newTestOrganisation(database);
+    let statements = 0;
+    const counted = database.db.withPlugin({
+      transformQuery: (args) => {
+        statements += 1;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    await createAuditRepo(counted).insertAuditEvent({
+      organisationId: org,
+      actor: "system",
+      action: "first",
+    });
+    await createAuditRepo(counted).insertAuditEvent({
+      organisationId: org,
+      actor: "system",
+      action: "second",
+    });
+    expect(statements).toBe(2);
+    expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 2 });
+  });
+
+  it("chains the rows written before the ledger existed, when the migration runs", async () => {
+    const pglite = new PGlite();
+    const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+    try {
+      await migrateTo(db as unknown as Kysely<unknown>, "2026-11-25T1100-connect-states");
+      await sql`insert into organisations (id, name) values ('org_old', 'Old'), ('org_older', 'Older')`.execute(
+        db,
+      );
+      for (const [org, action] of [
+        ["org_old", "a"],
+        ["org_older", "x"],
+        ["org_old", "b"],
+        ["org_old", "c"],
+      ]) {
+        await sql`insert into audit_events (organisation_id, actor, action, detail, at)
+          values (${org}, 'system', ${action}, '{"n": 1.5, "s": "é"}'::jsonb, '2026-01-02 03:04:05.678912+00')`.execute(
+          db,
+        );
+      }
+      await migrateToLatest(db as unknown as Kysely<unknown>);
+      const old = await ledgerOn(db);
+      const lines: LedgerLine[] = [];
+      for await (const line of old.exportLedger("org_old")) lines.push(line);
+      expect(rowsOf(lines).map((r) => [r.seq, r.action, r.at])).toEqual([
+        [1, "a", "2026-01-02T03:04:05.678Z"],
+        [2, "b", "2026-01-02T03:04:05.678Z"],
+        [3, "c", "2026-01-02T03:04:05.678Z"],
+      ]);
+      for (const row of rowsOf(lines)) expect(recomputed(row)).toBe(row.hash);
+      // The next append continues the chain from the migrated head.
+      await createAuditRepo(db).insertAuditEvent({ organisationId: "org_old", actor: "system", action: "d" });
+      expect(await old.verify("org_old")).toMatchObject({ ok: true, rows: 4 });
+      expect(await old.verify("org_older")).toMatchObject({ ok: true, rows: 1 });
+    } finally {
+      await db.destroy();
+    }
+  });
+});

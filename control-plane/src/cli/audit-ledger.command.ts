@@ -1,0 +1,111 @@
+// `vault audit verify FILE [--keys URL|FILE]` checks a ledger export offline (DECISIONS "Ledger and
+// telemetry"): every hash recomputed, the links, the seqs, and with the published keys every
+// checkpoint's signature. Exit 0 when the chain holds, 1 printing `first bad seq N` when not.
+// Also `vault audit export` and `vault audit-rotate-keys`.
+import { createReadStream } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import type { LedgerLine } from "@latch/shared/ledger/ledger-format";
+import { auditKeysPath, rotateAuditKeys } from "../audit/audit-keys.ts";
+import { type AuditKeysDocument, createLedgerVerifier, verifyingKeys } from "../audit/ledger-verify.ts";
+import { loadConfig } from "../config.ts";
+
+/** A keys document is small; anything bigger is not one. */
+const MAX_KEYS_BYTES = 1024 * 1024;
+
+export async function runAuditVerify(
+  file: string,
+  keysSource: string | undefined,
+  out: (line: string) => void,
+): Promise<number> {
+  const keys = keysSource ? verifyingKeys(await readKeysDocument(keysSource)) : undefined;
+  const verifier = createLedgerVerifier({ keys });
+  const lines = createInterface({ input: createReadStream(file, { encoding: "utf8" }), crlfDelay: Infinity });
+  let lineNumber = 0;
+  for await (const text of lines) {
+    lineNumber += 1;
+    if (text.trim() === "") continue;
+    let line: LedgerLine;
+    try {
+      line = JSON.parse(text) as LedgerLine;
+    } catch {
+      const seq = verifier.result().last_seq + 1;
+      verifier.fail(seq, `line ${lineNumber} is not JSON`);
+      continue;
+    }
+    verifier.push(line);
+  }
+  const result = verifier.result();
+  if (!result.ok) {
+    out(`first bad seq ${result.first_bad_seq}`);
+    if (result.problem) out(result.problem);
+    return 1;
+  }
+  out(
+    result.rows === 0
+      ? "the file holds no rows"
+      : `chain holds: ${result.rows} rows, seq 1 to ${result.last_seq}`,
+  );
+  const checkpoint = result.last_checkpoint;
+  if (!keys) {
+    out(
+      "checkpoint signatures were not checked (no --keys given; pass the service's /.well-known/latch-audit-keys.json URL or a copy of it)",
+    );
+  } else if (checkpoint) {
+    out(
+      `checkpoints verified; the last covers seq ${checkpoint.seq}, signed ${checkpoint.at} by key ${checkpoint.key_id}`,
+    );
+  } else {
+    out("the file holds no checkpoint");
+  }
+  return 0;
+}
+
+async function readKeysDocument(source: string): Promise<AuditKeysDocument> {
+  let text: string;
+  if (/^https?:\/\//i.test(source)) {
+    const response = await fetch(source, { signal: AbortSignal.timeout(15_000), redirect: "follow" });
+    if (!response.ok) throw new Error(`--keys: ${source} answered ${response.status}`);
+    text = await response.text();
+  } else {
+    text = await readFile(source, "utf8");
+  }
+  if (text.length > MAX_KEYS_BYTES) throw new Error("--keys: that is not a keys document (too large)");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error("--keys: that is not a keys document (not JSON)");
+  }
+  if (!Array.isArray((parsed as AuditKeysDocument)?.keys)) {
+    throw new Error("--keys: that is not a keys document (no keys array)");
+  }
+  return parsed as AuditKeysDocument;
+}
+
+/**
+ * `vault audit-rotate-keys [--local]`: a new checkpoint signing key first; the others keep
+ * verifying. The hosted service's DATA_DIR (as npm start reads it), or with --local the vault's.
+ */
+export async function runAuditRotateKeys(
+  env: NodeJS.ProcessEnv,
+  localDataDir: string | undefined,
+  progress: (line: string) => void,
+): Promise<number> {
+  const config = localDataDir ? undefined : loadConfig(env);
+  const dataDir = localDataDir ?? resolve(config!.DATA_DIR);
+  const keyFile = config?.AUDIT_SIGNING_KEYS_FILE;
+  progress(`rotating the audit checkpoint keys in ${auditKeysPath(dataDir, keyFile)}`);
+  const result = await rotateAuditKeys(dataDir, new Date(), keyFile);
+  progress(`new signing key ${result.newKeyId}`);
+  for (const id of result.retiredKeyIds) {
+    progress(`retired (still published, so its checkpoints keep verifying; its private half is gone): ${id}`);
+  }
+  progress(
+    localDataDir
+      ? "restart vault serve (or vault mcp) so that it signs with the new key"
+      : "restart or roll the control plane so that it signs with the new key",
+  );
+  return 0;
+}
