@@ -228,6 +228,26 @@ describe("an invitation that cannot be used", () => {
     expect(joined.json().organisation.role).toBe("approver");
   });
 
+  it("speaks for its sender: a removed admin's invitation is withdrawn, a demoted one's no longer works", async () => {
+    const { browser: inviter } = await owner();
+    const admin = await joinAs(h, inviter, "admin");
+    const otherSelf = await signUpOperator(h, { label: "other-self" });
+    const later = await signUpOperator(h, { label: "later" });
+    const sent = await invite(admin.browser, otherSelf.email, "admin");
+    const second = await invite(admin.browser, later.email, "admin");
+    // Demoted to approver: an approver may invite nobody, so the invitation is void.
+    await inviter.request("POST", `/api/orgs/members/${admin.operatorId}/role`, { role: "approver" });
+    const void1 = await later.browser.request("POST", "/invite", { token: second.token });
+    expect(void1.statusCode).toBe(410);
+    expect(void1.json().error.message).toContain("can no longer invite as admin");
+    // Removed: what they sent is withdrawn with them, and the listing no longer has it.
+    await inviter.request("DELETE", `/api/orgs/members/${admin.operatorId}`);
+    expect((await inviter.request("GET", "/api/orgs/members")).json().invites).toEqual([]);
+    const void2 = await otherSelf.browser.request("POST", "/invite", { token: sent.token });
+    expect(void2.statusCode).toBe(410);
+    expect(void2.json().error.code).toBe("invite_withdrawn");
+  });
+
   it("an unknown or malformed token is 404 with a sentence, never a 500", async () => {
     const someone = await readyOperator(h);
     for (const token of ["x", "A".repeat(43), "<script>", "a\u0000b"]) {

@@ -21,6 +21,8 @@ export interface InvitesRepo {
   updateInviteAccepted(id: string, operatorId: string, now: Date): Promise<boolean>;
   /** Marks it withdrawn, only if still open; true when it was. */
   updateInviteWithdrawn(organisationId: string, id: string, operatorId: string, now: Date): Promise<boolean>;
+  /** Withdraws the open invitations a member sent (they are gone from the organisation). */
+  updateInvitesWithdrawnBySender(organisationId: string, senderId: string, now: Date): Promise<void>;
   /** Withdraws the open invitations of one address (a new one replaces them). */
   updateInvitesWithdrawnForEmail(
     organisationId: string,
@@ -87,6 +89,16 @@ export function createInvitesRepo(db: Kysely<Database>): InvitesRepo {
         .where("withdrawn_at", "is", null)
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
+    },
+    async updateInvitesWithdrawnBySender(organisationId, senderId, now) {
+      await db
+        .updateTable("org_invites")
+        .set({ withdrawn_at: now, withdrawn_by: senderId })
+        .where("organisation_id", "=", organisationId)
+        .where("invited_by", "=", senderId)
+        .where("accepted_at", "is", null)
+        .where("withdrawn_at", "is", null)
+        .execute();
     },
     async updateInvitesWithdrawnForEmail(organisationId, email, operatorId, now) {
       await db

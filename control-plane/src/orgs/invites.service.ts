@@ -8,7 +8,7 @@ import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { normaliseEmail } from "../auth/email-code.service.ts";
-import { isRole, type Role, requireManagedRole } from "../auth/permissions.ts";
+import { isRole, MANAGED_ROLES, mayPerform, type Role, requireManagedRole } from "../auth/permissions.ts";
 import type { Mail } from "../mail/mailer.ts";
 import { inviteMail } from "./invite-text.ts";
 import type { InvitesRepo, InviteWithNames } from "./invites.repo.ts";
@@ -236,6 +236,22 @@ export function createInvitesService(deps: InvitesDeps) {
       }
       if (!isRole(invite.role)) throw new AppError("not_found", UNKNOWN);
       const joined = await deps.inMembersLock(invite.organisation_id, async ({ orgs, invites }) => {
+        // The invitation speaks for the member who sent it: once they are gone, or may no longer
+        // give that role (removed, demoted), it is void. A removed admin cannot come back in
+        // through an invitation they sent to another address of theirs.
+        const inviter = await orgs.findMembership(invite.organisation_id, invite.invited_by);
+        const inviterRole = isRole(inviter?.role) ? inviter.role : undefined;
+        if (
+          !inviterRole ||
+          !mayPerform(inviterRole, "members.write") ||
+          !MANAGED_ROLES[inviterRole].includes(invite.role as Role)
+        ) {
+          await invites.updateInviteWithdrawn(invite.organisation_id, invite.id, invite.invited_by, at);
+          throw new AppError(
+            "invite_withdrawn",
+            `the member who sent this invitation can no longer invite as ${invite.role}; ask for a new one`,
+          );
+        }
         if (!(await invites.updateInviteAccepted(invite.id, operator.operatorId, at))) {
           const now = await invites.findInviteById(invite.organisation_id, invite.id);
           throw (

@@ -66,12 +66,16 @@ export function createMembersService(deps: MembersDeps) {
     return { ...member, role: member.role };
   }
 
-  /** Deletes a membership under the lock, unless it is the last owner's. */
-  async function deleteMember(orgs: OrgsRepo, organisationId: string, operatorId: string, role: Role) {
-    if (role === "owner" && (await orgs.countOwners(organisationId)) <= 1) {
+  /**
+   * Deletes a membership under the lock, unless it is the last owner's; the invitations they sent
+   * and nobody used yet go with them (accepting one also checks its sender, invites.service.ts).
+   */
+  async function deleteMember(locked: MembersLocked, organisationId: string, operatorId: string, role: Role) {
+    if (role === "owner" && (await locked.orgs.countOwners(organisationId)) <= 1) {
       throw new AppError("last_owner", LAST_OWNER);
     }
-    await orgs.deleteMembership(organisationId, operatorId);
+    await locked.orgs.deleteMembership(organisationId, operatorId);
+    await locked.invites.updateInvitesWithdrawnBySender(organisationId, operatorId, deps.now());
   }
 
   /** After a membership is gone: its sessions and OAuth grants, then the audit row. */
@@ -143,12 +147,12 @@ export function createMembersService(deps: MembersDeps) {
      * what they approved stays in force and in the audit, under their operator id and email.
      */
     async removeMember(actor: MemberActor, operatorId: string): Promise<void> {
-      const gone = await deps.inMembersLock(actor.organisationId, async ({ orgs }) => {
-        const me = await loadMember(orgs, actor.organisationId, actor.operatorId);
-        const member = await loadMember(orgs, actor.organisationId, operatorId);
+      const gone = await deps.inMembersLock(actor.organisationId, async (locked) => {
+        const me = await loadMember(locked.orgs, actor.organisationId, actor.operatorId);
+        const member = await loadMember(locked.orgs, actor.organisationId, operatorId);
         // Removing oneself is leaving, which every member may do.
         if (operatorId !== actor.operatorId) requireManagedRole(me.role, member.role, "removing");
-        await deleteMember(orgs, actor.organisationId, operatorId, member.role);
+        await deleteMember(locked, actor.organisationId, operatorId, member.role);
         return { operatorId, email: member.email, role: member.role };
       });
       await afterGone(actor, gone, operatorId === actor.operatorId);
@@ -156,9 +160,9 @@ export function createMembersService(deps: MembersDeps) {
 
     /** The caller leaves the organisation (the last owner cannot). */
     async leave(actor: MemberActor): Promise<void> {
-      const gone = await deps.inMembersLock(actor.organisationId, async ({ orgs }) => {
-        const member = await loadMember(orgs, actor.organisationId, actor.operatorId);
-        await deleteMember(orgs, actor.organisationId, actor.operatorId, member.role);
+      const gone = await deps.inMembersLock(actor.organisationId, async (locked) => {
+        const member = await loadMember(locked.orgs, actor.organisationId, actor.operatorId);
+        await deleteMember(locked, actor.organisationId, actor.operatorId, member.role);
         return { operatorId: actor.operatorId, email: member.email, role: member.role };
       });
       await afterGone(actor, gone, true);
