@@ -4,7 +4,6 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
-import { registerAuditExportRoutes } from "./audit/audit-export.routes.ts";
 import { openAuditKeys } from "./audit/audit-keys.ts";
 import { registerLedgerRoutes } from "./audit/ledger.routes.ts";
 import { startCheckpointSchedule } from "./audit/ledger.service.ts";
@@ -22,6 +21,7 @@ import { createTicketFence } from "./egress/ticket-fence.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
+import { registerAuditExportRoutes } from "./grants/audit-export.routes.ts";
 import { registerGrantsRoutes } from "./grants/grants.routes.ts";
 import { registerInboxRoutes } from "./inbox/inbox.routes.ts";
 import { registerItemsRoutes } from "./items/items.routes.ts";
@@ -163,7 +163,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           environments: config.LATCH_ENVIRONMENTS,
         }),
       (app) => registerInboxRoutes(app, { grants, needs }),
-      (app) => registerAuditExportRoutes(app, { audit, clients }),
+      (app) =>
+        registerAuditExportRoutes(app, {
+          audit,
+          clientNames: async (organisationId) =>
+            new Map((await clients.listClients(organisationId)).map((c) => [c.id, c.name])),
+        }),
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,

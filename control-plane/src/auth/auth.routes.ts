@@ -3,7 +3,6 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
-import type { OrgsService } from "../orgs/orgs.service.ts";
 import {
   accessEvents,
   accessSnapshot,
@@ -35,6 +34,24 @@ import { operatorOnly } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
 import type { TotpService } from "./totp.service.ts";
 
+/**
+ * What these routes need of organisations (orgs/orgs.service.ts answers it): written here, so that
+ * auth/ imports no feature (orgs/ builds its routes on auth/'s guard).
+ */
+export interface OrganisationsPort {
+  createOrganisation(operatorId: string, name: unknown): Promise<{ id: string; name: string; slug: string }>;
+  deleteOrganisation(operatorId: string, organisationId: string, confirmName: unknown): Promise<void>;
+  findDefaultOrganisation(operatorId: string): Promise<string | null>;
+  findOrganisation(organisationId: string): Promise<{ id: string; name: string; slug: string } | undefined>;
+  findMemberRole(organisationId: string, operatorId: string): Promise<string | undefined>;
+  findMembers(
+    organisationId: string,
+  ): Promise<{ operator_id: string; email: string; role: string; created_at: Date }[]>;
+  findOrganisationsOf(
+    operatorId: string,
+  ): Promise<{ id: string; name: string; slug: string; role: string }[]>;
+}
+
 export interface AuthRouteDeps {
   /** The clients and grants parts of the access snapshot, and the issuance ledger. */
   access?: {
@@ -45,7 +62,7 @@ export interface AuthRouteDeps {
   emailCodes: EmailCodeService;
   totp: TotpService;
   sessions: SessionsRepo;
-  orgs: OrgsService;
+  orgs: OrganisationsPort;
   isSecureCookies: boolean;
   now: () => Date;
   /** Sign-out also ends the operator's OAuth sign-in sessions (oauth/). */

@@ -3,13 +3,12 @@
 // The console's Export buttons download it.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { AuditEventView, AuditRepo } from "../audit/audit.repo.ts";
+import { toCsv, toExportRows, toJsonLines } from "../audit/audit-export.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { operatorOnly } from "../auth/principal.ts";
-import type { ClientsService } from "../clients/clients.service.ts";
-import { auditQuery } from "../grants/grants.schemas.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
-import type { AuditEventView, AuditRepo } from "./audit.repo.ts";
-import { toCsv, toExportRows, toJsonLines } from "./audit-export.ts";
+import { auditQuery } from "./grants.schemas.ts";
 
 /** The most events one export holds; a narrower filter (dates) exports the rest. */
 export const MAX_EXPORT_EVENTS = 10_000;
@@ -21,7 +20,11 @@ const exportQuery = auditQuery.omit({ before: true }).extend({
 
 export function registerAuditExportRoutes(
   app: FastifyInstance,
-  deps: { audit: Pick<AuditRepo, "findAuditEvents">; clients: Pick<ClientsService, "listClients"> },
+  deps: {
+    audit: Pick<AuditRepo, "findAuditEvents">;
+    /** The organisation's clients by id, to name agents in the details. */
+    clientNames(organisationId: string): Promise<Map<string, string>>;
+  },
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
@@ -70,11 +73,7 @@ export function registerAuditExportRoutes(
         if (page.length < PAGE) break;
         before = page.at(-1)!.id;
       }
-      const clients = await deps.clients.listClients(organisationId);
-      const rows = toExportRows(
-        events.slice(0, MAX_EXPORT_EVENTS),
-        new Map(clients.map((c) => [c.id, c.name])),
-      );
+      const rows = toExportRows(events.slice(0, MAX_EXPORT_EVENTS), await deps.clientNames(organisationId));
       const isCsv = query.format === "csv";
       const day = new Date().toISOString().slice(0, 10);
       return reply
