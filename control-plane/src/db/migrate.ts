@@ -55,6 +55,9 @@ async function migrate(
     provider: { getMigrations: async () => MIGRATIONS },
     // Each migration commits on its own: a failure leaves the ones before it applied and recorded.
     transactionMode: "per-migration",
+    // Work lands from branches made in parallel: a migration named before one a database already
+    // ran (each touches its own tables) is run rather than refused as "corrupted".
+    allowUnorderedMigrations: true,
   });
   const { error, results } = await run(migrator);
   const failed = results?.find((r) => r.status === "Error");
