@@ -10,7 +10,7 @@ import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { requireOperator, requireOrgOperator } from "./auth/operator-guard.ts";
-import { OPERATOR_ONLY } from "./auth/principal.ts";
+import { operatorOnly } from "./auth/principal.ts";
 import { sessionCookieNames } from "./auth/sessions.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
@@ -22,6 +22,7 @@ import { createTicketFence } from "./egress/ticket-fence.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
+import { registerAuditExportRoutes } from "./grants/audit-export.routes.ts";
 import { registerGrantsRoutes } from "./grants/grants.routes.ts";
 import { registerInboxRoutes } from "./inbox/inbox.routes.ts";
 import { createInboxHub } from "./inbox/inbox-hub.ts";
@@ -36,6 +37,8 @@ import { looksLikeJwt } from "./oauth/access-tokens.ts";
 import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
 import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.ts";
+import { registerInviteRoutes } from "./orgs/invite.routes.ts";
+import { registerMembersRoutes } from "./orgs/members.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerPolicyRoutes } from "./policies/policies.routes.ts";
 import { registerPushRoutes } from "./push/push.routes.ts";
@@ -115,6 +118,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       subject: config.BASE_URL.startsWith("https://") ? config.BASE_URL : "mailto:push@latch.invalid",
       allowedHosts: config.PUSH_SERVICE_HOSTS,
     },
+    onMemberOAuthEnded: (organisationId, operatorId) =>
+      oauthServer?.service.endMemberConsents(organisationId, operatorId) ?? Promise.resolve(),
   });
   const { audit, items, grants, clients, needs, sessions } = services;
   const oauth = createOAuthServer({
@@ -178,7 +183,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
         registerPushRoutes(app, {
           push: services.push,
           access: {
-            config: OPERATOR_ONLY,
+            // A device is the caller's own: an account action, whatever the role.
+            config: operatorOnly("account"),
             preValidation: async (request) => {
               await requireOperator(request, { mfa: true });
             },
@@ -191,7 +197,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           hub: inboxHub,
           audit,
           access: {
-            config: OPERATOR_ONLY,
+            // Every member sees the inbox (DECISIONS "Teams").
+            config: operatorOnly("org.read"),
             preValidation: async (request) => {
               await requireOrgOperator(request);
             },
@@ -202,29 +209,33 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
             // Signed out, switched away or removed: the stream ends at the next check.
             isStillAllowed: async (request, organisationId) => {
               const token = request.cookies[sessionCookie];
-              const session = token ? await sessions.findLiveSessionByToken(token) : undefined;
-              if (!session?.is_mfa_passed || session.organisation_id !== organisationId) return false;
-              return (await services.orgs.findMemberRole(organisationId, session.operator_id)) !== undefined;
+              const live = token ? await sessions.findLiveSessionByToken(token) : undefined;
+              return Boolean(
+                live?.session.is_mfa_passed && live.session.organisation_id === organisationId && live.role,
+              );
             },
           },
         }),
       (app) => {
-        // Until roles land every operator of the organisation may read and edit its policies.
-        const operatorOnly = {
-          config: OPERATOR_ONLY,
-          preValidation: async (request: FastifyRequest) => {
-            await requireOrgOperator(request);
-          },
+        // Every member reads the policy and previews a change; owners and admins save one.
+        const checked = async (request: FastifyRequest) => {
+          await requireOrgOperator(request);
         };
         registerPolicyRoutes(app, {
           policies: services.policies,
           access: {
-            read: operatorOnly,
-            write: operatorOnly,
+            read: { config: operatorOnly("org.read"), preValidation: checked },
+            write: { config: operatorOnly("policies.write"), preValidation: checked },
             callerOf: (request) => requireOrgOperator(request),
           },
         });
       },
+      (app) =>
+        registerAuditExportRoutes(app, {
+          audit,
+          clientNames: async (organisationId) =>
+            new Map((await clients.listClients(organisationId)).map((c) => [c.id, c.name])),
+        }),
       (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,
@@ -250,11 +261,26 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => oauth.registerRoutes(app),
       (app) => registerConnectRoutes(app, { connect: services.connect }),
       (app) =>
+        registerMembersRoutes(app, {
+          members: services.members,
+          invites: services.invites,
+          orgs: services.orgs,
+          sessions,
+        }),
+      (app) =>
+        registerInviteRoutes(app, {
+          invites: services.invites,
+          orgs: services.orgs,
+          sessions,
+          findOperatorEmail: async (operatorId) => (await services.totp.findOperator(operatorId))?.email,
+        }),
+      (app) =>
         registerLedgerRoutes(app, {
           ledger: services.ledger,
           publishedKeys: auditKeys.published,
           access: {
-            config: OPERATOR_ONLY,
+            // The ledger is the audit's full export: owners, admins and auditors (DECISIONS).
+            config: operatorOnly("audit.export"),
             preValidation: async (request) => {
               await requireOrgOperator(request);
             },

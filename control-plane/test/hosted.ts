@@ -171,7 +171,7 @@ export class Browser {
   }
 
   async request(
-    method: "GET" | "POST" | "PUT" | "DELETE",
+    method: "GET" | "POST" | "DELETE" | "PATCH" | "PUT",
     url: string,
     body?: unknown,
     headers: Record<string, string> = {},

@@ -62,7 +62,21 @@ function moveRule(index, by) {
   policy.rules.splice(index + by, 0, moved);
   policyChanged(`Moved ${ruleLabel(moved)} to place ${index + by + 1}. Save to apply.`);
 }
+/** A row as a role that may not change the policy reads it: no controls. */
+function readOnlyPolicyRow(rule, index) {
+  return row([
+    String(index + 1),
+    rowHeader(ruleLabel(rule)),
+    el("td", EFFECT_TEXT[rule.effect], `effect ${rule.effect}`),
+    matchText(rule.match),
+    rateText(rule),
+    previewText(index),
+    rule.enabled ? "Yes" : "No",
+    "—",
+  ]);
+}
 function policyRow(rule, index) {
+  if (!may("policies.write")) return readOnlyPolicyRow(rule, index);
   var label = ruleLabel(rule);
   var order = el("td");
   order.appendChild(el("span", String(index + 1), "order"));

@@ -243,6 +243,20 @@ export function createNeedsService(deps: NeedsDeps) {
           ...(isAlways ? {} : { requestedCall: call }),
           ...(isAlways && call && body.scope === "path_prefix" ? { callScope: pathPrefixScope(call) } : {}),
         });
+        // Under the two-person rule the standing approval waits for a second member ("1 of 2"):
+        // storing the value still approves, once, the request that asked, as it always does.
+        if (grant.status === "pending" && call) {
+          await grants.createActiveGrant({
+            organisationId,
+            environment: need.environment,
+            itemId: item.id,
+            agentId: need.agent_id,
+            toolId: HTTP_REQUEST_TOOL,
+            actor,
+            policy: "prompt",
+            requestedCall: call,
+          });
+        }
         await repo.updateNeedItem(id, item.id);
         await recordEvent({ ...needEvent(need, "need_fulfilled", actor), organisationId });
         return { item, grant };
