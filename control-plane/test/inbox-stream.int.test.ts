@@ -12,6 +12,7 @@ import {
   toolAnswer,
 } from "./hosted.ts";
 import { openEventStream } from "./sse.ts";
+import { joinAs } from "./teams.ts";
 
 const SECRET = "sk_live_inbox_stream_canary_52c9";
 let h: HostedHarness;
@@ -166,4 +167,26 @@ describe("GET /api/inbox/stream", () => {
     stream.close();
     await agent.close();
   });
+
+  it("ends for a member removed from the organisation, at the session's next check", async () => {
+    const { op, agent } = await setUp();
+    const approver = await joinAs(h, op, "approver", "stream-approver");
+    const stream = await openEventStream(`${url}/api/inbox/stream`, approver.browser);
+    await stream.next("ready");
+    await ask(agent, "/v1/before-removal");
+    await stream.next("approval_requested", 1_000);
+    const removed = await op.request("DELETE", `/api/orgs/members/${approver.operatorId}`);
+    expect(removed.statusCode, removed.body).toBe(200);
+    await expect.poll(() => stream.isEnded, { timeout: 15_000, interval: 100 }).toBe(true);
+    // Opened again, it follows the organisation the session acts in now, never the one it left.
+    const reopened = await openEventStream(`${url}/api/inbox/stream`, approver.browser);
+    if (reopened.status === 200) {
+      await reopened.next("ready");
+      await ask(agent, "/v1/after-removal");
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect(reopened.events.map((e) => e.type)).toEqual(["ready"]);
+    }
+    reopened.close();
+    await agent.close();
+  }, 30_000);
 });

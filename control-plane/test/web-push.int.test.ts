@@ -17,6 +17,7 @@ import {
   readyOperator,
   toolAnswer,
 } from "./hosted.ts";
+import { joinAs } from "./teams.ts";
 
 const SECRET = "sk_live_webpush_canary_0c3e";
 const PUSH_HOST = "push.latch.test";
@@ -196,6 +197,29 @@ describe("Web Push", () => {
     await call("/v1/second");
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(received.filter((r) => r.path === gone).length).toBe(before);
+    await agent.close();
+  });
+
+  it("pushes to every member who may approve (an approver), never to an auditor", async () => {
+    const { op, token } = await operatorWithClient(h, {
+      secret: SECRET,
+      items: [{ name: "API_KEY" }],
+      clientName: "push agent",
+    });
+    const approver = await joinAs(h, op, "approver", "push-approver");
+    const auditor = await joinAs(h, op, "auditor", "push-auditor");
+    const approverPath = `/push/approver-${randomBytes(6).toString("hex")}`;
+    const auditorPath = `/push/auditor-${randomBytes(6).toString("hex")}`;
+    await subscribe(approver.browser, approverPath);
+    await subscribe(auditor.browser, auditorPath);
+    const agent = await connectAgent(url, token);
+    await agent.callTool({
+      name: "http_request",
+      arguments: { item_name: "API_KEY", method: "POST", path: "/v1/roles", body: {} },
+    });
+    await arrived(approverPath);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(received.some((r) => r.path === auditorPath)).toBe(false);
     await agent.close();
   });
 
