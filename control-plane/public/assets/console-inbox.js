@@ -392,10 +392,14 @@ onSubmit(codeForm, () => {
   );
 });
 loaders.inbox = () => loadInbox(false);
-// Polling is the fallback: while the live stream is open (console-live.js) it redraws the inbox.
+// Polling is the fallback: while the live stream is open (console-live.js) it redraws the inbox,
+// and polling only looks once a minute for what no event tells (a credential deleted meanwhile).
+var inboxTicks = 0;
 setInterval(() => {
+  inboxTicks += 1;
+  var isLive = window.latchLiveInbox?.isOpen;
   // Drawn once the account is known: which decisions it shows depends on the role.
-  if (me && !document.hidden && !window.latchLiveInbox?.isOpen) loadInbox(true).catch(fail);
+  if (me && !document.hidden && (!isLive || inboxTicks % 12 === 0)) loadInbox(true).catch(fail);
 }, 5000);
 meReady.then(() => {
   if (currentSection !== "inbox") loadInbox(false).catch(fail);

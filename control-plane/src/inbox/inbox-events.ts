@@ -9,6 +9,8 @@ import type { AuditedCall } from "../audit/audit.repo.ts";
 export const INBOX_EVENT_OF = {
   grant_requested: "approval_requested",
   grant_approved: "approval_decided",
+  // The two-person rule's first of two approvals: still pending, now "1 of 2" (DECISIONS "Teams").
+  grant_first_approved: "approval_decided",
   grant_denied: "approval_decided",
   need_requested: "need_created",
   need_fulfilled: "need_closed",
@@ -28,6 +30,13 @@ export interface InboxEvent {
 }
 
 const text = (value: unknown): string | null => (typeof value === "string" ? value : null);
+
+/** What approval_decided says was decided; a first of two leaves the request pending. */
+const DECISION_OF: Readonly<Record<string, string>> = {
+  grant_approved: "approved",
+  grant_first_approved: "first_of_two",
+  grant_denied: "denied",
+};
 
 /** The agent a row names: its client id and, hosted, its name as issued or registered. */
 function agentOf(row: AuditedCall): { id: string | null; name: string | null } {
@@ -67,7 +76,8 @@ export function toInboxEvent(row: AuditedCall): InboxEvent | undefined {
         data: {
           ...common,
           grant_id: text(detail.grant_id),
-          decision: row.action === "grant_denied" ? "denied" : "approved",
+          decision: DECISION_OF[row.action] ?? "approved",
+          ...(typeof detail.approvals === "string" ? { approvals: detail.approvals } : {}),
           policy: text(detail.policy),
           item_name: row.item_name,
           by: row.actor,
