@@ -144,6 +144,33 @@ describe("GET /api/inbox/stream", () => {
     await agent.close();
   });
 
+  it("a replica shutting down ends its streams at once; resumed on another, nothing is missed", async () => {
+    const { op, agent } = await setUp();
+    const leaving = await startHosted({ replicaOf: h });
+    const leavingUrl = await leaving.app.listen({ host: "127.0.0.1", port: 0 });
+    const stream = await openEventStream(`${leavingUrl}/api/inbox/stream`, op);
+    await stream.next("ready");
+    const before = await ask(agent, "/v1/before-restart");
+    const seen = await stream.next("approval_requested", 1_000);
+    expect(seen.data.grant_id).toBe(before.grant_id);
+
+    // The open stream must not hold the shutdown up (a hijacked response Fastify cannot see).
+    const started = Date.now();
+    await leaving.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await expect.poll(() => stream.isEnded, { timeout: 2_000, interval: 50 }).toBe(true);
+
+    // Asked while no replica streams to this operator, then resumed on a surviving replica.
+    const during = await ask(agent, "/v1/during-restart");
+    const resumed = await openEventStream(`${replicaUrl}/api/inbox/stream`, op, { lastEventId: seen.id });
+    await resumed.next("ready");
+    const next = await resumed.next("approval_requested", 1_000);
+    expect(next.data.grant_id).toBe(during.grant_id);
+    expect(resumed.events.filter((e) => e.data?.grant_id === before.grant_id)).toEqual([]);
+    resumed.close();
+    await agent.close();
+  }, 30_000);
+
   it("a stream that dropped before any event resumes from its ready id", async () => {
     const { op, agent } = await setUp();
     const first = await openEventStream(`${url}/api/inbox/stream`, op);

@@ -21,6 +21,8 @@ import { joinAs } from "./teams.ts";
 
 const SECRET = "sk_live_webpush_canary_0c3e";
 const PUSH_HOST = "push.latch.test";
+/** A push service whose port refuses every connection. */
+const DOWN_HOST = "down.notify.windows.com";
 let h: HostedHarness;
 let url: string;
 /** What the push endpoint received, by path. */
@@ -38,7 +40,11 @@ beforeAll(async () => {
       }
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
     },
-    { providerHosts: [PUSH_HOST], pushServiceHosts: `${PUSH_HOST},*.notify.windows.com` },
+    {
+      providerHosts: [PUSH_HOST],
+      closedHosts: [DOWN_HOST],
+      pushServiceHosts: `${PUSH_HOST},*.notify.windows.com`,
+    },
   ));
 }, 60_000);
 afterAll(async () => {
@@ -262,5 +268,91 @@ describe("Web Push", () => {
     expect((await bob.request("DELETE", `/api/push/subscriptions/${id}`)).statusCode).toBe(404);
     expect((await alice.request("DELETE", `/api/push/subscriptions/${id}`)).statusCode).toBe(200);
     expect((await alice.request("DELETE", `/api/push/subscriptions/${id}`)).statusCode).toBe(404);
+  });
+});
+
+describe("Web Push when a part fails", () => {
+  const subscriptionExists = async (id: string) =>
+    (await h.plane.database.db
+      .selectFrom("push_subscriptions")
+      .select("id")
+      .where("id", "=", id)
+      .executeTakeFirst()) !== undefined;
+
+  async function agentOf() {
+    const { op, token, email } = await operatorWithClient(h, {
+      secret: SECRET,
+      items: [{ name: "API_KEY" }],
+      clientName: "push agent",
+    });
+    const agent = await connectAgent(url, token);
+    const ask = async (path: string) =>
+      toolAnswer(
+        await agent.callTool({
+          name: "http_request",
+          arguments: { item_name: "API_KEY", method: "POST", path, body: {} },
+        }),
+      );
+    return { op, email, agent, ask };
+  }
+
+  const mailsTo = (email: string) => h.inbox.mails.filter((m) => m.to === email).length;
+
+  it("a push service answering 500, or refusing the connection, keeps the subscription; the request and its mail stand", async () => {
+    const { op, email, agent, ask } = await agentOf();
+    const failing = `/push/failing-${randomBytes(6).toString("hex")}`;
+    statusOf.set(failing, 500);
+    const { id: failingId } = await subscribe(op, failing);
+    const down = await op.request("POST", "/api/push/subscriptions", {
+      endpoint: `https://${DOWN_HOST}/push/down`,
+      keys: newBrowserKeys().json,
+    });
+    expect(down.statusCode, down.body).toBe(201);
+    const downId = down.json().subscription.id as string;
+    const mailsBefore = mailsTo(email);
+
+    const asked = await ask("/v1/while-push-fails");
+    expect(asked.status).toBe("pending");
+    await arrived(failing);
+    await expect.poll(() => mailsTo(email), { timeout: 10_000 }).toBeGreaterThan(mailsBefore);
+    // Give the refused connection its time to fail, then: both devices are still subscribed.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await subscriptionExists(failingId)).toBe(true);
+    expect(await subscriptionExists(downId)).toBe(true);
+    const inbox = (await op.request("GET", "/api/inbox")).json().approvals as { grant_id: string }[];
+    expect(inbox.map((a) => a.grant_id)).toContain(asked.grant_id);
+
+    // The push service is back: the next request reaches the same subscription.
+    statusOf.set(failing, 201);
+    const pushesBefore = received.filter((r) => r.path === failing).length;
+    await ask("/v1/after-recovery");
+    await expect
+      .poll(() => received.filter((r) => r.path === failing).length, { timeout: 10_000 })
+      .toBe(pushesBefore + 1);
+    await agent.close();
+  });
+
+  // Last in the file: the proxy stays drained.
+  it("with the egress proxy gone, a request still stands, is mailed and audited; the subscription is kept", async () => {
+    const { op, email, agent, ask } = await agentOf();
+    const path = `/push/no-proxy-${randomBytes(6).toString("hex")}`;
+    const { id } = await subscribe(op, path);
+    const mailsBefore = mailsTo(email);
+    await h.egress.proxy.drain(0);
+
+    const asked = await ask("/v1/without-proxy");
+    expect(asked.status).toBe("pending");
+    await expect.poll(() => mailsTo(email), { timeout: 10_000 }).toBeGreaterThan(mailsBefore);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(received.some((r) => r.path === path)).toBe(false);
+    expect(await subscriptionExists(id)).toBe(true);
+    const events = (await op.request("GET", "/api/audit")).json().events as {
+      action: string;
+      detail: Record<string, unknown>;
+    }[];
+    expect(events.some((e) => e.action === "grant_requested")).toBe(true);
+    expect(h.logs.text()).not.toContain(SECRET);
+    expect(h.logs.text()).toContain("push failed");
+    await agent.close();
   });
 });
