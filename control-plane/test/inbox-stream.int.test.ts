@@ -171,6 +171,29 @@ describe("GET /api/inbox/stream", () => {
     await agent.close();
   }, 30_000);
 
+  it("one session opening many streams at once gets 8, the rest 429; a closed one frees its place", async () => {
+    const { op, agent } = await setUp();
+    const streams = await Promise.all(
+      Array.from({ length: 12 }, () => openEventStream(`${url}/api/inbox/stream`, op)),
+    );
+    const open = streams.filter((s) => s.status === 200);
+    expect(open).toHaveLength(8);
+    expect(streams.filter((s) => s.status === 429)).toHaveLength(4);
+    open[0]!.close();
+    await expect
+      .poll(
+        async () => {
+          const again = await openEventStream(`${url}/api/inbox/stream`, op);
+          again.close();
+          return again.status;
+        },
+        { timeout: 5_000, interval: 100 },
+      )
+      .toBe(200);
+    for (const stream of open) stream.close();
+    await agent.close();
+  });
+
   it("a stream that dropped before any event resumes from its ready id", async () => {
     const { op, agent } = await setUp();
     const first = await openEventStream(`${url}/api/inbox/stream`, op);

@@ -48,6 +48,8 @@ function lastEventIdOf(request: FastifyRequest): number | undefined {
 export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStreamDeps): void {
   const { callerOf, isStillAllowed, ...access } = deps.access;
   const perSession = new Map<string, number>();
+  /** Streams past the count check and not yet subscribed to the hub. */
+  let opening = 0;
   // Streams are hijacked from Fastify, so closing the server must end them itself.
   const streams = new Set<ServerResponse>();
   app.addHook("preClose", async () => {
@@ -77,28 +79,46 @@ export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStrea
     async (request, reply) => {
       const { organisationId, sessionId } = await callerOf(request);
       const open = perSession.get(sessionId) ?? 0;
-      if (open >= MAX_STREAMS_PER_SESSION || deps.hub.size >= MAX_STREAMS) {
+      if (open >= MAX_STREAMS_PER_SESSION || deps.hub.size + opening >= MAX_STREAMS) {
         throw new AppError("rate_limited", "too many live inbox streams are open; close a tab", {
           extra: { retry_after: 30 },
         });
       }
-      const head = (await deps.audit.findHeadSeqs([organisationId])).get(organisationId) ?? 0;
-      const asked = lastEventIdOf(request);
-      // An id ahead of this organisation's ledger (another organisation's, or made up) is read as now.
-      const resumeFrom = asked !== undefined && asked <= head ? asked : undefined;
-      const missed =
-        resumeFrom === undefined
-          ? []
-          : await deps.audit.findRowsAfter(organisationId, {
-              actions: INBOX_ACTIONS,
-              afterSeq: resumeFrom,
-              limit: INBOX_PAGE + 1,
-            });
+      // The place is taken before the first await: streams opened at once by one session are
+      // counted one by one, never all let through by the same look at the count.
+      perSession.set(sessionId, open + 1);
+      opening++;
+      const release = () => {
+        const left = (perSession.get(sessionId) ?? 1) - 1;
+        if (left > 0) perSession.set(sessionId, left);
+        else perSession.delete(sessionId);
+      };
+      let head: number;
+      let resumeFrom: number | undefined;
+      let missed: Awaited<ReturnType<typeof deps.audit.findRowsAfter>>;
+      try {
+        head = (await deps.audit.findHeadSeqs([organisationId])).get(organisationId) ?? 0;
+        const asked = lastEventIdOf(request);
+        // An id ahead of this organisation's ledger (another organisation's, or made up) is read as now.
+        resumeFrom = asked !== undefined && asked <= head ? asked : undefined;
+        missed =
+          resumeFrom === undefined
+            ? []
+            : await deps.audit.findRowsAfter(organisationId, {
+                actions: INBOX_ACTIONS,
+                afterSeq: resumeFrom,
+                limit: INBOX_PAGE + 1,
+              });
+      } catch (error) {
+        release();
+        throw error;
+      } finally {
+        opening--;
+      }
 
       reply.hijack();
       const raw = reply.raw;
       streams.add(raw);
-      perSession.set(sessionId, open + 1);
       raw.writeHead(200, {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-store",
@@ -151,9 +171,7 @@ export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStrea
         clearInterval(recheck);
         unsubscribe();
         streams.delete(raw);
-        const left = (perSession.get(sessionId) ?? 1) - 1;
-        if (left > 0) perSession.set(sessionId, left);
-        else perSession.delete(sessionId);
+        release();
       };
       raw.once("close", close);
     },
