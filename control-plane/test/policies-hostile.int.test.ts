@@ -97,6 +97,35 @@ describe("saving at once", () => {
   });
 });
 
+describe("calls at once", () => {
+  it("six calls at once under a limit of 3 a minute: three sent, three rate_limited", async () => {
+    const { op, token } = await setUp();
+    const saved = await op.request(
+      "PUT",
+      "/api/policies",
+      { rules: [{ id: "three", effect: "allow", rate_limit: { calls: 3, per: "minute" } }] },
+      { "if-match": "*" },
+    );
+    expect(saved.statusCode, saved.body).toBe(200);
+    const agents = await Promise.all(Array.from({ length: 6 }, () => connectAgent(url, token)));
+    const before = h.egress.origin.requests.filter((r) => r.url.startsWith("/v1/burst")).length;
+    const answers = await Promise.all(
+      agents.map((agent, i) =>
+        agent
+          .callTool({
+            name: "http_request",
+            arguments: { item_name: "API_KEY", method: "GET", path: `/v1/burst/${i}` },
+          })
+          .then(toolAnswer),
+      ),
+    );
+    expect(answers.filter((a) => a.origin_status === 200)).toHaveLength(3);
+    expect(answers.filter((a) => a.status === "rate_limited")).toHaveLength(3);
+    expect(h.egress.origin.requests.filter((r) => r.url.startsWith("/v1/burst")).length - before).toBe(3);
+    await Promise.all(agents.map((agent) => agent.close()));
+  });
+});
+
 describe("hostile lists", () => {
   const nul = "\u0000";
   // What PostgreSQL cannot store is refused at the edge for every route (http/json-body.ts),
