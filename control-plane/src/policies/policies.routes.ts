@@ -98,6 +98,7 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
         openapi: {
           summary: "What a list would have decided for the last 7 days of audited calls",
           requestBody: policyRulesBodyDoc,
+          errors: [429],
         },
       },
       schema: { body: policyRulesBody, response: { 200: policyPreviewAnswer } },

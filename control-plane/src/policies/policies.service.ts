@@ -51,6 +51,8 @@ export type ExpectedVersion = number | "any";
 
 /** Organisations whose compiled list a process keeps; the least recently used goes first. */
 const MAX_CACHED_LISTS = 10_000;
+/** Previews one process computes at once, across organisations. */
+export const MAX_PREVIEWS_AT_ONCE = 4;
 /** Rows read per page when a preview walks the ledger back. */
 const PREVIEW_PAGE = 5_000;
 
@@ -61,6 +63,8 @@ export function ruleReference(decision: PolicyDecision): { rule_id: string; rule
 
 export function createPoliciesService(deps: PoliciesServiceDeps) {
   const cache = new Map<string, { version: number; compiled: CompiledPolicy }>();
+  /** Organisations whose preview this process is computing now. */
+  const previewing = new Set<string>();
 
   /** The stored rules, parsed again (they were written by the same parser); a bad list fails closed. */
   function readRules(stored: unknown[]): PolicyRule[] {
@@ -182,18 +186,31 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
     /** What `rawRules` would have decided for the organisation's calls of the last 7 days. */
     async previewPolicies(organisationId: string, rawRules: unknown): Promise<PolicyPreview> {
       const rules = parsePolicyRules(rawRules);
-      const to = deps.now();
-      const from = new Date(to.getTime() - PREVIEW_DAYS * 86_400_000);
-      const saved = await policyInForce(organisationId);
-      const { calls, truncated } = await readRecentCalls(organisationId, from);
-      return previewPolicy({
-        candidate: { rules, compiled: compilePolicy(rules) },
-        saved,
-        calls,
-        from,
-        to,
-        truncated,
-      });
+      // A preview reads up to 100 000 ledger rows and replays them through two lists: one at a
+      // time per organisation (and a few per process), so that a member pressing Preview in a
+      // loop cannot hold a replica's CPU and memory.
+      if (previewing.has(organisationId) || previewing.size >= MAX_PREVIEWS_AT_ONCE) {
+        throw new AppError("rate_limited", "a policy preview is already running; try again in a moment", {
+          extra: { retry_after: 5 },
+        });
+      }
+      previewing.add(organisationId);
+      try {
+        const to = deps.now();
+        const from = new Date(to.getTime() - PREVIEW_DAYS * 86_400_000);
+        const saved = await policyInForce(organisationId);
+        const { calls, truncated } = await readRecentCalls(organisationId, from);
+        return previewPolicy({
+          candidate: { rules, compiled: compilePolicy(rules) },
+          saved,
+          calls,
+          from,
+          to,
+          truncated,
+        });
+      } finally {
+        previewing.delete(organisationId);
+      }
     },
 
     /** The rule that decides `call` (the first enabled match), or undefined: today's approvals decide. */
