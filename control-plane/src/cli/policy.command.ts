@@ -2,7 +2,7 @@
 // with the same parser and matcher as the hosted service. `get` prints {version, rules} as JSON;
 // `set` saves a file of that shape (or a bare list), replacing version `version` if the file names
 // one (else whatever is saved); `preview` says what a file would have decided over the last 7 days.
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import { AppError } from "@latch/shared/errors";
 import type { ExpectedVersion } from "../policies/policies.service.ts";
 import type { PolicyPreview } from "../policies/policy-preview.ts";
@@ -14,18 +14,30 @@ const MAX_FILE_BYTES = 1024 * 1024;
 
 /** The rules a file holds, and the version it replaces when it names one. */
 export function readPolicyFile(path: string): { rules: unknown; expected: ExpectedVersion } {
-  let text: string;
+  // Read at most one byte past the limit: a huge file (or /dev/zero) is refused, never loaded.
+  const buffer = Buffer.alloc(MAX_FILE_BYTES + 1);
+  let length = 0;
+  let fd: number | undefined;
   try {
-    text = readFileSync(path, "utf8");
+    fd = openSync(path, "r");
+    for (;;) {
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+      if (length === buffer.length) break;
+    }
   } catch (error) {
     throw new AppError(
       "invalid_request",
       `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? "error"}`,
     );
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
-  if (Buffer.byteLength(text) > MAX_FILE_BYTES) {
+  if (length > MAX_FILE_BYTES) {
     throw new AppError("invalid_policy", `${path} is over ${MAX_FILE_BYTES} bytes`);
   }
+  const text = buffer.subarray(0, length).toString("utf8");
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
