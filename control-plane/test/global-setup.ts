@@ -17,8 +17,8 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const runRoot = mkdtempSync(join(tmpdir(), "latch-test-"));
-  // mkdtemp makes it 0700: the postgres user of multi-host.int.test.ts must pass through it to
-  // its own data folder (traverse only; the folder's names stay unlisted).
+  // Others may pass through, not list: the multi-host test's PostgreSQL runs as the postgres user
+  // in a folder of its own inside.
   chmodSync(runRoot, 0o711);
   process.env.TMPDIR = runRoot;
   const root = mkdtempSync(join(runRoot, "pglite-template-"));
