@@ -10,6 +10,7 @@ import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { requireOrgOperator } from "./auth/operator-guard.ts";
+import { registerPasskeyRoutes } from "./auth/passkeys.routes.ts";
 import { OPERATOR_ONLY } from "./auth/principal.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
@@ -25,6 +26,8 @@ import { registerGrantsRoutes } from "./grants/grants.routes.ts";
 import { registerInboxRoutes } from "./inbox/inbox.routes.ts";
 import { registerItemsRoutes } from "./items/items.routes.ts";
 import type { ItemsService } from "./items/items.service.ts";
+import { createRateLimitRepo } from "./limits/rate-limit.repo.ts";
+import { createRateLimiter } from "./limits/rate-limit.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
 import { type ControlPlaneMetrics, observeToolAnswer } from "./metrics/metrics.ts";
@@ -123,6 +126,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const authDeps = {
     emailCodes: services.emailCodes,
     totp: services.totp,
+    passkeys: services.passkeys,
     sessions,
     orgs: services.orgs,
     isSecureCookies: config.BASE_URL.startsWith("https://"),
@@ -143,11 +147,22 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       // An OAuth access token (a JWT) or an avm_/avt_ bearer.
       authenticateBearer: (token) =>
         looksLikeJwt(token) ? oauth.tokens.authenticate(token) : clients.authenticate(token),
-      hasAuthenticator: async (operatorId) =>
-        Boolean((await services.totp.findOperator(operatorId))?.totp_enabled),
+      hasAuthenticator: services.hasSecondFactor,
+      stepUpFactors: services.stepUpFactors,
     },
     routes: [
       (app) => registerAuthRoutes(app, { ...authDeps, access: services.access }),
+      (app) =>
+        registerPasskeyRoutes(app, {
+          passkeys: services.passkeys,
+          sessions,
+          totp: services.totp,
+          defaultOrganisation: services.orgs.findDefaultOrganisation,
+          limiter: createRateLimiter(createRateLimitRepo(db), now),
+          mailer,
+          isSecureCookies: authDeps.isSecureCookies,
+          now,
+        }),
       (app) => registerItemsRoutes(app, { items }),
       (app) => registerClientsRoutes(app, { clients }),
       (app) =>
@@ -171,7 +186,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           egress: deps.egress.client,
           recordEvent: audit.insertAuditEvent,
         }),
-      (app) => registerPageRoutes(app, { totp: services.totp, orgs: services.orgs }),
+      (app) =>
+        registerPageRoutes(app, {
+          totp: services.totp,
+          orgs: services.orgs,
+          hasSecondFactor: services.hasSecondFactor,
+        }),
       (app) =>
         registerSiteRoutes(app, {
           baseUrl: config.BASE_URL,

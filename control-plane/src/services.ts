@@ -15,6 +15,8 @@ import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
 import type { Keyring } from "./auth/kek.ts";
 import { createOperatorsRepo } from "./auth/operators.repo.ts";
+import { createPasskeysRepo } from "./auth/passkeys.repo.ts";
+import { createPasskeysService, relyingPartyOf } from "./auth/passkeys.service.ts";
 import { createSessionsRepo } from "./auth/sessions.repo.ts";
 import { createTotpService } from "./auth/totp.service.ts";
 import { createCallsService } from "./calls/calls.service.ts";
@@ -184,6 +186,7 @@ function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant
 function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { now, baseUrl } = variant;
   const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
+  const passkeysRepo = createPasskeysRepo(db);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now });
   const grants = createHostedGrants(db, variant, audit, orgs);
   const inTransaction = <T>(fn: (tx: ReturnType<typeof createTransactionServices>) => Promise<T>) =>
@@ -236,7 +239,27 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
       keyring: variant.keyring,
       now,
     }),
-    totp: createTotpService({ repo: createOperatorsRepo(db), keyring: variant.keyring, now }),
+    totp: createTotpService({
+      repo: createOperatorsRepo(db),
+      keyring: variant.keyring,
+      now,
+      countPasskeys: passkeysRepo.findPasskeyCount,
+    }),
+    passkeys: createPasskeysService({ repo: passkeysRepo, rp: relyingPartyOf(baseUrl), now }),
+    /** What a session's step-up may be made with (auth/step-up.ts). */
+    async stepUpFactors(session: { operator_id: string; organisation_id: string | null }) {
+      const found = await passkeysRepo.findStepUpFactors(session.operator_id, session.organisation_id);
+      return {
+        hasPasskey: found.passkeys > 0,
+        hasTotp: found.hasTotp,
+        isPasskeyRequired: found.isPasskeyRequired,
+      };
+    },
+    /** Whether the operator has a second factor: an authenticator app or a passkey. */
+    async hasSecondFactor(operatorId: string): Promise<boolean> {
+      const found = await passkeysRepo.findStepUpFactors(operatorId, null);
+      return found.hasTotp || found.passkeys > 0;
+    },
     /** What the MCP tools run on; each client's handlers are bound per request (mcp.routes.ts). */
     tools: { items, grants, calls, surface: createHostedSurface(needs) },
   };

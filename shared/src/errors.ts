@@ -27,9 +27,13 @@ export const ERROR_STATUS = {
   /** Two session cookies on one request: one was planted beside the other (cookie tossing). */
   duplicate_session_cookie: 401,
   totp_invalid: 401,
+  /** A passkey's answer that does not verify (signature, challenge, origin, RP, counter, account). */
+  passkey_invalid: 401,
   forbidden: 403,
   csrf_failed: 403,
   mfa_required: 403,
+  /** A route that matters needs a verification of the last 5 minutes; `methods` says which. */
+  step_up_required: 403,
   not_owner: 403,
   plan_limit: 402,
   no_pending_enrollment: 404,
@@ -50,6 +54,10 @@ export const ERROR_STATUS = {
   approval_code_used: 409,
   need_is_connect: 409,
   need_closed: 409,
+  /** A passkey's credential id is registered already (to this account or another). */
+  duplicate_passkey: 409,
+  /** Removing the account's last way to sign in besides the email code. */
+  last_factor: 409,
   approval_code_expired: 410,
   // destination refusals (the call never left)
   private_range: 403,

@@ -30,6 +30,7 @@ import {
   requireOrganisation,
   setSessionCookies,
 } from "./operator-guard.ts";
+import type { PasskeysService } from "./passkeys.service.ts";
 import { OPERATOR_ONLY } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
 import type { TotpService } from "./totp.service.ts";
@@ -43,6 +44,8 @@ export interface AuthRouteDeps {
   };
   emailCodes: EmailCodeService;
   totp: TotpService;
+  /** A passkey is a second factor instead of the authenticator code. */
+  passkeys: Pick<PasskeysService, "count">;
   sessions: SessionsRepo;
   orgs: OrgsService;
   isSecureCookies: boolean;
@@ -93,18 +96,34 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       );
       setSessionCookies(reply, created, deps.isSecureCookies);
       const operator = await deps.totp.getOperator(operatorId);
+      const hasSecondFactor = operator.totp_enabled || (await deps.passkeys.count(operatorId)) > 0;
       return {
         ok: true as const,
-        enroll: !operator.totp_enabled,
-        verify: operator.totp_enabled,
+        enroll: !hasSecondFactor,
+        verify: hasSecondFactor,
         csrf_token: created.csrfToken,
       };
     },
   );
 
+  // Adding an authenticator beside a passkey changes how the account signs in: a step-up first.
+  const addsAuthenticator = checkedFirst(
+    {
+      ...OPERATOR_ONLY,
+      stepUp: {
+        doing: "adding an authenticator app",
+        scope: "account",
+        when: async (request) =>
+          Boolean(request.operatorSession?.is_mfa_passed) &&
+          (await deps.passkeys.count(request.operatorSession!.operator_id)) > 0,
+      },
+    },
+    (request: FastifyRequest) => requireOperator(request, { mfa: false }),
+  );
+
   api.post(
     "/api/auth/totp/start",
-    { ...signedInOnly, schema: { body: totpStart, response: { 200: enrollment } } },
+    { ...addsAuthenticator, schema: { body: totpStart, response: { 200: enrollment } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
       return deps.totp.start(context.operatorId, {
@@ -131,7 +150,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       const codes = await deps.totp.confirm(context.operatorId, request.body.code, {
         isSessionReady: context.session.is_mfa_passed,
       });
-      await deps.sessions.updateSessionMfaPassed(context.session.id);
+      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now());
       return { ok: true as const, backup_codes: codes };
     },
   );
@@ -141,8 +160,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...signedInOnly, schema: { body: totpCode, response: { 200: verifiedTotp } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
-      const { usedBackupCode } = await deps.totp.verify(context.operatorId, request.body.code);
-      await deps.sessions.updateSessionMfaPassed(context.session.id);
+      const { usedBackupCode } = await deps.totp.verify(context.operatorId, request.body.code, {
+        hasPasskey: (await deps.passkeys.count(context.operatorId)) > 0,
+      });
+      // The second step of sign-in, or on a ready session a fresh verification for a step-up.
+      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now());
       return { ok: true as const, used_backup_code: usedBackupCode };
     },
   );
@@ -156,6 +178,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     return {
       email: operator.email,
       totp_enabled: operator.totp_enabled,
+      passkeys: await deps.passkeys.count(context.operatorId),
       backup_codes_remaining: await deps.totp.countUnusedBackupCodes(context.operatorId),
       created_at: operator.created_at.toISOString(),
       session_ready: context.session.is_mfa_passed,

@@ -34,6 +34,8 @@ const organisation = z.object({ id: z.string(), name: z.string() });
 export const me = z.object({
   email: z.string(),
   totp_enabled: z.boolean(),
+  /** How many passkeys the account has (each a second factor, and a sign-in of its own). */
+  passkeys: z.number(),
   backup_codes_remaining: z.number(),
   created_at: z.string(),
   session_ready: z.boolean(),

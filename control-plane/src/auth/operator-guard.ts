@@ -1,5 +1,6 @@
 // Who an operator request is from (spec 5): the session cookie, then CSRF on POST and DELETE, then
-// the authenticator step. Also the Origin wall of rule 6 for /api, /console, /collect, auth pages.
+// the authenticator step, then the step-up a route declares (step-up.ts). Also the Origin wall of
+// rule 6 for /api, /console, /collect, auth pages.
 import type {} from "@fastify/cookie";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
@@ -10,6 +11,14 @@ import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
 import { enforceRouteAccess, refusalFor, resolvePrincipal } from "./principal.ts";
 import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
+import {
+  isFreshlyVerified,
+  isStepUpNeeded,
+  type StepUpFactors,
+  type StepUpRule,
+  stepUpMethods,
+  stepUpRefusal,
+} from "./step-up.ts";
 
 export interface OperatorContext {
   session: OperatorSessionRow;
@@ -49,12 +58,22 @@ export function registerOperatorSessions(
     now: () => Date;
     /** The live client a bearer belongs to (hosted: avm_ and avt_ tokens). */
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
-    /** Whether an operator has an authenticator: the mfa_required answer says enroll or verify. */
+    /** Whether an operator has a second factor: the mfa_required answer says enroll or verify. */
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
+    /** What a step-up of this session may be made with (step-up.ts); none: no route needs one. */
+    stepUpFactors?: (session: OperatorSessionRow) => Promise<StepUpFactors>;
   },
 ): void {
   const ownOrigin = new URL(deps.baseUrl).origin;
   const cookieName = sessionCookieNames(new URL(deps.baseUrl).protocol === "https:").session;
+  async function judgeStepUp(session: OperatorSessionRow, rule: StepUpRule) {
+    if (!deps.stepUpFactors) return new AppError("internal", "this plane has no step-up");
+    const factors = await deps.stepUpFactors(session);
+    const methods = stepUpMethods(factors, rule.scope);
+    return isFreshlyVerified(session, methods, deps.now())
+      ? undefined
+      : stepUpRefusal(rule, methods, factors);
+  }
   app.addHook("onRequest", async (request) => {
     const origin = request.headers.origin;
     // Judged on every reading of the path: the router decodes "/%61pi/..." to "/api/...".
@@ -80,6 +99,7 @@ export function registerOperatorSessions(
       session,
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
       hasAuthenticator: deps.hasAuthenticator,
+      refuseStepUp: async (live, rule) => judgeStepUp(live, rule),
     });
     const now = deps.now();
     if (session && now.getTime() - session.last_seen_at.getTime() > SEEN_WRITE_INTERVAL_MS) {
@@ -133,6 +153,9 @@ export function clearSessionCookies(reply: FastifyReply, isSecure: boolean): voi
   reply.clearCookie(names.csrf, { path: "/", secure: isSecure });
 }
 
+/** Requests whose declared step-up passed (requireOperator runs twice per request). */
+const stepUpJudged = new WeakSet<FastifyRequest>();
+
 /**
  * The operator behind a request. `mfa: true` needs the authenticator step passed this session
  * (else 403 mfa_required with where to go); POST and DELETE need the session's X-CSRF-Token.
@@ -160,6 +183,14 @@ export async function requireOperator(
       isEnrolled ? "pass the authenticator step first" : "enroll an authenticator app first",
       { extra: isEnrolled ? { verify_url: "/verify-totp" } : { enroll_url: "/enroll-totp" } },
     );
+  }
+  // What the route declares it guards with a step-up, judged once per request (the route's own
+  // preValidation check and its handler both come through here).
+  const rule = request.routeOptions.config?.stepUp;
+  if (rule && !stepUpJudged.has(request) && (await isStepUpNeeded(rule, request))) {
+    const refusal = await request.principal.refuseStepUp(rule);
+    if (refusal) throw refusal;
+    stepUpJudged.add(request);
   }
   return { session, operatorId: session.operator_id, organisationId: session.organisation_id };
 }

@@ -5,6 +5,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ClientRow, OperatorSessionRow } from "../db/schema.ts";
+import type { StepUpRule } from "./step-up.ts";
 
 /** The kinds a route may accept. */
 export type PrincipalKind = "operator" | "model" | "trusted";
@@ -16,8 +17,10 @@ export type Principal =
   | {
       kind: "operator";
       session: OperatorSessionRow;
-      /** Whether the operator has an authenticator (asked only when a route needs the step). */
+      /** Whether the operator has a second factor (asked only when a route needs the step). */
       hasAuthenticator(): Promise<boolean>;
+      /** Why this session may not do what `rule` guards yet (step-up.ts), or undefined. */
+      refuseStepUp(rule: StepUpRule): Promise<AppError | undefined>;
     }
   | { kind: "model" | "trusted"; client: ClientRow };
 
@@ -43,6 +46,7 @@ export interface PrincipalSources {
   session: OperatorSessionRow | undefined;
   authenticateBearer(token: string): Promise<ClientRow | undefined>;
   hasAuthenticator(operatorId: string): Promise<boolean>;
+  refuseStepUp(session: OperatorSessionRow, rule: StepUpRule): Promise<AppError | undefined>;
 }
 
 /** The caller behind a request: its bearer when it sent one, else its operator session. */
@@ -55,7 +59,12 @@ export async function resolvePrincipal(sources: PrincipalSources): Promise<Princ
   }
   const session = sources.session;
   if (!session) return { kind: "anonymous" };
-  return { kind: "operator", session, hasAuthenticator: () => sources.hasAuthenticator(session.operator_id) };
+  return {
+    kind: "operator",
+    session,
+    hasAuthenticator: () => sources.hasAuthenticator(session.operator_id),
+    refuseStepUp: (rule) => sources.refuseStepUp(session, rule),
+  };
 }
 
 const WRONG_CHANNEL: Record<PrincipalKind, string> = {

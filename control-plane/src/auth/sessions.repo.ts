@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
-import type { Database, OperatorSessionRow } from "../db/schema.ts";
+import type { Database, OperatorSessionRow, VerifiedMethod } from "../db/schema.ts";
 
 export interface NewSession {
   session: OperatorSessionRow;
@@ -14,11 +14,16 @@ export interface NewSession {
 
 export function createSessionsRepo(db: Kysely<Database>) {
   return {
+    /**
+     * A new session: pending (the second step still to pass), or, with `verified`, ready at once (a
+     * passkey sign-in, which is both steps in one; single sign-on, whose provider owns them).
+     */
     async insertSession(
       operatorId: string,
       organisationId: string | null,
       userAgent: string | undefined,
       now: Date,
+      verified?: { method: VerifiedMethod; at: Date },
     ): Promise<NewSession> {
       const token = randomBytes(32).toString("base64url");
       const csrfToken = randomBytes(24).toString("base64url");
@@ -28,11 +33,13 @@ export function createSessionsRepo(db: Kysely<Database>) {
         csrf_hash: sha256Hex(csrfToken),
         operator_id: operatorId,
         organisation_id: organisationId,
-        is_mfa_passed: false,
+        is_mfa_passed: verified !== undefined,
         user_agent: userAgent?.slice(0, 200) ?? null,
         created_at: now,
         last_seen_at: now,
         revoked_at: null,
+        verified_at: verified?.at ?? null,
+        verified_method: verified?.method ?? null,
       };
       await db.insertInto("operator_sessions").values(session).execute();
       return { session, token, csrfToken };
@@ -47,8 +54,14 @@ export function createSessionsRepo(db: Kysely<Database>) {
     async updateSessionSeen(id: string, now: Date) {
       await db.updateTable("operator_sessions").set({ last_seen_at: now }).where("id", "=", id).execute();
     },
-    async updateSessionMfaPassed(id: string) {
-      await db.updateTable("operator_sessions").set({ is_mfa_passed: true }).where("id", "=", id).execute();
+    /** The session proved its user (`method`, at `at`): past the second step, and fresh for a step-up. */
+    async updateSessionVerified(id: string, method: VerifiedMethod, at: Date) {
+      await db
+        .updateTable("operator_sessions")
+        .set({ is_mfa_passed: true, verified_at: at, verified_method: method })
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .execute();
     },
     async updateSessionOrganisation(id: string, organisationId: string | null) {
       await db

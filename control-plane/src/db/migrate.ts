@@ -15,6 +15,7 @@ import * as connectStates from "./migrations/2026-11-25T1100-connect-states.ts";
 import * as spentTickets from "./migrations/2026-11-26T0100-spent-tickets.ts";
 import * as needsHostlessClosed from "./migrations/2026-11-26T0200-need-requests-hostless-closed.ts";
 import * as ledger from "./migrations/2026-11-26T0400-ledger.ts";
+import * as passkeys from "./migrations/2026-11-26T0700-passkeys.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T0100-spent-tickets": spentTickets,
   "2026-11-26T0200-need-requests-hostless-closed": needsHostlessClosed,
   "2026-11-26T0400-ledger": ledger,
+  "2026-11-26T0700-passkeys": passkeys,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

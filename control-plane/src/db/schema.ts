@@ -8,6 +8,8 @@ export interface OrganisationsTable {
   id: string;
   name: string;
   created_at: CreatedAt;
+  /** Step-ups in this organisation take a passkey only (migration 2026-11-26T0700). */
+  standing_approvals_need_passkey: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface FoldersTable {
@@ -180,6 +182,43 @@ export interface OperatorSessionsTable {
   created_at: Date;
   last_seen_at: Date;
   revoked_at: Date | null;
+  /** When and how the session last proved its user (migration 2026-11-26T0700): step-up reads it. */
+  verified_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  verified_method: ColumnType<
+    VerifiedMethod | null,
+    VerifiedMethod | null | undefined,
+    VerifiedMethod | null
+  >;
+}
+
+/** How a session proved its user: a passkey, an authenticator or backup code, or the SSO provider. */
+export type VerifiedMethod = "passkey" | "totp" | "sso";
+
+/** An operator's WebAuthn credential (migration 2026-11-26T0700): public key and counter only. */
+export interface OperatorPasskeysTable {
+  id: string;
+  operator_id: string;
+  /** base64url, unique across every account. */
+  credential_id: string;
+  public_key: Uint8Array;
+  /** pg reads a bigint as a string, PGlite as a number. */
+  sign_count: ColumnType<string | number, number | undefined, number>;
+  transports: ColumnType<string[], string[] | undefined, string[]>;
+  device_type: "singleDevice" | "multiDevice";
+  backed_up: boolean;
+  aaguid: string | null;
+  name: string;
+  created_at: Date;
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** A WebAuthn ceremony in flight: single use, bound to a session or (signed out) to a browser cookie. */
+export interface WebauthnChallengesTable {
+  challenge_hash: string;
+  purpose: "register" | "second_factor" | "sign_in" | "step_up";
+  session_id: string | null;
+  browser_hash: string | null;
+  expires_at: Date;
 }
 
 export interface MembershipsTable {
@@ -291,6 +330,8 @@ export interface Database {
   email_challenges: EmailChallengesTable;
   email_sends: EmailSendsTable;
   operator_sessions: OperatorSessionsTable;
+  operator_passkeys: OperatorPasskeysTable;
+  webauthn_challenges: WebauthnChallengesTable;
   memberships: MembershipsTable;
   clients: ClientsTable;
   approval_code_failures: ApprovalCodeFailuresTable;
@@ -308,6 +349,7 @@ export type ItemUpdate = Updateable<ItemsTable>;
 export type GrantRow = Selectable<GrantsTable>;
 export type OperatorRow = Selectable<OperatorsTable>;
 export type OperatorSessionRow = Selectable<OperatorSessionsTable>;
+export type PasskeyRow = Selectable<OperatorPasskeysTable>;
 export type ClientRow = Selectable<ClientsTable>;
 export type NewGrant = Insertable<GrantsTable>;
 export type NeedRequestRow = Selectable<NeedRequestsTable>;

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
+import { bodyField, type StepUpRule } from "../auth/step-up.ts";
 import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { isStandingPolicy } from "./grant-coverage.ts";
@@ -32,10 +33,23 @@ export interface GrantsRouteDeps {
   environments: readonly string[];
 }
 
+/**
+ * "Always allow" (item_standing, folder_standing) is the most powerful click in Latch: it needs a
+ * verification of the last 5 minutes (auth/step-up.ts), whichever path approves it.
+ */
+const STANDING_APPROVAL: StepUpRule = {
+  doing: "approving a standing approval",
+  when: (request) => {
+    const policy = bodyField(request, "policy");
+    return typeof policy === "string" && isStandingPolicy(policy);
+  },
+};
+
 export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
   const operatorOnly = checkedFirst(OPERATOR_ONLY, operatorOf);
+  const decidesStanding = checkedFirst({ ...OPERATOR_ONLY, stepUp: STANDING_APPROVAL }, operatorOf);
   /** A model client was judged on its bearer (onRequest); an operator also on its session. */
   const operatorOrModel = checkedFirst(OPERATOR_OR_MODEL, async (request) =>
     request.principal.kind === "operator" ? operatorOf(request) : undefined,
@@ -107,7 +121,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   api.post(
     "/api/grants/:id/approve",
     {
-      ...operatorOnly,
+      ...decidesStanding,
       schema: { params: idParams, body: grantApproval, response: { 200: grantAnswer } },
     },
     async (request) => {
@@ -147,7 +161,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   // folder_standing needs the grant's id and a typed folder name: POST /api/grants/:id/approve.
   api.post(
     "/api/grants/approve-by-code",
-    { ...operatorOnly, schema: { body: codeApproval, response: { 200: grantAnswer } } },
+    { ...decidesStanding, schema: { body: codeApproval, response: { 200: grantAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       const input = request.body;

@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { RouteAccess } from "../auth/principal.ts";
+import { bodyField } from "../auth/step-up.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { fulfilledNeed, needAnswer, needFulfilment } from "./needs.schemas.ts";
@@ -16,6 +17,17 @@ export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsSe
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
   const operatorOnly = checkedFirst(NEED_REQUEST_ACCESS, operatorOf);
+  // always_allow writes a standing approval: the step-up an "Always allow" needs anywhere.
+  const fulfils = checkedFirst(
+    {
+      ...NEED_REQUEST_ACCESS,
+      stepUp: {
+        doing: "giving a standing approval",
+        when: (request) => bodyField(request, "always_allow") === true,
+      },
+    },
+    operatorOf,
+  );
 
   api.get(
     "/api/need-items/:id",
@@ -28,7 +40,7 @@ export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsSe
   api.post(
     "/api/need-items/:id/fulfill",
     {
-      ...operatorOnly,
+      ...fulfils,
       schema: { params: idParams, body: needFulfilment, response: { 200: fulfilledNeed } },
     },
     async (request) => {
