@@ -26,6 +26,13 @@ const ROUTES: Route[] = [
   { method: "POST", path: "/api/auth/totp/confirm", body: { code: "000000" }, gate: "session" },
   { method: "POST", path: "/api/auth/totp/verify", body: { code: "000000" }, gate: "session" },
   { method: "GET", path: "/api/auth/me", gate: "session" },
+  { method: "POST", path: "/api/auth/passkey/options", body: {}, gate: "session" },
+  { method: "POST", path: "/api/auth/passkey/verify", body: { response: {} }, gate: "session" },
+  { method: "GET", path: "/api/auth/passkeys", gate: "ready" },
+  { method: "POST", path: "/api/auth/passkeys/options", body: {}, gate: "ready" },
+  { method: "POST", path: "/api/auth/passkeys", body: { name: "Key", response: {} }, gate: "ready" },
+  { method: "DELETE", path: "/api/auth/passkeys/pky_x", gate: "ready" },
+  { method: "DELETE", path: "/api/auth/totp", gate: "ready" },
   { method: "POST", path: "/api/auth/logout", gate: "session" },
   { method: "POST", path: "/api/auth/backup-codes/regenerate", body: { code: "000000" }, gate: "ready" },
   { method: "POST", path: "/api/orgs", body: { name: "Suite org" }, gate: "ready" },
@@ -208,6 +215,8 @@ describe("another organisation's ids", () => {
 const PUBLIC_ROUTES = [
   /^GET \/(health|ready)$/,
   /^POST \/api\/auth\/otp\/(send|verify)$/,
+  // "Sign in with a passkey": the answer is bound to this browser's cookie and proves the account.
+  /^POST \/api\/auth\/passkey\/sign-in(\/options)?$/,
   /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|collect\/:id)$/,
   // The provider's redirect back: a signed-out browser is sent to /sign-in (connect.routes.ts).
   /^GET \/(connect\/callback|integrations\/:provider\/callback)$/,

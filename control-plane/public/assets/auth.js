@@ -1,7 +1,26 @@
 // The sign-in, sign-up, enrolment and authenticator-code pages (after common.js), chosen by the
 // body's data-page. The QR code (our own server's SVG) is shown as an <img> data: URL, never as DOM.
 "use strict";
+/** "Sign in with a passkey" on the sign-in page: the passkey names the account, no code is sent. */
+function passkeySignInButton() {
+  var control = byId("passkey-sign-in");
+  if (!control || !canUsePasskeys()) return;
+  byId("passkey-row").hidden = false;
+  control.addEventListener("click", () => {
+    control.disabled = true;
+    signInWithPasskey()
+      .then(() => {
+        say("Signed in with your passkey. Opening the console.");
+        location.assign(afterSignIn());
+      }, fail)
+      .then(() => {
+        control.disabled = false;
+      });
+  });
+}
+
 function emailPage() {
+  passkeySignInButton();
   var emailForm = byId("email-form"),
     codeForm = byId("code-form"),
     email = byId("email"),
@@ -155,6 +174,29 @@ function enrollPage() {
 function verifyPage() {
   var form = byId("verify-form"),
     code = byId("code");
+  // A passkey stands in for the code; an account without an authenticator app types a backup code.
+  api("GET", "/api/auth/me").then((me) => {
+    if (!(me.passkeys > 0) || !canUsePasskeys()) return;
+    byId("passkey-step").hidden = false;
+    if (!me.totp_enabled) {
+      byId("verify-heading").textContent = "Confirm it is you";
+      byId("code-label").textContent = "Or a backup code";
+      byId("code-hint").textContent = "A backup code (like ABCDE-FGHJK) works once.";
+    }
+    byId("passkey-verify").focus();
+  }, fail);
+  var passkeyButton = byId("passkey-verify");
+  passkeyButton.addEventListener("click", () => {
+    passkeyButton.disabled = true;
+    verifyWithPasskey()
+      .then(() => {
+        say("Passkey accepted. Opening the console.");
+        location.assign(afterSignIn());
+      }, fail)
+      .then(() => {
+        passkeyButton.disabled = false;
+      });
+  });
   onSubmit(form, () => {
     var value = code.value.trim();
     if (!value) return refuse(code, "Enter a code from your authenticator app or a backup code.");

@@ -98,7 +98,11 @@ function describeError(status, json) {
   if (typeof error.retry_after === "number") text += ` Try again in ${waitText(error.retry_after)}.`;
   return text;
 }
-function api(method, path, body) {
+/**
+ * A JSON request to our API with this session's CSRF token. A 403 step_up_required on a page that
+ * has the step-up prompt (step-up.js defines stepUp) asks in place and sends the request once more.
+ */
+function api(method, path, body, isRetry) {
   var headers = { accept: "application/json" };
   if (body !== undefined) headers["content-type"] = "application/json";
   var token = csrfToken();
@@ -119,6 +123,9 @@ function api(method, path, body) {
         failure.status = response.status;
         failure.body = json;
         failure.code = json && (typeof json.error === "string" ? json.error : json.error?.code);
+        if (failure.code === "step_up_required" && !isRetry && typeof window.stepUp === "function") {
+          return window.stepUp(json.error).then(() => api(method, path, body, true));
+        }
         throw failure;
       }),
   );

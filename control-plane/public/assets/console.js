@@ -310,7 +310,7 @@ function announceConnect() {
 /* ---------- account ---------- */
 function showAccount(me) {
   if (!me.session_ready) {
-    location.assign(me.totp_enabled ? "/verify-totp" : "/enroll-totp");
+    location.assign(me.totp_enabled || me.passkeys > 0 ? "/verify-totp" : "/enroll-totp");
     return;
   }
   byId("email").textContent = me.email;

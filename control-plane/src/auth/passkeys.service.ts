@@ -98,10 +98,23 @@ function credentialId(response: unknown): string {
 export function createPasskeysService(deps: PasskeysDeps) {
   const { repo, rp } = deps;
 
-  async function newChallenge(purpose: ChallengePurpose, binding: ChallengeBinding): Promise<string> {
-    const challenge = randomBytes(32).toString("base64url");
+  /**
+   * 32 random bytes; stored by the hash of their base64url form, which is what the browser's
+   * clientDataJSON carries back and what the expectedChallenge check is given.
+   */
+  async function newChallenge(
+    purpose: ChallengePurpose,
+    binding: ChallengeBinding,
+  ): Promise<Uint8Array<ArrayBuffer>> {
+    const challenge = new Uint8Array(randomBytes(32));
     const now = deps.now();
-    await repo.insertChallenge(challenge, purpose, binding, new Date(now.getTime() + CHALLENGE_TTL_MS), now);
+    await repo.insertChallenge(
+      Buffer.from(challenge).toString("base64url"),
+      purpose,
+      binding,
+      new Date(now.getTime() + CHALLENGE_TTL_MS),
+      now,
+    );
     return challenge;
   }
 
