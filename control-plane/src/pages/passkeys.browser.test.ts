@@ -220,11 +220,11 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await cancelled.focus();
     await page.keyboard.press("Enter");
     await dialog.waitFor();
-    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe("step-up-passkey-button");
+    await expect.poll(() => page.evaluate("document.activeElement?.id")).toBe("step-up-passkey-button");
     await page.keyboard.press("Escape");
     await expect.poll(() => status(page)).toBe("Not done: the verification was cancelled.");
     await expect
-      .poll(() => page.evaluate(() => document.activeElement?.getAttribute("aria-label")))
+      .poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"))
       .toMatch(/^Always allow: STEPUP_CANCEL/);
     const after = (await pageApi(page, "GET", "/api/inbox")).json.approvals as GrantRow[];
     expect(after.map((g) => g.item_name)).toContain("STEPUP_CANCEL");
