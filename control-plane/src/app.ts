@@ -9,6 +9,7 @@ import type { SessionsRepo } from "./auth/sessions.ts";
 import type { StepUpFactors } from "./auth/step-up.ts";
 import type { ClientRow, OperatorSessionRow } from "./db/schema.ts";
 import { registerHealthRoutes } from "./health/health.routes.ts";
+import { registerCanonicalHost } from "./http/canonical-host.ts";
 import { answerFrameworkError, registerErrorHandling } from "./http/errors.ts";
 import { registerJsonBody } from "./http/json-body.ts";
 import { requestLogging } from "./http/logging.ts";
@@ -16,6 +17,8 @@ import { registerRequestContext } from "./http/request-context.ts";
 import { registerRequestTextCheck } from "./http/request-text.ts";
 import { registerRouteSchemas } from "./http/route-schemas.ts";
 import { type ControlPlaneMetrics, registerHttpMetrics } from "./metrics/metrics.ts";
+import { readPage } from "./pages/page-files.ts";
+import { pageHeaders } from "./pages/page-headers.ts";
 
 /** Spec 4.3 and 8: JSON bodies over 128 KiB are 413. */
 export const BODY_LIMIT_BYTES = 128 * 1024;
@@ -89,7 +92,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerRequestContext(app);
   if (deps.metrics) registerHttpMetrics(app, deps.metrics);
   registerJsonOnly(app);
-  registerErrorHandling(app);
+  registerErrorHandling(app, {
+    notFoundPage: { html: readPage("pages/not-found.html").fill({}), headers: pageHeaders("site") },
+  });
   app.addHook("onSend", async (_request, reply) => {
     reply.header("x-content-type-options", "nosniff");
     reply.header("referrer-policy", "no-referrer");
@@ -97,7 +102,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Awaited, so its cookie parsing runs before the session hook below.
   await app.register(fastifyCookie);
-  if (deps.sessions) registerOperatorSessions(app, deps.sessions);
+  if (deps.sessions) {
+    registerCanonicalHost(app, deps.sessions.baseUrl);
+    registerOperatorSessions(app, deps.sessions);
+  }
   registerHealthRoutes(app, {
     product: PRODUCT_NAME,
     isDatabaseReady: deps.isDatabaseReady,

@@ -115,6 +115,7 @@ function createCoreServices(
     egress: variant.egress,
     fence: variant.fence,
     inItemTokenLock: items.inItemTokenLock,
+    noteItemUsed: (item) => items.noteItemUsed(item, variant.now()),
     onAuditFailure: logAuditFailure(variant.logger),
   });
   const ledger = createLedgerService({
@@ -164,9 +165,9 @@ function createHostedGrants(
     now: variant.now,
     approvalCodes: { hashCode: variant.keyring.hashCode },
     findMemberRole: orgs.findMemberRole,
-    notifyApproval: async ({ organisationId, grant, approvalCode, linkToken }) => {
+    notifyApproval: async ({ organisationId, grant, body, approvalCode, linkToken }) => {
       const members = await orgs.findMembers(organisationId);
-      const mail = approvalMail(grant, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
+      const mail = approvalMail(grant, body, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
       for (const member of members) await variant.mailer.send({ to: member.email, ...mail });
     },
   });

@@ -62,6 +62,7 @@ const ROUTES: Route[] = [
   { method: "POST", path: "/api/grants/grt_x/revoke", gate: "ready" },
   { method: "POST", path: "/api/grants/approve-by-code", body: { code: "12345678" }, gate: "ready" },
   { method: "GET", path: "/api/grants", gate: "ready" },
+  { method: "GET", path: "/api/approvals", gate: "ready" },
   { method: "GET", path: "/api/inbox", gate: "ready" },
   { method: "GET", path: "/api/audit", gate: "ready" },
   { method: "GET", path: "/api/audit/ledger", gate: "ready" },

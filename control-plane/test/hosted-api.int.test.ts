@@ -317,7 +317,7 @@ describe("the approval link (spec 3.1, 4.3)", () => {
 
     const approved = await op.request("GET", link);
     expect(approved.statusCode, approved.body).toBe(200);
-    expect(approved.body).toContain("billing agent may use API_KEY");
+    expect(approved.body).toContain("&quot;billing agent&quot; may use API_KEY");
     expect(approved.body).not.toMatch(/cli_[A-Za-z0-9]/);
     expect(approved.body).toContain('<header class="site">');
     // The link's token reaches no log line, the redirect to sign-in included.

@@ -250,7 +250,8 @@ describe("approval notifications", () => {
     // Opening the link approves (spec 3.1: GET or POST), once.
     const page = await op.request("GET", link!);
     expect(page.statusCode, page.body).toBe(200);
-    expect(page.body).toMatch(/may send GET https:\/\/[a-z.]+\/v1\/data \(no body\) once with API_KEY/);
+    expect(page.body).toMatch(/may send GET https:\/\/[a-z.]+\/v1\/data once with API_KEY/);
+    expect(page.body).toContain("No body.");
     expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
     const grants = (await op.request("GET", "/api/grants")).json().grants as {
       grant_id: string;
@@ -291,7 +292,8 @@ describe("approval notifications", () => {
     const digest = createHash("sha256")
       .update(JSON.stringify({ amount: 5 }))
       .digest("hex");
-    expect(text).toContain(`body SHA-256 ${digest}`);
+    expect(text).toContain(`Body SHA-256 ${digest}`);
+    expect(text).toContain('    |   "amount": 5');
     expect(text).not.toMatch(/cli_[A-Za-z0-9]/);
     await agent.close();
   });

@@ -9,9 +9,10 @@ var statusBox = document.getElementById("status");
 // there at the end instead of the console. Only those paths of this site are followed, never
 // another site's address.
 var RETURN_PATH =
-  /^\/(approve\?token=[A-Za-z0-9_-]{20,100}|consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?)$/;
+  /^\/(approve\?token=[A-Za-z0-9_-]{20,100}|consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?|collect\/[A-Za-z0-9_-]{1,64})$/;
 var RETURN_REASONS = {
   approve: "Sign in to approve the request an agent is waiting on. You will land back on it.",
+  collect: "Sign in to store the credential an agent asked for. You will land back on its request.",
   consent: "Sign in to decide whether the app may connect to Latch. You will land back on its request.",
   device: "Sign in to connect the device that showed you a code. You will land back on it.",
 };
@@ -20,7 +21,10 @@ var RETURN_REASONS = {
   if (asked && RETURN_PATH.test(asked)) sessionStorage.setItem("latch.return_to", asked);
   var pending = sessionStorage.getItem("latch.return_to");
   var heading = document.querySelector("main h1");
-  if (!pending || !RETURN_PATH.test(pending) || !heading || document.body.dataset.page === "console") return;
+  // Said on the sign-in steps only: the page it returns to says what it is itself.
+  var isSignInStep =
+    ["sign-in", "sign-up", "enroll-totp", "verify-totp"].indexOf(document.body.dataset.page) >= 0;
+  if (!pending || !RETURN_PATH.test(pending) || !heading || !isSignInStep) return;
   var why = document.createElement("p");
   why.className = "notice";
   why.id = "return-reason";
@@ -94,7 +98,11 @@ function describeError(status, json) {
   if (typeof error === "string") return sentence(json.message || error);
   if (!error) return `The request failed (HTTP ${status}). Try again.`;
   var text = sentence(error.message || error.code);
-  if (typeof error.attempts_remaining === "number") text += ` Attempts left: ${error.attempts_remaining}.`;
+  // At 0 the sentence already says why (expired, void, none waiting): "Attempts left: 0" would
+  // read as a lockout.
+  if (typeof error.attempts_remaining === "number" && error.attempts_remaining > 0) {
+    text += ` Attempts left: ${error.attempts_remaining}.`;
+  }
   if (typeof error.retry_after === "number") text += ` Try again in ${waitText(error.retry_after)}.`;
   return text;
 }

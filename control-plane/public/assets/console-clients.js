@@ -16,6 +16,7 @@ function remember(client) {
     name: client.name,
     environment: client.environment,
     issued_at: new Date().toISOString(),
+    last_used_at: null,
     revoked: false,
   };
   issued.push(known);
@@ -83,7 +84,7 @@ byId("copy-token").addEventListener("click", () => {
 });
 function renderIssued() {
   var here = issued.filter((client) => inEnvironment(client.environment));
-  byId("issued-empty").textContent = `No clients in ${environment} yet.`;
+  byId("issued-empty-text").textContent = `No clients in ${environment} yet.`;
   pagedTable("issued", here.map(issuedRow), "issued-empty");
   elsewhereNote("issued-elsewhere", issued.length - here.length, "client", "clients");
   auditClientOptions();
@@ -94,6 +95,7 @@ loaders.clients = () =>
     (access.clients || []).forEach((client) => {
       var known = remember(client);
       known.issued_at = client.created_at;
+      known.last_used_at = client.last_access_at;
       known.revoked = Boolean(client.revoked_at);
     });
     renderIssued();
@@ -122,6 +124,7 @@ function issuedRow(client) {
     client.environment,
     el("td", client.client_id, "mono"),
     timeCell(client.issued_at),
+    timeCell(client.last_used_at, "Never"),
     actions,
   ]);
 }

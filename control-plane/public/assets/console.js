@@ -1,6 +1,7 @@
 // The operator console (after common.js): DOM helpers, section navigation, account and vault.
-// console-clients.js and console-activity.js follow in the same global scope; the console starts
-// on DOMContentLoaded, once all three have run. Values reach the page as text, never as markup.
+// console-inject.js, console-clients.js, request-view.js, console-inbox.js, console-activity.js and
+// console-approvals.js follow in the same global scope; the console starts on DOMContentLoaded,
+// once all of them have run. Values reach the page as text, never as markup.
 "use strict";
 /* ---------- DOM helpers ---------- */
 function el(tag, text, className) {
@@ -18,13 +19,38 @@ function button(text, label, isSecondary) {
 function when(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
-function timeCell(iso) {
+function timeCell(iso, absentText) {
   var cell = el("td");
-  if (!iso) return cell;
+  if (!iso) {
+    cell.textContent = absentText || "";
+    return cell;
+  }
   var time = el("time", when(iso));
   time.dateTime = iso;
   cell.appendChild(time);
   return cell;
+}
+/**
+ * A table drawn as cards on a phone (class "cards", site.css): each cell carries its column's name
+ * (shown before it there), and the rows keep their table roles when CSS lays them out as blocks.
+ */
+function labelCells(table) {
+  if (!table.classList.contains("cards")) return;
+  // The table's own rows only (table.rows): a body's form fields are a table of their own.
+  var names = Array.prototype.map.call(table.tHead.rows[0].cells, (th) => th.textContent.trim());
+  table.setAttribute("role", "table");
+  [table.tHead].concat(Array.prototype.slice.call(table.tBodies)).forEach((group) => {
+    group.setAttribute("role", "rowgroup");
+  });
+  Array.prototype.forEach.call(table.rows, (tr) => {
+    var isHead = tr.parentNode === table.tHead;
+    tr.setAttribute("role", "row");
+    Array.prototype.forEach.call(tr.cells, (cell, index) => {
+      if (isHead) cell.setAttribute("role", "columnheader");
+      else cell.setAttribute("role", cell.tagName === "TH" ? "rowheader" : "cell");
+      if (!isHead && names[index]) cell.setAttribute("data-label", names[index]);
+    });
+  });
 }
 /** A table row from cells: a node is used as is, anything else becomes a text cell. */
 function row(cells) {
@@ -51,6 +77,7 @@ function fillTable(id, rows, emptyId) {
     ? document.activeElement.getAttribute("aria-label")
     : null;
   body.replaceChildren.apply(body, rows);
+  labelCells(table);
   if (focused) {
     const again = Array.prototype.find.call(
       body.querySelectorAll("[aria-label]"),
@@ -263,7 +290,7 @@ onSubmit(orgForm, () => {
 });
 
 /* ---------- sections ---------- */
-var SECTIONS = ["vault", "clients", "inbox", "audit", "access"];
+var SECTIONS = ["vault", "clients", "inbox", "approvals", "audit", "access"];
 /** Each section's loader (returns a promise), called whenever the section is shown. */
 var loaders = {};
 var currentSection = "";
@@ -317,6 +344,7 @@ function showAccount(me) {
   byId("header-email").textContent = me.email;
   showOrganisations(me);
   byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
+  showDeleteOrganisation(me);
   byId("backup-left").textContent = String(me.backup_codes_remaining);
   if (me.backup_codes_remaining < 3) {
     say(`Only ${me.backup_codes_remaining} backup codes left.`, true);
@@ -361,9 +389,11 @@ function renderItems() {
   var query = byId("items-search").value.trim().toLowerCase();
   var here = allItems.filter((item) => inEnvironment(item.environment));
   var shown = here.filter((item) => matchesSearch(item, query));
-  byId("items-empty").textContent = query
+  byId("items-empty-text").textContent = query
     ? "No credential matches the search."
-    : `No credentials in ${environment} yet. Add one below.`;
+    : `No credentials in ${environment} yet.`;
+  // The first-run hint, only when the whole vault is empty.
+  byId("items-first-run").hidden = Boolean(query) || allItems.length > 0;
   pagedTable("items", shown.map(itemRow), "items-empty");
   elsewhereNote("items-elsewhere", allItems.length - here.length, "credential", "credentials");
 }
@@ -419,15 +449,15 @@ function itemRow(item) {
   actions.append(rotate, edit, remove);
   if (item.connect_provider) actions.prepend(vaultConnectButton(item));
   var inject = item.inject + (item.username ? ` (user ${item.username})` : "");
+  var hosts = el("td", item.allowed_hosts.join(", "), "hosts");
   return row([
     rowHeader(item.name),
-    item.environment,
     item.kind,
     item.folder_name,
-    item.allowed_hosts.join(", "),
+    hosts,
     inject,
-    `…${item.last4}`,
-    timeCell(item.updated_at),
+    el("td", `…${item.last4}`, "last4"),
+    timeCell(item.last_used_at, "Never"),
     actions,
   ]);
 }
@@ -439,7 +469,7 @@ function openItemForm(which, item, opener) {
   byId(`${which}-name`).textContent = itemLabel(item);
   if (which === "edit") {
     byId("edit-hosts").value = item.allowed_hosts.join(", ");
-    byId("edit-inject").value = item.inject;
+    setInject("edit-inject", item.inject);
     byId("edit-username").value = item.username || "";
   }
   form.hidden = false;
@@ -448,6 +478,7 @@ function openItemForm(which, item, opener) {
 function closeItemForms(shouldRefocus) {
   Object.keys(itemForms).forEach((key) => {
     itemForms[key].reset();
+    if (key === "edit") setInject("edit-inject", "bearer");
     clearInvalid(itemForms[key]);
     itemForms[key].hidden = true;
   });
@@ -487,10 +518,11 @@ onSubmit(itemForms.edit, () => {
   clearInvalid(itemForms.edit);
   if (!listOf(hosts.value).length)
     return refuse(hosts, "Name at least one host the credential may be sent to.");
-  if (!inject.value.trim()) return refuse(inject, "Say how the credential is sent, for example bearer.");
+  var mode = injectValue("edit-inject");
+  if (!mode) return refuse(byId("edit-inject-name"), "Name the header, parameter or cookie it is sent in.");
   var saved = api("POST", `/api/items/${enc(item.id)}/meta`, {
     allowed_hosts: listOf(hosts.value),
-    inject: inject.value.trim(),
+    inject: mode,
     username: byId("edit-username").value.trim() || null,
   });
   busy(
@@ -511,6 +543,7 @@ var addForm = byId("add-form");
 /** Which add-form field an error code is about. */
 function fieldForError(code) {
   if (/host|ip_literal/.test(code)) return byId("item-hosts");
+  if (/inject/.test(code) && injectNeedsName(byId("item-inject").value)) return byId("item-inject-name");
   if (/inject/.test(code)) return byId("item-inject");
   if (/name/.test(code)) return byId("item-name");
   return null;
@@ -531,13 +564,15 @@ onSubmit(addForm, () => {
   if (!value.value) return refuse(value, "Enter the value to store.");
   if (!listOf(hosts.value).length)
     return refuse(hosts, "Name at least one host the credential may be sent to.");
+  var mode = injectValue("item-inject");
+  if (!mode) return refuse(byId("item-inject-name"), "Name the header, parameter or cookie it is sent in.");
   var stored = api("POST", "/api/items", {
     name: name.value.trim(),
     value: value.value,
     environment: byId("item-environment").value,
     kind: byId("item-kind").value,
     allowed_hosts: listOf(hosts.value),
-    inject: byId("item-inject").value.trim() || "bearer",
+    inject: mode,
     username: username || undefined,
     folder_name: folder || undefined,
   });
@@ -546,6 +581,7 @@ onSubmit(addForm, () => {
     stored.then(
       (answer) => {
         addForm.reset();
+        setInject("item-inject", "bearer");
         defaultEnvironments();
         say(`Stored ${itemLabel(answer.item)}. Its value ends in ${answer.item.last4}.`);
         name.focus();

@@ -84,11 +84,20 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
       const now = deps.now();
       const outcome = await deps.repo.inEmailLock(address, async (repo) => {
         const challenge = await repo.findChallenge(address);
-        if (!challenge || challenge.expires_at <= now) {
+        // Spec 4.3 keeps attempts_remaining (0) on every refusal; the sentence says what happened,
+        // so nobody reads "no attempts left" for a code that merely ran out of time.
+        if (!challenge) {
           return {
             ok: false as const,
             remaining: 0,
-            reason: "no live code for this address; send a new one",
+            reason: "no code is waiting for this address (it was used, replaced or voided); send a new one",
+          };
+        }
+        if (challenge.expires_at <= now) {
+          return {
+            ok: false as const,
+            remaining: 0,
+            reason: "that code has expired (a code works for 10 minutes); send a new one",
           };
         }
         if (!/^\d{8}$/.test(code) || !isSameHash(deps.keyring.hashCode(code), challenge.code_hash)) {

@@ -39,6 +39,8 @@ export interface CallsDeps {
   inItemTokenLock?: ItemTokensRepo["inItemTokenLock"];
   /** Wall clock for token expiry; Date.now unless a test fixes it. */
   now?: () => number;
+  /** A call went out with the item: its last use (written at most once a minute). */
+  noteItemUsed?: (item: CallableItem) => Promise<void>;
   /**
    * An audit row could not be written (the database refused it or is gone). Called with the error
    * so its code can be logged; the answer still goes back, and the agent text is never logged.
@@ -310,6 +312,9 @@ export function createCallsService(deps: CallsDeps) {
         throw withApproval(error, approvalAfter(fenced, approval));
       }
       if (!response.reachedOrigin) await approval.release();
+      // The credential's "last used": a lost write is only a stale time in the console (the audit
+      // row below is the record of the call), so it never stops the answer.
+      else await deps.noteItemUsed?.(item).catch(() => {});
 
       await recordSafely({
         ...audit,

@@ -31,7 +31,12 @@ export function registerClientsRoutes(app: FastifyInstance, deps: { clients: Cli
     "/api/clients/:id/revoke",
     { ...operatorOnly, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
-      await deps.clients.revokeClient(await organisationOf(request), request.params.id);
+      const operator = await requireOperator(request, { mfa: true });
+      await deps.clients.revokeClient(
+        requireOrganisation(operator),
+        request.params.id,
+        `operator:${operator.operatorId}`,
+      );
       return { ok: true as const };
     },
   );

@@ -148,13 +148,16 @@ export function createClientsService(deps: ClientsServiceDeps) {
       };
     },
 
-    /** Stops the token and revokes every approval the client holds, in one transaction. */
-    async revokeClient(organisationId: string, id: string): Promise<void> {
+    /**
+     * Stops the token and revokes every approval the client holds, in one transaction; `actor`,
+     * the operator who did it, is recorded on each approval as who revoked it.
+     */
+    async revokeClient(organisationId: string, id: string, actor?: string): Promise<void> {
       const row = await loadClient(organisationId, id);
       const now = deps.now();
       const isRevokedNow = await deps.inTransaction(async ({ repo, grants }) => {
         const isRevoked = await repo.updateClientRevoked(id, now);
-        await grants.revokeAgentGrants(organisationId, id, now);
+        await grants.revokeAgentGrants(organisationId, id, now, actor);
         return isRevoked;
       });
       // A repeated revoke answers the same but marks the ledger once (spec 6).

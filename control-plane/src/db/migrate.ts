@@ -14,6 +14,7 @@ import * as itemTokens from "./migrations/2026-11-25T1000-item-tokens.ts";
 import * as connectStates from "./migrations/2026-11-25T1100-connect-states.ts";
 import * as spentTickets from "./migrations/2026-11-26T0100-spent-tickets.ts";
 import * as needsHostlessClosed from "./migrations/2026-11-26T0200-need-requests-hostless-closed.ts";
+import * as readableApprovals from "./migrations/2026-11-26T0300-readable-approvals.ts";
 import * as ledger from "./migrations/2026-11-26T0400-ledger.ts";
 import * as passkeys from "./migrations/2026-11-26T0700-passkeys.ts";
 
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-25T1100-connect-states": connectStates,
   "2026-11-26T0100-spent-tickets": spentTickets,
   "2026-11-26T0200-need-requests-hostless-closed": needsHostlessClosed,
+  "2026-11-26T0300-readable-approvals": readableApprovals,
   "2026-11-26T0400-ledger": ledger,
   "2026-11-26T0700-passkeys": passkeys,
 };
@@ -53,6 +55,9 @@ async function migrate(
     provider: { getMigrations: async () => MIGRATIONS },
     // Each migration commits on its own: a failure leaves the ones before it applied and recorded.
     transactionMode: "per-migration",
+    // Work lands from branches made in parallel: a migration named before one a database already
+    // ran (each touches its own tables) is run rather than refused as "corrupted".
+    allowUnorderedMigrations: true,
   });
   const { error, results } = await run(migrator);
   const failed = results?.find((r) => r.status === "Error");

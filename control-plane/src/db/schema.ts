@@ -35,6 +35,8 @@ export interface ItemsTable {
   folder_id: string | null;
   created_at: CreatedAt;
   updated_at: Timestamp;
+  /** When a call last went out with it, written at most once a minute (migration 2026-11-26T0300). */
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 /** A minted access token of an item, sealed (migration 2026-11-25T1000). */
@@ -134,6 +136,17 @@ export interface GrantsTable {
   call_path: ColumnType<string | null, string | null | undefined, string | null>;
   /** Hex SHA-256 of the exact body bytes; null for a call without a body. */
   call_body_sha256: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The body's first 64 KiB as the agent sent it (migration 2026-11-26T0300), its size and type. */
+  call_body: ColumnType<string | null, string | null | undefined, string | null>;
+  call_body_bytes: ColumnType<number | null, number | null | undefined, number | null>;
+  call_content_type: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The operator who approved (any path), and who denied or revoked: operator ids. */
+  approved_by: ColumnType<string | null, string | null | undefined, string | null>;
+  revoked_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When a call last used the grant, written at most once a minute. */
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** A request asked again within 10 minutes of a Deny of the same call: when that Deny was. */
+  after_deny_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface OperatorsTable {
@@ -304,6 +317,9 @@ export interface NeedRequestsTable {
   call_host: ColumnType<string | null, string | null | undefined, string | null>;
   call_path: ColumnType<string | null, string | null | undefined, string | null>;
   call_body_sha256: ColumnType<string | null, string | null | undefined, string | null>;
+  call_body: ColumnType<string | null, string | null | undefined, string | null>;
+  call_body_bytes: ColumnType<number | null, number | null | undefined, number | null>;
+  call_content_type: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /**

@@ -1,7 +1,13 @@
 // The words an operator reads before approving (DECISIONS "Approvals"): the exact call a grant is
-// for (method, host, path with query, body digest) or, for a grant asked without a call, that it
-// covers any call with the credential. The mail, the CLI and the pages say the same thing.
+// for (method, host, path with query, the body itself and its digest) or, for a grant asked without
+// a call, that it covers any call with the credential. The mail, the CLI and the pages say the same
+// thing. The mail is plain text only: nothing an agent writes can become markup in it, and its
+// lines reach the mail's headers only through describeAgent, on one line.
 import type { PublicGrant } from "./grant-view.ts";
+import { type BodyView, bodyExcerpt, describeSize } from "./request-body.ts";
+
+/** DECISIONS "The approval, readable and reversible": the mail shows the body's first 2 KiB. */
+export const MAIL_BODY_CHARS = 2 * 1024;
 
 /** Agent-written text on one line, so it cannot pose as lines of our own. */
 function oneLine(text: string): string {
@@ -36,9 +42,33 @@ export function describeAgent(grant: Pick<PublicGrant, "agent_id" | "agent_name"
   return `The agent "${oneLine(grant.agent_id).slice(0, 80)}"`;
 }
 
+/** How a body is named to a person: "JSON, 58 bytes", "a form, 1.2 KiB". */
+export function describeBodyKind(body: BodyView): string {
+  const kind = body.format === "json" ? "JSON" : body.format === "form" ? "form fields" : body.content_type;
+  return `${kind}, ${describeSize(body.size)}`;
+}
+
+/**
+ * The body in the mail: its first 2 KiB formatted (JSON indented, form fields as `name: value`),
+ * each line behind "| " so no line of it can pose as a line of ours, then its digest.
+ */
+function mailBodyLines(body: BodyView): string[] {
+  const excerpt = bodyExcerpt(body, MAIL_BODY_CHARS);
+  return [
+    `    The body (${describeBodyKind(body)}), as the agent wrote it:`,
+    ...excerpt.lines.map((line) => `    | ${line}`),
+    ...(excerpt.isShortened ? ["    | ... (the first 2 KiB: the inbox shows the whole body)"] : []),
+    ...(body.has_hidden_characters
+      ? ["    (it holds control or direction characters, shown as \uFFFD: read it with care)"]
+      : []),
+    `    Body SHA-256 ${body.sha256}`,
+  ];
+}
+
 /** The approval mail (spec 6): who asks, for exactly what, and how to approve. */
 export function approvalMail(
   grant: PublicGrant,
+  body: BodyView | null,
   approvalCode: string,
   link: string,
 ): { subject: string; text: string } {
@@ -47,7 +77,7 @@ export function approvalMail(
     ? [
         `${who} asks to send this request once with ${grant.item_name} (${grant.environment_id}):`,
         `    ${describeGrantCall(grant)}`,
-        `    ${describeGrantBody(grant)}`,
+        ...(body ? mailBodyLines(body) : [`    ${describeGrantBody(grant)}`]),
         "Approving covers exactly this request: another method, path, query or body needs a new approval.",
       ].join("\n")
     : `${who} asks to use ${grant.item_name} (${grant.environment_id}) for any call: no request was named, so approving lets its next call use the credential.`;

@@ -2,8 +2,9 @@
 // once, for a signed-in operator (authenticator passed) of the grant's organisation. A mail scanner
 // or link preview that fetches the link has no operator session: it is sent to /sign-in and
 // approves nothing, and the operator who does open it signs in and lands back on it (return_to).
-// GET answers a plain page, POST the JSON grant. The token never reaches a log:
-// the request logger drops query strings, and the page sends no Referer.
+// GET answers a page showing the exact request with its body and what was approved, with "Revoke
+// this approval" while it is active; POST the JSON grant. The token never reaches a log: the
+// request logger drops query strings, and the page sends no Referer.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
@@ -11,7 +12,8 @@ import { OPERATOR_ONLY } from "../auth/principal.ts";
 import { signInFirst } from "../auth/sign-in-first.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
-import { describeGrantBody, describeGrantCall } from "./approval-text.ts";
+import { approvalRequestHtml } from "./approval-page.ts";
+import { describeAgent, describeGrantCall } from "./approval-text.ts";
 import { approveLinkQuery, grantAnswer } from "./grants.schemas.ts";
 import type { GrantsService } from "./grants.service.ts";
 
@@ -45,8 +47,25 @@ export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: 
   }
 
   const resultPage = readPage("pages/approve-result.html", ["heading", "sentence"]);
-  const answer = (reply: FastifyReply, heading: string, sentence: string) =>
-    sendPage(reply, "approval-result", resultPage.fill({ heading, sentence }));
+  /** The page; `request` is the request section, built with every value escaped (approval-page.ts). */
+  const answer = (reply: FastifyReply, heading: string, sentence: string, request = "") =>
+    sendPage(
+      reply,
+      "approval-result",
+      resultPage.fill({ heading, sentence }).replace("<!--request-->", () => request),
+    );
+  /** The request a link names in the operator's organisation, as its page shows it ("" if none). */
+  async function requestSection(request: FastifyRequest, grantId?: string): Promise<string> {
+    const organisationId = request.operatorSession?.organisation_id;
+    const token = (request.query as { token?: unknown }).token;
+    if (!organisationId) return "";
+    const grant = grantId
+      ? await deps.grants.getApproval(organisationId, grantId)
+      : typeof token === "string" && LINK_TOKEN.test(token)
+        ? await deps.grants.findApprovalByLink(organisationId, token)
+        : undefined;
+    return grant ? approvalRequestHtml(grant) : "";
+  }
 
   api.get("/approve", { schema: { querystring: approveLinkQuery } }, async (request, reply) => {
     if (!request.operatorSession?.is_mfa_passed) {
@@ -66,13 +85,15 @@ export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: 
         reply,
         "Approved",
         grant.call
-          ? `${grant.agent_name} may send ${describeGrantCall(grant)} (${describeGrantBody(grant)}) once with ${grant.item_name}. The agent can retry its request now.`
-          : `${grant.agent_name} may use ${grant.item_name} for one call of any kind. The agent can retry its request now.`,
+          ? `${describeAgent(grant)} may send ${describeGrantCall(grant)} once with ${grant.item_name}. The agent can retry its request now.`
+          : `${describeAgent(grant)} may use ${grant.item_name} for one call of any kind. The agent can retry its request now.`,
+        await requestSection(request, grant.grant_id),
       );
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       const why = error.message.charAt(0).toUpperCase() + error.message.slice(1);
-      return answer(reply.code(error.status), "Not approved", `${why}.`);
+      // A link used before still shows its request, and Revoke while that approval is active.
+      return answer(reply.code(error.status), "Not approved", `${why}.`, await requestSection(request));
     }
   });
   api.post(

@@ -1,9 +1,10 @@
 // A grant as callers see it (spec 2.4's public fields plus the call it covers), and the columns a
 // requested call is stored in on a grant or a need request.
-import type { GrantWithItem, RequestedCall } from "./grants.repo.ts";
+import type { ApprovalRow, GrantWithItem, RequestedCall } from "./grants.repo.ts";
+import { type BodyView, viewBody } from "./request-body.ts";
 
 /** Spec 2.4's public fields, plus the names a listing needs. Never a value. */
-export interface PublicGrant {
+export type PublicGrant = {
   grant_id: string;
   policy: string;
   status: string;
@@ -26,7 +27,7 @@ export interface PublicGrant {
    * null: asked for the whole item (request_grant), any call.
    */
   call: { method: string; host: string; path: string; body_sha256: string | null } | null;
-}
+};
 
 function iso(date: Date | null): string | null {
   return date ? date.toISOString() : null;
@@ -63,6 +64,9 @@ export interface RequestedCallColumns {
   call_host: string | null;
   call_path: string | null;
   call_body_sha256: string | null;
+  call_body: string | null;
+  call_body_bytes: number | null;
+  call_content_type: string | null;
 }
 
 /** The requested call of a row as callers see it (PublicGrant.call); null: the whole item. */
@@ -75,8 +79,26 @@ export function toPublicCall(row: RequestedCallColumns): PublicGrant["call"] {
 /** The requested call a row records, back in the shape grants are asked with. */
 export function requestedCallOfRow(row: RequestedCallColumns): RequestedCall | undefined {
   return row.call_method && row.call_host && row.call_path != null
-    ? { method: row.call_method, host: row.call_host, path: row.call_path, bodySha256: row.call_body_sha256 }
+    ? {
+        method: row.call_method,
+        host: row.call_host,
+        path: row.call_path,
+        bodySha256: row.call_body_sha256,
+        body: keptBodyOfRow(row),
+      }
     : undefined;
+}
+
+function keptBodyOfRow(row: RequestedCallColumns) {
+  return row.call_body !== null && row.call_body_bytes !== null
+    ? { text: row.call_body, bytes: row.call_body_bytes, contentType: row.call_content_type ?? "" }
+    : null;
+}
+
+/** The body a row keeps, as an operator reads it; null for a call without one (or none kept). */
+export function bodyViewOfRow(row: RequestedCallColumns): BodyView | null {
+  const kept = keptBodyOfRow(row);
+  return kept && row.call_body_sha256 ? viewBody(kept, row.call_body_sha256) : null;
 }
 
 /** The row columns for a requested call (none: the whole item). */
@@ -86,5 +108,55 @@ export function requestedCallColumns(call: RequestedCall | undefined): Requested
     call_host: call?.host ?? null,
     call_path: call?.path ?? null,
     call_body_sha256: call?.bodySha256 ?? null,
+    call_body: call?.body?.text ?? null,
+    call_body_bytes: call?.body?.bytes ?? null,
+    call_content_type: call?.body?.contentType ?? null,
+  };
+}
+
+/** A request waiting in the inbox: its grant, the body it would send, and whether it follows a Deny. */
+export type PendingApproval = PublicGrant & {
+  body: BodyView | null;
+  /** The item's hosts: what approving the whole credential reaches. */
+  allowed_hosts: string[];
+  /** When the operator denied this same call from this agent, if within the last 10 minutes. */
+  after_deny_at: string | null;
+};
+
+export function toPendingApproval(
+  row: GrantWithItem & { allowed_hosts?: string[] },
+  now: Date,
+): PendingApproval {
+  return {
+    ...toPublicGrant(row, now),
+    body: bodyViewOfRow(row),
+    allowed_hosts: row.allowed_hosts ?? [],
+    after_deny_at: iso(row.after_deny_at),
+  };
+}
+
+/**
+ * An approval as the Approvals section and the access snapshot list it: the grant, its item, who
+ * approved it (operator id and email; revoked_by for one withdrawn) and when it was last used.
+ */
+export type ApprovalView = PublicGrant & {
+  item_id: string;
+  /** The item's hosts: what "the whole credential" reaches. */
+  allowed_hosts: string[];
+  approved_by: { operator_id: string; email: string | null } | null;
+  revoked_by: string | null;
+  revoked_at: string | null;
+  last_used_at: string | null;
+};
+
+export function toApprovalView(row: ApprovalRow, now: Date): ApprovalView {
+  return {
+    ...toPublicGrant(row, now),
+    item_id: row.item_id,
+    allowed_hosts: row.allowed_hosts,
+    approved_by: row.approved_by ? { operator_id: row.approved_by, email: row.approved_by_email } : null,
+    revoked_by: row.revoked_by,
+    revoked_at: iso(row.revoked_at),
+    last_used_at: iso(row.last_used_at),
   };
 }

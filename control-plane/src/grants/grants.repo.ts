@@ -1,15 +1,22 @@
 // Grants in the database. The single-use rule lives here, in one conditional UPDATE: of any number
 // of simultaneous calls on one prompt grant, exactly one sees its row change from active.
-import type { Kysely } from "kysely";
+import type { ExpressionBuilder, Kysely } from "kysely";
 import type { Database, GrantRow, NewGrant } from "../db/schema.ts";
 import {
   findRequestUsageSince,
   type RequestUsage,
   withOrganisationRequestLock,
 } from "../limits/request-limit.repo.ts";
+import type { KeptBody } from "./request-body.ts";
 
 /** A grant with its item's name and, when its agent is a hosted client, that client's name. */
 export type GrantWithItem = GrantRow & { item_name: string; agent_name: string | null };
+
+/** A grant as the Approvals section lists it: also its item's hosts and who approved it. */
+export type ApprovalRow = GrantWithItem & {
+  allowed_hosts: string[];
+  approved_by_email: string | null;
+};
 
 export interface CallScope {
   host?: string | null | undefined;
@@ -28,6 +35,8 @@ export interface RequestedCall {
   path: string;
   /** Hex SHA-256 of the exact body bytes; null for a call without a body. */
   bodySha256: string | null;
+  /** What the operator reads of the body (its first 64 KiB); unset or null: not kept, or none. */
+  body?: KeptBody | null | undefined;
 }
 
 export interface GrantScope {
@@ -45,9 +54,32 @@ export interface GrantScope {
 
 export interface GrantsRepo {
   insertGrant(row: NewGrant): Promise<void>;
-  findGrantById(organisationId: string, id: string): Promise<GrantWithItem | undefined>;
-  findGrants(organisationId: string, filter: { agentId?: string; limit?: number }): Promise<GrantWithItem[]>;
+  /** One grant, with its item's hosts and who approved it. */
+  findGrantById(organisationId: string, id: string): Promise<ApprovalRow | undefined>;
+  findGrants(
+    organisationId: string,
+    filter: { agentId?: string; status?: string; limit?: number },
+  ): Promise<GrantWithItem[]>;
   findPendingGrant(scope: GrantScope): Promise<GrantWithItem | undefined>;
+  /**
+   * The latest request for exactly this scope and call that was denied (revoked while pending)
+   * after `since`: a repeat of it is not mailed again.
+   */
+  findDeniedGrantSince(scope: GrantScope, since: Date): Promise<GrantWithItem | undefined>;
+  /**
+   * Grants of the organisation in `status` (an active one not yet expired at `now`), newest first,
+   * with filters: the Approvals section (active) and the inbox (pending).
+   */
+  findApprovalsByStatus(
+    organisationId: string,
+    status: "active" | "pending",
+    filter: { environment?: string; agentId?: string; itemName?: string; policy?: string; limit?: number },
+    now: Date,
+  ): Promise<ApprovalRow[]>;
+  /** Grants with who approved them and their item's hosts (the access snapshot). */
+  findApprovals(organisationId: string, limit: number): Promise<ApprovalRow[]>;
+  /** Records a use; written only when the stored time is older than `olderThan` (or unset). */
+  updateGrantUsed(id: string, at: Date, olderThan: Date): Promise<void>;
   /** Active, unexpired grants for the scope; ones that are not spent by use come first. */
   findUsableGrants(scope: GrantScope, now: Date): Promise<GrantWithItem[]>;
   /** active -> consumed, only if still active. True for the one caller that won. */
@@ -57,7 +89,14 @@ export interface GrantsRepo {
   updateGrantApproved(
     organisationId: string,
     id: string,
-    change: { policy: string; approvedAt: Date; expiresAt: Date | null },
+    change: {
+      policy: string;
+      approvedAt: Date;
+      expiresAt: Date | null;
+      approvedBy: string | null;
+      /** A standing grant's new scope; unset keeps the one it was asked with. */
+      scope?: CallScope | undefined;
+    },
   ): Promise<boolean>;
   /**
    * Revokes a pending or active grant; answers which it was (a pending one is denied), or
@@ -68,9 +107,15 @@ export interface GrantsRepo {
     organisationId: string,
     id: string,
     now: Date,
+    revokedBy: string | null,
   ): Promise<"pending" | "active" | undefined>;
   /** Revokes every pending or active grant an agent holds (its client was revoked). */
-  updateAgentGrantsRevoked(organisationId: string, agentId: string, now: Date): Promise<void>;
+  updateAgentGrantsRevoked(
+    organisationId: string,
+    agentId: string,
+    now: Date,
+    revokedBy: string | null,
+  ): Promise<void>;
   /** The folder of the grant's item, if it is in one. */
   findGrantFolder(organisationId: string, id: string): Promise<{ id: string; name: string } | undefined>;
   /** Gives a pending grant its item's folder (folder_standing); any other status is left alone. */
@@ -109,13 +154,18 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       )
       .selectAll("grants")
       .select(["items.name as item_name", "clients.name as agent_name"]);
+  /** The operator who approved, by email (members come and go: the id stays on the grant). */
+  const selectApprovals = () =>
+    selectGrants()
+      .leftJoin("operators", "operators.id", "grants.approved_by")
+      .select(["items.allowed_hosts", "operators.email as approved_by_email"]);
 
   return {
     async insertGrant(row) {
       await db.insertInto("grants").values(row).execute();
     },
     findGrantById: (organisationId, id) =>
-      selectGrants()
+      selectApprovals()
         .where("grants.organisation_id", "=", organisationId)
         .where("grants.id", "=", id)
         .executeTakeFirst(),
@@ -126,36 +176,54 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .orderBy("grants.id")
         .limit(filter.limit ?? 200);
       if (filter.agentId !== undefined) query = query.where("grants.agent_id", "=", filter.agentId);
+      if (filter.status !== undefined) query = query.where("grants.status", "=", filter.status);
       return query.execute();
     },
     findPendingGrant: (scope) =>
       selectGrants()
-        .where("grants.organisation_id", "=", scope.organisationId)
-        .where("grants.item_id", "=", scope.itemId)
-        .where("grants.agent_id", "=", scope.agentId)
-        .where("grants.tool_id", "=", scope.toolId)
+        .where((eb) => isSameRequest(eb, scope))
         .where("grants.status", "=", "pending")
-        // A pending grant for another scope or another call is another request: the operator
-        // approves what the grant shows, so a second call never rides on the first one's row.
-        .where((eb) => {
-          const call = scope.requestedCall;
-          const parts = [
-            ...(["host", "method", "path"] as const).map(
-              (part) => [`grants.scope_${part}`, scope.callScope?.[part] ?? null] as const,
-            ),
-            ["grants.call_method", call?.method ?? null] as const,
-            ["grants.call_host", call?.host ?? null] as const,
-            ["grants.call_path", call?.path ?? null] as const,
-            ["grants.call_body_sha256", call?.bodySha256 ?? null] as const,
-          ];
-          return eb.and(
-            parts.map(([column, value]) =>
-              value === null ? eb(column, "is", null) : eb(column, "=", value),
-            ),
-          );
-        })
         .orderBy("grants.created_at", "desc")
         .executeTakeFirst(),
+    findDeniedGrantSince: (scope, since) =>
+      selectGrants()
+        .where((eb) => isSameRequest(eb, scope))
+        // Denied: revoked while it was still a request, so never approved.
+        .where("grants.status", "=", "revoked")
+        .where("grants.approved_at", "is", null)
+        .where("grants.revoked_at", ">", since)
+        .orderBy("grants.revoked_at", "desc")
+        .executeTakeFirst(),
+    findApprovalsByStatus(organisationId, status, filter, now) {
+      let query = selectApprovals()
+        .where("grants.organisation_id", "=", organisationId)
+        .where("grants.status", "=", status)
+        .where((eb) => eb.or([eb("grants.expires_at", "is", null), eb("grants.expires_at", ">", now)]))
+        .orderBy(status === "active" ? "grants.approved_at" : "grants.created_at", "desc")
+        .orderBy("grants.id")
+        .limit(filter.limit ?? 500);
+      if (filter.environment !== undefined)
+        query = query.where("grants.environment", "=", filter.environment);
+      if (filter.agentId !== undefined) query = query.where("grants.agent_id", "=", filter.agentId);
+      if (filter.itemName !== undefined) query = query.where("items.name", "=", filter.itemName);
+      if (filter.policy !== undefined) query = query.where("grants.policy", "=", filter.policy);
+      return query.execute();
+    },
+    findApprovals: (organisationId, limit) =>
+      selectApprovals()
+        .where("grants.organisation_id", "=", organisationId)
+        .orderBy("grants.created_at", "desc")
+        .orderBy("grants.id")
+        .limit(limit)
+        .execute(),
+    async updateGrantUsed(id, at, olderThan) {
+      await db
+        .updateTable("grants")
+        .set({ last_used_at: at })
+        .where("id", "=", id)
+        .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", olderThan)]))
+        .execute();
+    },
     async findUsableGrants(scope, now) {
       const rows = await selectGrants()
         .where("grants.organisation_id", "=", scope.organisationId)
@@ -180,7 +248,7 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
     async updateGrantConsumed(id, now) {
       const result = await db
         .updateTable("grants")
-        .set({ status: "consumed", consumed_at: now })
+        .set({ status: "consumed", consumed_at: now, last_used_at: now })
         .where("id", "=", id)
         .where("status", "=", "active")
         .executeTakeFirst();
@@ -202,6 +270,14 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
           policy: change.policy,
           approved_at: change.approvedAt,
           expires_at: change.expiresAt,
+          approved_by: change.approvedBy,
+          ...(change.scope
+            ? {
+                scope_host: change.scope.host ?? null,
+                scope_method: change.scope.method ?? null,
+                scope_path: change.scope.path ?? null,
+              }
+            : {}),
         })
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
@@ -250,10 +326,10 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
     async insertCodeFailure(organisationId, at) {
       await db.insertInto("approval_code_failures").values({ organisation_id: organisationId, at }).execute();
     },
-    async updateAgentGrantsRevoked(organisationId, agentId, now) {
+    async updateAgentGrantsRevoked(organisationId, agentId, now, revokedBy) {
       await db
         .updateTable("grants")
-        .set({ status: "revoked", revoked_at: now })
+        .set({ status: "revoked", revoked_at: now, revoked_by: revokedBy })
         .where("organisation_id", "=", organisationId)
         .where("agent_id", "=", agentId)
         .where("status", "in", ["pending", "active"])
@@ -277,11 +353,11 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("status", "=", "pending")
         .execute();
     },
-    async updateGrantRevoked(organisationId, id, now) {
+    async updateGrantRevoked(organisationId, id, now, revokedBy) {
       for (const status of ["pending", "active"] as const) {
         const result = await db
           .updateTable("grants")
-          .set({ status: "revoked", revoked_at: now })
+          .set({ status: "revoked", revoked_at: now, revoked_by: revokedBy })
           .where("organisation_id", "=", organisationId)
           .where("id", "=", id)
           .where("status", "=", status)
@@ -291,4 +367,29 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       return undefined;
     },
   };
+}
+
+/**
+ * The same request as `scope` asks: its item, agent and tool, and the same standing scope and call
+ * (method, host, path with query, body digest). A request for another scope or call is another
+ * request: the operator decides what the grant shows, so a second call never rides on the first.
+ */
+function isSameRequest(eb: ExpressionBuilder<Database, "grants">, scope: GrantScope) {
+  const call = scope.requestedCall;
+  const parts = [
+    ...(["host", "method", "path"] as const).map(
+      (part) => [`grants.scope_${part}`, scope.callScope?.[part] ?? null] as const,
+    ),
+    ["grants.call_method", call?.method ?? null] as const,
+    ["grants.call_host", call?.host ?? null] as const,
+    ["grants.call_path", call?.path ?? null] as const,
+    ["grants.call_body_sha256", call?.bodySha256 ?? null] as const,
+  ];
+  return eb.and([
+    eb("grants.organisation_id", "=", scope.organisationId),
+    eb("grants.item_id", "=", scope.itemId),
+    eb("grants.agent_id", "=", scope.agentId),
+    eb("grants.tool_id", "=", scope.toolId),
+    ...parts.map(([column, value]) => (value === null ? eb(column, "is", null) : eb(column, "=", value))),
+  ]);
 }

@@ -14,6 +14,8 @@ import type { ItemsService } from "../items/items.service.ts";
 import { isStandingPolicy } from "./grant-coverage.ts";
 import { httpRequestGrantScope } from "./grant-scope.ts";
 import {
+  approvalList,
+  approvalsQuery,
   auditList,
   auditQuery,
   codeApproval,
@@ -142,6 +144,9 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
           operator.actor,
           request.params.id,
           policy,
+          {
+            scope: input.scope,
+          },
         ),
       };
     },
@@ -168,6 +173,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       const grant = await deps.grants.approveByCode(operator.organisationId, operator.actor, input.code, {
         grantId: input.grant_id,
         policy: input.policy ?? "prompt",
+        scope: input.scope,
       });
       return { grant };
     },
@@ -177,6 +183,25 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     const operator = await operatorOf(request);
     return { grants: await deps.grants.listGrants(operator.organisationId) };
   });
+
+  // The Approvals section (DECISIONS "The approval, readable and reversible"): every active
+  // approval, who approved it and when it was last used; each is revoked with /api/grants/:id/revoke.
+  api.get(
+    "/api/approvals",
+    { ...operatorOnly, schema: { querystring: approvalsQuery, response: { 200: approvalList } } },
+    async (request) => {
+      const operator = await operatorOf(request);
+      const query = request.query;
+      return {
+        approvals: await deps.grants.listActiveApprovals(operator.organisationId, {
+          ...(query.environment ? { environment: query.environment } : {}),
+          ...(query.agent_id ? { agentId: query.agent_id } : {}),
+          ...(query.item_name ? { itemName: query.item_name } : {}),
+          ...(query.policy ? { policy: query.policy } : {}),
+        }),
+      };
+    },
+  );
 
   api.get(
     "/api/audit",

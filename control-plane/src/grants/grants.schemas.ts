@@ -24,10 +24,21 @@ export const grantRequestInput = z.object({
   task_description: freeText().optional(),
 });
 
+/**
+ * What a standing approval covers when the operator chooses (DECISIONS "The approval, readable
+ * and reversible"): the request's method and host under its path's prefix, or the whole credential.
+ * Left out, the grant keeps the scope it was asked with (none: the whole item).
+ */
+const standingScope = z
+  .enum(["path_prefix", "credential"])
+  .optional()
+  .describe("item_standing and folder_standing only: path_prefix or credential");
+
 /** POST /api/grants/:id/approve. folder_standing needs the folder's name typed back. */
 export const grantApproval = z.object({
   policy: z.enum(GRANT_POLICIES).optional(),
   confirm_name: safeString().optional(),
+  scope: standingScope,
 });
 
 /**
@@ -38,6 +49,7 @@ export const codeApproval = z.object({
   code: stringJudgedByService("the approval's 8-digit code", { isSafeText: true }),
   grant_id: safeString().optional(),
   policy: z.enum(["prompt", "session", "item_standing"]).optional(),
+  scope: standingScope,
 });
 
 /** GET|POST /approve?token=: the token's form is judged after the caller (approve-link.routes.ts). */
@@ -81,6 +93,44 @@ export const publicGrant = z.object({
     .object({ method: z.string(), host: z.string(), path: z.string(), body_sha256: z.string().nullable() })
     .nullable(),
 });
+
+/** A body as an operator reads it (grants/request-body.ts BodyView). */
+export const bodyView = z.object({
+  content_type: z.string(),
+  size: z.number().int(),
+  is_cut: z.boolean(),
+  format: z.enum(["json", "form", "text"]),
+  text: z.string(),
+  fields: z.array(z.tuple([z.string(), z.string()])).nullable(),
+  has_hidden_characters: z.boolean(),
+  sha256: z.string(),
+});
+
+/** A request waiting in the inbox: the grant, the body it would send, the item's hosts, a Deny it repeats. */
+export const pendingApproval = publicGrant.extend({
+  body: bodyView.nullable(),
+  allowed_hosts: z.array(z.string()),
+  after_deny_at: z.string().nullable(),
+});
+
+/** An approval as the Approvals section and the access snapshot list it. */
+export const approvalView = publicGrant.extend({
+  item_id: z.string(),
+  allowed_hosts: z.array(z.string()),
+  approved_by: z.object({ operator_id: z.string(), email: z.string().nullable() }).nullable(),
+  revoked_by: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+  last_used_at: z.string().nullable(),
+});
+
+/** GET /api/approvals: the console's filters. */
+export const approvalsQuery = z.object({
+  environment: safeString().max(64).optional(),
+  agent_id: safeString().max(64).optional(),
+  item_name: safeString().max(128).optional(),
+  policy: z.enum(GRANT_POLICIES).optional(),
+});
+export const approvalList = z.object({ approvals: z.array(approvalView) });
 
 export const grantAnswer = z.object({ grant: publicGrant });
 /** A new pending grant: its 8-digit code when approval codes are on, and whether mailing failed. */

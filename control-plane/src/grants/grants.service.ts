@@ -10,14 +10,38 @@ import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEightDigitCode } from "../auth/codes.ts";
 import type { NewGrant } from "../db/schema.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
+import { APPROVAL_CODE_TTL_MS, findPendingByCode } from "./approval-codes.ts";
 import { type CallTarget, isCovering } from "./grant-coverage.ts";
-import { type PublicGrant, requestedCallColumns, toPublicGrant } from "./grant-view.ts";
-import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
+import {
+  type ApprovalView,
+  bodyViewOfRow,
+  type PendingApproval,
+  type PublicGrant,
+  requestedCallColumns,
+  toApprovalView,
+  toPendingApproval,
+  toPublicGrant,
+} from "./grant-view.ts";
+import type { ApprovalRow, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
+import type { BodyView } from "./request-body.ts";
+import {
+  describeStandingScope,
+  operatorIdOf,
+  type StandingScope,
+  standingScopeOf,
+} from "./standing-scope.ts";
 
 /** Spec 8: a session approval lives 8 hours. */
 export const SESSION_GRANT_MS = 8 * 60 * 60 * 1000;
 /** Spec 8: the task description shown in the inbox. */
 export const MAX_TASK_DESCRIPTION = 500;
+/**
+ * DECISIONS "The approval, readable and reversible": the same call asked again this soon after a
+ * Deny is pending again (spec 3.1) but mails nobody, and the agent is told it was refused.
+ */
+export const DENY_MEMORY_MS = 10 * 60 * 1000;
+/** A grant's last use is written at most once a minute: a busy agent costs no write per call. */
+export const USE_WRITE_INTERVAL_MS = 60_000;
 
 export type GrantPolicy = "prompt" | "session" | "item_standing" | "folder_standing";
 
@@ -36,16 +60,12 @@ export interface GrantsServiceDeps {
   notifyApproval?: (notice: {
     organisationId: string;
     grant: PublicGrant;
+    /** The body the request would send, as the operator reads it; null: none. */
+    body: BodyView | null;
     approvalCode: string;
     linkToken: string;
   }) => Promise<void>;
 }
-
-/** Spec 8: wrong approval codes per approval, and per organisation in a window. */
-export const MAX_WRONG_CODES_PER_APPROVAL = 5;
-export const MAX_WRONG_CODES_PER_WINDOW = 20;
-export const WRONG_CODE_WINDOW_MS = 15 * 60 * 1000;
-export const APPROVAL_CODE_TTL_MS = 60 * 60 * 1000;
 
 export interface CallAuthorisation {
   grant: PublicGrant;
@@ -53,6 +73,16 @@ export interface CallAuthorisation {
   release(): Promise<void>;
   /** A one-call grant, spent for this call (a session or standing grant is never spent). */
   isOneCall?: boolean;
+}
+
+/** A request for approval as the agent's answer reports it. */
+export interface GrantRequestOutcome {
+  grant: PublicGrant;
+  isNew: boolean;
+  approvalCode?: string;
+  notifyFailed?: boolean;
+  /** The operator denied this same request within the last 10 minutes, at this time. */
+  deniedAt: Date | null;
 }
 
 export interface GrantRequest extends GrantScope {
@@ -86,6 +116,10 @@ function newGrantRow(
     scope_method: request.callScope?.method ?? null,
     scope_path: request.callScope?.path ?? null,
     ...requestedCallColumns(request.requestedCall),
+    approved_by: null,
+    revoked_by: null,
+    last_used_at: null,
+    after_deny_at: null,
     ...change,
   };
 }
@@ -97,7 +131,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     return policy === "session" ? new Date(at.getTime() + SESSION_GRANT_MS) : null;
   }
 
-  async function loadGrant(organisationId: string, id: string): Promise<GrantWithItem> {
+  async function loadGrant(organisationId: string, id: string): Promise<ApprovalRow> {
     const row = await deps.repo.findGrantById(organisationId, id);
     if (!row) throw new AppError("not_found", "no such grant");
     return row;
@@ -123,11 +157,38 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     return row;
   }
 
+  /** The audit row of a new request: which request it is (method, host, path without its query). */
+  async function recordRequested(request: GrantRequest, row: GrantWithItem): Promise<void> {
+    const call = request.requestedCall;
+    await deps.recordEvent({
+      organisationId: request.organisationId,
+      environment: request.environment,
+      actor: request.actor,
+      action: "grant_requested",
+      itemName: row.item_name,
+      host: call?.host ?? request.callScope?.host ?? undefined,
+      detail: {
+        grant_id: row.id,
+        agent_id: request.agentId,
+        tool_id: request.toolId,
+        // As http_request rows do: the route without its query, which may carry personal data.
+        ...(call ? { method: call.method, path: call.path.split("?")[0] } : { request: "any call" }),
+        ...(row.after_deny_at ? { after_deny: true } : {}),
+      },
+    });
+  }
+
+  /** A Deny of exactly this request by the operator within the last 10 minutes, if there was one. */
+  async function findRecentDeny(repo: GrantsRepo, request: GrantRequest, at: Date) {
+    const denied = await repo.findDeniedGrantSince(request, new Date(at.getTime() - DENY_MEMORY_MS));
+    return denied?.revoked_at ?? null;
+  }
+
   /** Hosted requests: a fresh code each time, the hourly limit counted under the organisation lock. */
   async function requestCodedGrant(
     request: GrantRequest,
     codes: { hashCode(code: string): string },
-  ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode: string; notifyFailed: boolean }> {
+  ): Promise<GrantRequestOutcome & { approvalCode: string; notifyFailed: boolean }> {
     const at = now();
     const code = newEightDigitCode();
     const linkToken = randomBytes(32).toString("base64url");
@@ -147,34 +208,41 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         approval_code_hash: codeHash,
         approval_code_expires_at: expiresAt,
         approval_token_hash: sha256Hex(linkToken),
+        after_deny_at: await findRecentDeny(repo, request, at),
       });
       await repo.insertGrant(row);
       const id = row.id;
       return { id, isNew: true };
     });
     const row = await loadGrant(request.organisationId, outcome.id);
-    if (outcome.isNew) {
-      await deps.recordEvent({
-        organisationId: request.organisationId,
-        environment: request.environment,
-        actor: request.actor,
-        action: "grant_requested",
-        itemName: row.item_name,
-        detail: { grant_id: outcome.id, agent_id: request.agentId, tool_id: request.toolId },
-      });
-    }
+    if (outcome.isNew) await recordRequested(request, row);
     const grant = toPublicGrant(row, at);
+    const deniedAt = row.after_deny_at;
     let notifyFailed = false;
-    if (outcome.isNew && deps.notifyApproval) {
+    // A request repeated right after a Deny is not mailed again: the operator has just answered it.
+    if (outcome.isNew && deps.notifyApproval && !deniedAt) {
       // Spec 6: notification is attempted; its outcome is reported, never fatal to the request.
       notifyFailed = await deps
-        .notifyApproval({ organisationId: request.organisationId, grant, approvalCode: code, linkToken })
+        .notifyApproval({
+          organisationId: request.organisationId,
+          grant,
+          body: bodyViewOfRow(row),
+          approvalCode: code,
+          linkToken,
+        })
         .then(
           () => false,
           () => true,
         );
     }
-    return { grant, isNew: outcome.isNew, approvalCode: code, notifyFailed };
+    return { grant, isNew: outcome.isNew, approvalCode: code, notifyFailed, deniedAt };
+  }
+
+  /** Records the use of a lasting grant, at most once a minute (its row says when it was last). */
+  async function noteUse(row: GrantWithItem, at: Date): Promise<void> {
+    const olderThan = new Date(at.getTime() - USE_WRITE_INTERVAL_MS);
+    if (row.last_used_at && row.last_used_at >= olderThan) return;
+    await deps.repo.updateGrantUsed(row.id, at, olderThan);
   }
 
   return {
@@ -199,83 +267,36 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       organisationId: string,
       actor: string,
       rawCode: unknown,
-      options: { grantId?: string | undefined; policy?: GrantPolicy } = {},
+      options: { grantId?: string | undefined; policy?: GrantPolicy; scope?: StandingScope | undefined } = {},
     ): Promise<PublicGrant> {
       const codes = deps.approvalCodes;
       if (!codes) throw new AppError("not_found", "approval codes are a hosted feature");
-      const at = now();
-      const failures = await deps.repo.countCodeFailuresSince(
-        organisationId,
-        new Date(at.getTime() - WRONG_CODE_WINDOW_MS),
-      );
-      if (failures.count >= MAX_WRONG_CODES_PER_WINDOW) {
-        const retryAfter = Math.ceil(
-          ((failures.oldest?.getTime() ?? at.getTime()) + WRONG_CODE_WINDOW_MS - at.getTime()) / 1000,
-        );
-        throw new AppError(
-          "rate_limited",
-          "too many wrong approval codes for this organisation; wait before trying again",
-          {
-            extra: { retry_after: Math.max(retryAfter, 1) },
-          },
-        );
-      }
-      // Spec 5 rule 5: a grant_id of another organisation is 404, and its wrong-code count (which
-      // voids the code at five) is never touched from here.
-      if (options.grantId && !(await deps.repo.findGrantById(organisationId, options.grantId))) {
-        await deps.repo.insertCodeFailure(organisationId, at);
-        throw new AppError("not_found", "no such grant");
-      }
-      const code = typeof rawCode === "string" ? rawCode.trim() : "";
-      const row = /^\d{8}$/.test(code)
-        ? await deps.repo.findGrantByCodeHash(organisationId, codes.hashCode(`approval:${code}`))
-        : undefined;
-      if (!row || (options.grantId && row.id !== options.grantId)) {
-        await deps.repo.insertCodeFailure(organisationId, at);
-        if (options.grantId) {
-          const wrong = await deps.repo.updateApprovalCodeWrong(options.grantId);
-          if (wrong >= MAX_WRONG_CODES_PER_APPROVAL)
-            // Void the code but keep an expiry: the request still counts toward the hourly limit,
-            // which counts coded requests (limits/request-limit.ts).
-            await deps.repo.updateApprovalCode(options.grantId, null, at);
-        }
-        throw new AppError("approval_code_invalid", "that approval code matches no pending approval");
-      }
-      if (row.status !== "pending")
-        throw new AppError("approval_code_used", "that approval code was already used");
-      if (!row.approval_code_expires_at || row.approval_code_expires_at <= at) {
-        throw new AppError(
-          "approval_code_expired",
-          "that approval code has expired; ask the agent to request again",
-        );
-      }
-      if (row.approval_code_wrong >= MAX_WRONG_CODES_PER_APPROVAL) {
-        throw new AppError(
-          "approval_code_invalid",
-          "this approval's code is void after too many wrong attempts",
-        );
-      }
-      return this.approveGrant(organisationId, actor, row.id, options.policy ?? "prompt");
+      const row = await findPendingByCode(deps.repo, codes, organisationId, rawCode, options.grantId, now());
+      return this.approveGrant(organisationId, actor, row.id, options.policy ?? "prompt", {
+        scope: options.scope,
+      });
     },
 
     /**
      * A pending grant for the scope: the one already waiting, or a new one. Repeated requests do
      * not fill the operator's inbox.
      */
-    async requestGrant(
-      request: GrantRequest,
-    ): Promise<{ grant: PublicGrant; isNew: boolean; approvalCode?: string; notifyFailed?: boolean }> {
+    async requestGrant(request: GrantRequest): Promise<GrantRequestOutcome> {
       if (deps.approvalCodes) return requestCodedGrant(request, deps.approvalCodes);
       const existing = await deps.repo.findPendingGrant(request);
-      if (existing) return { grant: toPublicGrant(existing, now()), isNew: false };
+      if (existing) {
+        return { grant: toPublicGrant(existing, now()), isNew: false, deniedAt: existing.after_deny_at };
+      }
       const at = now();
-      const row = await insertRecorded(
-        request,
-        newGrantRow(request, at, { policy: "prompt", status: "pending" }),
-        "grant_requested",
-        { tool_id: request.toolId },
-      );
-      return { grant: toPublicGrant(row, at), isNew: true };
+      const fresh = newGrantRow(request, at, {
+        policy: "prompt",
+        status: "pending",
+        after_deny_at: await findRecentDeny(deps.repo, request, at),
+      });
+      await deps.repo.insertGrant(fresh);
+      const row = await loadGrant(request.organisationId, fresh.id);
+      await recordRequested(request, row);
+      return { grant: toPublicGrant(row, at), isNew: true, deniedAt: row.after_deny_at };
     },
 
     /** Writes an approval that is active at once (the operator approving ahead of a request). */
@@ -286,23 +307,33 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         status: "active",
         approved_at: at,
         expires_at: expiryFor(request.policy, at),
+        approved_by: operatorIdOf(request.actor),
       });
       const row = await insertRecorded(request, fresh, "grant_approved", { policy: request.policy });
       return toPublicGrant(row, at);
     },
 
+    /**
+     * pending -> active with `policy`. A standing policy may be given `scope`: "path_prefix" (the
+     * request's method and host under its path's prefix) or "credential" (every call); without
+     * it the grant keeps the scope it was asked with (none: the whole item).
+     */
     async approveGrant(
       organisationId: string,
       actor: string,
       id: string,
       policy: GrantPolicy,
+      options: { scope?: StandingScope | undefined } = {},
     ): Promise<PublicGrant> {
       const row = await loadGrant(organisationId, id);
       const at = now();
+      const scope = standingScopeOf(row, policy, options.scope);
       const isApproved = await deps.repo.updateGrantApproved(organisationId, id, {
         policy,
         approvedAt: at,
         expiresAt: expiryFor(policy, at),
+        approvedBy: operatorIdOf(actor),
+        scope,
       });
       if (!isApproved) {
         throw new AppError(
@@ -316,7 +347,12 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         actor,
         action: "grant_approved",
         itemName: row.item_name,
-        detail: { grant_id: id, agent_id: row.agent_id, policy },
+        detail: {
+          grant_id: id,
+          agent_id: row.agent_id,
+          policy,
+          ...(options.scope ? { covers: describeStandingScope(scope) } : {}),
+        },
       });
       return toPublicGrant(await loadGrant(organisationId, id), at);
     },
@@ -324,7 +360,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     async revokeGrant(organisationId: string, actor: string, id: string): Promise<PublicGrant> {
       const row = await loadGrant(organisationId, id);
       const at = now();
-      const was = await deps.repo.updateGrantRevoked(organisationId, id, at);
+      const was = await deps.repo.updateGrantRevoked(organisationId, id, at, operatorIdOf(actor));
       if (!was) {
         throw new AppError("grant_not_revocable", `grant ${id} is ${toPublicGrant(row, at).status}`);
       }
@@ -345,18 +381,62 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       return (await deps.repo.findGrants(organisationId, filter)).map((row) => toPublicGrant(row, at));
     },
 
-    /** The grants with the item each one is for (the access snapshot). */
-    async listGrantsWithItem(organisationId: string) {
+    /** The requests waiting for an operator (the inbox), with the body each would send. */
+    async listPendingApprovals(organisationId: string): Promise<PendingApproval[]> {
       const at = now();
-      return (await deps.repo.findGrants(organisationId, {})).map((row) => ({
-        ...toPublicGrant(row, at),
-        item_id: row.item_id,
+      return (await deps.repo.findApprovalsByStatus(organisationId, "pending", { limit: 200 }, at)).map(
+        (row) => toPendingApproval(row, at),
+      );
+    },
+
+    /** The grant an approval link names in this organisation, for its page; undefined if none. */
+    async findApprovalByLink(organisationId: string, token: string): Promise<PendingApproval | undefined> {
+      const row = await deps.repo.findGrantByLinkHash(organisationId, sha256Hex(token));
+      return row && toPendingApproval(row, now());
+    },
+
+    /** One grant with the body it was asked with and who decided it (the approval link's page). */
+    async getApproval(organisationId: string, id: string): Promise<PendingApproval & ApprovalView> {
+      const row = await loadGrant(organisationId, id);
+      const at = now();
+      return { ...toApprovalView(row, at), ...toPendingApproval(row, at) };
+    },
+
+    /** Every active approval (the Approvals section), newest first, filtered. */
+    async listActiveApprovals(
+      organisationId: string,
+      filter: { environment?: string; agentId?: string; itemName?: string; policy?: string } = {},
+    ): Promise<ApprovalView[]> {
+      const at = now();
+      return (await deps.repo.findApprovalsByStatus(organisationId, "active", filter, at)).map((row) =>
+        toApprovalView(row, at),
+      );
+    },
+
+    /**
+     * The newest grants, each with the body it was asked with, who decided it and its last use
+     * (the local console shows requests and approvals in one table).
+     */
+    async listGrantsInFull(organisationId: string): Promise<(PendingApproval & ApprovalView)[]> {
+      const at = now();
+      return (await deps.repo.findApprovals(organisationId, 200)).map((row) => ({
+        ...toApprovalView(row, at),
+        ...toPendingApproval(row, at),
       }));
     },
 
-    /** Stops every approval an agent holds: its client was revoked (call in that transaction). */
-    revokeAgentGrants: (organisationId: string, agentId: string, at: Date): Promise<void> =>
-      deps.repo.updateAgentGrantsRevoked(organisationId, agentId, at),
+    /** The grants with the item each one is for and who decided it (the access snapshot). */
+    async listGrantsWithItem(organisationId: string): Promise<ApprovalView[]> {
+      const at = now();
+      return (await deps.repo.findApprovals(organisationId, 200)).map((row) => toApprovalView(row, at));
+    },
+
+    /**
+     * Stops every approval an agent holds: its client was revoked (call in that transaction), by
+     * `actor` when an operator did it.
+     */
+    revokeAgentGrants: (organisationId: string, agentId: string, at: Date, actor?: string): Promise<void> =>
+      deps.repo.updateAgentGrantsRevoked(organisationId, agentId, at, actor ? operatorIdOf(actor) : null),
 
     /**
      * folder_standing: owner-only, on an item in a folder, with the folder's name typed to confirm.
@@ -406,7 +486,10 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       const at = now();
       for (const row of await deps.repo.findUsableGrants(scope, at)) {
         if (!isCovering(row, call)) continue;
-        if (row.policy !== "prompt") return { grant: toPublicGrant(row, at), release: async () => {} };
+        if (row.policy !== "prompt") {
+          await noteUse(row, at);
+          return { grant: toPublicGrant(row, at), release: async () => {} };
+        }
         if (await deps.repo.updateGrantConsumed(row.id, at)) {
           const spent = { ...row, status: "consumed", consumed_at: at };
           return {

@@ -54,7 +54,17 @@ export function answerFrameworkError(
   void reply.status(appError.status).send(appError.toBody());
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** Where an unknown path is answered in JSON even to a browser: the APIs and their callers. */
+const JSON_PREFIXES = ["/api/", "/mcp", "/oauth/", "/runtime/", "/.well-known/"];
+
+/**
+ * The app's error answers. With `notFoundPage`, a browser asking for an unknown page (GET, HTML
+ * accepted, outside the API paths) gets that page with a 404 instead of the JSON envelope.
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  options: { notFoundPage?: { html: string; headers: Readonly<Record<string, string>> } } = {},
+): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error);
     if (appError.status >= 500) {
@@ -70,7 +80,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return reply.status(appError.status).send(appError.toBody());
   });
-  app.setNotFoundHandler((_request, reply) =>
-    reply.status(404).send(new AppError("not_found", "no such route").toBody()),
-  );
+  const page = options.notFoundPage;
+  app.setNotFoundHandler((request, reply) => {
+    const isBrowserPage =
+      (request.method === "GET" || request.method === "HEAD") &&
+      /\btext\/html\b/.test(request.headers.accept ?? "") &&
+      !JSON_PREFIXES.some((prefix) => request.url.startsWith(prefix));
+    if (page && isBrowserPage) return reply.status(404).headers(page.headers).send(page.html);
+    return reply.status(404).send(new AppError("not_found", "no such route").toBody());
+  });
 }

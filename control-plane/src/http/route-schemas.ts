@@ -66,7 +66,14 @@ export function toValidationAppError(error: unknown): AppError | undefined {
   const path = issue.path.join(".");
   const context = (error as { validationContext?: string }).validationContext ?? "body";
   const field = path || PART_NAMES[context] || context;
-  const reason = issue.path.at(-1) === "value" ? "not a string of the allowed length" : issue.message;
+  // A value's reason is never zod's own words about what it saw; a length over the limit is the
+  // schema's own sentence, which names the limit (items.schemas.ts VALUE_TOO_LONG).
+  const isValue = issue.path.at(-1) === "value";
+  const reason = !isValue
+    ? issue.message
+    : issue.code === "too_big"
+      ? issue.message
+      : "not a string of the allowed length";
   return new AppError("invalid_request", `invalid ${field}: ${reason}`);
 }
 

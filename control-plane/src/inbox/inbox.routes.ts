@@ -9,7 +9,7 @@ import type { NeedsService } from "../needs/needs.service.ts";
 import { inboxAnswer } from "./inbox.schemas.ts";
 
 export interface InboxRouteDeps {
-  grants: Pick<GrantsService, "listGrants">;
+  grants: Pick<GrantsService, "listPendingApprovals">;
   needs: Pick<NeedsService, "listPending">;
 }
 
@@ -20,9 +20,9 @@ export function registerInboxRoutes(app: FastifyInstance, deps: InboxRouteDeps):
     { config: OPERATOR_ONLY, schema: { response: { 200: inboxAnswer } } },
     async (request) => {
       const operator = await requireOrgOperator(request);
-      const grants = await deps.grants.listGrants(operator.organisationId);
+      const approvals = await deps.grants.listPendingApprovals(operator.organisationId);
       const requests = await deps.needs.listPending(operator.organisationId);
-      return { approvals: grants.filter((g) => g.status === "pending"), requests };
+      return { approvals, requests };
     },
   );
 }

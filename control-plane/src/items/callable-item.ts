@@ -10,4 +10,6 @@ export interface CallableItem {
   username: string | null;
   sealingKeyId: string;
   sealedValue: Uint8Array;
+  /** When a call last went out with it (written at most once a minute); null: never. */
+  lastUsedAt?: Date | null;
 }

@@ -19,6 +19,8 @@ export interface ItemsRepo {
   findItems(organisationId: string, environments: readonly string[]): Promise<ItemWithFolder[]>;
   deleteItem(organisationId: string, id: string): Promise<boolean>;
   updateItem(organisationId: string, id: string, change: ItemUpdate): Promise<void>;
+  /** Records a use; written only when the stored time is older than `olderThan` (or unset). */
+  updateItemUsed(id: string, at: Date, olderThan: Date): Promise<void>;
   /** The folder's id, created on first use. */
   findOrInsertFolder(
     organisationId: string,
@@ -41,6 +43,7 @@ export function toItemView(row: ItemWithFolder): ItemView {
     last4: row.last4,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+    last_used_at: row.last_used_at?.toISOString() ?? null,
   };
 }
 
@@ -116,6 +119,14 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .set(change)
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
+        .execute();
+    },
+    async updateItemUsed(id, at, olderThan) {
+      await db
+        .updateTable("items")
+        .set({ last_used_at: at })
+        .where("id", "=", id)
+        .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", olderThan)]))
         .execute();
     },
     async findOrInsertFolder(organisationId, environment, name, newId) {

@@ -152,3 +152,29 @@ describe("hosted items", () => {
     expect(noCsrf.json().error.code).toBe("csrf_failed");
   });
 });
+
+describe("the value limit", () => {
+  it("names 32 KiB when a value is longer, on create, rotate and edit, and takes exactly 32 KiB", async () => {
+    const op = await readyOperator(h);
+    const long = "v".repeat(32 * 1024 + 1);
+    const created = await op.request("POST", "/api/items", { ...item, name: "LONG_KEY", value: long });
+    expect(created.statusCode).toBe(400);
+    expect(created.json().error.message).toMatch(/32 KiB \(32,768 characters\)/);
+    expect(created.body).not.toContain(long.slice(0, 64));
+    const fits = await op.request("POST", "/api/items", {
+      ...item,
+      name: "FULL_KEY",
+      value: "v".repeat(32 * 1024),
+    });
+    expect(fits.statusCode, fits.body).toBe(201);
+    const id = fits.json().item.id as string;
+    for (const [path, body] of [
+      [`/api/items/${id}/rotate`, { value: long }],
+      [`/api/items/${id}`, { value: long }],
+    ] as const) {
+      const refused = await op.request("POST", path, body);
+      expect(refused.statusCode, path).toBe(400);
+      expect(refused.json().error.message, path).toMatch(/32 KiB/);
+    }
+  });
+});

@@ -8,12 +8,14 @@ export const ITEM_NAME = /^[A-Z][A-Z0-9_]{0,127}$/;
 export const ITEM_KINDS = ["secret", "client_secret", "login"] as const;
 /** Longer than any API key, PEM private key or JWT in use; the JSON body limit is 128 KiB. */
 export const MAX_VALUE_LENGTH = 32 * 1024;
+/** The value limit as people read it, in every refusal of a longer one. */
+export const VALUE_TOO_LONG = `a value is at most 32 KiB (${MAX_VALUE_LENGTH.toLocaleString("en")} characters)`;
 export const MAX_ALLOWED_HOSTS = 20;
 
 /** An item to store. Field rules beyond shape (name, hosts, inject, kind) live in items.service. */
 export const itemInput = z.strictObject({
   name: safeString().max(256),
-  value: z.string().max(MAX_VALUE_LENGTH, `a value is at most ${MAX_VALUE_LENGTH} characters`),
+  value: z.string().max(MAX_VALUE_LENGTH, VALUE_TOO_LONG),
   environment: z.enum(ENVIRONMENTS).optional(),
   kind: z.enum(ITEM_KINDS).default("secret"),
   allowed_hosts: z.array(safeString().max(300)).max(MAX_ALLOWED_HOSTS).default([]),
@@ -29,7 +31,7 @@ export type ItemInput = z.input<typeof itemInput>;
  */
 export const itemEdit = z.object({
   name: safeString().max(256).optional(),
-  value: z.string().max(MAX_VALUE_LENGTH).nullish(),
+  value: z.string().max(MAX_VALUE_LENGTH, VALUE_TOO_LONG).nullish(),
   environment: z.enum(ENVIRONMENTS).optional(),
   kind: z.enum(ITEM_KINDS).optional(),
   allowed_hosts: z.array(safeString().max(300)).max(MAX_ALLOWED_HOSTS).optional(),
@@ -39,7 +41,7 @@ export const itemEdit = z.object({
 });
 
 /** POST /api/items/:id/rotate: the new value only. */
-export const itemRotation = z.object({ value: z.string().max(MAX_VALUE_LENGTH) });
+export const itemRotation = z.object({ value: z.string().max(MAX_VALUE_LENGTH, VALUE_TOO_LONG) });
 
 /** POST /api/folders. The name's length is the service's rule (1 to 128 after trimming). */
 export const folderInput = z.object({
@@ -65,6 +67,8 @@ export const itemView = z.object({
   last4: z.string(),
   created_at: z.string(),
   updated_at: z.string(),
+  /** When a call last went out with it (within a minute); null: never. */
+  last_used_at: z.string().nullable(),
 });
 export type ItemView = z.infer<typeof itemView>;
 export const itemAnswer = z.object({ item: itemView });

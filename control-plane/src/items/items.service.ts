@@ -14,7 +14,14 @@ import type { CallableItem } from "./callable-item.ts";
 import type { ItemTokensRepo } from "./item-tokens.repo.ts";
 import type { ItemsRepo, ItemWithFolder } from "./items.repo.ts";
 import { toItemView } from "./items.repo.ts";
-import { ITEM_NAME, type ItemInput, type ItemView, itemInput, MAX_VALUE_LENGTH } from "./items.schemas.ts";
+import {
+  ITEM_NAME,
+  type ItemInput,
+  type ItemView,
+  itemInput,
+  MAX_VALUE_LENGTH,
+  VALUE_TOO_LONG,
+} from "./items.schemas.ts";
 
 export interface ItemsServiceDeps {
   repo: ItemsRepo;
@@ -85,7 +92,12 @@ export interface ItemsService {
   ): Promise<ItemView>;
   /** The item's token lock (item-tokens.repo.ts): minted access tokens and refresh rotation. */
   inItemTokenLock: ItemTokensRepo["inItemTokenLock"];
+  /** A call went out with the item: its last use, written at most once a minute. */
+  noteItemUsed(item: CallableItem, at: Date): Promise<void>;
 }
+
+/** An item's last use is written at most once a minute: a busy agent costs no write per call. */
+const USE_WRITE_INTERVAL_MS = 60_000;
 
 // Control characters cannot travel in a header, a query parameter or a cookie; a value carrying
 // them is a paste accident (a trailing newline is stripped by the CLI before it gets here).
@@ -101,6 +113,7 @@ export function toCallableItem(row: ItemWithFolder): CallableItem {
     username: row.username,
     sealingKeyId: row.sealing_key_id,
     sealedValue: row.sealed_value,
+    lastUsedAt: row.last_used_at,
   };
 }
 
@@ -118,7 +131,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     if (value.length === 0) throw new AppError("empty_value", "the value is empty");
     // The same bound as a new item's value, for rotate and edit too (never quoting the value).
     if (value.length > MAX_VALUE_LENGTH) {
-      throw new AppError("invalid_request", `a value is at most ${MAX_VALUE_LENGTH} characters`);
+      throw new AppError("invalid_request", VALUE_TOO_LONG);
     }
     if (CONTROL_CHARACTERS.test(value)) {
       throw new AppError("invalid_request", "the value contains a line break or another control character");
@@ -141,11 +154,15 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     const parsed = itemInput.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      // Only the field's name goes back: zod's message for `value` must never quote the value.
-      throw new AppError(
-        "invalid_request",
-        `invalid ${issue?.path.join(".") || "body"}: ${issue?.path[0] === "value" ? "not a string of the allowed length" : issue?.message}`,
-      );
+      // Only the field's name goes back: zod's message for `value` must never quote the value (a
+      // length over the limit is our own sentence, naming the limit).
+      const isValue = issue?.path[0] === "value";
+      const reason = !isValue
+        ? issue?.message
+        : issue.code === "too_big"
+          ? issue.message
+          : "not a string of the allowed length";
+      throw new AppError("invalid_request", `invalid ${issue?.path.join(".") || "body"}: ${reason}`);
     }
     const input = parsed.data;
     if (!ITEM_NAME.test(input.name)) {
@@ -398,6 +415,11 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     inItemTokenLock(itemId, fn) {
       if (!deps.tokens) throw new AppError("internal", "the item token store is not wired");
       return deps.tokens.inItemTokenLock(itemId, fn);
+    },
+    async noteItemUsed(item, at) {
+      const olderThan = new Date(at.getTime() - USE_WRITE_INTERVAL_MS);
+      if (item.lastUsedAt && item.lastUsedAt >= olderThan) return;
+      await deps.repo.updateItemUsed(item.id, at, olderThan);
     },
   };
 }

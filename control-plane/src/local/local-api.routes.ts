@@ -63,8 +63,10 @@ export function registerLocalApiRoutes(app: FastifyInstance, vault: LocalVault):
     },
   );
 
+  // Every grant with what the console shows: the body a request would send, who decided it, a
+  // Deny it repeats, its last use.
   api.get("/api/grants", { schema: { response: { 200: localGrantList } } }, async () => ({
-    grants: await vault.grants.listGrants(org),
+    grants: await vault.grants.listGrantsInFull(org),
   }));
   api.post(
     "/api/grants/request",

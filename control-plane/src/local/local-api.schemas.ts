@@ -3,7 +3,7 @@
 import { freeText, safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
-import { auditEvent, publicGrant } from "../grants/grants.schemas.ts";
+import { approvalView, auditEvent, pendingApproval, publicGrant } from "../grants/grants.schemas.ts";
 import { itemView } from "../items/items.schemas.ts";
 
 export const grantRequestBody = z.strictObject({
@@ -38,5 +38,5 @@ export const auditQuery = z.object({
 export const secretAnswer = z.object({ secret: itemView });
 export const secretList = z.object({ secrets: z.array(itemView) });
 export const localGrantAnswer = z.object({ grant: publicGrant });
-export const localGrantList = z.object({ grants: z.array(publicGrant) });
+export const localGrantList = z.object({ grants: z.array(approvalView.extend(pendingApproval.shape)) });
 export const localAuditList = z.object({ events: z.array(auditEvent) });

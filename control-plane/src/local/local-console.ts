@@ -13,6 +13,6 @@ export function registerLocalConsole(app: FastifyInstance): void {
   registerAssets(app, "local/assets", "/");
   // One look with the hosted pages: their stylesheet, the mark, and scrolling tables reachable by
   // keyboard.
-  registerAssets(app, "assets", "/assets/", ["site.css", "table-regions.js"]);
+  registerAssets(app, "assets", "/assets/", ["site.css", "table-regions.js", "request-view.js"]);
   registerAssets(app, "site", "/", ["mark.svg", "favicon.svg"]);
 }

@@ -163,6 +163,51 @@ describe("the approval cycle", () => {
   });
 });
 
+describe("the approvals the local console shows (DECISIONS: the approval, readable and reversible)", () => {
+  it("keeps a request's body, records the local operator's decisions, and hears a Deny", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url);
+    const ask = { method: "POST", path: "/v1/issues", item_name: "GITHUB_TOKEN", body: { title: "Ship it" } };
+    const first = payloadOf(await call(agent, ask));
+    type Listed = { grant_id: string; body: { text: string } | null; after_deny_at: string | null } & Record<
+      string,
+      unknown
+    >;
+    const listed = async () => (await operator(v, "GET", "/api/grants")).json.grants as Listed[];
+    expect((await listed()).find((g) => g.grant_id === first.grant_id)?.body?.text).toBe(
+      '{\n  "title": "Ship it"\n}',
+    );
+
+    // Denied from the console (revoke of a pending request), then asked again: pending, marked,
+    // and the agent is told the operator refused it a moment ago.
+    expect((await operator(v, "POST", `/api/grants/${first.grant_id}/revoke`, {})).status).toBe(200);
+    const again = payloadOf(await call(agent, ask));
+    expect(again.status).toBe("pending");
+    expect((again.next as { for_model: string }).for_model).toMatch(
+      /refused this exact request a moment ago/,
+    );
+    expect((again.next as { for_model: string }).for_model).toContain("vault approve");
+    const repeated = (await listed()).find((g) => g.grant_id === again.grant_id)!;
+    expect(repeated.after_deny_at).toBeTruthy();
+    expect((await listed()).find((g) => g.grant_id === first.grant_id)).toMatchObject({
+      status: "revoked",
+      revoked_by: "local",
+    });
+
+    // Approved: the local operator is who approved it; a use marks its last use.
+    await operator(v, "POST", "/api/grants", { grant_id: again.grant_id, scope: "session" });
+    expect(payloadOf(await call(agent, ask)).origin_status).toBe(200);
+    expect((await listed()).find((g) => g.grant_id === again.grant_id)).toMatchObject({
+      status: "active",
+      approved_by: { operator_id: "local", email: null },
+      last_used_at: expect.any(String),
+    });
+    await agent.close();
+    await v.app.close();
+  });
+});
+
 describe("an approval is for the call it was asked for, and spent exactly once (vault serve)", () => {
   it("a once approval for GET /v1/echo does not send a DELETE, another path or another body", async () => {
     const v = await startVault();

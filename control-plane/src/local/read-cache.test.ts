@@ -84,7 +84,7 @@ describe("local read cache", () => {
     expect(fake.calls).toEqual(["findItemByName"]);
 
     // A grant write empties the item lookups too (a deleted item takes its grants with it).
-    await grants.updateGrantRevoked("org_1", "grt_1", new Date());
+    await grants.updateGrantRevoked("org_1", "grt_1", new Date(), "local");
     await items.deleteItem("org_1", "itm_1");
     expect(await items.findItemByName("org_1", "production", "API_KEY")).toBeUndefined();
     expect(await items.findItemsByHost("org_1", "production", "api.example.com")).toEqual([]);

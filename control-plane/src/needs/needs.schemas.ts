@@ -4,7 +4,7 @@
 // item is (items.service: invalid_name, empty_value, invalid_host ...).
 import { safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
-import { publicGrant } from "../grants/grants.schemas.ts";
+import { bodyView, publicGrant } from "../grants/grants.schemas.ts";
 import { ITEM_KINDS, itemView } from "../items/items.schemas.ts";
 
 /** What the collect page sends; everything but the value has a default from the request. */
@@ -17,6 +17,11 @@ export const needFulfilment = z.object({
   username: safeString().nullish(),
   /** An item_standing approval instead of one call. */
   always_allow: z.boolean().optional(),
+  /**
+   * With always_allow: path_prefix covers the request's method and host under its path's prefix;
+   * credential (or none) the whole credential.
+   */
+  scope: z.enum(["path_prefix", "credential"]).optional(),
 });
 
 export const needView = z.object({
@@ -34,6 +39,7 @@ export const needView = z.object({
   /** Spec 2.5: the public recipe for a known provider host. */
   recipe: z.object({ steps: z.array(z.string()), next: z.string() }).optional(),
   call: publicGrant.shape.call,
+  body: bodyView.nullable(),
   /** A connect request's provider (spec 2.5 kind connect): the console's connect card starts it. */
   provider: z.string().optional(),
 });

@@ -6,6 +6,7 @@ import { newId } from "@latch/shared/ids";
 import type { NeedRequestRow } from "../db/schema.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import {
+  bodyViewOfRow,
   type PublicGrant,
   requestedCallColumns,
   requestedCallOfRow,
@@ -13,6 +14,8 @@ import {
 } from "../grants/grant-view.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import { type GrantsService, MAX_TASK_DESCRIPTION } from "../grants/grants.service.ts";
+import type { BodyView } from "../grants/request-body.ts";
+import { pathPrefixScope } from "../grants/standing-scope.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
@@ -52,6 +55,8 @@ export interface NeedView {
   recipe?: Recipe;
   /** The call that asked: fulfilling approves it once (DECISIONS "Approvals"); null: any call. */
   call: PublicGrant["call"];
+  /** The body that call would send, as the operator reads it; null: none. */
+  body: BodyView | null;
   /** A connect request's provider, for the connect card. */
   provider?: string;
 }
@@ -70,6 +75,7 @@ export function createNeedsService(deps: NeedsDeps) {
     collect_url: collectUrl(row.id),
     created_at: row.created_at.toISOString(),
     call: toPublicCall(row),
+    body: bodyViewOfRow(row),
     ...connectOrSecretRecipe(row),
   });
   /** A connect request carries the connect recipe (app, redirect URI, scopes) and its provider. */
@@ -185,6 +191,14 @@ export function createNeedsService(deps: NeedsDeps) {
           inject: body.inject ?? "bearer",
           username: body.username,
         });
+        const call = requestedCallOfRow(need);
+        const isAlways = body.always_allow === true;
+        if (isAlways && body.scope === "path_prefix" && !call) {
+          throw new AppError(
+            "invalid_request",
+            "this request named no call, so it has no path to scope to; allow the whole credential instead",
+          );
+        }
         const grant = await grants.createActiveGrant({
           organisationId,
           environment: need.environment,
@@ -192,10 +206,12 @@ export function createNeedsService(deps: NeedsDeps) {
           agentId: need.agent_id,
           toolId: HTTP_REQUEST_TOOL,
           actor,
-          policy: body.always_allow === true ? "item_standing" : "prompt",
-          // One call: the call that asked, as the collect page showed it. Always allow keeps the
-          // whole item (a standing grant keeps the scope the operator gives it).
-          ...(body.always_allow === true ? {} : { requestedCall: requestedCallOfRow(need) }),
+          policy: isAlways ? "item_standing" : "prompt",
+          // One call: the call that asked, as the collect page showed it. Always allow covers
+          // that call's method and host under its path's prefix when the operator chose so, else
+          // the whole item (spec 4.3: a standing approval).
+          ...(isAlways ? {} : { requestedCall: call }),
+          ...(isAlways && call && body.scope === "path_prefix" ? { callScope: pathPrefixScope(call) } : {}),
         });
         await repo.updateNeedItem(id, item.id);
         return { item, grant };

@@ -36,6 +36,26 @@ function labelCodeField(form: string): string {
   );
 }
 
+/**
+ * Why the code page is shown again, in our words, from the re-render oidc-provider reports: a Deny
+ * on the consent page is not a bad code (it ends as "the interaction was aborted").
+ */
+export function deviceProblem(error: unknown): string | undefined {
+  if (!error) return undefined;
+  switch ((error as { constructor?: { name?: string } }).constructor?.name) {
+    case "AbortedError":
+      return "You denied this device: it gets no access to Latch. To connect it after all, start again on the device for a new code.";
+    case "ExpiredError":
+      return "That code has expired. Ask your device for a new one.";
+    case "AlreadyUsedError":
+      return "That code was already used. Ask your device for a new one.";
+    case "NoCodeError":
+      return "Enter the code your device shows.";
+    default:
+      return "That code is not valid or has expired. Check it and try again.";
+  }
+}
+
 /** Step 1: the operator types the code the device shows. `form` is oidc-provider's (xsrf inside). */
 export function deviceInputPage(form: string, problem?: string): string {
   return page(

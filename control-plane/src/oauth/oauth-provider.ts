@@ -14,6 +14,7 @@ import { signingJwks } from "./oauth-keys.ts";
 import {
   deviceConfirmPage,
   deviceInputPage,
+  deviceProblem,
   deviceSessionMissingPage,
   deviceSuccessPage,
   oauthErrorPage,
@@ -140,10 +141,7 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
         charset: "base-20",
         mask: "****-****",
         userCodeInputSource: async (ctx, form, _out, err) => {
-          ctx.body = deviceInputPage(
-            form,
-            err ? "That code is not valid or has expired. Check it and try again." : undefined,
-          );
+          ctx.body = deviceInputPage(form, deviceProblem(err));
         },
         userCodeConfirmSource: async (ctx, form, client, _deviceInfo, userCode) => {
           const publisher = publisherOf(client.clientId);

@@ -163,6 +163,12 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
       .soft(await page.evaluate(WIDER_THAN_WINDOW), `${name} at 320 px: wider than the window`)
       .toEqual([]);
     expect.soft(await seriousViolations(page), `${name} (320 px)`).toEqual([]);
+    // And as the issue's reviews look at it: a phone (390 px) and a laptop (1440 px).
+    for (const width of [390, 1440]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))");
+      await page.screenshot({ path: `${SHOTS}a11y-${name}-${width}.png`, fullPage: true });
+    }
     await page.setViewportSize(size);
   }
 
@@ -172,6 +178,11 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
       ["/", "landing"],
       ["/docs", "docs"],
       ["/docs/connect", "docs-connect"],
+      ["/docs/approvals", "docs-approvals"],
+      ["/docs/inject", "docs-inject"],
+      ["/docs/cli", "docs-cli"],
+      ["/docs/run", "docs-run"],
+      ["/no-such-page", "not-found"],
     ] as const) {
       await page.goto(`${base}${path}`, { waitUntil: "networkidle" });
       await audit(page, name);
@@ -218,10 +229,41 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     const agent = await connectAgent(base, token, "a11y-agent");
     const call = (args: Record<string, unknown>) =>
       agent.callTool({ name: "http_request", arguments: { method: "GET", ...args } }).then(toolAnswer);
-    // A pending approval (which mails the approval link) and a request for a missing credential.
+    // A pending approval (which mails the approval link), one with a JSON body, one with a form
+    // body asked again after a Deny, and a request for a missing credential (with a body too).
     expect((await call({ path: "/v1/data", item_name: "API_KEY" })).status).toBe("pending");
-    const missing = await call({ path: "/v2/x", host: "api.latch.test", item_name: "NEW_KEY" });
+    const withBody = await call({
+      method: "POST",
+      path: "/v1/issues",
+      item_name: "API_KEY",
+      body: { title: "Ship it", labels: ["release"] },
+    });
+    const form = {
+      method: "POST",
+      path: "/v1/messages",
+      item_name: "API_KEY",
+      content_type: "application/x-www-form-urlencoded",
+      body: { to: "+15551234", text: "Hello" },
+    };
+    const denied = await call(form);
+    await op.request("POST", `/api/grants/${denied.grant_id}/revoke`);
+    expect((await call(form)).status).toBe("pending");
+    const missing = await call({
+      method: "POST",
+      path: "/v2/x",
+      host: "api.latch.test",
+      item_name: "NEW_KEY",
+      body: { a: 1 },
+    });
     expect(missing.status).toBe("need_item");
+    // Approvals in force: one for the whole credential, one under a path.
+    const always = await call({ path: "/v3/reports/today", item_name: "API_KEY" });
+    await op.request("POST", `/api/grants/${always.grant_id}/approve`, {
+      policy: "item_standing",
+      scope: "path_prefix",
+    });
+    const session = await call({ path: "/v4/me", item_name: "API_KEY" });
+    await op.request("POST", `/api/grants/${session.grant_id}/approve`, { policy: "session" });
 
     const { page, problems } = await openPage(await signedInContext(op));
     await page.goto(`${base}/console#vault`);
@@ -242,9 +284,25 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await audit(page, "console-clients-token");
 
     await page.goto(`${base}/console#inbox`);
-    await expect.poll(() => page.locator("#approvals tbody tr").count(), SOON).toBe(1);
+    await expect.poll(() => page.locator("#pending-approvals > tbody > tr").count(), SOON).toBe(3);
     await expect.poll(() => page.locator("#requests tbody tr").count(), SOON).toBe(1);
+    await expect.poll(() => page.locator("#pending-approvals .after-deny").count(), SOON).toBe(1);
     await audit(page, "console-inbox");
+    // "Always allow" open, asking what always covers.
+    await page
+      .getByRole("button", { name: /^Always allow: API_KEY/ })
+      .first()
+      .click();
+    await page.locator("fieldset.always-choice").waitFor({ state: "visible" });
+    await audit(page, "console-inbox-always");
+    expect(withBody.status).toBe("pending");
+
+    await page.goto(`${base}/console#approvals`);
+    await expect.poll(() => page.locator("#active-approvals > tbody > tr").count(), SOON).toBe(2);
+    await audit(page, "console-approvals");
+    await page.locator("#approvals-policy").selectOption("folder_standing");
+    await expect.poll(() => page.locator("#active-approvals-empty").isVisible()).toBe(true);
+    await audit(page, "console-approvals-none-match");
 
     await page.goto(`${base}/console#audit`);
     await expect.poll(() => page.locator("#events tbody tr").count(), SOON).toBeGreaterThan(0);
@@ -255,7 +313,11 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await audit(page, "console-access");
 
     // The approval link from the mail: approved once, then the same link again is refused.
-    const mail = h.inbox.mails.filter((m) => m.to === email && /approve\?token=/.test(m.raw)).at(-1);
+    const mail = h.inbox.mails
+      .filter(
+        (m) => m.to === email && /approve\?token=/.test(m.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=")),
+      )
+      .at(0);
     const unfolded = mail?.raw.replace(/=\r?\n/g, "").replace(/=3D/g, "=") ?? "";
     const link = /https?:\/\/\S+\/approve\?token=[A-Za-z0-9_-]+/.exec(unfolded)?.[0];
     expect(link, "the approval mail's link").toBeTruthy();
@@ -265,11 +327,17 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await page.goto(link!);
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Not approved");
     await audit(page, "approve-result-refused");
+    await page.getByRole("button", { name: "Revoke this approval" }).click();
+    await expect.poll(() => page.locator("#approved").textContent(), SOON).toMatch(/^Revoked/);
+    await audit(page, "approve-result-revoked");
 
     // The collect page: the form, then its answer.
     await page.goto(missing.collect_url!);
     await page.locator("#collect").waitFor({ state: "visible" });
     await audit(page, "collect");
+    await page.getByLabel("Inject as").selectOption("header:");
+    await audit(page, "collect-header-name");
+    await page.getByLabel("Inject as").selectOption("bearer");
     await page.getByLabel("Value").fill("sk_live_a11y_collected_91ab");
     await page.getByRole("button", { name: "Store it" }).click();
     await expect.poll(() => page.locator("#status").textContent(), SOON).toMatch(/^Stored/);
@@ -344,6 +412,28 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await page.getByRole("heading", { name: "Done" }).waitFor({ state: "visible" });
     await audit(page, "device-done");
 
+    // A device denied on the consent page: the code page says it was denied, not a wrong code.
+    const denied = await fetch(`${base}/oauth/device/auth`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        client_id: deviceClient.json().client_id,
+        scope: "mcp",
+        resource: `${base}/mcp`,
+      }),
+    });
+    const { user_code: deniedCode } = (await denied.json()) as { user_code: string };
+    await page.goto(`${base}/device`);
+    await page.getByLabel("Code", { exact: true }).fill(deniedCode);
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByRole("heading", { name: "Is this your device?" }).waitFor({ state: "visible" });
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.waitForURL(/\/consent\?uid=/);
+    await page.getByRole("button", { name: "Deny" }).click();
+    await page.getByRole("alert").waitFor({ state: "visible" });
+    expect(await page.getByRole("alert").textContent()).toMatch(/^You denied this device/);
+    await audit(page, "device-denied");
+
     expect(problems).toEqual([]);
     await page.context().close();
   }, 120_000);
@@ -371,6 +461,14 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
       await expect.poll(() => page.locator("#grants tr").count(), SOON).toBe(1);
       await expect.poll(() => page.locator("#items tr").count(), SOON).toBe(1);
       await audit(page, "local-console");
+      // Approved for 8 hours: an approval in force, with Revoke; then the filter matching nothing.
+      const grantId = JSON.parse((pending.content as { text: string }[])[0]!.text).grant_id;
+      await localOperator(local, "POST", "/api/grants", { grant_id: grantId, scope: "session" });
+      await expect.poll(() => page.getByRole("button", { name: /^Revoke: / }).count(), SOON).toBe(1);
+      await audit(page, "local-console-approved");
+      await page.getByLabel("Filter approvals").fill("nothing-like-it");
+      await expect.poll(() => page.locator("#grants-empty").isVisible()).toBe(true);
+      await audit(page, "local-console-filtered");
       expect(problems).toEqual([]);
       await page.context().close();
     } finally {
@@ -463,19 +561,50 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await page.keyboard.press("Enter");
     await page.waitForURL(/#inbox$/);
     await expect.poll(() => focusedOn(page)).toMatchObject({ id: "inbox-heading", visible: true });
-    await expect.poll(() => page.locator("#approvals tbody tr").count(), SOON).toBe(1);
+    await expect.poll(() => page.locator("#pending-approvals > tbody > tr").count(), SOON).toBe(1);
     await tabTo(page, (f) => f.tag === "button" && f.name.startsWith("Approve once: API_KEY"));
     await page.screenshot({ path: `${SHOTS}a11y-keyboard-approve-focused.png`, fullPage: true });
     await page.keyboard.press("Space");
     await expect
       .poll(() => page.locator("#status").textContent(), SOON)
       .toMatch(/^Approved API_KEY for .* for one call\.$/);
-    await expect.poll(() => page.locator("#approvals tbody tr").count()).toBe(0);
+    await expect.poll(() => page.locator("#pending-approvals > tbody > tr").count()).toBe(0);
     // The row is gone; focus is back on the section's heading, not lost to the page.
     await expect.poll(() => focusedOn(page)).toMatchObject({ id: "inbox-heading", visible: true });
 
     const answer = toolAnswer(await agent.callTool({ name: "http_request", arguments: ask }));
     expect(answer.origin_status).toBe(200);
+
+    // Always allow by keyboard: Enter opens the choice with focus on its first option (the path
+    // prefix), Tab reaches the confirm button, Space approves.
+    const post = { method: "POST", path: "/v1/issues", item_name: "API_KEY", body: { title: "kb" } };
+    expect(toolAnswer(await agent.callTool({ name: "http_request", arguments: post })).status).toBe(
+      "pending",
+    );
+    await expect.poll(() => page.locator("#pending-approvals > tbody > tr").count(), SOON).toBe(1);
+    await tabTo(page, (f) => f.tag === "button" && f.name.startsWith("Always allow: API_KEY"));
+    await page.keyboard.press("Enter");
+    await expect.poll(() => focusedOn(page)).toMatchObject({ tag: "input", visible: true });
+    await page.screenshot({ path: `${SHOTS}a11y-keyboard-always-choice.png`, fullPage: true });
+    await tabTo(page, (f) => f.tag === "button" && f.name.startsWith("Always allow, as chosen"));
+    await page.keyboard.press("Space");
+    await expect
+      .poll(() => page.locator("#status").textContent(), SOON)
+      .toMatch(/^Approved API_KEY for .* until revoked\.$/);
+
+    // The Approvals section by keyboard: its heading takes focus, Revoke is reached and pressed.
+    await tabTo(page, (f) => f.tag === "a" && f.name === "Approvals", { back: true, limit: 120 });
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/#approvals$/);
+    await expect.poll(() => focusedOn(page)).toMatchObject({ id: "approvals-heading", visible: true });
+    await expect.poll(() => page.locator("#active-approvals > tbody > tr").count(), SOON).toBe(1);
+    await tabTo(page, (f) => f.tag === "button" && f.name.startsWith("Revoke: API_KEY"));
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.locator("#status").textContent(), SOON).toMatch(/^Revoked API_KEY for /);
+    await expect.poll(() => focusedOn(page)).toMatchObject({ id: "approvals-heading", visible: true });
+    expect(toolAnswer(await agent.callTool({ name: "http_request", arguments: post })).status).toBe(
+      "pending",
+    );
     expect(problems).toEqual([]);
     await agent.close();
     await page.context().close();

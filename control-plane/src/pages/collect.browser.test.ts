@@ -57,7 +57,7 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
     expect(await page.locator("#summary").textContent()).toContain("named no API host");
     const host = page.getByLabel("Host it may be sent to");
     expect(await host.isVisible()).toBe(true);
-    expect(await page.getByLabel("Name").inputValue()).toBe("BY_NAME_KEY");
+    expect(await page.getByLabel("Name", { exact: true }).inputValue()).toBe("BY_NAME_KEY");
     await page.getByLabel("Value").fill(SECRET);
     await page.getByRole("button", { name: "Store it" }).click();
     // Not sent without the host (the field is required).
@@ -67,7 +67,9 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
     await host.fill("api.latch.test");
     await page.screenshot({ path: `${SHOTS}collect-by-name.png`, fullPage: true });
     await page.getByRole("button", { name: "Store it" }).click();
-    await expect.poll(() => page.locator("#status").textContent()).toBe("Stored. The agent can retry now.");
+    await expect
+      .poll(() => page.locator("#status").textContent())
+      .toBe("Stored. The agent can retry its request now.");
     expect(problems).toEqual([]);
 
     const items = (await op.request("GET", "/api/items")).json().items as {

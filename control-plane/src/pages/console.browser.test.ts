@@ -109,7 +109,9 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await value.fill(OTHER);
     await add.getByLabel("Environment").selectOption("production");
     await add.getByLabel("Allowed hosts").fill("a.example.test, b.example.test");
-    await add.getByLabel("Inject as").fill("header:X-Api-Key");
+    // Inject as: a choice; a header needs its name.
+    await add.getByLabel("Inject as").selectOption("header:");
+    await add.getByLabel("Header, parameter or cookie name").fill("X-Api-Key");
     await add.getByRole("button", { name: "Add credential" }).click();
     await expect
       .poll(() => statusOf(page), SOON)
@@ -125,14 +127,15 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await page.locator("#env-switch").inputValue()).toBe("production");
     await expect.poll(() => rows.count()).toBe(1);
     const otherRow = rows.filter({ hasText: "OTHER_KEY" });
+    // The switch redraws the table: wait for the production row, not the staging one it replaces.
+    await expect.poll(() => otherRow.count(), SOON).toBe(1);
     expect(await otherRow.locator("td").allTextContents()).toEqual([
-      "production",
       "secret",
       "—",
       "a.example.test, b.example.test",
       "header:X-Api-Key",
       "…99f0",
-      expect.any(String),
+      "Never",
       "RotateEditDelete",
     ]);
 
@@ -140,11 +143,14 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await page.getByRole("button", { name: "Edit OTHER_KEY (production)" }).click();
     const edit = page.locator("#edit-form");
     expect(await edit.getByLabel("Allowed hosts").inputValue()).toBe("a.example.test, b.example.test");
+    // The stored mode reads back as the choice and its name.
+    expect(await edit.getByLabel("Inject as").inputValue()).toBe("header:");
+    expect(await edit.getByLabel("Header, parameter or cookie name").inputValue()).toBe("X-Api-Key");
     await edit.getByLabel("Allowed hosts").fill("c.example.test d.example.test");
     await edit.getByRole("button", { name: "Save changes" }).click();
     await expect.poll(() => statusOf(page), SOON).toBe("Saved OTHER_KEY (production).");
     await expect
-      .poll(() => otherRow.locator("td").nth(3).textContent())
+      .poll(() => otherRow.locator("td").nth(2).textContent())
       .toBe("c.example.test, d.example.test");
     expect(await edit.isHidden()).toBe(true);
     await page.getByRole("button", { name: "Delete OTHER_KEY (production)" }).click();
@@ -178,7 +184,8 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
       await search.fill(query);
       await expect.poll(() => rows.locator("th").allTextContents()).toEqual([...names].sort());
     }
-    expect(await page.locator("#items-empty").textContent()).toBe("No credential matches the search.");
+    expect(await page.locator("#items-empty-text").textContent()).toBe("No credential matches the search.");
+    expect(await page.locator("#items-first-run").isHidden()).toBe(true);
     await search.fill("");
     await page.getByRole("button", { name: "Delete FOLDERED_KEY (staging)" }).click();
     await page.getByRole("button", { name: "Delete for good" }).click();
@@ -194,7 +201,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await expect
       .poll(() => statusOf(page), SOON)
       .toBe("Rotated API_KEY (staging). The new value ends in c0d7.");
-    await expect.poll(() => rows.first().locator("td").nth(5).textContent()).toBe("…c0d7");
+    await expect.poll(() => rows.first().locator("td").nth(4).textContent()).toBe("…c0d7");
     const vaultHtml = await page.content();
     for (const secret of [SECRET, ROTATED, OTHER]) expect(vaultHtml).not.toContain(secret);
     await shot(page, "02-vault");
@@ -246,13 +253,13 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
         .then(toolAnswer);
 
     await openSection(page, "Inbox");
-    await expect.poll(() => page.locator("#approvals-empty").isVisible(), SOON).toBe(true);
+    await expect.poll(() => page.locator("#pending-approvals-empty").isVisible(), SOON).toBe(true);
     const pending = await call();
     expect(pending).toMatchObject({ status: "pending", item_name: "API_KEY" });
     expect(pending.approval_code).toMatch(/^\d{8}$/);
 
     // The inbox picks it up on its own (5-second refresh), naming the client issued in this tab.
-    const approvals = page.locator("#approvals tbody tr");
+    const approvals = page.locator("#pending-approvals > tbody > tr");
     await expect.poll(() => approvals.count(), SOON).toBe(1);
     expect(await approvals.first().locator("th").textContent()).toBe("API_KEY");
     // By the name it was issued with, never a bare cli_ id (the id is only the cell's tooltip).

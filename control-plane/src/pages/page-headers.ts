@@ -46,10 +46,15 @@ const CSP_DIFFERENCES = {
   consent: {},
   /** The device code pages oidc-provider renders (/device): plain forms that post to us, no script. */
   device: { "script-src": "'none'", "connect-src": "'none'", "form-action": "'self'" },
-  /** The public site (GET /, /docs): text, our stylesheet and images, no script or fetch. */
+  /** The public site (/docs, the 404 page): text, our stylesheet and images, no script or fetch. */
   site: { "script-src": "'none'", "connect-src": "'none'" },
-  /** The answer to an approval link: text, our stylesheet and the mark; no script or fetch. */
-  "approval-result": { "script-src": "'none'", "connect-src": "'none'" },
+  /** The landing page (GET /): the site's policy plus our own script for its copy buttons; no fetch. */
+  landing: { "connect-src": "'none'" },
+  /**
+   * The answer to an approval link: the request it approved (agent text, as text nodes only) and
+   * our script for "Revoke this approval", which posts to us; no form, no other host.
+   */
+  "approval-result": {},
 } as const satisfies Record<string, Partial<Record<Directive, string>>>;
 
 export type PageKind = keyof typeof CSP_DIFFERENCES;
@@ -94,10 +99,9 @@ const PAGE_HEADERS = Object.fromEntries(
  */
 export const PUBLIC_PAGE_CACHE_CONTROL = "public, max-age=300";
 
-const PUBLIC_PAGE_HEADERS = Object.freeze({
-  ...PAGE_HEADERS.site,
-  "cache-control": PUBLIC_PAGE_CACHE_CONTROL,
-});
+const publicHeadersOf = (kind: "site" | "landing") =>
+  Object.freeze({ ...PAGE_HEADERS[kind], "cache-control": PUBLIC_PAGE_CACHE_CONTROL });
+const PUBLIC_PAGE_HEADERS = { site: publicHeadersOf("site"), landing: publicHeadersOf("landing") };
 
 /** The headers of one kind of HTML page. */
 export function pageHeaders(kind: PageKind): Readonly<Record<string, string>> {
@@ -113,9 +117,9 @@ const ASSET_TYPES: Readonly<Record<string, string>> = {
   webmanifest: "application/manifest+json",
 };
 
-/** The headers of a public page (GET /, /docs): the "site" policy, cached briefly. */
-export function publicPageHeaders(): Readonly<Record<string, string>> {
-  return PUBLIC_PAGE_HEADERS;
+/** The headers of a public page (GET /, /docs): the "site" (or "landing") policy, cached briefly. */
+export function publicPageHeaders(kind: "site" | "landing" = "site"): Readonly<Record<string, string>> {
+  return PUBLIC_PAGE_HEADERS[kind];
 }
 
 /** The headers of a public text file (robots.txt, sitemap.xml, security.txt, llms.txt). */

@@ -230,7 +230,9 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
       .click();
     await page.waitForURL(/\/approve\?token=/);
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toBe("Approved");
-    expect(await page.getByRole("status").textContent()).toMatch(/^release bot may use LINK_KEY /);
+    expect(await page.locator("#sentence").textContent()).toMatch(
+      /^The agent "release bot" may use LINK_KEY /,
+    );
     expect(await page.locator("header.site a.brand").isVisible()).toBe(true);
     await shot(page, "11-approval-link-approved");
     const grants = (await operator.request("GET", "/api/grants")).json().grants;

@@ -216,16 +216,24 @@ describe("what the pages are made of", () => {
     }
     const { ready } = await browsersInEachState();
     const page = (await ready.request("GET", "/console")).body;
-    for (const script of ["console", "console-clients", "console-activity"]) {
+    for (const script of [
+      "console",
+      "console-inject",
+      "console-clients",
+      "request-view",
+      "console-inbox",
+      "console-activity",
+      "console-approvals",
+    ]) {
       expect(page).toMatch(new RegExp(`<script src="/assets/${script}\\.[0-9a-f]{12}\\.js"></script>`));
     }
-    for (const section of ["vault", "clients", "inbox", "audit", "access"]) {
+    for (const section of ["vault", "clients", "inbox", "approvals", "audit", "access"]) {
       expect(page).toContain(`<section id="${section}" class="panel" aria-labelledby="${section}-heading">`);
       expect(page).toContain(`<a href="#${section}">`);
     }
     // Secret inputs are password fields the browser does not offer to fill.
     for (const id of ["item-value", "rotate-value"]) {
-      expect(page).toMatch(new RegExp(`<input id="${id}" [^>]*type="password" autocomplete="off"`));
+      expect(page).toMatch(new RegExp(`<input\\s+id="${id}"\\s[^>]*type="password"\\s+autocomplete="off"`));
     }
   });
 
@@ -243,5 +251,50 @@ describe("what the pages are made of", () => {
     );
     expect(page.body).not.toContain("<script>alert");
     expect(page.body).not.toContain("<img src=x");
+  });
+});
+
+describe("an unknown page and another loopback address", () => {
+  const html = { accept: "text/html,application/xhtml+xml,*/*;q=0.8" };
+
+  it("answers a browser's unknown page with an HTML 404, and an API caller with the JSON envelope", async () => {
+    const page = await h.app.inject({ method: "GET", url: "/no-such-page", headers: html });
+    expect(page.statusCode).toBe(404);
+    expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(page.headers["content-security-policy"]).toContain("script-src 'none'");
+    expect(page.body).toContain("<h1>Page not found</h1>");
+    expect(page.body).toContain('href="/console"');
+    const json = await h.app.inject({ method: "GET", url: "/no-such-page" });
+    expect(json.json()).toEqual({ error: { code: "not_found", message: "no such route" } });
+    for (const url of ["/api/nope", "/oauth/nope", "/mcp/nope"]) {
+      const api = await h.app.inject({ method: "GET", url, headers: html });
+      expect(api.statusCode, url).toBe(404);
+      expect(api.headers["content-type"], url).toMatch(/^application\/json/);
+    }
+    expect(
+      (await h.app.inject({ method: "POST", url: "/no-such-page", headers: html })).json().error.code,
+    ).toBe("not_found");
+  });
+
+  it("sends a page asked for on 127.0.0.1 to the same path on BASE_URL (localhost), and nothing else", async () => {
+    const at = (
+      url: string,
+      host: string,
+      extra: Record<string, string> = html,
+      method: "GET" | "POST" = "GET",
+    ) => h.app.inject({ method, url, headers: { host, ...extra } });
+    for (const host of ["127.0.0.1:8787", "127.0.0.2", "[::1]:8787"]) {
+      const moved = await at("/sign-up?return_to=%2Fconsole", host);
+      expect(moved.statusCode, host).toBe(302);
+      expect(moved.headers.location).toBe("http://localhost:8787/sign-up?return_to=%2Fconsole");
+    }
+    expect((await at("/", "127.0.0.1:8787")).headers.location).toBe("http://localhost:8787/");
+    // The API, a POST, a non-browser and BASE_URL's own host are answered where they are.
+    expect((await at("/api/auth/me", "127.0.0.1:8787")).statusCode).toBe(401);
+    expect((await at("/health", "127.0.0.1:8787")).statusCode).toBe(200);
+    expect((await at("/sign-up", "127.0.0.1:8787", {})).statusCode).toBe(200);
+    expect((await at("/sign-up", "localhost:8787")).statusCode).toBe(200);
+    // Another host name (not loopback) is not ours to judge here: no redirect to anywhere.
+    expect((await at("/sign-up", "evil.example")).statusCode).toBe(200);
   });
 });

@@ -185,7 +185,9 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     page.on("pageerror", (error) => problems.push(error.message));
     await pendingApproval(page, "STEPUP_KEY");
     await page.goto(`${base}/console#inbox`);
-    const always = page.getByRole("button", { name: /^Always allow: STEPUP_KEY/ });
+    // "Always allow" first asks what it covers; the confirm is the request that needs the step-up.
+    await page.getByRole("button", { name: /^Always allow: STEPUP_KEY/ }).click();
+    const always = page.getByRole("button", { name: /^Always allow, as chosen: STEPUP_KEY/ });
     await always.waitFor();
     const usesBefore = (await authenticator.credentials())[0]!.signCount;
 
@@ -216,7 +218,8 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await page.goto(`${base}/console#inbox`);
     h.clock.advance(6 * 60_000);
     // By keyboard: Enter opens the prompt on its button, Escape cancels, focus goes back.
-    const cancelled = page.getByRole("button", { name: /^Always allow: STEPUP_CANCEL/ });
+    await page.getByRole("button", { name: /^Always allow: STEPUP_CANCEL/ }).click();
+    const cancelled = page.getByRole("button", { name: /^Always allow, as chosen: STEPUP_CANCEL/ });
     await cancelled.focus();
     await page.keyboard.press("Enter");
     await dialog.waitFor();
@@ -225,7 +228,7 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await expect.poll(() => status(page)).toBe("Not done: the verification was cancelled.");
     await expect
       .poll(() => page.evaluate("document.activeElement?.getAttribute('aria-label')"))
-      .toMatch(/^Always allow: STEPUP_CANCEL/);
+      .toMatch(/^Always allow, as chosen: STEPUP_CANCEL/);
     const after = (await pageApi(page, "GET", "/api/inbox")).json.approvals as GrantRow[];
     expect(after.map((g) => g.item_name)).toContain("STEPUP_CANCEL");
     expect(problems).toEqual([]);

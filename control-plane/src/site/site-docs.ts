@@ -25,6 +25,22 @@ const SOURCES = [
     summary: "Connect an MCP client with OAuth, a token, or locally",
   },
   {
+    file: "approvals.md",
+    path: "/docs/approvals",
+    summary: "What each approval covers, the Approvals list, and revoking",
+  },
+  {
+    file: "inject.md",
+    path: "/docs/inject",
+    summary: "Where a stored credential goes in the outgoing request",
+  },
+  { file: "cli.md", path: "/docs/cli", summary: "The vault command line: Latch on your own computer" },
+  {
+    file: "run.md",
+    path: "/docs/run",
+    summary: "Run Latch yourself: start it, mail without a server, device sign-in",
+  },
+  {
     file: "security.md",
     path: "/docs/security",
     summary: "How secrets are kept and how to report a vulnerability",

@@ -98,14 +98,24 @@ describe("the landing page and docs", () => {
     expect(response.statusCode).toBe(200);
     expect(response.headers["content-type"]).toBe("text/html; charset=utf-8");
     expect(response.headers["cache-control"]).toBe("public, max-age=300");
-    expect(response.headers["content-security-policy"]).toContain("script-src 'none'");
+    // Its one script is ours (the copy buttons); nothing is fetched.
+    expect(response.headers["content-security-policy"]).toContain("script-src 'self'");
+    expect(response.headers["content-security-policy"]).toContain("connect-src 'none'");
     expect(response.body).toContain("credential vault and broker for AI agents");
     // The flow, drawn across for a wide window and top to bottom for a phone.
     expect(response.body).toContain('<svg class="flow flow-wide"');
     expect(response.body).toContain('<svg class="flow flow-narrow"');
     expect(response.body).toContain(`${BASE}/mcp`);
-    expect(response.body).toContain("npx vault serve");
-    expect(response.body).not.toMatch(/<script|\{\{/);
+    // Never a bare `npx vault`, which would fetch another package of that name.
+    expect(response.body).toContain("npx --no -- vault serve");
+    expect(response.body).not.toMatch(/npx vault/);
+    // The console's picture, and no inline script: the only script is a file of ours.
+    expect(response.body).toContain('<img\n          src="/console.png"');
+    expect(response.body.match(/<script\b[^>]*>/g)).toEqual([
+      expect.stringMatching(/^<script src="\/assets\/landing\.[0-9a-f]{12}\.js">$/),
+    ]);
+    expect(response.body).not.toMatch(/\{\{/);
+    expect((await get("/console.png")).headers["content-type"]).toBe("image/png");
   });
 
   it("ignores an invalid bearer on a public page (spec 5 rule 7)", async () => {
@@ -126,7 +136,24 @@ describe("the landing page and docs", () => {
     const index = await get("/llms.txt");
     expect(index.body).toMatch(/^# Latch\n\n> /);
     expect(index.body).toContain(`- [Connect an agent](${BASE}/docs/connect)`);
-    for (const path of ["/docs", "/docs/security"]) expect((await get(path)).statusCode).toBe(200);
+    for (const path of [
+      "/docs",
+      "/docs/security",
+      "/docs/approvals",
+      "/docs/inject",
+      "/docs/cli",
+      "/docs/run",
+    ]) {
+      expect((await get(path)).statusCode, path).toBe(200);
+    }
+    // The words users asked for: the agent is under Clients, the device flow's grant type, mail
+    // without a server, and how to run the CLI without fetching anything.
+    expect((await get("/docs/connect")).body).toContain("<strong>Clients</strong>");
+    expect((await get("/docs/connect")).body).not.toMatch(/under Access/);
+    expect((await get("/docs/run")).body).toContain("urn:ietf:params:oauth:grant-type:device_code");
+    expect((await get("/docs/run")).body).toContain("./.latch/outbox/");
+    expect((await get("/docs/cli")).body).toContain("npx --no -- vault");
+    expect((await get("/docs/approvals")).body).toContain("any method, any path");
   });
 });
 
@@ -161,7 +188,16 @@ describe("discovery files", () => {
     const response = await get("/sitemap.xml");
     expect(response.headers["content-type"]).toBe("application/xml; charset=utf-8");
     const locs = [...response.body.matchAll(/<loc>([^<]+)<\/loc>/g)].map((m) => m[1]);
-    expect(locs).toEqual([`${BASE}/`, `${BASE}/docs`, `${BASE}/docs/connect`, `${BASE}/docs/security`]);
+    expect(locs).toEqual([
+      `${BASE}/`,
+      `${BASE}/docs`,
+      `${BASE}/docs/connect`,
+      `${BASE}/docs/approvals`,
+      `${BASE}/docs/inject`,
+      `${BASE}/docs/cli`,
+      `${BASE}/docs/run`,
+      `${BASE}/docs/security`,
+    ]);
   });
 
   it("security.txt answers identical bytes at both addresses, with the RFC 9116 fields and a future Expires", async () => {

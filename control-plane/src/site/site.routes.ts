@@ -34,7 +34,7 @@ export function registerSiteRoutes(app: FastifyInstance, deps: SiteRouteDeps): v
 
   const html = publicPageHeaders();
   const files: Array<{ path: string; headers: Readonly<Record<string, string>>; body: string }> = [
-    { path: "/", headers: html, body: landing },
+    { path: "/", headers: publicPageHeaders("landing"), body: landing },
     ...docs.map((doc) => ({
       path: doc.path,
       headers: html,

@@ -3,6 +3,7 @@
 import { isStandingPolicy } from "../grants/grant-coverage.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import { needItemAnswer } from "./http-request.tool.ts";
+import { pendingHint } from "./pending-hint.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import type { ToolDeps, ToolScope } from "./tool-context.ts";
 import type { ToolArgs } from "./tool-schemas.ts";
@@ -19,7 +20,7 @@ export async function runRequestGrant(
   // a session approval is not one (it covers the calls it was given for, not a new request).
   const covering = await deps.grants.findUsableGrant(grantScope);
   if (covering && isStandingPolicy(covering.policy)) return { payload: { ...covering } };
-  const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
+  const { grant, approvalCode, notifyFailed, deniedAt } = await deps.grants.requestGrant({
     ...grantScope,
     environment: scope.environment,
     actor: `agent:${scope.agentId}`,
@@ -34,9 +35,11 @@ export async function runRequestGrant(
       message: `This asks the operator for ${item.name} as a whole: no request is named, so the approval covers any call with it. To ask for one exact request, call http_request instead (it asks for that call only).`,
       // The call to make once approved: http_request with this item; the agent adds method and path.
       next: {
-        for_model: deps.surface.approveHint(
+        for_model: pendingHint(
+          deps.surface,
           grant.grant_id,
           `then call http_request with next.arguments (item_name ${item.name}) plus the method and path you need.`,
+          deniedAt,
         ),
         tool: HTTP_REQUEST_TOOL,
         arguments: { item_name: item.name },

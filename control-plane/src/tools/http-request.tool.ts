@@ -14,6 +14,7 @@ import type { RequestedCall } from "../grants/grants.repo.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
 import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
+import { pendingHint } from "./pending-hint.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
@@ -68,7 +69,7 @@ export async function runHttpRequest(
   if (!authorisation) {
     // A standing grant that does not cover this call: the new request is for exactly this scope.
     const isOutside = await deps.grants.isOutsideStanding(grantScope, call);
-    const { grant, approvalCode, notifyFailed } = await deps.grants.requestGrant({
+    const { grant, approvalCode, notifyFailed, deniedAt } = await deps.grants.requestGrant({
       ...grantScope,
       requestedCall: call,
       ...(isOutside ? { callScope: { host, method: args.method, path: path.split("?")[0] } } : {}),
@@ -85,11 +86,15 @@ export async function runHttpRequest(
         host,
         ...(approvalCode ? { approval_code: approvalCode } : {}),
         ...(deps.surface.isNotifying ? { notify_failed: notifyFailed ?? false } : {}),
-        message: `Approval needed to send ${args.method} ${host}${path} with ${item.name}; the operator approves exactly this call.`,
+        message: deniedAt
+          ? `The operator denied ${args.method} ${host}${path} with ${item.name} a short while ago; it waits in the inbox again, but nobody was notified.`
+          : `Approval needed to send ${args.method} ${host}${path} with ${item.name}; the operator approves exactly this call.`,
         next: {
-          for_model: deps.surface.approveHint(
+          for_model: pendingHint(
+            deps.surface,
             grant.grant_id,
             "then call http_request again with next.arguments.",
+            deniedAt,
           ),
           tool: HTTP_REQUEST_TOOL,
           arguments: retry,

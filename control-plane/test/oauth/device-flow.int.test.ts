@@ -110,6 +110,42 @@ describe("the device flow with openid-client", () => {
     expect(listed.status).toBe(200);
   }, 60_000);
 
+  it("says a denied device was denied, not that its code was wrong", async () => {
+    const registered = await register(h.app, {
+      client_name: "Denied CLI",
+      grant_types: ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token"],
+    });
+    const asked = await fetch(`${base}/oauth/device/auth`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        client_id: registered.json().client_id,
+        scope: "mcp",
+        resource: `${base}/mcp`,
+      }),
+    });
+    const { user_code: userCode } = (await asked.json()) as { user_code: string };
+    const op = await readyOperator(h, "device-deny", base);
+    const page = await op.request("GET", "/device");
+    const entered = await submitForm(op, "/device", { xsrf: xsrfOf(page.body), user_code: userCode });
+    const confirmed = await submitForm(op, "/device", {
+      xsrf: xsrfOf(entered.body),
+      user_code: userCode,
+      confirm: "yes",
+    });
+    const uid = new URL(pathOf(String(confirmed.headers.location)), base).searchParams.get("uid")!;
+    const decided = await op.request(
+      "POST",
+      "/consent",
+      { uid, decision: "deny" },
+      { accept: "application/json" },
+    );
+    expect(decided.statusCode, decided.body).toBe(200);
+    const after = await op.request("GET", pathOf(decided.json().location));
+    expect(after.body).toContain("You denied this device: it gets no access to Latch.");
+    expect(after.body).not.toContain("not valid");
+  });
+
   it("allows 10 code attempts per 15 minutes from one address, then 429", async () => {
     const browser = new Browser(h.app, base);
     let page = await browser.request("GET", "/device");

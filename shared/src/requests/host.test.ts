@@ -191,3 +191,28 @@ describe("checkHostname: messages", () => {
     expect(check.ok ? "" : check.message).toMatch(/IP address/);
   });
 });
+
+describe("checkHostname: a URL pasted as a host", () => {
+  it("says it is a URL and names the host it holds, never a port", () => {
+    for (const [raw, host] of [
+      ["https://api.github.com", "api.github.com"],
+      ["https://api.github.com/repos/acme?x=1", "api.github.com"],
+      ["https://api.github.com:443/", "api.github.com"],
+      ["HTTP://Example.com#top", "example.com"],
+    ] as const) {
+      const check = checkHostname(raw);
+      expect(check.ok).toBe(false);
+      const message = check.ok ? "" : check.message;
+      expect(message, raw).toMatch(
+        new RegExp(`is a URL; give the host name only: ${host.replace(/\./g, "\\.")}\\.$`),
+      );
+      expect(message).not.toMatch(/port/);
+    }
+    const odd = checkHostname("https://10.0.0.1/x");
+    expect(odd.ok ? "" : odd.message).toMatch(
+      /is a URL; give the host name only, such as api\.example\.com\.$/,
+    );
+    // A port other than 443 in the URL is not offered as a host.
+    expect(checkHostname("https://api.github.com:8443").ok).toBe(false);
+  });
+});

@@ -68,6 +68,15 @@ export function checkHostname(raw: string): HostCheck {
       message: `The host ${quote(raw)} is an IP address; Latch only calls APIs by domain name.`,
     };
   }
+  // A URL pasted where a host goes: say so, and name the host it holds, rather than "a port" for
+  // the scheme's colon.
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(raw);
+  if (scheme) {
+    const inside = checkHostname(raw.slice(scheme[0].length).split(/[/?#]/)[0]!.replace(/:443$/, ""));
+    return invalid(
+      `The host ${quote(raw)} is a URL; give the host name only${inside.ok ? `: ${inside.host}` : ", such as api.example.com"}.`,
+    );
+  }
   if (/[[\]]/.test(raw))
     return invalid(`The host ${quote(raw)} contains brackets; give a plain domain name.`);
   if (raw.includes(":"))

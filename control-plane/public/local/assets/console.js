@@ -57,9 +57,29 @@
       render(tr, r);
       body.appendChild(tr);
     });
+    labelCells(body.closest("table"));
     byId(`${id}-empty`).hidden = rows.length > 0;
     body.closest(".table-wrap").hidden = rows.length === 0;
   }
+  /** A table drawn as cards on a phone: its cells name their column, its rows keep table roles. */
+  function labelCells(table) {
+    if (!table.classList.contains("cards")) return;
+    // The table's own rows only (table.rows): a body's form fields are a table of their own.
+    var names = Array.prototype.map.call(table.tHead.rows[0].cells, (th) => th.textContent.trim());
+    table.setAttribute("role", "table");
+    [table.tHead].concat(Array.prototype.slice.call(table.tBodies)).forEach((g) => {
+      g.setAttribute("role", "rowgroup");
+    });
+    Array.prototype.forEach.call(table.rows, (tr) => {
+      var isHead = tr.parentNode === table.tHead;
+      tr.setAttribute("role", "row");
+      Array.prototype.forEach.call(tr.cells, (cell, index) => {
+        cell.setAttribute("role", isHead ? "columnheader" : cell.tagName === "TH" ? "rowheader" : "cell");
+        if (!isHead && names[index]) cell.setAttribute("data-label", names[index]);
+      });
+    });
+  }
+
   /** A decision button; after it, the list reloads and focus returns to the approvals heading. */
   function decision(td, text, label, isSecondary, action, done) {
     var b = el("button", text, isSecondary ? "secondary" : "");
@@ -82,19 +102,23 @@
     });
     td.appendChild(b);
   }
-  function requestCell(g) {
+  function requestCell(g, label) {
     var td = el("td", null, "request-cell");
-    if (!g.call) {
-      td.appendChild(el("strong", "Any call"));
-      td.appendChild(el("span", " with this credential: the agent named no request.", "hint"));
-      return td;
+    if (g.after_deny_at && g.status === "pending") {
+      td.appendChild(el("p", `Asked again after a Deny (${when(g.after_deny_at)})`, "after-deny"));
     }
-    var line = el("div", null, "request-line");
-    line.append(el("code", g.call.method, "method"), " ", el("code", g.call.host + g.call.path, "target"));
-    td.appendChild(line);
-    td.appendChild(
-      el("div", g.call.body_sha256 ? `Body SHA-256 ${g.call.body_sha256}` : "No body", "digest"),
-    );
+    // The body is kept for requests waiting; an approval in force shows what it covers.
+    td.appendChild(requestView(g.call, g.status === "pending" ? g.body : null, label));
+    return td;
+  }
+  var LASTS = { prompt: "One call", session: "8 hours", item_standing: "Always", folder_standing: "Always" };
+  function timeCell(iso, absent) {
+    var td = el("td", iso ? null : absent);
+    if (iso) {
+      const time = el("time", when(iso));
+      time.dateTime = iso;
+      td.appendChild(time);
+    }
     return td;
   }
   function grantRow(tr, g) {
@@ -104,9 +128,18 @@
     th.scope = "row";
     tr.appendChild(th);
     cell(tr, agent);
-    cell(tr, requestCell(g));
+    cell(tr, requestCell(g, label));
     cell(tr, g.status);
-    cell(tr, when(g.expires_at));
+    cell(tr, g.status === "pending" ? "" : LASTS[g.policy] || g.policy);
+    cell(tr, timeCell(g.approved_at, ""));
+    cell(tr, timeCell(g.last_used_at, g.status === "pending" ? "" : "Not yet"));
+    cell(
+      tr,
+      timeCell(
+        g.expires_at,
+        g.status === "pending" ? "" : g.policy === "prompt" ? "After one call" : "When revoked",
+      ),
+    );
     var td = cell(tr, el("td"), "actions-cell");
     if (g.status === "pending") {
       decision(
@@ -144,6 +177,22 @@
     return /^operator/.test(actor || "") ? "You" : actor;
   }
   var last = "";
+  /** The grants as last loaded; the filter shows the ones whose agent, credential or host match. */
+  var allGrants = [];
+  function renderGrants() {
+    var query = byId("grants-filter").value.trim().toLowerCase();
+    var shown = allGrants.filter((g) =>
+      [g.agent_name || g.agent_id, g.item_name, g.call ? g.call.host : ""].some(
+        (word) => !query || String(word).toLowerCase().indexOf(query) >= 0,
+      ),
+    );
+    byId("grants-empty-text").textContent =
+      allGrants.length && !shown.length
+        ? "No approval matches the filter."
+        : "No agent is waiting and nothing is approved.";
+    fill("grants", shown, grantRow);
+  }
+  byId("grants-filter").addEventListener("input", renderGrants);
   /** Redraws only what changed, so a background refresh never moves the keyboard focus. */
   function load(isForced) {
     if (!token) {
@@ -159,8 +208,8 @@
         var snapshot = JSON.stringify(all);
         if (snapshot === last && !isForced) return;
         last = snapshot;
-        var grants = all[0].grants.filter((g) => g.status === "pending" || g.status === "active");
-        fill("grants", grants, grantRow);
+        allGrants = all[0].grants.filter((g) => g.status === "pending" || g.status === "active");
+        renderGrants();
         fill("items", all[1].items, (tr, i) => {
           var th = el("th", i.name);
           th.scope = "row";
@@ -169,6 +218,7 @@
           cell(tr, i.inject);
           cell(tr, i.username);
           cell(tr, `…${i.last4}`);
+          cell(tr, timeCell(i.last_used_at, "Never"));
         });
         fill("audit", all[2].events, (tr, e) => {
           var time = el("time", when(e.at));

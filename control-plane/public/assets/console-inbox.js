@@ -1,0 +1,310 @@
+// The console's Inbox (after request-view.js): the requests waiting, each with exactly what it
+// would send, decided once, for 8 hours or always (asking first what always covers), or denied;
+// approval by code; and the requests for credentials.
+"use strict";
+/* ---------- inbox ---------- */
+var POLICY_TEXT = { prompt: "for one call", session: "for 8 hours", item_standing: "until revoked" };
+var DECISIONS = [
+  ["prompt", "Approve once"],
+  ["session", "8 hours"],
+  ["item_standing", "Always allow"],
+];
+var lastInbox = "";
+var waitingCount = -1;
+/**
+ * The "Always allow" choice open in a row: which grant and which scope is picked, so a background
+ * redraw of the inbox (a new request arriving) keeps it open as it was.
+ */
+var alwaysOpen = null;
+
+function loadInbox(isBackground) {
+  return api("GET", "/api/inbox").then((answer) => {
+    var approvals = answer.approvals || [],
+      requests = answer.requests || [];
+    var count = approvals.length + requests.length;
+    byId("inbox-count").textContent = count ? `(${count})` : "";
+    if (isBackground && waitingCount >= 0 && count > waitingCount) {
+      say(count === 1 ? "1 request is waiting in the inbox." : `${count} requests are waiting in the inbox.`);
+    }
+    waitingCount = count;
+    var snapshot = JSON.stringify(answer) + environment;
+    if (snapshot === lastInbox) return;
+    lastInbox = snapshot;
+    var here = approvals.filter((g) => inEnvironment(g.environment_id));
+    var asking = requests.filter((n) => inEnvironment(n.environment));
+    elsewhereNote(
+      "inbox-elsewhere",
+      count - here.length - asking.length,
+      "request waiting",
+      "requests waiting",
+    );
+    renderInbox(here, asking);
+  });
+}
+/** Redraws the inbox; a focused decision button keeps focus across a background redraw. */
+function renderInbox(approvals, requests) {
+  var focused = document.activeElement?.getAttribute("data-key");
+  if (alwaysOpen && !approvals.some((g) => g.grant_id === alwaysOpen.grantId)) alwaysOpen = null;
+  fillTable("pending-approvals", approvals.map(approvalRow), "pending-approvals-empty");
+  fillTable("requests", requests.map(requestRow), "requests-empty");
+  if (!focused) return;
+  var again = byId("inbox").querySelector(`[data-key="${CSS.escape(focused)}"]`);
+  if (again) again.focus();
+  else byId("inbox-heading").focus();
+}
+/** The agent by the name it was issued or registered with; its id only as a tooltip. */
+function agentCell(name, id) {
+  var cell = el("td", name || agentName(id));
+  if (id) cell.title = id;
+  return cell;
+}
+/** The hosts a credential reaches, as a sentence: "api.github.com", "a.example and b.example". */
+function hostsText(hosts) {
+  if (!hosts?.length) return "its hosts";
+  return hosts.length === 1 ? hosts[0] : `${hosts.slice(0, -1).join(", ")} and ${hosts[hosts.length - 1]}`;
+}
+function approvalRow(grant) {
+  var label = `${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)}`;
+  var decide = el("td", null, "actions-cell");
+  if (alwaysOpen && alwaysOpen.grantId === grant.grant_id) decide.appendChild(alwaysChooser(grant, label));
+  else decide.append.apply(decide, decisionButtons(grant, label));
+  var request = el("td", null, "request-cell");
+  if (grant.after_deny_at) {
+    // DECISIONS: within 10 minutes of a Deny the same call waits again, unmailed: say so.
+    request.appendChild(el("p", `Asked again after a Deny (${when(grant.after_deny_at)})`, "after-deny"));
+  }
+  request.appendChild(requestView(grant.call, grant.body, label));
+  if (grant.call) {
+    request.appendChild(
+      el(
+        "div",
+        `Once: exactly this request. 8 hours: ${grant.call.method} on ${grant.call.host} under ${pathPrefix(grant.call.path)}.`,
+        "hint",
+      ),
+    );
+  }
+  return row([
+    rowHeader(grant.item_name),
+    grant.environment_id,
+    agentCell(grant.agent_name, grant.agent_id),
+    request,
+    grant.task_description,
+    timeCell(grant.created_at),
+    decide,
+  ]);
+}
+function approve(grant, label, policy, scope) {
+  var body = scope ? { policy: policy, scope: scope } : { policy: policy };
+  return api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, body).then(() => {
+    alwaysOpen = null;
+    return inboxChanged(`Approved ${label} ${POLICY_TEXT[policy]}.`);
+  });
+}
+function decisionButtons(grant, label) {
+  var buttons = DECISIONS.map((decision) => {
+    var b = button(
+      decision[1],
+      `${decision[0] === "session" ? "Approve for 8 hours" : decision[1]}: ${label}`,
+      decision[0] !== "prompt",
+    );
+    b.setAttribute("data-key", `${grant.grant_id}:${decision[0]}`);
+    b.addEventListener("click", () => {
+      if (decision[0] === "item_standing") {
+        // "Always" asks what always covers before anything is approved.
+        alwaysOpen = { grantId: grant.grant_id, scope: grant.call ? "path_prefix" : "credential" };
+        lastInbox = "";
+        loadInbox(false)
+          .then(() => {
+            var first = byId("inbox").querySelector(`[data-key="${CSS.escape(`${grant.grant_id}:scope`)}"]`);
+            if (first) first.focus();
+          })
+          .catch(fail);
+        return;
+      }
+      act(b, () => approve(grant, label, decision[0]));
+    });
+    return b;
+  });
+  // A pending request is denied (the grant endpoint's revoke); it never becomes usable.
+  var deny = button("Deny", `Deny: ${label}`, true);
+  deny.classList.add("deny");
+  deny.setAttribute("data-key", `${grant.grant_id}:deny`);
+  deny.addEventListener("click", () => {
+    act(deny, () =>
+      api("POST", `/api/grants/${enc(grant.grant_id)}/revoke`).then(() =>
+        inboxChanged(`Denied the request for ${label}.`),
+      ),
+    );
+  });
+  buttons.push(deny);
+  return buttons;
+}
+/**
+ * "Always allow": what always covers, asked first. The request's method and host under its
+ * path's prefix is the default; the whole credential is a choice of its own, its reach spelled
+ * out. A request that named no call can only be allowed whole.
+ */
+function alwaysChooser(grant, label) {
+  var group = el("fieldset", null, "always-choice");
+  group.appendChild(el("legend", `Always allow ${label}:`));
+  var name = `always-${grant.grant_id}`;
+  var options = [];
+  if (grant.call) {
+    options.push([
+      "path_prefix",
+      `${grant.call.method} on ${grant.call.host} under ${pathPrefix(grant.call.path)}`,
+      "Other methods and paths still ask you.",
+    ]);
+  }
+  options.push([
+    "credential",
+    `The whole credential: any method, any path on ${hostsText(grant.allowed_hosts)}`,
+    `The agent could then also delete or change anything ${grant.item_name} reaches, without asking.`,
+  ]);
+  options.forEach((option, index) => {
+    var id = `${name}-${option[0]}`;
+    var line = el("div", null, option[0] === "credential" ? "choice warning" : "choice");
+    var radio = el("input");
+    radio.type = "radio";
+    radio.name = name;
+    radio.id = id;
+    radio.value = option[0];
+    radio.checked = alwaysOpen.scope === option[0];
+    if (index === 0) radio.setAttribute("data-key", `${grant.grant_id}:scope`);
+    radio.addEventListener("change", () => {
+      alwaysOpen.scope = option[0];
+    });
+    var text = el("label", option[1]);
+    text.htmlFor = id;
+    var note = el("div", option[2], "hint");
+    note.id = `${id}-note`;
+    radio.setAttribute("aria-describedby", note.id);
+    line.append(radio, text, note);
+    group.appendChild(line);
+  });
+  var confirm = button("Always allow", `Always allow, as chosen: ${label}`, false);
+  confirm.setAttribute("data-key", `${grant.grant_id}:always-confirm`);
+  confirm.addEventListener("click", () => {
+    act(confirm, () => approve(grant, label, "item_standing", alwaysOpen.scope));
+  });
+  var cancel = button("Cancel", `Cancel always allow: ${label}`, true);
+  cancel.addEventListener("click", () => {
+    alwaysOpen = null;
+    lastInbox = "";
+    loadInbox(false)
+      .then(() => {
+        var opener = byId("inbox").querySelector(
+          `[data-key="${CSS.escape(`${grant.grant_id}:item_standing`)}"]`,
+        );
+        if (opener) opener.focus();
+      })
+      .catch(fail);
+  });
+  group.append(confirm, cancel);
+  return group;
+}
+function inboxChanged(message) {
+  say(message);
+  byId("inbox-heading").focus();
+  return loadInbox(false);
+}
+/** The collect page's path when its address is on this site, else "". */
+function sameSitePath(address) {
+  try {
+    const url = new URL(address, location.href);
+    return url.origin === location.origin ? url.pathname + url.search : "";
+  } catch {
+    return "";
+  }
+}
+/**
+ * The connect card (spec 3.2): a connect request is answered by connecting the account. Starts the
+ * connect for the app credential the request names (<ITEM>_REFRESH -> <ITEM>) and opens the
+ * provider; the callback comes back to #vault and allows the agent that asked.
+ */
+function connectButton(need) {
+  var item = (need.suggested_name || "").replace(/_REFRESH$/, "");
+  var connect = button(`Connect ${need.provider}`, `Connect the ${need.provider} account for ${item}`);
+  connect.setAttribute("data-key", `${need.need_id}:connect`);
+  connect.addEventListener("click", () => {
+    act(connect, () =>
+      api("POST", `/api/integrations/${enc(need.provider)}/start`, {
+        item_name: item,
+        environment: need.environment,
+        need_id: need.need_id,
+      }).then((answer) => {
+        location.assign(answer.authorize_url);
+      }),
+    );
+  });
+  return connect;
+}
+function requestRow(need) {
+  var answer = el("td", null, "actions-cell");
+  var path = need.kind === "secret" ? sameSitePath(need.collect_url || "") : "";
+  if (path) {
+    const link = el("a", "Enter the value");
+    link.href = path;
+    link.setAttribute("aria-label", `Enter the value for ${need.suggested_name || need.host}`);
+    answer.appendChild(link);
+  }
+  if (need.kind === "connect" && need.provider) answer.appendChild(connectButton(need));
+  var deny = button("Deny", `Deny the request for ${need.suggested_name || need.host}`, true);
+  deny.setAttribute("data-key", `${need.need_id}:deny`);
+  deny.addEventListener("click", () => {
+    act(deny, () =>
+      api("POST", `/api/need-items/${enc(need.need_id)}/deny`).then(() =>
+        inboxChanged(`Denied the request for ${need.suggested_name || need.host}.`),
+      ),
+    );
+  });
+  answer.appendChild(deny);
+  var request = el("td", null, "request-cell");
+  request.appendChild(requestView(need.call, need.body, `${need.suggested_name} for ${need.client_name}`));
+  request.appendChild(
+    el(
+      "div",
+      "Storing the value approves exactly this request once; Always allow: more, as you choose.",
+      "hint",
+    ),
+  );
+  return row([
+    need.kind,
+    need.suggested_name,
+    // An agent that named only the credential named no host: the operator gives it when storing.
+    need.host || "not named yet",
+    agentCell(need.client_name, need.client_id),
+    request,
+    need.message,
+    timeCell(need.created_at),
+    answer,
+  ]);
+}
+var codeForm = byId("code-form");
+onSubmit(codeForm, () => {
+  var field = byId("approval-code"),
+    code = field.value.replace(/\s+/g, ""),
+    choice = byId("code-policy").value.split(":"),
+    policy = choice[0];
+  if (!/^\d{8}$/.test(code)) return refuse(field, "An approval code has 8 digits.");
+  var body = choice[1] ? { code: code, policy: policy, scope: choice[1] } : { code: code, policy: policy };
+  busy(
+    codeForm,
+    api("POST", "/api/grants/approve-by-code", body).then((answer) => {
+      field.value = "";
+      var grant = answer.grant;
+      say(
+        `Approved ${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)} ${POLICY_TEXT[policy]}.`,
+      );
+      return loadInbox(false);
+    }),
+    field,
+  );
+});
+loaders.inbox = () => loadInbox(false);
+setInterval(() => {
+  if (!document.hidden) loadInbox(true).catch(fail);
+}, 5000);
+window.addEventListener("DOMContentLoaded", () => {
+  if (currentSection !== "inbox") loadInbox(false).catch(fail);
+});
