@@ -21,7 +21,7 @@ import {
   requestOptions,
 } from "./passkeys.schemas.ts";
 import type { PasskeysService } from "./passkeys.service.ts";
-import { OPERATOR_ONLY } from "./principal.ts";
+import { operatorOnly } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
 import type { StepUpRule } from "./step-up.ts";
 import type { TotpService } from "./totp.service.ts";
@@ -58,14 +58,14 @@ function ceremonyCookie(isSecure: boolean): string {
 
 export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  const signedInOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
+  const signedInOnly = checkedFirst(operatorOnly("account"), (request: FastifyRequest) =>
     requireOperator(request, { mfa: false }),
   );
-  const readyOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
+  const readyOnly = checkedFirst(operatorOnly("account"), (request: FastifyRequest) =>
     requireOperator(request, { mfa: true }),
   );
   const changesFactors = checkedFirst(
-    { ...OPERATOR_ONLY, stepUp: CHANGES_FACTORS },
+    { ...operatorOnly("account"), stepUp: CHANGES_FACTORS },
     (request: FastifyRequest) => requireOperator(request, { mfa: true }),
   );
   const cookieName = ceremonyCookie(deps.isSecureCookies);

@@ -7,7 +7,8 @@ import { validateRequestPath } from "@latch/shared/requests/path";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
-import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
+import { requirePermission } from "../auth/permissions.ts";
+import { operatorOnly, operatorOrModel } from "../auth/principal.ts";
 import { bodyField, type StepUpRule } from "../auth/step-up.ts";
 import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
@@ -50,10 +51,18 @@ const STANDING_APPROVAL: StepUpRule = {
 export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
-  const operatorOnly = checkedFirst(OPERATOR_ONLY, operatorOf);
-  const decidesStanding = checkedFirst({ ...OPERATOR_ONLY, stepUp: STANDING_APPROVAL }, operatorOf);
-  /** A model client was judged on its bearer (onRequest); an operator also on its session. */
-  const operatorOrModel = checkedFirst(OPERATOR_OR_MODEL, async (request) =>
+  const reads = checkedFirst(operatorOnly("org.read"), operatorOf);
+  const decides = checkedFirst(operatorOnly("approvals.decide"), operatorOf);
+  /** Deciding a standing approval (its two-person confirmation too) needs a step-up first. */
+  const decidesStanding = checkedFirst(
+    { ...operatorOnly("approvals.decide"), stepUp: STANDING_APPROVAL },
+    operatorOf,
+  );
+  /**
+   * A model client was judged on its bearer (onRequest); an operator also on its session and
+   * role: asking for an approval is the approvers' work, not an auditor's.
+   */
+  const asks = checkedFirst(operatorOrModel("approvals.decide"), async (request) =>
     request.principal.kind === "operator" ? operatorOf(request) : undefined,
   );
 
@@ -61,7 +70,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   api.post(
     "/api/grants/request",
     {
-      ...operatorOrModel,
+      ...asks,
       schema: { body: grantRequestInput, response: { 200: grantAnswer, 201: requestedGrant } },
     },
     async (request, reply) => {
@@ -131,12 +140,9 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       const input = request.body;
       const policy = input.policy ?? "prompt";
       if (policy === "folder_standing") {
-        await deps.grants.bindFolderStanding(
-          operator.organisationId,
-          operator.operatorId,
-          request.params.id,
-          input.confirm_name,
-        );
+        // Spec 2.4: a folder-standing approval is an owner's (DECISIONS "Teams").
+        requirePermission(operator.role, "approvals.decide_folder");
+        await deps.grants.bindFolderStanding(operator.organisationId, request.params.id, input.confirm_name);
       }
       return {
         grant: await deps.grants.approveGrant(
@@ -154,7 +160,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
 
   api.post(
     "/api/grants/:id/revoke",
-    { ...operatorOnly, schema: { params: idParams, response: { 200: grantAnswer } } },
+    { ...decides, schema: { params: idParams, response: { 200: grantAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       return {
@@ -179,7 +185,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     },
   );
 
-  api.get("/api/grants", { ...operatorOnly, schema: { response: { 200: grantList } } }, async (request) => {
+  api.get("/api/grants", { ...reads, schema: { response: { 200: grantList } } }, async (request) => {
     const operator = await operatorOf(request);
     return { grants: await deps.grants.listGrants(operator.organisationId) };
   });
@@ -188,7 +194,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   // approval, who approved it and when it was last used; each is revoked with /api/grants/:id/revoke.
   api.get(
     "/api/approvals",
-    { ...operatorOnly, schema: { querystring: approvalsQuery, response: { 200: approvalList } } },
+    { ...reads, schema: { querystring: approvalsQuery, response: { 200: approvalList } } },
     async (request) => {
       const operator = await operatorOf(request);
       const query = request.query;
@@ -205,7 +211,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
 
   api.get(
     "/api/audit",
-    { ...operatorOnly, schema: { querystring: auditQuery, response: { 200: auditList } } },
+    { ...reads, schema: { querystring: auditQuery, response: { 200: auditList } } },
     async (request) => {
       const operator = await operatorOf(request);
       const query = request.query;
