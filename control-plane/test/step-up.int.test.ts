@@ -164,15 +164,52 @@ async function operatorIdOf(email: string): Promise<string | undefined> {
   return row?.id;
 }
 
+describe("members, roles and the organisation's guards", () => {
+  it("need the step-up: inviting, changing a role, removing, handing over, the two-person and passkey settings", async () => {
+    const { browser, code } = await operatorWithItem();
+    const invited = await browser.request("POST", "/api/orgs/members/invite", {
+      email: "stepup-invitee@example.test",
+      role: "approver",
+    });
+    expect(invited.statusCode, invited.body).toBe(201);
+    h.clock.advance(6 * MINUTE);
+    const patch = (body: unknown) => browser.request("PATCH", "/api/orgs/settings", body);
+    expectStepUp(
+      await browser.request("POST", "/api/orgs/members/invite", {
+        email: "later@example.test",
+        role: "admin",
+      }),
+      ["totp"],
+    );
+    expectStepUp(await browser.request("POST", "/api/orgs/members/opr_x/role", { role: "admin" }), ["totp"]);
+    expectStepUp(await browser.request("DELETE", "/api/orgs/members/opr_x"), ["totp"]);
+    expectStepUp(await browser.request("POST", "/api/orgs/transfer", { operator_id: "opr_x" }), ["totp"]);
+    expectStepUp(await patch({ standing_approvals_need: 2 }), ["totp"]);
+    expectStepUp(await patch({ standing_approvals_need_passkey: true }), ["totp"]);
+    // A new name guards nothing: no step-up.
+    const renamed = await patch({ name: "Step-up org" });
+    expect(renamed.statusCode, renamed.body).toBe(200);
+    // Withdrawing an invitation only takes access away.
+    const withdrawn = await browser.request("DELETE", `/api/orgs/invites/${invited.json().invite.id}`);
+    expect(withdrawn.statusCode, withdrawn.body).toBe(200);
+
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: code() })).statusCode).toBe(200);
+    expect((await patch({ standing_approvals_need_passkey: "yes" })).statusCode).toBe(400);
+    const guarded = await patch({ standing_approvals_need_passkey: true });
+    expect(guarded.statusCode, guarded.body).toBe(200);
+    expect(guarded.json().organisation.standing_approvals_need_passkey).toBe(true);
+    // Once on, turning it off is itself guarded by a passkey: a phished code cannot undo it.
+    expectStepUp(await patch({ standing_approvals_need_passkey: false }), ["passkey"]);
+  });
+});
+
 describe("standing_approvals_need_passkey", () => {
   it("makes the step-up a passkey: a fresh authenticator code no longer stands in for one", async () => {
     const { browser, ask, code } = await operatorWithItem();
-    const me = (await browser.request("GET", "/api/auth/me")).json();
-    await h.plane.database.db
-      .updateTable("organisations")
-      .set({ standing_approvals_need_passkey: true })
-      .where("id", "=", me.organisation.id)
-      .execute();
+    const turnedOn = await browser.request("PATCH", "/api/orgs/settings", {
+      standing_approvals_need_passkey: true,
+    });
+    expect(turnedOn.statusCode, turnedOn.body).toBe(200);
     expect((await browser.request("POST", "/api/auth/totp/verify", { code: code() })).statusCode).toBe(200);
     const pending = await ask();
     const refused = await browser.request("POST", `/api/grants/${pending.grant.grant_id}/approve`, {
