@@ -43,6 +43,7 @@ import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
+import { registerSsoRoutes } from "./sso/sso.routes.ts";
 import { startTelemetry } from "./telemetry.ts";
 
 export interface ControlPlaneDeps {
@@ -137,7 +138,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     isSecureCookies: config.BASE_URL.startsWith("https://"),
     now,
     onSignOut: oauth.service.endSignIn,
+    checkSignInAllowed: services.sso.signIn.refuseUnlessAllowed,
   };
+  const limiter = createRateLimiter(createRateLimitRepo(db), now);
 
   const app = await buildApp({
     logger,
@@ -163,9 +166,22 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           sessions,
           totp: services.totp,
           defaultOrganisation: services.orgs.findDefaultOrganisation,
-          limiter: createRateLimiter(createRateLimitRepo(db), now),
+          checkSignInAllowed: services.sso.signIn.refuseUnlessAllowed,
+          limiter,
           mailer,
           isSecureCookies: authDeps.isSecureCookies,
+          now,
+        }),
+      (app) =>
+        registerSsoRoutes(app, {
+          connections: services.sso.connections,
+          signIn: services.sso.signIn,
+          sessions,
+          slugOf: async (organisationId) =>
+            (await services.orgs.findOrganisation(organisationId))?.slug ?? organisationId,
+          limiter,
+          isSecureCookies: authDeps.isSecureCookies,
+          baseUrl: config.BASE_URL,
           now,
         }),
       (app) => registerItemsRoutes(app, { items }),

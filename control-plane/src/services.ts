@@ -44,6 +44,10 @@ import { createInvitesService } from "./orgs/invites.service.ts";
 import { createMembersService, type MembersLocked } from "./orgs/members.service.ts";
 import { createOrgsRepo } from "./orgs/orgs.repo.ts";
 import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
+import { createRelyingParty } from "./sso/oidc-relying-party.ts";
+import { createSsoRepo } from "./sso/sso.repo.ts";
+import { createSsoConnectionsService } from "./sso/sso-connections.service.ts";
+import { createSsoSignInService } from "./sso/sso-sign-in.service.ts";
 import { telemetry } from "./telemetry.ts";
 import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
 import { createToolHandlers } from "./tools/tools.ts";
@@ -266,6 +270,26 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     environments: variant.environments,
     now,
   });
+  const ssoRepo = createSsoRepo(db);
+  const relyingParty = createRelyingParty({ egress: variant.egress, minter: variant.minter, now });
+  const sso = {
+    connections: createSsoConnectionsService({
+      repo: ssoRepo,
+      relyingParty,
+      sealingKey: () => variant.sealingKey(),
+      recordEvent: audit.insertAuditEvent,
+      baseUrl,
+      now,
+    }),
+    signIn: createSsoSignInService({
+      repo: ssoRepo,
+      relyingParty,
+      sealingKey: () => variant.sealingKey(),
+      recordEvent: audit.insertAuditEvent,
+      baseUrl,
+      now,
+    }),
+  };
   return {
     audit,
     ledger,
@@ -273,6 +297,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     grants,
     calls,
     orgs,
+    sso,
     members,
     invites,
     clients,

@@ -20,7 +20,7 @@ import { joinAs } from "./teams.ts";
 type Gate = "session" | "ready";
 
 interface Route {
-  method: "GET" | "POST" | "DELETE" | "PATCH";
+  method: "GET" | "POST" | "DELETE" | "PATCH" | "PUT";
   path: string;
   body?: unknown;
   /** session: any signed-in browser; ready: past the authenticator step. */
@@ -213,6 +213,9 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/orgs/settings", gate: "ready", action: "org.read" },
   { method: "PATCH", path: "/api/orgs/settings", body: {}, gate: "ready", action: "org.manage" },
   { method: "POST", path: "/invite", body: { token: "x" }, gate: "ready", action: "account" },
+  { method: "GET", path: "/api/orgs/sso", gate: "ready", action: "org.read" },
+  { method: "PUT", path: "/api/orgs/sso", body: {}, gate: "ready", action: "org.manage" },
+  { method: "DELETE", path: "/api/orgs/sso", gate: "ready", action: "org.manage" },
 ];
 
 let h: HostedHarness;
@@ -346,6 +349,10 @@ const PUBLIC_ROUTES = [
   /^POST \/api\/auth\/otp\/(send|verify)$/,
   // "Sign in with a passkey": the answer is bound to this browser's cookie and proves the account.
   /^POST \/api\/auth\/passkey\/sign-in(\/options)?$/,
+  // Single sign-on: finding the organisation by address, and the browser's way through its provider
+  // (the callback is bound to the browser's cookie and proves the account itself).
+  /^POST \/api\/auth\/sso\/discover$/,
+  /^GET \/sso\/(:org_slug|callback)$/,
   /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|invite|collect\/:id)$/,
   // The provider's redirect back: a signed-out browser is sent to /sign-in (connect.routes.ts).
   /^GET \/(connect\/callback|integrations\/:provider\/callback)$/,

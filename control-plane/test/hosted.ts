@@ -79,6 +79,8 @@ export async function startHosted(
     providerHosts?: readonly string[];
     /** Host names whose connection is refused (see egress-harness.ts). */
     closedHosts?: readonly string[];
+    /** More EGRESS_CONNECT_TO entries: TLS origins of the test's own (oidc-idp.ts). */
+    connectTo?: readonly string[];
     /** TRUST_PROXY: the load balancers whose X-Forwarded-For names the caller. */
     trustProxy?: string;
     /** OTEL_EXPORTER_OTLP_ENDPOINT of both tiers (otlp-receiver.ts). */
@@ -91,6 +93,7 @@ export async function startHosted(
     (await startEgressHarness({
       ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
       ...(options.closedHosts ? { closedHosts: options.closedHosts } : {}),
+      ...(options.connectTo ? { connectTo: options.connectTo } : {}),
       ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
     }));
   const inbox = shared?.inbox ?? (await startSmtpInbox());

@@ -34,6 +34,12 @@ export const ERROR_STATUS = {
   mfa_required: 403,
   /** A route that matters needs a verification of the last 5 minutes; `methods` says which. */
   step_up_required: 403,
+  /** The address signs in with its organisation's single sign-on (`sso_url`), not an email code. */
+  sso_required: 403,
+  /** A session begun with single sign-on acts in its organisation only, and keeps the account's factors as they are. */
+  sso_session: 403,
+  /** A single sign-on that did not prove who is signing in (the provider, its answer or its ID token). */
+  sso_failed: 401,
   not_owner: 403,
   /** A member whose role may not perform the route's action (DECISIONS "Teams"); names the roles. */
   forbidden_role: 403,

@@ -19,8 +19,39 @@ function passkeySignInButton() {
   });
 }
 
+/** The way on when an address signs in with its organisation's single sign-on. */
+function showSsoLink(url) {
+  var back = sessionStorage.getItem("latch.return_to");
+  var link = byId("sso-link");
+  if (!link) return;
+  link.href = back ? `${url}${url.includes("?") ? "&" : "?"}return_to=${encodeURIComponent(back)}` : url;
+  byId("sso-link-row").hidden = false;
+}
+
+/** "Sign in with SSO": the address's organisation, found by its domain, then its provider. */
+function ssoSignInButton() {
+  var control = byId("sso-sign-in");
+  if (!control) return;
+  control.addEventListener("click", () => {
+    var email = byId("email");
+    var address = email.value.trim();
+    if (!address) return refuse(email, "Enter your work email, then choose Sign in with SSO.");
+    control.disabled = true;
+    api("POST", "/api/auth/sso/discover", { email: address })
+      .then((answer) => {
+        var back = sessionStorage.getItem("latch.return_to");
+        say("Opening your organisation's sign-in.");
+        location.assign(back ? `${answer.sso_url}&return_to=${encodeURIComponent(back)}` : answer.sso_url);
+      }, fail)
+      .then(() => {
+        control.disabled = false;
+      });
+  });
+}
+
 function emailPage() {
   passkeySignInButton();
+  ssoSignInButton();
   var emailForm = byId("email-form"),
     codeForm = byId("code-form"),
     email = byId("email"),
@@ -46,10 +77,18 @@ function emailPage() {
     if (!/^\d{8}$/.test(code)) return refuse(otp, "The code from the email has 8 digits.");
     busy(
       codeForm,
-      api("POST", "/api/auth/otp/verify", { email: sentTo, otp: code }).then((answer) => {
-        say("Email confirmed. One more step.");
-        location.assign(answer.enroll ? "/enroll-totp" : "/verify-totp");
-      }),
+      api("POST", "/api/auth/otp/verify", { email: sentTo, otp: code }).then(
+        (answer) => {
+          say("Email confirmed. One more step.");
+          location.assign(answer.enroll ? "/enroll-totp" : "/verify-totp");
+        },
+        (error) => {
+          // Refused for single sign-on: the sentence names the organisation; the link goes there.
+          if (error.code === "sso_required" && error.body?.error?.sso_url)
+            showSsoLink(error.body.error.sso_url);
+          throw error;
+        },
+      ),
       otp,
     );
   });

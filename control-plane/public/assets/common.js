@@ -149,6 +149,16 @@ function fail(error) {
     location.assign("/sign-in");
     return;
   }
+  // This organisation signs its members in through its identity provider (console pages).
+  var ssoUrl = error?.code === "sso_required" ? error.body?.error?.sso_url : undefined;
+  if (
+    document.body.dataset.page === "console" &&
+    typeof ssoUrl === "string" &&
+    /^\/sso\/[a-z0-9-]+$/.test(ssoUrl)
+  ) {
+    location.assign(ssoUrl);
+    return;
+  }
   if (!error?.status && window.console) console.error("Latch: request or script failed:", error);
   say(error?.status ? error.message : "Could not reach Latch. Check your connection and try again.", true);
 }

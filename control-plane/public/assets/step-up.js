@@ -32,6 +32,15 @@ function askStepUp(error) {
   byId("step-up-passkey").hidden = method !== "passkey";
   byId("step-up-totp").hidden = method !== "totp";
   byId("step-up-sso").hidden = method !== "sso";
+  if (method === "sso") {
+    // Signing in again through the provider, which is asked to check the person afresh.
+    api("GET", "/api/auth/me").then((me) => {
+      if (!me.organisation) return;
+      var back = `/console${/^#[a-z]+$/.test(location.hash) ? location.hash : ""}`;
+      byId("step-up-sso-link").href =
+        `/sso/${encodeURIComponent(me.organisation.slug)}?step_up=1&return_to=${encodeURIComponent(back)}`;
+    }, fail);
+  }
   byId("step-up-problem").textContent = "";
   byId("step-up-code").value = "";
   return new Promise((resolve, reject) => {

@@ -33,6 +33,7 @@ import type { PasskeysService } from "./passkeys.service.ts";
 import { actionsOf, isRole, requireManagedRole } from "./permissions.ts";
 import { operatorOnly } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
+import { refuseInSsoSession } from "./sso-session.ts";
 import type { TotpService } from "./totp.service.ts";
 
 /**
@@ -70,6 +71,11 @@ export interface AuthRouteDeps {
   now: () => Date;
   /** Sign-out also ends the operator's OAuth sign-in sessions (oauth/). */
   onSignOut?: (operatorId: string) => Promise<void>;
+  /**
+   * Refuses the email-code sign-in of a member whose organisation requires single sign-on for the
+   * address (sso/), after the code is proven: only the address's owner learns which organisation.
+   */
+  checkSignInAllowed?: (operatorId: string, email: string) => Promise<void>;
 }
 
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): void {
@@ -101,6 +107,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     async (request, reply) => {
       const body = request.body;
       const { operatorId, isNew } = await deps.emailCodes.verifyCode(body.email, body.otp);
+      if (!isNew) await deps.checkSignInAllowed?.(operatorId, String(body.email).trim().toLowerCase());
       if (isNew) {
         const email = String(body.email).trim().toLowerCase();
         await deps.orgs.createOrganisation(operatorId, `${email.split("@")[0]!.slice(0, 60)}'s organisation`);
@@ -147,6 +154,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...addsAuthenticator, schema: { body: totpStart, response: { 200: enrollment } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
+      refuseInSsoSession(context.session, "setting up an authenticator app");
       return deps.totp.start(context.operatorId, {
         isSessionReady: context.session.is_mfa_passed,
         currentCode: request.body.current_code,
@@ -168,6 +176,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...signedInOnly, schema: { body: totpCode, response: { 200: confirmedTotp } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
+      refuseInSsoSession(context.session, "setting up an authenticator app");
       const codes = await deps.totp.confirm(context.operatorId, request.body.code, {
         isSessionReady: context.session.is_mfa_passed,
       });
@@ -205,7 +214,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       created_at: operator.created_at.toISOString(),
       session_ready: context.session.is_mfa_passed,
       organisation: organisation && context.role ? { ...organisation, role: context.role } : null,
-      organisations: await deps.orgs.findOrganisationsOf(context.operatorId),
+      // A session begun with single sign-on acts in its organisation alone (auth/sso-session.ts).
+      organisations: (await deps.orgs.findOrganisationsOf(context.operatorId)).filter(
+        (o) => !context.session.sso_organisation_id || o.id === context.session.sso_organisation_id,
+      ),
+      signed_in_with_sso: context.session.sso_organisation_id !== null,
     };
   });
 
@@ -214,6 +227,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...readyOnly, schema: { body: totpCode, response: { 200: backupCodes } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
+      refuseInSsoSession(context.session, "making new backup codes");
       return {
         backup_codes: await deps.totp.regenerateBackupCodes(context.operatorId, request.body.code),
       };
@@ -237,6 +251,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...readyOnly, schema: { body: orgInput, response: { 201: createdOrg } } },
     async (request, reply) => {
       const context = await requireOperator(request, { mfa: true });
+      refuseInSsoSession(context.session, "creating another organisation");
       const organisation = await deps.orgs.createOrganisation(context.operatorId, request.body.name);
       await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
       return reply.status(201).send({ organisation: { ...organisation, role: "owner" } });
@@ -251,6 +266,9 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       const organisationId = request.body.organisation_id;
+      if (organisationId !== context.session.sso_organisation_id) {
+        refuseInSsoSession(context.session, "acting in another organisation");
+      }
       const role = await deps.orgs.findMemberRole(organisationId, context.operatorId);
       const organisation = role ? await deps.orgs.findOrganisation(organisationId) : undefined;
       if (!organisation || !role) throw new AppError("not_found", "no such organisation");

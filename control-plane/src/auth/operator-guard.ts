@@ -47,6 +47,7 @@ const WALLED_PREFIXES = [
   "/verify-totp",
   "/approve",
   "/invite",
+  "/sso",
   "/consent",
   "/device",
 ];
@@ -103,6 +104,7 @@ export function registerOperatorSessions(
       bearer: deps.authenticateBearer ? bearerOf(request.headers.authorization) : undefined,
       session,
       role: live?.role ?? null,
+      ssoRequiredSlug: live?.ssoRequiredSlug ?? null,
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
       hasAuthenticator: deps.hasAuthenticator,
       refuseStepUp: async (live, rule) => judgeStepUp(live, rule),
@@ -204,6 +206,16 @@ export async function requireOperator(
   if (action !== "account") {
     if (!session.organisation_id || !role) {
       throw new AppError("not_found", "no organisation: create one with POST /api/orgs");
+    }
+    // "Require SSO": a member whose address is in the organisation's domains acts there only in a
+    // session begun with its single sign-on (an email-code session keeps its own account's pages).
+    const slug = request.principal.ssoRequiredSlug;
+    if (slug) {
+      throw new AppError(
+        "sso_required",
+        `this organisation requires its single sign-on for your address: sign in at /sso/${slug}`,
+        { extra: { sso_url: `/sso/${slug}` } },
+      );
     }
     const refusal = roleRefusal(role, action);
     if (refusal) throw refusal;

@@ -23,6 +23,7 @@ import {
 import type { PasskeysService } from "./passkeys.service.ts";
 import { operatorOnly } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
+import { refuseInSsoSession } from "./sso-session.ts";
 import type { StepUpRule } from "./step-up.ts";
 import type { TotpService } from "./totp.service.ts";
 
@@ -41,7 +42,7 @@ export interface PasskeyRouteDeps {
   /** The organisation a new session acts in. */
   defaultOrganisation(operatorId: string): Promise<string | null>;
   /** Refuses a passkey sign-in the operator's organisation keeps for its single sign-on. */
-  checkSignInAllowed?(email: string): Promise<void>;
+  checkSignInAllowed?(operatorId: string, email: string): Promise<void>;
   limiter: RateLimiter;
   mailer: Mailer;
   isSecureCookies: boolean;
@@ -111,7 +112,7 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
       );
       reply.clearCookie(cookieName, { path: "/", secure: deps.isSecureCookies });
       const operator = await deps.totp.getOperator(operatorId);
-      await deps.checkSignInAllowed?.(operator.email);
+      await deps.checkSignInAllowed?.(operatorId, operator.email);
       return startSession(request, reply, operatorId);
     },
   );
@@ -178,6 +179,7 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
     { ...changesFactors, schema: { response: { 200: creationOptions } } },
     async (request) => {
       const { session, operatorId } = await requireOperator(request, { mfa: true });
+      refuseInSsoSession(session, "adding a passkey");
       const operator = await deps.totp.getOperator(operatorId);
       return deps.passkeys.registrationOptions({ id: operatorId, email: operator.email }, session.id);
     },
@@ -201,7 +203,8 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
     "/api/auth/passkeys/:id",
     { ...changesFactors, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
-      const { operatorId } = await requireOperator(request, { mfa: true });
+      const { session, operatorId } = await requireOperator(request, { mfa: true });
+      refuseInSsoSession(session, "removing a passkey");
       const named = (await deps.passkeys.list(operatorId)).find((p) => p.id === request.params.id);
       await deps.passkeys.remove(operatorId, request.params.id);
       await mailOperator(operatorId, `the passkey "${named?.name ?? "?"}" was removed`);
@@ -214,7 +217,8 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
     "/api/auth/totp",
     { ...changesFactors, schema: { response: { 200: okAnswer } } },
     async (request) => {
-      const { operatorId } = await requireOperator(request, { mfa: true });
+      const { session, operatorId } = await requireOperator(request, { mfa: true });
+      refuseInSsoSession(session, "removing the authenticator app");
       await deps.totp.disable(operatorId);
       await mailOperator(operatorId, "the authenticator app was removed");
       return { ok: true as const };

@@ -10,6 +10,11 @@ import type { Database, OperatorSessionRow, VerifiedMethod } from "../db/schema.
 export interface LiveSession {
   session: OperatorSessionRow;
   role: string | null;
+  /**
+   * The slug of the organisation the session acts in when that organisation requires single
+   * sign-on of this operator's address and the session did not begin with it: it may not act there.
+   */
+  ssoRequiredSlug: string | null;
 }
 
 export interface NewSession {
@@ -30,6 +35,8 @@ export function createSessionsRepo(db: Kysely<Database>) {
       userAgent: string | undefined,
       now: Date,
       verified?: { method: VerifiedMethod; at: Date },
+      /** A single sign-on: the session acts in this organisation only. */
+      ssoOrganisationId?: string,
     ): Promise<NewSession> {
       const token = randomBytes(32).toString("base64url");
       const csrfToken = randomBytes(24).toString("base64url");
@@ -46,6 +53,7 @@ export function createSessionsRepo(db: Kysely<Database>) {
         revoked_at: null,
         verified_at: verified?.at ?? null,
         verified_method: verified?.method ?? null,
+        sso_organisation_id: ssoOrganisationId ?? null,
       };
       await db.insertInto("operator_sessions").values(session).execute();
       return { session, token, csrfToken };
@@ -63,14 +71,38 @@ export function createSessionsRepo(db: Kysely<Database>) {
             .onRef("memberships.organisation_id", "=", "operator_sessions.organisation_id")
             .onRef("memberships.operator_id", "=", "operator_sessions.operator_id"),
         )
+        // "Require SSO" (DECISIONS "Passkeys and single sign-on"): the organisation's connection,
+        // when it requires single sign-on of an address in its domains.
+        .innerJoin("operators", "operators.id", "operator_sessions.operator_id")
+        .leftJoin("sso_connections", (join) =>
+          join
+            .onRef("sso_connections.organisation_id", "=", "operator_sessions.organisation_id")
+            .on("sso_connections.require_sso", "=", true),
+        )
+        .leftJoin("organisations", "organisations.id", "sso_connections.organisation_id")
         .selectAll("operator_sessions")
-        .select("memberships.role")
+        .select([
+          "memberships.role",
+          "operators.email",
+          "sso_connections.email_domains",
+          "organisations.slug",
+        ])
         .where("operator_sessions.token_hash", "=", sha256Hex(token))
         .where("operator_sessions.revoked_at", "is", null)
         .executeTakeFirst();
       if (!row) return undefined;
-      const { role, ...session } = row;
-      return { session: { ...session, organisation_id: role ? session.organisation_id : null }, role };
+      const { role, email, email_domains: domains, slug, ...session } = row;
+      const domain = email.slice(email.lastIndexOf("@") + 1);
+      const isSsoRequired =
+        Boolean(role) &&
+        Array.isArray(domains) &&
+        domains.includes(domain) &&
+        session.sso_organisation_id !== session.organisation_id;
+      return {
+        session: { ...session, organisation_id: role ? session.organisation_id : null },
+        role,
+        ssoRequiredSlug: isSsoRequired ? (slug ?? null) : null,
+      };
     },
     async updateSessionSeen(id: string, now: Date) {
       await db.updateTable("operator_sessions").set({ last_seen_at: now }).where("id", "=", id).execute();
@@ -84,12 +116,23 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .where("revoked_at", "is", null)
         .execute();
     },
-    async updateSessionOrganisation(id: string, organisationId: string | null) {
-      await db
+    /**
+     * The session acts in another organisation. A session begun with single sign-on never moves
+     * out of its organisation (its provider vouches for that one alone): false, nothing changed.
+     */
+    async updateSessionOrganisation(id: string, organisationId: string | null): Promise<boolean> {
+      const result = await db
         .updateTable("operator_sessions")
         .set({ organisation_id: organisationId })
         .where("id", "=", id)
-        .execute();
+        .where((eb) =>
+          eb.or([
+            eb("sso_organisation_id", "is", null),
+            eb("sso_organisation_id", "=", organisationId ?? ""),
+          ]),
+        )
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
     },
     async updateSessionRevoked(id: string, now: Date): Promise<boolean> {
       const result = await db

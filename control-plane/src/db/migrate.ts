@@ -18,6 +18,7 @@ import * as readableApprovals from "./migrations/2026-11-26T0300-readable-approv
 import * as ledger from "./migrations/2026-11-26T0400-ledger.ts";
 import * as teams from "./migrations/2026-11-26T0500-teams.ts";
 import * as passkeys from "./migrations/2026-11-26T0700-passkeys.ts";
+import * as sso from "./migrations/2026-11-26T0700-sso.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T0400-ledger": ledger,
   "2026-11-26T0500-teams": teams,
   "2026-11-26T0700-passkeys": passkeys,
+  "2026-11-26T0700-sso": sso,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

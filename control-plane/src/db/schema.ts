@@ -231,6 +231,35 @@ export interface OperatorSessionsTable {
     VerifiedMethod | null | undefined,
     VerifiedMethod | null
   >;
+  /** Set for a session begun with single sign-on: it acts in that organisation only (2026-11-26T0700). */
+  sso_organisation_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** An organisation's OpenID Connect connection (migration 2026-11-26T0700-sso). */
+export interface SsoConnectionsTable {
+  organisation_id: string;
+  issuer: string;
+  client_id: string;
+  sealed_client_secret: Uint8Array;
+  sealing_key_id: string;
+  client_secret_last4: string;
+  email_domains: string[];
+  default_role: ColumnType<string, string | undefined, string>;
+  require_sso: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A single sign-on in flight: single use, bound to the browser's cookie, 10 minutes. */
+export interface SsoStatesTable {
+  state_hash: string;
+  organisation_id: string;
+  browser_hash: string;
+  nonce: string;
+  sealed_verifier: Uint8Array;
+  sealing_key_id: string;
+  return_to: string | null;
+  expires_at: Date;
 }
 
 /** How a session proved its user: a passkey, an authenticator or backup code, or the SSO provider. */
@@ -377,6 +406,8 @@ export interface Database {
   operator_sessions: OperatorSessionsTable;
   operator_passkeys: OperatorPasskeysTable;
   webauthn_challenges: WebauthnChallengesTable;
+  sso_connections: SsoConnectionsTable;
+  sso_states: SsoStatesTable;
   memberships: MembershipsTable;
   org_invites: OrgInvitesTable;
   clients: ClientsTable;
@@ -396,6 +427,8 @@ export type GrantRow = Selectable<GrantsTable>;
 export type OperatorRow = Selectable<OperatorsTable>;
 export type OperatorSessionRow = Selectable<OperatorSessionsTable>;
 export type PasskeyRow = Selectable<OperatorPasskeysTable>;
+export type SsoConnectionRow = Selectable<SsoConnectionsTable>;
+export type SsoStateRow = Selectable<SsoStatesTable>;
 export type ClientRow = Selectable<ClientsTable>;
 export type NewGrant = Insertable<GrantsTable>;
 export type OrganisationRow = Selectable<OrganisationsTable>;

@@ -32,6 +32,8 @@ const WALLED_PREFIXES = [
   "/approve",
   "/consent",
   "/device",
+  "/invite",
+  "/sso",
 ];
 
 const ERROR_BODY: JsonSchema = {
@@ -105,7 +107,7 @@ const STATUS_TEXT: Record<number, string> = {
 /** Statuses of a route's own service refusals, beside those its walls give (see errorStatuses). */
 const SERVICE_ERRORS: Record<string, readonly number[]> = {
   "POST /api/auth/otp/send": [429],
-  "POST /api/auth/otp/verify": [401, 429],
+  "POST /api/auth/otp/verify": [401, 403, 429],
   "POST /api/auth/totp/start": [409],
   "POST /api/auth/totp/confirm": [401, 429],
   "POST /api/auth/totp/verify": [401, 429],
@@ -117,6 +119,7 @@ const SERVICE_ERRORS: Record<string, readonly number[]> = {
   "POST /api/auth/passkeys": [401, 402, 409],
   "DELETE /api/auth/passkeys/:id": [409],
   "DELETE /api/auth/totp": [409],
+  "POST /api/auth/sso/discover": [404, 409, 429],
   "POST /api/orgs": [402],
   "DELETE /api/orgs": [409],
   "POST /api/items": [409],
