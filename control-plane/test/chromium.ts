@@ -41,6 +41,11 @@ export async function startBrowserRig(
     hostname?: "127.0.0.1" | "localhost";
     /** Extra Chromium flags (host resolver rules for a test's TLS origins). */
     chromiumArgs?: readonly string[];
+    /**
+     * Runs once BASE_URL is known, before the plane starts: a test's own TLS origin that must
+     * name BASE_URL (an identity provider's redirect URI) answers its connect-to entries and flags.
+     */
+    prepare?: (base: string) => Promise<{ connectTo?: readonly string[]; chromiumArgs?: readonly string[] }>;
   } = {},
 ): Promise<BrowserRig> {
   if (!hasChromium) {
@@ -50,14 +55,16 @@ export async function startBrowserRig(
   }
   const port = await freePort();
   const base = `http://${options.hostname ?? "127.0.0.1"}:${port}`;
+  const prepared = (await options.prepare?.(base)) ?? {};
   const h = await startHosted({
     baseUrl: base,
     ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
+    ...(prepared.connectTo ? { connectTo: prepared.connectTo } : {}),
   });
   await h.app.listen({ host: "127.0.0.1", port });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--no-sandbox", ...(options.chromiumArgs ?? [])],
+    args: ["--no-sandbox", ...(options.chromiumArgs ?? []), ...(prepared.chromiumArgs ?? [])],
   });
   mkdirSync(SHOTS, { recursive: true });
   return {

@@ -374,7 +374,9 @@ function showAccount(account) {
   byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
   showDeleteOrganisation(me);
   byId("backup-left").textContent = String(me.backup_codes_remaining);
-  if (me.backup_codes_remaining < 3) {
+  // Backup codes stand in for the account's own factors; an account that signs in only through
+  // its organisation's provider has none to run short of.
+  if (me.backup_codes_remaining < 3 && (me.totp_enabled || me.passkeys > 0)) {
     say(`Only ${me.backup_codes_remaining} backup codes left.`, true);
   }
 }
