@@ -329,7 +329,8 @@ function showSection(name, shouldFocus) {
     if (link.getAttribute("href") === `#${name}`) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   });
-  if (loaders[name]) loaders[name]().catch(fail);
+  // A section's rows wait for the account: which controls they carry depends on the role.
+  if (loaders[name]) meReady.then(() => loaders[name]()).catch(fail);
   if (!shouldFocus) return;
   say("");
   byId(`${name}-heading`).focus();
@@ -646,8 +647,9 @@ var meReady = Promise.all([
   showAccount(answers[0]);
   return answers[0];
 });
+meReady.catch(fail);
 window.addEventListener("DOMContentLoaded", () => {
   defaultEnvironments();
   announceConnect();
-  meReady.then(() => route(false), fail);
+  route(false);
 });

@@ -107,7 +107,10 @@ export const bodyView = z.object({
   is_cut: z.boolean(),
   format: z.enum(["json", "form", "text"]),
   text: z.string(),
-  fields: z.array(z.tuple([z.string(), z.string()])).nullable(),
+  // Each field a [name, value] pair. Written as a two-string array rather than z.tuple: the
+  // tuple's JSON Schema (prefixItems with items: false) is read as an invalid schema by
+  // schemathesis, which CI runs against /openapi.json.
+  fields: z.array(z.array(z.string()).length(2)).nullable(),
   has_hidden_characters: z.boolean(),
   sha256: z.string(),
 });
