@@ -396,6 +396,17 @@ describe("require single sign-on", () => {
       `${email} signs in with ${(await owner.request("GET", "/api/auth/me")).json().organisation.name}'s single sign-on: open ${BASE}/sso/${slug}`,
     );
     expect(fresh.cookies.has("latch_session")).toBe(false);
+    // A passkey of that member signs in no more either: the same refusal, before any session.
+    const memberId = (
+      await h.plane.database.db
+        .selectFrom("operators")
+        .select("id")
+        .where("email", "=", email)
+        .executeTakeFirstOrThrow()
+    ).id;
+    await expect(h.plane.services.sso.signIn.refuseUnlessAllowed(memberId, email)).rejects.toMatchObject({
+      code: "sso_required",
+    });
 
     // Through the provider the same member signs in, as the approver the invitation made it.
     const viaSso = new Browser(h.app);
