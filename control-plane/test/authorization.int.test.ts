@@ -360,7 +360,7 @@ const PUBLIC_ROUTES = [
   /^(GET|OPTIONS) \/assets\/[a-z-]+(\.[0-9a-f]{12})?\.(js|css)$/,
   // The public site (site.routes.ts): the landing page, docs, discovery files, icons; each answers
   // its CORS preflight (rule 6).
-  /^(GET|OPTIONS) \/(|docs|docs\/[a-z]+|robots\.txt|sitemap\.xml|security\.txt|llms\.txt|llms-full\.txt)$/,
+  /^(GET|OPTIONS) \/(|docs|docs\/[a-z-]+|robots\.txt|sitemap\.xml|security\.txt|llms\.txt|llms-full\.txt)$/,
   /^(GET|OPTIONS) \/\.well-known\/security\.txt$/,
   /^GET \/\.well-known\/latch-audit-keys\.json$/,
   // The OpenAPI document (openapi/openapi.routes.ts); /docs/api is matched with the docs above.

@@ -201,6 +201,7 @@ const ANSWERS: Record<string, RouteDocs> = {
     responses: {
       302: redirect("To the provider's authorization endpoint; a cookie binds the sign-in to this browser"),
       404: html("The organisation does not sign in with single sign-on"),
+      429: html("Too many sign-ins started from this address: wait (Retry-After)"),
       502: html("The provider's discovery document could not be read"),
     },
   },

@@ -29,6 +29,14 @@ export const SSO_DISCOVER_PER_IP: RateLimit = {
   what: "single sign-on look-ups from one address",
 };
 
+/** Sign-ins started from one address: each writes a state row and may fetch discovery. */
+export const SSO_START_PER_IP: RateLimit = {
+  name: "sso_start:ip",
+  limit: 60,
+  windowMs: 15 * 60_000,
+  what: "single sign-ins started from one address",
+};
+
 /** Who signs in to the organisation, and as what: a step-up before it changes. */
 const CHANGES_SSO: StepUpRule = { doing: "changing the organisation's single sign-on" };
 
@@ -154,6 +162,7 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
       const browserToken = randomBytes(32).toString("base64url");
       let url: URL;
       try {
+        await deps.limiter.takeForAddress(SSO_START_PER_IP, request.ip);
         url = await deps.signIn.start({
           slug: request.params.org_slug,
           browserToken,
@@ -163,6 +172,8 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
         });
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
+        const retryAfter = error.extra.retry_after;
+        if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
         return refusal(reply, error.status === 401 ? 502 : error.status, error.message);
       }
       reply.setCookie(cookieName, browserToken, {
@@ -178,7 +189,6 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
 
   api.get("/sso/callback", { schema: { querystring: callbackQuery } }, async (request, reply) => {
     const browserToken = request.cookies[cookieName];
-    reply.clearCookie(cookieName, { path: "/", secure: deps.isSecureCookies });
     let signedIn: Awaited<ReturnType<SsoSignInService["finish"]>>;
     try {
       signedIn = await deps.signIn.finish({
@@ -190,6 +200,9 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
       request.log.info({ code: error.code, reason: error.message }, "single sign-on refused");
       return refusal(reply, error.status, error.message);
     }
+    // Spent: the flow's cookie goes (kept after a refusal, which may be a stranger's link that must
+    // not end this browser's own sign-in in flight).
+    reply.clearCookie(cookieName, { path: "/", secure: deps.isSecureCookies });
     const now = deps.now();
     // A new sign-in replaces the session this browser had.
     if (request.operatorSession) await deps.sessions.updateSessionRevoked(request.operatorSession.id, now);
