@@ -26,7 +26,8 @@ import {
 import { lastInviteTokenFor } from "./teams.ts";
 
 const BASE = "http://localhost:8787";
-const DOMAIN = "corp.latch.test";
+/** A domain of this run's own: the database may hold other runs' connections (an address is routed by its domain). */
+const DOMAIN = `corp-${Math.random().toString(16).slice(2, 8)}.latch.test`;
 
 let idp: TestIdp;
 let h: HostedHarness;
