@@ -165,9 +165,12 @@ export class Browser {
   readonly cookies = new Map<string, string>();
   private readonly app: FastifyInstance;
   private readonly origin: string;
-  constructor(app: FastifyInstance, origin = "http://localhost:8787") {
+  /** The address requests come from (app.inject's remoteAddress): per-address limits count it. */
+  private readonly remoteAddress: string | undefined;
+  constructor(app: FastifyInstance, origin = "http://localhost:8787", remoteAddress?: string) {
     this.app = app;
     this.origin = origin;
+    this.remoteAddress = remoteAddress;
   }
 
   async request(
@@ -189,7 +192,9 @@ export class Browser {
       },
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     };
-    const response = await this.app.inject(options);
+    const response = await this.app.inject(
+      this.remoteAddress ? { ...options, remoteAddress: this.remoteAddress } : options,
+    );
     for (const cookie of response.cookies as {
       name: string;
       value: string;

@@ -59,6 +59,13 @@ afterAll(async () => {
   await idp?.close();
 });
 
+/**
+ * A browser from this run's own address: sign-ins started are counted per address, and the
+ * database (PostgreSQL) keeps other runs' counts for 15 minutes.
+ */
+const RUN_ADDRESS = `10.${[1, 2, 3].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+const newBrowser = () => new Browser(h.app, BASE, RUN_ADDRESS);
+
 const corpEmail = (label: string) => `${label}-${Math.random().toString(16).slice(2, 10)}@${DOMAIN}`;
 
 /** A browser's sign-in through the provider as `email`; answers Latch's answer to the callback. */
@@ -80,7 +87,7 @@ async function signInWithSso(
 
 describe("signing in with the organisation's provider", () => {
   it("makes a new address of a listed domain a member as auditor, and lands it in the organisation", async () => {
-    const browser = new Browser(h.app);
+    const browser = newBrowser();
     const email = corpEmail("newcomer");
     const { answer } = await signInWithSso(browser, email);
     expect(answer.statusCode, answer.body).toBe(303);
@@ -100,7 +107,7 @@ describe("signing in with the organisation's provider", () => {
     expect(joined.some((e: { detail?: { via?: string } }) => e.detail?.via === "sso")).toBe(true);
 
     // The same address again: the same account, no second membership.
-    const again = await signInWithSso(new Browser(h.app), email);
+    const again = await signInWithSso(newBrowser(), email);
     expect(again.answer.statusCode).toBe(303);
     const after = (await owner.request("GET", "/api/orgs/members")).json().members;
     expect(after.filter((m: { email: string }) => m.email === email)).toHaveLength(1);
@@ -108,7 +115,7 @@ describe("signing in with the organisation's provider", () => {
 
   it("sends every request to the provider through the egress proxy, the token request with a secret the control plane never held", async () => {
     const before = idp.requests.length;
-    await signInWithSso(new Browser(h.app), corpEmail("proxy"));
+    await signInWithSso(newBrowser(), corpEmail("proxy"));
     const token = idp.requests.slice(before).find((r) => r.method === "POST" && r.path === "/token");
     expect(token).toBeDefined();
     const basic = Buffer.from(
@@ -148,7 +155,7 @@ describe("signing in with the organisation's provider", () => {
     ["unsigned", /alg|signature|none/i],
     ["foreign_key", /signature/],
   ])("refuses an ID token with a wrong %s", async (tamper, reason) => {
-    const browser = new Browser(h.app);
+    const browser = newBrowser();
     const email = corpEmail(`spoiled-${tamper}`);
     const { answer } = await signInWithSso(browser, email, { tamper });
     expect(answer.statusCode).toBe(401);
@@ -163,25 +170,25 @@ describe("signing in with the organisation's provider", () => {
   });
 
   it("refuses an address the provider has not verified, and one outside the connection's domains", async () => {
-    const unverified = await signInWithSso(new Browser(h.app), corpEmail("unverified"), {
+    const unverified = await signInWithSso(newBrowser(), corpEmail("unverified"), {
       emailVerified: false,
     });
     expect(unverified.answer.statusCode).toBe(401);
     expect(unverified.answer.body).toContain("has not verified this email address");
-    const foreign = await signInWithSso(new Browser(h.app), `ceo-${Date.now()}@victim.example`);
+    const foreign = await signInWithSso(newBrowser(), `ceo-${Date.now()}@victim.example`);
     expect(foreign.answer.statusCode).toBe(401);
     expect(foreign.answer.body).toContain("an address outside this organisation&#39;s domains");
   });
 
   it("never signs in an account the provider did not make and the organisation did not admit", async () => {
     const email = corpEmail("existing");
-    const personal = new Browser(h.app);
+    const personal = newBrowser();
     await personal.request("POST", "/api/auth/otp/send", { email });
     expect(
       (await personal.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) }))
         .statusCode,
     ).toBe(200);
-    const { answer } = await signInWithSso(new Browser(h.app), email);
+    const { answer } = await signInWithSso(newBrowser(), email);
     expect(answer.statusCode).toBe(403);
     expect(answer.body).toContain("already has a Latch account that is not a member of this organisation");
     const members = (await owner.request("GET", "/api/orgs/members")).json().members;
@@ -189,14 +196,14 @@ describe("signing in with the organisation's provider", () => {
   });
 
   it("binds the sign-in to the browser that started it, once", async () => {
-    const starter = new Browser(h.app);
+    const starter = newBrowser();
     const email = corpEmail("bound");
     const started = await starter.request("GET", `/sso/${slug}`);
     idp.signInAs({ sub: `sub-${email}`, email, email_verified: true });
     const callback = await new IdpBrowser(idp).walk(String(started.headers.location));
     const path = `${callback.pathname}${callback.search}`;
     // Another browser (an attacker who got the redirect, or lured the victim into it) gets nothing.
-    const thief = new Browser(h.app);
+    const thief = newBrowser();
     const stolen = await thief.request("GET", path);
     expect(stolen.statusCode).toBe(401);
     expect(stolen.body).toContain("was not started in this browser");
@@ -207,22 +214,22 @@ describe("signing in with the organisation's provider", () => {
   });
 
   it("lands only on a path of this site: a return address elsewhere is dropped", async () => {
-    const evil = await signInWithSso(new Browser(h.app), corpEmail("open-redirect"), {
+    const evil = await signInWithSso(newBrowser(), corpEmail("open-redirect"), {
       query: `?return_to=${encodeURIComponent("https://evil.example/phish")}`,
     });
     expect(evil.answer.headers.location).toBe("/console");
-    const slashes = await signInWithSso(new Browser(h.app), corpEmail("slashes"), {
+    const slashes = await signInWithSso(newBrowser(), corpEmail("slashes"), {
       query: `?return_to=${encodeURIComponent("//evil.example/")}`,
     });
     expect(slashes.answer.headers.location).toBe("/console");
-    const kept = await signInWithSso(new Browser(h.app), corpEmail("kept"), {
+    const kept = await signInWithSso(newBrowser(), corpEmail("kept"), {
       query: `?return_to=${encodeURIComponent("/console#inbox")}`,
     });
     expect(kept.answer.headers.location).toBe("/console#inbox");
   });
 
   it("says why when the provider itself declines, and knows no organisation it does not have", async () => {
-    const browser = new Browser(h.app);
+    const browser = newBrowser();
     const started = await browser.request("GET", `/sso/${slug}`);
     const state = new URL(String(started.headers.location)).searchParams.get("state");
     const declined = await browser.request("GET", `/sso/callback?error=access_denied&state=${state}`);
@@ -236,7 +243,7 @@ describe("signing in with the organisation's provider", () => {
 
 describe("a session begun with single sign-on", () => {
   it("acts in its organisation alone and leaves the account's sign-in factors as they are", async () => {
-    const browser = new Browser(h.app);
+    const browser = newBrowser();
     await signInWithSso(browser, corpEmail("confined"));
     const refusals = [
       await browser.request("POST", "/api/orgs", { name: "Elsewhere" }),
@@ -283,7 +290,7 @@ describe("a session begun with single sign-on", () => {
 
 describe("the connection", () => {
   it("is an owner's to change, after a step-up, and refuses what it cannot use", async () => {
-    const auditor = new Browser(h.app);
+    const auditor = newBrowser();
     await signInWithSso(auditor, corpEmail("reader"));
     expect((await auditor.request("GET", "/api/orgs/sso")).json().connection).toMatchObject({
       issuer: IDP_ISSUER,
@@ -328,7 +335,7 @@ describe("the connection", () => {
   });
 
   it("finds the organisation by address for Sign in with SSO", async () => {
-    const browser = new Browser(h.app);
+    const browser = newBrowser();
     const found = await browser.request("POST", "/api/auth/sso/discover", {
       email: `Someone@${DOMAIN.toUpperCase()}`,
     });
@@ -351,7 +358,7 @@ describe("require single sign-on", () => {
     const invited = await owner.request("POST", "/api/orgs/members/invite", { email, role: "approver" });
     expect(invited.statusCode, invited.body).toBe(201);
     const token = lastInviteTokenFor(h.inbox, email);
-    const member = new Browser(h.app);
+    const member = newBrowser();
     await member.request("POST", "/api/auth/otp/send", { email });
     await member.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
     const started = (await member.request("POST", "/api/auth/totp/start", {})).json();
@@ -385,7 +392,7 @@ describe("require single sign-on", () => {
     expect(refused.json().error).toMatchObject({ code: "sso_required", sso_url: `/sso/${slug}` });
 
     // The email code is refused once proven, with the sentence and the address of the SSO sign-in.
-    const fresh = new Browser(h.app);
+    const fresh = newBrowser();
     await fresh.request("POST", "/api/auth/otp/send", { email });
     const code = await fresh.request("POST", "/api/auth/otp/verify", {
       email,
@@ -410,7 +417,7 @@ describe("require single sign-on", () => {
     });
 
     // Through the provider the same member signs in, as the approver the invitation made it.
-    const viaSso = new Browser(h.app);
+    const viaSso = newBrowser();
     const { answer } = await signInWithSso(viaSso, email);
     expect(answer.statusCode).toBe(303);
     expect((await viaSso.request("GET", "/api/auth/me")).json().organisation.role).toBe("approver");
@@ -419,7 +426,7 @@ describe("require single sign-on", () => {
     // An address of the domain that is not a member keeps its email code (another organisation
     // cannot lock strangers out by listing their domain).
     const stranger = `${uniqueEmail("stranger").split("@")[0]}@${DOMAIN}`;
-    const outsider = new Browser(h.app);
+    const outsider = newBrowser();
     await outsider.request("POST", "/api/auth/otp/send", { email: stranger });
     expect(
       (

@@ -4,7 +4,7 @@
 // verification of the last 5 minutes by the plane's own clock; a one-call approval does not; the
 // organisation's standing_approvals_need_passkey makes it a passkey, which no code stands in for.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Browser, type HostedHarness, signUpOperator, startHosted } from "./hosted.ts";
+import { Browser, type HostedHarness, signUpOperator, startHosted } from "./hosted.ts";
 
 let h: HostedHarness;
 
@@ -244,6 +244,18 @@ describe("changing how the account signs in", () => {
     expect((await browser.request("DELETE", "/api/auth/passkeys/pky_unknown")).statusCode).toBe(404);
     // No passkey yet: the second step has nothing to offer but the code.
     expect((await browser.request("POST", "/api/auth/passkey/options", {})).statusCode).toBe(404);
+  });
+
+  it("starts at most 30 passkey sign-ins from one address in 15 minutes", async () => {
+    const address = `10.${[1, 2, 3].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+    const browser = new Browser(h.app, "http://localhost:8787", address);
+    for (let i = 0; i < 30; i++) {
+      expect((await browser.request("POST", "/api/auth/passkey/sign-in/options", {})).statusCode).toBe(200);
+    }
+    const over = await browser.request("POST", "/api/auth/passkey/sign-in/options", {});
+    expect(over.statusCode).toBe(429);
+    expect(over.json().error.code).toBe("rate_limited");
+    expect(Number(over.headers["retry-after"])).toBeGreaterThan(0);
   });
 
   it("refuses a passkey sign-in answer without this browser's ceremony cookie, or not shaped as one", async () => {

@@ -32,7 +32,8 @@ export const SSO_DISCOVER_PER_IP: RateLimit = {
 /** Sign-ins started from one address: each writes a state row and may fetch discovery. */
 export const SSO_START_PER_IP: RateLimit = {
   name: "sso_start:ip",
-  limit: 60,
+  // Generous: a company's people may all sign in from one address at nine in the morning.
+  limit: 300,
   windowMs: 15 * 60_000,
   what: "single sign-ins started from one address",
 };
