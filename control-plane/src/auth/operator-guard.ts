@@ -37,7 +37,7 @@ declare module "fastify" {
 }
 
 /** Paths where a foreign browser Origin is refused outright (spec 5 rule 6). */
-const WALLED_PREFIXES = [
+export const WALLED_PREFIXES = [
   "/api/",
   "/console",
   "/collect",
