@@ -3,8 +3,9 @@
 // proxy reaches it through EGRESS_CONNECT_TO; egress-harness.ts `connectTo`). It records every
 // request it gets (the token request must come from the proxy, carrying the client secret), signs
 // in whoever the test names next, and can spoil the ID token its token endpoint answers (another
-// nonce, audience or issuer, expired, unsigned, signed with a key it never published) so that the
-// relying party's checks are tried for real. `IdpBrowser` walks the browser's part (the redirects
+// nonce, audience or issuer, expired, unsigned, signed with a key it never published, or with HMAC
+// keyed by the client secret) so that the relying party's checks are tried for real, or hang at its
+// token endpoint (the egress proxy's time limit ends the wait). `IdpBrowser` walks the browser's part (the redirects
 // through the provider) with its own cookies.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -27,7 +28,15 @@ export interface IdpAccount {
 }
 
 /** How the token endpoint's ID token is spoiled, for one exchange. */
-export type IdTokenTamper = "nonce" | "aud" | "iss" | "expired" | "unsigned" | "foreign_key";
+export type IdTokenTamper =
+  | "nonce"
+  | "aud"
+  | "iss"
+  | "expired"
+  | "unsigned"
+  | "foreign_key"
+  /** HS256 keyed by the client secret: the algorithm-confusion forgery of anyone who holds it. */
+  | "client_secret_hmac";
 
 export interface RecordedIdpRequest {
   method: string;
@@ -47,6 +56,8 @@ export interface TestIdp {
   signInAs(account: IdpAccount): void;
   /** Spoils the next token answer's ID token (once). */
   tamperNext(how: IdTokenTamper): void;
+  /** The next token request is read and never answered (a provider that hangs). */
+  hangNextTokenRequest(): void;
   close(): Promise<void>;
 }
 
@@ -57,6 +68,7 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
   const clientSecret = `idp-secret-${randomBytes(16).toString("hex")}`;
   let account: IdpAccount = { sub: "sub-0", email: "nobody@corp.latch.test", email_verified: true };
   let tamper: IdTokenTamper | undefined;
+  let isHanging = false;
   const requests: RecordedIdpRequest[] = [];
 
   const provider = new Provider(IDP_ISSUER, {
@@ -99,6 +111,11 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
       const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
       return `${part({ alg: "none", typ: "JWT" })}.${part(claims)}.`;
     }
+    if (how === "client_secret_hmac") {
+      return new SignJWT(claims)
+        .setProtectedHeader({ alg: "HS256", kid: String(header.kid) })
+        .sign(new TextEncoder().encode(clientSecret));
+    }
     const key =
       how === "foreign_key" ? (await generateKeyPair("RS256", { extractable: true })).privateKey : privateKey;
     return new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: String(header.kid) }).sign(key);
@@ -122,6 +139,10 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
         { mergeWithLastSubmission: false },
       );
       return;
+    }
+    if (req.method === "POST" && path === "/token" && isHanging) {
+      isHanging = false;
+      return; // Read, never answered: the connection stays open until the caller gives up.
     }
     if (req.method === "POST" && path === "/token" && tamper) {
       // The provider's own answer, its ID token spoiled on the way out.
@@ -167,6 +188,9 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
     },
     tamperNext(how) {
       tamper = how;
+    },
+    hangNextTokenRequest() {
+      isHanging = true;
     },
     async close() {
       server.closeAllConnections();

@@ -2,9 +2,10 @@
 // origin, reached only through the egress proxy (EGRESS_CONNECT_TO): an owner connects it, a new
 // address of a listed domain joins as auditor and lands in the organisation, the token request
 // arrives from the proxy with the client secret the control plane never held, and every spoiled
-// ID token (nonce, audience, issuer, expiry, no signature, a key the provider never published), an
-// unverified or foreign address, a state from another browser or used twice, and an account the
-// provider did not make are refused. With SSO required, the email-code sign-in of a member of those
+// ID token (nonce, audience, issuer, expiry, no signature, a key the provider never published, HMAC
+// keyed by the client secret), an unverified, foreign or lookalike address, a state from another
+// browser, made up or used twice (login CSRF included), a provider that hangs, and an account the
+// provider did not make are refused; sign-ins started and look-ups are limited per address. With SSO required, the email-code sign-in of a member of those
 // domains is refused with a sentence naming the SSO address.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -154,6 +155,8 @@ describe("signing in with the organisation's provider", () => {
     ["expired", /exp/],
     ["unsigned", /alg|signature|none/i],
     ["foreign_key", /signature/],
+    // Signed with HMAC keyed by the client secret: a forgery anyone holding the secret could make.
+    ["client_secret_hmac", /alg|signature/i],
   ])("refuses an ID token with a wrong %s", async (tamper, reason) => {
     const browser = newBrowser();
     const email = corpEmail(`spoiled-${tamper}`);
@@ -178,6 +181,20 @@ describe("signing in with the organisation's provider", () => {
     const foreign = await signInWithSso(newBrowser(), `ceo-${Date.now()}@victim.example`);
     expect(foreign.answer.statusCode).toBe(401);
     expect(foreign.answer.body).toContain("an address outside this organisation&#39;s domains");
+    // "Verified" said as a string that is not "true", and domains that only look like the listed one.
+    const saidFalse = await signInWithSso(newBrowser(), corpEmail("said-false"), { emailVerified: "false" });
+    expect(saidFalse.answer.body).toContain("has not verified this email address");
+    for (const lookalike of [
+      `ceo-${Date.now()}@${DOMAIN}.evil.example`,
+      `ceo-${Date.now()}@sub.${DOMAIN}`,
+      `ceo-${Date.now()}@x${DOMAIN}`,
+    ]) {
+      const refused = await signInWithSso(newBrowser(), lookalike);
+      expect(refused.answer.statusCode, lookalike).toBe(401);
+      expect(refused.answer.body).toContain("an address outside this organisation&#39;s domains");
+    }
+    const members = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(members.some((m: { email: string }) => /ceo-|said-false|unverified/.test(m.email))).toBe(false);
   });
 
   it("never signs in an account the provider did not make and the organisation did not admit", async () => {
@@ -212,6 +229,81 @@ describe("signing in with the organisation's provider", () => {
     const replayed = await starter.request("GET", path);
     expect(replayed.statusCode).toBe(401);
   });
+
+  it("never lets a stranger's answer sign this browser in, nor end the sign-in it has in flight", async () => {
+    // Login CSRF: the attacker starts a sign-in in their own browser, signs in at the provider as
+    // themselves and lures the victim to the redirect URI with their code and state.
+    const attacker = newBrowser();
+    const attackerEmail = corpEmail("attacker");
+    const attackerStart = await attacker.request("GET", `/sso/${slug}`);
+    idp.signInAs({ sub: `sub-${attackerEmail}`, email: attackerEmail, email_verified: true });
+    const lure = await new IdpBrowser(idp).walk(String(attackerStart.headers.location));
+    const victim = newBrowser();
+    const victimEmail = corpEmail("victim");
+    const victimStart = await victim.request("GET", `/sso/${slug}`);
+    expect(victim.cookies.has("latch_sso")).toBe(true);
+    const lured = await victim.request("GET", `${lure.pathname}${lure.search}`);
+    expect(lured.statusCode).toBe(401);
+    expect(lured.body).toContain("was not started in this browser");
+    expect(victim.cookies.has("latch_session")).toBe(false);
+    // The victim's own sign-in still finishes, as the victim; the flow's cookie then goes.
+    expect(victim.cookies.has("latch_sso")).toBe(true);
+    idp.signInAs({ sub: `sub-${victimEmail}`, email: victimEmail, email_verified: true });
+    const own = await new IdpBrowser(idp).walk(String(victimStart.headers.location));
+    expect((await victim.request("GET", `${own.pathname}${own.search}`)).statusCode).toBe(303);
+    expect((await victim.request("GET", "/api/auth/me")).json().email).toBe(victimEmail);
+    expect(victim.cookies.has("latch_sso")).toBe(false);
+    // A state that was never issued, with this browser's cookie, is nothing either.
+    const forged = newBrowser();
+    await forged.request("GET", `/sso/${slug}`);
+    const made = await forged.request("GET", `/sso/callback?code=x&state=${"A".repeat(43)}`);
+    expect(made.statusCode).toBe(401);
+    expect(made.body).toContain("was not started in this browser");
+  });
+
+  it("gives up on a provider that hangs at its token endpoint, at the egress proxy's time limit", async () => {
+    const browser = newBrowser();
+    const email = corpEmail("hang");
+    const started = await browser.request("GET", `/sso/${slug}`);
+    idp.signInAs({ sub: `sub-${email}`, email, email_verified: true });
+    const callback = await new IdpBrowser(idp).walk(String(started.headers.location));
+    const before = idp.requests.length;
+    idp.hangNextTokenRequest();
+    const answer = await browser.request("GET", `${callback.pathname}${callback.search}`);
+    // The request reached the provider (through the proxy), and the proxy's own limit ended it.
+    expect(idp.requests.slice(before).some((r) => r.method === "POST" && r.path === "/token")).toBe(true);
+    // A provider out of reach is a bad gateway, not a refused sign-in.
+    expect(answer.statusCode).toBe(502);
+    expect(answer.body).toContain("Single sign-on did not finish");
+    expect(/<p id="sentence">([^<]*)</.exec(answer.body)?.[1]).toMatch(
+      /token endpoint could not be reached \(.*timeout.*\)/i,
+    );
+    expect(browser.cookies.has("latch_session")).toBe(false);
+    const members = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(members.some((m: { email: string }) => m.email === email)).toBe(false);
+  }, 30_000);
+
+  it("starts at most 300 sign-ins and answers 30 look-ups from one address in 15 minutes", async () => {
+    const office = `10.${[1, 2, 3].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+    const browser = new Browser(h.app, BASE, office);
+    for (let i = 0; i < 300; i++) {
+      const started = await browser.request("GET", `/sso/${slug}`);
+      if (started.statusCode !== 302) expect(started.statusCode, `start ${i + 1}`).toBe(302);
+    }
+    const refused = await browser.request("GET", `/sso/${slug}`);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
+    expect(refused.body).toContain("Single sign-on did not finish");
+    expect(refused.headers.location).toBeUndefined();
+    for (let i = 0; i < 30; i++) {
+      await browser.request("POST", "/api/auth/sso/discover", { email: `someone@${DOMAIN}` });
+    }
+    const looked = await browser.request("POST", "/api/auth/sso/discover", { email: `someone@${DOMAIN}` });
+    expect(looked.statusCode).toBe(429);
+    expect(looked.json().error.code).toBe("rate_limited");
+    // Another address is not held back by this one.
+    expect((await newBrowser().request("GET", `/sso/${slug}`)).statusCode).toBe(302);
+  }, 60_000);
 
   it("lands only on a path of this site: a return address elsewhere is dropped", async () => {
     const evil = await signInWithSso(newBrowser(), corpEmail("open-redirect"), {

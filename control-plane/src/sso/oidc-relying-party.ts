@@ -89,10 +89,10 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     const answer = await deps.egress
       .fetchDocument(ticket, FETCH_TIMEOUT_MS + 1_000)
       .catch((cause: unknown) => {
-        throw new AppError("sso_failed", `the provider's ${what} could not be fetched`, { cause });
+        throw unreachable(`the provider's ${what} could not be fetched`, cause);
       });
     if (answer.error) {
-      throw new AppError("sso_failed", `the provider's ${what} could not be fetched (${answer.error.code})`);
+      throw unreachable(`the provider's ${what} could not be fetched (${answer.error.code})`);
     }
     return new Response(Buffer.from(answer.body), {
       status: answer.originStatus,
@@ -174,15 +174,11 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
         FETCH_TIMEOUT_MS + 2_000,
       );
     } catch (cause) {
-      throw new AppError("sso_failed", "the identity provider's token endpoint could not be reached", {
-        cause,
-      });
+      throw unreachable("the identity provider's token endpoint could not be reached", cause);
     }
     if (answer.error) {
-      throw new AppError(
-        "sso_failed",
-        `the identity provider's token endpoint refused (${answer.error.code})`,
-      );
+      // The proxy's own refusal (its time limit, an address it will not dial, a TLS failure).
+      throw unreachable(`the identity provider's token endpoint could not be reached (${answer.error.code})`);
     }
     if (answer.originStatus < 200 || answer.originStatus >= 300 || !answer.idToken) {
       throw new AppError(
@@ -327,6 +323,8 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
         idToken = tokens.id_token;
       } catch (error) {
         if (error instanceof AppError) throw error;
+        // openid-client wraps what its fetch threw: the proxy's own failure is passed on as it is.
+        if (error instanceof Error && error.cause instanceof AppError) throw error.cause;
         throw refusedToken(error);
       }
       if (!idToken) throw new AppError("sso_failed", "the provider answered without an ID token");
@@ -336,6 +334,20 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
 }
 
 export type RelyingParty = ReturnType<typeof createRelyingParty>;
+
+/**
+ * The provider could not be reached through the proxy (down, hanging past the time limit, refused
+ * by the proxy's destination rules): a failure of the way there, not of the person signing in, so
+ * the routes answer it as 502 rather than as a refused sign-in.
+ */
+function unreachable(message: string, cause?: unknown): AppError {
+  return new AppError("sso_failed", message, { cause, extra: { provider_unreachable: true } });
+}
+
+/** Whether `error` is the provider being out of reach (unreachable above). */
+export function isProviderUnreachable(error: AppError): boolean {
+  return error.extra.provider_unreachable === true;
+}
 
 /** One refusal for an answer or ID token that does not verify; the reason is kept for the log. */
 function refusedToken(cause: unknown): AppError {

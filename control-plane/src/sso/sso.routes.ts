@@ -19,6 +19,7 @@ import {
 } from "../http/route-schemas.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
+import { isProviderUnreachable } from "./oidc-relying-party.ts";
 import type { SsoConnectionsService } from "./sso-connections.service.ts";
 import type { SsoSignInService } from "./sso-sign-in.service.ts";
 
@@ -199,7 +200,7 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
       request.log.info({ code: error.code, reason: error.message }, "single sign-on refused");
-      return refusal(reply, error.status, error.message);
+      return refusal(reply, isProviderUnreachable(error) ? 502 : error.status, error.message);
     }
     // Spent: the flow's cookie goes (kept after a refusal, which may be a stranger's link that must
     // not end this browser's own sign-in in flight).
