@@ -36,7 +36,9 @@ export type IdTokenTamper =
   | "unsigned"
   | "foreign_key"
   /** HS256 keyed by the client secret: the algorithm-confusion forgery of anyone who holds it. */
-  | "client_secret_hmac";
+  | "client_secret_hmac"
+  /** Signed rightly, without saying when the person was checked (a step-up asked for max_age). */
+  | "no_auth_time";
 
 export interface RecordedIdpRequest {
   method: string;
@@ -107,6 +109,7 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
     if (how === "aud") claims.aud = "another-client";
     if (how === "iss") claims.iss = "https://evil.latch.test";
     if (how === "expired") Object.assign(claims, { iat: now - 7200, exp: now - 3600 });
+    if (how === "no_auth_time") delete claims.auth_time;
     if (how === "unsigned") {
       const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
       return `${part({ alg: "none", typ: "JWT" })}.${part(claims)}.`;

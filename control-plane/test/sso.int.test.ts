@@ -374,9 +374,29 @@ describe("a session begun with single sign-on", () => {
     expect(stale.statusCode).toBe(403);
     expect(stale.json().error).toMatchObject({ code: "step_up_required", methods: ["sso"] });
     expect(stale.json().error.message).toMatch(/sign in again with your organisation's single sign-on$/);
-    const again = await browser.request("GET", `/sso/${slug}?step_up=1&return_to=%2Fconsole%23inbox`);
-    expect(new URL(String(again.headers.location)).searchParams.get("prompt")).toBe("login");
     h.clock.advance(-6 * 60_000);
+
+    // The step-up through the provider: it must check the person again and say when (max_age,
+    // auth_time). An answer that does not say when is refused, and the session stays as it was.
+    const stepUp = async (tamper?: IdTokenTamper) => {
+      const again = await browser.request("GET", `/sso/${slug}?step_up=1&return_to=%2Fconsole%23inbox`);
+      const authorize = new URL(String(again.headers.location));
+      expect(authorize.searchParams.get("prompt")).toBe("login");
+      expect(authorize.searchParams.get("max_age")).toBe("300");
+      idp.signInAs({ sub: `sub-${me.email}`, email: me.email, email_verified: true });
+      if (tamper) idp.tamperNext(tamper);
+      const back = await new IdpBrowser(idp).walk(authorize.href);
+      return browser.request("GET", `${back.pathname}${back.search}`);
+    };
+    const undated = await stepUp("no_auth_time");
+    expect(undated.statusCode).toBe(401);
+    expect(undated.body).toMatch(/auth_time/);
+    expect((await browser.request("GET", "/api/auth/me")).statusCode).toBe(200);
+    const dated = await stepUp();
+    expect(dated.statusCode, dated.body).toBe(303);
+    expect(dated.headers.location).toBe("/console#inbox");
+    const passed = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
+    expect(passed.statusCode).toBe(404);
   });
 });
 

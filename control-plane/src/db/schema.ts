@@ -259,6 +259,8 @@ export interface SsoStatesTable {
   sealed_verifier: Uint8Array;
   sealing_key_id: string;
   return_to: string | null;
+  /** A step-up's max_age (seconds): its ID token must carry an auth_time within it (migration 2026-11-26T0710). */
+  max_age_s: number | null;
   expires_at: Date;
 }
 

@@ -285,6 +285,8 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
         codeChallenge: string;
         loginHint?: string;
         prompt?: string;
+        /** Seconds: the provider must have checked the person within them, and say when (auth_time). */
+        maxAge?: number;
       },
     ): Promise<URL> {
       const config = configurationOf(keys, await serverMetadata(keys.issuer));
@@ -298,6 +300,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
         code_challenge_method: "S256",
         ...(params.loginHint ? { login_hint: params.loginHint } : {}),
         ...(params.prompt ? { prompt: params.prompt } : {}),
+        ...(params.maxAge !== undefined ? { max_age: String(params.maxAge) } : {}),
       });
     },
 
@@ -309,7 +312,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     async finish(
       keys: ConnectionKeys,
       callbackUrl: URL,
-      checks: { state: string; nonce: string; verifier: SealedCredential },
+      checks: { state: string; nonce: string; verifier: SealedCredential; maxAge?: number },
     ): Promise<JWTPayload> {
       const metadata = await serverMetadata(keys.issuer);
       const config = configurationOf(keys, metadata, checks.verifier);
@@ -318,6 +321,8 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
         const tokens = await oidc.authorizationCodeGrant(config, callbackUrl, {
           expectedState: checks.state,
           expectedNonce: checks.nonce,
+          // The max_age the sign-in asked for: auth_time is then required, and within it.
+          ...(checks.maxAge !== undefined ? { maxAge: checks.maxAge } : {}),
           idTokenExpected: true,
         });
         idToken = tokens.id_token;

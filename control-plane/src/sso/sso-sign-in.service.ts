@@ -20,11 +20,14 @@ import { newId } from "@latch/shared/ids";
 import * as oidc from "openid-client";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { normaliseEmail } from "../auth/email-code.service.ts";
+import { STEP_UP_WINDOW_MS } from "../auth/step-up.ts";
 import type { SsoConnectionRow } from "../db/schema.ts";
 import type { ConnectionKeys, RelyingParty } from "./oidc-relying-party.ts";
 import type { SsoRepo } from "./sso.repo.ts";
 
 export const SSO_STATE_TTL_MS = 10 * 60_000;
+/** A step-up through the provider: it checked the person within the step-up's own window. */
+const STEP_UP_MAX_AGE_S = STEP_UP_WINDOW_MS / 1000;
 
 /**
  * Where a sign-in may land afterwards: the pages that send a signed-out browser to sign in
@@ -96,8 +99,9 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
         nonce,
         codeChallenge: await oidc.calculatePKCECodeChallenge(verifier),
         ...(hint && /^[^\s@]+@[^\s@]+$/.test(hint) ? { loginHint: hint } : {}),
-        // A step-up asks the provider to check the person again, not to reuse its own session.
-        ...(input.isStepUp ? { prompt: "login" } : {}),
+        // A step-up asks the provider to check the person again, not to reuse its own session,
+        // and to say when it did: an answer without auth_time, or older, is no step-up.
+        ...(input.isStepUp ? { prompt: "login", maxAge: STEP_UP_MAX_AGE_S } : {}),
       });
       await deps.repo.insertState(
         {
@@ -108,6 +112,7 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
           sealed_verifier: sealed.sealed,
           sealing_key_id: sealed.keyId,
           return_to: safeReturnPath(input.returnTo),
+          max_age_s: input.isStepUp ? STEP_UP_MAX_AGE_S : null,
           expires_at: new Date(now.getTime() + SSO_STATE_TTL_MS),
         },
         now,
@@ -145,6 +150,7 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
           sealedValue: Buffer.from(flow.sealed_verifier),
           username: "",
         },
+        ...(flow.max_age_s === null ? {} : { maxAge: flow.max_age_s }),
       });
       const email = checkedEmail(claims, connection.email_domains);
       const operatorId = await accountFor(connection, email, now);
