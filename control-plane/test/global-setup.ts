@@ -17,8 +17,8 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const runRoot = mkdtempSync(join(tmpdir(), "latch-test-"));
-  // Passable, not readable, by other users: the multi-host test runs PostgreSQL as the postgres
-  // user on a data directory inside it (mkdtemp's 0700 made initdb fail there).
+  // Others may pass through, not list: the multi-host test's PostgreSQL runs as the postgres user
+  // in a folder of its own inside.
   chmodSync(runRoot, 0o711);
   process.env.TMPDIR = runRoot;
   const root = mkdtempSync(join(runRoot, "pglite-template-"));

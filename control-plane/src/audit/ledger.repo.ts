@@ -40,6 +40,23 @@ export interface LedgerRepo {
 /** Rows read per query of an export. */
 const EXPORT_BATCH = 500;
 
+/** A ledger row's columns: what an append writes and what an export reads back, in one list. */
+const LEDGER_COLUMNS = [
+  "organisation_id",
+  "seq",
+  "prev_hash",
+  "hash",
+  "at",
+  "environment",
+  "actor",
+  "action",
+  "item_name",
+  "host",
+  "reason",
+  "detail",
+  "trace_id",
+] as const;
+
 /** A W3C trace id: 32 lowercase hex digits, not all zero. */
 const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
 
@@ -135,21 +152,7 @@ export function createLedgerRepo(db: Kysely<Database>): LedgerRepo {
             .returning(["seq", "prev_hash", "hash", "at"]),
         )
         .insertInto("audit_events")
-        .columns([
-          "organisation_id",
-          "seq",
-          "prev_hash",
-          "hash",
-          "at",
-          "environment",
-          "actor",
-          "action",
-          "item_name",
-          "host",
-          "reason",
-          "detail",
-          "trace_id",
-        ])
+        .columns(LEDGER_COLUMNS)
         .expression((eb) =>
           eb
             .selectFrom("head")
@@ -185,21 +188,7 @@ export function createLedgerRepo(db: Kysely<Database>): LedgerRepo {
       for (;;) {
         const rows = await db
           .selectFrom("audit_events")
-          .select([
-            "organisation_id",
-            "seq",
-            "prev_hash",
-            "at",
-            "environment",
-            "actor",
-            "action",
-            "item_name",
-            "host",
-            "reason",
-            "detail",
-            "trace_id",
-            "hash",
-          ])
+          .select(LEDGER_COLUMNS)
           .where("organisation_id", "=", organisationId)
           .where("seq", ">", sql<number>`${after}::bigint`)
           .orderBy("seq")
