@@ -7,7 +7,8 @@ import { registerOperatorSessions } from "./auth/operator-guard.ts";
 import type { RouteAction } from "./auth/permissions.ts";
 import type { PrincipalKind } from "./auth/principal.ts";
 import type { SessionsRepo } from "./auth/sessions.ts";
-import type { ClientRow } from "./db/schema.ts";
+import type { StepUpFactors } from "./auth/step-up.ts";
+import type { ClientRow, OperatorSessionRow } from "./db/schema.ts";
 import { registerHealthRoutes } from "./health/health.routes.ts";
 import { registerCanonicalHost } from "./http/canonical-host.ts";
 import { answerFrameworkError, registerErrorHandling } from "./http/errors.ts";
@@ -36,6 +37,7 @@ export interface AppDeps {
     now: () => Date;
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
+    stepUpFactors?: (session: OperatorSessionRow) => Promise<StepUpFactors>;
   };
   /** TRUST_PROXY: load balancers whose X-Forwarded-For names the caller (request.ip). */
   trustedProxies?: readonly string[];

@@ -10,6 +10,7 @@ import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { requireOperator, requireOrgOperator } from "./auth/operator-guard.ts";
+import { registerPasskeyRoutes } from "./auth/passkeys.routes.ts";
 import { operatorOnly } from "./auth/principal.ts";
 import { sessionCookieNames } from "./auth/sessions.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
@@ -29,6 +30,8 @@ import { createInboxHub } from "./inbox/inbox-hub.ts";
 import { registerInboxStreamRoutes } from "./inbox/inbox-stream.routes.ts";
 import { registerItemsRoutes } from "./items/items.routes.ts";
 import type { ItemsService } from "./items/items.service.ts";
+import { createRateLimitRepo } from "./limits/rate-limit.repo.ts";
+import { createRateLimiter } from "./limits/rate-limit.ts";
 import { createMailer, type Mailer } from "./mail/mailer.ts";
 import { registerMcpRoutes } from "./mcp/mcp.routes.ts";
 import { type ControlPlaneMetrics, observeToolAnswer } from "./metrics/metrics.ts";
@@ -46,6 +49,7 @@ import { loadOrCreateVapidKeys } from "./push/vapid-keys.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
+import { registerSsoRoutes } from "./sso/sso.routes.ts";
 import { startTelemetry } from "./telemetry.ts";
 
 export interface ControlPlaneDeps {
@@ -144,12 +148,15 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const authDeps = {
     emailCodes: services.emailCodes,
     totp: services.totp,
+    passkeys: services.passkeys,
     sessions,
     orgs: services.orgs,
     isSecureCookies: config.BASE_URL.startsWith("https://"),
     now,
     onSignOut: oauth.service.endSignIn,
+    checkSignInAllowed: services.sso.signIn.refuseUnlessAllowed,
   };
+  const limiter = createRateLimiter(createRateLimitRepo(db), now);
 
   const app = await buildApp({
     logger,
@@ -164,11 +171,35 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       // An OAuth access token (a JWT) or an avm_/avt_ bearer.
       authenticateBearer: (token) =>
         looksLikeJwt(token) ? oauth.tokens.authenticate(token) : clients.authenticate(token),
-      hasAuthenticator: async (operatorId) =>
-        Boolean((await services.totp.findOperator(operatorId))?.totp_enabled),
+      hasAuthenticator: services.hasSecondFactor,
+      stepUpFactors: services.stepUpFactors,
     },
     routes: [
       (app) => registerAuthRoutes(app, { ...authDeps, access: services.access }),
+      (app) =>
+        registerPasskeyRoutes(app, {
+          passkeys: services.passkeys,
+          sessions,
+          totp: services.totp,
+          defaultOrganisation: services.orgs.findDefaultOrganisation,
+          checkSignInAllowed: services.sso.signIn.refuseUnlessAllowed,
+          limiter,
+          mailer,
+          isSecureCookies: authDeps.isSecureCookies,
+          now,
+        }),
+      (app) =>
+        registerSsoRoutes(app, {
+          connections: services.sso.connections,
+          signIn: services.sso.signIn,
+          sessions,
+          slugOf: async (organisationId) =>
+            (await services.orgs.findOrganisation(organisationId))?.slug ?? organisationId,
+          limiter,
+          isSecureCookies: authDeps.isSecureCookies,
+          baseUrl: config.BASE_URL,
+          now,
+        }),
       (app) => registerItemsRoutes(app, { items }),
       (app) => registerClientsRoutes(app, { clients }),
       (app) =>
@@ -217,7 +248,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           },
         }),
       (app) => {
-        // Every member reads the policy and previews a change; owners and admins save one.
+        // Every member reads the policy and previews a change; owners and admins save one, after a step-up.
         const checked = async (request: FastifyRequest) => {
           await requireOrgOperator(request);
         };
@@ -225,7 +256,14 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           policies: services.policies,
           access: {
             read: { config: operatorOnly("org.read"), preValidation: checked },
-            write: { config: operatorOnly("policies.write"), preValidation: checked },
+            // DECISIONS "Passkeys and single sign-on": editing policies needs a fresh verification.
+            write: {
+              config: {
+                ...operatorOnly("policies.write"),
+                stepUp: { doing: "changing the organisation's policies" },
+              },
+              preValidation: checked,
+            },
             callerOf: (request) => requireOrgOperator(request),
           },
         });
@@ -249,7 +287,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           egress: deps.egress.client,
           recordEvent: audit.insertAuditEvent,
         }),
-      (app) => registerPageRoutes(app, { totp: services.totp, orgs: services.orgs }),
+      (app) =>
+        registerPageRoutes(app, {
+          totp: services.totp,
+          orgs: services.orgs,
+          hasSecondFactor: services.hasSecondFactor,
+        }),
       (app) =>
         registerSiteRoutes(app, {
           baseUrl: config.BASE_URL,

@@ -15,6 +15,8 @@ import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
 import type { Keyring } from "./auth/kek.ts";
 import { createOperatorsRepo } from "./auth/operators.repo.ts";
+import { createPasskeysRepo } from "./auth/passkeys.repo.ts";
+import { createPasskeysService, relyingPartyOf } from "./auth/passkeys.service.ts";
 import { isRole, mayPerform } from "./auth/permissions.ts";
 import { createSessionsRepo } from "./auth/sessions.repo.ts";
 import { createTotpService } from "./auth/totp.service.ts";
@@ -49,6 +51,10 @@ import { createPoliciesService } from "./policies/policies.service.ts";
 import { createPushRepo } from "./push/push.repo.ts";
 import { createPushService, type PushService } from "./push/push.service.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
+import { createRelyingParty } from "./sso/oidc-relying-party.ts";
+import { createSsoRepo } from "./sso/sso.repo.ts";
+import { createSsoConnectionsService } from "./sso/sso-connections.service.ts";
+import { createSsoSignInService } from "./sso/sso-sign-in.service.ts";
 import { telemetry } from "./telemetry.ts";
 import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
 import { createToolHandlers } from "./tools/tools.ts";
@@ -249,6 +255,7 @@ function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant
 function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { now, baseUrl } = variant;
   const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
+  const passkeysRepo = createPasskeysRepo(db);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now, recordEvent: audit.insertAuditEvent });
   const push = createPushService({
     repo: createPushRepo(db),
@@ -335,6 +342,26 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     environments: variant.environments,
     now,
   });
+  const ssoRepo = createSsoRepo(db);
+  const relyingParty = createRelyingParty({ egress: variant.egress, minter: variant.minter, now });
+  const sso = {
+    connections: createSsoConnectionsService({
+      repo: ssoRepo,
+      relyingParty,
+      sealingKey: () => variant.sealingKey(),
+      recordEvent: audit.insertAuditEvent,
+      baseUrl,
+      now,
+    }),
+    signIn: createSsoSignInService({
+      repo: ssoRepo,
+      relyingParty,
+      sealingKey: () => variant.sealingKey(),
+      recordEvent: audit.insertAuditEvent,
+      baseUrl,
+      now,
+    }),
+  };
   return {
     audit,
     ledger,
@@ -342,6 +369,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     grants,
     calls,
     orgs,
+    sso,
     members,
     invites,
     clients,
@@ -357,7 +385,27 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
       keyring: variant.keyring,
       now,
     }),
-    totp: createTotpService({ repo: createOperatorsRepo(db), keyring: variant.keyring, now }),
+    totp: createTotpService({
+      repo: createOperatorsRepo(db),
+      keyring: variant.keyring,
+      now,
+      countPasskeys: passkeysRepo.findPasskeyCount,
+    }),
+    passkeys: createPasskeysService({ repo: passkeysRepo, rp: relyingPartyOf(baseUrl), now }),
+    /** What a session's step-up may be made with (auth/step-up.ts). */
+    async stepUpFactors(session: { operator_id: string; organisation_id: string | null }) {
+      const found = await passkeysRepo.findStepUpFactors(session.operator_id, session.organisation_id);
+      return {
+        hasPasskey: found.passkeys > 0,
+        hasTotp: found.hasTotp,
+        isPasskeyRequired: found.isPasskeyRequired,
+      };
+    },
+    /** Whether the operator has a second factor: an authenticator app or a passkey. */
+    async hasSecondFactor(operatorId: string): Promise<boolean> {
+      const found = await passkeysRepo.findStepUpFactors(operatorId, null);
+      return found.hasTotp || found.passkeys > 0;
+    },
     /** What the MCP tools run on; each client's handlers are bound per request (mcp.routes.ts). */
     tools: { items, grants, calls, policies, surface: createHostedSurface(needs) },
   };

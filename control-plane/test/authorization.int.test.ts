@@ -51,6 +51,25 @@ const ROUTES: Route[] = [
     action: "account",
   },
   { method: "GET", path: "/api/auth/me", gate: "session", action: "account" },
+  { method: "POST", path: "/api/auth/passkey/options", body: {}, gate: "session", action: "account" },
+  {
+    method: "POST",
+    path: "/api/auth/passkey/verify",
+    body: { response: {} },
+    gate: "session",
+    action: "account",
+  },
+  { method: "GET", path: "/api/auth/passkeys", gate: "ready", action: "account" },
+  { method: "POST", path: "/api/auth/passkeys/options", body: {}, gate: "ready", action: "account" },
+  {
+    method: "POST",
+    path: "/api/auth/passkeys",
+    body: { name: "Key", response: {} },
+    gate: "ready",
+    action: "account",
+  },
+  { method: "DELETE", path: "/api/auth/passkeys/pky_x", gate: "ready", action: "account" },
+  { method: "DELETE", path: "/api/auth/totp", gate: "ready", action: "account" },
   { method: "POST", path: "/api/auth/logout", gate: "session", action: "account" },
   {
     method: "POST",
@@ -220,6 +239,9 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/orgs/settings", gate: "ready", action: "org.read" },
   { method: "PATCH", path: "/api/orgs/settings", body: {}, gate: "ready", action: "org.manage" },
   { method: "POST", path: "/invite", body: { token: "x" }, gate: "ready", action: "account" },
+  { method: "GET", path: "/api/orgs/sso", gate: "ready", action: "org.read" },
+  { method: "PUT", path: "/api/orgs/sso", body: {}, gate: "ready", action: "org.manage" },
+  { method: "DELETE", path: "/api/orgs/sso", gate: "ready", action: "org.manage" },
 ];
 
 let h: HostedHarness;
@@ -351,6 +373,12 @@ describe("another organisation's ids", () => {
 const PUBLIC_ROUTES = [
   /^GET \/(health|ready)$/,
   /^POST \/api\/auth\/otp\/(send|verify)$/,
+  // "Sign in with a passkey": the answer is bound to this browser's cookie and proves the account.
+  /^POST \/api\/auth\/passkey\/sign-in(\/options)?$/,
+  // Single sign-on: finding the organisation by address, and the browser's way through its provider
+  // (the callback is bound to the browser's cookie and proves the account itself).
+  /^POST \/api\/auth\/sso\/discover$/,
+  /^GET \/sso\/(:org_slug|callback)$/,
   /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|invite|collect\/:id)$/,
   // The provider's redirect back: a signed-out browser is sent to /sign-in (connect.routes.ts).
   /^GET \/(connect\/callback|integrations\/:provider\/callback)$/,
@@ -358,7 +386,7 @@ const PUBLIC_ROUTES = [
   /^(GET|OPTIONS) \/assets\/[a-z-]+(\.[0-9a-f]{12})?\.(js|css)$/,
   // The public site (site.routes.ts): the landing page, docs, discovery files, icons; each answers
   // its CORS preflight (rule 6).
-  /^(GET|OPTIONS) \/(|docs|docs\/[a-z]+|robots\.txt|sitemap\.xml|security\.txt|llms\.txt|llms-full\.txt)$/,
+  /^(GET|OPTIONS) \/(|docs|docs\/[a-z-]+|robots\.txt|sitemap\.xml|security\.txt|llms\.txt|llms-full\.txt)$/,
   /^(GET|OPTIONS) \/\.well-known\/security\.txt$/,
   /^GET \/\.well-known\/latch-audit-keys\.json$/,
   // The OpenAPI document (openapi/openapi.routes.ts); /docs/api is matched with the docs above.

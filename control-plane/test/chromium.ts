@@ -32,7 +32,21 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startBrowserRig(
-  options: { providerHosts?: readonly string[] } = {},
+  options: {
+    providerHosts?: readonly string[];
+    /**
+     * The host BASE_URL names (default 127.0.0.1). Passkeys need a domain: WebAuthn refuses an IP
+     * address as a relying party id, and Chromium treats http://localhost as a secure context.
+     */
+    hostname?: "127.0.0.1" | "localhost";
+    /** Extra Chromium flags (host resolver rules for a test's TLS origins). */
+    chromiumArgs?: readonly string[];
+    /**
+     * Runs once BASE_URL is known, before the plane starts: a test's own TLS origin that must
+     * name BASE_URL (an identity provider's redirect URI) answers its connect-to entries and flags.
+     */
+    prepare?: (base: string) => Promise<{ connectTo?: readonly string[]; chromiumArgs?: readonly string[] }>;
+  } = {},
 ): Promise<BrowserRig> {
   if (!hasChromium) {
     throw new Error(
@@ -40,13 +54,18 @@ export async function startBrowserRig(
     );
   }
   const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
+  const base = `http://${options.hostname ?? "127.0.0.1"}:${port}`;
+  const prepared = (await options.prepare?.(base)) ?? {};
   const h = await startHosted({
     baseUrl: base,
     ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
+    ...(prepared.connectTo ? { connectTo: prepared.connectTo } : {}),
   });
   await h.app.listen({ host: "127.0.0.1", port });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", ...(options.chromiumArgs ?? []), ...(prepared.chromiumArgs ?? [])],
+  });
   mkdirSync(SHOTS, { recursive: true });
   return {
     h,

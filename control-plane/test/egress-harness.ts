@@ -69,6 +69,8 @@ export async function startEgressHarness(
     /** Real host names (a fake provider's, AWS's) routed straight to the origin, which answers
      * them with the providers certificate (egress-proxy/test/pki/README.md). */
     providerHosts?: readonly string[];
+    /** More EGRESS_CONNECT_TO entries (`host:443:ip:port`): another TLS origin of the test's own. */
+    connectTo?: readonly string[];
     /** Host names routed to a loopback port nothing listens on: the connection is refused. */
     closedHosts?: readonly string[];
     /** OTEL_EXPORTER_OTLP_ENDPOINT: the proxy exports its spans there (otlp-receiver.ts). */
@@ -100,6 +102,7 @@ export async function startEgressHarness(
       `api.latch.test:443:127.0.0.1:${origin.port}`,
       `docs.latch.test:443:127.0.0.1:${origin.port}`,
       ...(options.providerHosts ?? []).map((name) => `${name}:443:127.0.0.1:${origin.port}`),
+      ...(options.connectTo ?? []),
       ...(options.closedHosts ?? []).map((name) => `${name}:443:127.0.0.1:${closedPort}`),
       ...Object.keys(options.dnsAnswers ?? {}).map((name) => `${name}:443::${origin.port}`),
     ].join(","),

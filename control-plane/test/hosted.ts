@@ -79,6 +79,8 @@ export async function startHosted(
     providerHosts?: readonly string[];
     /** Host names whose connection is refused (see egress-harness.ts). */
     closedHosts?: readonly string[];
+    /** More EGRESS_CONNECT_TO entries: TLS origins of the test's own (oidc-idp.ts). */
+    connectTo?: readonly string[];
     /** TRUST_PROXY: the load balancers whose X-Forwarded-For names the caller. */
     trustProxy?: string;
     /** OTEL_EXPORTER_OTLP_ENDPOINT of both tiers (otlp-receiver.ts). */
@@ -93,6 +95,7 @@ export async function startHosted(
     (await startEgressHarness({
       ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
       ...(options.closedHosts ? { closedHosts: options.closedHosts } : {}),
+      ...(options.connectTo ? { connectTo: options.connectTo } : {}),
       ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
     }));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
@@ -165,9 +168,12 @@ export class Browser {
   readonly cookies = new Map<string, string>();
   private readonly app: FastifyInstance;
   private readonly origin: string;
-  constructor(app: FastifyInstance, origin = "http://localhost:8787") {
+  /** The address requests come from (app.inject's remoteAddress): per-address limits count it. */
+  private readonly remoteAddress: string | undefined;
+  constructor(app: FastifyInstance, origin = "http://localhost:8787", remoteAddress?: string) {
     this.app = app;
     this.origin = origin;
+    this.remoteAddress = remoteAddress;
   }
 
   async request(
@@ -189,7 +195,9 @@ export class Browser {
       },
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     };
-    const response = await this.app.inject(options);
+    const response = await this.app.inject(
+      this.remoteAddress ? { ...options, remoteAddress: this.remoteAddress } : options,
+    );
     for (const cookie of response.cookies as {
       name: string;
       value: string;

@@ -58,6 +58,7 @@ export async function startFloorForwarder(options: {
           originStatus: response.statusCode,
           body: Buffer.from(text.split(secret).join("[redacted]")),
           bodyTruncated: false,
+          idToken: "",
           headers: [],
           error: undefined,
           durationMs: Math.round(performance.now() - started),

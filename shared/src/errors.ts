@@ -29,9 +29,19 @@ export const ERROR_STATUS = {
   /** Two session cookies on one request: one was planted beside the other (cookie tossing). */
   duplicate_session_cookie: 401,
   totp_invalid: 401,
+  /** A passkey's answer that does not verify (signature, challenge, origin, RP, counter, account). */
+  passkey_invalid: 401,
   forbidden: 403,
   csrf_failed: 403,
   mfa_required: 403,
+  /** A route that matters needs a verification of the last 5 minutes; `methods` says which. */
+  step_up_required: 403,
+  /** The address signs in with its organisation's single sign-on (`sso_url`), not an email code. */
+  sso_required: 403,
+  /** A session begun with single sign-on acts in its organisation only, and keeps the account's factors as they are. */
+  sso_session: 403,
+  /** A single sign-on that did not prove who is signing in (the provider, its answer or its ID token). */
+  sso_failed: 401,
   not_owner: 403,
   /** A member whose role may not perform the route's action (DECISIONS "Teams"); names the roles. */
   forbidden_role: 403,
@@ -66,6 +76,10 @@ export const ERROR_STATUS = {
   approval_mismatch: 409,
   invite_expired: 410,
   invite_withdrawn: 410,
+  /** A passkey's credential id is registered already (to this account or another). */
+  duplicate_passkey: 409,
+  /** Removing the account's last way to sign in besides the email code. */
+  last_factor: 409,
   approval_code_expired: 410,
   /** PUT /api/policies against a version that moved on (DECISIONS "Policies"). */
   stale_version: 409,

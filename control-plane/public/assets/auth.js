@@ -1,7 +1,57 @@
 // The sign-in, sign-up, enrolment and authenticator-code pages (after common.js), chosen by the
 // body's data-page. The QR code (our own server's SVG) is shown as an <img> data: URL, never as DOM.
 "use strict";
+/** "Sign in with a passkey" on the sign-in page: the passkey names the account, no code is sent. */
+function passkeySignInButton() {
+  var control = byId("passkey-sign-in");
+  if (!control || !canUsePasskeys()) return;
+  byId("passkey-row").hidden = false;
+  control.addEventListener("click", () => {
+    control.disabled = true;
+    signInWithPasskey()
+      .then(() => {
+        say("Signed in with your passkey. Opening the console.");
+        location.assign(afterSignIn());
+      }, fail)
+      .then(() => {
+        control.disabled = false;
+      });
+  });
+}
+
+/** The way on when an address signs in with its organisation's single sign-on. */
+function showSsoLink(url) {
+  var back = sessionStorage.getItem("latch.return_to");
+  var link = byId("sso-link");
+  if (!link) return;
+  link.href = back ? `${url}${url.includes("?") ? "&" : "?"}return_to=${encodeURIComponent(back)}` : url;
+  byId("sso-link-row").hidden = false;
+}
+
+/** "Sign in with SSO": the address's organisation, found by its domain, then its provider. */
+function ssoSignInButton() {
+  var control = byId("sso-sign-in");
+  if (!control) return;
+  control.addEventListener("click", () => {
+    var email = byId("email");
+    var address = email.value.trim();
+    if (!address) return refuse(email, "Enter your work email, then choose Sign in with SSO.");
+    control.disabled = true;
+    api("POST", "/api/auth/sso/discover", { email: address })
+      .then((answer) => {
+        var back = sessionStorage.getItem("latch.return_to");
+        say("Opening your organisation's sign-in.");
+        location.assign(back ? `${answer.sso_url}&return_to=${encodeURIComponent(back)}` : answer.sso_url);
+      }, fail)
+      .then(() => {
+        control.disabled = false;
+      });
+  });
+}
+
 function emailPage() {
+  passkeySignInButton();
+  ssoSignInButton();
   var emailForm = byId("email-form"),
     codeForm = byId("code-form"),
     email = byId("email"),
@@ -27,10 +77,18 @@ function emailPage() {
     if (!/^\d{8}$/.test(code)) return refuse(otp, "The code from the email has 8 digits.");
     busy(
       codeForm,
-      api("POST", "/api/auth/otp/verify", { email: sentTo, otp: code }).then((answer) => {
-        say("Email confirmed. One more step.");
-        location.assign(answer.enroll ? "/enroll-totp" : "/verify-totp");
-      }),
+      api("POST", "/api/auth/otp/verify", { email: sentTo, otp: code }).then(
+        (answer) => {
+          say("Email confirmed. One more step.");
+          location.assign(answer.enroll ? "/enroll-totp" : "/verify-totp");
+        },
+        (error) => {
+          // Refused for single sign-on: the sentence names the organisation; the link goes there.
+          if (error.code === "sso_required" && error.body?.error?.sso_url)
+            showSsoLink(error.body.error.sso_url);
+          throw error;
+        },
+      ),
       otp,
     );
   });
@@ -155,6 +213,29 @@ function enrollPage() {
 function verifyPage() {
   var form = byId("verify-form"),
     code = byId("code");
+  // A passkey stands in for the code; an account without an authenticator app types a backup code.
+  api("GET", "/api/auth/me").then((me) => {
+    if (!(me.passkeys > 0) || !canUsePasskeys()) return;
+    byId("passkey-step").hidden = false;
+    if (!me.totp_enabled) {
+      byId("verify-heading").textContent = "Confirm it is you";
+      byId("code-label").textContent = "Or a backup code";
+      byId("code-hint").textContent = "A backup code (like ABCDE-FGHJK) works once.";
+    }
+    byId("passkey-verify").focus();
+  }, fail);
+  var passkeyButton = byId("passkey-verify");
+  passkeyButton.addEventListener("click", () => {
+    passkeyButton.disabled = true;
+    verifyWithPasskey()
+      .then(() => {
+        say("Passkey accepted. Opening the console.");
+        location.assign(afterSignIn());
+      }, fail)
+      .then(() => {
+        passkeyButton.disabled = false;
+      });
+  });
   onSubmit(form, () => {
     var value = code.value.trim();
     if (!value) return refuse(code, "Enter a code from your authenticator app or a backup code.");

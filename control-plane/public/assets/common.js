@@ -114,8 +114,13 @@ function describeError(status, json) {
   if (typeof error.retry_after === "number") text += ` Try again in ${waitText(error.retry_after)}.`;
   return text;
 }
-function api(method, path, body) {
-  var headers = { accept: "application/json" };
+/**
+ * A JSON request to our API with this session's CSRF token (and any headers of its own, such as
+ * If-Match). A 403 step_up_required on a page that has the step-up prompt (step-up.js defines
+ * stepUp) asks in place and sends the request once more.
+ */
+function api(method, path, body, isRetry, extraHeaders) {
+  var headers = Object.assign({ accept: "application/json" }, extraHeaders);
   if (body !== undefined) headers["content-type"] = "application/json";
   var token = csrfToken();
   if (method !== "GET" && token) headers["x-csrf-token"] = token;
@@ -135,6 +140,9 @@ function api(method, path, body) {
         failure.status = response.status;
         failure.body = json;
         failure.code = json && (typeof json.error === "string" ? json.error : json.error?.code);
+        if (failure.code === "step_up_required" && !isRetry && typeof window.stepUp === "function") {
+          return window.stepUp(json.error).then(() => api(method, path, body, true, extraHeaders));
+        }
         throw failure;
       }),
   );
@@ -147,6 +155,16 @@ function fail(error) {
   }
   if (error && error.code === "unauthorized") {
     location.assign("/sign-in");
+    return;
+  }
+  // This organisation signs its members in through its identity provider (console pages).
+  var ssoUrl = error?.code === "sso_required" ? error.body?.error?.sso_url : undefined;
+  if (
+    document.body.dataset.page === "console" &&
+    typeof ssoUrl === "string" &&
+    /^\/sso\/[a-z0-9-]+$/.test(ssoUrl)
+  ) {
+    location.assign(ssoUrl);
     return;
   }
   if (!error?.status && window.console) console.error("Latch: request or script failed:", error);

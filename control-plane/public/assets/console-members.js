@@ -145,30 +145,38 @@ function showSettings(organisation) {
   byId("settings-name").value = organisation.name;
   byId("settings-slug").textContent = organisation.slug;
   byId(`settings-need-${organisation.standing_approvals_need === 2 ? 2 : 1}`).checked = true;
+  byId("settings-passkey").checked = organisation.standing_approvals_need_passkey === true;
+  shownSettings = organisation;
   byId("summary-name").textContent = organisation.name;
   byId("summary-slug").textContent = organisation.slug;
   byId("summary-need").textContent =
     organisation.standing_approvals_need === 2 ? "Two members (the two-person rule)" : "One member";
 }
 var settingsForm = byId("settings-form");
+/** The settings as last shown: only what changed is sent (a rename needs no step-up). */
+var shownSettings = null;
 onSubmit(settingsForm, () => {
   var name = byId("settings-name");
   if (!name.value.trim()) return refuse(name, "Give the organisation a name.");
   var need = Number(settingsForm.querySelector('input[name="standing_approvals_need"]:checked').value);
+  var change = { name: name.value.trim() };
+  if (!shownSettings || need !== shownSettings.standing_approvals_need) change.standing_approvals_need = need;
+  var passkey = byId("settings-passkey").checked;
+  if (!shownSettings || passkey !== shownSettings.standing_approvals_need_passkey) {
+    change.standing_approvals_need_passkey = passkey;
+  }
   busy(
     settingsForm,
-    api("PATCH", "/api/orgs/settings", { name: name.value.trim(), standing_approvals_need: need }).then(
-      (answer) => {
-        showSettings(answer.organisation);
-        orgSwitch.options[orgSwitch.selectedIndex].textContent = answer.organisation.name;
-        byId("organisation").textContent = answer.organisation.name;
-        say(
-          answer.organisation.standing_approvals_need === 2
-            ? "Saved. Every Always allow now needs a second member to confirm it."
-            : "Saved. One member's Always allow is in force at once.",
-        );
-      },
-    ),
+    api("PATCH", "/api/orgs/settings", change).then((answer) => {
+      showSettings(answer.organisation);
+      orgSwitch.options[orgSwitch.selectedIndex].textContent = answer.organisation.name;
+      byId("organisation").textContent = answer.organisation.name;
+      say(
+        answer.organisation.standing_approvals_need === 2
+          ? "Saved. Every Always allow now needs a second member to confirm it."
+          : "Saved. One member's Always allow is in force at once.",
+      );
+    }),
     name,
   );
 });

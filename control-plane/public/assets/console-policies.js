@@ -280,36 +280,21 @@ previewButton.addEventListener("click", () =>
 var saveButton = byId("policy-save");
 saveButton.addEventListener("click", () =>
   act(saveButton, () =>
-    fetch("/api/policies", {
-      method: "PUT",
-      headers: {
-        accept: "application/json",
-        "content-type": "application/json",
-        "x-csrf-token": csrfToken(),
-        "if-match": `"${policy.version}"`,
-      },
-      body: JSON.stringify({ rules: policy.rules }),
-      credentials: "same-origin",
-      cache: "no-store",
-    }).then((response) =>
-      response.json().then((json) => {
-        if (!response.ok) {
-          const failure = new Error(describeError(response.status, json));
-          failure.status = response.status;
-          failure.body = json;
-          failure.code = json?.error?.code;
-          if (failure.code === "stale_version") {
-            failure.message = `Someone saved version ${json.error.version} since you loaded version ${policy.version}. Your changes are kept here: Discard to load theirs, then make your change again.`;
-          }
-          return policyFailure(failure);
-        }
+    api("PUT", "/api/policies", { rules: policy.rules }, false, { "if-match": `"${policy.version}"` }).then(
+      (json) => {
         policy.version = json.version;
         policy.saved = json.rules;
         policy.rules = json.rules.map((r) => JSON.parse(JSON.stringify(r)));
         policyChanged(
           `Saved version ${json.version}: ${json.rules.length} rule${json.rules.length === 1 ? "" : "s"} in force.`,
         );
-      }),
+      },
+      (failure) => {
+        if (failure.code === "stale_version") {
+          failure.message = `Someone saved version ${failure.body.error.version} since you loaded version ${policy.version}. Your changes are kept here: Discard to load theirs, then make your change again.`;
+        }
+        return policyFailure(failure);
+      },
     ),
   ),
 );

@@ -361,7 +361,7 @@ function announceConnect() {
 function showAccount(account) {
   me = account;
   if (!me.session_ready) {
-    location.assign(me.totp_enabled ? "/verify-totp" : "/enroll-totp");
+    location.assign(me.totp_enabled || me.passkeys > 0 ? "/verify-totp" : "/enroll-totp");
     return;
   }
   byId("email").textContent = me.email;
@@ -375,7 +375,9 @@ function showAccount(account) {
   byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
   showDeleteOrganisation(me);
   byId("backup-left").textContent = String(me.backup_codes_remaining);
-  if (me.backup_codes_remaining < 3) {
+  // Backup codes stand in for the account's own factors; an account that signs in only through
+  // its organisation's provider has none to run short of.
+  if (me.backup_codes_remaining < 3 && (me.totp_enabled || me.passkeys > 0)) {
     say(`Only ${me.backup_codes_remaining} backup codes left.`, true);
   }
 }

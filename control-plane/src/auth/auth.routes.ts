@@ -29,9 +29,11 @@ import {
   requireOrganisation,
   setSessionCookies,
 } from "./operator-guard.ts";
+import type { PasskeysService } from "./passkeys.service.ts";
 import { actionsOf, isRole, requireManagedRole } from "./permissions.ts";
 import { operatorOnly } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
+import { refuseInSsoSession } from "./sso-session.ts";
 import type { TotpService } from "./totp.service.ts";
 
 /**
@@ -61,12 +63,19 @@ export interface AuthRouteDeps {
   };
   emailCodes: EmailCodeService;
   totp: TotpService;
+  /** A passkey is a second factor instead of the authenticator code. */
+  passkeys: Pick<PasskeysService, "count">;
   sessions: SessionsRepo;
   orgs: OrganisationsPort;
   isSecureCookies: boolean;
   now: () => Date;
   /** Sign-out also ends the operator's OAuth sign-in sessions (oauth/). */
   onSignOut?: (operatorId: string) => Promise<void>;
+  /**
+   * Refuses the email-code sign-in of a member whose organisation requires single sign-on for the
+   * address (sso/), after the code is proven: only the address's owner learns which organisation.
+   */
+  checkSignInAllowed?: (operatorId: string, email: string) => Promise<void>;
 }
 
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): void {
@@ -98,6 +107,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     async (request, reply) => {
       const body = request.body;
       const { operatorId, isNew } = await deps.emailCodes.verifyCode(body.email, body.otp);
+      if (!isNew) await deps.checkSignInAllowed?.(operatorId, String(body.email).trim().toLowerCase());
       if (isNew) {
         const email = String(body.email).trim().toLowerCase();
         await deps.orgs.createOrganisation(operatorId, `${email.split("@")[0]!.slice(0, 60)}'s organisation`);
@@ -114,20 +124,37 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       );
       setSessionCookies(reply, created, deps.isSecureCookies);
       const operator = await deps.totp.getOperator(operatorId);
+      const hasSecondFactor = operator.totp_enabled || (await deps.passkeys.count(operatorId)) > 0;
       return {
         ok: true as const,
-        enroll: !operator.totp_enabled,
-        verify: operator.totp_enabled,
+        enroll: !hasSecondFactor,
+        verify: hasSecondFactor,
         csrf_token: created.csrfToken,
       };
     },
   );
 
+  // Adding an authenticator beside a passkey changes how the account signs in: a step-up first.
+  const addsAuthenticator = checkedFirst(
+    {
+      ...operatorOnly("account"),
+      stepUp: {
+        doing: "adding an authenticator app",
+        scope: "account",
+        when: async (request) =>
+          Boolean(request.operatorSession?.is_mfa_passed) &&
+          (await deps.passkeys.count(request.operatorSession!.operator_id)) > 0,
+      },
+    },
+    (request: FastifyRequest) => requireOperator(request, { mfa: false }),
+  );
+
   api.post(
     "/api/auth/totp/start",
-    { ...signedInOnly, schema: { body: totpStart, response: { 200: enrollment } } },
+    { ...addsAuthenticator, schema: { body: totpStart, response: { 200: enrollment } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
+      refuseInSsoSession(context.session, "setting up an authenticator app");
       return deps.totp.start(context.operatorId, {
         isSessionReady: context.session.is_mfa_passed,
         currentCode: request.body.current_code,
@@ -149,10 +176,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...signedInOnly, schema: { body: totpCode, response: { 200: confirmedTotp } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
+      refuseInSsoSession(context.session, "setting up an authenticator app");
       const codes = await deps.totp.confirm(context.operatorId, request.body.code, {
         isSessionReady: context.session.is_mfa_passed,
       });
-      await deps.sessions.updateSessionMfaPassed(context.session.id);
+      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now());
       return { ok: true as const, backup_codes: codes };
     },
   );
@@ -162,8 +190,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...signedInOnly, schema: { body: totpCode, response: { 200: verifiedTotp } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
-      const { usedBackupCode } = await deps.totp.verify(context.operatorId, request.body.code);
-      await deps.sessions.updateSessionMfaPassed(context.session.id);
+      const { usedBackupCode } = await deps.totp.verify(context.operatorId, request.body.code, {
+        hasPasskey: (await deps.passkeys.count(context.operatorId)) > 0,
+      });
+      // The second step of sign-in, or on a ready session a fresh verification for a step-up.
+      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now());
       return { ok: true as const, used_backup_code: usedBackupCode };
     },
   );
@@ -178,11 +209,16 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       permissions: actionsOf(context.role),
       email: operator.email,
       totp_enabled: operator.totp_enabled,
+      passkeys: await deps.passkeys.count(context.operatorId),
       backup_codes_remaining: await deps.totp.countUnusedBackupCodes(context.operatorId),
       created_at: operator.created_at.toISOString(),
       session_ready: context.session.is_mfa_passed,
       organisation: organisation && context.role ? { ...organisation, role: context.role } : null,
-      organisations: await deps.orgs.findOrganisationsOf(context.operatorId),
+      // A session begun with single sign-on acts in its organisation alone (auth/sso-session.ts).
+      organisations: (await deps.orgs.findOrganisationsOf(context.operatorId)).filter(
+        (o) => !context.session.sso_organisation_id || o.id === context.session.sso_organisation_id,
+      ),
+      signed_in_with_sso: context.session.sso_organisation_id !== null,
     };
   });
 
@@ -191,6 +227,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...readyOnly, schema: { body: totpCode, response: { 200: backupCodes } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
+      refuseInSsoSession(context.session, "making new backup codes");
       return {
         backup_codes: await deps.totp.regenerateBackupCodes(context.operatorId, request.body.code),
       };
@@ -214,6 +251,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...readyOnly, schema: { body: orgInput, response: { 201: createdOrg } } },
     async (request, reply) => {
       const context = await requireOperator(request, { mfa: true });
+      refuseInSsoSession(context.session, "creating another organisation");
       const organisation = await deps.orgs.createOrganisation(context.operatorId, request.body.name);
       await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
       return reply.status(201).send({ organisation: { ...organisation, role: "owner" } });
@@ -228,6 +266,9 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       const organisationId = request.body.organisation_id;
+      if (organisationId !== context.session.sso_organisation_id) {
+        refuseInSsoSession(context.session, "acting in another organisation");
+      }
       const role = await deps.orgs.findMemberRole(organisationId, context.operatorId);
       const organisation = role ? await deps.orgs.findOrganisation(organisationId) : undefined;
       if (!organisation || !role) throw new AppError("not_found", "no such organisation");

@@ -35,6 +35,10 @@ const organisation = z.object({ id: z.string(), name: z.string(), slug: z.string
 export const me = z.object({
   email: z.string(),
   totp_enabled: z.boolean(),
+  /** How many passkeys the account has (each a second factor, and a sign-in of its own). */
+  passkeys: z.number(),
+  /** This session began with the organisation's single sign-on (it acts there alone). */
+  signed_in_with_sso: z.boolean(),
   backup_codes_remaining: z.number(),
   created_at: z.string(),
   session_ready: z.boolean(),

@@ -1,5 +1,6 @@
 // Who an operator request is from (spec 5): the session cookie, then CSRF on POST and DELETE, then
-// the authenticator step. Also the Origin wall of rule 6 for /api, /console, /collect, auth pages.
+// the authenticator step, then the step-up a route declares (step-up.ts). Also the Origin wall of
+// rule 6 for /api, /console, /collect, auth pages.
 import type {} from "@fastify/cookie";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
@@ -11,6 +12,14 @@ import { isSameHash } from "./codes.ts";
 import { type Role, roleRefusal } from "./permissions.ts";
 import { enforceRouteAccess, refusalFor, resolvePrincipal } from "./principal.ts";
 import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
+import {
+  isFreshlyVerified,
+  isStepUpNeeded,
+  type StepUpFactors,
+  type StepUpRule,
+  stepUpMethods,
+  stepUpRefusal,
+} from "./step-up.ts";
 
 export interface OperatorContext {
   session: OperatorSessionRow;
@@ -38,6 +47,7 @@ export const WALLED_PREFIXES = [
   "/verify-totp",
   "/approve",
   "/invite",
+  "/sso",
   "/consent",
   "/device",
 ];
@@ -53,12 +63,22 @@ export function registerOperatorSessions(
     now: () => Date;
     /** The live client a bearer belongs to (hosted: avm_ and avt_ tokens). */
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
-    /** Whether an operator has an authenticator: the mfa_required answer says enroll or verify. */
+    /** Whether an operator has a second factor: the mfa_required answer says enroll or verify. */
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
+    /** What a step-up of this session may be made with (step-up.ts); none: no route needs one. */
+    stepUpFactors?: (session: OperatorSessionRow) => Promise<StepUpFactors>;
   },
 ): void {
   const ownOrigin = new URL(deps.baseUrl).origin;
   const cookieName = sessionCookieNames(new URL(deps.baseUrl).protocol === "https:").session;
+  async function judgeStepUp(session: OperatorSessionRow, rule: StepUpRule) {
+    if (!deps.stepUpFactors) return new AppError("internal", "this plane has no step-up");
+    const factors = await deps.stepUpFactors(session);
+    const methods = stepUpMethods(factors, rule.scope);
+    return isFreshlyVerified(session, methods, deps.now())
+      ? undefined
+      : stepUpRefusal(rule, methods, factors);
+  }
   app.addHook("onRequest", async (request) => {
     const origin = request.headers.origin;
     // Judged on every reading of the path: the router decodes "/%61pi/..." to "/api/...".
@@ -84,8 +104,10 @@ export function registerOperatorSessions(
       bearer: deps.authenticateBearer ? bearerOf(request.headers.authorization) : undefined,
       session,
       role: live?.role ?? null,
+      ssoRequiredSlug: live?.ssoRequiredSlug ?? null,
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
       hasAuthenticator: deps.hasAuthenticator,
+      refuseStepUp: async (live, rule) => judgeStepUp(live, rule),
     });
     const now = deps.now();
     if (session && now.getTime() - session.last_seen_at.getTime() > SEEN_WRITE_INTERVAL_MS) {
@@ -142,6 +164,9 @@ export function clearSessionCookies(reply: FastifyReply, isSecure: boolean): voi
 /** Methods that change something: each needs the session's X-CSRF-Token (spec 4.3 names POST and DELETE). */
 const SAFE_METHODS = ["GET", "HEAD", "OPTIONS"];
 
+/** Requests whose declared step-up passed (requireOperator runs twice per request). */
+const stepUpJudged = new WeakSet<FastifyRequest>();
+
 /**
  * The operator behind a request. `mfa: true` needs the authenticator step passed this session
  * (else 403 mfa_required with where to go); every method but GET, HEAD and OPTIONS needs the
@@ -182,8 +207,27 @@ export async function requireOperator(
     if (!session.organisation_id || !role) {
       throw new AppError("not_found", "no organisation: create one with POST /api/orgs");
     }
+    // "Require SSO": a member whose address is in the organisation's domains acts there only in a
+    // session begun with its single sign-on (an email-code session keeps its own account's pages).
+    const slug = request.principal.ssoRequiredSlug;
+    if (slug) {
+      throw new AppError(
+        "sso_required",
+        `this organisation requires its single sign-on for your address: sign in at /sso/${slug}`,
+        { extra: { sso_url: `/sso/${slug}` } },
+      );
+    }
     const refusal = roleRefusal(role, action);
     if (refusal) throw refusal;
+  }
+  // What the route declares it guards with a step-up, judged once per request (the route's own
+  // preValidation check and its handler both come through here), after the role: a member who may
+  // not do it at all is told so, not asked to verify first.
+  const rule = request.routeOptions.config?.stepUp;
+  if (rule && !stepUpJudged.has(request) && (await isStepUpNeeded(rule, request))) {
+    const refusal = await request.principal.refuseStepUp(rule);
+    if (refusal) throw refusal;
+    stepUpJudged.add(request);
   }
   return { session, operatorId: session.operator_id, organisationId: session.organisation_id, role };
 }

@@ -33,6 +33,11 @@ export interface OperatorsRepo {
     step: number,
     pendingExpiresAt: Date,
   ): Promise<boolean>;
+  /**
+   * Removes the authenticator, unless it is the account's last factor (no passkey): the operator's
+   * row is locked first, as removing a passkey does, so two removals at once cannot both pass.
+   */
+  updateTotpDisabledUnlessLast(id: string): Promise<"disabled" | "last_factor" | "none">;
   findUnusedBackupCodes(operatorId: string): Promise<{ id: string; code_hash: string }[]>;
   /** Marks the code used only if unused. True for the one caller that won. */
   updateBackupCodeUsed(id: string, at: Date): Promise<boolean>;
@@ -92,6 +97,36 @@ export function createOperatorsRepo(db: Kysely<Database>): OperatorsRepo {
         .where("id", "=", id)
         .execute();
     },
+    updateTotpDisabledUnlessLast: (id) =>
+      db.transaction().execute(async (trx) => {
+        const operator = await trx
+          .selectFrom("operators")
+          .select("totp_enabled")
+          .where("id", "=", id)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!operator?.totp_enabled) return "none";
+        const passkeys = await trx
+          .selectFrom("operator_passkeys")
+          .select("id")
+          .where("operator_id", "=", id)
+          .limit(1)
+          .execute();
+        if (passkeys.length === 0) return "last_factor";
+        await trx
+          .updateTable("operators")
+          .set({
+            totp_enabled: false,
+            totp_secret: null,
+            totp_kek_id: null,
+            pending_totp_secret: null,
+            pending_totp_kek_id: null,
+            pending_totp_expires_at: null,
+          })
+          .where("id", "=", id)
+          .execute();
+        return "disabled";
+      }),
     async updateTotpEnabled(id, secret, step, pendingExpiresAt) {
       const result = await db
         .updateTable("operators")

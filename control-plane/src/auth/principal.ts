@@ -6,6 +6,7 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ClientRow, OperatorSessionRow } from "../db/schema.ts";
 import { isRole, type Role, type RouteAction } from "./permissions.ts";
+import type { StepUpRule } from "./step-up.ts";
 
 /** The kinds a route may accept. */
 export type PrincipalKind = "operator" | "model" | "trusted";
@@ -20,8 +21,15 @@ export type Principal =
       session: OperatorSessionRow;
       /** The operator's role in the session's organisation; null when it acts in none. */
       role: Role | null;
-      /** Whether the operator has an authenticator (asked only when a route needs the step). */
+      /**
+       * The organisation's slug when it requires single sign-on of this operator's address and the
+       * session did not begin with it: no organisation route answers it there.
+       */
+      ssoRequiredSlug: string | null;
+      /** Whether the operator has a second factor (asked only when a route needs the step). */
       hasAuthenticator(): Promise<boolean>;
+      /** Why this session may not do what `rule` guards yet (step-up.ts), or undefined. */
+      refuseStepUp(rule: StepUpRule): Promise<AppError | undefined>;
     }
   | { kind: "model" | "trusted"; client: ClientRow };
 
@@ -53,8 +61,10 @@ export interface PrincipalSources {
   session: OperatorSessionRow | undefined;
   /** The operator's role in the session's organisation, as stored. */
   role: string | null;
+  ssoRequiredSlug?: string | null;
   authenticateBearer(token: string): Promise<ClientRow | undefined>;
   hasAuthenticator(operatorId: string): Promise<boolean>;
+  refuseStepUp(session: OperatorSessionRow, rule: StepUpRule): Promise<AppError | undefined>;
 }
 
 /** The caller behind a request: its bearer when it sent one, else its operator session. */
@@ -72,7 +82,9 @@ export async function resolvePrincipal(sources: PrincipalSources): Promise<Princ
     session,
     // A role the table does not know (a row written by a newer version) is no role at all.
     role: session.organisation_id && isRole(sources.role) ? sources.role : null,
+    ssoRequiredSlug: sources.ssoRequiredSlug ?? null,
     hasAuthenticator: () => sources.hasAuthenticator(session.operator_id),
+    refuseStepUp: (rule) => sources.refuseStepUp(session, rule),
   };
 }
 

@@ -4,12 +4,17 @@ import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
-import type { Database, OperatorSessionRow } from "../db/schema.ts";
+import type { Database, OperatorSessionRow, VerifiedMethod } from "../db/schema.ts";
 
 /** A live session and the operator's role in the organisation it acts in (null: none). */
 export interface LiveSession {
   session: OperatorSessionRow;
   role: string | null;
+  /**
+   * The slug of the organisation the session acts in when that organisation requires single
+   * sign-on of this operator's address and the session did not begin with it: it may not act there.
+   */
+  ssoRequiredSlug: string | null;
 }
 
 export interface NewSession {
@@ -20,11 +25,18 @@ export interface NewSession {
 
 export function createSessionsRepo(db: Kysely<Database>) {
   return {
+    /**
+     * A new session: pending (the second step still to pass), or, with `verified`, ready at once (a
+     * passkey sign-in, which is both steps in one; single sign-on, whose provider owns them).
+     */
     async insertSession(
       operatorId: string,
       organisationId: string | null,
       userAgent: string | undefined,
       now: Date,
+      verified?: { method: VerifiedMethod; at: Date },
+      /** A single sign-on: the session acts in this organisation only. */
+      ssoOrganisationId?: string,
     ): Promise<NewSession> {
       const token = randomBytes(32).toString("base64url");
       const csrfToken = randomBytes(24).toString("base64url");
@@ -34,11 +46,14 @@ export function createSessionsRepo(db: Kysely<Database>) {
         csrf_hash: sha256Hex(csrfToken),
         operator_id: operatorId,
         organisation_id: organisationId,
-        is_mfa_passed: false,
+        is_mfa_passed: verified !== undefined,
         user_agent: userAgent?.slice(0, 200) ?? null,
         created_at: now,
         last_seen_at: now,
         revoked_at: null,
+        verified_at: verified?.at ?? null,
+        verified_method: verified?.method ?? null,
+        sso_organisation_id: ssoOrganisationId ?? null,
       };
       await db.insertInto("operator_sessions").values(session).execute();
       return { session, token, csrfToken };
@@ -56,27 +71,68 @@ export function createSessionsRepo(db: Kysely<Database>) {
             .onRef("memberships.organisation_id", "=", "operator_sessions.organisation_id")
             .onRef("memberships.operator_id", "=", "operator_sessions.operator_id"),
         )
+        // "Require SSO" (DECISIONS "Passkeys and single sign-on"): the organisation's connection,
+        // when it requires single sign-on of an address in its domains.
+        .innerJoin("operators", "operators.id", "operator_sessions.operator_id")
+        .leftJoin("sso_connections", (join) =>
+          join
+            .onRef("sso_connections.organisation_id", "=", "operator_sessions.organisation_id")
+            .on("sso_connections.require_sso", "=", true),
+        )
+        .leftJoin("organisations", "organisations.id", "sso_connections.organisation_id")
         .selectAll("operator_sessions")
-        .select("memberships.role")
+        .select([
+          "memberships.role",
+          "operators.email",
+          "sso_connections.email_domains",
+          "organisations.slug",
+        ])
         .where("operator_sessions.token_hash", "=", sha256Hex(token))
         .where("operator_sessions.revoked_at", "is", null)
         .executeTakeFirst();
       if (!row) return undefined;
-      const { role, ...session } = row;
-      return { session: { ...session, organisation_id: role ? session.organisation_id : null }, role };
+      const { role, email, email_domains: domains, slug, ...session } = row;
+      const domain = email.slice(email.lastIndexOf("@") + 1);
+      const isSsoRequired =
+        Boolean(role) &&
+        Array.isArray(domains) &&
+        domains.includes(domain) &&
+        session.sso_organisation_id !== session.organisation_id;
+      return {
+        session: { ...session, organisation_id: role ? session.organisation_id : null },
+        role,
+        ssoRequiredSlug: isSsoRequired ? (slug ?? null) : null,
+      };
     },
     async updateSessionSeen(id: string, now: Date) {
       await db.updateTable("operator_sessions").set({ last_seen_at: now }).where("id", "=", id).execute();
     },
-    async updateSessionMfaPassed(id: string) {
-      await db.updateTable("operator_sessions").set({ is_mfa_passed: true }).where("id", "=", id).execute();
-    },
-    async updateSessionOrganisation(id: string, organisationId: string | null) {
+    /** The session proved its user (`method`, at `at`): past the second step, and fresh for a step-up. */
+    async updateSessionVerified(id: string, method: VerifiedMethod, at: Date) {
       await db
+        .updateTable("operator_sessions")
+        .set({ is_mfa_passed: true, verified_at: at, verified_method: method })
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .execute();
+    },
+    /**
+     * The session acts in another organisation. A session begun with single sign-on never moves
+     * out of its organisation (its provider vouches for that one alone): false, nothing changed.
+     */
+    async updateSessionOrganisation(id: string, organisationId: string | null): Promise<boolean> {
+      const result = await db
         .updateTable("operator_sessions")
         .set({ organisation_id: organisationId })
         .where("id", "=", id)
-        .execute();
+        .where((eb) =>
+          eb.or([
+            eb("sso_organisation_id", "is", null),
+            eb("sso_organisation_id", "=", organisationId ?? ""),
+          ]),
+        )
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
     },
     async updateSessionRevoked(id: string, now: Date): Promise<boolean> {
       const result = await db

@@ -21,6 +21,8 @@ export interface TotpDeps {
   keyring: Keyring;
   now: () => Date;
   issuer?: string;
+  /** The operator's passkeys: a second factor too, which an enrolment must not get around. */
+  countPasskeys?: (operatorId: string) => Promise<number>;
 }
 
 export interface Enrollment {
@@ -139,6 +141,12 @@ export function createTotpService(deps: TotpDeps) {
       options: { isSessionReady: boolean; currentCode?: unknown },
     ): Promise<Enrollment> {
       const operator = await loadOperator(operatorId);
+      // An account with a passkey only: adding an authenticator is for a session past that passkey.
+      if (!options.isSessionReady && (await hasPasskey(operatorId))) {
+        throw new AppError("mfa_required", "confirm with your passkey before adding an authenticator", {
+          extra: { verify_url: "/verify-totp" },
+        });
+      }
       if (operator.totp_enabled) {
         if (!options.isSessionReady) {
           throw new AppError("mfa_required", "pass the authenticator step before enrolling a new one");
@@ -156,7 +164,7 @@ export function createTotpService(deps: TotpDeps) {
 
     async pending(operatorId: string, options: { isSessionReady: boolean }): Promise<Enrollment> {
       const operator = await loadOperator(operatorId);
-      checkReplacementAllowed(operator, options.isSessionReady);
+      checkReplacementAllowed(operator, options.isSessionReady, await hasPasskey(operatorId));
       const secret = pendingSecret(operator);
       return enrollmentOf(operator, secret, operator.pending_totp_expires_at!);
     },
@@ -168,7 +176,7 @@ export function createTotpService(deps: TotpDeps) {
       options: { isSessionReady: boolean },
     ): Promise<string[]> {
       const operator = await loadOperator(operatorId);
-      checkReplacementAllowed(operator, options.isSessionReady);
+      checkReplacementAllowed(operator, options.isSessionReady, await hasPasskey(operatorId));
       const secret = pendingSecret(operator);
       const step = matchStep(
         totpFor(operator.email, secret),
@@ -184,11 +192,18 @@ export function createTotpService(deps: TotpDeps) {
       });
     },
 
-    /** The authenticator step: an app code or an unused backup code. */
-    async verify(operatorId: string, rawCode: unknown): Promise<{ usedBackupCode: boolean }> {
+    /**
+     * The authenticator step: an app code or an unused backup code. Backup codes stay the way back
+     * in for an account whose second factor is a passkey alone (`hasPasskey`).
+     */
+    async verify(
+      operatorId: string,
+      rawCode: unknown,
+      options: { hasPasskey?: boolean } = {},
+    ): Promise<{ usedBackupCode: boolean }> {
       const operator = await loadOperator(operatorId);
       checkNotLocked(operator);
-      if (!operator.totp_enabled)
+      if (!operator.totp_enabled && !options.hasPasskey)
         throw new AppError("no_pending_enrollment", "no authenticator is enrolled; enroll one first");
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
       let usedBackupCode = false;
@@ -212,6 +227,18 @@ export function createTotpService(deps: TotpDeps) {
       return deps.repo.inTransaction((repo) => replaceBackupCodes(repo, operatorId));
     },
 
+    /** Removes the authenticator app; refused while it is the account's only factor. */
+    async disable(operatorId: string): Promise<void> {
+      const outcome = await deps.repo.updateTotpDisabledUnlessLast(operatorId);
+      if (outcome === "none") throw new AppError("not_found", "no authenticator app is enrolled");
+      if (outcome === "last_factor") {
+        throw new AppError(
+          "last_factor",
+          "the authenticator app is your only way to sign in besides the email code; add a passkey first",
+        );
+      }
+    },
+
     countUnusedBackupCodes: (operatorId: string): Promise<number> =>
       deps.repo.findUnusedBackupCodeCount(operatorId),
 
@@ -228,12 +255,16 @@ export function createTotpService(deps: TotpDeps) {
    * someone who can read the operator's mail could sign in while a replacement is pending, read the
    * new secret and confirm it: the second factor skipped.
    */
-  function checkReplacementAllowed(operator: OperatorRow, isSessionReady: boolean): void {
-    if (operator.totp_enabled && !isSessionReady) {
+  function checkReplacementAllowed(operator: OperatorRow, isSessionReady: boolean, hasKey: boolean): void {
+    if ((operator.totp_enabled || hasKey) && !isSessionReady) {
       throw new AppError("mfa_required", "pass the authenticator step first", {
         extra: { verify_url: "/verify-totp" },
       });
     }
+  }
+
+  async function hasPasskey(operatorId: string): Promise<boolean> {
+    return ((await deps.countPasskeys?.(operatorId)) ?? 0) > 0;
   }
 
   function pendingSecret(operator: OperatorRow): Buffer {

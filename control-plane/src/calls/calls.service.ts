@@ -424,6 +424,7 @@ export function createCallsService(deps: CallsDeps) {
               })),
               scope: "",
               answerIsExchange: plan.answerIsExchange,
+              idTokenOnly: false,
               accessItemName: plan.tokenItem.name,
               code: "",
               redirectUri: "",

@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { operatorOnly } from "../auth/principal.ts";
+import { bodyField } from "../auth/step-up.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { connectCallbackQuery, connectStart, connectStartAnswer, providerParams } from "./connect.schemas.ts";
 import type { ConnectResult, ConnectService } from "./connect.service.ts";
@@ -16,7 +17,20 @@ export function registerConnectRoutes(app: FastifyInstance, deps: { connect: Con
   api.post(
     "/api/integrations/:provider/start",
     {
-      ...checkedFirst(operatorOnly("credentials.write"), operatorOf),
+      // agent_client_id gives that agent a standing approval once connected: a step-up first.
+      ...checkedFirst(
+        {
+          ...operatorOnly("credentials.write"),
+          stepUp: {
+            doing: "giving an agent a standing approval",
+            when: (request) => {
+              const agent = bodyField(request, "agent_client_id");
+              return agent !== undefined && agent !== null && agent !== "";
+            },
+          },
+        },
+        operatorOf,
+      ),
       schema: { params: providerParams, body: connectStart, response: { 200: connectStartAnswer } },
     },
     async (request) => {

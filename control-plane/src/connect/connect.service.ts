@@ -220,6 +220,7 @@ export function createConnectService(deps: ConnectDeps) {
               headers: Object.entries(provider.oauth.tokenHeaders).map(([name, value]) => ({ name, value })),
               scope: "",
               answerIsExchange: true,
+              idTokenOnly: false,
               accessItemName: refreshName,
               code: query.code,
               redirectUri: row.redirect_uri,

@@ -18,6 +18,9 @@ import * as readableApprovals from "./migrations/2026-11-26T0300-readable-approv
 import * as ledger from "./migrations/2026-11-26T0400-ledger.ts";
 import * as teams from "./migrations/2026-11-26T0500-teams.ts";
 import * as policiesPush from "./migrations/2026-11-26T0600-policies-push.ts";
+import * as passkeys from "./migrations/2026-11-26T0700-passkeys.ts";
+import * as sso from "./migrations/2026-11-26T0700-sso.ts";
+import * as ssoStepUp from "./migrations/2026-11-26T0710-sso-step-up.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -37,6 +40,9 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T0400-ledger": ledger,
   "2026-11-26T0500-teams": teams,
   "2026-11-26T0600-policies-push": policiesPush,
+  "2026-11-26T0700-passkeys": passkeys,
+  "2026-11-26T0700-sso": sso,
+  "2026-11-26T0710-sso-step-up": ssoStepUp,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -8,6 +8,8 @@ export interface OrganisationsTable {
   id: string;
   name: string;
   created_at: CreatedAt;
+  /** Step-ups in this organisation take a passkey only (migration 2026-11-26T0700). */
+  standing_approvals_need_passkey: ColumnType<boolean, boolean | undefined, boolean>;
   /** Lowercase [a-z0-9-], unique, made from the name (migration 2026-11-26T0500; SSO addresses it). */
   slug: ColumnType<string, string | undefined, string>;
   /** The two-person rule: 1 or 2 members approve a standing grant before it is active. */
@@ -222,6 +224,74 @@ export interface OperatorSessionsTable {
   created_at: Date;
   last_seen_at: Date;
   revoked_at: Date | null;
+  /** When and how the session last proved its user (migration 2026-11-26T0700): step-up reads it. */
+  verified_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  verified_method: ColumnType<
+    VerifiedMethod | null,
+    VerifiedMethod | null | undefined,
+    VerifiedMethod | null
+  >;
+  /** Set for a session begun with single sign-on: it acts in that organisation only (2026-11-26T0700). */
+  sso_organisation_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** An organisation's OpenID Connect connection (migration 2026-11-26T0700-sso). */
+export interface SsoConnectionsTable {
+  organisation_id: string;
+  issuer: string;
+  client_id: string;
+  sealed_client_secret: Uint8Array;
+  sealing_key_id: string;
+  client_secret_last4: string;
+  email_domains: string[];
+  default_role: ColumnType<string, string | undefined, string>;
+  require_sso: ColumnType<boolean, boolean | undefined, boolean>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A single sign-on in flight: single use, bound to the browser's cookie, 10 minutes. */
+export interface SsoStatesTable {
+  state_hash: string;
+  organisation_id: string;
+  browser_hash: string;
+  nonce: string;
+  sealed_verifier: Uint8Array;
+  sealing_key_id: string;
+  return_to: string | null;
+  /** A step-up's max_age (seconds): its ID token must carry an auth_time within it (migration 2026-11-26T0710). */
+  max_age_s: number | null;
+  expires_at: Date;
+}
+
+/** How a session proved its user: a passkey, an authenticator or backup code, or the SSO provider. */
+export type VerifiedMethod = "passkey" | "totp" | "sso";
+
+/** An operator's WebAuthn credential (migration 2026-11-26T0700): public key and counter only. */
+export interface OperatorPasskeysTable {
+  id: string;
+  operator_id: string;
+  /** base64url, unique across every account. */
+  credential_id: string;
+  public_key: Uint8Array;
+  /** pg reads a bigint as a string, PGlite as a number. */
+  sign_count: ColumnType<string | number, number | undefined, number>;
+  transports: ColumnType<string[], string[] | undefined, string[]>;
+  device_type: "singleDevice" | "multiDevice";
+  backed_up: boolean;
+  aaguid: string | null;
+  name: string;
+  created_at: Date;
+  last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+
+/** A WebAuthn ceremony in flight: single use, bound to a session or (signed out) to a browser cookie. */
+export interface WebauthnChallengesTable {
+  challenge_hash: string;
+  purpose: "register" | "second_factor" | "sign_in" | "step_up";
+  session_id: string | null;
+  browser_hash: string | null;
+  expires_at: Date;
 }
 
 export interface MembershipsTable {
@@ -358,6 +428,10 @@ export interface Database {
   email_challenges: EmailChallengesTable;
   email_sends: EmailSendsTable;
   operator_sessions: OperatorSessionsTable;
+  operator_passkeys: OperatorPasskeysTable;
+  webauthn_challenges: WebauthnChallengesTable;
+  sso_connections: SsoConnectionsTable;
+  sso_states: SsoStatesTable;
   memberships: MembershipsTable;
   org_invites: OrgInvitesTable;
   clients: ClientsTable;
@@ -378,6 +452,9 @@ export type ItemUpdate = Updateable<ItemsTable>;
 export type GrantRow = Selectable<GrantsTable>;
 export type OperatorRow = Selectable<OperatorsTable>;
 export type OperatorSessionRow = Selectable<OperatorSessionsTable>;
+export type PasskeyRow = Selectable<OperatorPasskeysTable>;
+export type SsoConnectionRow = Selectable<SsoConnectionsTable>;
+export type SsoStateRow = Selectable<SsoStatesTable>;
 export type ClientRow = Selectable<ClientsTable>;
 export type NewGrant = Insertable<GrantsTable>;
 export type OrganisationRow = Selectable<OrganisationsTable>;

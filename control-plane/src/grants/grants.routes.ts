@@ -9,6 +9,7 @@ import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { requirePermission } from "../auth/permissions.ts";
 import { operatorOnly, operatorOrModel } from "../auth/principal.ts";
+import { bodyField, type StepUpRule } from "../auth/step-up.ts";
 import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { isStandingPolicy } from "./grant-coverage.ts";
@@ -36,11 +37,28 @@ export interface GrantsRouteDeps {
   environments: readonly string[];
 }
 
+/**
+ * "Always allow" (item_standing, folder_standing) is the most powerful click in Latch: it needs a
+ * verification of the last 5 minutes (auth/step-up.ts), whichever path approves it.
+ */
+const STANDING_APPROVAL: StepUpRule = {
+  doing: "approving a standing approval",
+  when: (request) => {
+    const policy = bodyField(request, "policy");
+    return typeof policy === "string" && isStandingPolicy(policy);
+  },
+};
+
 export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
   const reads = checkedFirst(operatorOnly("org.read"), operatorOf);
   const decides = checkedFirst(operatorOnly("approvals.decide"), operatorOf);
+  /** Deciding a standing approval (its two-person confirmation too) needs a step-up first. */
+  const decidesStanding = checkedFirst(
+    { ...operatorOnly("approvals.decide"), stepUp: STANDING_APPROVAL },
+    operatorOf,
+  );
   /**
    * A model client was judged on its bearer (onRequest); an operator also on its session and
    * role: asking for an approval is the approvers' work, not an auditor's.
@@ -115,7 +133,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   api.post(
     "/api/grants/:id/approve",
     {
-      ...decides,
+      ...decidesStanding,
       schema: { params: idParams, body: grantApproval, response: { 200: grantAnswer } },
     },
     async (request) => {
@@ -155,7 +173,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   // folder_standing needs the grant's id and a typed folder name: POST /api/grants/:id/approve.
   api.post(
     "/api/grants/approve-by-code",
-    { ...decides, schema: { body: codeApproval, response: { 200: grantAnswer } } },
+    { ...decidesStanding, schema: { body: codeApproval, response: { 200: grantAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       const input = request.body;

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import type { RouteAction } from "../auth/permissions.ts";
 import type { RouteAccess } from "../auth/principal.ts";
+import { bodyField } from "../auth/step-up.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { fulfilledNeed, needAnswer, needFulfilment } from "./needs.schemas.ts";
@@ -21,6 +22,17 @@ function needRequestAccess(action: RouteAction) {
 export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
+  // always_allow writes a standing approval: the step-up an "Always allow" needs anywhere.
+  const fulfils = checkedFirst(
+    {
+      ...needRequestAccess("credentials.write"),
+      stepUp: {
+        doing: "giving a standing approval",
+        when: (request) => bodyField(request, "always_allow") === true,
+      },
+    },
+    operatorOf,
+  );
 
   api.get(
     "/api/need-items/:id",
@@ -36,7 +48,7 @@ export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsSe
   api.post(
     "/api/need-items/:id/fulfill",
     {
-      ...checkedFirst(needRequestAccess("credentials.write"), operatorOf),
+      ...fulfils,
       schema: { params: idParams, body: needFulfilment, response: { 200: fulfilledNeed } },
     },
     async (request) => {

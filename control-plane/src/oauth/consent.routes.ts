@@ -80,7 +80,10 @@ export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDe
     },
     async (request, reply) => {
       const context = await requireOperator(request, { mfa: true });
-      return deps.service.describe(request.raw, reply.raw, request.query.uid, context);
+      return deps.service.describe(request.raw, reply.raw, request.query.uid, {
+        ...context,
+        onlyOrganisationId: context.session.sso_organisation_id,
+      });
     },
   );
 
@@ -110,7 +113,7 @@ export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDe
           organisationId: request.body.organisation_id,
           environment: request.body.environment,
         },
-        context,
+        { ...context, onlyOrganisationId: context.session.sso_organisation_id },
       );
       const wantsJson = /\bapplication\/json\b/i.test(request.headers.accept ?? "");
       if (wantsJson) return { location };

@@ -62,6 +62,13 @@ function hostOf(url: unknown): string | null {
   return parsed.host || `${parsed.protocol}//`;
 }
 
+/** Who consents: with `onlyOrganisationId`, a session begun with single sign-on, bound to it. */
+interface ConsentingOperator {
+  operatorId: string;
+  organisationId: string | null;
+  onlyOrganisationId?: string | null;
+}
+
 export function createOAuthService(deps: OAuthServiceDeps) {
   const { provider } = deps;
   const resource = mcpResource(deps.baseUrl);
@@ -94,12 +101,16 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       req: IncomingMessage,
       res: ServerResponse,
       uid: string,
-      operator: { operatorId: string; organisationId: string | null },
+      operator: ConsentingOperator,
     ): Promise<ConsentDetails> {
       const { details, client } = await interactionOf(req, res, uid);
-      // Connecting an agent issues it a client there: only where the operator's role may.
+      // Connecting an agent issues it a client there: only where the operator's role may, and
+      // only in the organisation of a session begun with its single sign-on.
       const organisations = (await deps.orgs.findOrganisationsOf(operator.operatorId)).filter(
-        (o) => isRole(o.role) && mayPerform(o.role, "clients.write"),
+        (o) =>
+          isRole(o.role) &&
+          mayPerform(o.role, "clients.write") &&
+          (!operator.onlyOrganisationId || o.id === operator.onlyOrganisationId),
       );
       const redirectUri = details.params.redirect_uri;
       return {
@@ -134,7 +145,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
         organisationId: string | undefined;
         environment: string | undefined;
       },
-      operator: { operatorId: string; organisationId: string | null },
+      operator: ConsentingOperator,
     ): Promise<string> {
       const { details, client } = await interactionOf(req, res, input.uid);
       if (input.decision === "deny") {
@@ -148,7 +159,10 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       const organisationId = input.organisationId ?? operator.organisationId;
       if (!organisationId) throw new AppError("not_found", "create an organisation first, then approve");
       const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
-      const organisation = organisations.find((o) => o.id === organisationId);
+      const organisation = organisations.find(
+        (o) =>
+          o.id === organisationId && (!operator.onlyOrganisationId || o.id === operator.onlyOrganisationId),
+      );
       if (!organisation || !isRole(organisation.role))
         throw new AppError("not_found", "no such organisation");
       // Connecting an agent issues it a client in the organisation (DECISIONS "Teams").

@@ -31,6 +31,12 @@ const ERROR_BODY: JsonSchema = {
       properties: {
         code: { type: "string", description: "machine-readable, e.g. invalid_request, not_found" },
         message: { type: "string", description: "one sentence for a person" },
+        methods: {
+          type: "array",
+          items: { enum: ["passkey", "totp", "sso"] },
+          description:
+            "step_up_required (403): how to verify within 5 minutes before sending the request again",
+        },
       },
     },
   },
@@ -87,11 +93,19 @@ const STATUS_TEXT: Record<number, string> = {
 /** Statuses of a route's own service refusals, beside those its walls give (see errorStatuses). */
 const SERVICE_ERRORS: Record<string, readonly number[]> = {
   "POST /api/auth/otp/send": [429],
-  "POST /api/auth/otp/verify": [401, 429],
+  "POST /api/auth/otp/verify": [401, 403, 429],
   "POST /api/auth/totp/start": [409],
   "POST /api/auth/totp/confirm": [401, 429],
   "POST /api/auth/totp/verify": [401, 429],
   "POST /api/auth/backup-codes/regenerate": [409],
+  "POST /api/auth/passkey/sign-in/options": [429],
+  "POST /api/auth/passkey/sign-in": [401, 403],
+  "POST /api/auth/passkey/verify": [401],
+  "POST /api/auth/passkeys/options": [402],
+  "POST /api/auth/passkeys": [401, 402, 409],
+  "DELETE /api/auth/passkeys/:id": [409],
+  "DELETE /api/auth/totp": [409],
+  "POST /api/auth/sso/discover": [404, 409, 429],
   "POST /api/orgs": [402],
   "DELETE /api/orgs": [409],
   "POST /api/items": [409],

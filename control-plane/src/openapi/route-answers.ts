@@ -195,6 +195,25 @@ const ANSWERS: Record<string, RouteDocs> = {
       429: html("Not approved, and why"),
     },
   },
+  "GET /sso/:org_slug": {
+    summary:
+      "Single sign-on: sends the browser to the organisation's identity provider (code flow, PKCE, nonce)",
+    responses: {
+      302: redirect("To the provider's authorization endpoint; a cookie binds the sign-in to this browser"),
+      404: html("The organisation does not sign in with single sign-on"),
+      429: html("Too many sign-ins started from this address: wait (Retry-After)"),
+      502: html("The provider's discovery document could not be read"),
+    },
+  },
+  "GET /sso/callback": {
+    summary:
+      "The identity provider's redirect back (BASE_URL/sso/callback): signs in and lands on the console",
+    responses: {
+      303: redirect("Signed in: to the console, or the page that asked for sign-in"),
+      401: html("Not signed in, and why (state, nonce, audience, issuer, expiry, signature, address)"),
+      403: html("The address has an account outside the organisation: not signed in"),
+    },
+  },
   "GET /connect/callback": {
     summary: "The provider's redirect back after connect (spec 4.3)",
     responses: { 302: SIGN_IN_FIRST, 303: redirect("To /console#vault with connected or connect_error") },

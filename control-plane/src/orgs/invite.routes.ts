@@ -11,6 +11,7 @@ import { requireOperator } from "../auth/operator-guard.ts";
 import { operatorOnly } from "../auth/principal.ts";
 import type { SessionsRepo } from "../auth/sessions.ts";
 import { signInFirst } from "../auth/sign-in-first.ts";
+import { refuseInSsoSession } from "../auth/sso-session.ts";
 import { checkedFirst, stringJudgedByService, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { ROLE_SUMMARIES } from "./invite-text.ts";
@@ -166,6 +167,7 @@ export function registerInviteRoutes(app: FastifyInstance, deps: InviteRouteDeps
     },
     async (request) => {
       const operator = await operatorOf(request);
+      refuseInSsoSession(operator.session, "joining another organisation");
       const email = await deps.findOperatorEmail(operator.operatorId);
       if (!email) throw new AppError("unauthorized", "sign in first");
       const { organisationId, role } = await deps.invites.accept(

@@ -8,6 +8,7 @@ import { type OrgOperator, requireOrgOperator } from "../auth/operator-guard.ts"
 import { MANAGED_ROLES, mayPerform, type RouteAction } from "../auth/permissions.ts";
 import { operatorOnly } from "../auth/principal.ts";
 import type { SessionsRepo } from "../auth/sessions.ts";
+import { bodyField, type StepUpRule } from "../auth/step-up.ts";
 import {
   checkedFirst,
   okAnswer,
@@ -66,6 +67,7 @@ const settings = z.object({
     name: z.string(),
     slug: z.string(),
     standing_approvals_need: z.number().int(),
+    standing_approvals_need_passkey: z.boolean(),
     created_at: z.string(),
   }),
   role: z.string(),
@@ -76,7 +78,22 @@ const settingsChange = z.object({
     .unknown()
     .optional()
     .meta({ type: "integer", description: "1, or 2: a second member confirms every standing approval" }),
+  standing_approvals_need_passkey: z.unknown().optional().meta({
+    type: "boolean",
+    description:
+      "true: every step-up in this organisation (standing approvals, members, policies) takes a passkey",
+  }),
 });
+
+/** Who may do what here is what matters most after the credentials: a step-up first. */
+const CHANGES_MEMBERS: StepUpRule = { doing: "changing members or roles" };
+/** The two-person rule and the passkey setting guard every standing approval: a step-up first. */
+const CHANGES_GUARDS: StepUpRule = {
+  doing: "changing how standing approvals are guarded",
+  when: (request) =>
+    bodyField(request, "standing_approvals_need") !== undefined ||
+    bodyField(request, "standing_approvals_need_passkey") !== undefined,
+};
 
 function actorOf(operator: OrgOperator): MemberActor {
   return { organisationId: operator.organisationId, operatorId: operator.operatorId, actor: operator.actor };
@@ -86,8 +103,8 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
   /** A route's action, and the statuses its service refuses with beyond the ones every route has. */
-  const as = (action: RouteAction, errors: readonly number[] = []) =>
-    checkedFirst({ ...operatorOnly(action), openapi: { errors } }, operatorOf);
+  const as = (action: RouteAction, errors: readonly number[] = [], stepUp?: StepUpRule) =>
+    checkedFirst({ ...operatorOnly(action), openapi: { errors }, ...(stepUp ? { stepUp } : {}) }, operatorOf);
   const reads = as("org.read");
 
   api.get("/api/orgs/members", { ...reads, schema: { response: { 200: memberList } } }, async (request) => {
@@ -106,7 +123,10 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   api.post(
     "/api/orgs/members/invite",
     // 409 already a member; 429 the 51st invitation of a day.
-    { ...as("members.write", [409, 429]), schema: { body: invitation, response: { 201: invited } } },
+    {
+      ...as("members.write", [409, 429], CHANGES_MEMBERS),
+      schema: { body: invitation, response: { 201: invited } },
+    },
     async (request, reply) => {
       const operator = await operatorOf(request);
       const outcome = await deps.invites.invite(actorOf(operator), request.body);
@@ -117,7 +137,7 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   api.post(
     "/api/orgs/members/:operator_id/role",
     {
-      ...as("members.write", [409]),
+      ...as("members.write", [409], CHANGES_MEMBERS),
       schema: { params: memberParams, body: roleChange, response: { 200: memberAnswer } },
     },
     async (request) => {
@@ -134,7 +154,10 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
 
   api.delete(
     "/api/orgs/members/:operator_id",
-    { ...as("members.write", [409]), schema: { params: memberParams, response: { 200: okAnswer } } },
+    {
+      ...as("members.write", [409], CHANGES_MEMBERS),
+      schema: { params: memberParams, response: { 200: okAnswer } },
+    },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.members.removeMember(actorOf(operator), request.params.operator_id);
@@ -171,7 +194,7 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
 
   api.post(
     "/api/orgs/transfer",
-    { ...as("org.manage"), schema: { body: transfer, response: { 200: okAnswer } } },
+    { ...as("org.manage", [], CHANGES_MEMBERS), schema: { body: transfer, response: { 200: okAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.members.transferOwnership(actorOf(operator), request.body.operator_id);
@@ -189,7 +212,10 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   });
   api.patch(
     "/api/orgs/settings",
-    { ...as("org.manage"), schema: { body: settingsChange, response: { 200: settings } } },
+    {
+      ...as("org.manage", [], CHANGES_GUARDS),
+      schema: { body: settingsChange, response: { 200: settings } },
+    },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.orgs.updateSettings(operator.organisationId, operator.actor, request.body);

@@ -18,6 +18,8 @@ export interface OrganisationView {
   name: string;
   slug: string;
   standing_approvals_need: number;
+  /** Step-ups in this organisation take a passkey (DECISIONS "Passkeys and single sign-on"). */
+  standing_approvals_need_passkey: boolean;
   created_at: Date;
 }
 
@@ -35,7 +37,7 @@ export interface OrgsRepo {
   insertOrganisationIfMissing(organisation: { id: string; name: string }): Promise<void>;
   updateOrganisation(
     organisationId: string,
-    change: { name?: string; standing_approvals_need?: number },
+    change: { name?: string; standing_approvals_need?: number; standing_approvals_need_passkey?: boolean },
   ): Promise<void>;
   insertMembership(membership: {
     organisationId: string;
@@ -98,7 +100,14 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
     findOrganisationById: (id) =>
       db
         .selectFrom("organisations")
-        .select(["id", "name", "slug", "standing_approvals_need", "created_at"])
+        .select([
+          "id",
+          "name",
+          "slug",
+          "standing_approvals_need",
+          "standing_approvals_need_passkey",
+          "created_at",
+        ])
         .where("id", "=", id)
         .executeTakeFirst(),
     async findSlugsLike(base) {

@@ -33,6 +33,7 @@ export interface OrganisationAnswer {
 export interface SettingsChange {
   name?: unknown;
   standing_approvals_need?: unknown;
+  standing_approvals_need_passkey?: unknown;
 }
 
 export function createOrgsService(deps: {
@@ -98,7 +99,8 @@ export function createOrgsService(deps: {
     getSettings: (organisationId: string): Promise<OrganisationView> => loadOrganisation(organisationId),
 
     /**
-     * Changes the name and the two-person rule (an owner's, by the route's action); each setting
+     * Changes the name, the two-person rule and the passkey step-up (an owner's, by the route's
+     * action; the last two after a step-up, members.routes.ts); each setting
      * that changes is audited `setting_changed` with its old and new value. The slug stays: an
      * address made from it (single sign-on) must not move when the name does.
      */
@@ -108,7 +110,11 @@ export function createOrgsService(deps: {
       change: SettingsChange,
     ): Promise<OrganisationView> {
       const before = await loadOrganisation(organisationId);
-      const next: { name?: string; standing_approvals_need?: number } = {};
+      const next: {
+        name?: string;
+        standing_approvals_need?: number;
+        standing_approvals_need_passkey?: boolean;
+      } = {};
       if (change.name !== undefined) next.name = checkOrganisationName(change.name);
       if (change.standing_approvals_need !== undefined) {
         if (change.standing_approvals_need !== 1 && change.standing_approvals_need !== 2) {
@@ -118,6 +124,15 @@ export function createOrgsService(deps: {
           );
         }
         next.standing_approvals_need = change.standing_approvals_need;
+      }
+      if (change.standing_approvals_need_passkey !== undefined) {
+        if (typeof change.standing_approvals_need_passkey !== "boolean") {
+          throw new AppError(
+            "invalid_request",
+            "standing_approvals_need_passkey is true (every step-up here takes a passkey) or false",
+          );
+        }
+        next.standing_approvals_need_passkey = change.standing_approvals_need_passkey;
       }
       const changed = (Object.keys(next) as (keyof typeof next)[]).filter((key) => next[key] !== before[key]);
       if (changed.length === 0) return before;

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { escapeHtml, hashedName, readPage, registerAssets, sendPage } from "./page-files.ts";
+import { assetPath, escapeHtml, hashedName, readPage, registerAssets, sendPage } from "./page-files.ts";
 import {
   ASSET_CACHE_CONTROL,
   assetHeaders,
@@ -117,7 +117,7 @@ describe("assets", () => {
     expect(urls.length).toBeGreaterThan(1);
     for (const url of urls) {
       const name = url.slice("/assets/".length).replace(/\.[0-9a-f]{12}(\.\w+)$/, "$1");
-      const bytes = readFileSync(new URL(`../../public/assets/${name}`, import.meta.url));
+      const bytes = readFileSync(assetPath("assets", name));
       expect(url, name).toBe(`/assets/${hashedName(name, bytes)}`);
       const hashed = await served.inject({ method: "GET", url });
       expect(hashed.statusCode, url).toBe(200);

@@ -7,7 +7,7 @@
 // half-cached.
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { extname, join } from "node:path";
+import { basename, dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -15,6 +15,22 @@ import { assetHeaders, IMMUTABLE_ASSET_CACHE_CONTROL, type PageKind, pageHeaders
 
 /** control-plane/public/, found from this file so that any working directory serves it. */
 export const PUBLIC_ROOT = fileURLToPath(new URL("../../public/", import.meta.url));
+
+/**
+ * Browser files of npm packages, served among the assets under a name of ours: the page's own CSP
+ * ('self') covers them, no CDN is trusted, and their bytes are the pinned package's (the lockfile).
+ */
+const VENDOR_ASSETS: Readonly<Record<string, string>> = {
+  // @simplewebauthn/browser's UMD bundle (global SimpleWebAuthnBrowser): WebAuthn ceremonies.
+  "simplewebauthn-browser.js": fileURLToPath(
+    new URL("../dist/bundle/index.umd.min.js", import.meta.resolve("@simplewebauthn/browser")),
+  ),
+};
+
+/** Where the bytes of `/assets/<name>` are: a vendor file, or public/assets/<name>. */
+export function assetPath(folder: string, name: string): string {
+  return (folder === "assets" && VENDOR_ASSETS[name]) || join(PUBLIC_ROOT, folder, name);
+}
 
 const HTML_ESCAPES: Record<string, string> = {
   "&": "&amp;",
@@ -55,7 +71,7 @@ function withHashedAssets(html: string, mount: { prefix: string; folder: string 
   return html.replace(ASSET_REFERENCE, (whole, before: string, url: string, after: string) => {
     const name = url.startsWith(mount.prefix) ? url.slice(mount.prefix.length) : "";
     if (!/^[\w.-]+\.(?:js|css)$/.test(name)) return whole;
-    const bytes = readFileSync(join(PUBLIC_ROOT, mount.folder, name));
+    const bytes = readFileSync(assetPath(mount.folder, name));
     return `${before}${mount.prefix}${hashedName(name, bytes)}${after}`;
   });
 }
@@ -128,14 +144,22 @@ export function registerAssets(
   only?: readonly string[],
 ): void {
   const root = join(PUBLIC_ROOT, folder);
-  const files = readdirSync(root, { withFileTypes: true })
+  const names = readdirSync(root, { withFileTypes: true })
     .filter((entry) => entry.isFile() && !entry.name.startsWith("."))
-    .filter((entry) => !only || only.includes(entry.name))
-    .map((entry) => ({
-      name: entry.name,
-      hashed: hashedName(entry.name, readFileSync(join(root, entry.name))),
-      headers: assetHeaders(entry.name),
-    }));
+    .map((entry) => entry.name);
+  if (folder === "assets") names.push(...Object.keys(VENDOR_ASSETS));
+  const files = names
+    .filter((name) => !only || only.includes(name))
+    .map((name) => {
+      const path = assetPath(folder, name);
+      return {
+        name,
+        file: basename(path),
+        folder: dirname(path),
+        hashed: hashedName(name, readFileSync(path)),
+        headers: assetHeaders(name),
+      };
+    });
   // Its own scope: @fastify/static decorates the reply, and each surface may register it once.
   app.register(async (scope) => {
     await scope.register(fastifyStatic, {
@@ -163,7 +187,7 @@ export function registerAssets(
               reflectOrigin(request, reply);
             },
           },
-          (_request, reply) => reply.sendFile(file.name),
+          (_request, reply) => reply.sendFile(file.file, file.folder),
         );
         registerPublicPreflight(scope, url);
       }

@@ -69,6 +69,8 @@ const CSP_DIFFERENCES = {
   "approval-result": {},
   /** An invitation link's page (/invite?token=): our script for Join, which posts to us. */
   invitation: {},
+  /** A single sign-on that did not finish (/sso/...): a sentence and a link; no script or fetch. */
+  "sso-result": { "script-src": "'none'", "connect-src": "'none'" },
 } as const satisfies Record<string, Partial<Record<Directive, string>>>;
 
 export type PageKind = keyof typeof CSP_DIFFERENCES;

@@ -217,7 +217,7 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
     await page.getByLabel("Email address").fill(email);
     await page.getByRole("button", { name: "Email me a code" }).click();
     await page.getByLabel("8-digit code from the email").fill(await nextCode(email, before));
-    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.waitForURL(/\/verify-totp/);
     expect(await page.locator("#return-reason").isVisible()).toBe(true);
     h.clock.advance(31_000);

@@ -11,6 +11,8 @@ export interface PageRouteDeps {
   totp: Pick<TotpService, "findOperator" | "countUnusedBackupCodes">;
   /** The organisation's name (orgs/ answers it; pages/ imports no feature that imports it). */
   orgs: { findOrganisation(organisationId: string): Promise<{ name: string } | undefined> };
+  /** An authenticator app or a passkey: either is the second step. */
+  hasSecondFactor(operatorId: string): Promise<boolean>;
 }
 
 /** Where a browser is in sign-in (spec 3.3): no session, pending (enrol or verify next), or ready. */
@@ -39,7 +41,7 @@ export function registerPageRoutes(app: FastifyInstance, deps: PageRouteDeps): v
     if (!row) return { kind: "none" };
     const operator: PageOperator = { id: row.id, email: row.email, totp_enabled: row.totp_enabled };
     if (session.is_mfa_passed) return { kind: "ready", operator, organisationId: session.organisation_id };
-    return operator.totp_enabled
+    return (await deps.hasSecondFactor(row.id))
       ? { kind: "needs_verification", operator }
       : { kind: "needs_enrollment", operator };
   }

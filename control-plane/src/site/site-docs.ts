@@ -35,6 +35,11 @@ const SOURCES = [
     summary: "Members, their roles, invitations and the two-person rule",
   },
   {
+    file: "sign-in.md",
+    path: "/docs/sign-in",
+    summary: "Passkeys, the step-up for what matters, and single sign-on",
+  },
+  {
     file: "inject.md",
     path: "/docs/inject",
     summary: "Where a stored credential goes in the outgoing request",

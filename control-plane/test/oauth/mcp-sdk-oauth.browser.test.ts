@@ -131,7 +131,7 @@ describe.skipIf(skipBrowserTests)(
       await page.getByLabel("8-digit code from the email").waitFor({ state: "visible" });
       await expect.poll(() => h.inbox.mails.filter((m) => m.to === email).length).toBeGreaterThan(before);
       await page.getByLabel("8-digit code from the email").fill(lastCodeFor(h.inbox, email));
-      await page.getByRole("button", { name: "Sign in" }).click();
+      await page.getByRole("button", { name: "Sign in", exact: true }).click();
       await page.waitForURL(/\/verify-totp/);
       // A code once used is refused again: the next one, 30 s later on the plane's clock.
       h.clock.advance(30_000);

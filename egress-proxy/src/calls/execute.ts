@@ -123,6 +123,7 @@ function errorResponse(
     // A refresh token rotated before the failure is already spent at the provider: the new one
     // must still reach the store.
     rotatedCredentials,
+    idToken: "",
   };
 }
 

@@ -108,6 +108,8 @@ describe("readTokenAnswer", () => {
       json({ access_token: "ya29.a", id_token: "eyJ.id.token", token_type: "Bearer", expires_in: 3599 }),
     );
     expect(answer.ok && answer.tokens.otherSecrets).toEqual(["ya29.a", "eyJ.id.token"]);
+    // An OpenID Connect sign-in reads it (TokenExchange.id_token_only).
+    expect(answer.ok && answer.tokens.idToken).toBe("eyJ.id.token");
   });
   it.each([
     [

@@ -15,6 +15,8 @@ export interface MintedTokens {
    * user one): not kept, but redacted, since the agent may read this answer.
    */
   otherSecrets: string[];
+  /** OpenID Connect's `id_token` (a JWT), when the answer has one. */
+  idToken: string | undefined;
 }
 
 export type TokenAnswer = { ok: true; tokens: MintedTokens } | { ok: false; providerError: string };
@@ -71,6 +73,7 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
       expiresIn: Number.isFinite(expiresIn) && expiresIn > 0 ? Math.floor(expiresIn) : 0,
       scope: text(source.scope) ?? "",
       otherSecrets: [...tokenValues(fields), ...tokenValues(user)],
+      idToken: text(fields.id_token),
     },
   };
 }

@@ -72,6 +72,7 @@ export function checkCall(ticket: CallTicket, clock: { now: () => number; starte
     answer: undefined,
     redactedAnswer: undefined,
     rotatedCredentials: [],
+    idToken: undefined,
     response: undefined,
   };
 }

@@ -1,7 +1,7 @@
 // The mint-or-refresh row (spec 4.2 rule 7, DECISIONS "Providers"): a provider token exchange
 // made here, between opening and preparing redaction, so that every token it yields is redacted
 // from the answer. Its results leave only sealed, in rotated_credentials, with their metadata.
-import { TokenKind } from "@latch/proto/egress";
+import { TokenGrant, TokenKind } from "@latch/proto/egress";
 import { sealValue } from "@latch/shared/crypto/seal";
 import { AppError } from "@latch/shared/errors";
 import { validateCallerHeaders } from "@latch/shared/requests/headers";
@@ -19,6 +19,10 @@ function lastFourOf(token: string): string {
 export const mintToken: CallStep = async (call, deps) => {
   const exchange = call.spec.exchange;
   if (!exchange) return;
+  // A sign-in is a code exchange answered with its ID token, nothing else.
+  if (exchange.idTokenOnly && exchange.grant !== TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE) {
+    throw new AppError("invalid_request", "an ID-token exchange is an authorization code exchange");
+  }
   const host = checkHostname(exchange.tokenHost);
   if (!host.ok) throw new AppError(host.code, host.message);
   // The token URL is one of the item's allowed hosts, like any other destination (rule 7: both
@@ -70,6 +74,19 @@ export const mintToken: CallStep = async (call, deps) => {
   const contentType = answer.headers.find((h) => h.name === "content-type")?.value ?? "";
   const read = readTokenAnswer(answer.status, contentType, answer.body);
 
+  if (exchange.idTokenOnly) {
+    // An OpenID Connect sign-in: the ID token is the answer; every token is still redacted from
+    // the body (which is not returned), and none is sealed or kept.
+    call.answer = answer;
+    if (!read.ok) return;
+    for (const secret of new Set([read.tokens.accessToken, ...read.tokens.otherSecrets])) {
+      call.redactionValues.push({ secret, username: undefined });
+    }
+    if (read.tokens.refreshToken)
+      call.redactionValues.push({ secret: read.tokens.refreshToken, username: undefined });
+    call.idToken = read.tokens.idToken;
+    return;
+  }
   if (exchange.answerIsExchange) {
     // The agent posted to the token endpoint itself: the answer is the endpoint's, redacted like
     // any other (every token in it is listed below before redaction is prepared).

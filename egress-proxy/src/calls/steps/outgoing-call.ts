@@ -61,6 +61,8 @@ export interface OutgoingCall {
   redactedAnswer: { headers: UpstreamResponse["headers"]; body: Buffer } | undefined;
   /** Credentials minted or rotated on the way, sealed; empty until a mint or refresh step exists. */
   rotatedCredentials: RotatedCredential[];
+  /** Set by mint-token for an OpenID Connect sign-in (TokenExchange.id_token_only): its ID token. */
+  idToken: string | undefined;
   /** Set by shape-response: what Execute answers. */
   response: ExecuteResponse | undefined;
 }

@@ -15,15 +15,20 @@ export function truncateForModel(body: Buffer): { body: Buffer; truncated: boole
 export const shapeResponse: CallStep = (call) => {
   const answer = requireStage(call.answer, "answer arrived");
   const redacted = requireStage(call.redactedAnswer, "answer was redacted");
-  const { body, truncated } = truncateForModel(redacted.body);
+  // A sign-in's answer is its ID token alone: the token endpoint's body carried tokens Latch keeps none of.
+  const isSignIn = call.spec.exchange?.idTokenOnly === true;
+  const { body, truncated } = isSignIn
+    ? { body: Buffer.alloc(0), truncated: false }
+    : truncateForModel(redacted.body);
   call.response = {
     reachedOrigin: true,
     originStatus: answer.status,
     body,
     bodyTruncated: truncated,
-    headers: redacted.headers,
+    headers: isSignIn ? [] : redacted.headers,
     error: undefined,
     durationMs: Math.round(performance.now() - call.startedAt),
     rotatedCredentials: call.rotatedCredentials,
+    idToken: call.idToken ?? "",
   };
 };

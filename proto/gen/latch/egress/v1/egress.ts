@@ -439,6 +439,13 @@ export interface TokenExchange {
     | undefined;
   /** the item a refresh token from a code exchange is filed under */
   refreshItemName: string;
+  /**
+   * An OpenID Connect sign-in (DECISIONS "Passkeys and single sign-on"): a code exchange whose only
+   * product is the ID token, answered in ExecuteResponse.id_token for the control plane to verify.
+   * The access and refresh tokens are dropped here: none is sealed, kept or returned, and the
+   * answer's body is not returned either.
+   */
+  idTokenOnly: boolean;
 }
 
 export interface DocumentSpec {
@@ -488,6 +495,11 @@ export interface ExecuteResponse {
    * must be stored even when the call after it failed.
    */
   rotatedCredentials: RotatedCredential[];
+  /**
+   * TokenExchange.id_token_only: the provider's ID token (a signed JWT naming the person signing in;
+   * not a credential to anything Latch stores). Empty otherwise.
+   */
+  idToken: string;
 }
 
 /** One credential minted or rotated during a call, sealed, with what may be shown about it. */
@@ -1424,6 +1436,7 @@ function createBaseTokenExchange(): TokenExchange {
     redirectUri: "",
     codeVerifier: undefined,
     refreshItemName: "",
+    idTokenOnly: false,
   };
 }
 
@@ -1473,6 +1486,9 @@ export const TokenExchange: MessageFns<TokenExchange> = {
     }
     if (message.refreshItemName !== "") {
       writer.uint32(122).string(message.refreshItemName);
+    }
+    if (message.idTokenOnly !== false) {
+      writer.uint32(128).bool(message.idTokenOnly);
     }
     return writer;
   },
@@ -1610,6 +1626,14 @@ export const TokenExchange: MessageFns<TokenExchange> = {
             message.refreshItemName = reader.string();
             continue;
           }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.idTokenOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1685,6 +1709,11 @@ export const TokenExchange: MessageFns<TokenExchange> = {
         : isSet(object.refresh_item_name)
         ? globalThis.String(object.refresh_item_name)
         : "",
+      idTokenOnly: isSet(object.idTokenOnly)
+        ? globalThis.Boolean(object.idTokenOnly)
+        : isSet(object.id_token_only)
+        ? globalThis.Boolean(object.id_token_only)
+        : false,
     };
   },
 
@@ -1735,6 +1764,9 @@ export const TokenExchange: MessageFns<TokenExchange> = {
     if (message.refreshItemName !== "") {
       obj.refreshItemName = message.refreshItemName;
     }
+    if (message.idTokenOnly !== false) {
+      obj.idTokenOnly = message.idTokenOnly;
+    }
     return obj;
   },
 
@@ -1764,6 +1796,7 @@ export const TokenExchange: MessageFns<TokenExchange> = {
       ? SealedCredential.fromPartial(object.codeVerifier)
       : undefined;
     message.refreshItemName = object.refreshItemName ?? "";
+    message.idTokenOnly = object.idTokenOnly ?? false;
     return message;
   },
 };
@@ -2126,6 +2159,7 @@ function createBaseExecuteResponse(): ExecuteResponse {
     error: undefined,
     durationMs: 0,
     rotatedCredentials: [],
+    idToken: "",
   };
 }
 
@@ -2154,6 +2188,9 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
     }
     for (const v of message.rotatedCredentials) {
       RotatedCredential.encode(v!, writer.uint32(66).fork()).join();
+    }
+    if (message.idToken !== "") {
+      writer.uint32(74).string(message.idToken);
     }
     return writer;
   },
@@ -2235,6 +2272,14 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
             message.rotatedCredentials.push(RotatedCredential.decode(reader, reader.uint32()));
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.idToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2277,6 +2322,11 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
         : globalThis.Array.isArray(object?.rotated_credentials)
         ? object.rotated_credentials.map((e: any) => RotatedCredential.fromJSON(e))
         : [],
+      idToken: isSet(object.idToken)
+        ? globalThis.String(object.idToken)
+        : isSet(object.id_token)
+        ? globalThis.String(object.id_token)
+        : "",
     };
   },
 
@@ -2306,6 +2356,9 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
     if (message.rotatedCredentials?.length) {
       obj.rotatedCredentials = message.rotatedCredentials.map((e) => RotatedCredential.toJSON(e));
     }
+    if (message.idToken !== "") {
+      obj.idToken = message.idToken;
+    }
     return obj;
   },
 
@@ -2324,6 +2377,7 @@ export const ExecuteResponse: MessageFns<ExecuteResponse> = {
       : undefined;
     message.durationMs = object.durationMs ?? 0;
     message.rotatedCredentials = object.rotatedCredentials?.map((e) => RotatedCredential.fromPartial(e)) || [];
+    message.idToken = object.idToken ?? "";
     return message;
   },
 };

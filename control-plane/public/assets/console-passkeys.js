@@ -1,0 +1,84 @@
+// Access: the operator's passkeys (name, added, last used) with Add and Remove, and removing the
+// authenticator app once a passkey stands in for it (after console-activity.js, whose Access
+// loader this one joins). Adding or removing asks for a fresh verification first (step-up.js); the
+// server refuses to remove the last way to sign in besides the email code.
+"use strict";
+var accountFactors = { totp: false, passkeys: 0 };
+
+function loadPasskeys() {
+  return Promise.all([api("GET", "/api/auth/passkeys"), api("GET", "/api/auth/me")]).then((answers) => {
+    var passkeys = answers[0].passkeys;
+    accountFactors = { totp: answers[1].totp_enabled, passkeys: passkeys.length };
+    fillTable(
+      "passkeys",
+      passkeys.map((passkey) => {
+        var remove = button("Remove", `Remove the passkey ${passkey.name}`, true);
+        remove.addEventListener("click", () => {
+          confirmStep(remove, `Remove the passkey ${passkey.name}?`, "Remove it", () =>
+            api("DELETE", `/api/auth/passkeys/${enc(passkey.id)}`).then(() =>
+              passkeysChanged(`Removed the passkey ${passkey.name}.`),
+            ),
+          );
+        });
+        var action = el("td");
+        action.appendChild(remove);
+        return row([
+          rowHeader(passkey.name),
+          timeCell(passkey.created_at),
+          passkey.last_used_at ? timeCell(passkey.last_used_at) : "Never",
+          passkey.backed_up ? "Yes" : "No",
+          action,
+        ]);
+      }),
+      "passkeys-empty",
+    );
+    showAuthenticator();
+  });
+}
+
+/** The authenticator line of Access: replace it, set one up, or remove it beside a passkey. */
+function showAuthenticator() {
+  var cell = byId("authenticator-state");
+  var link = el("a", accountFactors.totp ? "Replace your authenticator app" : "Set up an authenticator app");
+  link.href = "/enroll-totp";
+  cell.replaceChildren(link);
+  if (!accountFactors.totp || accountFactors.passkeys === 0) return;
+  var remove = button("Remove the authenticator app", null, true);
+  remove.addEventListener("click", () => {
+    confirmStep(
+      remove,
+      "Remove the authenticator app? Your passkeys and backup codes still sign you in.",
+      "Remove it",
+      () => api("DELETE", "/api/auth/totp").then(() => passkeysChanged("Removed the authenticator app.")),
+    );
+  });
+  cell.append(" ", remove);
+}
+
+function passkeysChanged(message) {
+  say(message);
+  byId("passkeys-heading").focus();
+  return loadPasskeys();
+}
+
+var passkeyForm = byId("passkey-form");
+if (!canUsePasskeys()) {
+  passkeyForm.hidden = true;
+  byId("passkeys-empty").textContent = "No passkeys yet. This browser cannot make one.";
+}
+onSubmit(passkeyForm, () => {
+  var name = byId("passkey-name");
+  var value = name.value.trim();
+  if (!value) return refuse(name, "Name the passkey, so you can tell it from others later.");
+  busy(
+    passkeyForm,
+    addPasskey(value).then((answer) => {
+      name.value = "";
+      return passkeysChanged(`Added the passkey ${answer.passkey.name}.`);
+    }),
+    name,
+  );
+});
+
+var loadAccessWithoutPasskeys = loaders.access;
+loaders.access = () => Promise.all([loadAccessWithoutPasskeys(), loadPasskeys()]);

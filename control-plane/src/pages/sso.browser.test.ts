@@ -1,0 +1,117 @@
+// Single sign-on in a real Chromium: an owner connects the organisation's identity provider under
+// Members, and a colleague signs in with "Sign in with SSO" (the address finds the organisation,
+// the browser goes through the provider, a real oidc-provider on a loopback TLS origin, and lands
+// in the console as an auditor). Chromium reaches the provider by host resolver rules; the plane
+// only through the egress proxy. axe over each new page and state; screenshots of each step.
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seriousViolations } from "../../test/axe.ts";
+import {
+  type BrowserRig,
+  SHOTS,
+  signUpInChromium,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
+import type { HostedHarness } from "../../test/hosted.ts";
+import { IDP_HOST, IDP_ISSUER, startTestIdp, type TestIdp } from "../../test/oidc-idp.ts";
+
+describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
+  let rig: BrowserRig | undefined;
+  let idp: TestIdp | undefined;
+  let h: HostedHarness;
+  let base: string;
+
+  beforeAll(async () => {
+    rig = await startBrowserRig({
+      hostname: "localhost",
+      prepare: async (planeBase) => {
+        idp = await startTestIdp({ redirectUri: `${planeBase}/sso/callback` });
+        return {
+          connectTo: [idp.connectTo],
+          chromiumArgs: [`--host-resolver-rules=MAP ${IDP_HOST} 127.0.0.1:${idp.port}`],
+        };
+      },
+    });
+    ({ h, base } = rig);
+  }, 120_000);
+
+  afterAll(async () => {
+    await rig?.close();
+    await idp?.close();
+  });
+
+  /** A page that fails the test on a script error or anything the CSP refused. */
+  async function openPage(): Promise<{ page: Page; problems: string[] }> {
+    // The provider's certificate is the test PKI's, which Chromium does not know.
+    const context = await rig!.browser.newContext({
+      viewport: { width: 1100, height: 900 },
+      ignoreHTTPSErrors: true,
+    });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    page.on("console", (message) => {
+      if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
+    });
+    return { page, problems };
+  }
+  const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const status = (page: Page) => page.locator("#status").textContent();
+  /** A domain of this run's own: the database may hold other runs' connections. */
+  const domain = `corp-${Math.random().toString(16).slice(2, 8)}.latch.test`;
+
+  it("an owner connects the provider; a colleague signs in with SSO and lands in the console as an auditor", async () => {
+    const { page: ownerPage, problems } = await openPage();
+    await signUpInChromium(ownerPage, h, base, { label: "sso-owner" });
+    await ownerPage.goto(`${base}/console#members`);
+    const card = ownerPage.locator("#sso");
+    await expect
+      .poll(() => card.locator("#sso-state").textContent())
+      .toContain("No identity provider is connected");
+    await card.getByLabel("Issuer").fill(IDP_ISSUER);
+    await card.getByLabel("Client ID").fill(idp!.clientId);
+    await card.getByLabel("Client secret").fill(idp!.clientSecret);
+    await card.getByLabel("Email domains").fill(domain);
+    await card.getByRole("button", { name: "Save single sign-on" }).click();
+    await expect
+      .poll(() => status(ownerPage))
+      .toBe("Saved. Members of those domains can sign in with single sign-on.");
+    await expect
+      .poll(() => card.locator("#sso-state").textContent())
+      .toContain(`Signs in ${domain} addresses through https://idp.latch.test`);
+    const slug = (await ownerPage.locator("#sso-sign-in-url").textContent())!.split("/sso/")[1]!;
+    expect(await card.locator("#sso-redirect-uri").textContent()).toBe(`${base}/sso/callback`);
+    await shot(ownerPage, "sso-connection");
+    expect(await seriousViolations(ownerPage)).toEqual([]);
+
+    // A colleague: the sign-in page, their work address, Sign in with SSO.
+    const { page, problems: colleagueProblems } = await openPage();
+    const email = `colleague-${Date.now()}@${domain}`;
+    idp!.signInAs({ sub: "colleague-1", email, email_verified: true });
+    await page.goto(`${base}/sign-in`);
+    await page.getByLabel("Email address").fill(email);
+    await shot(page, "sso-sign-in");
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByRole("button", { name: "Sign in with SSO" }).click();
+    await page.waitForURL(`${base}/console`);
+    await expect.poll(() => page.locator("#header-email").textContent()).toBe(email);
+    const me = await page.evaluate(
+      "fetch('/api/auth/me', { headers: { accept: 'application/json' } }).then((r) => r.json())",
+    );
+    expect(me).toMatchObject({ signed_in_with_sso: true, organisation: { slug, role: "auditor" } });
+    await shot(page, "sso-console");
+    // The provider was asked for the token by the proxy, never by the browser.
+    const token = idp!.requests.filter((r) => r.method === "POST" && r.path === "/token");
+    expect(token.length).toBeGreaterThan(0);
+    expect(token.every((r) => !/Chrome/.test(String(r.headers["user-agent"])))).toBe(true);
+
+    // A sign-in that does not finish says why, in words (here: a state used twice).
+    await page.goBack();
+    const refused = await page.goto(`${base}/sso/callback?code=x&state=used`);
+    expect(refused?.status()).toBe(401);
+    await expect.poll(() => page.locator("h1").textContent()).toBe("Single sign-on did not finish");
+    expect(await seriousViolations(page)).toEqual([]);
+    expect([...problems, ...colleagueProblems]).toEqual([]);
+  }, 120_000);
+});

@@ -1,0 +1,200 @@
+// An organisation's OpenID Connect connection (DECISIONS "Passkeys and single sign-on"): issuer,
+// client ID, client secret (sealed to the egress proxy the moment it arrives, like any credential),
+// email domains, the role a new address joins as (auditor unless set; never owner), and whether
+// members of those domains must sign in with it. Saving checks the issuer's discovery document
+// through the proxy, so a typo is refused at once rather than at the first sign-in.
+import type { SealingPublicKey } from "@latch/shared/crypto/seal";
+import { sealValue } from "@latch/shared/crypto/seal";
+import { AppError } from "@latch/shared/errors";
+import { checkHostname } from "@latch/shared/requests/host";
+import { refuseUnsafeText } from "@latch/shared/text/safe-string";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import type { SsoConnectionRow } from "../db/schema.ts";
+import type { RelyingParty } from "./oidc-relying-party.ts";
+import type { SsoRepo } from "./sso.repo.ts";
+
+/** The roles a connection may give a new address: least privilege by default, never owner. */
+export const SSO_ROLES = ["admin", "approver", "auditor"] as const;
+const MAX_DOMAINS = 20;
+
+export interface ConnectionView {
+  issuer: string;
+  client_id: string;
+  client_secret_last4: string;
+  email_domains: string[];
+  default_role: string;
+  require_sso: boolean;
+  /** What the identity provider must list as this client's redirect URI. */
+  redirect_uri: string;
+  /** Where the organisation's members sign in. */
+  sign_in_url: string;
+  updated_at: string;
+}
+
+export interface ConnectionInput {
+  issuer?: unknown;
+  client_id?: unknown;
+  client_secret?: unknown;
+  email_domains?: unknown;
+  default_role?: unknown;
+  require_sso?: unknown;
+}
+
+export interface SsoConnectionsDeps {
+  repo: SsoRepo;
+  relyingParty: Pick<RelyingParty, "serverMetadata">;
+  sealingKey(): Promise<SealingPublicKey>;
+  recordEvent(event: AuditEvent): Promise<void>;
+  baseUrl: string;
+  now: () => Date;
+}
+
+function text(field: string, raw: unknown, max: number): string {
+  refuseUnsafeText(field, raw);
+  const value = typeof raw === "string" ? raw.trim() : "";
+  if (value.length < 1 || value.length > max) {
+    throw new AppError("invalid_request", `${field} is 1 to ${max} characters`);
+  }
+  return value;
+}
+
+/** An issuer as a person pastes it: an https URL on port 443, no query or fragment. */
+function checkIssuer(raw: unknown): string {
+  const value = text("issuer", raw, 500);
+  const url = URL.parse(value);
+  if (
+    url?.protocol !== "https:" ||
+    (url.port && url.port !== "443") ||
+    url.search ||
+    url.hash ||
+    url.username
+  ) {
+    throw new AppError(
+      "invalid_request",
+      "issuer is the provider's https address, with no query or fragment",
+    );
+  }
+  const host = checkHostname(url.hostname);
+  if (!host.ok) throw new AppError("invalid_request", `issuer: ${host.message}`);
+  return value.replace(/\/+$/, "");
+}
+
+function checkDomains(raw: unknown): string[] {
+  if (!Array.isArray(raw) || raw.length < 1 || raw.length > MAX_DOMAINS) {
+    throw new AppError(
+      "invalid_request",
+      `email_domains lists 1 to ${MAX_DOMAINS} domains, such as ["example.com"]`,
+    );
+  }
+  const domains = raw.map((entry, index) => {
+    const host = checkHostname(typeof entry === "string" ? entry.trim().toLowerCase() : "");
+    if (!host.ok || !host.host.includes(".")) {
+      throw new AppError("invalid_request", `email_domains[${index}] is not a domain name`);
+    }
+    return host.host;
+  });
+  return [...new Set(domains)];
+}
+
+export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
+  const redirectUri = `${deps.baseUrl}/sso/callback`;
+
+  function viewOf(row: SsoConnectionRow, slug: string): ConnectionView {
+    return {
+      issuer: row.issuer,
+      client_id: row.client_id,
+      client_secret_last4: row.client_secret_last4,
+      email_domains: row.email_domains,
+      default_role: row.default_role,
+      require_sso: row.require_sso,
+      redirect_uri: redirectUri,
+      sign_in_url: `${deps.baseUrl}/sso/${slug}`,
+      updated_at: row.updated_at.toISOString(),
+    };
+  }
+
+  return {
+    redirectUri,
+
+    async get(organisationId: string, slug: string): Promise<ConnectionView | null> {
+      const row = await deps.repo.findConnection(organisationId);
+      return row ? viewOf(row, slug) : null;
+    },
+
+    /** Adds or replaces the connection (the secret is kept when none is sent); audited. */
+    async put(
+      organisationId: string,
+      slug: string,
+      actor: string,
+      input: ConnectionInput,
+    ): Promise<ConnectionView> {
+      const existing = await deps.repo.findConnection(organisationId);
+      const issuer = checkIssuer(input.issuer);
+      const clientId = text("client_id", input.client_id, 256);
+      const hasSecret = input.client_secret !== undefined && input.client_secret !== "";
+      if (!hasSecret && !existing)
+        throw new AppError("invalid_request", "client_secret is needed for a new connection");
+      const emailDomains = checkDomains(input.email_domains);
+      const defaultRole = input.default_role ?? "auditor";
+      if (typeof defaultRole !== "string" || !(SSO_ROLES as readonly string[]).includes(defaultRole)) {
+        throw new AppError(
+          "invalid_request",
+          "default_role is admin, approver or auditor (an owner is never made by a sign-in)",
+        );
+      }
+      const requireSso = input.require_sso ?? false;
+      if (typeof requireSso !== "boolean")
+        throw new AppError("invalid_request", "require_sso is true or false");
+      // The discovery document names the issuer exactly; it is kept as the provider spells it.
+      const metadata = await deps.relyingParty.serverMetadata(issuer).catch((error: unknown) => {
+        const why = error instanceof AppError ? error.message : "it could not be read";
+        throw new AppError("invalid_request", `the issuer's discovery document was refused: ${why}`);
+      });
+      let secret: { sealed: Uint8Array; keyId: string; last4: string } | undefined;
+      if (hasSecret) {
+        const value = text("client_secret", input.client_secret, 4096);
+        const sealed = await sealValue(await deps.sealingKey(), value);
+        secret = {
+          sealed: sealed.sealed,
+          keyId: sealed.keyId,
+          last4: value.length >= 12 ? value.slice(-4) : "",
+        };
+      }
+      const at = deps.now();
+      await deps.repo.upsertConnection({
+        organisationId,
+        issuer: metadata.issuer,
+        clientId,
+        ...(secret ? { secret } : {}),
+        emailDomains,
+        defaultRole,
+        requireSso,
+        at,
+      });
+      await deps.recordEvent({
+        organisationId,
+        actor,
+        action: "sso_connection_changed",
+        detail: {
+          issuer: metadata.issuer,
+          client_id: clientId,
+          email_domains: emailDomains,
+          default_role: defaultRole,
+          require_sso: requireSso,
+          client_secret_changed: hasSecret,
+        },
+      });
+      const row = await deps.repo.findConnection(organisationId);
+      return viewOf(row!, slug);
+    },
+
+    async remove(organisationId: string, actor: string): Promise<void> {
+      if (!(await deps.repo.deleteConnection(organisationId))) {
+        throw new AppError("not_found", "this organisation has no single sign-on connection");
+      }
+      await deps.recordEvent({ organisationId, actor, action: "sso_connection_removed", detail: {} });
+    },
+  };
+}
+
+export type SsoConnectionsService = ReturnType<typeof createSsoConnectionsService>;

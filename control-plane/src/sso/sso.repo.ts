@@ -1,0 +1,179 @@
+// Single sign-on in the database: each organisation's connection (its client secret sealed), the
+// sign-ins in flight (taken once by a DELETE, bound to the browser's cookie), and the account a
+// first sign-in of a new address makes, with its membership, in one transaction.
+import { sha256Hex } from "@latch/shared/crypto/hash";
+import type { Kysely } from "kysely";
+import type { Database, SsoConnectionRow, SsoStateRow } from "../db/schema.ts";
+import { inAdvisoryLock } from "../db/transaction.ts";
+
+export interface ConnectionWrite {
+  organisationId: string;
+  issuer: string;
+  clientId: string;
+  /** A new secret, sealed; undefined keeps the stored one. */
+  secret?: { sealed: Uint8Array; keyId: string; last4: string };
+  emailDomains: string[];
+  defaultRole: string;
+  requireSso: boolean;
+  at: Date;
+}
+
+export function createSsoRepo(db: Kysely<Database>) {
+  return {
+    findConnection: (organisationId: string): Promise<SsoConnectionRow | undefined> =>
+      db
+        .selectFrom("sso_connections")
+        .selectAll()
+        .where("organisation_id", "=", organisationId)
+        .executeTakeFirst(),
+
+    /** The connection of the organisation with this slug, with the organisation's name. */
+    findConnectionBySlug: (slug: string) =>
+      db
+        .selectFrom("sso_connections")
+        .innerJoin("organisations", "organisations.id", "sso_connections.organisation_id")
+        .selectAll("sso_connections")
+        .select(["organisations.name as organisation_name", "organisations.slug"])
+        .where("organisations.slug", "=", slug)
+        .executeTakeFirst(),
+
+    /** Every connection that lists `domain`, with its organisation's slug. */
+    findConnectionsForDomain: (domain: string) =>
+      db
+        .selectFrom("sso_connections")
+        .innerJoin("organisations", "organisations.id", "sso_connections.organisation_id")
+        .select([
+          "sso_connections.organisation_id",
+          "organisations.slug",
+          "organisations.name",
+          "sso_connections.require_sso",
+        ])
+        .where((eb) => eb(eb.val(domain), "=", eb.fn.any("sso_connections.email_domains")))
+        .execute(),
+
+    /** The organisations that require single sign-on of this member's address (by its domain). */
+    findRequiringMembership: (operatorId: string, domain: string) =>
+      db
+        .selectFrom("sso_connections")
+        .innerJoin("organisations", "organisations.id", "sso_connections.organisation_id")
+        .innerJoin("memberships", "memberships.organisation_id", "sso_connections.organisation_id")
+        .select(["organisations.slug", "organisations.name"])
+        .where("memberships.operator_id", "=", operatorId)
+        .where("sso_connections.require_sso", "=", true)
+        .where((eb) => eb(eb.val(domain), "=", eb.fn.any("sso_connections.email_domains")))
+        .orderBy("organisations.slug")
+        .execute(),
+
+    async upsertConnection(write: ConnectionWrite): Promise<void> {
+      const common = {
+        issuer: write.issuer,
+        client_id: write.clientId,
+        email_domains: write.emailDomains,
+        default_role: write.defaultRole,
+        require_sso: write.requireSso,
+        updated_at: write.at,
+      };
+      const secret = write.secret
+        ? {
+            sealed_client_secret: write.secret.sealed,
+            sealing_key_id: write.secret.keyId,
+            client_secret_last4: write.secret.last4,
+          }
+        : undefined;
+      if (secret) {
+        await db
+          .insertInto("sso_connections")
+          .values({ organisation_id: write.organisationId, ...common, ...secret, created_at: write.at })
+          .onConflict((c) => c.column("organisation_id").doUpdateSet({ ...common, ...secret }))
+          .execute();
+        return;
+      }
+      await db
+        .updateTable("sso_connections")
+        .set(common)
+        .where("organisation_id", "=", write.organisationId)
+        .execute();
+    },
+
+    async deleteConnection(organisationId: string): Promise<boolean> {
+      const result = await db
+        .deleteFrom("sso_connections")
+        .where("organisation_id", "=", organisationId)
+        .executeTakeFirst();
+      return result.numDeletedRows === 1n;
+    },
+
+    async insertState(
+      row: Omit<SsoStateRow, "state_hash" | "browser_hash"> & { state: string; browserToken: string },
+      now: Date,
+    ) {
+      await db.deleteFrom("sso_states").where("expires_at", "<", now).execute();
+      const { state, browserToken, ...rest } = row;
+      await db
+        .insertInto("sso_states")
+        .values({ ...rest, state_hash: sha256Hex(state), browser_hash: sha256Hex(browserToken) })
+        .execute();
+    },
+
+    /**
+     * Takes the live sign-in of `state` started by the browser holding `browserToken`, once. A state
+     * carried to another browser finds nothing and is left alone for its own.
+     */
+    takeState: (state: string, browserToken: string, now: Date): Promise<SsoStateRow | undefined> =>
+      db
+        .deleteFrom("sso_states")
+        .where("state_hash", "=", sha256Hex(state))
+        .where("browser_hash", "=", sha256Hex(browserToken))
+        .where("expires_at", ">", now)
+        .returningAll()
+        .executeTakeFirst(),
+
+    /** The operator with this address, and whether it is a member of `organisationId`. */
+    findOperatorByEmail: (email: string, organisationId: string) =>
+      db
+        .selectFrom("operators")
+        .leftJoin("memberships", (join) =>
+          join
+            .onRef("memberships.operator_id", "=", "operators.id")
+            .on("memberships.organisation_id", "=", organisationId),
+        )
+        .select(["operators.id", "memberships.role"])
+        .where("operators.email", "=", email)
+        .executeTakeFirst(),
+
+    /**
+     * A new account for `email` and its membership of the organisation, together or not at all,
+     * under the address's lock (the one an email-code sign-up takes): false when the address has
+     * an account by then, which is then not touched.
+     */
+    insertOperatorWithMembership: (
+      operator: { id: string; email: string },
+      membership: { organisationId: string; role: string },
+      at: Date,
+    ): Promise<boolean> =>
+      inAdvisoryLock(db, `email:${operator.email}`, async (trx) => {
+        const taken = await trx
+          .selectFrom("operators")
+          .select("id")
+          .where("email", "=", operator.email)
+          .executeTakeFirst();
+        if (taken) return false;
+        await trx
+          .insertInto("operators")
+          .values({ id: operator.id, email: operator.email, created_at: at })
+          .execute();
+        await trx
+          .insertInto("memberships")
+          .values({
+            organisation_id: membership.organisationId,
+            operator_id: operator.id,
+            role: membership.role,
+            created_at: at,
+          })
+          .execute();
+        return true;
+      }),
+  };
+}
+
+export type SsoRepo = ReturnType<typeof createSsoRepo>;

@@ -1,0 +1,552 @@
+// Single sign-on against a real OpenID provider (oidc-provider, oidc-idp.ts) on a loopback TLS
+// origin, reached only through the egress proxy (EGRESS_CONNECT_TO): an owner connects it, a new
+// address of a listed domain joins as auditor and lands in the organisation, the token request
+// arrives from the proxy with the client secret the control plane never held, and every spoiled
+// ID token (nonce, audience, issuer, expiry, no signature, a key the provider never published, HMAC
+// keyed by the client secret), an unverified, foreign or lookalike address, a state from another
+// browser, made up or used twice (login CSRF included), a provider that hangs, and an account the
+// provider did not make are refused; sign-ins started and look-ups are limited per address. With SSO required, the email-code sign-in of a member of those
+// domains is refused with a sentence naming the SSO address.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  Browser,
+  type HostedHarness,
+  lastCodeFor,
+  signUpOperator,
+  startHosted,
+  uniqueEmail,
+} from "./hosted.ts";
+import {
+  IDP_HOST,
+  IDP_ISSUER,
+  IdpBrowser,
+  type IdTokenTamper,
+  startTestIdp,
+  type TestIdp,
+} from "./oidc-idp.ts";
+import { lastInviteTokenFor } from "./teams.ts";
+
+const BASE = "http://localhost:8787";
+/** A domain of this run's own: the database may hold other runs' connections (an address is routed by its domain). */
+const DOMAIN = `corp-${Math.random().toString(16).slice(2, 8)}.latch.test`;
+
+let idp: TestIdp;
+let h: HostedHarness;
+let owner: Browser;
+let ownerTotp: { generate(options: { timestamp: number }): string };
+let slug: string;
+let organisationId: string;
+
+beforeAll(async () => {
+  idp = await startTestIdp({ redirectUri: `${BASE}/sso/callback` });
+  h = await startHosted({ connectTo: [idp.connectTo] });
+  const signedUp = await signUpOperator(h, { label: "sso-owner" });
+  owner = signedUp.browser;
+  ownerTotp = signedUp.totp;
+  const me = (await owner.request("GET", "/api/auth/me")).json();
+  slug = me.organisation.slug;
+  organisationId = me.organisation.id;
+  const connected = await owner.request("PUT", "/api/orgs/sso", {
+    issuer: IDP_ISSUER,
+    client_id: idp.clientId,
+    client_secret: idp.clientSecret,
+    email_domains: [DOMAIN],
+  });
+  expect(connected.statusCode, connected.body).toBe(200);
+}, 120_000);
+
+afterAll(async () => {
+  await h?.close();
+  await idp?.close();
+});
+
+/**
+ * A browser from this run's own address: sign-ins started are counted per address, and the
+ * database (PostgreSQL) keeps other runs' counts for 15 minutes.
+ */
+const RUN_ADDRESS = `10.${[1, 2, 3].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+const newBrowser = () => new Browser(h.app, BASE, RUN_ADDRESS);
+
+const corpEmail = (label: string) => `${label}-${Math.random().toString(16).slice(2, 10)}@${DOMAIN}`;
+
+/** A browser's sign-in through the provider as `email`; answers Latch's answer to the callback. */
+async function signInWithSso(
+  browser: Browser,
+  email: string,
+  options: { tamper?: IdTokenTamper; emailVerified?: boolean | string; query?: string } = {},
+) {
+  const started = await browser.request("GET", `/sso/${slug}${options.query ?? ""}`);
+  expect(started.statusCode, started.body).toBe(302);
+  const authorize = new URL(String(started.headers.location));
+  expect(authorize.host).toBe(IDP_HOST);
+  idp.signInAs({ sub: `sub-${email}`, email, email_verified: options.emailVerified ?? true });
+  if (options.tamper) idp.tamperNext(options.tamper);
+  const callback = await new IdpBrowser(idp).walk(authorize.href);
+  expect(callback.origin).toBe(BASE);
+  return { callback, answer: await browser.request("GET", `${callback.pathname}${callback.search}`) };
+}
+
+describe("signing in with the organisation's provider", () => {
+  it("makes a new address of a listed domain a member as auditor, and lands it in the organisation", async () => {
+    const browser = newBrowser();
+    const email = corpEmail("newcomer");
+    const { answer } = await signInWithSso(browser, email);
+    expect(answer.statusCode, answer.body).toBe(303);
+    expect(answer.headers.location).toBe("/console");
+    const me = (await browser.request("GET", "/api/auth/me")).json();
+    expect(me).toMatchObject({
+      email,
+      session_ready: true,
+      signed_in_with_sso: true,
+      organisation: { id: organisationId, slug, role: "auditor" },
+    });
+    // An auditor reads; approving is not theirs.
+    expect((await browser.request("GET", "/api/items")).statusCode).toBe(200);
+    const members = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(members).toContainEqual(expect.objectContaining({ email, role: "auditor" }));
+    const joined = (await owner.request("GET", "/api/audit?action=member_joined")).json().events;
+    expect(joined.some((e: { detail?: { via?: string } }) => e.detail?.via === "sso")).toBe(true);
+
+    // The same address again: the same account, no second membership.
+    const again = await signInWithSso(newBrowser(), email);
+    expect(again.answer.statusCode).toBe(303);
+    const after = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(after.filter((m: { email: string }) => m.email === email)).toHaveLength(1);
+  });
+
+  it("sends every request to the provider through the egress proxy, the token request with a secret the control plane never held", async () => {
+    const before = idp.requests.length;
+    await signInWithSso(newBrowser(), corpEmail("proxy"));
+    const token = idp.requests.slice(before).find((r) => r.method === "POST" && r.path === "/token");
+    expect(token).toBeDefined();
+    const basic = Buffer.from(
+      String(token!.headers.authorization).replace(/^Basic /, ""),
+      "base64",
+    ).toString();
+    expect(basic).toBe(`${idp.clientId}:${idp.clientSecret}`);
+    const form = new URLSearchParams(token!.body);
+    expect(form.get("grant_type")).toBe("authorization_code");
+    expect(form.get("redirect_uri")).toBe(`${BASE}/sso/callback`);
+    // PKCE: the verifier, sealed to the proxy until it sent it here.
+    expect(form.get("code_verifier")).toMatch(/^[A-Za-z0-9_-]{43,128}$/);
+    // The proxy logged the token call and the documents; the control plane stores the secret sealed
+    // and never wrote it (nor the verifier) anywhere.
+    const proxyLines = h.egress.logs.text();
+    expect(proxyLines).toMatch(new RegExp(`"host":"${IDP_HOST}","method":"POST"`));
+    expect(proxyLines).toMatch(new RegExp(`"host":"${IDP_HOST}","status":200,"document":true`));
+    const row = await h.plane.database.db
+      .selectFrom("sso_connections")
+      .select(["sealed_client_secret", "client_secret_last4"])
+      .where("organisation_id", "=", organisationId)
+      .executeTakeFirstOrThrow();
+    expect(Buffer.from(row.sealed_client_secret).toString("latin1")).not.toContain(idp.clientSecret);
+    expect(row.client_secret_last4).toBe(idp.clientSecret.slice(-4));
+    expect(h.logs.text()).not.toContain(idp.clientSecret);
+    expect(h.logs.text()).not.toContain(form.get("code_verifier"));
+    expect(JSON.stringify((await owner.request("GET", "/api/orgs/sso")).json())).not.toContain(
+      idp.clientSecret,
+    );
+  });
+
+  it.each<[IdTokenTamper, RegExp]>([
+    ["nonce", /nonce/],
+    ["aud", /aud/],
+    ["iss", /iss/],
+    ["expired", /exp/],
+    ["unsigned", /alg|signature|none/i],
+    ["foreign_key", /signature/],
+    // Signed with HMAC keyed by the client secret: a forgery anyone holding the secret could make.
+    ["client_secret_hmac", /alg|signature/i],
+  ])("refuses an ID token with a wrong %s", async (tamper, reason) => {
+    const browser = newBrowser();
+    const email = corpEmail(`spoiled-${tamper}`);
+    const { answer } = await signInWithSso(browser, email, { tamper });
+    expect(answer.statusCode).toBe(401);
+    expect(answer.headers["content-type"]).toMatch(/^text\/html/);
+    expect(answer.body).toContain("Single sign-on did not finish");
+    const sentence = /<p id="sentence">([^<]*)</.exec(answer.body)?.[1];
+    expect(sentence).toMatch(reason);
+    expect(browser.cookies.has("latch_session")).toBe(false);
+    expect((await browser.request("GET", "/api/auth/me")).statusCode).toBe(401);
+    const members = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(members.some((m: { email: string }) => m.email === email)).toBe(false);
+  });
+
+  it("refuses an address the provider has not verified, and one outside the connection's domains", async () => {
+    const unverified = await signInWithSso(newBrowser(), corpEmail("unverified"), {
+      emailVerified: false,
+    });
+    expect(unverified.answer.statusCode).toBe(401);
+    expect(unverified.answer.body).toContain("has not verified this email address");
+    const foreign = await signInWithSso(newBrowser(), `ceo-${Date.now()}@victim.example`);
+    expect(foreign.answer.statusCode).toBe(401);
+    expect(foreign.answer.body).toContain("an address outside this organisation&#39;s domains");
+    // "Verified" said as a string that is not "true", and domains that only look like the listed one.
+    const saidFalse = await signInWithSso(newBrowser(), corpEmail("said-false"), { emailVerified: "false" });
+    expect(saidFalse.answer.body).toContain("has not verified this email address");
+    for (const lookalike of [
+      `ceo-${Date.now()}@${DOMAIN}.evil.example`,
+      `ceo-${Date.now()}@sub.${DOMAIN}`,
+      `ceo-${Date.now()}@x${DOMAIN}`,
+    ]) {
+      const refused = await signInWithSso(newBrowser(), lookalike);
+      expect(refused.answer.statusCode, lookalike).toBe(401);
+      expect(refused.answer.body).toContain("an address outside this organisation&#39;s domains");
+    }
+    const members = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(members.some((m: { email: string }) => /ceo-|said-false|unverified/.test(m.email))).toBe(false);
+  });
+
+  it("never signs in an account the provider did not make and the organisation did not admit", async () => {
+    const email = corpEmail("existing");
+    const personal = newBrowser();
+    await personal.request("POST", "/api/auth/otp/send", { email });
+    expect(
+      (await personal.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) }))
+        .statusCode,
+    ).toBe(200);
+    const { answer } = await signInWithSso(newBrowser(), email);
+    expect(answer.statusCode).toBe(403);
+    expect(answer.body).toContain("already has a Latch account that is not a member of this organisation");
+    const members = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(members.some((m: { email: string }) => m.email === email)).toBe(false);
+  });
+
+  it("binds the sign-in to the browser that started it, once", async () => {
+    const starter = newBrowser();
+    const email = corpEmail("bound");
+    const started = await starter.request("GET", `/sso/${slug}`);
+    idp.signInAs({ sub: `sub-${email}`, email, email_verified: true });
+    const callback = await new IdpBrowser(idp).walk(String(started.headers.location));
+    const path = `${callback.pathname}${callback.search}`;
+    // Another browser (an attacker who got the redirect, or lured the victim into it) gets nothing.
+    const thief = newBrowser();
+    const stolen = await thief.request("GET", path);
+    expect(stolen.statusCode).toBe(401);
+    expect(stolen.body).toContain("was not started in this browser");
+    // The browser that started it still finishes it; a second use of the same answer does not.
+    expect((await starter.request("GET", path)).statusCode).toBe(303);
+    const replayed = await starter.request("GET", path);
+    expect(replayed.statusCode).toBe(401);
+  });
+
+  it("never lets a stranger's answer sign this browser in, nor end the sign-in it has in flight", async () => {
+    // Login CSRF: the attacker starts a sign-in in their own browser, signs in at the provider as
+    // themselves and lures the victim to the redirect URI with their code and state.
+    const attacker = newBrowser();
+    const attackerEmail = corpEmail("attacker");
+    const attackerStart = await attacker.request("GET", `/sso/${slug}`);
+    idp.signInAs({ sub: `sub-${attackerEmail}`, email: attackerEmail, email_verified: true });
+    const lure = await new IdpBrowser(idp).walk(String(attackerStart.headers.location));
+    const victim = newBrowser();
+    const victimEmail = corpEmail("victim");
+    const victimStart = await victim.request("GET", `/sso/${slug}`);
+    expect(victim.cookies.has("latch_sso")).toBe(true);
+    const lured = await victim.request("GET", `${lure.pathname}${lure.search}`);
+    expect(lured.statusCode).toBe(401);
+    expect(lured.body).toContain("was not started in this browser");
+    expect(victim.cookies.has("latch_session")).toBe(false);
+    // The victim's own sign-in still finishes, as the victim; the flow's cookie then goes.
+    expect(victim.cookies.has("latch_sso")).toBe(true);
+    idp.signInAs({ sub: `sub-${victimEmail}`, email: victimEmail, email_verified: true });
+    const own = await new IdpBrowser(idp).walk(String(victimStart.headers.location));
+    expect((await victim.request("GET", `${own.pathname}${own.search}`)).statusCode).toBe(303);
+    expect((await victim.request("GET", "/api/auth/me")).json().email).toBe(victimEmail);
+    expect(victim.cookies.has("latch_sso")).toBe(false);
+    // A state that was never issued, with this browser's cookie, is nothing either.
+    const forged = newBrowser();
+    await forged.request("GET", `/sso/${slug}`);
+    const made = await forged.request("GET", `/sso/callback?code=x&state=${"A".repeat(43)}`);
+    expect(made.statusCode).toBe(401);
+    expect(made.body).toContain("was not started in this browser");
+  });
+
+  it("gives up on a provider that hangs at its token endpoint, at the egress proxy's time limit", async () => {
+    const browser = newBrowser();
+    const email = corpEmail("hang");
+    const started = await browser.request("GET", `/sso/${slug}`);
+    idp.signInAs({ sub: `sub-${email}`, email, email_verified: true });
+    const callback = await new IdpBrowser(idp).walk(String(started.headers.location));
+    const before = idp.requests.length;
+    idp.hangNextTokenRequest();
+    const answer = await browser.request("GET", `${callback.pathname}${callback.search}`);
+    // The request reached the provider (through the proxy), and the proxy's own limit ended it.
+    expect(idp.requests.slice(before).some((r) => r.method === "POST" && r.path === "/token")).toBe(true);
+    // A provider out of reach is a bad gateway, not a refused sign-in.
+    expect(answer.statusCode).toBe(502);
+    expect(answer.body).toContain("Single sign-on did not finish");
+    expect(/<p id="sentence">([^<]*)</.exec(answer.body)?.[1]).toMatch(
+      /token endpoint could not be reached \(.*timeout.*\)/i,
+    );
+    expect(browser.cookies.has("latch_session")).toBe(false);
+    const members = (await owner.request("GET", "/api/orgs/members")).json().members;
+    expect(members.some((m: { email: string }) => m.email === email)).toBe(false);
+  }, 30_000);
+
+  it("starts at most 300 sign-ins and answers 30 look-ups from one address in 15 minutes", async () => {
+    const office = `10.${[1, 2, 3].map(() => Math.floor(Math.random() * 250) + 1).join(".")}`;
+    const browser = new Browser(h.app, BASE, office);
+    for (let i = 0; i < 300; i++) {
+      const started = await browser.request("GET", `/sso/${slug}`);
+      if (started.statusCode !== 302) expect(started.statusCode, `start ${i + 1}`).toBe(302);
+    }
+    const refused = await browser.request("GET", `/sso/${slug}`);
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers["retry-after"]).toMatch(/^[1-9]\d*$/);
+    expect(refused.body).toContain("Single sign-on did not finish");
+    expect(refused.headers.location).toBeUndefined();
+    for (let i = 0; i < 30; i++) {
+      await browser.request("POST", "/api/auth/sso/discover", { email: `someone@${DOMAIN}` });
+    }
+    const looked = await browser.request("POST", "/api/auth/sso/discover", { email: `someone@${DOMAIN}` });
+    expect(looked.statusCode).toBe(429);
+    expect(looked.json().error.code).toBe("rate_limited");
+    // Another address is not held back by this one.
+    expect((await newBrowser().request("GET", `/sso/${slug}`)).statusCode).toBe(302);
+  }, 60_000);
+
+  it("lands only on a path of this site: a return address elsewhere is dropped", async () => {
+    const evil = await signInWithSso(newBrowser(), corpEmail("open-redirect"), {
+      query: `?return_to=${encodeURIComponent("https://evil.example/phish")}`,
+    });
+    expect(evil.answer.headers.location).toBe("/console");
+    const slashes = await signInWithSso(newBrowser(), corpEmail("slashes"), {
+      query: `?return_to=${encodeURIComponent("//evil.example/")}`,
+    });
+    expect(slashes.answer.headers.location).toBe("/console");
+    const kept = await signInWithSso(newBrowser(), corpEmail("kept"), {
+      query: `?return_to=${encodeURIComponent("/console#inbox")}`,
+    });
+    expect(kept.answer.headers.location).toBe("/console#inbox");
+  });
+
+  it("says why when the provider itself declines, and knows no organisation it does not have", async () => {
+    const browser = newBrowser();
+    const started = await browser.request("GET", `/sso/${slug}`);
+    const state = new URL(String(started.headers.location)).searchParams.get("state");
+    const declined = await browser.request("GET", `/sso/callback?error=access_denied&state=${state}`);
+    expect(declined.statusCode).toBe(401);
+    expect(declined.body).toContain("did not sign you in (access_denied)");
+    const unknown = await browser.request("GET", "/sso/no-such-organisation");
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.body).toContain("does not sign in with single sign-on");
+  });
+});
+
+describe("a session begun with single sign-on", () => {
+  it("acts in its organisation alone and leaves the account's sign-in factors as they are", async () => {
+    const browser = newBrowser();
+    await signInWithSso(browser, corpEmail("confined"));
+    const refusals = [
+      await browser.request("POST", "/api/orgs", { name: "Elsewhere" }),
+      await browser.request("POST", "/api/orgs/switch", { organisation_id: "org_other" }),
+      await browser.request("POST", "/api/auth/passkeys/options", {}),
+      await browser.request("POST", "/api/auth/totp/start", {}),
+    ];
+    for (const refused of refusals) {
+      expect(refused.statusCode, refused.body).toBe(403);
+      expect(refused.json().error.code).toBe("sso_session");
+    }
+    // No passkey and no authenticator: its step-up is signing in with the provider again, which
+    // is asked to check the person afresh (prompt=login). As an approver within 5 minutes of the
+    // sign-in, an Always allow passes the step-up (the grant is then simply not found).
+    const me = (await browser.request("GET", "/api/auth/me")).json();
+    await h.plane.database.db
+      .updateTable("memberships")
+      .set({ role: "approver" })
+      .where("organisation_id", "=", organisationId)
+      .where(
+        "operator_id",
+        "=",
+        (
+          await h.plane.database.db
+            .selectFrom("operators")
+            .select("id")
+            .where("email", "=", me.email)
+            .executeTakeFirstOrThrow()
+        ).id,
+      )
+      .execute();
+    const fresh = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
+    expect(fresh.statusCode).toBe(404);
+    h.clock.advance(6 * 60_000);
+    const stale = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
+    expect(stale.statusCode).toBe(403);
+    expect(stale.json().error).toMatchObject({ code: "step_up_required", methods: ["sso"] });
+    expect(stale.json().error.message).toMatch(/sign in again with your organisation's single sign-on$/);
+    h.clock.advance(-6 * 60_000);
+
+    // The step-up through the provider: it must check the person again and say when (max_age,
+    // auth_time). An answer that does not say when is refused, and the session stays as it was.
+    const stepUp = async (tamper?: IdTokenTamper) => {
+      const again = await browser.request("GET", `/sso/${slug}?step_up=1&return_to=%2Fconsole%23inbox`);
+      const authorize = new URL(String(again.headers.location));
+      expect(authorize.searchParams.get("prompt")).toBe("login");
+      expect(authorize.searchParams.get("max_age")).toBe("300");
+      idp.signInAs({ sub: `sub-${me.email}`, email: me.email, email_verified: true });
+      if (tamper) idp.tamperNext(tamper);
+      const back = await new IdpBrowser(idp).walk(authorize.href);
+      return browser.request("GET", `${back.pathname}${back.search}`);
+    };
+    const undated = await stepUp("no_auth_time");
+    expect(undated.statusCode).toBe(401);
+    expect(undated.body).toMatch(/auth_time/);
+    expect((await browser.request("GET", "/api/auth/me")).statusCode).toBe(200);
+    const dated = await stepUp();
+    expect(dated.statusCode, dated.body).toBe(303);
+    expect(dated.headers.location).toBe("/console#inbox");
+    const passed = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
+    expect(passed.statusCode).toBe(404);
+  });
+});
+
+describe("the connection", () => {
+  it("is an owner's to change, after a step-up, and refuses what it cannot use", async () => {
+    const auditor = newBrowser();
+    await signInWithSso(auditor, corpEmail("reader"));
+    expect((await auditor.request("GET", "/api/orgs/sso")).json().connection).toMatchObject({
+      issuer: IDP_ISSUER,
+      email_domains: [DOMAIN],
+      default_role: "auditor",
+      redirect_uri: `${BASE}/sso/callback`,
+      sign_in_url: `${BASE}/sso/${slug}`,
+    });
+    const forbidden = await auditor.request("PUT", "/api/orgs/sso", { issuer: IDP_ISSUER });
+    expect(forbidden.statusCode).toBe(403);
+    expect(forbidden.json().error.code).toBe("forbidden_role");
+
+    const put = (body: Record<string, unknown>) =>
+      owner.request("PUT", "/api/orgs/sso", {
+        issuer: IDP_ISSUER,
+        client_id: idp.clientId,
+        email_domains: [DOMAIN],
+        ...body,
+      });
+    expect((await put({ default_role: "owner" })).statusCode).toBe(400);
+    expect((await put({ email_domains: ["not a domain"] })).statusCode).toBe(400);
+    expect((await put({ issuer: "http://idp.latch.test" })).statusCode).toBe(400);
+    const unreachable = await put({ issuer: "https://nowhere.latch.test" });
+    expect(unreachable.statusCode).toBe(400);
+    expect(unreachable.json().error.message).toMatch(/^the issuer's discovery document was refused/);
+
+    h.clock.advance(6 * 60_000);
+    const stale = await put({});
+    expect(stale.statusCode).toBe(403);
+    expect(stale.json().error.code).toBe("step_up_required");
+    h.clock.advance(30_000);
+    const code = ownerTotp.generate({ timestamp: h.clock.now.getTime() });
+    expect((await owner.request("POST", "/api/auth/totp/verify", { code })).statusCode).toBe(200);
+    // Without a new secret the stored one stays.
+    const kept = await put({ default_role: "approver" });
+    expect(kept.statusCode, kept.body).toBe(200);
+    expect(kept.json().connection).toMatchObject({
+      default_role: "approver",
+      client_secret_last4: idp.clientSecret.slice(-4),
+    });
+    expect((await put({ default_role: "auditor" })).statusCode).toBe(200);
+  });
+
+  it("finds the organisation by address for Sign in with SSO", async () => {
+    const browser = newBrowser();
+    const found = await browser.request("POST", "/api/auth/sso/discover", {
+      email: `Someone@${DOMAIN.toUpperCase()}`,
+    });
+    expect(found.statusCode, found.body).toBe(200);
+    expect(found.json().sso_url).toBe(`/sso/${slug}?login_hint=someone%40${DOMAIN}`);
+    const none = await browser.request("POST", "/api/auth/sso/discover", {
+      email: "someone@elsewhere.example",
+    });
+    expect(none.statusCode).toBe(404);
+    expect(
+      (await browser.request("POST", "/api/auth/sso/discover", { email: "not an address" })).statusCode,
+    ).toBe(400);
+  });
+});
+
+describe("require single sign-on", () => {
+  it("refuses the email-code sign-in of a member of those domains, naming the SSO address", async () => {
+    // A member with a corp address who joined by invitation and the email code.
+    const email = corpEmail("invited");
+    const invited = await owner.request("POST", "/api/orgs/members/invite", { email, role: "approver" });
+    expect(invited.statusCode, invited.body).toBe(201);
+    const token = lastInviteTokenFor(h.inbox, email);
+    const member = newBrowser();
+    await member.request("POST", "/api/auth/otp/send", { email });
+    await member.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+    const started = (await member.request("POST", "/api/auth/totp/start", {})).json();
+    const { URI } = await import("otpauth");
+    const totp = URI.parse(started.otpauth_url) as { generate(o: { timestamp: number }): string };
+    await member.request("POST", "/api/auth/totp/confirm", {
+      code: totp.generate({ timestamp: h.clock.now.getTime() }),
+    });
+    expect((await member.request("POST", "/invite", { token })).statusCode).toBe(200);
+    expect((await member.request("GET", "/api/items")).statusCode).toBe(200);
+
+    h.clock.advance(30_000);
+    expect(
+      (
+        await owner.request("POST", "/api/auth/totp/verify", {
+          code: ownerTotp.generate({ timestamp: h.clock.now.getTime() }),
+        })
+      ).statusCode,
+    ).toBe(200);
+    const required = await owner.request("PUT", "/api/orgs/sso", {
+      issuer: IDP_ISSUER,
+      client_id: idp.clientId,
+      email_domains: [DOMAIN],
+      require_sso: true,
+    });
+    expect(required.statusCode, required.body).toBe(200);
+
+    // The session from before acts there no more.
+    const refused = await member.request("GET", "/api/items");
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toMatchObject({ code: "sso_required", sso_url: `/sso/${slug}` });
+
+    // The email code is refused once proven, with the sentence and the address of the SSO sign-in.
+    const fresh = newBrowser();
+    await fresh.request("POST", "/api/auth/otp/send", { email });
+    const code = await fresh.request("POST", "/api/auth/otp/verify", {
+      email,
+      otp: lastCodeFor(h.inbox, email),
+    });
+    expect(code.statusCode).toBe(403);
+    expect(code.json().error).toMatchObject({ code: "sso_required", sso_url: `/sso/${slug}` });
+    expect(code.json().error.message).toBe(
+      `${email} signs in with ${(await owner.request("GET", "/api/auth/me")).json().organisation.name}'s single sign-on: open ${BASE}/sso/${slug}`,
+    );
+    expect(fresh.cookies.has("latch_session")).toBe(false);
+    // A passkey of that member signs in no more either: the same refusal, before any session.
+    const memberId = (
+      await h.plane.database.db
+        .selectFrom("operators")
+        .select("id")
+        .where("email", "=", email)
+        .executeTakeFirstOrThrow()
+    ).id;
+    await expect(h.plane.services.sso.signIn.refuseUnlessAllowed(memberId, email)).rejects.toMatchObject({
+      code: "sso_required",
+    });
+
+    // Through the provider the same member signs in, as the approver the invitation made it.
+    const viaSso = newBrowser();
+    const { answer } = await signInWithSso(viaSso, email);
+    expect(answer.statusCode).toBe(303);
+    expect((await viaSso.request("GET", "/api/auth/me")).json().organisation.role).toBe("approver");
+    expect((await viaSso.request("GET", "/api/items")).statusCode).toBe(200);
+
+    // An address of the domain that is not a member keeps its email code (another organisation
+    // cannot lock strangers out by listing their domain).
+    const stranger = `${uniqueEmail("stranger").split("@")[0]}@${DOMAIN}`;
+    const outsider = newBrowser();
+    await outsider.request("POST", "/api/auth/otp/send", { email: stranger });
+    expect(
+      (
+        await outsider.request("POST", "/api/auth/otp/verify", {
+          email: stranger,
+          otp: lastCodeFor(h.inbox, stranger),
+        })
+      ).statusCode,
+    ).toBe(200);
+  });
+});

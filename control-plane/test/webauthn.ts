@@ -1,0 +1,113 @@
+// WebAuthn for the passkey tests: Chromium's DevTools virtual authenticator (CDP WebAuthn domain,
+// through playwright-core's CDP session), and assertions signed in the test with a key that
+// authenticator holds, so that what no honest browser would send (another RP's answer, a counter
+// gone backwards, a replay) can be sent on purpose.
+import { createHash, createPrivateKey, sign } from "node:crypto";
+import type { CDPSession, Page } from "playwright-core";
+
+export interface VirtualAuthenticator {
+  cdp: CDPSession;
+  authenticatorId: string;
+  /** The credentials it holds, as CDP reports them (standard base64). */
+  credentials(): Promise<CdpCredential[]>;
+  /** Moves a credential's signature counter (after a test signed answers with its key itself). */
+  setSignCount(credential: CdpCredential, signCount: number): Promise<void>;
+}
+
+export interface CdpCredential {
+  credentialId: string;
+  isResidentCredential: boolean;
+  rpId: string;
+  privateKey: string;
+  userHandle?: string;
+  signCount: number;
+}
+
+/**
+ * A platform authenticator that verifies its user (as a fingerprint reader would) and answers at
+ * once: `WebAuthn.enable`, then `WebAuthn.addVirtualAuthenticator`.
+ */
+export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("WebAuthn.enable", { enableUI: false });
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return {
+    cdp,
+    authenticatorId,
+    async credentials() {
+      const answer = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+      return answer.credentials as CdpCredential[];
+    },
+    async setSignCount(credential, signCount) {
+      await cdp.send("WebAuthn.removeCredential", { authenticatorId, credentialId: credential.credentialId });
+      await cdp.send("WebAuthn.addCredential", { authenticatorId, credential: { ...credential, signCount } });
+    },
+  };
+}
+
+const b64url = (bytes: Buffer | Uint8Array) => Buffer.from(bytes).toString("base64url");
+const sha256 = (bytes: Buffer | string) => createHash("sha256").update(bytes).digest();
+
+/**
+ * An assertion (AuthenticationResponseJSON) signed with `credential`'s private key: as the
+ * authenticator would sign it for `rpId`, with the counter and origin given.
+ */
+export function signAssertion(options: {
+  credential: CdpCredential;
+  challenge: string;
+  rpId: string;
+  origin: string;
+  counter: number;
+  /** User present and verified unless told otherwise. */
+  flags?: number;
+}) {
+  const { credential } = options;
+  const counter = Buffer.alloc(4);
+  counter.writeUInt32BE(options.counter);
+  const authenticatorData = Buffer.concat([
+    sha256(options.rpId),
+    Buffer.from([options.flags ?? 0x05]),
+    counter,
+  ]);
+  const clientDataJSON = Buffer.from(
+    JSON.stringify({
+      type: "webauthn.get",
+      challenge: options.challenge,
+      origin: options.origin,
+      crossOrigin: false,
+    }),
+  );
+  const key = createPrivateKey({
+    key: Buffer.from(credential.privateKey, "base64"),
+    format: "der",
+    type: "pkcs8",
+  });
+  // ES256 and RS256 sign a SHA-256 digest; EdDSA and ML-DSA-44 (which Chromium's virtual
+  // authenticator picks when the RP offers it, as @simplewebauthn/server does first) hash inside.
+  const signed = Buffer.concat([authenticatorData, sha256(clientDataJSON)]);
+  const digest = key.asymmetricKeyType === "ec" || key.asymmetricKeyType === "rsa" ? "sha256" : null;
+  const signature = sign(digest, signed, key);
+  const id = b64url(Buffer.from(credential.credentialId, "base64"));
+  return {
+    id,
+    rawId: id,
+    type: "public-key",
+    response: {
+      clientDataJSON: b64url(clientDataJSON),
+      authenticatorData: b64url(authenticatorData),
+      signature: b64url(signature),
+      ...(credential.userHandle ? { userHandle: b64url(Buffer.from(credential.userHandle, "base64")) } : {}),
+    },
+    clientExtensionResults: {},
+    authenticatorAttachment: "platform",
+  };
+}
