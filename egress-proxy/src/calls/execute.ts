@@ -30,7 +30,7 @@ export interface ExecuteDeps {
   checkTicket: TicketChecker;
   /** Single use: the expiry again, then the id spent, right before anything is sent. */
   spendTicket: TicketSpender;
-  keyring: SealingKeyring;
+  keyring: Pick<SealingKeyring, "current" | "open">;
   resolver: DestinationResolver;
   upstream: Upstream;
   metrics: Metrics;

@@ -67,7 +67,7 @@ export interface OutgoingCall {
 
 /** What the steps may use; each step takes only the parts it names. */
 export interface StepDeps {
-  keyring: SealingKeyring;
+  keyring: Pick<SealingKeyring, "current" | "open">;
   resolver: DestinationResolver;
   upstream: Upstream;
 }
