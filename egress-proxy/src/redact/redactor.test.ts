@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRedactor, REDACTED } from "./redactor.ts";
+import { answerAlphabet, createRedactor, REDACTED } from "./redactor.ts";
 
 // Characters that every encoding treats differently: "/" (JSON \/ and %2F), "+" and space (form),
 // "~!'()" (encodeURIComponent vs URLSearchParams), "<&>" (Go's JSON), quotes and backslash
@@ -74,6 +74,26 @@ describe("createRedactor: each encoding", () => {
   it("leaves the username alone: it is not secret", () => {
     expect(redactor.redactText(`user ${USER}`)).toBe(`user ${USER}`);
   });
+
+  it.each(ENCODINGS)(
+    "hides the %s spelling when built for the answer's alphabet, as the whole redactor does",
+    (_name, spelling) => {
+      const body = Buffer.from(`{"echo":"${spelling}","n":1}`, "utf8");
+      const headers = [
+        { name: "x-request-id", value: `id ${spelling}` },
+        { name: "link", value: spelling.slice(0, 9) },
+        { name: "x-ratelimit-remaining", value: spelling.slice(9) },
+      ];
+      const gated = createRedactor([{ secret: SECRET, username: USER }], {
+        alphabet: answerAlphabet(
+          body,
+          headers.map((h) => h.value),
+        ),
+      });
+      expect(gated.redactBytes(body).toString("utf8")).toBe(`{"echo":"${REDACTED}","n":1}`);
+      expect(gated.redactHeaders(headers)).toEqual(redactor.redactHeaders(headers));
+    },
+  );
 });
 
 describe("createRedactor: placement and repetition", () => {

@@ -3,7 +3,7 @@
 // and in the allowed response headers.
 import { findHeadersSplittingASpelling } from "./header-block.ts";
 import { addSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
-import { buildSpellingAutomaton } from "./spelling-automaton.ts";
+import { buildSpellingAutomaton, canOccurIn, markReadBytes } from "./spelling-automaton.ts";
 
 export type { RedactionValue } from "./secret-encodings.ts";
 
@@ -27,11 +27,35 @@ export interface Redactor {
 }
 
 const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
+/** What joining headers (", ") and a header's first redaction pass ("[redacted]") add to them. */
+const HEADER_EXTRA_BYTES = Buffer.from(`, ${REDACTED}`, "latin1");
+
+/**
+ * The bytes an answer holds, as the scan reads them: its body, each header value as latin1 and
+ * as UTF-8, what joining headers adds (", ") and what redacting a header first writes into it
+ * ("[redacted]", read again by its second pass). A spelling with a byte outside it cannot match
+ * anywhere createRedactor is then used on this answer.
+ */
+export function answerAlphabet(body: Uint8Array, headerValues: readonly string[]): Uint8Array {
+  const alphabet = new Uint8Array(256);
+  markReadBytes(body, alphabet);
+  if (headerValues.length > 0) {
+    markReadBytes(HEADER_EXTRA_BYTES, alphabet);
+    for (const value of headerValues) {
+      markReadBytes(Buffer.from(value, "latin1"), alphabet);
+      markReadBytes(Buffer.from(value, "utf8"), alphabet);
+    }
+  }
+  return alphabet;
+}
 
 /**
  * Builds a redactor for `values` (the injected credential, and any token minted on the way).
  * Every spelling of every value is listed and compiled into one automaton here, once per call.
- * Empty secrets are skipped.
+ * Empty secrets are skipped. With `alphabet` (answerAlphabet of the answer it will redact), only
+ * the spellings that can occur in that answer are listed: the rest could never match there, and
+ * listing and compiling them was most of the redactor's cost (an answer without "%", "\" or "&"
+ * needs no URL, JSON or HTML spelling). A redactor so built is for that answer alone.
  *
  * Every match is found, overlapping ones included; each run of bytes covered by one or more
  * matches becomes a single "[redacted]" (so adjacent or overlapping spellings hide together and
@@ -40,9 +64,14 @@ const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
  *
  * @example createRedactor([{ secret: "sk_live_123" }]).redactText("key sk_live_123") // "key [redacted]"
  */
-export function createRedactor(values: readonly RedactionValue[]): Redactor {
-  const spellings: string[] = [];
-  for (const value of values) addSecretEncodings(value, spellings);
+export function createRedactor(
+  values: readonly RedactionValue[],
+  options: { alphabet?: Uint8Array } = {},
+): Redactor {
+  const { alphabet } = options;
+  const listed: string[] = [];
+  for (const value of values) addSecretEncodings(value, listed, alphabet);
+  const spellings = alphabet === undefined ? listed : listed.filter((s) => canOccurIn(s, alphabet));
   const automaton = buildSpellingAutomaton(spellings);
 
   function redactBytes(body: Buffer): Buffer {
@@ -56,7 +85,11 @@ export function createRedactor(values: readonly RedactionValue[]): Redactor {
     // Header values reach us decoded as UTF-8 or as latin1 depending on the client; run the
     // UTF-8 pass, then a latin1 pass (the original wire bytes) when the text allows it, so a
     // non-ASCII secret is found under either decoding.
-    const afterUtf8 = redactBytes(Buffer.from(text, "utf8")).toString("utf8");
+    const utf8 = Buffer.from(text, "utf8");
+    const redacted = redactBytes(utf8);
+    // ASCII text untouched by the first pass: its latin1 bytes are the bytes just read.
+    if (redacted === utf8 && utf8.length === text.length) return text;
+    const afterUtf8 = redacted.toString("utf8");
     if (!/^[\x00-\xff]*$/.test(afterUtf8)) return afterUtf8;
     return redactBytes(Buffer.from(afterUtf8, "latin1")).toString("latin1");
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { listSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
-import { normalizeSpelling } from "./spelling-automaton.ts";
+import { canOccurIn, markReadBytes, normalizeSpelling } from "./spelling-automaton.ts";
 
 // listSecretEncodings takes shortcuts (plain tokens skip the percent and JSON variants, ASCII
 // spellings become one Buffer) and has grown new families (hex, every URL encoder, HTML, more
@@ -85,6 +85,33 @@ describe("listSecretEncodings", () => {
     ["a short value", { secret: "abc" }],
   ])("covers the reference spellings for %s", (_name, value: RedactionValue) => {
     expectReferenceCovered(value);
+  });
+
+  it("leaves out, for an answer's alphabet, only spellings that cannot occur in it (5000 secrets)", () => {
+    const next = random(20261126);
+    // Answers with and without each family's marker byte ("%", "+", "\\", "&", ":", "-", " ").
+    const answers = [
+      '{"a":"plain json","b":[1,2,3]}',
+      "text with % and + but nothing else",
+      '{"escaped":"\\u0041","html":"&amp;"}',
+      "aa:bb-cc dd",
+      "",
+      "every byte %+\\&:- \r\nABCDEFXabcdefx0123456789",
+    ].map((text) => {
+      const alphabet = new Uint8Array(256);
+      markReadBytes(Buffer.from(text, "latin1"), alphabet);
+      return alphabet;
+    });
+    for (let i = 0; i < 5000; i++) {
+      const value = randomValue(next);
+      const alphabet = answers[i % answers.length]!;
+      const possible = readSet(
+        listSecretEncodings(value).filter((b) => canOccurIn(b.toString("latin1"), alphabet)),
+      );
+      const gated = readSet(listSecretEncodings(value, alphabet));
+      const missing = [...possible].filter((spelling) => !gated.has(spelling));
+      expect(missing, JSON.stringify(value)).toEqual([]);
+    }
   });
 
   it("lists nothing for an empty value, as the reference", () => {
