@@ -4,16 +4,11 @@
 
 import { AppError } from "@latch/shared/errors";
 import { EXIT_ADDRESS_IN_USE, EXIT_START_REFUSED, SPAWNED_BY_CONTROL_PLANE } from "@latch/shared/process";
-import pino from "pino";
 import { EgressConfigError, loadEgressConfig } from "./config.ts";
 import { startEgressProxy } from "./egress-proxy.ts";
-import { callContextFields } from "./grpc/call-context.ts";
+import { createProxyLogger } from "./logger.ts";
 
-const logger = pino({
-  name: "egress-proxy",
-  level: process.env.LOG_LEVEL ?? "info",
-  mixin: callContextFields,
-});
+const { logger } = createProxyLogger({ level: process.env.LOG_LEVEL ?? "info" });
 try {
   const config = loadEgressConfig(process.env);
   const proxy = await startEgressProxy(config, logger);
