@@ -26,7 +26,11 @@ export interface Destination {
 }
 
 export interface DestinationResolver {
-  resolve(host: string, signal?: AbortSignal): Promise<Destination>;
+  /**
+   * `deadline`: the caller's signal, or the milliseconds its call has left; the resolution ends
+   * with `timeout` when it passes. No timer is set when no DNS is asked (a connect-to rule).
+   */
+  resolve(host: string, deadline?: AbortSignal | number): Promise<Destination>;
 }
 
 /** Spec 4.2 rule 2: port 443 only. Another port comes only from a connect-to rule. */
@@ -83,26 +87,38 @@ async function queryAddresses(resolver: Resolver, host: string): Promise<{ v4: s
   return { v4, v6 };
 }
 
-/** Runs the two queries under the resolution budget and the caller's deadline. */
+/**
+ * Runs the two queries under the resolution budget and the caller's deadline: a signal, or the
+ * milliseconds the call has left (one timer then serves both).
+ */
 async function resolveWithDeadline(
   servers: readonly string[] | undefined,
   host: string,
   timeoutMs: number,
-  signal: AbortSignal | undefined,
+  deadline: AbortSignal | number | undefined,
 ): Promise<{ v4: string[]; v6: string[] }> {
-  if (signal?.aborted) throw new AppError("timeout", "the call deadline passed before DNS resolution");
+  const signal = typeof deadline === "number" ? undefined : deadline;
+  const callMs = typeof deadline === "number" ? deadline : Number.POSITIVE_INFINITY;
+  if (signal?.aborted || callMs <= 0) {
+    throw new AppError("timeout", "the call deadline passed before DNS resolution");
+  }
   const resolver = newResolver(servers, timeoutMs);
   let isBudgetSpent = false;
-  const timer = setTimeout(() => {
-    isBudgetSpent = true;
-    resolver.cancel();
-  }, timeoutMs);
+  let isCallDeadline = false;
+  const timer = setTimeout(
+    () => {
+      if (callMs < timeoutMs) isCallDeadline = true;
+      else isBudgetSpent = true;
+      resolver.cancel();
+    },
+    Math.min(timeoutMs, callMs),
+  );
   const onAbort = () => resolver.cancel();
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
     return await queryAddresses(resolver, host);
   } catch (error) {
-    if (signal?.aborted)
+    if (signal?.aborted || isCallDeadline)
       throw new AppError("timeout", "the call deadline passed during DNS resolution", { cause: error });
     if (isBudgetSpent)
       throw new AppError("dns_failure", `DNS resolution of ${host} timed out`, { cause: error });
@@ -133,7 +149,7 @@ function validateServers(servers: readonly string[] | undefined): void {
  *
  * @example
  * const resolver = createDestinationResolver({ connectTo: [], allowCidrs: [] });
- * const destination = await resolver.resolve("api.github.com", AbortSignal.timeout(10_000));
+ * const destination = await resolver.resolve("api.github.com", 10_000);
  */
 export function createDestinationResolver(opts: ResolverOptions): DestinationResolver {
   const servers = opts.dnsServers?.map((s) => s.trim()).filter((s) => s !== "");
@@ -143,7 +159,7 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
   const allowCidrs = [...opts.allowCidrs];
 
   return {
-    async resolve(hostText, signal) {
+    async resolve(hostText, deadline) {
       const host = hostText.toLowerCase().replace(/\.$/, "");
       // The caller refuses IP literals; this stops one that slips through from skipping the policy.
       if (isIP(host) !== 0) throw new AppError("ip_literal", "the host must be a name, not an IP address");
@@ -157,7 +173,7 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
           ? isIP(target) === 6
             ? { v4: [], v6: [target] }
             : { v4: [target], v6: [] }
-          : await resolveWithDeadline(servers, host, timeoutMs, signal);
+          : await resolveWithDeadline(servers, host, timeoutMs, deadline);
       if (answer.v4.length === 0 && answer.v6.length === 0) {
         throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
       }
