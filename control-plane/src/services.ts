@@ -17,6 +17,7 @@ import type { Keyring } from "./auth/kek.ts";
 import { createOperatorsRepo } from "./auth/operators.repo.ts";
 import { createSessionsRepo } from "./auth/sessions.repo.ts";
 import { createTotpService } from "./auth/totp.service.ts";
+import { createCallContextRepo } from "./calls/call-context.repo.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
@@ -115,6 +116,9 @@ function createCoreServices(
     inItemTokenLock: items.inItemTokenLock,
     noteItemUsed: (item) => items.noteItemUsed(item, variant.now()),
     onAuditFailure: logAuditFailure(variant.logger),
+    // Where no read cache answers the lookups, one statement reads what a call needs.
+    callContext: readCache ? undefined : createCallContextRepo(db),
+    grantClock: variant.now,
   });
   const ledger = createLedgerService({
     repo: createLedgerRepo(db),

@@ -49,6 +49,8 @@ export function registerOperatorSessions(
     now: () => Date;
     /** The live client a bearer belongs to (hosted: avm_ and avt_ tokens). */
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
+    /** A bearer found live within the last minutes (principal.ts recallBearer). */
+    recallBearer?: (token: string) => Promise<{ client: ClientRow; bearerHash: string } | undefined>;
     /** Whether an operator has an authenticator: the mfa_required answer says enroll or verify. */
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
   },
@@ -79,6 +81,8 @@ export function registerOperatorSessions(
       bearer: deps.authenticateBearer ? bearerOf(request.headers.authorization) : undefined,
       session,
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
+      // Only where the route confirms the bearer itself before acting (POST /mcp).
+      recallBearer: request.routeOptions.config.confirmsBearer === true ? deps.recallBearer : undefined,
       hasAuthenticator: deps.hasAuthenticator,
     });
     const now = deps.now();
