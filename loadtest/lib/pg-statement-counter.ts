@@ -31,9 +31,10 @@ export function statementKind(sql: string): string {
     text,
   )?.[1];
   if (!verb) return text.slice(0, 24);
-  const tables = [...text.matchAll(/\b(?:from|into|update|join)\s+"?([a-z_][a-z0-9_]*)"?/g)].map(
-    (m) => m[1]!,
-  );
+  // "do update set" names no table.
+  const tables = [...text.matchAll(/\b(?:from|into|update|join)\s+"?([a-z_][a-z0-9_]*)"?/g)]
+    .map((m) => m[1]!)
+    .filter((name) => name !== "set");
   const distinct = [...new Set(tables)];
   return distinct.length > 0 ? `${verb} ${distinct.join("+")}` : verb;
 }
