@@ -95,7 +95,9 @@ function createCoreServices(
   isLocal: boolean,
   readCache?: LocalVariant["readCache"],
 ) {
-  const audit = observeAudit(createAuditRepo(db), variant.onAuditEvent);
+  // With a read cache this process is the database's one writer (see LocalVariant): the ledger's
+  // heads are known here, and an append costs a plain insert (ledger.repo.ts isSoleWriter).
+  const audit = observeAudit(createAuditRepo(db, { isSoleWriter: Boolean(readCache) }), variant.onAuditEvent);
   const items = createItemsService({
     repo: readCache ? readCache.items(createItemsRepo(db)) : createItemsRepo(db),
     // Its writes change items (a rotated refresh token is stored in place), so they empty the cache too.

@@ -5,7 +5,7 @@
 import type { LedgerRow } from "@latch/shared/ledger/ledger-format";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { createLedgerRepo } from "./ledger.repo.ts";
+import { createLedgerRepo, type LedgerRepoOptions } from "./ledger.repo.ts";
 
 export interface AuditEvent {
   organisationId: string;
@@ -83,11 +83,12 @@ async function labelsOf(
   return new Map(ids.length === 0 ? [] : (await lookup(ids)).map((row) => [row.id, row.label] as const));
 }
 
-export function createAuditRepo(db: Kysely<Database>): AuditRepo {
+export function createAuditRepo(db: Kysely<Database>, options: LedgerRepoOptions = {}): AuditRepo {
+  const ledger = createLedgerRepo(db, options);
   return {
-    appendEvent: (event) => createLedgerRepo(db).appendEvent(event),
+    appendEvent: (event) => ledger.appendEvent(event),
     async insertAuditEvent(event) {
-      await createLedgerRepo(db).appendEvent(event);
+      await ledger.appendEvent(event);
     },
     async findFetchedNames(organisationId) {
       const rows = await db
