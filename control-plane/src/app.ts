@@ -4,6 +4,7 @@ import fastifyCookie from "@fastify/cookie";
 import Fastify, { type FastifyContextConfig, type FastifyInstance, type FastifySchema } from "fastify";
 import type { Logger } from "pino";
 import { registerOperatorSessions } from "./auth/operator-guard.ts";
+import type { RouteAction } from "./auth/permissions.ts";
 import type { PrincipalKind } from "./auth/principal.ts";
 import type { SessionsRepo } from "./auth/sessions.ts";
 import type { ClientRow } from "./db/schema.ts";
@@ -51,6 +52,8 @@ export interface RegisteredRoute {
   method: string;
   url: string;
   principals: readonly PrincipalKind[] | undefined;
+  /** What an operator does there (auth/permissions.ts), judged against their role. */
+  action: RouteAction | undefined;
   /** The route's zod schemas (params, querystring, body, response): what /openapi.json is made of. */
   schema: FastifySchema | undefined;
   /** The route's config: who may call it, and what else it declares (http/openapi.ts reads it). */
@@ -84,6 +87,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         method,
         url: route.url,
         principals: route.config?.principals,
+        action: route.config?.action,
         schema: route.schema,
         config: route.config,
       });

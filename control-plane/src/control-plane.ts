@@ -10,7 +10,7 @@ import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { requireOrgOperator } from "./auth/operator-guard.ts";
-import { OPERATOR_ONLY } from "./auth/principal.ts";
+import { operatorOnly } from "./auth/principal.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
@@ -21,6 +21,7 @@ import { createTicketFence } from "./egress/ticket-fence.ts";
 import type { TicketSigningKey } from "./egress/ticket-key.ts";
 import { createTicketMinter } from "./egress/tickets.ts";
 import { registerApproveLinkRoutes } from "./grants/approve-link.routes.ts";
+import { registerAuditExportRoutes } from "./grants/audit-export.routes.ts";
 import { registerGrantsRoutes } from "./grants/grants.routes.ts";
 import { registerInboxRoutes } from "./inbox/inbox.routes.ts";
 import { registerItemsRoutes } from "./items/items.routes.ts";
@@ -33,6 +34,8 @@ import { looksLikeJwt } from "./oauth/access-tokens.ts";
 import { loadOrCreateOAuthKeys } from "./oauth/oauth-keys.ts";
 import { createOAuthServer, type OAuthServer } from "./oauth/oauth-server.ts";
 import { registerOpenApiRoutes } from "./openapi/openapi.routes.ts";
+import { registerInviteRoutes } from "./orgs/invite.routes.ts";
+import { registerMembersRoutes } from "./orgs/members.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
@@ -102,6 +105,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     auditKeys,
     ...(deps.metrics ? { onAuditEvent: deps.metrics.countAuditEvent } : {}),
     onOAuthClientRevoked: (client) => oauthServer?.service.endClient(client) ?? Promise.resolve(),
+    onMemberOAuthEnded: (organisationId, operatorId) =>
+      oauthServer?.service.endMemberConsents(organisationId, operatorId) ?? Promise.resolve(),
   });
   const { audit, items, grants, clients, needs, sessions } = services;
   const oauth = createOAuthServer({
@@ -161,6 +166,12 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
         }),
       (app) => registerInboxRoutes(app, { grants, needs }),
       (app) =>
+        registerAuditExportRoutes(app, {
+          audit,
+          clientNames: async (organisationId) =>
+            new Map((await clients.listClients(organisationId)).map((c) => [c.id, c.name])),
+        }),
+      (app) =>
         registerMcpRoutes(app, {
           baseUrl: config.BASE_URL,
           tools: { ...services.tools, onToolAnswer: observeToolAnswer(deps.metrics) },
@@ -186,11 +197,26 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       (app) => oauth.registerRoutes(app),
       (app) => registerConnectRoutes(app, { connect: services.connect }),
       (app) =>
+        registerMembersRoutes(app, {
+          members: services.members,
+          invites: services.invites,
+          orgs: services.orgs,
+          sessions,
+        }),
+      (app) =>
+        registerInviteRoutes(app, {
+          invites: services.invites,
+          orgs: services.orgs,
+          sessions,
+          findOperatorEmail: async (operatorId) => (await services.totp.findOperator(operatorId))?.email,
+        }),
+      (app) =>
         registerLedgerRoutes(app, {
           ledger: services.ledger,
           publishedKeys: auditKeys.published,
           access: {
-            config: OPERATOR_ONLY,
+            // The ledger is the audit's full export: owners, admins and auditors (DECISIONS).
+            config: operatorOnly("audit.export"),
             preValidation: async (request) => {
               await requireOrgOperator(request);
             },

@@ -15,6 +15,7 @@ import { createEmailCodeService } from "./auth/email-code.service.ts";
 import { createEmailCodesRepo } from "./auth/email-codes.repo.ts";
 import type { Keyring } from "./auth/kek.ts";
 import { createOperatorsRepo } from "./auth/operators.repo.ts";
+import { isRole, mayPerform } from "./auth/permissions.ts";
 import { createSessionsRepo } from "./auth/sessions.repo.ts";
 import { createTotpService } from "./auth/totp.service.ts";
 import { createCallContextRepo } from "./calls/call-context.repo.ts";
@@ -24,7 +25,7 @@ import { createClientsService } from "./clients/clients.service.ts";
 import { createConnectRepo } from "./connect/connect.repo.ts";
 import { createConnectService } from "./connect/connect.service.ts";
 import type { ClientRow, Database } from "./db/schema.ts";
-import { runInTransaction } from "./db/transaction.ts";
+import { inAdvisoryLock, runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import type { TicketFence } from "./egress/ticket-fence.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
@@ -37,6 +38,9 @@ import { createItemsService } from "./items/items.service.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { createNeedsRepo } from "./needs/needs.repo.ts";
 import { createNeedsService } from "./needs/needs.service.ts";
+import { createInvitesRepo } from "./orgs/invites.repo.ts";
+import { createInvitesService } from "./orgs/invites.service.ts";
+import { createMembersService, type MembersLocked } from "./orgs/members.service.ts";
 import { createOrgsRepo } from "./orgs/orgs.repo.ts";
 import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
 import { telemetry } from "./telemetry.ts";
@@ -70,6 +74,8 @@ export interface HostedVariant extends CommonVariant {
   keyring: Keyring;
   /** Revoking an OAuth client's row ends its consents and tokens too (the OAuth server's work). */
   onOAuthClientRevoked?: (client: ClientRow) => Promise<void>;
+  /** A member gone from an organisation: the OAuth grants they gave there end (the OAuth server's work). */
+  onMemberOAuthEnded?: (organisationId: string, operatorId: string) => Promise<void>;
 }
 
 /** Local: one organisation, the operator at the keyboard (LOCAL_SURFACE), no approval codes. */
@@ -161,16 +167,19 @@ function createHostedGrants(
   db: Kysely<Database>,
   variant: HostedVariant,
   audit: AuditRepo,
-  orgs: Pick<OrgsService, "findMembers" | "findMemberRole">,
+  orgs: Pick<OrgsService, "findMembers" | "findStandingApprovalsNeed">,
 ) {
   return createGrantsService({
     repo: createGrantsRepo(db),
     recordEvent: audit.insertAuditEvent,
     now: variant.now,
     approvalCodes: { hashCode: variant.keyring.hashCode },
-    findMemberRole: orgs.findMemberRole,
+    findStandingApprovalsNeed: orgs.findStandingApprovalsNeed,
     notifyApproval: async ({ organisationId, grant, body, approvalCode, linkToken }) => {
-      const members = await orgs.findMembers(organisationId);
+      // Mailed to the members who may approve it: an auditor reads, and gets no approve link.
+      const members = (await orgs.findMembers(organisationId)).filter(
+        (member) => isRole(member.role) && mayPerform(member.role, "approvals.decide"),
+      );
       const mail = approvalMail(grant, body, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
       for (const member of members) await variant.mailer.send({ to: member.email, ...mail });
     },
@@ -180,7 +189,11 @@ function createHostedGrants(
 /** The repos and services a transaction that spans features writes through, bound to its handle. */
 function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant) {
   const { audit, items } = createCoreServices(trx, variant, false);
-  const orgs = createOrgsService({ repo: createOrgsRepo(trx), now: variant.now });
+  const orgs = createOrgsService({
+    repo: createOrgsRepo(trx),
+    now: variant.now,
+    recordEvent: audit.insertAuditEvent,
+  });
   return {
     repos: { needs: createNeedsRepo(trx), clients: createClientsRepo(trx) },
     items,
@@ -191,8 +204,38 @@ function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant
 function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { now, baseUrl } = variant;
   const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
-  const orgs = createOrgsService({ repo: createOrgsRepo(db), now });
+  const orgs = createOrgsService({ repo: createOrgsRepo(db), now, recordEvent: audit.insertAuditEvent });
   const grants = createHostedGrants(db, variant, audit, orgs);
+  const sessions = createSessionsRepo(db);
+  /** One transaction holding an organisation's members lock, with its members' and invitations' repos. */
+  const inMembersLock = <T>(organisationId: string, fn: (locked: MembersLocked) => Promise<T>) =>
+    inAdvisoryLock(db, `members:${organisationId}`, (trx) =>
+      fn({ orgs: createOrgsRepo(trx), invites: createInvitesRepo(trx) }),
+    );
+  const members = createMembersService({
+    repo: createOrgsRepo(db),
+    inMembersLock,
+    async findLastSeen(organisationId) {
+      const rows = await sessions.findAccessByOperator(organisationId);
+      return new Map(
+        rows.flatMap((row) => (row.last_access_at ? [[row.operator_id, new Date(row.last_access_at)]] : [])),
+      );
+    },
+    async onMemberGone(organisationId, operatorId, toOrganisationId) {
+      await sessions.updateSessionsLeavingOrganisation(operatorId, organisationId, toOrganisationId);
+      await variant.onMemberOAuthEnded?.(organisationId, operatorId);
+    },
+    recordEvent: audit.insertAuditEvent,
+    now,
+  });
+  const invites = createInvitesService({
+    repo: createInvitesRepo(db),
+    inMembersLock,
+    sendMail: (mail) => variant.mailer.send(mail),
+    recordEvent: audit.insertAuditEvent,
+    baseUrl,
+    now,
+  });
   const inTransaction = <T>(fn: (tx: ReturnType<typeof createTransactionServices>) => Promise<T>) =>
     runInTransaction(db, (trx) => fn(createTransactionServices(trx, variant)));
   const clients = createClientsService({
@@ -209,6 +252,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     repo: createNeedsRepo(db),
     baseUrl,
     now,
+    recordEvent: audit.insertAuditEvent,
     inTransaction: (fn) =>
       inTransaction((tx) => fn({ repo: tx.repos.needs, items: tx.items, grants: tx.grants })),
   });
@@ -232,11 +276,13 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     grants,
     calls,
     orgs,
+    members,
+    invites,
     clients,
     needs,
     connect,
     access: createAccessService({ clients, grants, audit }),
-    sessions: createSessionsRepo(db),
+    sessions,
     emailCodes: createEmailCodeService({
       repo: createEmailCodesRepo(db),
       mailer: variant.mailer,

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  type Action,
+  mayPerform,
+  ROLES,
+  type Role,
+  type RouteAction,
+  rolesFor,
+} from "../src/auth/permissions.ts";
+import {
   Browser,
   type HostedHarness,
   lastCodeFor,
@@ -7,77 +15,185 @@ import {
   startHosted,
   uniqueEmail,
 } from "./hosted.ts";
+import { joinAs } from "./teams.ts";
 
 type Gate = "session" | "ready";
 
 interface Route {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "DELETE" | "PATCH";
   path: string;
   body?: unknown;
   /** session: any signed-in browser; ready: past the authenticator step. */
   gate: Gate;
+  /** What an operator does there (auth/permissions.ts): the route must declare exactly this. */
+  action: RouteAction;
   /** Spec 4.3: need requests answer 404, not 401, to a caller with no session. */
   anonymousStatus?: 404;
+  /** Allowed, the call would change the organisation under the suite (leaving it): not made. */
+  isSkippedWhenAllowed?: true;
 }
 
 const ROUTES: Route[] = [
-  { method: "POST", path: "/api/auth/totp/start", body: {}, gate: "session" },
-  { method: "GET", path: "/api/auth/totp/pending", gate: "session" },
-  { method: "POST", path: "/api/auth/totp/confirm", body: { code: "000000" }, gate: "session" },
-  { method: "POST", path: "/api/auth/totp/verify", body: { code: "000000" }, gate: "session" },
-  { method: "GET", path: "/api/auth/me", gate: "session" },
-  { method: "POST", path: "/api/auth/logout", gate: "session" },
-  { method: "POST", path: "/api/auth/backup-codes/regenerate", body: { code: "000000" }, gate: "ready" },
-  { method: "POST", path: "/api/orgs", body: { name: "Suite org" }, gate: "ready" },
-  { method: "DELETE", path: "/api/orgs", body: { confirm_name: "nope" }, gate: "ready" },
-  { method: "POST", path: "/api/orgs/switch", body: { organisation_id: "org_x" }, gate: "ready" },
-  { method: "GET", path: "/api/access", gate: "ready" },
-  { method: "GET", path: "/api/access/events", gate: "ready" },
-  { method: "POST", path: "/api/sessions/ses_x/revoke", gate: "ready" },
-  { method: "POST", path: "/api/sessions/revoke-others", gate: "ready" },
-  { method: "GET", path: "/api/items", gate: "ready" },
+  { method: "POST", path: "/api/auth/totp/start", body: {}, gate: "session", action: "account" },
+  { method: "GET", path: "/api/auth/totp/pending", gate: "session", action: "account" },
+  {
+    method: "POST",
+    path: "/api/auth/totp/confirm",
+    body: { code: "000000" },
+    gate: "session",
+    action: "account",
+  },
+  {
+    method: "POST",
+    path: "/api/auth/totp/verify",
+    body: { code: "000000" },
+    gate: "session",
+    action: "account",
+  },
+  { method: "GET", path: "/api/auth/me", gate: "session", action: "account" },
+  { method: "POST", path: "/api/auth/logout", gate: "session", action: "account" },
+  {
+    method: "POST",
+    path: "/api/auth/backup-codes/regenerate",
+    body: { code: "000000" },
+    gate: "ready",
+    action: "account",
+  },
+  { method: "POST", path: "/api/orgs", body: { name: "Suite org" }, gate: "ready", action: "account" },
+  {
+    method: "DELETE",
+    path: "/api/orgs",
+    body: { confirm_name: "nope" },
+    gate: "ready",
+    action: "org.manage",
+  },
+  {
+    method: "POST",
+    path: "/api/orgs/switch",
+    body: { organisation_id: "org_x" },
+    gate: "ready",
+    action: "account",
+  },
+  { method: "GET", path: "/api/access", gate: "ready", action: "org.read" },
+  { method: "GET", path: "/api/access/events", gate: "ready", action: "org.read" },
+  { method: "POST", path: "/api/sessions/ses_x/revoke", gate: "ready", action: "org.read" },
+  { method: "POST", path: "/api/sessions/revoke-others", gate: "ready", action: "account" },
+  { method: "GET", path: "/api/items", gate: "ready", action: "org.read" },
   {
     method: "POST",
     path: "/api/items",
     body: { name: "X", value: "v", allowed_hosts: ["a.example.com"] },
     gate: "ready",
+    action: "credentials.write",
   },
-  { method: "POST", path: "/api/items/itm_x", body: {}, gate: "ready" },
-  { method: "POST", path: "/api/items/itm_x/meta", body: {}, gate: "ready" },
-  { method: "POST", path: "/api/items/itm_x/rotate", body: { value: "v" }, gate: "ready" },
-  { method: "DELETE", path: "/api/items/itm_x", gate: "ready" },
-  { method: "POST", path: "/api/folders", body: { environment: "staging", name: "f" }, gate: "ready" },
-  { method: "POST", path: "/api/clients/model", body: {}, gate: "ready" },
-  { method: "POST", path: "/api/clients/trusted", body: {}, gate: "ready" },
-  { method: "POST", path: "/api/clients/cli_x/rotate", gate: "ready" },
-  { method: "POST", path: "/api/clients/cli_x/revoke", gate: "ready" },
-  { method: "POST", path: "/api/grants/grt_x/approve", body: { policy: "prompt" }, gate: "ready" },
-  { method: "POST", path: "/api/grants/grt_x/revoke", gate: "ready" },
-  { method: "POST", path: "/api/grants/approve-by-code", body: { code: "12345678" }, gate: "ready" },
-  { method: "GET", path: "/api/grants", gate: "ready" },
-  { method: "GET", path: "/api/approvals", gate: "ready" },
-  { method: "GET", path: "/api/inbox", gate: "ready" },
-  { method: "GET", path: "/api/audit", gate: "ready" },
-  { method: "GET", path: "/api/audit/ledger", gate: "ready" },
-  { method: "GET", path: "/api/audit/verify", gate: "ready" },
-  { method: "POST", path: "/approve?token=abcdefghijklmnopqrstuvwxyz", gate: "ready" },
+  { method: "POST", path: "/api/items/itm_x", body: {}, gate: "ready", action: "credentials.write" },
+  { method: "POST", path: "/api/items/itm_x/meta", body: {}, gate: "ready", action: "credentials.write" },
+  {
+    method: "POST",
+    path: "/api/items/itm_x/rotate",
+    body: { value: "v" },
+    gate: "ready",
+    action: "credentials.write",
+  },
+  { method: "DELETE", path: "/api/items/itm_x", gate: "ready", action: "credentials.write" },
+  {
+    method: "POST",
+    path: "/api/folders",
+    body: { environment: "staging", name: "f" },
+    gate: "ready",
+    action: "credentials.write",
+  },
+  { method: "POST", path: "/api/clients/model", body: {}, gate: "ready", action: "clients.write" },
+  { method: "POST", path: "/api/clients/trusted", body: {}, gate: "ready", action: "clients.write" },
+  { method: "POST", path: "/api/clients/cli_x/rotate", gate: "ready", action: "clients.write" },
+  { method: "POST", path: "/api/clients/cli_x/revoke", gate: "ready", action: "clients.write" },
+  {
+    method: "POST",
+    path: "/api/grants/grt_x/approve",
+    body: { policy: "prompt" },
+    gate: "ready",
+    action: "approvals.decide",
+  },
+  { method: "POST", path: "/api/grants/grt_x/revoke", gate: "ready", action: "approvals.decide" },
+  {
+    method: "POST",
+    path: "/api/grants/approve-by-code",
+    body: { code: "12345678" },
+    gate: "ready",
+    action: "approvals.decide",
+  },
+  { method: "GET", path: "/api/grants", gate: "ready", action: "org.read" },
+  { method: "GET", path: "/api/approvals", gate: "ready", action: "org.read" },
+  { method: "GET", path: "/api/inbox", gate: "ready", action: "org.read" },
+  { method: "GET", path: "/api/audit", gate: "ready", action: "org.read" },
+  { method: "GET", path: "/api/audit/export?format=jsonl", gate: "ready", action: "audit.export" },
+  {
+    method: "POST",
+    path: "/approve?token=abcdefghijklmnopqrstuvwxyz",
+    gate: "ready",
+    action: "approvals.decide",
+  },
+  { method: "GET", path: "/api/audit/ledger", gate: "ready", action: "audit.export" },
+  { method: "GET", path: "/api/audit/verify", gate: "ready", action: "audit.export" },
   {
     method: "POST",
     path: "/api/integrations/spotify/start",
     body: { item_name: "SPOTIFY" },
     gate: "ready",
+    action: "credentials.write",
   },
-  { method: "GET", path: "/api/need-items/ned_x", gate: "ready", anonymousStatus: 404 },
+  { method: "GET", path: "/api/need-items/ned_x", gate: "ready", action: "org.read", anonymousStatus: 404 },
   {
     method: "POST",
     path: "/api/need-items/ned_x/fulfill",
     body: { value: "v" },
     gate: "ready",
+    action: "credentials.write",
     anonymousStatus: 404,
   },
-  { method: "POST", path: "/api/need-items/ned_x/deny", gate: "ready", anonymousStatus: 404 },
-  { method: "GET", path: "/consent/details?uid=abc", gate: "ready" },
-  { method: "POST", path: "/consent", body: { uid: "abc", decision: "deny" }, gate: "ready" },
+  {
+    method: "POST",
+    path: "/api/need-items/ned_x/deny",
+    gate: "ready",
+    action: "approvals.decide",
+    anonymousStatus: 404,
+  },
+  { method: "GET", path: "/consent/details?uid=abc", gate: "ready", action: "account" },
+  {
+    method: "POST",
+    path: "/consent",
+    body: { uid: "abc", decision: "deny" },
+    gate: "ready",
+    action: "account",
+  },
+  { method: "GET", path: "/api/orgs/members", gate: "ready", action: "org.read" },
+  {
+    method: "POST",
+    path: "/api/orgs/members/invite",
+    body: { email: "not-an-address", role: "auditor" },
+    gate: "ready",
+    action: "members.write",
+  },
+  {
+    method: "POST",
+    path: "/api/orgs/members/opr_x/role",
+    body: { role: "auditor" },
+    gate: "ready",
+    action: "members.write",
+  },
+  { method: "DELETE", path: "/api/orgs/members/opr_x", gate: "ready", action: "members.write" },
+  { method: "DELETE", path: "/api/orgs/invites/inv_x", gate: "ready", action: "members.write" },
+  { method: "POST", path: "/api/orgs/leave", gate: "ready", action: "org.read", isSkippedWhenAllowed: true },
+  {
+    method: "POST",
+    path: "/api/orgs/transfer",
+    body: { operator_id: "opr_x" },
+    gate: "ready",
+    action: "org.manage",
+  },
+  { method: "GET", path: "/api/orgs/settings", gate: "ready", action: "org.read" },
+  { method: "PATCH", path: "/api/orgs/settings", body: {}, gate: "ready", action: "org.manage" },
+  { method: "POST", path: "/invite", body: { token: "x" }, gate: "ready", action: "account" },
 ];
 
 let h: HostedHarness;
@@ -209,7 +325,7 @@ describe("another organisation's ids", () => {
 const PUBLIC_ROUTES = [
   /^GET \/(health|ready)$/,
   /^POST \/api\/auth\/otp\/(send|verify)$/,
-  /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|collect\/:id)$/,
+  /^GET \/(sign-in|sign-up|enroll-totp|verify-totp|console|approve|invite|collect\/:id)$/,
   // The provider's redirect back: a signed-out browser is sent to /sign-in (connect.routes.ts).
   /^GET \/(connect\/callback|integrations\/:provider\/callback)$/,
   // Each asset also answers under its content-hashed name (page-files.ts hashedName).
@@ -236,13 +352,30 @@ const PUBLIC_ROUTES = [
   /^GET \/consent$/,
 ];
 
+/**
+ * Public pages whose work an operator's role decides: opening an approval link approves, and a
+ * provider's redirect back stores a credential. Each declares that action.
+ */
+const PUBLIC_ACTIONS: Record<string, RouteAction> = {
+  "GET /approve": "approvals.decide",
+  "GET /connect/callback": "credentials.write",
+  "GET /integrations/:provider/callback": "credentials.write",
+};
+
 /** Routes for client bearers: who may call, and how everyone else is answered. */
-const BEARER_ROUTES: { method: "GET" | "POST"; path: string; accepts: string[]; challenge?: boolean }[] = [
+const BEARER_ROUTES: {
+  method: "GET" | "POST";
+  path: string;
+  accepts: string[];
+  challenge?: boolean;
+  /** What an operator does there, when operators may call it too. */
+  action?: Action;
+}[] = [
   { method: "POST", path: "/mcp", accepts: ["model"], challenge: true },
   { method: "GET", path: "/mcp/tools", accepts: ["model"], challenge: true },
   { method: "GET", path: "/mcp", accepts: ["model"], challenge: true },
   { method: "POST", path: "/runtime/resolve", accepts: ["trusted"] },
-  { method: "POST", path: "/api/grants/request", accepts: ["operator", "model"] },
+  { method: "POST", path: "/api/grants/request", accepts: ["operator", "model"], action: "approvals.decide" },
 ];
 
 const matches = (url: string, path: string) =>
@@ -255,10 +388,16 @@ describe("every registered route is in this suite", () => {
       const key = `${route.method} ${route.url}`;
       const operator = ROUTES.find((r) => r.method === route.method && matches(route.url, r.path));
       const bearer = BEARER_ROUTES.find((r) => r.method === route.method && r.path === route.url);
-      if (operator) expect(route.principals, key).toEqual(["operator"]);
-      else if (bearer) expect(route.principals, key).toEqual(bearer.accepts);
-      else if (PUBLIC_ROUTES.some((p) => p.test(key))) expect(route.principals, key).toBeUndefined();
-      else unlisted.push(key);
+      if (operator) {
+        expect(route.principals, key).toEqual(["operator"]);
+        expect(route.action, key).toBe(operator.action);
+      } else if (bearer) {
+        expect(route.principals, key).toEqual(bearer.accepts);
+        expect(route.action, key).toBe(bearer.action);
+      } else if (PUBLIC_ROUTES.some((p) => p.test(key))) {
+        expect(route.principals, key).toBeUndefined();
+        expect(route.action, key).toBe(PUBLIC_ACTIONS[key]);
+      } else unlisted.push(key);
     }
     expect(unlisted).toEqual([]);
   });
@@ -303,4 +442,63 @@ describe.each(BEARER_ROUTES)("$method $path (a bearer route)", (route) => {
       expect(response.statusCode).toBe(401);
     });
   }
+});
+
+/**
+ * The permission table (DECISIONS "Teams") on every route: a member of each role, in one
+ * organisation, calls each route that declares an organisation's action. A role the table refuses
+ * gets 403 forbidden_role naming the roles that may; a role it allows gets past the role check
+ * (whatever the route then answers to the suite's placeholder ids and bodies).
+ */
+describe("each role against each route's declared action", () => {
+  const members = new Map<Role, Browser>();
+  beforeAll(async () => {
+    const owner = await readyOperator(h, "suite-owner");
+    members.set("owner", owner);
+    for (const role of ["admin", "approver", "auditor"] as const) {
+      members.set(role, (await joinAs(h, owner, role, `suite-${role}`)).browser);
+    }
+  }, 120_000);
+
+  const organisationRoutes = [
+    ...ROUTES.filter((r) => r.action !== "account").map((r) => ({ ...r, action: r.action as Action })),
+    { method: "POST" as const, path: "/api/grants/request", body: {}, action: "approvals.decide" as Action },
+  ];
+
+  describe.each([...ROLES])("a member whose role is %s", (role) => {
+    it.each(organisationRoutes)("$method $path ($action)", async (route) => {
+      const browser = members.get(role)!;
+      const isAllowed = mayPerform(role, route.action);
+      if (isAllowed && "isSkippedWhenAllowed" in route && route.isSkippedWhenAllowed) return;
+      const response = await browser.request(route.method, route.path, route.body);
+      const code = /^application\/json(;|$)/.test(String(response.headers["content-type"]))
+        ? response.json().error?.code
+        : undefined;
+      if (isAllowed) {
+        expect(code, `${role} ${route.method} ${route.path}: ${response.body}`).not.toBe("forbidden_role");
+        return;
+      }
+      expect(response.statusCode, response.body).toBe(403);
+      const error = response.json().error;
+      expect(error.code).toBe("forbidden_role");
+      expect(error.required_roles).toEqual(rolesFor(route.action));
+      expect(error.role).toBe(role);
+      for (const needed of rolesFor(route.action)) expect(error.message).toContain(needed);
+    });
+  });
+
+  it("an approval link opened by an auditor approves nothing: the page answers 403 naming the roles", async () => {
+    const response = await members
+      .get("auditor")!
+      .request("GET", "/approve?token=abcdefghijklmnopqrstuvwxyz");
+    expect(response.statusCode).toBe(403);
+    expect(response.body).toContain("owner, admin or approver role");
+  });
+
+  it("every member still reads their own account, whatever their role", async () => {
+    for (const [role, browser] of members) {
+      const me = (await browser.request("GET", "/api/auth/me")).json();
+      expect(me.organisation.role, role).toBe(role);
+    }
+  });
 });

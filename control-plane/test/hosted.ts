@@ -168,7 +168,7 @@ export class Browser {
   }
 
   async request(
-    method: "GET" | "POST" | "DELETE",
+    method: "GET" | "POST" | "DELETE" | "PATCH" | "PUT",
     url: string,
     body?: unknown,
     headers: Record<string, string> = {},

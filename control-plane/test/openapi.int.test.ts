@@ -41,6 +41,9 @@ describe("/openapi.json", () => {
     const result = await validator.validate(structuredClone(document));
     expect(result.errors ?? [], JSON.stringify(result.errors, null, 2)?.slice(0, 2000)).toEqual([]);
     expect(result.valid).toBe(true);
+    // Schemathesis (CI) refuses a tuple's prefixItems + items: false as an invalid schema, though
+    // the validator above accepts it: write a fixed pair as an array of a fixed length instead.
+    expect(JSON.stringify(document)).not.toContain('"prefixItems"');
   });
 
   it("lists exactly the routes the app registers, each with what it answers", () => {

@@ -31,6 +31,10 @@ export const ERROR_STATUS = {
   csrf_failed: 403,
   mfa_required: 403,
   not_owner: 403,
+  /** A member whose role may not perform the route's action (DECISIONS "Teams"); names the roles. */
+  forbidden_role: 403,
+  /** An invitation opened by an account with another address than the one invited. */
+  invite_wrong_account: 403,
   plan_limit: 402,
   no_pending_enrollment: 404,
   // the HTTP envelope
@@ -50,6 +54,16 @@ export const ERROR_STATUS = {
   approval_code_used: 409,
   need_is_connect: 409,
   need_closed: 409,
+  /** The organisation's last owner cannot leave, be removed or be demoted. */
+  last_owner: 409,
+  already_member: 409,
+  invite_used: 409,
+  /** The two-person rule: the member who gave the first approval cannot give the second. */
+  second_member_required: 409,
+  /** The second approval of a standing grant confirms the first one's policy and scope, or none. */
+  approval_mismatch: 409,
+  invite_expired: 410,
+  invite_withdrawn: 410,
   approval_code_expired: 410,
   // destination refusals (the call never left)
   private_range: 403,

@@ -152,12 +152,16 @@
       body.scope = allow;
     }
     sending(() =>
-      api("POST", `/api/need-items/${encodeURIComponent(id)}/fulfill`, body).then(() => {
+      api("POST", `/api/need-items/${encodeURIComponent(id)}/fulfill`, body).then((answer) => {
         value.value = "";
+        // The two-person rule: an Always waits for a second member ("1 of 2") in the Inbox.
+        var isWaiting = answer.grant && answer.grant.approvals === "1 of 2";
         closed(
           allow === "once"
             ? "Stored. The agent can retry its request now."
-            : "Stored, and always allowed as you chose. The agent can retry its request now.",
+            : isWaiting
+              ? "Stored. The agent can retry its request now, once; the Always you chose waits in the Inbox for a second member to confirm it (1 of 2)."
+              : "Stored, and always allowed as you chose. The agent can retry its request now.",
         );
       }, answerFailed),
     );

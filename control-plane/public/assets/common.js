@@ -9,12 +9,13 @@ var statusBox = document.getElementById("status");
 // there at the end instead of the console. Only those paths of this site are followed, never
 // another site's address.
 var RETURN_PATH =
-  /^\/(approve\?token=[A-Za-z0-9_-]{20,100}|consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?|collect\/[A-Za-z0-9_-]{1,64})$/;
+  /^\/(approve\?token=[A-Za-z0-9_-]{20,100}|invite\?token=[A-Za-z0-9_-]{43}|consent\?uid=[A-Za-z0-9_-]{1,128}|device(\/[A-Za-z0-9_-]{1,128})?|collect\/[A-Za-z0-9_-]{1,64})$/;
 var RETURN_REASONS = {
   approve: "Sign in to approve the request an agent is waiting on. You will land back on it.",
   collect: "Sign in to store the credential an agent asked for. You will land back on its request.",
   consent: "Sign in to decide whether the app may connect to Latch. You will land back on its request.",
   device: "Sign in to connect the device that showed you a code. You will land back on it.",
+  invite: "Sign in, or sign up, with the address you were invited at. You will land back on the invitation.",
 };
 (() => {
   var asked = new URLSearchParams(location.search).get("return_to");

@@ -51,7 +51,10 @@
     });
     showEnvironments();
     if (details.organisations.length === 0) {
-      say("Create an organisation in the console first, then start again from your agent.", true);
+      say(
+        "None of your organisations lets you connect an agent: that needs the owner or admin role there. Ask one of them, or create an organisation in the console, then start again from your agent.",
+        true,
+      );
       return;
     }
     form.hidden = false;

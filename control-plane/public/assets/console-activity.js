@@ -124,34 +124,41 @@ function eventRow(event) {
     el("td", detailText(event.detail), "detail"),
   ]);
 }
-/** The view as export rows: the columns the table shows, the details without hidden keys. */
-function exportRows() {
-  return auditEvents.map((event) => ({
-    at: event.at,
-    environment: event.environment,
-    who: actorText(event),
-    actor: event.actor,
-    action: event.action,
-    credential: event.item_name,
-    host: event.host,
-    reason: event.reason,
-    detail: readableDetail(event.detail),
-  }));
-}
 function exportName(extension) {
   return `latch-audit-${environment}-${new Date().toISOString().slice(0, 10)}.${extension}`;
 }
-byId("audit-csv").addEventListener("click", () => {
-  var rows = exportRows();
-  var columns = ["at", "environment", "who", "actor", "action", "credential", "host", "reason", "detail"];
-  var lines = [columns.join(",")].concat(rows.map((r) => columns.map((c) => csvField(r[c])).join(",")));
-  downloadText(exportName("csv"), `${lines.join("\r\n")}\r\n`, "text/csv");
-  say(`Exported ${rows.length} events as CSV.`);
+/**
+ * Downloads the filtered view (every page, not only the ones loaded) as the server writes it
+ * (GET /api/audit/export: members and clients by name, no ids or hashes, CSV cells that a
+ * spreadsheet would read as formulas made inert). Exporting is an owner's, admin's or auditor's.
+ */
+function exportAudit(control, format, type, label) {
+  act(control, () =>
+    fetch(`/api/audit/export?${auditQuery("")}&format=${format}`, {
+      credentials: "same-origin",
+      cache: "no-store",
+    }).then((response) => {
+      if (!response.ok) {
+        return response.json().then((json) => {
+          var failure = new Error(describeError(response.status, json));
+          failure.code = json?.error?.code;
+          failure.body = json;
+          throw failure;
+        });
+      }
+      var count = response.headers.get("x-latch-events") || "0";
+      return response.text().then((text) => {
+        downloadText(exportName(format), text, type);
+        say(`Exported ${count} events as ${label}.`);
+      });
+    }),
+  );
+}
+byId("audit-csv").addEventListener("click", (event) => {
+  exportAudit(event.currentTarget, "csv", "text/csv", "CSV");
 });
-byId("audit-jsonl").addEventListener("click", () => {
-  var rows = exportRows();
-  downloadText(exportName("jsonl"), rows.map((r) => `${JSON.stringify(r)}\n`).join(""), "application/jsonl");
-  say(`Exported ${rows.length} events as JSON Lines.`);
+byId("audit-jsonl").addEventListener("click", (event) => {
+  exportAudit(event.currentTarget, "jsonl", "application/jsonl", "JSON Lines");
 });
 var auditForm = byId("audit-form");
 onSubmit(auditForm, () => {
@@ -215,6 +222,8 @@ function loadAccess() {
 function sessionRow(session) {
   var action = el("td", null, "actions-cell");
   if (session.current) action.textContent = "This session";
+  // Another member's session is ended by who may manage members (the server judges the roles).
+  else if (session.email !== me.email && !may("members.write")) action.textContent = "—";
   else {
     const revoke = button(
       "Revoke",
@@ -274,7 +283,7 @@ function accessChanged(message) {
 }
 var revokeOthers = byId("revoke-others");
 revokeOthers.addEventListener("click", () => {
-  confirmStep(revokeOthers, "Sign out every other session of this organisation?", "Sign them out", () =>
+  confirmStep(revokeOthers, "Sign out every other session of yours?", "Sign them out", () =>
     api("POST", "/api/sessions/revoke-others").then((answer) => {
       var n = answer.revoked;
       return accessChanged(
@@ -291,10 +300,11 @@ loaders.access = loadAccess;
 var deleteOrgForm = byId("delete-org-form");
 var currentOrganisation = null;
 // biome-ignore lint/correctness/noUnusedVariables: console.js shows it with the account
-function showDeleteOrganisation(me) {
-  var current = me.organisation && (me.organisations || []).filter((o) => o.id === me.organisation.id)[0];
+function showDeleteOrganisation(account) {
+  var current =
+    account.organisation && (account.organisations || []).filter((o) => o.id === account.organisation.id)[0];
   currentOrganisation = current || null;
-  deleteOrgForm.hidden = current?.role !== "owner";
+  deleteOrgForm.hidden = !current || !may("org.manage");
   byId("delete-org-name").textContent = current ? current.name : "";
 }
 onSubmit(deleteOrgForm, () => {

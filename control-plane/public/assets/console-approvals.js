@@ -37,7 +37,10 @@ function isWholeCredential(grant) {
 }
 function approvedByText(grant) {
   if (!grant.approved_by) return "";
-  return grant.approved_by.email || grant.approved_by.operator_id;
+  var second = grant.approved_by.email || grant.approved_by.operator_id;
+  // The two-person rule: both members, the first one first.
+  if (!grant.first_approved_by) return second;
+  return `${grant.first_approved_by.email || grant.first_approved_by.operator_id}, confirmed by ${second}`;
 }
 function loadApprovals() {
   var clients = issued.length ? Promise.resolve() : loaders.clients();
@@ -119,7 +122,8 @@ function activeApprovalRow(grant) {
       }),
     );
   });
-  action.appendChild(revoke);
+  if (may("approvals.decide")) action.appendChild(revoke);
+  else action.textContent = "—";
   return row([
     rowHeader(grant.item_name),
     agentCell(grant.agent_name, grant.agent_id),

@@ -103,6 +103,7 @@ loaders.clients = () =>
 function issuedRow(client) {
   var actions = el("td", null, "actions-cell");
   if (client.revoked) actions.textContent = "Revoked";
+  else if (!may("clients.write")) actions.textContent = "—";
   else {
     const revoke = button("Revoke", `Revoke ${client.name}`, true);
     revoke.addEventListener("click", () => {

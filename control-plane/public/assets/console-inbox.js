@@ -1,6 +1,7 @@
 // The console's Inbox (after request-view.js): the requests waiting, each with exactly what it
 // would send, decided once, for 8 hours or always (asking first what always covers), or denied;
-// approval by code; and the requests for credentials.
+// under the two-person rule an Always waits "1 of 2" for another member to confirm it; approval by
+// code; and the requests for credentials. A role that may not decide sees the requests only.
 "use strict";
 /* ---------- inbox ---------- */
 var POLICY_TEXT = { prompt: "for one call", session: "for 8 hours", item_standing: "until revoked" };
@@ -63,10 +64,64 @@ function hostsText(hosts) {
   if (!hosts?.length) return "its hosts";
   return hosts.length === 1 ? hosts[0] : `${hosts.slice(0, -1).join(", ")} and ${hosts[hosts.length - 1]}`;
 }
+/** What a standing approval covers, in words: its scope choice, or the scope the grant carries. */
+function standingCoverText(grant, scope) {
+  if (scope === "credential")
+    return `the whole credential, any method and path on ${hostsText(grant.allowed_hosts)}`;
+  if (scope === "path_prefix" && grant.call) {
+    return `${grant.call.method} on ${grant.call.host} under ${pathPrefix(grant.call.path)}`;
+  }
+  if (grant.scope) {
+    return `${grant.scope.method || "any method"} on ${grant.scope.host || hostsText(grant.allowed_hosts)}${grant.scope.path ? ` under ${grant.scope.path}` : ""}`;
+  }
+  return `the whole credential, any method and path on ${hostsText(grant.allowed_hosts)}`;
+}
+/**
+ * The two-person rule: who gave the first approval and what it covers ("1 of 2"); the member who
+ * gave it waits for another, who may confirm that same approval, approve once instead, or deny.
+ */
+function twoPersonCell(grant, label, decide) {
+  var first = grant.first_approval;
+  var isMine = first.email === me.email;
+  var note = el("p", null, "two-person");
+  note.append(
+    el("strong", grant.approvals || "1 of 2"),
+    ` approvals: ${isMine ? "you" : first.email || "a member"} approved ${first.policy === "folder_standing" ? "always, for the whole folder" : "always"} (${standingCoverText(grant, first.scope)})${first.at ? `, ${when(first.at)}` : ""}.`,
+  );
+  decide.appendChild(note);
+  if (!may("approvals.decide")) return;
+  if (isMine) {
+    decide.appendChild(el("p", "Waiting for another member to confirm it.", "hint"));
+  } else if (first.policy === "folder_standing") {
+    decide.appendChild(
+      el("p", "An owner confirms a whole-folder approval, typing the folder's name.", "hint"),
+    );
+  } else {
+    const confirm = button("Confirm always", `Confirm always allow, as approved first: ${label}`, false);
+    confirm.setAttribute("data-key", `${grant.grant_id}:confirm`);
+    confirm.addEventListener("click", () => {
+      act(confirm, () =>
+        api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, { policy: first.policy }).then(() =>
+          inboxChanged(`Confirmed: ${label} is allowed always (2 of 2).`),
+        ),
+      );
+    });
+    const once = button("Approve once", `Approve once instead: ${label}`, true);
+    once.setAttribute("data-key", `${grant.grant_id}:prompt`);
+    once.addEventListener("click", () => {
+      act(once, () => approve(grant, label, "prompt"));
+    });
+    decide.append(confirm, once);
+  }
+  decide.appendChild(denyButton(grant, label));
+}
 function approvalRow(grant) {
   var label = `${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)}`;
   var decide = el("td", null, "actions-cell");
-  if (alwaysOpen && alwaysOpen.grantId === grant.grant_id) decide.appendChild(alwaysChooser(grant, label));
+  if (grant.first_approval) twoPersonCell(grant, label, decide);
+  else if (!may("approvals.decide")) decide.textContent = "Waiting for a member who may approve";
+  else if (alwaysOpen && alwaysOpen.grantId === grant.grant_id)
+    decide.appendChild(alwaysChooser(grant, label));
   else decide.append.apply(decide, decisionButtons(grant, label));
   var request = el("td", null, "request-cell");
   if (grant.after_deny_at) {
@@ -95,10 +150,30 @@ function approvalRow(grant) {
 }
 function approve(grant, label, policy, scope) {
   var body = scope ? { policy: policy, scope: scope } : { policy: policy };
-  return api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, body).then(() => {
+  return api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, body).then((answer) => {
     alwaysOpen = null;
+    // The two-person rule: the first of two approvals leaves it waiting for another member.
+    if (answer.grant.status === "pending" && answer.grant.approvals === "1 of 2") {
+      return inboxChanged(
+        `Approved ${label} ${POLICY_TEXT[policy]}: 1 of 2. Another member must confirm it.`,
+      );
+    }
     return inboxChanged(`Approved ${label} ${POLICY_TEXT[policy]}.`);
   });
+}
+/** Deny: a pending request is refused (the grant endpoint's revoke); it never becomes usable. */
+function denyButton(grant, label) {
+  var deny = button("Deny", `Deny: ${label}`, true);
+  deny.classList.add("deny");
+  deny.setAttribute("data-key", `${grant.grant_id}:deny`);
+  deny.addEventListener("click", () => {
+    act(deny, () =>
+      api("POST", `/api/grants/${enc(grant.grant_id)}/revoke`).then(() =>
+        inboxChanged(`Denied the request for ${label}.`),
+      ),
+    );
+  });
+  return deny;
 }
 function decisionButtons(grant, label) {
   var buttons = DECISIONS.map((decision) => {
@@ -125,18 +200,7 @@ function decisionButtons(grant, label) {
     });
     return b;
   });
-  // A pending request is denied (the grant endpoint's revoke); it never becomes usable.
-  var deny = button("Deny", `Deny: ${label}`, true);
-  deny.classList.add("deny");
-  deny.setAttribute("data-key", `${grant.grant_id}:deny`);
-  deny.addEventListener("click", () => {
-    act(deny, () =>
-      api("POST", `/api/grants/${enc(grant.grant_id)}/revoke`).then(() =>
-        inboxChanged(`Denied the request for ${label}.`),
-      ),
-    );
-  });
-  buttons.push(deny);
+  buttons.push(denyButton(grant, label));
   return buttons;
 }
 /**
@@ -241,24 +305,20 @@ function connectButton(need) {
 }
 function requestRow(need) {
   var answer = el("td", null, "actions-cell");
-  var path = need.kind === "secret" ? sameSitePath(need.collect_url || "") : "";
+  var path = need.kind === "secret" && may("credentials.write") ? sameSitePath(need.collect_url || "") : "";
   if (path) {
     const link = el("a", "Enter the value");
     link.href = path;
     link.setAttribute("aria-label", `Enter the value for ${need.suggested_name || need.host}`);
     answer.appendChild(link);
   }
-  if (need.kind === "connect" && need.provider) answer.appendChild(connectButton(need));
-  var deny = button("Deny", `Deny the request for ${need.suggested_name || need.host}`, true);
-  deny.setAttribute("data-key", `${need.need_id}:deny`);
-  deny.addEventListener("click", () => {
-    act(deny, () =>
-      api("POST", `/api/need-items/${enc(need.need_id)}/deny`).then(() =>
-        inboxChanged(`Denied the request for ${need.suggested_name || need.host}.`),
-      ),
-    );
-  });
-  answer.appendChild(deny);
+  if (need.kind === "connect" && need.provider && may("credentials.write"))
+    answer.appendChild(connectButton(need));
+  if (!may("approvals.decide")) {
+    if (!answer.firstChild) answer.textContent = "Waiting for a member who may store it";
+  } else {
+    answer.appendChild(requestDenyButton(need));
+  }
   var request = el("td", null, "request-cell");
   request.appendChild(requestView(need.call, need.body, `${need.suggested_name} for ${need.client_name}`));
   request.appendChild(
@@ -279,6 +339,18 @@ function requestRow(need) {
     timeCell(need.created_at),
     answer,
   ]);
+}
+function requestDenyButton(need) {
+  var deny = button("Deny", `Deny the request for ${need.suggested_name || need.host}`, true);
+  deny.setAttribute("data-key", `${need.need_id}:deny`);
+  deny.addEventListener("click", () => {
+    act(deny, () =>
+      api("POST", `/api/need-items/${enc(need.need_id)}/deny`).then(() =>
+        inboxChanged(`Denied the request for ${need.suggested_name || need.host}.`),
+      ),
+    );
+  });
+  return deny;
 }
 var codeForm = byId("code-form");
 onSubmit(codeForm, () => {
@@ -303,8 +375,9 @@ onSubmit(codeForm, () => {
 });
 loaders.inbox = () => loadInbox(false);
 setInterval(() => {
-  if (!document.hidden) loadInbox(true).catch(fail);
+  // Drawn once the account is known: which decisions it shows depends on the role.
+  if (me && !document.hidden) loadInbox(true).catch(fail);
 }, 5000);
-window.addEventListener("DOMContentLoaded", () => {
+meReady.then(() => {
   if (currentSection !== "inbox") loadInbox(false).catch(fail);
 });

@@ -1,8 +1,30 @@
 // The operator console (after common.js): DOM helpers, section navigation, account and vault.
-// console-inject.js, console-clients.js, request-view.js, console-inbox.js, console-activity.js and
-// console-approvals.js follow in the same global scope; the console starts on DOMContentLoaded,
-// once all of them have run. Values reach the page as text, never as markup.
+// console-inject.js, console-clients.js, request-view.js, console-inbox.js, console-activity.js,
+// console-approvals.js and console-members.js follow in the same global scope; the console starts
+// once the account is known and all of them have run. Values reach the page as text, never as
+// markup.
 "use strict";
+/* ---------- the member's role ---------- */
+/** The account (GET /api/auth/me): its role here and the actions that role allows. */
+var me = null;
+/**
+ * Whether the member's role allows `action` (the server's permission table, through
+ * /api/auth/me): a control a role may not use is not shown. The server judges every call anyway.
+ */
+function may(action) {
+  return Boolean(me && (me.permissions || []).indexOf(action) >= 0);
+}
+/** Shows `[data-needs=action]` only to a role that may, `[data-needs-not=action]` only to one that may not. */
+function applyPermissions() {
+  Array.prototype.forEach.call(document.querySelectorAll("[data-needs]"), (node) => {
+    node.hidden = !may(node.getAttribute("data-needs"));
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("[data-needs-not]"), (node) => {
+    node.hidden = may(node.getAttribute("data-needs-not"));
+  });
+}
+// Until the account is known, no control a role might lack is shown.
+applyPermissions();
 /* ---------- DOM helpers ---------- */
 function el(tag, text, className) {
   var node = document.createElement(tag);
@@ -290,7 +312,7 @@ onSubmit(orgForm, () => {
 });
 
 /* ---------- sections ---------- */
-var SECTIONS = ["vault", "clients", "inbox", "approvals", "audit", "access"];
+var SECTIONS = ["vault", "clients", "inbox", "approvals", "audit", "members", "access"];
 /** Each section's loader (returns a promise), called whenever the section is shown. */
 var loaders = {};
 var currentSection = "";
@@ -307,7 +329,8 @@ function showSection(name, shouldFocus) {
     if (link.getAttribute("href") === `#${name}`) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   });
-  if (loaders[name]) loaders[name]().catch(fail);
+  // A section's rows wait for the account: which controls they carry depends on the role.
+  if (loaders[name]) meReady.then(() => loaders[name]()).catch(fail);
   if (!shouldFocus) return;
   say("");
   byId(`${name}-heading`).focus();
@@ -335,13 +358,19 @@ function announceConnect() {
 }
 
 /* ---------- account ---------- */
-function showAccount(me) {
+function showAccount(account) {
+  me = account;
   if (!me.session_ready) {
     location.assign(me.totp_enabled ? "/verify-totp" : "/enroll-totp");
     return;
   }
   byId("email").textContent = me.email;
   byId("header-email").textContent = me.email;
+  var role = byId("header-role");
+  role.hidden = !me.organisation;
+  role.textContent = me.organisation ? me.organisation.role : "";
+  role.setAttribute("aria-label", me.organisation ? `Your role here: ${me.organisation.role}` : "");
+  applyPermissions();
   showOrganisations(me);
   byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
   showDeleteOrganisation(me);
@@ -428,6 +457,8 @@ function vaultConnectButton(item) {
 function itemRow(item) {
   var label = itemLabel(item);
   var actions = el("td", null, "actions-cell");
+  // A role that may not change credentials sees them, not the controls.
+  if (!may("credentials.write")) actions.textContent = "—";
   var rotate = button("Rotate", `Rotate ${label}`, true);
   var edit = button("Edit", `Edit ${label}`, true);
   var remove = button("Delete", `Delete ${label}`, true);
@@ -446,8 +477,10 @@ function itemRow(item) {
       }),
     );
   });
-  actions.append(rotate, edit, remove);
-  if (item.connect_provider) actions.prepend(vaultConnectButton(item));
+  if (may("credentials.write")) {
+    actions.append(rotate, edit, remove);
+    if (item.connect_provider) actions.prepend(vaultConnectButton(item));
+  }
   var inject = item.inject + (item.username ? ` (user ${item.username})` : "");
   var hosts = el("td", item.allowed_hosts.join(", "), "hosts");
   return row([
@@ -601,8 +634,19 @@ loaders.vault = loadItems;
 window.addEventListener("hashchange", () => {
   route(true);
 });
+/**
+ * The account, asked for at once and shown once every console script has run; every section
+ * waits for it (which controls show depends on the role), so anything after meReady sees `me`.
+ */
+var meReady = Promise.all([
+  api("GET", "/api/auth/me"),
+  new Promise((resolve) => window.addEventListener("DOMContentLoaded", resolve)),
+]).then((answers) => {
+  showAccount(answers[0]);
+  return answers[0];
+});
+meReady.catch(fail);
 window.addEventListener("DOMContentLoaded", () => {
-  api("GET", "/api/auth/me").then(showAccount, fail);
   defaultEnvironments();
   announceConnect();
   route(false);

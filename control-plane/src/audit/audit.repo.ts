@@ -134,12 +134,12 @@ export function createAuditRepo(db: Kysely<Database>, options: LedgerRepoOptions
           .where("id", "in", ids)
           .execute(),
       );
+      // Every operator who acted here, member or not any more: a removed member's decisions stay
+      // named in the audit (DECISIONS "Teams"). Only ids from this organisation's rows are looked up.
       const emails = await labelsOf(actors, OPERATOR_ACTOR, (ids) =>
         db
           .selectFrom("operators")
-          .innerJoin("memberships", "memberships.operator_id", "operators.id")
           .select(["operators.id", "operators.email as label"])
-          .where("memberships.organisation_id", "=", organisationId)
           .where("operators.id", "in", ids)
           .execute(),
       );

@@ -3,7 +3,6 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
-import type { OrgsService } from "../orgs/orgs.service.ts";
 import {
   accessEvents,
   accessSnapshot,
@@ -30,9 +29,28 @@ import {
   requireOrganisation,
   setSessionCookies,
 } from "./operator-guard.ts";
-import { OPERATOR_ONLY } from "./principal.ts";
+import { actionsOf, isRole, requireManagedRole } from "./permissions.ts";
+import { operatorOnly } from "./principal.ts";
 import type { SessionsRepo } from "./sessions.ts";
 import type { TotpService } from "./totp.service.ts";
+
+/**
+ * What these routes need of organisations (orgs/orgs.service.ts answers it): written here, so that
+ * auth/ imports no feature (orgs/ builds its routes on auth/'s guard).
+ */
+export interface OrganisationsPort {
+  createOrganisation(operatorId: string, name: unknown): Promise<{ id: string; name: string; slug: string }>;
+  deleteOrganisation(operatorId: string, organisationId: string, confirmName: unknown): Promise<void>;
+  findDefaultOrganisation(operatorId: string): Promise<string | null>;
+  findOrganisation(organisationId: string): Promise<{ id: string; name: string; slug: string } | undefined>;
+  findMemberRole(organisationId: string, operatorId: string): Promise<string | undefined>;
+  findMembers(
+    organisationId: string,
+  ): Promise<{ operator_id: string; email: string; role: string; created_at: Date }[]>;
+  findOrganisationsOf(
+    operatorId: string,
+  ): Promise<{ id: string; name: string; slug: string; role: string }[]>;
+}
 
 export interface AuthRouteDeps {
   /** The clients and grants parts of the access snapshot, and the issuance ledger. */
@@ -44,7 +62,7 @@ export interface AuthRouteDeps {
   emailCodes: EmailCodeService;
   totp: TotpService;
   sessions: SessionsRepo;
-  orgs: OrgsService;
+  orgs: OrganisationsPort;
   isSecureCookies: boolean;
   now: () => Date;
   /** Sign-out also ends the operator's OAuth sign-in sessions (oauth/). */
@@ -54,13 +72,16 @@ export interface AuthRouteDeps {
 export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   /** Any signed-in session: the authenticator steps themselves, the account, sign-out. */
-  const signedInOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
+  const signedInOnly = checkedFirst(operatorOnly("account"), (request: FastifyRequest) =>
     requireOperator(request, { mfa: false }),
   );
-  /** A session past the authenticator step. */
-  const readyOnly = checkedFirst(OPERATOR_ONLY, (request: FastifyRequest) =>
+  /** A session past the authenticator step, acting on its own account. */
+  const readyOnly = checkedFirst(operatorOnly("account"), (request: FastifyRequest) =>
     requireOperator(request, { mfa: true }),
   );
+  /** A session past the authenticator step whose role in its organisation allows `action`. */
+  const ready = (action: Parameters<typeof operatorOnly>[0]) =>
+    checkedFirst(operatorOnly(action), (request: FastifyRequest) => requireOperator(request, { mfa: true }));
 
   api.post(
     "/api/auth/otp/send",
@@ -154,12 +175,13 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       ? await deps.orgs.findOrganisation(context.organisationId)
       : undefined;
     return {
+      permissions: actionsOf(context.role),
       email: operator.email,
       totp_enabled: operator.totp_enabled,
       backup_codes_remaining: await deps.totp.countUnusedBackupCodes(context.operatorId),
       created_at: operator.created_at.toISOString(),
       session_ready: context.session.is_mfa_passed,
-      organisation: organisation ?? null,
+      organisation: organisation && context.role ? { ...organisation, role: context.role } : null,
       organisations: await deps.orgs.findOrganisationsOf(context.operatorId),
     };
   });
@@ -194,7 +216,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       const context = await requireOperator(request, { mfa: true });
       const organisation = await deps.orgs.createOrganisation(context.operatorId, request.body.name);
       await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
-      return reply.status(201).send({ organisation });
+      return reply.status(201).send({ organisation: { ...organisation, role: "owner" } });
     },
   );
 
@@ -208,15 +230,15 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       const organisationId = request.body.organisation_id;
       const role = await deps.orgs.findMemberRole(organisationId, context.operatorId);
       const organisation = role ? await deps.orgs.findOrganisation(organisationId) : undefined;
-      if (!organisation) throw new AppError("not_found", "no such organisation");
+      if (!organisation || !role) throw new AppError("not_found", "no such organisation");
       await deps.sessions.updateSessionOrganisation(context.session.id, organisation.id);
-      return { organisation };
+      return { organisation: { ...organisation, role } };
     },
   );
 
   api.delete(
     "/api/orgs",
-    { ...readyOnly, schema: { body: orgDeletion, response: { 200: okAnswer } } },
+    { ...ready("org.manage"), schema: { body: orgDeletion, response: { 200: okAnswer } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       const organisationId = requireOrganisation(context);
@@ -229,43 +251,47 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     },
   );
 
-  api.get("/api/access", { ...readyOnly, schema: { response: { 200: accessSnapshot } } }, async (request) => {
-    const context = await requireOperator(request, { mfa: true });
-    const organisationId = requireOrganisation(context);
-    const [members, sessions, clients, grants, accessed] = await Promise.all([
-      deps.orgs.findMembers(organisationId),
-      deps.sessions.findSessionsInOrganisation(organisationId),
-      deps.access?.listClients(organisationId) ?? [],
-      deps.access?.listGrants(organisationId) ?? [],
-      deps.sessions.findAccessByOperator(organisationId),
-    ]);
-    const accessOf = new Map(accessed.map((a) => [a.operator_id, a]));
-    const isoOrNull = (at: unknown) => (at ? new Date(at as string | Date).toISOString() : null);
-    return {
-      clients,
-      grants,
-      operators: members.map((m) => ({
-        ...m,
-        created_at: m.created_at.toISOString(),
-        first_access_at: isoOrNull(accessOf.get(m.operator_id)?.first_access_at),
-        last_access_at: isoOrNull(accessOf.get(m.operator_id)?.last_access_at),
-      })),
-      sessions: sessions.map((s) => ({
-        session_id: s.id,
-        operator_id: s.operator_id,
-        email: s.email,
-        user_agent: s.user_agent,
-        created_at: s.created_at.toISOString(),
-        last_access_at: s.last_seen_at.toISOString(),
-        ready: s.is_mfa_passed,
-        current: s.id === context.session.id,
-      })),
-    };
-  });
+  api.get(
+    "/api/access",
+    { ...ready("org.read"), schema: { response: { 200: accessSnapshot } } },
+    async (request) => {
+      const context = await requireOperator(request, { mfa: true });
+      const organisationId = requireOrganisation(context);
+      const [members, sessions, clients, grants, accessed] = await Promise.all([
+        deps.orgs.findMembers(organisationId),
+        deps.sessions.findSessionsInOrganisation(organisationId),
+        deps.access?.listClients(organisationId) ?? [],
+        deps.access?.listGrants(organisationId) ?? [],
+        deps.sessions.findAccessByOperator(organisationId),
+      ]);
+      const accessOf = new Map(accessed.map((a) => [a.operator_id, a]));
+      const isoOrNull = (at: unknown) => (at ? new Date(at as string | Date).toISOString() : null);
+      return {
+        clients,
+        grants,
+        operators: members.map((m) => ({
+          ...m,
+          created_at: m.created_at.toISOString(),
+          first_access_at: isoOrNull(accessOf.get(m.operator_id)?.first_access_at),
+          last_access_at: isoOrNull(accessOf.get(m.operator_id)?.last_access_at),
+        })),
+        sessions: sessions.map((s) => ({
+          session_id: s.id,
+          operator_id: s.operator_id,
+          email: s.email,
+          user_agent: s.user_agent,
+          created_at: s.created_at.toISOString(),
+          last_access_at: s.last_seen_at.toISOString(),
+          ready: s.is_mfa_passed,
+          current: s.id === context.session.id,
+        })),
+      };
+    },
+  );
 
   api.get(
     "/api/access/events",
-    { ...readyOnly, schema: { response: { 200: accessEvents } } },
+    { ...ready("org.read"), schema: { response: { 200: accessEvents } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       return { events: (await deps.access?.listLedger(requireOrganisation(context))) ?? [] };
@@ -274,7 +300,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
 
   api.post(
     "/api/sessions/:id/revoke",
-    { ...readyOnly, schema: { params: idParams, response: { 200: okAnswer } } },
+    { ...ready("org.read"), schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       const organisationId = requireOrganisation(context);
@@ -282,7 +308,14 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
         throw new AppError("cannot_revoke_current", "this is your current session; sign out instead");
       }
       const listed = await deps.sessions.findSessionsInOrganisation(organisationId);
-      if (!listed.some((s) => s.id === request.params.id)) throw new AppError("not_found", "no such session");
+      const session = listed.find((s) => s.id === request.params.id);
+      if (!session) throw new AppError("not_found", "no such session");
+      // Another member's session is theirs to end, or a manager's of their role (never an owner's
+      // by an admin): the same rule as removing them.
+      if (session.operator_id !== context.operatorId) {
+        const role = await deps.orgs.findMemberRole(organisationId, session.operator_id);
+        requireManagedRole(context.role ?? "auditor", isRole(role) ? role : "owner", "ending the session of");
+      }
       await deps.sessions.updateSessionRevoked(request.params.id, deps.now());
       return { ok: true as const };
     },
@@ -293,9 +326,9 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...readyOnly, schema: { response: { 200: othersRevoked } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
-      const organisationId = requireOrganisation(context);
+      // The caller's own other sessions, wherever they act: other members' sessions are theirs.
       const revoked = await deps.sessions.updateOtherSessionsRevoked(
-        organisationId,
+        context.operatorId,
         context.session.id,
         deps.now(),
       );

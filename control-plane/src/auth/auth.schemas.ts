@@ -30,7 +30,8 @@ export const confirmedTotp = z.object({ ok: z.literal(true), backup_codes: z.arr
 export const verifiedTotp = z.object({ ok: z.literal(true), used_backup_code: z.boolean() });
 export const backupCodes = z.object({ backup_codes: z.array(z.string()) });
 
-const organisation = z.object({ id: z.string(), name: z.string() });
+/** An organisation with its slug and the operator's role in it. */
+const organisation = z.object({ id: z.string(), name: z.string(), slug: z.string(), role: z.string() });
 export const me = z.object({
   email: z.string(),
   totp_enabled: z.boolean(),
@@ -38,8 +39,10 @@ export const me = z.object({
   created_at: z.string(),
   session_ready: z.boolean(),
   organisation: organisation.nullable(),
-  /** Every organisation the operator belongs to, for the console's switcher. */
-  organisations: z.array(z.object({ id: z.string(), name: z.string(), role: z.string() })),
+  /** What the operator's role lets them do there (auth/permissions.ts): the console shows those controls. */
+  permissions: z.array(z.string()),
+  /** Every organisation the operator belongs to, with their role in each, for the console's switcher. */
+  organisations: z.array(organisation),
 });
 export const orgSwitch = z.object({ organisation_id: safeString().max(64) });
 export const createdOrg = z.object({ organisation });

@@ -8,6 +8,7 @@ import type { ClientRow, OperatorSessionRow } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
+import { type Role, roleRefusal } from "./permissions.ts";
 import { enforceRouteAccess, refusalFor, resolvePrincipal } from "./principal.ts";
 import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
 
@@ -15,6 +16,8 @@ export interface OperatorContext {
   session: OperatorSessionRow;
   operatorId: string;
   organisationId: string | null;
+  /** The operator's role in that organisation; null when the session acts in none. */
+  role: Role | null;
 }
 
 declare module "fastify" {
@@ -25,7 +28,7 @@ declare module "fastify" {
 }
 
 /** Paths where a foreign browser Origin is refused outright (spec 5 rule 6). */
-const WALLED_PREFIXES = [
+export const WALLED_PREFIXES = [
   "/api/",
   "/console",
   "/collect",
@@ -34,6 +37,7 @@ const WALLED_PREFIXES = [
   "/enroll-totp",
   "/verify-totp",
   "/approve",
+  "/invite",
   "/consent",
   "/device",
 ];
@@ -74,12 +78,14 @@ export function registerOperatorSessions(
     }
     // Only the name this plane sets counts: over https an unprefixed latch_session is not ours.
     const token = request.cookies[cookieName];
-    const session = token ? await deps.sessions.findLiveSessionByToken(token) : undefined;
+    const live = token ? await deps.sessions.findLiveSessionByToken(token) : undefined;
+    const session = live?.session;
     request.operatorSession = session ?? null;
     // One principal per request, from the bearer if one was sent, else from this session.
     request.principal = await resolvePrincipal({
       bearer: deps.authenticateBearer ? bearerOf(request.headers.authorization) : undefined,
       session,
+      role: live?.role ?? null,
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
       // Only where the route confirms the bearer itself before acting (POST /mcp).
       recallBearer: request.routeOptions.config.confirmsBearer === true ? deps.recallBearer : undefined,
@@ -137,9 +143,16 @@ export function clearSessionCookies(reply: FastifyReply, isSecure: boolean): voi
   reply.clearCookie(names.csrf, { path: "/", secure: isSecure });
 }
 
+/** Methods that change something: each needs the session's X-CSRF-Token (spec 4.3 names POST and DELETE). */
+const SAFE_METHODS = ["GET", "HEAD", "OPTIONS"];
+
 /**
  * The operator behind a request. `mfa: true` needs the authenticator step passed this session
- * (else 403 mfa_required with where to go); POST and DELETE need the session's X-CSRF-Token.
+ * (else 403 mfa_required with where to go); every method but GET, HEAD and OPTIONS needs the
+ * session's X-CSRF-Token. Then the action the route declares (`config.action`, permissions.ts):
+ * an organisation's action needs the session to act in one, as a member whose role allows it
+ * (else 403 forbidden_role naming the roles that may). A route that declares none is refused:
+ * a new route cannot forget to say what it does.
  */
 export async function requireOperator(
   request: FastifyRequest,
@@ -151,7 +164,7 @@ export async function requireOperator(
   if (refusal) throw refusal;
   if (request.principal.kind !== "operator") throw new AppError("unauthorized", "sign in first");
   const { session, hasAuthenticator } = request.principal;
-  if (request.method === "POST" || request.method === "DELETE") {
+  if (!SAFE_METHODS.includes(request.method)) {
     const presented = request.headers["x-csrf-token"];
     if (typeof presented !== "string" || !isSameHash(sha256Hex(presented), session.csrf_hash)) {
       throw new AppError("csrf_failed", "send the X-CSRF-Token header of this session");
@@ -165,7 +178,18 @@ export async function requireOperator(
       { extra: isEnrolled ? { verify_url: "/verify-totp" } : { enroll_url: "/enroll-totp" } },
     );
   }
-  return { session, operatorId: session.operator_id, organisationId: session.organisation_id };
+  const { role } = request.principal;
+  const action = request.routeOptions.config?.action;
+  if (!action)
+    throw new AppError("internal", "this route declares no action", { cause: request.routeOptions.url });
+  if (action !== "account") {
+    if (!session.organisation_id || !role) {
+      throw new AppError("not_found", "no organisation: create one with POST /api/orgs");
+    }
+    const refusal = roleRefusal(role, action);
+    if (refusal) throw refusal;
+  }
+  return { session, operatorId: session.operator_id, organisationId: session.organisation_id, role };
 }
 
 /** The organisation the session acts in; without one, org-scoped routes answer 404. */
@@ -178,6 +202,7 @@ export function requireOrganisation(context: OperatorContext): string {
 /** An operator past the authenticator step, acting in an organisation: every org-scoped route's caller. */
 export interface OrgOperator extends OperatorContext {
   organisationId: string;
+  role: Role;
   /** How the audit names this operator. */
   actor: string;
 }
@@ -185,9 +210,7 @@ export interface OrgOperator extends OperatorContext {
 /** requireOperator with the authenticator step, then requireOrganisation: one call per route. */
 export async function requireOrgOperator(request: FastifyRequest): Promise<OrgOperator> {
   const context = await requireOperator(request, { mfa: true });
-  return {
-    ...context,
-    organisationId: requireOrganisation(context),
-    actor: `operator:${context.operatorId}`,
-  };
+  const organisationId = requireOrganisation(context);
+  if (!context.role) throw new AppError("not_found", "no organisation: create one with POST /api/orgs");
+  return { ...context, organisationId, role: context.role, actor: `operator:${context.operatorId}` };
 }

@@ -5,6 +5,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ClientRow, OperatorSessionRow } from "../db/schema.ts";
+import { isRole, type Role, type RouteAction } from "./permissions.ts";
 
 /** The kinds a route may accept. */
 export type PrincipalKind = "operator" | "model" | "trusted";
@@ -15,7 +16,10 @@ export type Principal =
   | { kind: "invalid_bearer" }
   | {
       kind: "operator";
+      /** Its organisation_id is null when the operator is not a member there (any longer). */
       session: OperatorSessionRow;
+      /** The operator's role in the session's organisation; null when it acts in none. */
+      role: Role | null;
       /** Whether the operator has an authenticator (asked only when a route needs the step). */
       hasAuthenticator(): Promise<boolean>;
     }
@@ -43,6 +47,12 @@ export interface RouteAccess {
    * An unknown bearer is still refused here, before the body is read.
    */
   confirmsBearer?: boolean;
+  /**
+   * What an operator calling the route does (permissions.ts): the member's role in the session's
+   * organisation must allow it, or the answer is 403 forbidden_role. Every route an operator may
+   * call declares one; client bearers (model, trusted) are not judged by it.
+   */
+  action?: RouteAction;
 }
 
 declare module "fastify" {
@@ -55,6 +65,8 @@ declare module "fastify" {
 export interface PrincipalSources {
   bearer: string | undefined;
   session: OperatorSessionRow | undefined;
+  /** The operator's role in the session's organisation, as stored. */
+  role: string | null;
   authenticateBearer(token: string): Promise<ClientRow | undefined>;
   /**
    * For a route that confirms the bearer itself: the client a bearer was found live for within
@@ -95,7 +107,13 @@ export async function resolvePrincipal(sources: PrincipalSources): Promise<Princ
   }
   const session = sources.session;
   if (!session) return { kind: "anonymous" };
-  return { kind: "operator", session, hasAuthenticator: () => sources.hasAuthenticator(session.operator_id) };
+  return {
+    kind: "operator",
+    session,
+    // A role the table does not know (a row written by a newer version) is no role at all.
+    role: session.organisation_id && isRole(sources.role) ? sources.role : null,
+    hasAuthenticator: () => sources.hasAuthenticator(session.operator_id),
+  };
 }
 
 const WRONG_CHANNEL: Record<PrincipalKind, string> = {
@@ -143,7 +161,14 @@ export function clientOf(request: FastifyRequest): ClientRow {
   return principal.client;
 }
 
-/** Route configs, so that each route says who may call it in one word. */
-export const OPERATOR_ONLY = { principals: ["operator"] } as const satisfies RouteAccess;
-export const OPERATOR_OR_MODEL = { principals: ["operator", "model"] } as const satisfies RouteAccess;
+/**
+ * Route configs, so that each route says who may call it and what an operator does there.
+ * @example api.post("/api/items", { ...checkedFirst(operatorOnly("credentials.write"), operatorOf) }, ...)
+ */
+export function operatorOnly(action: RouteAction) {
+  return { principals: ["operator"], action } as const satisfies RouteAccess;
+}
+export function operatorOrModel(action: RouteAction) {
+  return { principals: ["operator", "model"], action } as const satisfies RouteAccess;
+}
 export const TRUSTED_ONLY = { principals: ["trusted"] } as const satisfies RouteAccess;

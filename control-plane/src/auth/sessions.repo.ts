@@ -6,6 +6,12 @@ import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { Database, OperatorSessionRow } from "../db/schema.ts";
 
+/** A live session and the operator's role in the organisation it acts in (null: none). */
+export interface LiveSession {
+  session: OperatorSessionRow;
+  role: string | null;
+}
+
 export interface NewSession {
   session: OperatorSessionRow;
   token: string;
@@ -37,13 +43,28 @@ export function createSessionsRepo(db: Kysely<Database>) {
       await db.insertInto("operator_sessions").values(session).execute();
       return { session, token, csrfToken };
     },
-    findLiveSessionByToken: (token: string) =>
-      db
+    /**
+     * The live session a cookie's token belongs to, with the operator's role in the organisation
+     * it acts in. A session whose operator is no longer a member there (removed, or left in another
+     * browser) acts in no organisation: membership is read on every request, never remembered.
+     */
+    async findLiveSessionByToken(token: string): Promise<LiveSession | undefined> {
+      const row = await db
         .selectFrom("operator_sessions")
-        .selectAll()
-        .where("token_hash", "=", sha256Hex(token))
-        .where("revoked_at", "is", null)
-        .executeTakeFirst(),
+        .leftJoin("memberships", (join) =>
+          join
+            .onRef("memberships.organisation_id", "=", "operator_sessions.organisation_id")
+            .onRef("memberships.operator_id", "=", "operator_sessions.operator_id"),
+        )
+        .selectAll("operator_sessions")
+        .select("memberships.role")
+        .where("operator_sessions.token_hash", "=", sha256Hex(token))
+        .where("operator_sessions.revoked_at", "is", null)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const { role, ...session } = row;
+      return { session: { ...session, organisation_id: role ? session.organisation_id : null }, role };
+    },
     async updateSessionSeen(id: string, now: Date) {
       await db.updateTable("operator_sessions").set({ last_seen_at: now }).where("id", "=", id).execute();
     },
@@ -66,15 +87,32 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
-    async updateOtherSessionsRevoked(organisationId: string, keepId: string, now: Date): Promise<number> {
+    /** Ends every other live session of the operator (sign out everywhere else). */
+    async updateOtherSessionsRevoked(operatorId: string, keepId: string, now: Date): Promise<number> {
       const result = await db
         .updateTable("operator_sessions")
         .set({ revoked_at: now })
-        .where("organisation_id", "=", organisationId)
+        .where("operator_id", "=", operatorId)
         .where("id", "!=", keepId)
         .where("revoked_at", "is", null)
         .executeTakeFirst();
       return Number(result.numUpdatedRows);
+    },
+    /**
+     * A member left or was removed: their sessions acting in the organisation move to `toId` (one
+     * they still belong to, or none). Their access there ends with this update.
+     */
+    async updateSessionsLeavingOrganisation(
+      operatorId: string,
+      organisationId: string,
+      toId: string | null,
+    ): Promise<void> {
+      await db
+        .updateTable("operator_sessions")
+        .set({ organisation_id: toId })
+        .where("operator_id", "=", operatorId)
+        .where("organisation_id", "=", organisationId)
+        .execute();
     },
     /** Each operator's first and last access through sessions acting in this organisation. */
     findAccessByOperator: (organisationId: string) =>

@@ -1,7 +1,7 @@
 // Operator sessions: a random token in an HttpOnly cookie (only its SHA-256 is stored) and a
 // separate CSRF token the pages send back as X-CSRF-Token on every POST and DELETE. The cookie
 // names live here; the rows in sessions.repo.ts.
-export { createSessionsRepo, type NewSession, type SessionsRepo } from "./sessions.repo.ts";
+export { createSessionsRepo, type LiveSession, type NewSession, type SessionsRepo } from "./sessions.repo.ts";
 
 /**
  * The cookie names, by whether the plane's BASE_URL is https. Over https both carry the `__Host-`

@@ -4,7 +4,7 @@
 // only: `#vault?connected=<provider>` or `#vault?connect_error=<provider>&reason=<code>`.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
-import { OPERATOR_ONLY } from "../auth/principal.ts";
+import { operatorOnly } from "../auth/principal.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { connectCallbackQuery, connectStart, connectStartAnswer, providerParams } from "./connect.schemas.ts";
 import type { ConnectResult, ConnectService } from "./connect.service.ts";
@@ -16,7 +16,7 @@ export function registerConnectRoutes(app: FastifyInstance, deps: { connect: Con
   api.post(
     "/api/integrations/:provider/start",
     {
-      ...checkedFirst(OPERATOR_ONLY, operatorOf),
+      ...checkedFirst(operatorOnly("credentials.write"), operatorOf),
       schema: { params: providerParams, body: connectStart, response: { 200: connectStartAnswer } },
     },
     async (request) => {
@@ -55,12 +55,16 @@ export function registerConnectRoutes(app: FastifyInstance, deps: { connect: Con
     return toConsole(reply, result);
   }
 
-  api.get("/connect/callback", { schema: { querystring: connectCallbackQuery } }, (request, reply) =>
-    callback(request, reply),
+  // Public (a signed-out browser is sent to sign-in), but what it finishes stores a credential.
+  const storesCredential = { action: "credentials.write" } as const;
+  api.get(
+    "/connect/callback",
+    { config: storesCredential, schema: { querystring: connectCallbackQuery } },
+    (request, reply) => callback(request, reply),
   );
   api.get(
     "/integrations/:provider/callback",
-    { schema: { params: providerParams, querystring: connectCallbackQuery } },
+    { config: storesCredential, schema: { params: providerParams, querystring: connectCallbackQuery } },
     (request, reply) => callback(request, reply, request.params.provider),
   );
 }

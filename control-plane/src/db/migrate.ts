@@ -16,6 +16,7 @@ import * as spentTickets from "./migrations/2026-11-26T0100-spent-tickets.ts";
 import * as needsHostlessClosed from "./migrations/2026-11-26T0200-need-requests-hostless-closed.ts";
 import * as readableApprovals from "./migrations/2026-11-26T0300-readable-approvals.ts";
 import * as ledger from "./migrations/2026-11-26T0400-ledger.ts";
+import * as teams from "./migrations/2026-11-26T0500-teams.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -33,6 +34,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T0200-need-requests-hostless-closed": needsHostlessClosed,
   "2026-11-26T0300-readable-approvals": readableApprovals,
   "2026-11-26T0400-ledger": ledger,
+  "2026-11-26T0500-teams": teams,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -8,6 +8,27 @@ export interface OrganisationsTable {
   id: string;
   name: string;
   created_at: CreatedAt;
+  /** Lowercase [a-z0-9-], unique, made from the name (migration 2026-11-26T0500; SSO addresses it). */
+  slug: ColumnType<string, string | undefined, string>;
+  /** The two-person rule: 1 or 2 members approve a standing grant before it is active. */
+  standing_approvals_need: ColumnType<number, number | undefined, number>;
+}
+
+/** An invitation to join an organisation (migration 2026-11-26T0500); the token only hashed. */
+export interface OrgInvitesTable {
+  id: string;
+  organisation_id: string;
+  email: string;
+  role: string;
+  token_hash: string;
+  /** The operator id of the member who invited. */
+  invited_by: string;
+  created_at: Date;
+  expires_at: Date;
+  accepted_at: Date | null;
+  accepted_by: string | null;
+  withdrawn_at: Date | null;
+  withdrawn_by: string | null;
 }
 
 export interface FoldersTable {
@@ -145,6 +166,14 @@ export interface GrantsTable {
   last_used_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** A request asked again within 10 minutes of a Deny of the same call: when that Deny was. */
   after_deny_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /**
+   * The two-person rule (migration 2026-11-26T0500): the first member's approval of a standing
+   * grant, which stays pending until a second member confirms the same policy and scope.
+   */
+  first_approved_by: ColumnType<string | null, string | null | undefined, string | null>;
+  first_approved_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  first_policy: ColumnType<string | null, string | null | undefined, string | null>;
+  first_scope: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface OperatorsTable {
@@ -308,6 +337,7 @@ export interface Database {
   email_sends: EmailSendsTable;
   operator_sessions: OperatorSessionsTable;
   memberships: MembershipsTable;
+  org_invites: OrgInvitesTable;
   clients: ClientsTable;
   approval_code_failures: ApprovalCodeFailuresTable;
   need_requests: NeedRequestsTable;
@@ -326,4 +356,6 @@ export type OperatorRow = Selectable<OperatorsTable>;
 export type OperatorSessionRow = Selectable<OperatorSessionsTable>;
 export type ClientRow = Selectable<ClientsTable>;
 export type NewGrant = Insertable<GrantsTable>;
+export type OrganisationRow = Selectable<OrganisationsTable>;
+export type OrgInviteRow = Selectable<OrgInvitesTable>;
 export type NeedRequestRow = Selectable<NeedRequestsTable>;

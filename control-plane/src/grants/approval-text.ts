@@ -3,16 +3,12 @@
 // a call, that it covers any call with the credential. The mail, the CLI and the pages say the same
 // thing. The mail is plain text only: nothing an agent writes can become markup in it, and its
 // lines reach the mail's headers only through describeAgent, on one line.
+import { oneLine } from "../mail/mail-text.ts";
 import type { PublicGrant } from "./grant-view.ts";
 import { type BodyView, bodyExcerpt, describeSize } from "./request-body.ts";
 
 /** DECISIONS "The approval, readable and reversible": the mail shows the body's first 2 KiB. */
 export const MAIL_BODY_CHARS = 2 * 1024;
-
-/** Agent-written text on one line, so it cannot pose as lines of our own. */
-function oneLine(text: string): string {
-  return text.replace(/[\p{Cc}\p{Zl}\p{Zp}]+/gu, " ").trim();
-}
 
 /**
  * The call a grant covers, on one line.

@@ -8,7 +8,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requireOperator, requireOrganisation } from "../auth/operator-guard.ts";
-import { OPERATOR_ONLY } from "../auth/principal.ts";
+import { operatorOnly } from "../auth/principal.ts";
 import { signInFirst } from "../auth/sign-in-first.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
@@ -67,39 +67,44 @@ export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: 
     return grant ? approvalRequestHtml(grant) : "";
   }
 
-  api.get("/approve", { schema: { querystring: approveLinkQuery } }, async (request, reply) => {
-    if (!request.operatorSession?.is_mfa_passed) {
-      // Back to this link after sign-in; a malformed token is not carried along.
-      const token = request.query.token;
-      if (typeof token !== "string" || !LINK_TOKEN.test(token)) return reply.redirect("/sign-in", 302);
-      return signInFirst(request, reply, `/approve?token=${token}`);
-    }
-    // Fastify answers HEAD with this handler, and browsers prefetch links ahead of a click with
-    // the operator's cookies: neither is the operator opening the link, so neither approves.
-    if (request.method !== "GET" || isSpeculative(request)) {
-      return answer(reply, "Approval link", "Open this link in your browser to approve the request.");
-    }
-    try {
-      const grant = await approve(request, request.query.token);
-      return answer(
-        reply,
-        "Approved",
-        grant.call
-          ? `${describeAgent(grant)} may send ${describeGrantCall(grant)} once with ${grant.item_name}. The agent can retry its request now.`
-          : `${describeAgent(grant)} may use ${grant.item_name} for one call of any kind. The agent can retry its request now.`,
-        await requestSection(request, grant.grant_id),
-      );
-    } catch (error) {
-      if (!(error instanceof AppError)) throw error;
-      const why = error.message.charAt(0).toUpperCase() + error.message.slice(1);
-      // A link used before still shows its request, and Revoke while that approval is active.
-      return answer(reply.code(error.status), "Not approved", `${why}.`, await requestSection(request));
-    }
-  });
+  // The page is public (a signed-out browser goes to sign-in first), but opening it approves.
+  api.get(
+    "/approve",
+    { config: { action: "approvals.decide" }, schema: { querystring: approveLinkQuery } },
+    async (request, reply) => {
+      if (!request.operatorSession?.is_mfa_passed) {
+        // Back to this link after sign-in; a malformed token is not carried along.
+        const token = request.query.token;
+        if (typeof token !== "string" || !LINK_TOKEN.test(token)) return reply.redirect("/sign-in", 302);
+        return signInFirst(request, reply, `/approve?token=${token}`);
+      }
+      // Fastify answers HEAD with this handler, and browsers prefetch links ahead of a click with
+      // the operator's cookies: neither is the operator opening the link, so neither approves.
+      if (request.method !== "GET" || isSpeculative(request)) {
+        return answer(reply, "Approval link", "Open this link in your browser to approve the request.");
+      }
+      try {
+        const grant = await approve(request, request.query.token);
+        return answer(
+          reply,
+          "Approved",
+          grant.call
+            ? `${describeAgent(grant)} may send ${describeGrantCall(grant)} once with ${grant.item_name}. The agent can retry its request now.`
+            : `${describeAgent(grant)} may use ${grant.item_name} for one call of any kind. The agent can retry its request now.`,
+          await requestSection(request, grant.grant_id),
+        );
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        const why = error.message.charAt(0).toUpperCase() + error.message.slice(1);
+        // A link used before still shows its request, and Revoke while that approval is active.
+        return answer(reply.code(error.status), "Not approved", `${why}.`, await requestSection(request));
+      }
+    },
+  );
   api.post(
     "/approve",
     {
-      ...checkedFirst(OPERATOR_ONLY, organisationOf),
+      ...checkedFirst(operatorOnly("approvals.decide"), organisationOf),
       schema: { querystring: approveLinkQuery, response: { 200: grantAnswer } },
     },
     async (request) => ({ grant: await approve(request, request.query.token) }),

@@ -27,6 +27,11 @@ export type PublicGrant = {
    * null: asked for the whole item (request_grant), any call.
    */
   call: { method: string; host: string; path: string; body_sha256: string | null } | null;
+  /**
+   * The two-person rule (DECISIONS "Teams"): "1 of 2" while a standing approval waits for a
+   * second member, "2 of 2" once one confirmed it; null when one approval is all it took.
+   */
+  approvals: string | null;
 };
 
 function iso(date: Date | null): string | null {
@@ -55,6 +60,13 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
         ? { host: row.scope_host, method: row.scope_method, path: row.scope_path }
         : null,
     call: toPublicCall(row),
+    approvals: row.first_approved_by
+      ? row.status === "pending"
+        ? "1 of 2"
+        : row.approved_by
+          ? "2 of 2"
+          : null
+      : null,
   };
 }
 
@@ -121,10 +133,21 @@ export type PendingApproval = PublicGrant & {
   allowed_hosts: string[];
   /** When the operator denied this same call from this agent, if within the last 10 minutes. */
   after_deny_at: string | null;
+  /**
+   * The first of two approvals (the two-person rule): who gave it, what it approves (policy and
+   * scope choice) and when; null while none was given.
+   */
+  first_approval: {
+    operator_id: string;
+    email: string | null;
+    policy: string;
+    scope: string | null;
+    at: string | null;
+  } | null;
 };
 
 export function toPendingApproval(
-  row: GrantWithItem & { allowed_hosts?: string[] },
+  row: GrantWithItem & { allowed_hosts?: string[]; first_approved_by_email?: string | null },
   now: Date,
 ): PendingApproval {
   return {
@@ -132,6 +155,16 @@ export function toPendingApproval(
     body: bodyViewOfRow(row),
     allowed_hosts: row.allowed_hosts ?? [],
     after_deny_at: iso(row.after_deny_at),
+    first_approval:
+      row.first_approved_by && row.first_policy
+        ? {
+            operator_id: row.first_approved_by,
+            email: row.first_approved_by_email ?? null,
+            policy: row.first_policy,
+            scope: row.first_scope,
+            at: iso(row.first_approved_at),
+          }
+        : null,
   };
 }
 
@@ -144,6 +177,8 @@ export type ApprovalView = PublicGrant & {
   /** The item's hosts: what "the whole credential" reaches. */
   allowed_hosts: string[];
   approved_by: { operator_id: string; email: string | null } | null;
+  /** Under the two-person rule, the member who approved first; the second is approved_by. */
+  first_approved_by: { operator_id: string; email: string | null } | null;
   revoked_by: string | null;
   revoked_at: string | null;
   last_used_at: string | null;
@@ -155,6 +190,9 @@ export function toApprovalView(row: ApprovalRow, now: Date): ApprovalView {
     item_id: row.item_id,
     allowed_hosts: row.allowed_hosts,
     approved_by: row.approved_by ? { operator_id: row.approved_by, email: row.approved_by_email } : null,
+    first_approved_by: row.first_approved_by
+      ? { operator_id: row.first_approved_by, email: row.first_approved_by_email }
+      : null,
     revoked_by: row.revoked_by,
     revoked_at: iso(row.revoked_at),
     last_used_at: iso(row.last_used_at),

@@ -16,6 +16,8 @@ export type GrantWithItem = GrantRow & { item_name: string; agent_name: string |
 export type ApprovalRow = GrantWithItem & {
   allowed_hosts: string[];
   approved_by_email: string | null;
+  /** Who gave the first of two approvals (the two-person rule), by email. */
+  first_approved_by_email: string | null;
 };
 
 export interface CallScope {
@@ -96,7 +98,21 @@ export interface GrantsRepo {
       approvedBy: string | null;
       /** A standing grant's new scope; unset keeps the one it was asked with. */
       scope?: CallScope | undefined;
+      /**
+       * The two-person rule: approved only while this member's first approval still stands on
+       * the row, so of two members confirming at once exactly one activates it.
+       */
+      firstApprovedBy?: string | undefined;
     },
+  ): Promise<boolean>;
+  /**
+   * Records the first of two approvals on a pending grant (the two-person rule): only while it is
+   * pending with none recorded. True for the one caller that recorded it.
+   */
+  updateGrantFirstApproval(
+    organisationId: string,
+    id: string,
+    first: { by: string; at: Date; policy: string; scope: string | null },
   ): Promise<boolean>;
   /**
    * Revokes a pending or active grant; answers which it was (a pending one is denied), or
@@ -158,7 +174,12 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
   const selectApprovals = () =>
     selectGrants()
       .leftJoin("operators", "operators.id", "grants.approved_by")
-      .select(["items.allowed_hosts", "operators.email as approved_by_email"]);
+      .leftJoin("operators as first_operators", "first_operators.id", "grants.first_approved_by")
+      .select([
+        "items.allowed_hosts",
+        "operators.email as approved_by_email",
+        "first_operators.email as first_approved_by_email",
+      ]);
 
   return {
     async insertGrant(row) {
@@ -282,6 +303,25 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
         .where("status", "=", "pending")
+        .$if(change.firstApprovedBy !== undefined, (query) =>
+          query.where("first_approved_by", "=", change.firstApprovedBy ?? ""),
+        )
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+    async updateGrantFirstApproval(organisationId, id, first) {
+      const result = await db
+        .updateTable("grants")
+        .set({
+          first_approved_by: first.by,
+          first_approved_at: first.at,
+          first_policy: first.policy,
+          first_scope: first.scope,
+        })
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", id)
+        .where("status", "=", "pending")
+        .where("first_approved_by", "is", null)
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },

@@ -7,7 +7,8 @@ import { validateRequestPath } from "@latch/shared/requests/path";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AuditRepo } from "../audit/audit.repo.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
-import { OPERATOR_ONLY, OPERATOR_OR_MODEL } from "../auth/principal.ts";
+import { requirePermission } from "../auth/permissions.ts";
+import { operatorOnly, operatorOrModel } from "../auth/principal.ts";
 import { checkedFirst, idParams, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { isStandingPolicy } from "./grant-coverage.ts";
@@ -37,9 +38,13 @@ export interface GrantsRouteDeps {
 export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
-  const operatorOnly = checkedFirst(OPERATOR_ONLY, operatorOf);
-  /** A model client was judged on its bearer (onRequest); an operator also on its session. */
-  const operatorOrModel = checkedFirst(OPERATOR_OR_MODEL, async (request) =>
+  const reads = checkedFirst(operatorOnly("org.read"), operatorOf);
+  const decides = checkedFirst(operatorOnly("approvals.decide"), operatorOf);
+  /**
+   * A model client was judged on its bearer (onRequest); an operator also on its session and
+   * role: asking for an approval is the approvers' work, not an auditor's.
+   */
+  const asks = checkedFirst(operatorOrModel("approvals.decide"), async (request) =>
     request.principal.kind === "operator" ? operatorOf(request) : undefined,
   );
 
@@ -47,7 +52,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   api.post(
     "/api/grants/request",
     {
-      ...operatorOrModel,
+      ...asks,
       schema: { body: grantRequestInput, response: { 200: grantAnswer, 201: requestedGrant } },
     },
     async (request, reply) => {
@@ -109,7 +114,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   api.post(
     "/api/grants/:id/approve",
     {
-      ...operatorOnly,
+      ...decides,
       schema: { params: idParams, body: grantApproval, response: { 200: grantAnswer } },
     },
     async (request) => {
@@ -117,12 +122,9 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       const input = request.body;
       const policy = input.policy ?? "prompt";
       if (policy === "folder_standing") {
-        await deps.grants.bindFolderStanding(
-          operator.organisationId,
-          operator.operatorId,
-          request.params.id,
-          input.confirm_name,
-        );
+        // Spec 2.4: a folder-standing approval is an owner's (DECISIONS "Teams").
+        requirePermission(operator.role, "approvals.decide_folder");
+        await deps.grants.bindFolderStanding(operator.organisationId, request.params.id, input.confirm_name);
       }
       return {
         grant: await deps.grants.approveGrant(
@@ -140,7 +142,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
 
   api.post(
     "/api/grants/:id/revoke",
-    { ...operatorOnly, schema: { params: idParams, response: { 200: grantAnswer } } },
+    { ...decides, schema: { params: idParams, response: { 200: grantAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       return {
@@ -152,7 +154,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   // folder_standing needs the grant's id and a typed folder name: POST /api/grants/:id/approve.
   api.post(
     "/api/grants/approve-by-code",
-    { ...operatorOnly, schema: { body: codeApproval, response: { 200: grantAnswer } } },
+    { ...decides, schema: { body: codeApproval, response: { 200: grantAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       const input = request.body;
@@ -165,7 +167,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
     },
   );
 
-  api.get("/api/grants", { ...operatorOnly, schema: { response: { 200: grantList } } }, async (request) => {
+  api.get("/api/grants", { ...reads, schema: { response: { 200: grantList } } }, async (request) => {
     const operator = await operatorOf(request);
     return { grants: await deps.grants.listGrants(operator.organisationId) };
   });
@@ -174,7 +176,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
   // approval, who approved it and when it was last used; each is revoked with /api/grants/:id/revoke.
   api.get(
     "/api/approvals",
-    { ...operatorOnly, schema: { querystring: approvalsQuery, response: { 200: approvalList } } },
+    { ...reads, schema: { querystring: approvalsQuery, response: { 200: approvalList } } },
     async (request) => {
       const operator = await operatorOf(request);
       const query = request.query;
@@ -191,7 +193,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
 
   api.get(
     "/api/audit",
-    { ...operatorOnly, schema: { querystring: auditQuery, response: { 200: auditList } } },
+    { ...reads, schema: { querystring: auditQuery, response: { 200: auditList } } },
     async (request) => {
       const operator = await operatorOf(request);
       const query = request.query;

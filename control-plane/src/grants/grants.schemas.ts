@@ -92,6 +92,12 @@ export const publicGrant = z.object({
   call: z
     .object({ method: z.string(), host: z.string(), path: z.string(), body_sha256: z.string().nullable() })
     .nullable(),
+  approvals: z
+    .string()
+    .nullable()
+    .describe(
+      'the two-person rule: "1 of 2" while a standing approval waits for a second member, "2 of 2" once confirmed',
+    ),
 });
 
 /** A body as an operator reads it (grants/request-body.ts BodyView). */
@@ -101,7 +107,10 @@ export const bodyView = z.object({
   is_cut: z.boolean(),
   format: z.enum(["json", "form", "text"]),
   text: z.string(),
-  fields: z.array(z.tuple([z.string(), z.string()])).nullable(),
+  // Each field a [name, value] pair. Written as a two-string array rather than z.tuple: the
+  // tuple's JSON Schema (prefixItems with items: false) is read as an invalid schema by
+  // schemathesis, which CI runs against /openapi.json.
+  fields: z.array(z.array(z.string()).length(2)).nullable(),
   has_hidden_characters: z.boolean(),
   sha256: z.string(),
 });
@@ -111,6 +120,15 @@ export const pendingApproval = publicGrant.extend({
   body: bodyView.nullable(),
   allowed_hosts: z.array(z.string()),
   after_deny_at: z.string().nullable(),
+  first_approval: z
+    .object({
+      operator_id: z.string(),
+      email: z.string().nullable(),
+      policy: z.string(),
+      scope: z.string().nullable(),
+      at: z.string().nullable(),
+    })
+    .nullable(),
 });
 
 /** An approval as the Approvals section and the access snapshot list it. */
@@ -118,6 +136,7 @@ export const approvalView = publicGrant.extend({
   item_id: z.string(),
   allowed_hosts: z.array(z.string()),
   approved_by: z.object({ operator_id: z.string(), email: z.string().nullable() }).nullable(),
+  first_approved_by: z.object({ operator_id: z.string(), email: z.string().nullable() }).nullable(),
   revoked_by: z.string().nullable(),
   revoked_at: z.string().nullable(),
   last_used_at: z.string().nullable(),

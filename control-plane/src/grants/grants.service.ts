@@ -11,7 +11,7 @@ import { newEightDigitCode } from "../auth/codes.ts";
 import type { NewGrant } from "../db/schema.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
 import { APPROVAL_CODE_TTL_MS, findPendingByCode } from "./approval-codes.ts";
-import { type CallTarget, isCovering } from "./grant-coverage.ts";
+import { type CallTarget, isCovering, isStandingPolicy } from "./grant-coverage.ts";
 import {
   type ApprovalView,
   bodyViewOfRow,
@@ -54,8 +54,11 @@ export interface GrantsServiceDeps {
    * toward 30 requests per organisation per hour. The local variant has neither.
    */
   approvalCodes?: { hashCode(code: string): string };
-  /** Hosted: the operator's role in the organisation (folder_standing is owner-only). */
-  findMemberRole?: (organisationId: string, operatorId: string) => Promise<string | undefined>;
+  /**
+   * Hosted: how many members approve a standing grant before it is active (the organisation's
+   * two-person rule, DECISIONS "Teams"); the local variant has one operator, so one.
+   */
+  findStandingApprovalsNeed?: (organisationId: string) => Promise<1 | 2>;
   /** Hosted: tells the organisation's operators about a new pending grant (code and link). */
   notifyApproval?: (notice: {
     organisationId: string;
@@ -120,8 +123,27 @@ function newGrantRow(
     revoked_by: null,
     last_used_at: null,
     after_deny_at: null,
+    first_approved_by: null,
+    first_approved_at: null,
+    first_policy: null,
+    first_scope: null,
     ...change,
   };
+}
+
+/** The 409 of a standing grant's second approval that asks for something else than the first. */
+function mismatch(row: ApprovalRow): AppError {
+  const who = row.first_approved_by_email ?? "another member";
+  const covers =
+    row.first_scope === "credential"
+      ? " for the whole credential"
+      : row.first_scope === "path_prefix"
+        ? " under its path"
+        : "";
+  return new AppError(
+    "approval_mismatch",
+    `${who} approved this as ${row.first_policy}${covers}; a second member confirms that same approval, or denies the request`,
+  );
 }
 
 export function createGrantsService(deps: GrantsServiceDeps) {
@@ -129,6 +151,12 @@ export function createGrantsService(deps: GrantsServiceDeps) {
 
   function expiryFor(policy: GrantPolicy, at: Date): Date | null {
     return policy === "session" ? new Date(at.getTime() + SESSION_GRANT_MS) : null;
+  }
+
+  /** How many members a `policy` approval needs in the organisation: 2 only for a standing one under the rule. */
+  async function approvalsNeeded(organisationId: string, policy: GrantPolicy): Promise<1 | 2> {
+    if (!isStandingPolicy(policy) || !deps.findStandingApprovalsNeed) return 1;
+    return deps.findStandingApprovalsNeed(organisationId);
   }
 
   async function loadGrant(organisationId: string, id: string): Promise<ApprovalRow> {
@@ -299,9 +327,30 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       return { grant: toPublicGrant(row, at), isNew: true, deniedAt: row.after_deny_at };
     },
 
-    /** Writes an approval that is active at once (the operator approving ahead of a request). */
+    /**
+     * Writes an approval that is active at once (the operator approving ahead of a request: a
+     * fulfilled collect request, a connect). Under the two-person rule a standing one is written
+     * pending with the operator's as its first approval ("1 of 2"), for a second member to confirm.
+     */
     async createActiveGrant(request: GrantRequest & { policy: GrantPolicy }): Promise<PublicGrant> {
       const at = now();
+      const by = operatorIdOf(request.actor);
+      if (by && (await approvalsNeeded(request.organisationId, request.policy)) === 2) {
+        const pending = newGrantRow(request, at, {
+          policy: "prompt",
+          status: "pending",
+          first_approved_by: by,
+          first_approved_at: at,
+          first_policy: request.policy,
+          // The scope is on the row already (callScope): the confirmation keeps it.
+          first_scope: null,
+        });
+        const row = await insertRecorded(request, pending, "grant_first_approved", {
+          policy: request.policy,
+          approvals: "1 of 2",
+        });
+        return toPublicGrant(row, at);
+      }
       const fresh = newGrantRow(request, at, {
         policy: request.policy,
         status: "active",
@@ -325,15 +374,63 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       policy: GrantPolicy,
       options: { scope?: StandingScope | undefined } = {},
     ): Promise<PublicGrant> {
-      const row = await loadGrant(organisationId, id);
+      let row = await loadGrant(organisationId, id);
       const at = now();
-      const scope = standingScopeOf(row, policy, options.scope);
+      const approver = operatorIdOf(actor);
+      let scopeChoice = options.scope;
+      let firstApprovedBy: string | undefined;
+      // The two-person rule (DECISIONS "Teams"): a standing approval is active only once a second
+      // member confirms it; the first leaves it pending, "1 of 2".
+      if (approver && (await approvalsNeeded(organisationId, policy)) === 2) {
+        if (row.status === "pending" && !row.first_approved_by) {
+          const scope = standingScopeOf(row, policy, options.scope);
+          const isRecorded = await deps.repo.updateGrantFirstApproval(organisationId, id, {
+            by: approver,
+            at,
+            policy,
+            scope: options.scope ?? null,
+          });
+          if (isRecorded) {
+            await deps.recordEvent({
+              organisationId,
+              environment: row.environment,
+              actor,
+              action: "grant_first_approved",
+              itemName: row.item_name,
+              detail: {
+                grant_id: id,
+                agent_id: row.agent_id,
+                policy,
+                approvals: "1 of 2",
+                ...(options.scope ? { covers: describeStandingScope(scope) } : {}),
+              },
+            });
+            return toPublicGrant(await loadGrant(organisationId, id), at);
+          }
+          // Another member recorded a first approval at the same moment: this one is the second.
+          row = await loadGrant(organisationId, id);
+        }
+        if (row.status === "pending") {
+          if (row.first_approved_by === approver) {
+            throw new AppError(
+              "second_member_required",
+              "you gave the first approval of this request; another member who may approve it must confirm it",
+            );
+          }
+          if (row.first_policy !== policy || (options.scope && options.scope !== row.first_scope))
+            throw mismatch(row);
+          scopeChoice = (row.first_scope as StandingScope | null) ?? undefined;
+          firstApprovedBy = row.first_approved_by ?? undefined;
+        }
+      }
+      const scope = standingScopeOf(row, policy, scopeChoice);
       const isApproved = await deps.repo.updateGrantApproved(organisationId, id, {
         policy,
         approvedAt: at,
         expiresAt: expiryFor(policy, at),
-        approvedBy: operatorIdOf(actor),
+        approvedBy: approver,
         scope,
+        firstApprovedBy,
       });
       if (!isApproved) {
         throw new AppError(
@@ -351,7 +448,8 @@ export function createGrantsService(deps: GrantsServiceDeps) {
           grant_id: id,
           agent_id: row.agent_id,
           policy,
-          ...(options.scope ? { covers: describeStandingScope(scope) } : {}),
+          ...(scopeChoice ? { covers: describeStandingScope(scope) } : {}),
+          ...(firstApprovedBy ? { approvals: "2 of 2", first_approved_by: firstApprovedBy } : {}),
         },
       });
       return toPublicGrant(await loadGrant(organisationId, id), at);
@@ -442,17 +540,10 @@ export function createGrantsService(deps: GrantsServiceDeps) {
      * folder_standing: owner-only, on an item in a folder, with the folder's name typed to confirm.
      * Gives the pending grant its folder; approveGrant then refuses any grant no longer pending.
      */
-    async bindFolderStanding(
-      organisationId: string,
-      operatorId: string,
-      id: string,
-      confirmName: unknown,
-    ): Promise<void> {
-      // Spec 5 rule 5: another organisation's grant (or none) is 404 before any other answer.
+    async bindFolderStanding(organisationId: string, id: string, confirmName: unknown): Promise<void> {
+      // Spec 5 rule 5: another organisation's grant (or none) is 404 before any other answer. Who
+      // may approve one (an owner, spec 2.4) is the route's action (auth/permissions.ts).
       await loadGrant(organisationId, id);
-      const role = await deps.findMemberRole?.(organisationId, operatorId);
-      if (role !== "owner")
-        throw new AppError("not_owner", "only an owner can approve a folder-standing grant");
       const folder = await deps.repo.findGrantFolder(organisationId, id);
       if (!folder) throw new AppError("invalid_request", "this credential is in no folder");
       if (confirmName !== folder.name)

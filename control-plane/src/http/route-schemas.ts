@@ -135,7 +135,7 @@ export const okAnswer = z.object({ ok: z.literal(true) });
  * organisation) run as a preValidation hook: a caller the route refuses is answered 401, 403 or
  * 404 before the schemas judge its body, never 400. The handler runs the same check again for the
  * context it returns (a check of the request alone, no query unless it refuses).
- * @example api.post("/api/items", { ...checkedFirst(OPERATOR_ONLY, operatorOf), schema }, handler)
+ * @example api.post("/api/items", { ...checkedFirst(operatorOnly("credentials.write"), operatorOf), schema }, handler)
  */
 export function checkedFirst(
   config: FastifyContextConfig,

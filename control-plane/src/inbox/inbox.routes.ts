@@ -2,7 +2,7 @@
 // requests for credentials, from the two features that own them.
 import type { FastifyInstance } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
-import { OPERATOR_ONLY } from "../auth/principal.ts";
+import { operatorOnly } from "../auth/principal.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
@@ -17,7 +17,7 @@ export function registerInboxRoutes(app: FastifyInstance, deps: InboxRouteDeps):
   const api = app.withTypeProvider<ZodTypeProvider>();
   api.get(
     "/api/inbox",
-    { config: OPERATOR_ONLY, schema: { response: { 200: inboxAnswer } } },
+    { config: operatorOnly("org.read"), schema: { response: { 200: inboxAnswer } } },
     async (request) => {
       const operator = await requireOrgOperator(request);
       const approvals = await deps.grants.listPendingApprovals(operator.organisationId);

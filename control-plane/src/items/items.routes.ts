@@ -2,7 +2,7 @@
 // delete, folders. Every route needs a ready operator session acting in an organisation.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
-import { OPERATOR_ONLY } from "../auth/principal.ts";
+import { operatorOnly } from "../auth/principal.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { findProviderByHost } from "../providers/providers.ts";
 import type { ItemView } from "./items.schemas.ts";
@@ -35,11 +35,12 @@ function withConnectProvider(item: ItemView): ItemView & { connect_provider: str
 export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
-  const operatorOnly = checkedFirst(OPERATOR_ONLY, operatorOf);
+  const readItems = checkedFirst(operatorOnly("org.read"), operatorOf);
+  const writeItems = checkedFirst(operatorOnly("credentials.write"), operatorOf);
 
   api.get(
     "/api/items",
-    { ...operatorOnly, schema: { querystring: itemsQuery, response: { 200: itemList } } },
+    { ...readItems, schema: { querystring: itemsQuery, response: { 200: itemList } } },
     async (request) => {
       const { organisationId } = await operatorOf(request);
       const items = await deps.items.listItems(organisationId, request.query.environment);
@@ -50,7 +51,7 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
   // invalid_host ...); the schema gives the shape and the safe-text rule.
   api.post(
     "/api/items",
-    { ...operatorOnly, schema: { body: itemInput, response: { 201: itemAnswer } } },
+    { ...writeItems, schema: { body: itemInput, response: { 201: itemAnswer } } },
     async (request, reply) => {
       const { organisationId, actor } = await operatorOf(request);
       return reply
@@ -62,7 +63,7 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
     api.post(
       path,
       {
-        ...operatorOnly,
+        ...writeItems,
         schema: { params: idParams, body: itemEdit, response: { 200: itemAnswer } },
       },
       async (request) => {
@@ -76,7 +77,7 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
   api.post(
     "/api/items/:id/rotate",
     {
-      ...operatorOnly,
+      ...writeItems,
       schema: { params: idParams, body: itemRotation, response: { 200: itemAnswer } },
     },
     async (request) => {
@@ -88,7 +89,7 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
   );
   api.delete(
     "/api/items/:id",
-    { ...operatorOnly, schema: { params: idParams, response: { 200: okAnswer } } },
+    { ...writeItems, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
       const { organisationId, actor } = await operatorOf(request);
       await deps.items.deleteItem(organisationId, actor, request.params.id);
@@ -97,7 +98,7 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
   );
   api.post(
     "/api/folders",
-    { ...operatorOnly, schema: { body: folderInput, response: { 201: folderAnswer } } },
+    { ...writeItems, schema: { body: folderInput, response: { 201: folderAnswer } } },
     async (request, reply) => {
       const { organisationId } = await operatorOf(request);
       const { environment, name } = request.body;

@@ -3,23 +3,31 @@
 // organisation's request is 404, so a leaked collect link tells a stranger nothing.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
+import type { RouteAction } from "../auth/permissions.ts";
 import type { RouteAccess } from "../auth/principal.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { fulfilledNeed, needAnswer, needFulfilment } from "./needs.schemas.ts";
 import type { NeedsService } from "./needs.service.ts";
 
-/** Operators only; anyone else is told nothing, not even that the request exists. */
-const NEED_REQUEST_ACCESS = { principals: ["operator"], anonymousStatus: 404 } as const satisfies RouteAccess;
+/**
+ * Operators only; anyone else is told nothing, not even that the request exists. Reading it is
+ * any member's; storing the value writes a credential; denying it is an approval decision.
+ */
+function needRequestAccess(action: RouteAction) {
+  return { principals: ["operator"], anonymousStatus: 404, action } as const satisfies RouteAccess;
+}
 
 export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsService }): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
-  const operatorOnly = checkedFirst(NEED_REQUEST_ACCESS, operatorOf);
 
   api.get(
     "/api/need-items/:id",
-    { ...operatorOnly, schema: { params: idParams, response: { 200: needAnswer } } },
+    {
+      ...checkedFirst(needRequestAccess("org.read"), operatorOf),
+      schema: { params: idParams, response: { 200: needAnswer } },
+    },
     async (request) => {
       const { organisationId } = await operatorOf(request);
       return { need: await deps.needs.getNeed(organisationId, request.params.id) };
@@ -28,7 +36,7 @@ export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsSe
   api.post(
     "/api/need-items/:id/fulfill",
     {
-      ...operatorOnly,
+      ...checkedFirst(needRequestAccess("credentials.write"), operatorOf),
       schema: { params: idParams, body: needFulfilment, response: { 200: fulfilledNeed } },
     },
     async (request) => {
@@ -38,10 +46,13 @@ export function registerNeedsRoutes(app: FastifyInstance, deps: { needs: NeedsSe
   );
   api.post(
     "/api/need-items/:id/deny",
-    { ...operatorOnly, schema: { params: idParams, response: { 200: okAnswer } } },
+    {
+      ...checkedFirst(needRequestAccess("approvals.decide"), operatorOf),
+      schema: { params: idParams, response: { 200: okAnswer } },
+    },
     async (request) => {
-      const { organisationId } = await operatorOf(request);
-      await deps.needs.denyNeed(organisationId, request.params.id);
+      const { organisationId, actor } = await operatorOf(request);
+      await deps.needs.denyNeed(organisationId, request.params.id, actor);
       return { ok: true as const };
     },
   );

@@ -3,6 +3,7 @@
 // agent's approval and, with always_allow, writes a standing approval, all in one transaction.
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
+import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { NeedRequestRow } from "../db/schema.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import {
@@ -37,6 +38,8 @@ export interface NeedsDeps {
   now: () => Date;
   /** Runs `fn` in one transaction with the repo and services bound to it (services.ts). */
   inTransaction<T>(fn: (tx: NeedsTransaction) => Promise<T>): Promise<T>;
+  /** The audit: a denial names the member who made it (DECISIONS "Teams"). */
+  recordEvent?: (event: AuditEvent) => Promise<void>;
 }
 
 export interface NeedView {
@@ -213,6 +216,20 @@ export function createNeedsService(deps: NeedsDeps) {
           ...(isAlways ? {} : { requestedCall: call }),
           ...(isAlways && call && body.scope === "path_prefix" ? { callScope: pathPrefixScope(call) } : {}),
         });
+        // Under the two-person rule the standing approval waits for a second member ("1 of 2"):
+        // storing the value still approves, once, the request that asked, as it always does.
+        if (grant.status === "pending" && call) {
+          await grants.createActiveGrant({
+            organisationId,
+            environment: need.environment,
+            itemId: item.id,
+            agentId: need.agent_id,
+            toolId: HTTP_REQUEST_TOOL,
+            actor,
+            policy: "prompt",
+            requestedCall: call,
+          });
+        }
         await repo.updateNeedItem(id, item.id);
         return { item, grant };
       });
@@ -229,11 +246,22 @@ export function createNeedsService(deps: NeedsDeps) {
       return isClosed ? need.agent_id : undefined;
     },
 
-    async denyNeed(organisationId: string, id: string): Promise<void> {
+    async denyNeed(organisationId: string, id: string, actor?: string): Promise<void> {
       const need = await loadNeed(deps.repo, organisationId, id);
       if (need.status !== "pending")
         throw new AppError("need_closed", `this request is already ${need.status}`);
       await closePending(deps.repo, organisationId, id, "denied");
+      if (actor) {
+        await deps.recordEvent?.({
+          organisationId,
+          environment: need.environment,
+          actor,
+          action: "need_denied",
+          itemName: need.suggested_name,
+          host: need.host ?? undefined,
+          detail: { need_id: id, agent_id: need.agent_id, kind: need.kind },
+        });
+      }
     },
   };
 }

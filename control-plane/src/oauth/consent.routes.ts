@@ -9,7 +9,7 @@ import { safeString } from "@latch/shared/text/safe-string";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { requireOperator } from "../auth/operator-guard.ts";
-import { OPERATOR_ONLY } from "../auth/principal.ts";
+import { operatorOnly } from "../auth/principal.ts";
 import { signInFirst } from "../auth/sign-in-first.ts";
 import { ENVIRONMENTS } from "../config.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
@@ -73,7 +73,11 @@ export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDe
 
   api.get(
     `${CONSENT_PATH}/details`,
-    { config: OPERATOR_ONLY, schema: { querystring: z.object({ uid }), response: { 200: consentDetails } } },
+    {
+      // The organisation is the one chosen on the page: oauth.service checks the role there.
+      config: operatorOnly("account"),
+      schema: { querystring: z.object({ uid }), response: { 200: consentDetails } },
+    },
     async (request, reply) => {
       const context = await requireOperator(request, { mfa: true });
       return deps.service.describe(request.raw, reply.raw, request.query.uid, context);
@@ -83,7 +87,7 @@ export function registerConsentRoutes(app: FastifyInstance, deps: ConsentRouteDe
   api.post(
     CONSENT_PATH,
     {
-      config: OPERATOR_ONLY,
+      config: operatorOnly("account"),
       // Before the body is read: a form post (no header) is 403 whatever its content type.
       onRequest: async (request) => {
         if (typeof request.headers["x-csrf-token"] !== "string") {

@@ -10,6 +10,8 @@ export interface OAuthRepo {
   findConsent(grantId: string): Promise<ConsentRow | undefined>;
   /** Marks every live consent of a client row revoked; answers their grant ids. */
   updateConsentsRevoked(clientRowId: string, now: Date): Promise<string[]>;
+  /** Marks every live consent an operator gave in an organisation revoked; answers their grant ids. */
+  updateMemberConsentsRevoked(organisationId: string, operatorId: string, now: Date): Promise<string[]>;
   /** Whether the operator is still a member of the organisation. */
   isMember(organisationId: string, operatorId: string): Promise<boolean>;
   insertDeniedToken(jtiHash: string, expiresAt: Date): Promise<void>;
@@ -28,6 +30,17 @@ export function createOAuthRepo(db: Kysely<Database>): OAuthRepo {
         .updateTable("oauth_consents")
         .set({ revoked_at: now })
         .where("client_row_id", "=", clientRowId)
+        .where("revoked_at", "is", null)
+        .returning("grant_id")
+        .execute();
+      return rows.map((r) => r.grant_id);
+    },
+    async updateMemberConsentsRevoked(organisationId, operatorId, now) {
+      const rows = await db
+        .updateTable("oauth_consents")
+        .set({ revoked_at: now })
+        .where("organisation_id", "=", organisationId)
+        .where("operator_id", "=", operatorId)
         .where("revoked_at", "is", null)
         .returning("grant_id")
         .execute();

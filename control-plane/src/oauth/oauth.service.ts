@@ -6,6 +6,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "@latch/shared/errors";
 import type Provider from "oidc-provider";
 import type { AuditEvent } from "../audit/audit.repo.ts";
+import { isRole, mayPerform, requirePermission } from "../auth/permissions.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { ClientRow } from "../db/schema.ts";
 import type { OrgsService } from "../orgs/orgs.service.ts";
@@ -96,7 +97,10 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       operator: { operatorId: string; organisationId: string | null },
     ): Promise<ConsentDetails> {
       const { details, client } = await interactionOf(req, res, uid);
-      const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
+      // Connecting an agent issues it a client there: only where the operator's role may.
+      const organisations = (await deps.orgs.findOrganisationsOf(operator.operatorId)).filter(
+        (o) => isRole(o.role) && mayPerform(o.role, "clients.write"),
+      );
       const redirectUri = details.params.redirect_uri;
       return {
         uid,
@@ -145,7 +149,10 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       if (!organisationId) throw new AppError("not_found", "create an organisation first, then approve");
       const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
       const organisation = organisations.find((o) => o.id === organisationId);
-      if (!organisation) throw new AppError("not_found", "no such organisation");
+      if (!organisation || !isRole(organisation.role))
+        throw new AppError("not_found", "no such organisation");
+      // Connecting an agent issues it a client in the organisation (DECISIONS "Teams").
+      requirePermission(organisation.role, "clients.write");
       // Spec 1.4: the agent is bound to one environment when it is connected; the operator chose it.
       const environment = input.environment ?? deps.environments[0]!;
       if (!deps.environments.includes(environment)) {
@@ -236,6 +243,25 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     async endClient(client: ClientRow): Promise<void> {
       const grantIds = await deps.oauth.updateConsentsRevoked(client.id, deps.now());
       for (const grantId of grantIds) await deps.artifacts.destroyGrant(grantId);
+    },
+
+    /**
+     * A member left the organisation or was removed (DECISIONS "Teams", as spec 3.4 does for a
+     * client): every OAuth grant they gave there ends, with its refresh tokens and codes. Their
+     * access tokens already stop at /mcp, which checks membership on every call. The model client
+     * rows stay: another member's consent may act through the same row.
+     */
+    async endMemberConsents(organisationId: string, operatorId: string): Promise<void> {
+      const grantIds = await deps.oauth.updateMemberConsentsRevoked(organisationId, operatorId, deps.now());
+      for (const grantId of grantIds) await deps.artifacts.destroyGrant(grantId);
+      if (grantIds.length > 0) {
+        await deps.recordEvent({
+          organisationId,
+          actor: "system",
+          action: "oauth_grant_revoked",
+          detail: { operator_id: operatorId, grants: grantIds.length, reason: "member_removed" },
+        });
+      }
     },
 
     /** Sign-out ends the operator's OAuth sign-in sessions too. */

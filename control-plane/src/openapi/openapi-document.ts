@@ -7,6 +7,7 @@
 // listed in `missing`, with the sentence that says what to add.
 import { type ZodType, z } from "zod";
 import type { RegisteredRoute } from "../app.ts";
+import { WALLED_PREFIXES } from "../auth/operator-guard.ts";
 import { routeAnswers, TEXT_TYPES } from "./route-answers.ts";
 import type { DocResponse, RouteDocs } from "./route-docs.ts";
 
@@ -19,20 +20,6 @@ export interface OpenApiDocument {
   paths: Record<string, Record<string, unknown>>;
   components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, unknown> };
 }
-
-/** Paths where a foreign browser Origin is refused with 403 (auth/operator-guard.ts, spec 5 rule 6). */
-const WALLED_PREFIXES = [
-  "/api/",
-  "/console",
-  "/collect",
-  "/sign-in",
-  "/sign-up",
-  "/enroll-totp",
-  "/verify-totp",
-  "/approve",
-  "/consent",
-  "/device",
-];
 
 const ERROR_BODY: JsonSchema = {
   type: "object",

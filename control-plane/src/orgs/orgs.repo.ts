@@ -1,5 +1,6 @@
 // Organisations and memberships in the database. Creating one runs under the operator's advisory
-// lock, so two replicas cannot both pass the owned-organisations count.
+// lock, so two replicas cannot both pass the owned-organisations count. Changes to an
+// organisation's members run under its members lock (services.ts), with the invitations.
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { inAdvisoryLock } from "../db/transaction.ts";
@@ -11,36 +12,76 @@ export interface MemberView {
   created_at: Date;
 }
 
+/** An organisation as its settings show it. */
+export interface OrganisationView {
+  id: string;
+  name: string;
+  slug: string;
+  standing_approvals_need: number;
+  created_at: Date;
+}
+
 export interface OrgsRepo {
   /** Runs `fn` in one transaction holding the operator's organisation lock. */
   inOperatorLock<T>(operatorId: string, fn: (repo: OrgsRepo) => Promise<T>): Promise<T>;
   /** Runs `fn` in one transaction. */
   inTransaction<T>(fn: (repo: OrgsRepo) => Promise<T>): Promise<T>;
   findOwnedCount(operatorId: string): Promise<number>;
-  findOrganisationById(id: string): Promise<{ id: string; name: string } | undefined>;
-  insertOrganisation(organisation: { id: string; name: string }): Promise<void>;
+  findOrganisationById(id: string): Promise<OrganisationView | undefined>;
+  /** The slugs that start with `base` (the ones a new slug made from it could collide with). */
+  findSlugsLike(base: string): Promise<string[]>;
+  insertOrganisation(organisation: { id: string; name: string; slug: string }): Promise<void>;
   /** The local variant's single organisation: inserted unless it exists. */
   insertOrganisationIfMissing(organisation: { id: string; name: string }): Promise<void>;
+  updateOrganisation(
+    organisationId: string,
+    change: { name?: string; standing_approvals_need?: number },
+  ): Promise<void>;
   insertMembership(membership: {
     organisationId: string;
     operatorId: string;
     role: string;
     createdAt: Date;
   }): Promise<void>;
+  /** Adds the membership unless the operator is a member already; true when it was added. */
+  insertMembershipIfMissing(membership: {
+    organisationId: string;
+    operatorId: string;
+    role: string;
+    createdAt: Date;
+  }): Promise<boolean>;
   findMembership(
     organisationId: string,
     operatorId: string,
-  ): Promise<{ name: string; role: string } | undefined>;
+  ): Promise<{ name: string; role: string; email: string } | undefined>;
+  updateMembershipRole(organisationId: string, operatorId: string, role: string): Promise<void>;
+  /** Removes the membership; true when there was one. */
+  deleteMembership(organisationId: string, operatorId: string): Promise<boolean>;
+  countOwners(organisationId: string): Promise<number>;
   /** Deletes the organisation and, by cascade, everything in it. */
   deleteOrganisation(organisationId: string): Promise<void>;
   /** The first organisation the operator owns, else the first it belongs to. */
   findDefaultOrganisationId(operatorId: string): Promise<string | null>;
   findMembers(organisationId: string): Promise<MemberView[]>;
+  /** A member by email, if that address belongs to one. */
+  findMemberByEmail(organisationId: string, email: string): Promise<MemberView | undefined>;
   /** Every organisation the operator belongs to, by name. */
-  findOrganisationsOf(operatorId: string): Promise<{ id: string; name: string; role: string }[]>;
+  findOrganisationsOf(
+    operatorId: string,
+  ): Promise<{ id: string; name: string; slug: string; role: string }[]>;
 }
 
 export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
+  const selectMembers = () =>
+    db
+      .selectFrom("memberships")
+      .innerJoin("operators", "operators.id", "memberships.operator_id")
+      .select([
+        "operators.id as operator_id",
+        "operators.email",
+        "memberships.role",
+        "memberships.created_at",
+      ]);
   return {
     inOperatorLock: (operatorId, fn) =>
       inAdvisoryLock(db, `orgs:${operatorId}`, (trx) => fn(createOrgsRepo(trx))),
@@ -55,7 +96,20 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
       return Number(owned.n);
     },
     findOrganisationById: (id) =>
-      db.selectFrom("organisations").select(["id", "name"]).where("id", "=", id).executeTakeFirst(),
+      db
+        .selectFrom("organisations")
+        .select(["id", "name", "slug", "standing_approvals_need", "created_at"])
+        .where("id", "=", id)
+        .executeTakeFirst(),
+    async findSlugsLike(base) {
+      const rows = await db
+        .selectFrom("organisations")
+        .select("slug")
+        // A slug is [a-z0-9-]: nothing in it is a LIKE wildcard.
+        .where("slug", "like", `${base}%`)
+        .execute();
+      return rows.map((row) => row.slug);
+    },
     async insertOrganisation(organisation) {
       await db.insertInto("organisations").values(organisation).execute();
     },
@@ -65,6 +119,10 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
         .values(organisation)
         .onConflict((c) => c.column("id").doNothing())
         .execute();
+    },
+    async updateOrganisation(organisationId, change) {
+      if (Object.keys(change).length === 0) return;
+      await db.updateTable("organisations").set(change).where("id", "=", organisationId).execute();
     },
     async insertMembership(membership) {
       await db
@@ -77,14 +135,53 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
         })
         .execute();
     },
+    async insertMembershipIfMissing(membership) {
+      const result = await db
+        .insertInto("memberships")
+        .values({
+          organisation_id: membership.organisationId,
+          operator_id: membership.operatorId,
+          role: membership.role,
+          created_at: membership.createdAt,
+        })
+        .onConflict((c) => c.columns(["organisation_id", "operator_id"]).doNothing())
+        .executeTakeFirst();
+      return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+    },
     findMembership: (organisationId, operatorId) =>
       db
         .selectFrom("organisations")
         .innerJoin("memberships", "memberships.organisation_id", "organisations.id")
-        .select(["organisations.name", "memberships.role"])
+        .innerJoin("operators", "operators.id", "memberships.operator_id")
+        .select(["organisations.name", "memberships.role", "operators.email"])
         .where("organisations.id", "=", organisationId)
         .where("memberships.operator_id", "=", operatorId)
         .executeTakeFirst(),
+    async updateMembershipRole(organisationId, operatorId, role) {
+      await db
+        .updateTable("memberships")
+        .set({ role })
+        .where("organisation_id", "=", organisationId)
+        .where("operator_id", "=", operatorId)
+        .execute();
+    },
+    async deleteMembership(organisationId, operatorId) {
+      const result = await db
+        .deleteFrom("memberships")
+        .where("organisation_id", "=", organisationId)
+        .where("operator_id", "=", operatorId)
+        .executeTakeFirst();
+      return result.numDeletedRows === 1n;
+    },
+    async countOwners(organisationId) {
+      const row = await db
+        .selectFrom("memberships")
+        .select((eb) => eb.fn.countAll<string>().as("n"))
+        .where("organisation_id", "=", organisationId)
+        .where("role", "=", "owner")
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
     async deleteOrganisation(organisationId) {
       // The audit ledger refuses DELETE (its trigger) except in a transaction that names the one
       // organisation being deleted whole (DECISIONS "Ledger and telemetry"); set_config's `true`
@@ -110,22 +207,19 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
       db
         .selectFrom("organisations")
         .innerJoin("memberships", "memberships.organisation_id", "organisations.id")
-        .select(["organisations.id", "organisations.name", "memberships.role"])
+        .select(["organisations.id", "organisations.name", "organisations.slug", "memberships.role"])
         .where("memberships.operator_id", "=", operatorId)
         .orderBy("organisations.name")
         .execute(),
     findMembers: (organisationId) =>
-      db
-        .selectFrom("memberships")
-        .innerJoin("operators", "operators.id", "memberships.operator_id")
-        .select([
-          "operators.id as operator_id",
-          "operators.email",
-          "memberships.role",
-          "memberships.created_at",
-        ])
+      selectMembers()
         .where("memberships.organisation_id", "=", organisationId)
         .orderBy("memberships.created_at")
         .execute(),
+    findMemberByEmail: (organisationId, email) =>
+      selectMembers()
+        .where("memberships.organisation_id", "=", organisationId)
+        .where("operators.email", "=", email)
+        .executeTakeFirst(),
   };
 }

@@ -1,11 +1,17 @@
 // Organisations an operator owns or belongs to (spec 2.7, 4.3, 8): 1 to 80 characters, at most ten
-// owned, deleted whole (everything in it) in one transaction with the name typed to confirm.
+// owned, a unique slug made from the name, the settings an owner changes (name, the two-person
+// rule), deleted whole (everything in it) in one transaction with the name typed to confirm.
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
-import type { OrgsRepo } from "./orgs.repo.ts";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import { isUniqueViolation } from "../db/database.ts";
+import { slugOf, uniqueSlug } from "./org-slug.ts";
+import type { OrganisationView, OrgsRepo } from "./orgs.repo.ts";
 
 export const MAX_OWNED_ORGANISATIONS = 10;
+/** Tries at a slug when another organisation took the same one at the same moment. */
+const SLUG_ATTEMPTS = 3;
 
 export function checkOrganisationName(raw: unknown): string {
   refuseUnsafeText("name", raw);
@@ -16,26 +22,63 @@ export function checkOrganisationName(raw: unknown): string {
   return name;
 }
 
-export function createOrgsService(deps: { repo: OrgsRepo; now: () => Date }) {
+/** An organisation as the API answers it. */
+export interface OrganisationAnswer {
+  id: string;
+  name: string;
+  slug: string;
+}
+
+/** The settings an owner may change (DECISIONS "Teams"). */
+export interface SettingsChange {
+  name?: unknown;
+  standing_approvals_need?: unknown;
+}
+
+export function createOrgsService(deps: {
+  repo: OrgsRepo;
+  now: () => Date;
+  recordEvent?: (event: AuditEvent) => Promise<void>;
+}) {
+  async function loadOrganisation(organisationId: string): Promise<OrganisationView> {
+    const organisation = await deps.repo.findOrganisationById(organisationId);
+    if (!organisation) throw new AppError("not_found", "no such organisation");
+    return organisation;
+  }
+
+  async function insertOrganisation(operatorId: string, name: string): Promise<OrganisationAnswer> {
+    // One operator's creations are serialised, so two replicas cannot both pass the count.
+    return deps.repo.inOperatorLock(operatorId, async (repo) => {
+      if ((await repo.findOwnedCount(operatorId)) >= MAX_OWNED_ORGANISATIONS) {
+        throw new AppError("plan_limit", `an account owns at most ${MAX_OWNED_ORGANISATIONS} organisations`);
+      }
+      const base = slugOf(name);
+      const slug = uniqueSlug(base, await repo.findSlugsLike(base));
+      const id = newId("org");
+      await repo.insertOrganisation({ id, name, slug });
+      await repo.insertMembership({ organisationId: id, operatorId, role: "owner", createdAt: deps.now() });
+      return { id, name, slug };
+    });
+  }
+
   return {
-    async createOrganisation(operatorId: string, rawName: unknown): Promise<{ id: string; name: string }> {
+    async createOrganisation(operatorId: string, rawName: unknown): Promise<OrganisationAnswer> {
       const name = checkOrganisationName(rawName);
-      // One operator's creations are serialised, so two replicas cannot both pass the count.
-      return deps.repo.inOperatorLock(operatorId, async (repo) => {
-        if ((await repo.findOwnedCount(operatorId)) >= MAX_OWNED_ORGANISATIONS) {
-          throw new AppError(
-            "plan_limit",
-            `an account owns at most ${MAX_OWNED_ORGANISATIONS} organisations`,
-          );
+      // Another operator may take the same slug between the look and the insert: the unique index
+      // refuses the second, whose whole transaction rolled back, and it looks again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await insertOrganisation(operatorId, name);
+        } catch (error) {
+          if (!isUniqueViolation(error) || attempt >= SLUG_ATTEMPTS) throw error;
         }
-        const id = newId("org");
-        await repo.insertOrganisation({ id, name });
-        await repo.insertMembership({ organisationId: id, operatorId, role: "owner", createdAt: deps.now() });
-        return { id, name };
-      });
+      }
     },
 
-    /** Deletes the organisation and, by cascade, every item, grant, event and membership in it. */
+    /**
+     * Deletes the organisation and, by cascade, every item, grant, event and membership in it. The
+     * route's action (org.manage) is an owner's; the name is typed back to confirm.
+     */
     async deleteOrganisation(
       operatorId: string,
       organisationId: string,
@@ -44,13 +87,59 @@ export function createOrgsService(deps: { repo: OrgsRepo; now: () => Date }) {
       await deps.repo.inTransaction(async (repo) => {
         const row = await repo.findMembership(organisationId, operatorId);
         if (!row) throw new AppError("not_found", "no such organisation");
-        if (row.role !== "owner")
-          throw new AppError("not_owner", "only an owner can delete the organisation");
         if (confirmName !== row.name) {
           throw new AppError("confirm_name_mismatch", "confirm_name must be the organisation's name exactly");
         }
         await repo.deleteOrganisation(organisationId);
       });
+    },
+
+    /** The organisation's settings (every member may read them). */
+    getSettings: (organisationId: string): Promise<OrganisationView> => loadOrganisation(organisationId),
+
+    /**
+     * Changes the name and the two-person rule (an owner's, by the route's action); each setting
+     * that changes is audited `setting_changed` with its old and new value. The slug stays: an
+     * address made from it (single sign-on) must not move when the name does.
+     */
+    async updateSettings(
+      organisationId: string,
+      actor: string,
+      change: SettingsChange,
+    ): Promise<OrganisationView> {
+      const before = await loadOrganisation(organisationId);
+      const next: { name?: string; standing_approvals_need?: number } = {};
+      if (change.name !== undefined) next.name = checkOrganisationName(change.name);
+      if (change.standing_approvals_need !== undefined) {
+        if (change.standing_approvals_need !== 1 && change.standing_approvals_need !== 2) {
+          throw new AppError(
+            "invalid_request",
+            "standing_approvals_need is 1 (one member approves a standing approval) or 2 (a second member confirms it)",
+          );
+        }
+        next.standing_approvals_need = change.standing_approvals_need;
+      }
+      const changed = (Object.keys(next) as (keyof typeof next)[]).filter((key) => next[key] !== before[key]);
+      if (changed.length === 0) return before;
+      await deps.repo.updateOrganisation(
+        organisationId,
+        Object.fromEntries(changed.map((key) => [key, next[key]])),
+      );
+      for (const setting of changed) {
+        await deps.recordEvent?.({
+          organisationId,
+          actor,
+          action: "setting_changed",
+          detail: { setting, from: before[setting], to: next[setting] },
+        });
+      }
+      return loadOrganisation(organisationId);
+    },
+
+    /** How many members must approve a standing approval: 1, or 2 under the two-person rule. */
+    async findStandingApprovalsNeed(organisationId: string): Promise<1 | 2> {
+      const organisation = await deps.repo.findOrganisationById(organisationId);
+      return organisation?.standing_approvals_need === 2 ? 2 : 1;
     },
 
     /** The organisation a new session acts in: the first one the operator owns, else belongs to. */
@@ -61,7 +150,11 @@ export function createOrgsService(deps: { repo: OrgsRepo; now: () => Date }) {
 
     findOrganisationsOf: (operatorId: string) => deps.repo.findOrganisationsOf(operatorId),
 
-    findOrganisation: (organisationId: string) => deps.repo.findOrganisationById(organisationId),
+    /** The organisation by id (its name and slug), or undefined. */
+    async findOrganisation(organisationId: string): Promise<OrganisationAnswer | undefined> {
+      const organisation = await deps.repo.findOrganisationById(organisationId);
+      return organisation && { id: organisation.id, name: organisation.name, slug: organisation.slug };
+    },
 
     /** The operator's role in the organisation, or undefined for a stranger. */
     findMemberRole: async (organisationId: string, operatorId: string): Promise<string | undefined> =>

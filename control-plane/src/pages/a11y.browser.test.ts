@@ -29,9 +29,11 @@ import {
   operatorWithClient,
   signUpOperator,
   toolAnswer,
+  uniqueEmail,
 } from "../../test/hosted.ts";
 import { connectLocalAgent, LOCAL_TOKENS, localOperator, startLocalVault } from "../../test/local.ts";
 import { register } from "../../test/oauth/oauth-flow.ts";
+import { joinAs, lastInviteTokenFor } from "../../test/teams.ts";
 
 const SCHEMES = ["light", "dark"] as const;
 /** Long enough for the inbox's 5-second refresh and a round trip. */
@@ -179,6 +181,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
       ["/docs", "docs"],
       ["/docs/connect", "docs-connect"],
       ["/docs/approvals", "docs-approvals"],
+      ["/docs/members", "docs-members"],
       ["/docs/inject", "docs-inject"],
       ["/docs/cli", "docs-cli"],
       ["/docs/run", "docs-run"],
@@ -312,6 +315,20 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await expect.poll(() => page.locator("#sessions tbody tr").count(), SOON).toBeGreaterThan(0);
     await audit(page, "console-access");
 
+    // Members: a colleague joined as approver, another invited and not yet joined.
+    await joinAs(h, op, "approver", "a11y-approver", base);
+    await op.request("POST", "/api/orgs/members/invite", {
+      email: uniqueEmail("a11y-invited"),
+      role: "auditor",
+    });
+    await page.goto(`${base}/console#members`);
+    await expect.poll(() => page.locator("#members-table tbody tr").count(), SOON).toBe(2);
+    await expect.poll(() => page.locator("#invites tbody tr").count(), SOON).toBe(1);
+    await audit(page, "console-members");
+    await page.getByRole("button", { name: /^Remove a11y-approver/ }).click();
+    await audit(page, "console-members-remove");
+    await page.getByRole("button", { name: "Cancel" }).click();
+
     // The approval link from the mail: approved once, then the same link again is refused.
     const mail = h.inbox.mails
       .filter(
@@ -347,6 +364,27 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await agent.close();
     await page.context().close();
   }, 180_000);
+
+  it("the invitation page: signed out, and signed in with the invited address", async () => {
+    const owner = await signUpOperator(h, { label: "a11y-inviter", origin: base });
+    const invited = await signUpOperator(h, { label: "a11y-invitee", origin: base });
+    await owner.browser.request("POST", "/api/orgs/members/invite", {
+      email: invited.email,
+      role: "approver",
+    });
+    const token = lastInviteTokenFor(h.inbox, invited.email);
+    const { page, problems } = await openPage();
+    await page.goto(`${base}/invite?token=${token}`);
+    await page.locator("#sign-in-row").waitFor({ state: "visible" });
+    await audit(page, "invite-signed-out");
+    await page.context().close();
+    const joining = await openPage(await signedInContext(invited.browser));
+    await joining.page.goto(`${base}/invite?token=${token}`);
+    await joining.page.getByRole("button", { name: /^Join / }).waitFor({ state: "visible" });
+    await audit(joining.page, "invite-accept");
+    expect([...problems, ...joining.problems]).toEqual([]);
+    await joining.page.context().close();
+  }, 120_000);
 
   it("OAuth consent and the device code pages", async () => {
     const { browser: op } = await signUpOperator(h, { label: "a11y-oauth", origin: base });
@@ -605,6 +643,26 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     expect(toolAnswer(await agent.callTool({ name: "http_request", arguments: post })).status).toBe(
       "pending",
     );
+
+    // Members by keyboard: invite a colleague as auditor, the role picked with the arrow keys.
+    await tabTo(page, (f) => f.tag === "a" && f.name === "Members", { back: true, limit: 120 });
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/#members$/);
+    await expect.poll(() => focusedOn(page)).toMatchObject({ id: "members-heading", visible: true });
+    await expect.poll(() => page.locator("#members-table tbody tr").count(), SOON).toBe(1);
+    await tabTo(page, (f) => f.id === "invite-email");
+    const colleague = uniqueEmail("kb-colleague");
+    await page.keyboard.type(colleague);
+    await page.keyboard.press("Tab");
+    expect((await focusedOn(page)).id).toBe("invite-role");
+    await page.keyboard.press("End");
+    await tabTo(page, (f) => f.tag === "button" && f.name === "Send invitation");
+    await page.keyboard.press("Enter");
+    await expect
+      .poll(() => page.locator("#status").textContent(), SOON)
+      .toBe(`Invited ${colleague} as auditor. The link in their mail works for 7 days.`);
+    await expect.poll(() => focusedOn(page)).toMatchObject({ id: "members-heading", visible: true });
+    await page.screenshot({ path: `${SHOTS}a11y-keyboard-members.png`, fullPage: true });
     expect(problems).toEqual([]);
     await agent.close();
     await page.context().close();

@@ -513,11 +513,13 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect((await Promise.all(others.map(meOf))).sort()).toEqual([200, 401]);
 
     // Sign out all the others.
-    await page.getByRole("button", { name: "Sign out all other sessions" }).click();
+    await page.getByRole("button", { name: "Sign out all your other sessions" }).click();
     await page.getByRole("button", { name: "Sign them out" }).click();
     await expect.poll(() => statusOf(page), SOON).toBe("Signed out 1 other session.");
     await expect.poll(() => sessions.count()).toBe(1);
-    expect(await page.getByRole("button", { name: "Sign out all other sessions" }).isDisabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "Sign out all your other sessions" }).isDisabled()).toBe(
+      true,
+    );
     expect(await Promise.all(others.map(meOf))).toEqual([401, 401]);
     await shot(page, "09-access-after");
 

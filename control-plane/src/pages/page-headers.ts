@@ -55,6 +55,8 @@ const CSP_DIFFERENCES = {
    * our script for "Revoke this approval", which posts to us; no form, no other host.
    */
   "approval-result": {},
+  /** An invitation link's page (/invite?token=): our script for Join, which posts to us. */
+  invitation: {},
 } as const satisfies Record<string, Partial<Record<Directive, string>>>;
 
 export type PageKind = keyof typeof CSP_DIFFERENCES;

@@ -5,12 +5,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { TotpService } from "../auth/totp.service.ts";
 import { pageSchema } from "../http/route-schemas.ts";
-import type { OrgsService } from "../orgs/orgs.service.ts";
 import { readPage, registerAssets, sendPage } from "./page-files.ts";
 
 export interface PageRouteDeps {
   totp: Pick<TotpService, "findOperator" | "countUnusedBackupCodes">;
-  orgs: Pick<OrgsService, "findOrganisation">;
+  /** The organisation's name (orgs/ answers it; pages/ imports no feature that imports it). */
+  orgs: { findOrganisation(organisationId: string): Promise<{ name: string } | undefined> };
 }
 
 /** Where a browser is in sign-in (spec 3.3): no session, pending (enrol or verify next), or ready. */

@@ -30,6 +30,11 @@ const SOURCES = [
     summary: "What each approval covers, the Approvals list, and revoking",
   },
   {
+    file: "members.md",
+    path: "/docs/members",
+    summary: "Members, their roles, invitations and the two-person rule",
+  },
+  {
     file: "inject.md",
     path: "/docs/inject",
     summary: "Where a stored credential goes in the outgoing request",

@@ -1,0 +1,86 @@
+// GET /api/audit/export (DECISIONS "Teams": exporting the audit is an owner's, an admin's or an
+// auditor's): every event of the filtered view, newest first, as CSV or JSON Lines, a file to keep.
+// The console's Export buttons download it.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { AuditEventView, AuditRepo } from "../audit/audit.repo.ts";
+import { toCsv, toExportRows, toJsonLines } from "../audit/audit-export.ts";
+import { requireOrgOperator } from "../auth/operator-guard.ts";
+import { operatorOnly } from "../auth/principal.ts";
+import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
+import { auditQuery } from "./grants.schemas.ts";
+
+/** The most events one export holds; a narrower filter (dates) exports the rest. */
+export const MAX_EXPORT_EVENTS = 10_000;
+const PAGE = 200;
+
+const exportQuery = auditQuery.omit({ before: true }).extend({
+  format: z.enum(["csv", "jsonl"]).default("csv").describe("csv (the default) or jsonl"),
+});
+
+export function registerAuditExportRoutes(
+  app: FastifyInstance,
+  deps: {
+    audit: Pick<AuditRepo, "findAuditEvents">;
+    /** The organisation's clients by id, to name agents in the details. */
+    clientNames(organisationId: string): Promise<Map<string, string>>;
+  },
+): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const operatorOf = (request: FastifyRequest) => requireOrgOperator(request);
+  api.get(
+    "/api/audit/export",
+    {
+      ...checkedFirst(
+        {
+          ...operatorOnly("audit.export"),
+          openapi: {
+            responses: {
+              200: {
+                description: "The events as a file: CSV (format=csv) or JSON Lines (format=jsonl)",
+                content: { "text/csv": z.string(), "application/jsonl": z.string() },
+                headers: { "Content-Disposition": "attachment; filename=latch-audit-<day>.<format>" },
+              },
+            },
+          },
+        },
+        operatorOf,
+      ),
+      schema: {
+        querystring: exportQuery,
+        response: {
+          200: z.string().describe("the events as CSV (text/csv) or JSON Lines (application/jsonl)"),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { organisationId } = await operatorOf(request);
+      const query = request.query;
+      const events: AuditEventView[] = [];
+      let before: string | undefined;
+      while (events.length < MAX_EXPORT_EVENTS) {
+        const page = await deps.audit.findAuditEvents(organisationId, {
+          itemName: query.item_name,
+          actors: query.client_id ? [`agent:${query.client_id}`, `trusted:${query.client_id}`] : undefined,
+          actions: query.action ? [query.action] : undefined,
+          environment: query.environment,
+          since: query.since ? new Date(query.since) : undefined,
+          until: query.until ? new Date(query.until) : undefined,
+          before,
+          limit: PAGE,
+        });
+        events.push(...page);
+        if (page.length < PAGE) break;
+        before = page.at(-1)!.id;
+      }
+      const rows = toExportRows(events.slice(0, MAX_EXPORT_EVENTS), await deps.clientNames(organisationId));
+      const isCsv = query.format === "csv";
+      const day = new Date().toISOString().slice(0, 10);
+      return reply
+        .header("content-type", isCsv ? "text/csv; charset=utf-8" : "application/jsonl; charset=utf-8")
+        .header("content-disposition", `attachment; filename="latch-audit-${day}.${query.format}"`)
+        .header("x-latch-events", String(rows.length))
+        .send(isCsv ? toCsv(rows) : toJsonLines(rows));
+    },
+  );
+}

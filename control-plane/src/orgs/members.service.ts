@@ -1,0 +1,205 @@
+// An organisation's members (DECISIONS "Teams"): the listing (email, role, joined, last seen),
+// changing a role, removing a member, leaving, and handing ownership over. Every change runs under
+// the organisation's members lock and keeps one owner at least (409 last_owner); an admin never
+// touches an owner or makes one (permissions.ts MANAGED_ROLES).
+import { AppError } from "@latch/shared/errors";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import { isRole, type Role, requireManagedRole, requirePermission } from "../auth/permissions.ts";
+import type { InvitesRepo } from "./invites.repo.ts";
+import type { OrgsRepo } from "./orgs.repo.ts";
+
+/** The repos of one transaction holding an organisation's members lock. */
+export interface MembersLocked {
+  orgs: OrgsRepo;
+  invites: InvitesRepo;
+}
+
+export interface MembersDeps {
+  repo: OrgsRepo;
+  /** Runs `fn` in one transaction holding the organisation's members lock (services.ts). */
+  inMembersLock<T>(organisationId: string, fn: (locked: MembersLocked) => Promise<T>): Promise<T>;
+  /** Each member's last access through a session acting in the organisation. */
+  findLastSeen(organisationId: string): Promise<Map<string, Date>>;
+  /**
+   * A member is gone from the organisation (removed or left): their sessions there move to
+   * `toOrganisationId` (one they still belong to, or none) and the OAuth grants they gave there
+   * are destroyed (spec 3.4, as for a client). Their membership is already deleted, which alone
+   * ends their access: the principal hook and /mcp read membership on every request.
+   */
+  onMemberGone(organisationId: string, operatorId: string, toOrganisationId: string | null): Promise<void>;
+  recordEvent(event: AuditEvent): Promise<void>;
+  now: () => Date;
+}
+
+/** A member as GET /api/orgs/members lists them. */
+export interface MemberListing {
+  operator_id: string;
+  email: string;
+  role: string;
+  joined_at: string;
+  last_seen_at: string | null;
+}
+
+/**
+ * The caller of a members change. Their role is read again under the lock: a change made at the
+ * same moment (another owner demoting them) is judged by the role they hold now.
+ */
+export interface MemberActor {
+  organisationId: string;
+  operatorId: string;
+  actor: string;
+}
+
+function checkRole(raw: unknown): Role {
+  if (!isRole(raw)) throw new AppError("invalid_request", "role is one of owner, admin, approver, auditor");
+  return raw;
+}
+
+const LAST_OWNER =
+  "an organisation keeps one owner at least: make another member an owner (or transfer ownership) first";
+
+export function createMembersService(deps: MembersDeps) {
+  /** The member `operatorId` as read under the lock, or 404. */
+  async function loadMember(orgs: OrgsRepo, organisationId: string, operatorId: string) {
+    const member = await orgs.findMembership(organisationId, operatorId);
+    if (!member || !isRole(member.role)) throw new AppError("not_found", "no such member");
+    return { ...member, role: member.role };
+  }
+
+  /**
+   * Deletes a membership under the lock, unless it is the last owner's; the invitations they sent
+   * and nobody used yet go with them (accepting one also checks its sender, invites.service.ts).
+   */
+  async function deleteMember(locked: MembersLocked, organisationId: string, operatorId: string, role: Role) {
+    if (role === "owner" && (await locked.orgs.countOwners(organisationId)) <= 1) {
+      throw new AppError("last_owner", LAST_OWNER);
+    }
+    await locked.orgs.deleteMembership(organisationId, operatorId);
+    await locked.invites.updateInvitesWithdrawnBySender(organisationId, operatorId, deps.now());
+  }
+
+  /** After a membership is gone: its sessions and OAuth grants, then the audit row. */
+  async function afterGone(
+    actor: MemberActor,
+    gone: { operatorId: string; email: string; role: Role },
+    isLeaving: boolean,
+  ): Promise<void> {
+    const elsewhere = await deps.repo.findDefaultOrganisationId(gone.operatorId);
+    await deps.onMemberGone(actor.organisationId, gone.operatorId, elsewhere);
+    await deps.recordEvent({
+      organisationId: actor.organisationId,
+      actor: actor.actor,
+      action: "member_removed",
+      detail: {
+        operator_id: gone.operatorId,
+        email: gone.email,
+        role: gone.role,
+        ...(isLeaving ? { left: true } : {}),
+      },
+    });
+  }
+
+  return {
+    async listMembers(organisationId: string): Promise<MemberListing[]> {
+      const [members, lastSeen] = await Promise.all([
+        deps.repo.findMembers(organisationId),
+        deps.findLastSeen(organisationId),
+      ]);
+      return members.map((member) => ({
+        operator_id: member.operator_id,
+        email: member.email,
+        role: member.role,
+        joined_at: member.created_at.toISOString(),
+        last_seen_at: lastSeen.get(member.operator_id)?.toISOString() ?? null,
+      }));
+    },
+
+    /** Gives `operatorId` another role; the last owner cannot be demoted. */
+    async changeRole(actor: MemberActor, operatorId: string, rawRole: unknown): Promise<MemberListing> {
+      const role = checkRole(rawRole);
+      const changed = await deps.inMembersLock(actor.organisationId, async ({ orgs }) => {
+        const me = await loadMember(orgs, actor.organisationId, actor.operatorId);
+        const member = await loadMember(orgs, actor.organisationId, operatorId);
+        requireManagedRole(me.role, member.role, "changing the role of");
+        requireManagedRole(me.role, role, "making someone");
+        if (member.role === role) return undefined;
+        if (member.role === "owner" && (await orgs.countOwners(actor.organisationId)) <= 1) {
+          throw new AppError("last_owner", LAST_OWNER);
+        }
+        await orgs.updateMembershipRole(actor.organisationId, operatorId, role);
+        return { from: member.role, email: member.email };
+      });
+      if (changed) {
+        await deps.recordEvent({
+          organisationId: actor.organisationId,
+          actor: actor.actor,
+          action: "member_role_changed",
+          detail: { operator_id: operatorId, email: changed.email, from: changed.from, to: role },
+        });
+      }
+      const listed = (await this.listMembers(actor.organisationId)).find((m) => m.operator_id === operatorId);
+      if (!listed) throw new AppError("not_found", "no such member");
+      return listed;
+    },
+
+    /**
+     * Removes `operatorId`: their access to the organisation ends at once (sessions, OAuth grants);
+     * what they approved stays in force and in the audit, under their operator id and email.
+     */
+    async removeMember(actor: MemberActor, operatorId: string): Promise<void> {
+      const gone = await deps.inMembersLock(actor.organisationId, async (locked) => {
+        const me = await loadMember(locked.orgs, actor.organisationId, actor.operatorId);
+        const member = await loadMember(locked.orgs, actor.organisationId, operatorId);
+        // Removing oneself is leaving, which every member may do.
+        if (operatorId !== actor.operatorId) requireManagedRole(me.role, member.role, "removing");
+        await deleteMember(locked, actor.organisationId, operatorId, member.role);
+        return { operatorId, email: member.email, role: member.role };
+      });
+      await afterGone(actor, gone, operatorId === actor.operatorId);
+    },
+
+    /** The caller leaves the organisation (the last owner cannot). */
+    async leave(actor: MemberActor): Promise<void> {
+      const gone = await deps.inMembersLock(actor.organisationId, async (locked) => {
+        const member = await loadMember(locked.orgs, actor.organisationId, actor.operatorId);
+        await deleteMember(locked, actor.organisationId, actor.operatorId, member.role);
+        return { operatorId: actor.operatorId, email: member.email, role: member.role };
+      });
+      await afterGone(actor, gone, true);
+    },
+
+    /** Makes `operatorId` an owner and the caller (an owner: the route's action) an admin. */
+    async transferOwnership(actor: MemberActor, rawOperatorId: unknown): Promise<void> {
+      if (typeof rawOperatorId !== "string" || rawOperatorId === "") {
+        throw new AppError("invalid_request", "operator_id names the member who becomes the owner");
+      }
+      const operatorId = rawOperatorId;
+      if (operatorId === actor.operatorId) {
+        throw new AppError("invalid_request", "you own this organisation already: name another member");
+      }
+      const moved = await deps.inMembersLock(actor.organisationId, async ({ orgs }) => {
+        requirePermission(
+          (await loadMember(orgs, actor.organisationId, actor.operatorId)).role,
+          "org.manage",
+        );
+        const member = await loadMember(orgs, actor.organisationId, operatorId);
+        await orgs.updateMembershipRole(actor.organisationId, operatorId, "owner");
+        await orgs.updateMembershipRole(actor.organisationId, actor.operatorId, "admin");
+        return { email: member.email, from: member.role };
+      });
+      await deps.recordEvent({
+        organisationId: actor.organisationId,
+        actor: actor.actor,
+        action: "ownership_transferred",
+        detail: {
+          to_operator_id: operatorId,
+          to_email: moved.email,
+          to_was: moved.from,
+          from_operator_id: actor.operatorId,
+        },
+      });
+    },
+  };
+}
+
+export type MembersService = ReturnType<typeof createMembersService>;
