@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { createExecute } from "./calls/execute.ts";
 import { createFetchDocument } from "./calls/fetch-document.ts";
 import { createResolve } from "./calls/resolve.ts";
+import { createRewrap } from "./calls/rewrap.ts";
 import type { EgressConfig } from "./config.ts";
 import { readTrustedTicketKeysText } from "./config.ts";
 import { parseCidrList } from "./destination/classify.ts";
@@ -128,6 +129,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   const metrics = createMetrics();
   const execute = createExecute({ checkTicket, spendTicket, keyring, resolver, upstream, metrics, logger });
   const resolve = createResolve({ checkTicket, spendTicket, keyring, logger });
+  const rewrap = createRewrap({ checkTicket, spendTicket, keyring, logger });
   const fetchDocument = createFetchDocument({
     checkTicket,
     spendTicket,
@@ -150,6 +152,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     handlers: {
       execute: (ticket) => countingTicketRefusals(metrics, () => execute(ticket)),
       resolve: (ticket) => countingTicketRefusals(metrics, () => resolve(ticket)),
+      rewrap: (ticket) => countingTicketRefusals(metrics, () => rewrap(ticket)),
       fetchDocument: (ticket) => countingTicketRefusals(metrics, () => fetchDocument(ticket)),
       fence: async (ticket) => {
         const outcome = await countingTicketRefusals(metrics, () => fenceTicket(ticket));

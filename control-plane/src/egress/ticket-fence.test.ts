@@ -18,6 +18,7 @@ function ticket(id: string, expiresAtMs = NOW + 3_500): SignedTicket {
     call: undefined,
     resolve: undefined,
     document: undefined,
+    rewrap: undefined,
   }).finish();
   return { payload: Buffer.from(payload), signature: Buffer.alloc(64), keyId: "k" };
 }

@@ -4,6 +4,7 @@ import {
   type CallSpec,
   type DocumentSpec,
   type ResolveSpec,
+  type RewrapSpec,
   type SignedTicket,
   Ticket,
 } from "@latch/proto/egress";
@@ -23,6 +24,8 @@ export interface TicketMinter {
   mintCallTicket(call: CallSpec, options?: { ttlMs?: number }): SignedTicket;
   mintResolveTicket(resolve: ResolveSpec): SignedTicket;
   mintDocumentTicket(document: DocumentSpec): SignedTicket;
+  /** For Rewrap: stored values to seal again under the proxy's current key (vault seal-rewrap). */
+  mintRewrapTicket(rewrap: RewrapSpec): SignedTicket;
 }
 
 const DEFAULT_TTL_MS = 30_000;
@@ -31,7 +34,10 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   const now = options.now ?? Date.now;
   const defaultTtl = options.ttlMs ?? DEFAULT_TTL_MS;
 
-  function mint(body: Partial<Pick<Ticket, "call" | "resolve" | "document">>, ttlMs: number): SignedTicket {
+  function mint(
+    body: Partial<Pick<Ticket, "call" | "resolve" | "document" | "rewrap">>,
+    ttlMs: number,
+  ): SignedTicket {
     const issuedAtMs = now();
     const payload = Ticket.encode({
       id: randomBytes(16).toString("base64url"),
@@ -42,6 +48,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
       call: body.call,
       resolve: body.resolve,
       document: body.document,
+      rewrap: body.rewrap,
     }).finish();
     const signature = sign(null, ticketSigningInput(payload), options.key.privateKey);
     return { payload: Buffer.from(payload), signature, keyId: options.key.keyId };
@@ -51,5 +58,6 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
     mintCallTicket: (call, opts) => mint({ call, resolve: undefined }, opts?.ttlMs ?? defaultTtl),
     mintResolveTicket: (resolve) => mint({ call: undefined, resolve }, defaultTtl),
     mintDocumentTicket: (document) => mint({ document }, defaultTtl),
+    mintRewrapTicket: (rewrap) => mint({ rewrap }, defaultTtl),
   };
 }

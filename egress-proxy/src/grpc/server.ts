@@ -27,6 +27,8 @@ import {
   type GetInfoResponse,
   type ResolveRequest,
   type ResolveResponse,
+  type RewrapRequest,
+  type RewrapResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
 import {
@@ -50,6 +52,7 @@ export interface GrpcHandlers {
   resolve(ticket: SignedTicket | undefined): Promise<ResolveResponse>;
   fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
   fence(ticket: SignedTicket | undefined): Promise<FenceOutcome>;
+  rewrap(ticket: SignedTicket | undefined): Promise<RewrapResponse>;
   info(): GetInfoResponse;
   isServing(): boolean;
 }
@@ -193,6 +196,7 @@ export async function startGrpcServer(options: {
     fetchDocument: gate.guard(
       unary<FetchDocumentRequest, FetchDocumentResponse>((req) => handlers.fetchDocument(req.ticket), logger),
     ),
+    rewrap: gate.guard(unary<RewrapRequest, RewrapResponse>((req) => handlers.rewrap(req.ticket), logger)),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
     // Not behind the drain gate: a draining replica still answers whether it ran a ticket.
     fence: unary<FenceRequest, FenceResponse>(

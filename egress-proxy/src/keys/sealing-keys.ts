@@ -10,12 +10,15 @@ import {
   DATA_KEY_BYTES,
   ENVELOPE_HEADER,
   type EnvelopeParts,
+  joinEnvelope,
+  NONCE_BYTES,
+  SEALED_DATA_KEY_BYTES,
   splitEnvelope,
   TAG_BYTES,
 } from "@latch/shared/crypto/envelope";
 import { deriveSealingKeyId } from "@latch/shared/crypto/sealing-key-id";
 import { AppError } from "@latch/shared/errors";
-import { createPrivateFileExclusive } from "@latch/shared/files";
+import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
 import sodium from "sodium-native";
 import { createDataKeyCache, type DataKeyCache } from "./data-key-cache.ts";
 
@@ -36,6 +39,12 @@ export interface SealingKeyring {
    */
   open(keyId: string, sealed: Uint8Array): string;
   /**
+   * The same value sealed under the current key as an envelope (vault seal-rewrap): an envelope's
+   * data key is opened and sealed again (the value is authenticated, never decoded), a bare
+   * sealed box becomes an envelope. Throws credential_unavailable when it does not open.
+   */
+  rewrap(keyId: string, sealed: Uint8Array): { keyId: string; sealed: Uint8Array };
+  /**
    * Reads the key file again. When its keys changed (a rotation: a new key first, or one retired)
    * every cached data key is wiped and the new keys are used from the next call; true then. A file
    * that cannot be read or parsed leaves the keys in use as they are and throws.
@@ -47,6 +56,34 @@ export interface SealingKeyring {
 
 export function sealingKeyPath(dataDir: string): string {
   return join(dataDir, "egress", "sealing-keys.json");
+}
+
+/** A new X25519 key pair as the key file stores it. */
+function newStoredKey(): StoredKey {
+  const publicKey = Buffer.alloc(sodium.crypto_box_PUBLICKEYBYTES);
+  const privateKey = Buffer.alloc(sodium.crypto_box_SECRETKEYBYTES);
+  sodium.crypto_box_keypair(publicKey, privateKey);
+  const key: StoredKey = {
+    keyId: deriveSealingKeyId(publicKey),
+    publicKey: publicKey.toString("base64url"),
+    privateKey: privateKey.toString("base64url"),
+    createdAt: new Date().toISOString(),
+  };
+  sodium.sodium_memzero(privateKey);
+  return key;
+}
+
+/**
+ * A rotation (deploy/make-keys.ts --new-sealing-key): a new key first in the key file at `path`,
+ * the others kept after it so that what they sealed still opens. Proxies read the file again
+ * within EGRESS_SEALING_KEY_REFRESH_MS (wiping their data keys) and seal new values to the new
+ * key; `vault seal-rewrap` then moves every stored value to it, after which the old keys can go.
+ */
+export function addSealingKey(path: string): string {
+  const parsed = JSON.parse(readFileSync(path, "utf8")) as { keys?: StoredKey[] };
+  const key = newStoredKey();
+  writePrivateFileAtomic(path, `${JSON.stringify({ keys: [key, ...(parsed.keys ?? [])] }, null, 2)}\n`);
+  return key.keyId;
 }
 
 interface KeyPair {
@@ -103,17 +140,7 @@ export async function loadOrCreateSealingKeyring(
 ): Promise<SealingKeyring> {
   const path = keyFile ?? sealingKeyPath(dataDir);
   if (!existsSync(path)) {
-    const publicKey = Buffer.alloc(sodium.crypto_box_PUBLICKEYBYTES);
-    const privateKey = Buffer.alloc(sodium.crypto_box_SECRETKEYBYTES);
-    sodium.crypto_box_keypair(publicKey, privateKey);
-    const key: StoredKey = {
-      keyId: deriveSealingKeyId(publicKey),
-      publicKey: publicKey.toString("base64url"),
-      privateKey: privateKey.toString("base64url"),
-      createdAt: new Date().toISOString(),
-    };
-    sodium.sodium_memzero(privateKey);
-    createPrivateFileExclusive(path, `${JSON.stringify({ keys: [key] }, null, 2)}\n`);
+    createPrivateFileExclusive(path, `${JSON.stringify({ keys: [newStoredKey()] }, null, 2)}\n`);
   }
   let loaded = readKeys(path);
   const dataKeys = options.dataKeys ?? createDataKeyCache();
@@ -127,6 +154,61 @@ export async function loadOrCreateSealingKeyring(
     // The string is the one copy the call keeps; the bytes are wiped now, not at the next GC.
     sodium.sodium_memzero(plaintext);
     return text;
+  }
+
+  /** The data key of an envelope, authenticated on its value (a copy the caller wipes), or undefined. */
+  function openDataKey(key: KeyPair, parts: EnvelopeParts): Buffer | undefined {
+    const dataKey = Buffer.alloc(DATA_KEY_BYTES);
+    if (!sodium.crypto_box_seal_open(dataKey, parts.sealedDataKey, key.publicKey, key.privateKey)) {
+      return undefined;
+    }
+    const value = Buffer.alloc(parts.ciphertext.length - TAG_BYTES);
+    try {
+      sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+        value,
+        null,
+        parts.ciphertext,
+        ENVELOPE_HEADER,
+        parts.nonce,
+        dataKey,
+      );
+      return dataKey;
+    } catch {
+      sodium.sodium_memzero(dataKey);
+      return undefined;
+    } finally {
+      sodium.sodium_memzero(value);
+    }
+  }
+
+  /** An envelope under the current key around `dataKey` (sealed again) or a new one around `value`. */
+  function sealUnderCurrent(
+    content: { dataKey: Uint8Array; nonce: Uint8Array; ciphertext: Uint8Array } | { value: Uint8Array },
+  ): Uint8Array {
+    const publicKey = loaded.current.publicKey;
+    if ("dataKey" in content) {
+      const sealedDataKey = Buffer.alloc(SEALED_DATA_KEY_BYTES);
+      sodium.crypto_box_seal(sealedDataKey, content.dataKey, publicKey);
+      return joinEnvelope({ sealedDataKey, nonce: content.nonce, ciphertext: content.ciphertext });
+    }
+    const dataKey = Buffer.alloc(DATA_KEY_BYTES);
+    const nonce = Buffer.alloc(NONCE_BYTES);
+    sodium.randombytes_buf(dataKey);
+    sodium.randombytes_buf(nonce);
+    try {
+      const ciphertext = Buffer.alloc(content.value.length + TAG_BYTES);
+      sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(
+        ciphertext,
+        content.value,
+        ENVELOPE_HEADER,
+        null,
+        nonce,
+        dataKey,
+      );
+      return sealUnderCurrent({ dataKey, nonce, ciphertext });
+    } finally {
+      sodium.sodium_memzero(dataKey);
+    }
   }
 
   /** The value of an envelope, or undefined when it does not open as one. */
@@ -172,6 +254,31 @@ export async function loadOrCreateSealingKeyring(
       // like an envelope fails to open as one and is opened as what it is.
       const value = parts === undefined ? undefined : openEnvelope(keyId, key, parts);
       return value ?? openSealedBox(key, sealed);
+    },
+    rewrap(keyId, sealed) {
+      const key = loaded.keys.get(keyId);
+      if (!key) throw new AppError("credential_unavailable", `no sealing key ${keyId} on this proxy`);
+      const parts = splitEnvelope(sealed);
+      const dataKey = parts === undefined ? undefined : openDataKey(key, parts);
+      if (parts !== undefined && dataKey !== undefined) {
+        try {
+          return {
+            keyId: loaded.current.keyId,
+            sealed: sealUnderCurrent({ dataKey, nonce: parts.nonce, ciphertext: parts.ciphertext }),
+          };
+        } finally {
+          sodium.sodium_memzero(dataKey);
+        }
+      }
+      // A bare sealed box (or one that only looked like an envelope): opened, sealed as one.
+      if (sealed.length < sodium.crypto_box_SEALBYTES) throw unavailable();
+      const value = Buffer.alloc(sealed.length - sodium.crypto_box_SEALBYTES);
+      try {
+        if (!sodium.crypto_box_seal_open(value, sealed, key.publicKey, key.privateKey)) throw unavailable();
+        return { keyId: loaded.current.keyId, sealed: sealUnderCurrent({ value }) };
+      } finally {
+        sodium.sodium_memzero(value);
+      }
     },
     reload() {
       const next = readKeys(path);

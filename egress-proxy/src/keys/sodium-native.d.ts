@@ -26,6 +26,17 @@ declare module "sodium-native" {
     sodium_free(buffer: Buffer): void;
     /** Seals `message` to `publicKey` into `ciphertext` (message.length + SEALBYTES bytes). */
     crypto_box_seal(ciphertext: Uint8Array, message: Uint8Array, publicKey: Uint8Array): void;
+    /** Fills `buffer` with random bytes. */
+    randombytes_buf(buffer: Uint8Array): void;
+    /** Encrypts `message` into `ciphertext` (message.length + 16 bytes). `nsec` must be null. */
+    crypto_aead_xchacha20poly1305_ietf_encrypt(
+      ciphertext: Uint8Array,
+      message: Uint8Array,
+      additionalData: Uint8Array | null,
+      nsec: null,
+      nonce: Uint8Array,
+      key: Uint8Array,
+    ): number;
     /**
      * Decrypts and authenticates `ciphertext` into `message` (ciphertext.length - 16 bytes);
      * throws when it does not authenticate. `nsec` must be null.
