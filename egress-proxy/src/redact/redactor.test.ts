@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { answerAlphabet, createRedactor, REDACTED } from "./redactor.ts";
+import { answerMarkers, createRedactor, REDACTED } from "./redactor.ts";
 
 // Characters that every encoding treats differently: "/" (JSON \/ and %2F), "+" and space (form),
 // "~!'()" (encodeURIComponent vs URLSearchParams), "<&>" (Go's JSON), quotes and backslash
@@ -76,7 +76,7 @@ describe("createRedactor: each encoding", () => {
   });
 
   it.each(ENCODINGS)(
-    "hides the %s spelling when built for the answer's alphabet, as the whole redactor does",
+    "hides the %s spelling when built for the answer's markers, as the whole redactor does",
     (_name, spelling) => {
       const body = Buffer.from(`{"echo":"${spelling}","n":1}`, "utf8");
       const headers = [
@@ -85,7 +85,7 @@ describe("createRedactor: each encoding", () => {
         { name: "x-ratelimit-remaining", value: spelling.slice(9) },
       ];
       const gated = createRedactor([{ secret: SECRET, username: USER }], {
-        alphabet: answerAlphabet(
+        markers: answerMarkers(
           body,
           headers.map((h) => h.value),
         ),

@@ -2,8 +2,8 @@
 // secret-encodings.ts lists) becomes "[redacted]" before the answer leaves the proxy, in the body
 // and in the allowed response headers.
 import { findHeadersSplittingASpelling } from "./header-block.ts";
-import { addSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
-import { buildSpellingAutomaton, canOccurIn, markReadBytes } from "./spelling-automaton.ts";
+import { addSecretEncodings, FAMILY_MARKERS, type RedactionValue } from "./secret-encodings.ts";
+import { buildSpellingAutomaton } from "./spelling-automaton.ts";
 
 export type { RedactionValue } from "./secret-encodings.ts";
 
@@ -27,35 +27,37 @@ export interface Redactor {
 }
 
 const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
-/** What joining headers (", ") and a header's first redaction pass ("[redacted]") add to them. */
-const HEADER_EXTRA_BYTES = Buffer.from(`, ${REDACTED}`, "latin1");
 
 /**
- * The bytes an answer holds, as the scan reads them: its body, each header value as latin1 and
- * as UTF-8, what joining headers adds (", ") and what redacting a header first writes into it
- * ("[redacted]", read again by its second pass). A spelling with a byte outside it cannot match
- * anywhere createRedactor is then used on this answer.
+ * Which of the bytes that mark a family of spellings (secret-encodings.ts FAMILY_MARKERS: the
+ * backslash of JSON escapes, the "&" of HTML references, the "%" and "+" of URL encodings, the
+ * separators of hex dumps) occur in an answer: in its body, in a header value, or in what joining
+ * two headers adds (", "). Found by the native byte search, a handful of passes that stop at the
+ * first hit. The redactor for this answer lists no family whose marker it lacks.
  */
-export function answerAlphabet(body: Uint8Array, headerValues: readonly string[]): Uint8Array {
-  const alphabet = new Uint8Array(256);
-  markReadBytes(body, alphabet);
-  if (headerValues.length > 0) {
-    markReadBytes(HEADER_EXTRA_BYTES, alphabet);
-    for (const value of headerValues) {
-      markReadBytes(Buffer.from(value, "latin1"), alphabet);
-      markReadBytes(Buffer.from(value, "utf8"), alphabet);
+export function answerMarkers(body: Buffer, headerValues: readonly string[]): Uint8Array {
+  const markers = new Uint8Array(256);
+  const isJoined = headerValues.length > 1;
+  for (const byte of FAMILY_MARKERS) {
+    const char = String.fromCharCode(byte);
+    if (
+      body.indexOf(byte) !== -1 ||
+      (isJoined && (char === "," || char === " ")) ||
+      headerValues.some((value) => value.includes(char))
+    ) {
+      markers[byte] = 1;
     }
   }
-  return alphabet;
+  return markers;
 }
 
 /**
  * Builds a redactor for `values` (the injected credential, and any token minted on the way).
  * Every spelling of every value is listed and compiled into one automaton here, once per call.
- * Empty secrets are skipped. With `alphabet` (answerAlphabet of the answer it will redact), only
- * the spellings that can occur in that answer are listed: the rest could never match there, and
- * listing and compiling them was most of the redactor's cost (an answer without "%", "\" or "&"
- * needs no URL, JSON or HTML spelling). A redactor so built is for that answer alone.
+ * Empty secrets are skipped. With `markers` (answerMarkers of the answer it will redact), a family
+ * of spellings whose marker that answer lacks is left out: none of its spellings could match
+ * there, and listing and compiling them was most of the redactor's cost (an answer without "%",
+ * "\" or "&" needs no URL, JSON or HTML spelling). A redactor so built is for that answer alone.
  *
  * Every match is found, overlapping ones included; each run of bytes covered by one or more
  * matches becomes a single "[redacted]" (so adjacent or overlapping spellings hide together and
@@ -66,12 +68,10 @@ export function answerAlphabet(body: Uint8Array, headerValues: readonly string[]
  */
 export function createRedactor(
   values: readonly RedactionValue[],
-  options: { alphabet?: Uint8Array } = {},
+  options: { markers?: Uint8Array } = {},
 ): Redactor {
-  const { alphabet } = options;
-  const listed: string[] = [];
-  for (const value of values) addSecretEncodings(value, listed, alphabet);
-  const spellings = alphabet === undefined ? listed : listed.filter((s) => canOccurIn(s, alphabet));
+  const spellings: string[] = [];
+  for (const value of values) addSecretEncodings(value, spellings, options.markers);
   const automaton = buildSpellingAutomaton(spellings);
 
   function redactBytes(body: Buffer): Buffer {

@@ -18,11 +18,11 @@ const MIN_EMBEDDED_BASE64_BYTES = 6;
 
 /**
  * Every distinct byte spelling of `value` to hide, unordered; empty when the secret is empty.
- * With `alphabet`, at least every one that can occur in a text of those bytes (canOccurIn).
+ * With `markers`, every one that can occur in a text holding only those of FAMILY_MARKERS.
  */
-export function listSecretEncodings(value: RedactionValue, alphabet?: Uint8Array): Buffer[] {
+export function listSecretEncodings(value: RedactionValue, markers?: Uint8Array): Buffer[] {
   const spellings: string[] = [];
-  addSecretEncodings(value, spellings, alphabet);
+  addSecretEncodings(value, spellings, markers);
   return [...new Set(spellings)].map((spelling) => Buffer.from(spelling, "latin1"));
 }
 
@@ -30,22 +30,26 @@ const BACKSLASH = 0x5c;
 const AMPERSAND = 0x26;
 const PERCENT = 0x25;
 const PLUS = 0x2b;
+/** ":", "-" and " ": what hex dumps, fingerprints and debug logs put between bytes. */
+const HEX_SEPARATORS: readonly number[] = [0x3a, 0x2d, 0x20];
+/** The bytes whose absence from an answer rules a family of spellings out (addSecretEncodings). */
+export const FAMILY_MARKERS: readonly number[] = [BACKSLASH, AMPERSAND, PERCENT, PLUS, ...HEX_SEPARATORS];
 
 /**
  * Appends every byte spelling of `value` to `spellings` as a byte string (its bytes read as
  * latin1, one character per byte). The same spelling may be appended more than once (the scan
  * keeps one); nothing when the secret is empty.
  *
- * With `alphabet` (the bytes of the answer, spelling-automaton.ts markReadBytes), a family whose
- * every spelling holds a byte the answer lacks is not listed at all: each JSON escape that is
- * not the secret itself holds a backslash, each HTML one an "&", each URL one a "%" or a "+"
- * (a space), each separated hex one its separator. Only spellings that cannot occur are left
+ * With `markers` (redactor.ts answerMarkers: which of FAMILY_MARKERS the answer holds), a family
+ * whose every spelling holds a marker the answer lacks is not listed at all: each JSON escape
+ * that is not the secret itself holds a backslash, each HTML one an "&", each URL one a "%" or a
+ * "+" (a space), each separated hex one its separator. Only spellings that cannot occur are left
  * out (secret-encodings.test.ts compares with the whole list for thousands of secrets).
  */
-export function addSecretEncodings(value: RedactionValue, spellings: string[], alphabet?: Uint8Array): void {
+export function addSecretEncodings(value: RedactionValue, spellings: string[], markers?: Uint8Array): void {
   const secret = value.secret;
   if (typeof secret !== "string" || secret.length === 0) return;
-  const has = (byte: number) => alphabet === undefined || alphabet[byte] === 1;
+  const has = (byte: number) => markers === undefined || markers[byte] === 1;
   // The secret itself, its JSON escapes and its HTML escapes can hold non-ASCII; every other
   // spelling is ASCII, and so are the escapes of an ASCII secret.
   addText(spellings, secret);
@@ -81,9 +85,6 @@ function addText(spellings: string[], text: string): void {
 
 const ASCII = /^[\x00-\x7f]*$/;
 const LATIN1 = /^[\x00-\xff]*$/;
-
-/** ":", "-" and " ": what hex dumps, fingerprints and debug logs put between bytes. */
-const HEX_SEPARATORS: readonly number[] = [0x3a, 0x2d, 0x20];
 
 /**
  * Hex of the UTF-8 bytes, plain and with ":", "-" or " " between bytes (hex dumps, fingerprints,

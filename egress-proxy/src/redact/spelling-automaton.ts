@@ -294,29 +294,6 @@ function addRun(runs: number[], start: number, end: number): void {
   runs.push(from, to);
 }
 
-/**
- * Marks in `alphabet` (256 flags) every byte of `bytes` as the scan reads it (hex letters and "x"
- * folded). A spelling holding a byte that is not marked cannot match. CR and LF may be marked:
- * no spelling needs them.
- */
-export function markReadBytes(bytes: Uint8Array, alphabet: Uint8Array): void {
-  // Every byte first, one store each (the loop that runs over whole bodies), then the folds.
-  for (let i = 0; i < bytes.length; i++) alphabet[bytes[i]!] = 1;
-  for (let byte = 0; byte < 256; byte++) {
-    const read = READ_AS[byte]!;
-    if (alphabet[byte] === 1 && read !== SKIP) alphabet[read] = 1;
-  }
-}
-
-/** Whether every byte of `spelling` (a byte string), as the scan reads it, is in `alphabet`. */
-export function canOccurIn(spelling: string, alphabet: Uint8Array): boolean {
-  for (let i = 0; i < spelling.length; i++) {
-    const byte = READ_AS[spelling.charCodeAt(i) & 0xff]!;
-    if (byte !== SKIP && alphabet[byte] !== 1) return false;
-  }
-  return true;
-}
-
 /** A spelling as the scan reads it: hex letters and "x" in lowercase, no CR or LF (for tests). */
 export function normalizeSpelling(spelling: string): string {
   let text = "";
