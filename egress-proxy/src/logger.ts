@@ -5,6 +5,7 @@
 // one per call was about a tenth of the proxy's CPU per call (loadtest/README.md, issue 27). A
 // process killed outright loses at most the last 250 ms of lines; the record of a call is the
 // control plane's audit row, which never waits for this.
+import { openSync } from "node:fs";
 import pino, { type Logger } from "pino";
 import { callContextFields } from "./grpc/call-context.ts";
 
@@ -22,13 +23,20 @@ export function createProxyLogger(options: { level: string; file?: string }): {
   /** Writes what is gathered now (synchronously). */
   flush(): void;
 } {
+  // Buffers, not text: sonic-boom measures its pending text again on every line in text mode (the
+  // whole batch each time), and keeps only lengths in buffer mode. pino flushes the destination
+  // itself at exit.
+  // A file is opened here, at once, so that it is as ready as standard output from the first line.
   const destination = pino.destination({
-    dest: options.file ?? 1,
+    dest: options.file ? openSync(options.file, "w", 0o600) : 1,
     sync: false,
     minLength: LOG_BATCH_BYTES,
     periodicFlush: LOG_BATCH_MS,
-    ...(options.file ? { mkdir: true, append: false } : {}),
+    contentMode: "buffer",
   });
-  const logger = pino({ name: "egress-proxy", level: options.level, mixin: callContextFields }, destination);
+  // sonic-boom's types know only its text mode.
+  const writeBuffer = destination.write as unknown as (chunk: Buffer) => boolean;
+  const lines = { write: (line: string) => writeBuffer.call(destination, Buffer.from(line)) };
+  const logger = pino({ name: "egress-proxy", level: options.level, mixin: callContextFields }, lines);
   return { logger, flush: () => destination.flushSync() };
 }

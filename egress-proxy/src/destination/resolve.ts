@@ -37,6 +37,7 @@ export interface DestinationResolver {
 const HTTPS_PORT = 443;
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DNS_TRIES = 2;
+const MAX_DECISIONS = 1024;
 /** c-ares codes meaning "no such record" (ENODATA) or "no such name" (ENOTFOUND, NXDOMAIN). */
 const ABSENT_CODES: ReadonlySet<string> = new Set(["ENODATA", "ENOTFOUND"]);
 
@@ -157,6 +158,18 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const connectTo = [...opts.connectTo];
   const allowCidrs = [...opts.allowCidrs];
+  // The decision is a pure function of the answer (the ranges are fixed): the same few answers
+  // come back all day, so each is classified once, at most MAX_DECISIONS of them kept.
+  const decisions = new Map<string, ReturnType<typeof decideDestination>>();
+  const decide = (answer: { v4: string[]; v6: string[] }) => {
+    const key = `${answer.v4.join(",")}|${answer.v6.join(",")}`;
+    const known = decisions.get(key);
+    if (known) return known;
+    const decision = decideDestination(answer, allowCidrs);
+    if (decisions.size >= MAX_DECISIONS) decisions.delete(decisions.keys().next().value!);
+    decisions.set(key, decision);
+    return decision;
+  };
 
   return {
     async resolve(hostText, deadline) {
@@ -177,7 +190,7 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
       if (answer.v4.length === 0 && answer.v6.length === 0) {
         throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
       }
-      const decision = decideDestination(answer, allowCidrs);
+      const decision = decide(answer);
       if (!decision.allowed) throw new AddressRefused(host, decision.refused);
       return { host, address: decision.address, family: decision.family, port };
     },
