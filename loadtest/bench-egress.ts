@@ -93,7 +93,7 @@ async function main(): Promise<void> {
   const grpcVars = { PROTO_ROOT, TICKETS_FILE: ticketsFile, SECRET: secret };
 
   const profilers = args["cpu-prof"]
-    ? { proxy: await createProfiler(Number(process.env.PROF_US ?? 200)), floor: await createProfiler(Number(process.env.PROF_US ?? 200)) }
+    ? { proxy: await createProfiler(), floor: await createProfiler() }
     : undefined;
 
   /**

@@ -214,3 +214,27 @@ describe("createRedactor: a 1 MiB body", () => {
     expect(out.toString()).toBe(expected);
   });
 });
+
+describe("createRedactor: the tables' memory, reused from call to call", () => {
+  it("redacts alike with a fresh redactor after one was disposed, and with two alive at once", () => {
+    const body = (secret: string) => Buffer.from(`{"a":"${secret}","b":"sk_other_value_123456"}`);
+    const first = createRedactor([{ secret: "sk_first_value_0123456789" }]);
+    const second = createRedactor([{ secret: "sk_other_value_123456" }]);
+    // Both alive: the second has memory of its own, and neither disturbs the other.
+    expect(first.redactBytes(body("sk_first_value_0123456789")).toString()).toBe(
+      '{"a":"[redacted]","b":"sk_other_value_123456"}',
+    );
+    expect(second.redactBytes(body("x")).toString()).toBe('{"a":"x","b":"[redacted]"}');
+    first.dispose();
+    second.dispose();
+    for (let round = 0; round < 3; round++) {
+      const next = createRedactor([{ secret: `sk_round_${round}_value_abcdef` }]);
+      expect(next.redactBytes(body(`sk_round_${round}_value_abcdef`)).toString()).toBe(
+        '{"a":"[redacted]","b":"sk_other_value_123456"}',
+      );
+      // Nothing of an earlier round's spellings is still found.
+      expect(next.redactBytes(body("sk_first_value_0123456789")).toString()).toContain("sk_first_value");
+      next.dispose();
+    }
+  });
+});

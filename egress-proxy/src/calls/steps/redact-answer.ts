@@ -13,8 +13,12 @@ export const redactAnswer: CallStep = (call) => {
     answer.headers.map((header) => header.value),
   );
   const redactor = createRedactor(values, { markers });
-  call.redactedAnswer = {
-    body: redactor.redactBytes(answer.body),
-    headers: redactor.redactHeaders(answer.headers),
-  };
+  try {
+    call.redactedAnswer = {
+      body: redactor.redactBytes(answer.body),
+      headers: redactor.redactHeaders(answer.headers),
+    };
+  } finally {
+    redactor.dispose();
+  }
 };
