@@ -5,7 +5,8 @@
 // trips, signing a ticket and calling the same proxies (lib/hosted-floor.ts). Prints req/s, p50,
 // p99, the CPU per call of the control plane, the floor and the origin, for each proxy the calls
 // it served, its share of them and its CPU per call it served, and the statements every process
-// sent PostgreSQL per agent call, counted on the wire (lib/pg-statement-counter.ts).
+// sent PostgreSQL per agent call, counted on the wire (lib/pg-statement-counter.ts), and PostgreSQL's
+// CPU per call (its backends', lib/pg-backend-cpu.ts, when it runs on this machine).
 //
 //   DATABASE_URL=postgres://... npm run bench:hosted -- [--vus 8] [--direct-iterations N] [--hosted-iterations N]
 //                                                     [--warmup N] [--cpu-prof]
@@ -39,6 +40,7 @@ import {
   type ScenarioFigures,
 } from "./lib/k6.ts";
 import { ORIGIN_HOST, startOriginProcess, TEST_CA_PATH } from "./lib/origin-process.ts";
+import { pgBackendCpuMs, pgCpuBetween } from "./lib/pg-backend-cpu.ts";
 import { type StatementCounts, startPgStatementCounter } from "./lib/pg-statement-counter.ts";
 
 const REPO = new URL("..", import.meta.url).pathname;
@@ -355,6 +357,7 @@ async function main(): Promise<number> {
         const before = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMsOf(pid)]));
         const servedBefore = await Promise.all(adminUrls.map(answeredBy));
         const originBefore = (await origin.stats()).cpuMs;
+        const pgBefore = await pgBackendCpuMs(database.db);
         counter.take();
         const run = await runK6({
           name: `hosted-${target === "plane" ? "mcp" : "floor"}-${replicas}proxy-${vus}vu`,
@@ -368,6 +371,7 @@ async function main(): Promise<number> {
           },
         });
         const counts = counter.take();
+        const pgCpuMs = pgCpuBetween(pgBefore, await pgBackendCpuMs(database.db));
         const row = figuresOf(run, {
           scenario: `${target === "plane" ? "hosted http_request" : "floor (bare route)"}, ${proxyLabel}`,
           vus,
@@ -401,6 +405,10 @@ async function main(): Promise<number> {
           return `${name} ${n > 0 ? (cpuMs / n).toFixed(3) : "-"} per call it served (${n} calls, ${share}%)`;
         });
         perCall.push(`origin ${(((await origin.stats()).cpuMs - originBefore) / row.requests).toFixed(3)}`);
+        // Every backend of the database: the control plane's (or the floor's) and the proxies' spends.
+        perCall.push(
+          `PostgreSQL ${pgCpuMs === undefined ? "- (not on this machine)" : (pgCpuMs / row.requests).toFixed(3)}`,
+        );
         cpuRows.push(
           `${proxyLabel}, ${target === "plane" ? "control plane" : "floor"}: CPU ms per call: ${perCall.join(", ")}`,
         );
