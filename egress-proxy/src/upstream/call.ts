@@ -96,7 +96,7 @@ function readCappedBody(response: Dispatcher.ResponseData): Promise<Buffer> {
   const declared = Number(response.headers["content-length"]);
   const body = response.body;
   if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-    body.destroy();
+    abandon(body);
     return Promise.reject(tooLarge());
   }
   return new Promise((resolve, reject) => {
@@ -106,7 +106,7 @@ function readCappedBody(response: Dispatcher.ResponseData): Promise<Buffer> {
       total += chunk.length;
       if (total > MAX_BODY_BYTES) {
         settle();
-        body.destroy();
+        abandon(body);
         reject(tooLarge());
         return;
       }
@@ -135,6 +135,18 @@ function readCappedBody(response: Dispatcher.ResponseData): Promise<Buffer> {
     body.once("close", onClose);
   });
 }
+
+/**
+ * Stops reading a body and gives its connection up. undici's body reports being destroyed as an
+ * 'error' event ("Request aborted"); with no listener left that event would be an uncaught
+ * exception, and any origin answering over 1 MiB would end the proxy's process.
+ */
+function abandon(body: Dispatcher.ResponseData["body"]): void {
+  body.on("error", ignoreAbandonedBodyError);
+  body.destroy();
+}
+
+function ignoreAbandonedBodyError(): void {}
 
 function errorCode(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
