@@ -3,7 +3,7 @@
 // for the whole run. TMPDIR points into it, so every worker and every process a test starts makes
 // its files there, and the run removes them all when it ends: a PGlite copy is 40 MB per test file,
 // and a full run left gigabytes behind on the machine.
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
@@ -17,6 +17,9 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const runRoot = mkdtempSync(join(tmpdir(), "latch-test-"));
+  // Others may pass through (not list): multi-host.int.test.ts hands its PostgreSQL folder, made
+  // in here, to the postgres user, and mkdtemp's 0700 would stop initdb at this folder.
+  chmodSync(runRoot, 0o711);
   process.env.TMPDIR = runRoot;
   const root = mkdtempSync(join(runRoot, "pglite-template-"));
   if (!process.env.DATABASE_URL) {
