@@ -6,7 +6,7 @@
 //
 //   SCHEMATHESIS=/path/to/st npm run fuzz:api      (default: `st` on PATH)
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -200,6 +200,7 @@ try {
   ok = results.every(Boolean);
 } finally {
   await stop();
+  rmSync(dataDir, { recursive: true, force: true });
 }
 console.log(ok ? "\nschemathesis: every pass held" : "\nschemathesis: a pass failed (see above)");
 process.exit(ok ? 0 : 1);

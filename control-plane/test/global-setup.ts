@@ -17,8 +17,8 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const runRoot = mkdtempSync(join(tmpdir(), "latch-test-"));
-  // Others may pass through (not list): multi-host.int.test.ts hands its PostgreSQL folder, made
-  // in here, to the postgres user, and mkdtemp's 0700 would stop initdb at this folder.
+  // Others may pass through, not list: the multi-host test's PostgreSQL runs as the postgres user
+  // in a folder of its own inside.
   chmodSync(runRoot, 0o711);
   process.env.TMPDIR = runRoot;
   const root = mkdtempSync(join(runRoot, "pglite-template-"));

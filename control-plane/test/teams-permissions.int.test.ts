@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Role } from "../src/auth/permissions.ts";
 import { type HostedHarness, startHosted, uniqueEmail } from "./hosted.ts";
-import { type Member, startTeam, type Team } from "./teams.ts";
+import { askCall, type Member, startTeam, type Team } from "./teams.ts";
 
 let h: HostedHarness;
 let team: Team;
@@ -83,24 +83,7 @@ describe("approve, deny, revoke approvals (prompt, session, item_standing)", () 
 
 describe("every decision names the member who made it", () => {
   it("an approver's denial of a credential request is audited need_denied under their email", async () => {
-    const asked = await h.app.inject({
-      method: "POST",
-      url: "/mcp",
-      headers: {
-        authorization: `Bearer ${team.token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      payload: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: {
-          name: "http_request",
-          arguments: { host: "api.denied.test", method: "GET", path: "/v1/me" },
-        },
-      }),
-    });
+    const asked = await askCall(h, team.token, { host: "api.denied.test", method: "GET", path: "/v1/me" });
     expect(asked.statusCode).toBe(200);
     const need = (await team.approver.browser.request("GET", "/api/inbox"))
       .json()

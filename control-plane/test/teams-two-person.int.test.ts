@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDatabase } from "./database.ts";
 import { type HostedHarness, startHosted } from "./hosted.ts";
-import { startTeam, type Team } from "./teams.ts";
+import { askCall, startTeam, type Team } from "./teams.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -168,24 +168,7 @@ describe("a standing approval under the two-person rule", () => {
 
   it("a stored credential's Always allow waits for a second member; the request that asked goes once", async () => {
     const team = await twoPersonTeam();
-    const asked = await h.app.inject({
-      method: "POST",
-      url: "/mcp",
-      headers: {
-        authorization: `Bearer ${team.token}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-      },
-      payload: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: {
-          name: "http_request",
-          arguments: { host: "api.other.test", method: "GET", path: "/v1/me" },
-        },
-      }),
-    });
+    const asked = await askCall(h, team.token, { host: "api.other.test", method: "GET", path: "/v1/me" });
     expect(asked.statusCode).toBe(200);
     const needs = (await team.owner.browser.request("GET", "/api/inbox")).json().requests;
     const need = needs.find((n: { host: string }) => n.host === "api.other.test");

@@ -1,5 +1,6 @@
 // Teams in tests: a colleague invited into an organisation with a role, through the real routes
 // (the invitation mail from the in-process SMTP server, POST /invite with the member's session).
+import type { LightMyRequestResponse } from "fastify";
 import type { Role } from "../src/auth/permissions.ts";
 import {
   type Browser,
@@ -109,4 +110,27 @@ export async function startTeam(
       return answer.json().grant;
     },
   };
+}
+
+/** An agent's http_request in one JSON-RPC POST to /mcp, as a client without a session sends it. */
+export function askCall(
+  h: HostedHarness,
+  accessToken: string,
+  call: { host: string; method: string; path: string },
+): Promise<LightMyRequestResponse> {
+  return h.app.inject({
+    method: "POST",
+    url: "/mcp",
+    headers: {
+      authorization: `Bearer ${accessToken}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    payload: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "http_request", arguments: call },
+    }),
+  });
 }

@@ -41,6 +41,23 @@ export interface LedgerRepo {
 /** Rows read per query of an export. */
 const EXPORT_BATCH = 500;
 
+/** A ledger row's columns: what an append writes and what an export reads back, in one list. */
+const LEDGER_COLUMNS = [
+  "organisation_id",
+  "seq",
+  "prev_hash",
+  "hash",
+  "at",
+  "environment",
+  "actor",
+  "action",
+  "item_name",
+  "host",
+  "reason",
+  "detail",
+  "trace_id",
+] as const;
+
 /** A W3C trace id: 32 lowercase hex digits, not all zero. */
 const TRACE_ID = /^(?!0{32})[0-9a-f]{32}$/;
 
@@ -95,23 +112,6 @@ function hashSql(
   return sql<string>`encode(sha256(${sql.join(parts, sql` || `)}), 'hex')`;
 }
 
-/** The columns of an audit_events row, in the order both appends write them. */
-const EVENT_COLUMNS = [
-  "organisation_id",
-  "seq",
-  "prev_hash",
-  "hash",
-  "at",
-  "environment",
-  "actor",
-  "action",
-  "item_name",
-  "host",
-  "reason",
-  "detail",
-  "trace_id",
-] as const;
-
 export interface LedgerRepoOptions {
   /**
    * This process is the database's only writer (the local vault on its embedded database, which
@@ -154,7 +154,7 @@ export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOption
           .returning(["organisation_id"]),
       )
       .insertInto("audit_events")
-      .columns([...EVENT_COLUMNS])
+      .columns(LEDGER_COLUMNS)
       .expression((eb) =>
         eb
           .selectFrom("head")
@@ -235,21 +235,7 @@ export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOption
           .returning(["seq", "prev_hash", "hash", "at"]),
       )
       .insertInto("audit_events")
-      .columns([
-        "organisation_id",
-        "seq",
-        "prev_hash",
-        "hash",
-        "at",
-        "environment",
-        "actor",
-        "action",
-        "item_name",
-        "host",
-        "reason",
-        "detail",
-        "trace_id",
-      ])
+      .columns(LEDGER_COLUMNS)
       .expression((eb) =>
         eb
           .selectFrom("head")
@@ -288,21 +274,7 @@ export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOption
       for (;;) {
         const rows = await db
           .selectFrom("audit_events")
-          .select([
-            "organisation_id",
-            "seq",
-            "prev_hash",
-            "at",
-            "environment",
-            "actor",
-            "action",
-            "item_name",
-            "host",
-            "reason",
-            "detail",
-            "trace_id",
-            "hash",
-          ])
+          .select(LEDGER_COLUMNS)
           .where("organisation_id", "=", organisationId)
           .where("seq", ">", sql<number>`${after}::bigint`)
           .orderBy("seq")

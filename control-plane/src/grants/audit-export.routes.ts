@@ -8,7 +8,7 @@ import { toCsv, toExportRows, toJsonLines } from "../audit/audit-export.ts";
 import { requireOrgOperator } from "../auth/operator-guard.ts";
 import { operatorOnly } from "../auth/principal.ts";
 import { checkedFirst, type ZodTypeProvider } from "../http/route-schemas.ts";
-import { auditQuery } from "./grants.schemas.ts";
+import { auditFilterOf, auditQuery } from "./grants.schemas.ts";
 
 /** The most events one export holds; a narrower filter (dates) exports the rest. */
 export const MAX_EXPORT_EVENTS = 10_000;
@@ -60,12 +60,7 @@ export function registerAuditExportRoutes(
       let before: string | undefined;
       while (events.length < MAX_EXPORT_EVENTS) {
         const page = await deps.audit.findAuditEvents(organisationId, {
-          itemName: query.item_name,
-          actors: query.client_id ? [`agent:${query.client_id}`, `trusted:${query.client_id}`] : undefined,
-          actions: query.action ? [query.action] : undefined,
-          environment: query.environment,
-          since: query.since ? new Date(query.since) : undefined,
-          until: query.until ? new Date(query.until) : undefined,
+          ...auditFilterOf(query),
           before,
           limit: PAGE,
         });

@@ -16,6 +16,7 @@ import { httpRequestGrantScope } from "./grant-scope.ts";
 import {
   approvalList,
   approvalsQuery,
+  auditFilterOf,
   auditList,
   auditQuery,
   codeApproval,
@@ -198,12 +199,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       const operator = await operatorOf(request);
       const query = request.query;
       const events = await deps.audit.findAuditEvents(operator.organisationId, {
-        itemName: query.item_name,
-        actors: query.client_id ? [`agent:${query.client_id}`, `trusted:${query.client_id}`] : undefined,
-        actions: query.action ? [query.action] : undefined,
-        environment: query.environment,
-        since: query.since ? new Date(query.since) : undefined,
-        until: query.until ? new Date(query.until) : undefined,
+        ...auditFilterOf(query),
         before: query.before,
         limit: AUDIT_PAGE,
       });

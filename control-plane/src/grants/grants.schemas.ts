@@ -4,6 +4,7 @@
 // the grants service, which answer invalid_host, invalid_path, not_owner, confirm_name_mismatch.
 import { freeText, safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
+import type { AuditFilter } from "../audit/audit.repo.ts";
 import { stringJudgedByService } from "../http/route-schemas.ts";
 
 export const GRANT_POLICIES = ["prompt", "session", "item_standing", "folder_standing"] as const;
@@ -69,6 +70,18 @@ export const auditQuery = z.object({
     .optional()
     .describe("events older than this one: next_before of the previous page"),
 });
+
+/** The audit filter a console query asks for: an agent's events are its own and its trusted twin's. */
+export function auditFilterOf(query: Omit<z.infer<typeof auditQuery>, "before">): AuditFilter {
+  return {
+    itemName: query.item_name,
+    actors: query.client_id ? [`agent:${query.client_id}`, `trusted:${query.client_id}`] : undefined,
+    actions: query.action ? [query.action] : undefined,
+    environment: query.environment,
+    since: query.since ? new Date(query.since) : undefined,
+    until: query.until ? new Date(query.until) : undefined,
+  };
+}
 
 /** Spec 2.4's public fields, plus the names a listing needs. Never a value. */
 export const publicGrant = z.object({

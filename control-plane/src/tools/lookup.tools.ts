@@ -101,22 +101,21 @@ export async function runSetup(
   if (needsConnect) {
     // Spec 4.2 setup: the app secret is stored; the user account is connected next.
     const refreshItemName = `${baseNameOf(source.name)}_REFRESH`;
+    const connectRequired = (extra: object, hint: string) => ({
+      status: "user_connect_required",
+      provider: provider.id,
+      item_name: source.name,
+      refresh_item_name: refreshItemName,
+      host,
+      ...recipeFields(host),
+      ...extra,
+      hint,
+      next: { for_model: hint },
+    });
     if (args.dry_run) {
       // What the real call would answer, with nothing written: no connect request, so no connect_url.
       const hint = `${source.name} is stored; this ${provider.displayName} setup needs a connected user account. Call setup again without dry_run to ask the user to connect it.`;
-      return {
-        payload: {
-          status: "user_connect_required",
-          provider: provider.id,
-          item_name: source.name,
-          refresh_item_name: refreshItemName,
-          host,
-          ...recipeFields(host),
-          dry_run: true,
-          hint,
-          next: { for_model: hint },
-        },
-      };
+      return { payload: connectRequired({ dry_run: true }, hint) };
     }
     const { hint, fields } = await deps.surface.connectRequired(scope, {
       provider: provider.id,
@@ -125,19 +124,7 @@ export async function runSetup(
       host,
       taskDescription: args.task_description,
     });
-    return {
-      payload: {
-        status: "user_connect_required",
-        provider: provider.id,
-        item_name: source.name,
-        refresh_item_name: refreshItemName,
-        host,
-        ...recipeFields(host),
-        ...fields,
-        hint,
-        next: { for_model: hint },
-      },
-    };
+    return { payload: connectRequired(fields, hint) };
   }
   const grant = await deps.grants.findUsableGrant(httpRequestGrantScope(scope, source));
   // Spec 4.2: ready means a standing approval; a one-call or 8-hour session approval is not one.
