@@ -2,6 +2,7 @@
 // statement confirms it), so each of these revokes or rotates it behind this replica's back, as
 // another replica would (straight in the database), and checks that nothing acts on it: 401 with
 // the MCP challenge, nothing sent, whatever the frame.
+import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDatabase } from "./database.ts";
@@ -81,7 +82,7 @@ describe("a bearer let in on a recent check is confirmed before anything acts", 
     const database = await testDatabase();
     await database.db
       .updateTable("clients")
-      .set({ token_hash: sha256Hex("avm_rotated_elsewhere_0123456789abcdef") })
+      .set({ token_hash: sha256Hex(`avm_rotated_elsewhere_${randomBytes(16).toString("hex")}`) })
       .where("id", "=", agent.clientId)
       .execute();
     const before = h.egress.origin.requests.length;
