@@ -36,6 +36,8 @@ export interface AppDeps {
     baseUrl: string;
     now: () => Date;
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
+    /** A bearer found live within the last minutes, for routes that confirm it themselves. */
+    recallBearer?: (token: string) => Promise<{ client: ClientRow; bearerHash: string } | undefined>;
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
     stepUpFactors?: (session: OperatorSessionRow) => Promise<StepUpFactors>;
   };

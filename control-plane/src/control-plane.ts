@@ -171,6 +171,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       // An OAuth access token (a JWT) or an avm_/avt_ bearer.
       authenticateBearer: (token) =>
         looksLikeJwt(token) ? oauth.tokens.authenticate(token) : clients.authenticate(token),
+      // avm_/avt_ bearers only; an OAuth access token is checked in full on every request.
+      recallBearer: (token) => (looksLikeJwt(token) ? Promise.resolve(undefined) : clients.recall(token)),
       hasAuthenticator: services.hasSecondFactor,
       stepUpFactors: services.stepUpFactors,
     },
@@ -279,6 +281,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           baseUrl: config.BASE_URL,
           tools: { ...services.tools, onToolAnswer: observeToolAnswer(deps.metrics) },
           logError: (error) => logger.error({ err: error }, "tool failed"),
+          isBearerLive: clients.isBearerLive,
         }),
       (app) =>
         registerResolveRoutes(app, {

@@ -20,6 +20,7 @@ import { createPasskeysService, relyingPartyOf } from "./auth/passkeys.service.t
 import { isRole, mayPerform } from "./auth/permissions.ts";
 import { createSessionsRepo } from "./auth/sessions.repo.ts";
 import { createTotpService } from "./auth/totp.service.ts";
+import { createCallContextRepo } from "./calls/call-context.repo.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
@@ -115,7 +116,9 @@ function createCoreServices(
   isLocal: boolean,
   readCache?: LocalVariant["readCache"],
 ) {
-  const audit = observeAudit(createAuditRepo(db), variant.onAuditEvent);
+  // With a read cache this process is the database's one writer (see LocalVariant): the ledger's
+  // heads are known here, and an append costs a plain insert (ledger.repo.ts isSoleWriter).
+  const audit = observeAudit(createAuditRepo(db, { isSoleWriter: Boolean(readCache) }), variant.onAuditEvent);
   const items = createItemsService({
     repo: readCache ? readCache.items(createItemsRepo(db)) : createItemsRepo(db),
     // Its writes change items (a rotated refresh token is stored in place), so they empty the cache too.
@@ -136,6 +139,9 @@ function createCoreServices(
     inItemTokenLock: items.inItemTokenLock,
     noteItemUsed: (item) => items.noteItemUsed(item, variant.now()),
     onAuditFailure: logAuditFailure(variant.logger),
+    // Where no read cache answers the lookups, one statement reads what a call needs.
+    callContext: readCache ? undefined : createCallContextRepo(db),
+    grantClock: variant.now,
   });
   const ledger = createLedgerService({
     repo: createLedgerRepo(db),

@@ -77,6 +77,8 @@ export async function startEgressHarness(
     otlpEndpoint?: string;
     /** The shared spent-ticket table (EGRESS_REPLAY_DATABASE_URL) instead of the proxy's memory. */
     replayDatabaseUrl?: string;
+    /** EGRESS_SEALING_KEY_REFRESH_MS: how soon a changed key file is read again. */
+    sealingKeyRefreshMs?: number;
   } = {},
 ): Promise<EgressHarness> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-egress-"));
@@ -110,6 +112,9 @@ export async function startEgressHarness(
     EGRESS_EXTRA_CA: extraCa,
     ...(options.otlpEndpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint } : {}),
     ...(options.replayDatabaseUrl ? { EGRESS_REPLAY_DATABASE_URL: options.replayDatabaseUrl } : {}),
+    ...(options.sealingKeyRefreshMs
+      ? { EGRESS_SEALING_KEY_REFRESH_MS: String(options.sealingKeyRefreshMs) }
+      : {}),
   });
   const proxy = await startEgressProxy(config, logger);
   const client = createEgressClient({ address: `127.0.0.1:${proxy.port}` });

@@ -22,6 +22,10 @@ const schema = z.object({
   EGRESS_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(40_000),
   EGRESS_TICKET_PUBLIC_KEYS: optionalText,
   EGRESS_SEALING_KEY_FILE: optionalText,
+  /** How often the sealing key file is read again: a rotation takes effect and wipes the data keys. */
+  EGRESS_SEALING_KEY_REFRESH_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  /** Opened data keys kept (each at most 10 minutes; DECISIONS "The two tiers"); 0 keeps none. */
+  EGRESS_DATA_KEY_CACHE_ENTRIES: z.coerce.number().int().min(0).max(1_000_000).default(4096),
   EGRESS_REPLAY_DATABASE_URL: optionalText.pipe(
     z
       .string()

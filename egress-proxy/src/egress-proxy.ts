@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { createExecute } from "./calls/execute.ts";
 import { createFetchDocument } from "./calls/fetch-document.ts";
 import { createResolve } from "./calls/resolve.ts";
+import { createRewrap } from "./calls/rewrap.ts";
 import { createSendPush } from "./calls/send-push.ts";
 import type { EgressConfig } from "./config.ts";
 import { readTrustedTicketKeysText } from "./config.ts";
@@ -16,6 +17,7 @@ import { parseCidrList } from "./destination/classify.ts";
 import { parseConnectTo } from "./destination/connect-to.ts";
 import { createDestinationResolver } from "./destination/resolve.ts";
 import { startGrpcServer } from "./grpc/server.ts";
+import { createDataKeyCache } from "./keys/data-key-cache.ts";
 import { loadOrCreateSealingKeyring } from "./keys/sealing-keys.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
 import { startTelemetry } from "./telemetry.ts";
@@ -32,7 +34,8 @@ import { createUpstream } from "./upstream/call.ts";
 export interface RunningEgressProxy {
   port: number;
   replicaId: string;
-  sealingKey: { keyId: string; publicKey: Uint8Array };
+  /** The key new values are sealed to: the first of the key file, read again on a rotation. */
+  readonly sealingKey: { keyId: string; publicKey: Uint8Array };
   metrics: Metrics;
   /** Calls being answered now. */
   readonly inFlight: number;
@@ -84,7 +87,23 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   }
   const replicaId = `egress-${randomBytes(6).toString("hex")}`;
   const tracing = await startTelemetry({ endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
-  const keyring = await loadOrCreateSealingKeyring(config.DATA_DIR, config.EGRESS_SEALING_KEY_FILE);
+  const keyring = await loadOrCreateSealingKeyring(config.DATA_DIR, config.EGRESS_SEALING_KEY_FILE, {
+    dataKeys: createDataKeyCache({ capacity: config.EGRESS_DATA_KEY_CACHE_ENTRIES }),
+  });
+  // A rotation (a new key first in the file, or one retired) takes effect without a restart, and
+  // no data key opened under the old keys outlives it.
+  const keyRefresh = setInterval(() => {
+    try {
+      if (keyring.reload())
+        logger.info({ sealingKeyId: keyring.current.keyId }, "sealing keys reloaded; data keys wiped");
+    } catch (error) {
+      logger.error(
+        { err: (error as Error).message },
+        "the sealing key file could not be read again; keys in use kept",
+      );
+    }
+  }, config.EGRESS_SEALING_KEY_REFRESH_MS);
+  keyRefresh.unref();
   const { credentials, loaded: tlsLoaded } = serverCredentials(config);
   const replayStore = config.EGRESS_REPLAY_DATABASE_URL
     ? await createPostgresReplayStore(config.EGRESS_REPLAY_DATABASE_URL, {
@@ -111,6 +130,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   const metrics = createMetrics();
   const execute = createExecute({ checkTicket, spendTicket, keyring, resolver, upstream, metrics, logger });
   const resolve = createResolve({ checkTicket, spendTicket, keyring, logger });
+  const rewrap = createRewrap({ checkTicket, spendTicket, keyring, logger });
   const fetchDocument = createFetchDocument({
     checkTicket,
     spendTicket,
@@ -134,6 +154,7 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     handlers: {
       execute: (ticket) => countingTicketRefusals(metrics, () => execute(ticket)),
       resolve: (ticket) => countingTicketRefusals(metrics, () => resolve(ticket)),
+      rewrap: (ticket) => countingTicketRefusals(metrics, () => rewrap(ticket)),
       fetchDocument: (ticket) => countingTicketRefusals(metrics, () => fetchDocument(ticket)),
       sendPush: (ticket) => countingTicketRefusals(metrics, () => sendPush(ticket)),
       fence: async (ticket) => {
@@ -162,6 +183,8 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   } catch (error) {
     await grpc.close();
     await replayStore.close();
+    clearInterval(keyRefresh);
+    keyring.close();
     throw error;
   }
 
@@ -193,7 +216,9 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
   return {
     port: grpc.port,
     replicaId,
-    sealingKey: keyring.current,
+    get sealingKey() {
+      return keyring.current;
+    },
     metrics,
     get inFlight() {
       return grpc.inFlight;
@@ -209,6 +234,8 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
       await upstream.close();
       await replayStore.close();
       await tracing.shutdown();
+      clearInterval(keyRefresh);
+      keyring.close();
     },
   };
 }

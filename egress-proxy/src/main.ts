@@ -4,19 +4,17 @@
 
 import { AppError } from "@latch/shared/errors";
 import { EXIT_ADDRESS_IN_USE, EXIT_START_REFUSED, SPAWNED_BY_CONTROL_PLANE } from "@latch/shared/process";
-import pino from "pino";
 import { EgressConfigError, loadEgressConfig } from "./config.ts";
 import { startEgressProxy } from "./egress-proxy.ts";
-import { callContextFields } from "./grpc/call-context.ts";
+import { createProxyLogger } from "./logger.ts";
 
-const logger = pino({
-  name: "egress-proxy",
-  level: process.env.LOG_LEVEL ?? "info",
-  mixin: callContextFields,
-});
+const { logger, flush } = createProxyLogger({ level: process.env.LOG_LEVEL ?? "info" });
 try {
   const config = loadEgressConfig(process.env);
   const proxy = await startEgressProxy(config, logger);
+  // The start's lines (a warning about a test knob or a role that reads too much) are out before
+  // the ready line: whoever waits for that line may read the output then, not 250 ms later.
+  flush();
   // The parent (npm start) waits for this line on stdout before it starts the control plane.
   process.stdout.write(`LATCH_EGRESS_READY port=${proxy.port}\n`);
   let isStopping = false;

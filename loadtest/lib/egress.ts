@@ -7,11 +7,11 @@ import { join } from "node:path";
 import type { CallSpec } from "@latch/proto/egress";
 import { sealValue } from "@latch/shared/crypto/seal";
 import { MAX_TICKET_LIFETIME_MS } from "@latch/shared/tickets/ticket-signature";
-import pino from "pino";
 import { loadOrCreateTicketKey } from "../../control-plane/src/egress/ticket-key.ts";
 import { createTicketMinter, type TicketMinter } from "../../control-plane/src/egress/tickets.ts";
 import { loadEgressConfig } from "../../egress-proxy/src/config.ts";
 import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/egress-proxy.ts";
+import { createProxyLogger } from "../../egress-proxy/src/logger.ts";
 import { ORIGIN_HOST, TEST_CA_PATH } from "./origin-process.ts";
 
 export interface BenchProxy {
@@ -23,13 +23,14 @@ export interface BenchProxy {
 
 /**
  * Starts the proxy on 127.0.0.1:0 (plaintext gRPC, loopback only) with its data in a temporary
- * directory. Its log (pino, level info: one line per call, as in production) goes to `logPath`.
+ * directory. Its log (the proxy's logger, level info: one line per call, batched as in
+ * production) goes to `logPath`.
  */
 export async function startBenchProxy(options: { originPort: number; logPath: string }): Promise<BenchProxy> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-bench-egress-"));
   const ticketKey = loadOrCreateTicketKey(dataDir);
-  const logDestination = pino.destination({ dest: options.logPath, sync: false, mkdir: true, append: false });
-  const logger = pino({ level: "info" }, logDestination);
+  // The proxy's own logger, batching as in production, to a file: one info line per call.
+  const { logger, flush } = createProxyLogger({ level: "info", file: options.logPath });
   const config = loadEgressConfig({
     NODE_ENV: "test",
     DATA_DIR: dataDir,
@@ -46,7 +47,7 @@ export async function startBenchProxy(options: { originPort: number; logPath: st
     minter,
     async close() {
       await proxy.close();
-      logDestination.flushSync();
+      flush();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -5,7 +5,7 @@
 import type { LedgerRow } from "@latch/shared/ledger/ledger-format";
 import type { Kysely } from "kysely";
 import type { Database } from "../db/schema.ts";
-import { createLedgerRepo } from "./ledger.repo.ts";
+import { createLedgerRepo, type LedgerRepoOptions } from "./ledger.repo.ts";
 
 export interface AuditEvent {
   organisationId: string;
@@ -116,7 +116,8 @@ async function labelsOf(
   return new Map(ids.length === 0 ? [] : (await lookup(ids)).map((row) => [row.id, row.label] as const));
 }
 
-export function createAuditRepo(db: Kysely<Database>): AuditRepo {
+export function createAuditRepo(db: Kysely<Database>, options: LedgerRepoOptions = {}): AuditRepo {
+  const ledger = createLedgerRepo(db, options);
   /** Rows with their seq as a number and their client's name (agent:<id>) as it is now. */
   async function withActorNames(
     organisationId: string,
@@ -141,9 +142,9 @@ export function createAuditRepo(db: Kysely<Database>): AuditRepo {
   }
 
   return {
-    appendEvent: (event) => createLedgerRepo(db).appendEvent(event),
+    appendEvent: (event) => ledger.appendEvent(event),
     async insertAuditEvent(event) {
-      await createLedgerRepo(db).appendEvent(event);
+      await ledger.appendEvent(event);
     },
     async findFetchedNames(organisationId) {
       const rows = await db

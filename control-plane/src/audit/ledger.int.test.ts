@@ -384,6 +384,55 @@ describe("the cost and the history of the ledger", () => {
     expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 2 });
   });
 
+  it("as the database's one writer, chains rows it hashes itself exactly as the database would", async () => {
+    const org = await newTestOrganisation(database);
+    let statements = 0;
+    const counted = database.db.withPlugin({
+      transformQuery: (args) => {
+        statements += 1;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    });
+    const sole = createAuditRepo(counted, { isSoleWriter: true });
+    const event = (action: string) => ({
+      organisationId: org,
+      environment: "default",
+      actor: "agent:k6",
+      action,
+      itemName: "ÉTÉ_KEY \u{1F600}",
+      host: "api.example.com",
+      reason: "nul\u0000 kept as U+FFFD",
+      detail: { path: "/v1/x", origin_status: 200, fraction: 0.1 + 0.2, nested: { z: [true, null] } },
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+    });
+    // The first append learns the head from the database; the next ones know it.
+    await sole.insertAuditEvent(event("first"));
+    await sole.insertAuditEvent(event("second"));
+    // Sixteen at once: one at a time, each from the head the one before wrote.
+    await Promise.all(Array.from({ length: 16 }, (_, i) => sole.insertAuditEvent(event(`burst-${i}`))));
+    expect(statements).toBe(18);
+    // Another writer after all (a transaction elsewhere): the known head is stale, the next append
+    // finds out in its one statement and appends as the database computes it instead.
+    await createAuditRepo(database.db).insertAuditEvent(event("elsewhere"));
+    await sole.insertAuditEvent(event("after"));
+    await sole.insertAuditEvent(event("after again"));
+
+    const rows = rowsOf(await exported(org));
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
+    for (const [i, row] of rows.entries()) {
+      expect(recomputed(row)).toBe(row.hash);
+      expect(row.prev_hash).toBe(i === 0 ? ZERO_HASH : rows[i - 1]!.hash);
+      if (i > 0) expect(row.at >= rows[i - 1]!.at).toBe(true);
+    }
+    expect(rows.map((r) => r.action).slice(-3)).toEqual(["elsewhere", "after", "after again"]);
+    expect(rows[1]).toMatchObject({
+      reason: "nul\ufffd kept as U+FFFD",
+      detail: { fraction: 0.30000000000000004 },
+    });
+    expect((await ledger.verify(org)).ok).toBe(true);
+  });
+
   it("chains the rows written before the ledger existed, when the migration runs", async () => {
     const pglite = new PGlite();
     const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });

@@ -12,6 +12,7 @@ import {
   type LedgerLine,
   type LedgerRow,
   ledgerTime,
+  rowHash,
   ZERO_HASH,
 } from "@latch/shared/ledger/ledger-format";
 import { toSafeJson, toSafeText } from "@latch/shared/text/safe-text";
@@ -111,77 +112,162 @@ function hashSql(
   return sql<string>`encode(sha256(${sql.join(parts, sql` || `)}), 'hex')`;
 }
 
-export function createLedgerRepo(db: Kysely<Database>): LedgerRepo {
-  return {
-    async appendEvent(event) {
-      const fields = knownFields(event);
-      const template = canonicalTemplate(fields, ["at", "prev_hash", "seq"] as const);
-      const nextAt = sql`greatest(audit_heads.at, excluded.at)`;
-      const written = await db
-        .with("head", (qb) =>
-          qb
-            .insertInto("audit_heads")
-            .values({
-              organisation_id: fields.organisation_id,
-              seq: 1,
-              prev_hash: ZERO_HASH,
+export interface LedgerRepoOptions {
+  /**
+   * This process is the database's only writer (the local vault on its embedded database, which
+   * one process holds: local/local-lock.ts). Then the head of each chain is known here after the
+   * first append, and an append hashes the row in JavaScript and writes it with the head in one
+   * statement that holds only if the head is still the one known (else the usual append runs):
+   * on PGlite the database-side hash and upsert cost about three times the plain insert.
+   */
+  isSoleWriter?: boolean;
+}
+
+export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOptions = {}): LedgerRepo {
+  /** Sole writer only: the head each chain had after this process's last append. */
+  const heads = new Map<string, { seq: number; hash: string; at: Date }>();
+  /** Sole writer only: appends one at a time, each from the head the one before wrote. */
+  let appending: Promise<unknown> = Promise.resolve();
+
+  /**
+   * The row after a head known to be the chain's: seq, prev_hash and at as the database would
+   * compute them, hashed here (rowHash, the verifier's own), written with the head in one
+   * statement whose head update holds only if the head is still `head`. Undefined when it was not.
+   */
+  async function appendOnHead(
+    event: AuditEvent,
+    head: { seq: number; hash: string; at: Date },
+  ): Promise<LedgerRow | undefined> {
+    const fields = knownFields(event);
+    // Never earlier than the row before, to the millisecond, as the SQL append does.
+    const at = new Date(Math.max(Date.now(), head.at.getTime()));
+    const row = { ...fields, seq: head.seq + 1, prev_hash: head.hash, at: ledgerTime(at) };
+    const hash = rowHash(row);
+    const written = await db
+      .with("head", (qb) =>
+        qb
+          .updateTable("audit_heads")
+          .set({ seq: row.seq, prev_hash: head.hash, hash, at })
+          .where("organisation_id", "=", fields.organisation_id)
+          .where("seq", "=", head.seq)
+          .where("hash", "=", head.hash)
+          .returning(["organisation_id"]),
+      )
+      .insertInto("audit_events")
+      .columns(LEDGER_COLUMNS)
+      .expression((eb) =>
+        eb
+          .selectFrom("head")
+          .select([
+            "head.organisation_id",
+            sql<number>`${row.seq}::bigint`.as("seq"),
+            sql<string>`${head.hash}::text`.as("prev_hash"),
+            sql<string>`${hash}::text`.as("hash"),
+            sql<Date>`${at}::timestamptz`.as("at"),
+            sql<string>`${fields.environment}::text`.as("environment"),
+            sql<string>`${fields.actor}::text`.as("actor"),
+            sql<string>`${fields.action}::text`.as("action"),
+            sql<string>`${fields.item_name}::text`.as("item_name"),
+            sql<string>`${fields.host}::text`.as("host"),
+            sql<string>`${fields.reason}::text`.as("reason"),
+            sql<string>`${JSON.stringify(fields.detail)}::jsonb`.as("detail"),
+            sql<string>`${fields.trace_id}::text`.as("trace_id"),
+          ]),
+      )
+      .returning(["seq"])
+      .executeTakeFirst();
+    return written ? { ...row, hash } : undefined;
+  }
+
+  /** Sole writer: on the known head when there is one, else (and when it moved) as always. */
+  function appendAsSoleWriter(event: AuditEvent): Promise<LedgerRow> {
+    const run = appending.then(async () => {
+      const organisationId = toSafeText(event.organisationId);
+      const head = heads.get(organisationId);
+      const written = (head && (await appendOnHead(event, head))) ?? (await appendInDatabase(event));
+      heads.set(organisationId, { seq: written.seq, hash: written.hash, at: new Date(written.at) });
+      return written;
+    });
+    appending = run.catch(() => {
+      // A failed append leaves the head unknown: the next one asks the database.
+      heads.delete(toSafeText(event.organisationId));
+    });
+    return run;
+  }
+
+  /** The append of ledger.repo.ts's header: the database computes seq, prev_hash, at and the hash. */
+  async function appendInDatabase(event: AuditEvent): Promise<LedgerRow> {
+    const fields = knownFields(event);
+    const template = canonicalTemplate(fields, ["at", "prev_hash", "seq"] as const);
+    const nextAt = sql`greatest(audit_heads.at, excluded.at)`;
+    const written = await db
+      .with("head", (qb) =>
+        qb
+          .insertInto("audit_heads")
+          .values({
+            organisation_id: fields.organisation_id,
+            seq: 1,
+            prev_hash: ZERO_HASH,
+            hash: hashSql(template, {
+              at: STATEMENT_TIME,
+              prev_hash: sql`${ZERO_HASH}::text`,
+              seq: sql`1`,
+            }),
+            at: STATEMENT_TIME as RawBuilder<Date>,
+          })
+          // The head row is locked by this update until the statement (or the transaction
+          // around it) ends: the next append of this organisation waits here, then reads the
+          // head this one wrote (PostgreSQL re-reads a row it waited for), so seq has no gap
+          // and no fork however many replicas append at once.
+          .onConflict((oc) =>
+            oc.column("organisation_id").doUpdateSet({
+              seq: sql`audit_heads.seq + 1`,
+              prev_hash: sql`audit_heads.hash`,
+              // Never earlier than the row before: the ledger's times only move forward.
+              at: nextAt as RawBuilder<Date>,
               hash: hashSql(template, {
-                at: STATEMENT_TIME,
-                prev_hash: sql`${ZERO_HASH}::text`,
-                seq: sql`1`,
-              }),
-              at: STATEMENT_TIME as RawBuilder<Date>,
-            })
-            // The head row is locked by this update until the statement (or the transaction
-            // around it) ends: the next append of this organisation waits here, then reads the
-            // head this one wrote (PostgreSQL re-reads a row it waited for), so seq has no gap
-            // and no fork however many replicas append at once.
-            .onConflict((oc) =>
-              oc.column("organisation_id").doUpdateSet({
-                seq: sql`audit_heads.seq + 1`,
+                at: nextAt,
                 prev_hash: sql`audit_heads.hash`,
-                // Never earlier than the row before: the ledger's times only move forward.
-                at: nextAt as RawBuilder<Date>,
-                hash: hashSql(template, {
-                  at: nextAt,
-                  prev_hash: sql`audit_heads.hash`,
-                  seq: sql`audit_heads.seq + 1`,
-                }),
+                seq: sql`audit_heads.seq + 1`,
               }),
-            )
-            .returning(["seq", "prev_hash", "hash", "at"]),
-        )
-        .insertInto("audit_events")
-        .columns(LEDGER_COLUMNS)
-        .expression((eb) =>
-          eb
-            .selectFrom("head")
-            .select([
-              sql<string>`${fields.organisation_id}::text`.as("organisation_id"),
-              "head.seq",
-              "head.prev_hash",
-              "head.hash",
-              "head.at",
-              sql<string>`${fields.environment}::text`.as("environment"),
-              sql<string>`${fields.actor}::text`.as("actor"),
-              sql<string>`${fields.action}::text`.as("action"),
-              sql<string>`${fields.item_name}::text`.as("item_name"),
-              sql<string>`${fields.host}::text`.as("host"),
-              sql<string>`${fields.reason}::text`.as("reason"),
-              sql<string>`${JSON.stringify(fields.detail)}::jsonb`.as("detail"),
-              sql<string>`${fields.trace_id}::text`.as("trace_id"),
-            ]),
-        )
-        .returning(["seq", "prev_hash", "hash", "at"])
-        .executeTakeFirstOrThrow();
-      return {
-        ...fields,
-        seq: Number(written.seq),
-        prev_hash: written.prev_hash,
-        at: ledgerTime(written.at),
-        hash: written.hash,
-      };
-    },
+            }),
+          )
+          .returning(["seq", "prev_hash", "hash", "at"]),
+      )
+      .insertInto("audit_events")
+      .columns(LEDGER_COLUMNS)
+      .expression((eb) =>
+        eb
+          .selectFrom("head")
+          .select([
+            sql<string>`${fields.organisation_id}::text`.as("organisation_id"),
+            "head.seq",
+            "head.prev_hash",
+            "head.hash",
+            "head.at",
+            sql<string>`${fields.environment}::text`.as("environment"),
+            sql<string>`${fields.actor}::text`.as("actor"),
+            sql<string>`${fields.action}::text`.as("action"),
+            sql<string>`${fields.item_name}::text`.as("item_name"),
+            sql<string>`${fields.host}::text`.as("host"),
+            sql<string>`${fields.reason}::text`.as("reason"),
+            sql<string>`${JSON.stringify(fields.detail)}::jsonb`.as("detail"),
+            sql<string>`${fields.trace_id}::text`.as("trace_id"),
+          ]),
+      )
+      .returning(["seq", "prev_hash", "hash", "at"])
+      .executeTakeFirstOrThrow();
+    return {
+      ...fields,
+      seq: Number(written.seq),
+      prev_hash: written.prev_hash,
+      at: ledgerTime(written.at),
+      hash: written.hash,
+    };
+  }
+
+  return {
+    appendEvent: (event) => (options.isSoleWriter ? appendAsSoleWriter(event) : appendInDatabase(event)),
 
     async *exportLines(organisationId, sinceSeq = 0) {
       let after = sinceSeq;

@@ -63,6 +63,8 @@ export function registerOperatorSessions(
     now: () => Date;
     /** The live client a bearer belongs to (hosted: avm_ and avt_ tokens). */
     authenticateBearer?: (token: string) => Promise<ClientRow | undefined>;
+    /** A bearer found live within the last minutes (principal.ts recallBearer). */
+    recallBearer?: (token: string) => Promise<{ client: ClientRow; bearerHash: string } | undefined>;
     /** Whether an operator has a second factor: the mfa_required answer says enroll or verify. */
     hasAuthenticator: (operatorId: string) => Promise<boolean>;
     /** What a step-up of this session may be made with (step-up.ts); none: no route needs one. */
@@ -106,6 +108,8 @@ export function registerOperatorSessions(
       role: live?.role ?? null,
       ssoRequiredSlug: live?.ssoRequiredSlug ?? null,
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
+      // Only where the route confirms the bearer itself before acting (POST /mcp).
+      recallBearer: request.routeOptions.config.confirmsBearer === true ? deps.recallBearer : undefined,
       hasAuthenticator: deps.hasAuthenticator,
       refuseStepUp: async (live, rule) => judgeStepUp(live, rule),
     });

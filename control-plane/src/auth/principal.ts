@@ -31,7 +31,15 @@ export type Principal =
       /** Why this session may not do what `rule` guards yet (step-up.ts), or undefined. */
       refuseStepUp(rule: StepUpRule): Promise<AppError | undefined>;
     }
-  | { kind: "model" | "trusted"; client: ClientRow };
+  | {
+      kind: "model" | "trusted";
+      client: ClientRow;
+      /**
+       * Set when the bearer was let in on the strength of a recent check (a route that confirms
+       * it itself, `confirmsBearer`): the SHA-256 the route must still find on the live client.
+       */
+      unconfirmedBearerHash?: string;
+    };
 
 /** What a route declares about its callers (Fastify route `config`). */
 export interface RouteAccess {
@@ -41,6 +49,12 @@ export interface RouteAccess {
   anonymousStatus?: 404;
   /** A 401 carries this WWW-Authenticate challenge (MCP: the protected-resource document). */
   challenge?: string;
+  /**
+   * The handler confirms the bearer itself, before acting (POST /mcp: in the statement its call
+   * reads anyway), so a bearer found live within the last minutes may be let in unconfirmed.
+   * An unknown bearer is still refused here, before the body is read.
+   */
+  confirmsBearer?: boolean;
   /**
    * What an operator calling the route does (permissions.ts): the member's role in the session's
    * organisation must allow it, or the answer is 403 forbidden_role. Every route an operator may
@@ -63,13 +77,39 @@ export interface PrincipalSources {
   role: string | null;
   ssoRequiredSlug?: string | null;
   authenticateBearer(token: string): Promise<ClientRow | undefined>;
+  /**
+   * For a route that confirms the bearer itself: the client a bearer was found live for within
+   * the last minutes, with the bearer's hash, without asking the database; else undefined.
+   */
+  recallBearer?:
+    | ((token: string) => Promise<{ client: ClientRow; bearerHash: string } | undefined>)
+    | undefined;
   hasAuthenticator(operatorId: string): Promise<boolean>;
   refuseStepUp(session: OperatorSessionRow, rule: StepUpRule): Promise<AppError | undefined>;
+}
+
+/**
+ * Thrown by a handler that confirmed an unconfirmed bearer and found it no longer live (revoked
+ * or rotated, on another replica): the route answers 401 as the principal hook would have.
+ */
+export class BearerNotLive extends Error {
+  constructor() {
+    super("the bearer is no longer live");
+    this.name = "BearerNotLive";
+  }
 }
 
 /** The caller behind a request: its bearer when it sent one, else its operator session. */
 export async function resolvePrincipal(sources: PrincipalSources): Promise<Principal> {
   if (sources.bearer) {
+    const recalled = await sources.recallBearer?.(sources.bearer);
+    if (recalled && (recalled.client.kind === "model" || recalled.client.kind === "trusted")) {
+      return {
+        kind: recalled.client.kind,
+        client: recalled.client,
+        unconfirmedBearerHash: recalled.bearerHash,
+      };
+    }
     const client = await sources.authenticateBearer(sources.bearer);
     if (!client) return { kind: "invalid_bearer" };
     if (client.kind === "model" || client.kind === "trusted") return { kind: client.kind, client };

@@ -15,6 +15,7 @@ import type { TicketMinter } from "../egress/tickets.ts";
 import type { CallableItem } from "../items/callable-item.ts";
 import type { ItemTokensRepo, SealedToken } from "../items/item-tokens.repo.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
+import type { CallContext, CallContextQuery, CallContextRepo } from "./call-context.repo.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
 import { encodeRequestBody } from "./form-body.ts";
 import { describeRewrite, rewritePlaylistPath } from "./path-rewrite.ts";
@@ -46,6 +47,13 @@ export interface CallsDeps {
    * so its code can be logged; the answer still goes back, and the agent text is never logged.
    */
   onAuditFailure?: (error: unknown) => void;
+  /**
+   * The client, the credential and its usable grants in one statement (call-context.repo.ts).
+   * Unset where a read cache answers the lookups instead (the local vault on its own database).
+   */
+  callContext?: CallContextRepo | undefined;
+  /** The clock grants are judged by (the grants service's), for the usable grants it reads. */
+  grantClock?: () => Date;
 }
 
 /** The approval a call runs under: given back only when nothing left (see executeCall). */
@@ -207,6 +215,14 @@ function shapeResult(response: ExecuteResponse): HttpRequestResult {
 export function createCallsService(deps: CallsDeps) {
   const fence = deps.fence ?? createTicketFence({ egress: deps.egress });
   return {
+    /**
+     * What a call reads before it can be sent, in one statement: undefined where the lookups are
+     * answered otherwise (a read cache), and the tool then asks each feature as usual.
+     */
+    readCallContext(query: Omit<CallContextQuery, "now">): Promise<CallContext> | undefined {
+      return deps.callContext?.findCallContext({ ...query, now: (deps.grantClock ?? (() => new Date()))() });
+    },
+
     /**
      * Makes one call. Authorisation (grants) is the caller's job and happens before this; here
      * the request is validated, sent through the proxy and audited.

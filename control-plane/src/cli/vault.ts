@@ -18,6 +18,7 @@ import { runMcpStdio } from "./mcp-stdio.ts";
 import { runOAuthRotateKeys } from "./oauth-rotate-keys.command.ts";
 import { runPolicyCommand } from "./policy.command.ts";
 import { readSecretValue } from "./read-secret.ts";
+import { runSealRewrap } from "./seal-rewrap.command.ts";
 import { runServe } from "./serve.ts";
 
 const HELP = `vault: Latch's local credential vault for AI agents
@@ -46,6 +47,10 @@ Usage: vault <command> [options]
   kek-rotate                    hosted service: a new key-encryption key, every authenticator secret
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
                                 safe to interrupt and rerun)
+  seal-rewrap [--local]         every stored secret sealed again, as an envelope, under the egress
+                                proxy's current key (values stored before envelopes, and after the
+                                proxy's key file put a new key first); the hosted service's, or with
+                                --local this vault's (stop vault serve first); safe to rerun
   oauth-rotate-keys             hosted service: a new OAuth signing key (DATA_DIR/oauth/jwks.json) signs
                                 new access tokens; the old one stays listed until its tokens expired;
                                 then restart or roll the control plane
@@ -309,6 +314,10 @@ async function main(argv: string[]): Promise<number> {
     case "kek-rotate":
       parse({});
       return runKekRotate(process.env, progress);
+    case "seal-rewrap": {
+      const { values } = parse({ local: { type: "boolean" } });
+      return runSealRewrap(process.env, values.local ? dataDir : undefined, logger, progress);
+    }
     case "oauth-rotate-keys":
       parse({});
       return runOAuthRotateKeys(process.env, progress);

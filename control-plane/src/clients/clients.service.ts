@@ -14,6 +14,14 @@ export type ClientKind = "model" | "trusted";
 const PREFIX: Record<ClientKind, string> = { model: "avm_", trusted: "avt_" };
 /** last_used_at is written at most once a minute per client. */
 const USE_WRITE_INTERVAL_MS = 60_000;
+/**
+ * How long a bearer found live may let a request in unconfirmed on a route that confirms it
+ * itself before acting (principal.ts `confirmsBearer`, POST /mcp). The route still refuses it,
+ * 401, when its own check finds the client revoked or the token rotated.
+ */
+const RECALL_MS = 10 * 60_000;
+const MAX_RECALLED = 10_000;
+const BEARER_SHAPE = /^av[mt]_[A-Za-z0-9_-]{20,100}$/;
 
 /** What revoking writes in one transaction: the client and the approvals it holds. */
 export interface ClientsTransaction {
@@ -62,6 +70,25 @@ export function clientView(row: ClientRow) {
 
 export function createClientsService(deps: ClientsServiceDeps) {
   const newToken = (kind: ClientKind) => `${PREFIX[kind]}${randomBytes(32).toString("base64url")}`;
+  /** Bearers found live (by their SHA-256), oldest first: see RECALL_MS. Hashes and rows only. */
+  const recalled = new Map<string, { row: ClientRow; at: number }>();
+  const remember = (bearerHash: string, row: ClientRow) => {
+    recalled.delete(bearerHash);
+    if (recalled.size >= MAX_RECALLED) recalled.delete(recalled.keys().next().value!);
+    recalled.set(bearerHash, { row, at: deps.now().getTime() });
+  };
+  /** Rotating or revoking here: this replica asks the database again at once. */
+  const forgetClient = (id: string) => {
+    for (const [bearerHash, entry] of recalled) if (entry.row.id === id) recalled.delete(bearerHash);
+  };
+  /** Records a use, at most once a minute per client; the row as it now is. */
+  const markUsed = async (row: ClientRow): Promise<ClientRow> => {
+    const now = deps.now();
+    if (row.last_used_at && now.getTime() - row.last_used_at.getTime() <= USE_WRITE_INTERVAL_MS) return row;
+    const firstUsedAt = row.first_used_at ?? now;
+    await deps.repo.updateClientUsed(row.id, { lastUsedAt: now, firstUsedAt });
+    return { ...row, last_used_at: now, first_used_at: firstUsedAt };
+  };
   /** A ledger entry: which token, by a hash of its hash (the jti of an OAuth token later). */
   const ledger = (organisationId: string, action: string, clientId: string, token?: string) =>
     deps.recordEvent?.({
@@ -132,6 +159,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
       }
       const kind = row.kind as ClientKind;
       const token = newToken(kind);
+      forgetClient(id);
       await deps.repo.updateClientToken(id, {
         tokenHash: sha256Hex(token),
         tokenLast4: token.slice(-4),
@@ -155,11 +183,13 @@ export function createClientsService(deps: ClientsServiceDeps) {
     async revokeClient(organisationId: string, id: string, actor?: string): Promise<void> {
       const row = await loadClient(organisationId, id);
       const now = deps.now();
+      forgetClient(id);
       const isRevokedNow = await deps.inTransaction(async ({ repo, grants }) => {
         const isRevoked = await repo.updateClientRevoked(id, now);
         await grants.revokeAgentGrants(organisationId, id, now, actor);
         return isRevoked;
       });
+      forgetClient(id);
       // A repeated revoke answers the same but marks the ledger once (spec 6).
       // An OAuth client's consents, refresh tokens and access tokens end too (spec 3.4); run even
       // on a repeated revoke, so a consent given between two revokes cannot survive.
@@ -218,14 +248,45 @@ export function createClientsService(deps: ClientsServiceDeps) {
 
     /** The live client a bearer belongs to, or undefined. */
     async authenticate(token: string): Promise<ClientRow | undefined> {
-      if (!/^av[mt]_[A-Za-z0-9_-]{20,100}$/.test(token)) return undefined;
-      const row = await deps.repo.findLiveClientByTokenHash(sha256Hex(token));
-      if (!row) return undefined;
-      const now = deps.now();
-      if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > USE_WRITE_INTERVAL_MS) {
-        await deps.repo.updateClientUsed(row.id, { lastUsedAt: now, firstUsedAt: row.first_used_at ?? now });
+      if (!BEARER_SHAPE.test(token)) return undefined;
+      const bearerHash = sha256Hex(token);
+      const row = await deps.repo.findLiveClientByTokenHash(bearerHash);
+      if (!row) {
+        recalled.delete(bearerHash);
+        return undefined;
       }
-      return row;
+      const used = await markUsed(row);
+      remember(bearerHash, used);
+      return used;
+    },
+
+    /**
+     * The client a bearer was found live for within RECALL_MS, without a statement; the caller
+     * confirms it before acting (principal.ts `confirmsBearer`). Undefined: ask `authenticate`.
+     */
+    async recall(token: string): Promise<{ client: ClientRow; bearerHash: string } | undefined> {
+      if (!BEARER_SHAPE.test(token)) return undefined;
+      const bearerHash = sha256Hex(token);
+      const entry = recalled.get(bearerHash);
+      if (!entry || deps.now().getTime() - entry.at >= RECALL_MS) return undefined;
+      entry.row = await markUsed(entry.row);
+      return { client: entry.row, bearerHash };
+    },
+
+    /**
+     * Whether client `id` still holds the bearer of `bearerHash` (the confirmation of a recalled
+     * one); when not, it is asked in full next time.
+     */
+    async isBearerLive(id: string, bearerHash: string): Promise<boolean> {
+      const row = await deps.repo.findLiveClientByTokenHash(bearerHash);
+      if (row?.id === id) return true;
+      recalled.delete(bearerHash);
+      return false;
+    },
+
+    /** A bearer recalled unconfirmed was found not live: it is asked in full next time. */
+    forgetBearer(bearerHash: string): void {
+      recalled.delete(bearerHash);
     },
 
     listClients: (organisationId: string) => deps.repo.findClients(organisationId),

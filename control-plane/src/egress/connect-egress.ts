@@ -23,6 +23,8 @@ export interface EgressSettings {
 }
 
 const DEFAULT_EGRESS_PORT = 50051;
+/** How long the proxies' sealing key is used before GetInfo is asked again. */
+const SEALING_KEY_REFRESH_MS = 60_000;
 
 export async function connectEgress(
   settings: EgressSettings,
@@ -45,19 +47,28 @@ export async function connectEgress(
   const client = createEgressClient({ address, tls, logger });
   if (spawned) logger.info({ address }, "egress proxy started alongside");
 
-  let cached: SealingPublicKey | undefined;
+  // The key is asked again once a minute: after a rotation (a new key first in the proxies' key
+  // file) new values are sealed to the new key; meanwhile the old key still opens them.
+  let cached: { key: SealingPublicKey; at: number } | undefined;
   return {
     address,
     client,
     async sealingKey() {
-      if (cached) return cached;
-      const info = await client.getInfo();
+      if (cached && Date.now() - cached.at < SEALING_KEY_REFRESH_MS) return cached.key;
+      let info: Awaited<ReturnType<typeof client.getInfo>>;
+      try {
+        info = await client.getInfo();
+      } catch (error) {
+        // A key learned before still seals values the proxies open: no write fails for this.
+        if (cached) return cached.key;
+        throw error;
+      }
       const publicKey = new Uint8Array(info.sealingPublicKey);
       if (publicKey.length !== 32 || deriveSealingKeyId(publicKey) !== info.sealingKeyId) {
         throw new Error("the egress proxy announced a sealing key that does not match its id");
       }
-      cached = { keyId: info.sealingKeyId, publicKey };
-      return cached;
+      cached = { key: { keyId: info.sealingKeyId, publicKey }, at: Date.now() };
+      return cached.key;
     },
     async close() {
       client.close();

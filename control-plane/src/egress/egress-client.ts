@@ -20,6 +20,7 @@ import {
   type FenceOutcome,
   type FetchDocumentResponse,
   type GetInfoResponse,
+  type RewrapResponse,
   type SendPushResponse,
   type SignedTicket,
 } from "@latch/proto/egress";
@@ -68,6 +69,8 @@ export interface EgressClient {
   getInfo(): Promise<GetInfoResponse>;
   /** Asks a proxy to fence a ticket whose Execute did not answer (DECISIONS "Faults and isolation"). */
   fence(ticket: SignedTicket): Promise<FenceOutcome>;
+  /** Stored values sealed again under the proxy's current key (vault seal-rewrap). */
+  rewrap(ticket: SignedTicket): Promise<RewrapResponse>;
   isHealthy(): Promise<boolean>;
   /** Every replica the service name resolved to, as the rotation sees it now. */
   replicaStates(): ReplicaState[];
@@ -346,6 +349,13 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
       callOnce<GetInfoResponse>(
         (metadata, deadline, done) =>
           client.getInfo({}, metadata, { deadline }, (error, response) => done(error, response)),
+        SHORT_DEADLINE_MS,
+        undefined,
+      ),
+    rewrap: (ticket) =>
+      callOnce<RewrapResponse>(
+        (metadata, deadline, done) =>
+          client.rewrap({ ticket }, metadata, { deadline }, (error, response) => done(error, response)),
         SHORT_DEADLINE_MS,
         undefined,
       ),

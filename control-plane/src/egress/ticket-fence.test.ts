@@ -19,6 +19,7 @@ function ticket(id: string, expiresAtMs = NOW + 3_500): SignedTicket {
     resolve: undefined,
     document: undefined,
     push: undefined,
+    rewrap: undefined,
   }).finish();
   return { payload: Buffer.from(payload), signature: Buffer.alloc(64), keyId: "k" };
 }

@@ -5,6 +5,7 @@ import {
   type DocumentSpec,
   type PushSpec,
   type ResolveSpec,
+  type RewrapSpec,
   type SignedTicket,
   Ticket,
 } from "@latch/proto/egress";
@@ -26,6 +27,8 @@ export interface TicketMinter {
   mintDocumentTicket(document: DocumentSpec): SignedTicket;
   /** One Web Push message (SendPush): no credential, only where it goes and the sealed message. */
   mintPushTicket(push: PushSpec): SignedTicket;
+  /** For Rewrap: stored values to seal again under the proxy's current key (vault seal-rewrap). */
+  mintRewrapTicket(rewrap: RewrapSpec): SignedTicket;
 }
 
 const DEFAULT_TTL_MS = 30_000;
@@ -35,7 +38,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   const defaultTtl = options.ttlMs ?? DEFAULT_TTL_MS;
 
   function mint(
-    body: Partial<Pick<Ticket, "call" | "resolve" | "document" | "push">>,
+    body: Partial<Pick<Ticket, "call" | "resolve" | "document" | "push" | "rewrap">>,
     ttlMs: number,
   ): SignedTicket {
     const issuedAtMs = now();
@@ -49,6 +52,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
       resolve: body.resolve,
       document: body.document,
       push: body.push,
+      rewrap: body.rewrap,
     }).finish();
     const signature = sign(null, ticketSigningInput(payload), options.key.privateKey);
     return { payload: Buffer.from(payload), signature, keyId: options.key.keyId };
@@ -59,5 +63,6 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
     mintResolveTicket: (resolve) => mint({ call: undefined, resolve }, defaultTtl),
     mintDocumentTicket: (document) => mint({ document }, defaultTtl),
     mintPushTicket: (push) => mint({ push }, defaultTtl),
+    mintRewrapTicket: (rewrap) => mint({ rewrap }, defaultTtl),
   };
 }

@@ -576,11 +576,17 @@ export function createGrantsService(deps: GrantsServiceDeps) {
 
     /**
      * Authorises one call: a usable grant, with a one-call grant spent before the request is
-     * sent. Undefined when there is none (or another call spent the last one first).
+     * sent. Undefined when there is none (or another call spent the last one first). `usable`:
+     * the scope's usable grants when the caller read them already, with its credential in the
+     * same statement (calls/call-context.repo.ts), as findUsableGrants answers them.
      */
-    async authoriseCall(scope: GrantScope, call?: CallTarget): Promise<CallAuthorisation | undefined> {
+    async authoriseCall(
+      scope: GrantScope,
+      call?: CallTarget,
+      usable?: readonly GrantWithItem[],
+    ): Promise<CallAuthorisation | undefined> {
       const at = now();
-      for (const row of await deps.repo.findUsableGrants(scope, at)) {
+      for (const row of usable ?? (await deps.repo.findUsableGrants(scope, at))) {
         if (!isCovering(row, call)) continue;
         if (row.policy !== "prompt") {
           await noteUse(row, at);

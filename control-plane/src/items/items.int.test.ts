@@ -1,3 +1,4 @@
+import { ENVELOPE_HEADER, splitEnvelope } from "@latch/shared/crypto/envelope";
 import { deriveSealingKeyId, readySodium } from "@latch/shared/crypto/seal";
 import { AppError } from "@latch/shared/errors";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -66,11 +67,21 @@ describe("storing an item", () => {
       .executeTakeFirstOrThrow();
     expect(Buffer.from(row.sealed_value).includes(Buffer.from(VALUE))).toBe(false);
     expect(row.sealing_key_id).toBe(deriveSealingKeyId(proxyKeys.publicKey));
+    // An envelope: the value under its own data key, only the data key sealed to the proxy.
     const sodium = await readySodium();
-    const opened = sodium.crypto_box_seal_open(
-      new Uint8Array(row.sealed_value),
+    const parts = splitEnvelope(new Uint8Array(row.sealed_value));
+    if (!parts) throw new Error("the stored value is not an envelope");
+    const dataKey = sodium.crypto_box_seal_open(
+      parts.sealedDataKey,
       proxyKeys.publicKey,
       proxyKeys.privateKey,
+    );
+    const opened = sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+      null,
+      parts.ciphertext,
+      ENVELOPE_HEADER,
+      parts.nonce,
+      dataKey,
     );
     expect(new TextDecoder().decode(opened)).toBe(VALUE);
   });

@@ -1,6 +1,7 @@
 // The local variant's services on one laptop: the embedded database in DATA_DIR, an egress proxy
 // child process, one organisation and one environment. `vault serve`, `vault mcp` and the CLI
 // commands all open it through here.
+
 import { join } from "node:path";
 import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { ensurePrivateDir } from "@latch/shared/files";
@@ -17,6 +18,8 @@ import { loadOrCreateTicketKey } from "../egress/ticket-key.ts";
 import { createTicketMinter } from "../egress/tickets.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
+import { type RewrapReport, rewrapSealedValues } from "../items/seal-rewrap.ts";
+import { createSealedValuesRepo } from "../items/sealed-values.repo.ts";
 import type { PoliciesService } from "../policies/policies.service.ts";
 import { createServices } from "../services.ts";
 import type { ToolHandlers } from "../tools/tool-answer.ts";
@@ -66,6 +69,8 @@ export interface LocalVault {
   tools: ToolHandlers;
   /** Resolves once the egress proxy answers (started now if it was not yet). */
   egressReady(): Promise<void>;
+  /** `vault seal-rewrap --local`: every stored value sealed again under the proxy's current key. */
+  rewrapSealedValues(progress: (line: string) => void): Promise<RewrapReport>;
   close(): Promise<void>;
 }
 
@@ -82,6 +87,11 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     );
   const organisationId = options.organisationId ?? LOCAL_ORGANISATION_ID;
   const auditKeys = await openAuditKeys(options.dataDir);
+  const minter = createTicketMinter({
+    key: ticketKey,
+    issuer: "latch-local",
+    audience: options.audience ?? "latch-egress",
+  });
   const { audit, ledger, items, grants, calls, orgs, policies, tools } = createServices(database.db, {
     kind: "local",
     auditKeys,
@@ -92,11 +102,7 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     environments: [LOCAL_ENVIRONMENT],
     sealingKey: () => egress.sealingKey(),
     egress: egress.client,
-    minter: createTicketMinter({
-      key: ticketKey,
-      issuer: "latch-local",
-      audience: options.audience ?? "latch-egress",
-    }),
+    minter,
     logger: options.logger,
     now: options.now ?? (() => new Date()),
   });
@@ -117,6 +123,14 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     async egressReady() {
       await egress.sealingKey();
     },
+    rewrapSealedValues: (progress) =>
+      rewrapSealedValues({
+        repo: createSealedValuesRepo(database.db),
+        sealingKey: () => egress.sealingKey(),
+        minter,
+        egress: egress.client,
+        progress,
+      }),
     async close() {
       if (!options.egress) await egress.close?.();
       if (!options.database) await database.close();
@@ -153,6 +167,7 @@ export function lazyEgress(connect: () => Promise<EgressConnection>): LocalEgres
     sendPush: async (ticket, deadlineMs) => (await get()).client.sendPush(ticket, deadlineMs),
     getInfo: async () => (await get()).client.getInfo(),
     fence: async (ticket) => (await get()).client.fence(ticket),
+    rewrap: async (ticket) => (await get()).client.rewrap(ticket),
     isHealthy: async () => (await get()).client.isHealthy(),
     replicaStates: () => connected?.client.replicaStates() ?? [],
     close: () => {},

@@ -1,6 +1,7 @@
 // The MCP method table (spec 4.1): initialize, ping, tools/list, tools/call, notifications.
 // Transport-free: the HTTP routes and the stdio loop both hand frames to `handle`.
 import { AppError } from "@latch/shared/errors";
+import { BearerNotLive } from "../auth/principal.ts";
 import { describeArgumentProblem } from "../tools/argument-problem.ts";
 import type { ToolAnswer, ToolCaller, ToolHandlers } from "../tools/tool-answer.ts";
 import { HOSTED_TOOL_ALIASES, listToolDefinitions, TOOL_ARGS, type ToolName } from "../tools/tool-schemas.ts";
@@ -68,6 +69,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         ...(answer.isError ? { isError: true } : {}),
       });
     } catch (error) {
+      // The caller's bearer turned out no longer live: the transport answers 401, not a result.
+      if (error instanceof BearerNotLive) throw error;
       if (error instanceof AppError) {
         // A refusal the agent can act on: an error result carrying the same body as the HTTP API.
         return rpcResult(id, {

@@ -2,12 +2,13 @@
 // /mcp/tools. A model client's avm_ bearer names the organisation and environment; the agent is
 // the client. No bearer: 401 with WWW-Authenticate pointing at the protected-resource document.
 import type { ServerResponse } from "node:http";
+import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { clientOf, type RouteAccess } from "../auth/principal.ts";
+import { BearerNotLive, clientOf, type RouteAccess } from "../auth/principal.ts";
 import type { ClientRow } from "../db/schema.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ToolDeps } from "../tools/tool-context.ts";
-import { listToolDefinitions } from "../tools/tool-schemas.ts";
+import { HOSTED_TOOL_ALIASES, listToolDefinitions } from "../tools/tool-schemas.ts";
 import { createToolHandlers } from "../tools/tools.ts";
 import { HOSTED_INSTRUCTIONS } from "./instructions.ts";
 import { protectedResource, toolList } from "./mcp.schemas.ts";
@@ -19,6 +20,20 @@ export interface McpRouteDeps {
   baseUrl: string;
   tools: ToolDeps;
   logError(error: unknown): void;
+  /**
+   * Whether the client still holds the bearer of this hash (not revoked, not rotated): asked for a
+   * bearer let in unconfirmed (principal.ts `confirmsBearer`) by any frame but an http_request,
+   * which confirms it in the one statement its call reads.
+   */
+  isBearerLive?(clientId: string, bearerHash: string): Promise<boolean>;
+}
+
+/** A tools/call of http_request (or its alias): the frames that confirm the bearer themselves. */
+function callsHttpRequest(frame: unknown): boolean {
+  if (typeof frame !== "object" || frame === null) return false;
+  const { method, params } = frame as { method?: unknown; params?: { name?: unknown } };
+  if (method !== "tools/call" || typeof params?.name !== "string") return false;
+  return (HOSTED_TOOL_ALIASES[params.name] ?? params.name) === "http_request";
 }
 
 export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): void {
@@ -45,16 +60,23 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     },
   };
 
-  const server = (client: ClientRow) =>
+  const server = (client: ClientRow, bearerToConfirm: string | undefined) =>
     createMcpServer({
       instructions: HOSTED_INSTRUCTIONS,
       tools: createToolHandlers(deps.tools, {
         organisationId: client.organisation_id,
         environment: client.environment,
         clientName: client.name,
+        ...(bearerToConfirm !== undefined ? { bearerToConfirm } : {}),
       }),
       logError: deps.logError,
     });
+
+  /** The 401 the principal hook gives an unknown bearer, with the same challenge. */
+  const notLive = (reply: FastifyReply) => {
+    reply.header("www-authenticate", challenge);
+    return new AppError("unauthorized", "unknown bearer token");
+  };
 
   app.options("/mcp", async (request, reply) => {
     reflectOrigin(request, reply);
@@ -71,12 +93,32 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
   // JSON-RPC: the frame's depth and arguments are refused by the MCP server, for the frame's id.
   // No body schema, on purpose: a route schema would answer a bad frame with our 400 envelope,
   // where JSON-RPC wants an error object carrying the frame's id (config.isJsonRpc).
+  // A bearer found live in the last minutes comes in unconfirmed (confirmsBearer) and is confirmed
+  // here before anything acts: by the statement an http_request reads anyway, or by asking.
   app.post(
     "/mcp",
-    { ...modelOnly, config: { ...modelOnly.config, isJsonRpc: true } },
+    { ...modelOnly, config: { ...modelOnly.config, isJsonRpc: true, confirmsBearer: true } },
     async (request, reply) => {
       const client = clientOf(request);
-      const response = await server(client).handle(request.body, { agentId: client.id });
+      const principal = request.principal;
+      const unconfirmed = principal.kind === "model" ? principal.unconfirmedBearerHash : undefined;
+      const isCall = unconfirmed !== undefined && callsHttpRequest(request.body);
+      if (unconfirmed !== undefined && !isCall) {
+        if (!(await deps.isBearerLive?.(client.id, unconfirmed))) throw notLive(reply);
+      }
+      let response: Awaited<ReturnType<ReturnType<typeof server>["handle"]>>;
+      try {
+        response = await server(client, isCall ? unconfirmed : undefined).handle(request.body, {
+          agentId: client.id,
+        });
+      } catch (error) {
+        if (error instanceof BearerNotLive) {
+          // Asked once more, which also drops it from what the plane remembers (a failure path).
+          if (unconfirmed !== undefined) await deps.isBearerLive?.(client.id, unconfirmed);
+          throw notLive(reply);
+        }
+        throw error;
+      }
       if (response === undefined) return reply.status(202).send();
       return reply.send(response);
     },

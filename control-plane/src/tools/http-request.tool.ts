@@ -4,6 +4,8 @@
 import { AppError } from "@latch/shared/errors";
 import { findPresignParameter, presignRefusal } from "@latch/shared/inject/aws-presign";
 import { parseRequestTarget } from "@latch/shared/requests/path";
+import { BearerNotLive } from "../auth/principal.ts";
+import type { CallContext } from "../calls/call-context.repo.ts";
 import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
@@ -27,7 +29,11 @@ export async function runHttpRequest(
   scope: ToolScope,
   args: HttpRequestArgs,
 ): Promise<ToolAnswer> {
-  const located = await locateOrAnswer(deps, scope, args);
+  // The client, the credential and the agent's usable grants in one statement, where the calls
+  // service has one (issue 27); each is then what its feature's own read would have answered.
+  const context = await readCallContext(deps, scope, args);
+  if (context && scope.bearerToConfirm !== undefined && !context.clientLive) throw new BearerNotLive();
+  const located = await locateOrAnswer(deps, scope, args, context);
   if ("payload" in located) return located;
   const { item, host, path } = located;
   // A sigv4 call is signed by Latch: a presigned URL's parameters in the agent's query would be a
@@ -71,7 +77,7 @@ export async function runHttpRequest(
   }
 
   // No rule, or an ask rule: today's approvals decide (an ask rule only names itself in the audit).
-  const authorisation = await deps.grants.authoriseCall(grantScope, call);
+  const authorisation = await deps.grants.authoriseCall(grantScope, call, context?.grantsOf(item.id));
   // The coverage decision, on the tool call's span (DECISIONS "Ledger and telemetry").
   telemetry().annotate(
     authorisation
@@ -282,18 +288,45 @@ async function tokenPlanAnswer(
   };
 }
 
+/**
+ * The call's context in one statement (calls/call-context.repo.ts): by item_name, else by the
+ * target's host; undefined where the calls service has no such read, or the target is refused
+ * anyway (locateCredential says why).
+ */
+function readCallContext(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+): Promise<CallContext> | undefined {
+  const target = args.item_name ? undefined : parseRequestTarget({ path: args.path, host: args.host });
+  const host = target?.ok ? target.host : undefined;
+  if (!args.item_name && !host) return undefined;
+  return deps.calls.readCallContext({
+    organisationId: scope.organisationId,
+    environment: scope.environment,
+    ...(args.item_name ? { itemName: args.item_name } : { host }),
+    agentId: scope.agentId,
+    toolId: HTTP_REQUEST_TOOL,
+    bearerHash: scope.bearerToConfirm,
+  });
+}
+
 /** The located credential, or the tool answer for a miss (need_item) or a host mismatch. */
 async function locateOrAnswer(
   deps: ToolDeps,
   scope: ToolScope,
   args: HttpRequestArgs,
+  context: CallContext | undefined,
 ): Promise<LocatedCredential | ToolAnswer> {
+  // Read by name or by host as locateCredential asks (readCallContext chose the same way).
+  const lookups = context
+    ? {
+        findItemByName: async () => context.items[0],
+        findItemsByHost: async () => context.items,
+      }
+    : { findItemByName: deps.items.findCallableByName, findItemsByHost: deps.items.findCallableByHost };
   try {
-    return await locateCredential(
-      { findItemByName: deps.items.findCallableByName, findItemsByHost: deps.items.findCallableByHost },
-      scope,
-      args,
-    );
+    return await locateCredential(lookups, scope, args);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     if (error.code === "host_mismatch") {

@@ -13,6 +13,11 @@ export interface ToolScope {
   agentId: string;
   /** The agent's client name where it has one (hosted): a need request's client_name (spec 2.5). */
   clientName?: string | undefined;
+  /**
+   * The SHA-256 of a bearer let in unconfirmed (auth/principal.ts `confirmsBearer`): the call
+   * confirms it in the statement it reads, and throws BearerNotLive when it no longer holds.
+   */
+  bearerToConfirm?: string | undefined;
 }
 
 /** How the operator acts on this surface: the words a tool answer uses. */

@@ -10,7 +10,7 @@ import type { ToolDeps } from "./tool-context.ts";
 
 export function createToolHandlers(
   deps: ToolDeps,
-  binding: { organisationId: string; environment: string; clientName?: string },
+  binding: { organisationId: string; environment: string; clientName?: string; bearerToConfirm?: string },
 ): ToolHandlers {
   const scopeOf = (agentId: string) => ({ ...binding, agentId });
   const handlers: ToolHandlers = {

@@ -51,7 +51,7 @@ export function createFetchDocument(
         );
       }
       const maxBytes = Math.min(spec.maxBytes || MAX_DOCUMENT_BYTES, MAX_DOCUMENT_BYTES);
-      const destination = await deps.resolver.resolve(host.host, AbortSignal.timeout(spec.timeoutMs));
+      const destination = await deps.resolver.resolve(host.host, spec.timeoutMs);
       const remainingMs = Math.max(1, spec.timeoutMs - (performance.now() - startedAt));
       const answer = await deps.upstream.call({
         destination,

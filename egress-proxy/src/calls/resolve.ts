@@ -9,7 +9,7 @@ import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 export function createResolve(deps: {
   checkTicket: TicketChecker;
   spendTicket: TicketSpender;
-  keyring: SealingKeyring;
+  keyring: Pick<SealingKeyring, "current" | "open">;
   logger: Logger;
 }): (signed: SignedTicket | undefined) => Promise<ResolveResponse> {
   return async (signed) => {

@@ -26,13 +26,18 @@ export interface Destination {
 }
 
 export interface DestinationResolver {
-  resolve(host: string, signal?: AbortSignal): Promise<Destination>;
+  /**
+   * `deadline`: the caller's signal, or the milliseconds its call has left; the resolution ends
+   * with `timeout` when it passes. No timer is set when no DNS is asked (a connect-to rule).
+   */
+  resolve(host: string, deadline?: AbortSignal | number): Promise<Destination>;
 }
 
 /** Spec 4.2 rule 2: port 443 only. Another port comes only from a connect-to rule. */
 const HTTPS_PORT = 443;
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DNS_TRIES = 2;
+const MAX_DECISIONS = 1024;
 /** c-ares codes meaning "no such record" (ENODATA) or "no such name" (ENOTFOUND, NXDOMAIN). */
 const ABSENT_CODES: ReadonlySet<string> = new Set(["ENODATA", "ENOTFOUND"]);
 
@@ -83,26 +88,38 @@ async function queryAddresses(resolver: Resolver, host: string): Promise<{ v4: s
   return { v4, v6 };
 }
 
-/** Runs the two queries under the resolution budget and the caller's deadline. */
+/**
+ * Runs the two queries under the resolution budget and the caller's deadline: a signal, or the
+ * milliseconds the call has left (one timer then serves both).
+ */
 async function resolveWithDeadline(
   servers: readonly string[] | undefined,
   host: string,
   timeoutMs: number,
-  signal: AbortSignal | undefined,
+  deadline: AbortSignal | number | undefined,
 ): Promise<{ v4: string[]; v6: string[] }> {
-  if (signal?.aborted) throw new AppError("timeout", "the call deadline passed before DNS resolution");
+  const signal = typeof deadline === "number" ? undefined : deadline;
+  const callMs = typeof deadline === "number" ? deadline : Number.POSITIVE_INFINITY;
+  if (signal?.aborted || callMs <= 0) {
+    throw new AppError("timeout", "the call deadline passed before DNS resolution");
+  }
   const resolver = newResolver(servers, timeoutMs);
   let isBudgetSpent = false;
-  const timer = setTimeout(() => {
-    isBudgetSpent = true;
-    resolver.cancel();
-  }, timeoutMs);
+  let isCallDeadline = false;
+  const timer = setTimeout(
+    () => {
+      if (callMs < timeoutMs) isCallDeadline = true;
+      else isBudgetSpent = true;
+      resolver.cancel();
+    },
+    Math.min(timeoutMs, callMs),
+  );
   const onAbort = () => resolver.cancel();
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
     return await queryAddresses(resolver, host);
   } catch (error) {
-    if (signal?.aborted)
+    if (signal?.aborted || isCallDeadline)
       throw new AppError("timeout", "the call deadline passed during DNS resolution", { cause: error });
     if (isBudgetSpent)
       throw new AppError("dns_failure", `DNS resolution of ${host} timed out`, { cause: error });
@@ -133,7 +150,7 @@ function validateServers(servers: readonly string[] | undefined): void {
  *
  * @example
  * const resolver = createDestinationResolver({ connectTo: [], allowCidrs: [] });
- * const destination = await resolver.resolve("api.github.com", AbortSignal.timeout(10_000));
+ * const destination = await resolver.resolve("api.github.com", 10_000);
  */
 export function createDestinationResolver(opts: ResolverOptions): DestinationResolver {
   const servers = opts.dnsServers?.map((s) => s.trim()).filter((s) => s !== "");
@@ -141,9 +158,21 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const connectTo = [...opts.connectTo];
   const allowCidrs = [...opts.allowCidrs];
+  // The decision is a pure function of the answer (the ranges are fixed): the same few answers
+  // come back all day, so each is classified once, at most MAX_DECISIONS of them kept.
+  const decisions = new Map<string, ReturnType<typeof decideDestination>>();
+  const decide = (answer: { v4: string[]; v6: string[] }) => {
+    const key = `${answer.v4.join(",")}|${answer.v6.join(",")}`;
+    const known = decisions.get(key);
+    if (known) return known;
+    const decision = decideDestination(answer, allowCidrs);
+    if (decisions.size >= MAX_DECISIONS) decisions.delete(decisions.keys().next().value!);
+    decisions.set(key, decision);
+    return decision;
+  };
 
   return {
-    async resolve(hostText, signal) {
+    async resolve(hostText, deadline) {
       const host = hostText.toLowerCase().replace(/\.$/, "");
       // The caller refuses IP literals; this stops one that slips through from skipping the policy.
       if (isIP(host) !== 0) throw new AppError("ip_literal", "the host must be a name, not an IP address");
@@ -157,11 +186,11 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
           ? isIP(target) === 6
             ? { v4: [], v6: [target] }
             : { v4: [target], v6: [] }
-          : await resolveWithDeadline(servers, host, timeoutMs, signal);
+          : await resolveWithDeadline(servers, host, timeoutMs, deadline);
       if (answer.v4.length === 0 && answer.v6.length === 0) {
         throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
       }
-      const decision = decideDestination(answer, allowCidrs);
+      const decision = decide(answer);
       if (!decision.allowed) throw new AddressRefused(host, decision.refused);
       return { host, address: decision.address, family: decision.family, port };
     },

@@ -27,6 +27,8 @@ import {
   type GetInfoResponse,
   type ResolveRequest,
   type ResolveResponse,
+  type RewrapRequest,
+  type RewrapResponse,
   type SendPushRequest,
   type SendPushResponse,
   type SignedTicket,
@@ -53,6 +55,7 @@ export interface GrpcHandlers {
   fetchDocument(ticket: SignedTicket | undefined): Promise<FetchDocumentResponse>;
   sendPush(ticket: SignedTicket | undefined): Promise<SendPushResponse>;
   fence(ticket: SignedTicket | undefined): Promise<FenceOutcome>;
+  rewrap(ticket: SignedTicket | undefined): Promise<RewrapResponse>;
   info(): GetInfoResponse;
   isServing(): boolean;
 }
@@ -199,6 +202,7 @@ export async function startGrpcServer(options: {
     sendPush: gate.guard(
       unary<SendPushRequest, SendPushResponse>((req) => handlers.sendPush(req.ticket), logger),
     ),
+    rewrap: gate.guard(unary<RewrapRequest, RewrapResponse>((req) => handlers.rewrap(req.ticket), logger)),
     getInfo: unary<GetInfoRequest, GetInfoResponse>(() => handlers.info(), logger),
     // Not behind the drain gate: a draining replica still answers whether it ran a ticket.
     fence: unary<FenceRequest, FenceResponse>(

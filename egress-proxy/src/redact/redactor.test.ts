@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRedactor, REDACTED } from "./redactor.ts";
+import { answerMarkers, createRedactor, REDACTED } from "./redactor.ts";
 
 // Characters that every encoding treats differently: "/" (JSON \/ and %2F), "+" and space (form),
 // "~!'()" (encodeURIComponent vs URLSearchParams), "<&>" (Go's JSON), quotes and backslash
@@ -74,6 +74,26 @@ describe("createRedactor: each encoding", () => {
   it("leaves the username alone: it is not secret", () => {
     expect(redactor.redactText(`user ${USER}`)).toBe(`user ${USER}`);
   });
+
+  it.each(ENCODINGS)(
+    "hides the %s spelling when built for the answer's markers, as the whole redactor does",
+    (_name, spelling) => {
+      const body = Buffer.from(`{"echo":"${spelling}","n":1}`, "utf8");
+      const headers = [
+        { name: "x-request-id", value: `id ${spelling}` },
+        { name: "link", value: spelling.slice(0, 9) },
+        { name: "x-ratelimit-remaining", value: spelling.slice(9) },
+      ];
+      const gated = createRedactor([{ secret: SECRET, username: USER }], {
+        markers: answerMarkers(
+          body,
+          headers.map((h) => h.value),
+        ),
+      });
+      expect(gated.redactBytes(body).toString("utf8")).toBe(`{"echo":"${REDACTED}","n":1}`);
+      expect(gated.redactHeaders(headers)).toEqual(redactor.redactHeaders(headers));
+    },
+  );
 });
 
 describe("createRedactor: placement and repetition", () => {
@@ -192,5 +212,29 @@ describe("createRedactor: a 1 MiB body", () => {
     }
     const out = redactor.redactBytes(Buffer.from(body));
     expect(out.toString()).toBe(expected);
+  });
+});
+
+describe("createRedactor: the tables' memory, reused from call to call", () => {
+  it("redacts alike with a fresh redactor after one was disposed, and with two alive at once", () => {
+    const body = (secret: string) => Buffer.from(`{"a":"${secret}","b":"sk_other_value_123456"}`);
+    const first = createRedactor([{ secret: "sk_first_value_0123456789" }]);
+    const second = createRedactor([{ secret: "sk_other_value_123456" }]);
+    // Both alive: the second has memory of its own, and neither disturbs the other.
+    expect(first.redactBytes(body("sk_first_value_0123456789")).toString()).toBe(
+      '{"a":"[redacted]","b":"sk_other_value_123456"}',
+    );
+    expect(second.redactBytes(body("x")).toString()).toBe('{"a":"x","b":"[redacted]"}');
+    first.dispose();
+    second.dispose();
+    for (let round = 0; round < 3; round++) {
+      const next = createRedactor([{ secret: `sk_round_${round}_value_abcdef` }]);
+      expect(next.redactBytes(body(`sk_round_${round}_value_abcdef`)).toString()).toBe(
+        '{"a":"[redacted]","b":"sk_other_value_123456"}',
+      );
+      // Nothing of an earlier round's spellings is still found.
+      expect(next.redactBytes(body("sk_first_value_0123456789")).toString()).toContain("sk_first_value");
+      next.dispose();
+    }
   });
 });

@@ -2,7 +2,7 @@
 // secret-encodings.ts lists) becomes "[redacted]" before the answer leaves the proxy, in the body
 // and in the allowed response headers.
 import { findHeadersSplittingASpelling } from "./header-block.ts";
-import { addSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
+import { addSecretEncodings, FAMILY_MARKERS, type RedactionValue } from "./secret-encodings.ts";
 import { buildSpellingAutomaton } from "./spelling-automaton.ts";
 
 export type { RedactionValue } from "./secret-encodings.ts";
@@ -24,14 +24,42 @@ export interface Redactor {
    * x-request-id, each carrying half) becomes "[redacted]" whole.
    */
   redactHeaders<T extends { value: string }>(headers: readonly T[]): T[];
+  /** Zeroes the compiled spellings and gives their memory back; the redactor is unusable after. */
+  dispose(): void;
 }
 
 const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
 
 /**
+ * Which of the bytes that mark a family of spellings (secret-encodings.ts FAMILY_MARKERS: the
+ * backslash of JSON escapes, the "&" of HTML references, the "%" and "+" of URL encodings, the
+ * separators of hex dumps) occur in an answer: in its body, in a header value, or in what joining
+ * two headers adds (", "). Found by the native byte search, a handful of passes that stop at the
+ * first hit. The redactor for this answer lists no family whose marker it lacks.
+ */
+export function answerMarkers(body: Buffer, headerValues: readonly string[]): Uint8Array {
+  const markers = new Uint8Array(256);
+  const isJoined = headerValues.length > 1;
+  for (const byte of FAMILY_MARKERS) {
+    const char = String.fromCharCode(byte);
+    if (
+      body.indexOf(byte) !== -1 ||
+      (isJoined && (char === "," || char === " ")) ||
+      headerValues.some((value) => value.includes(char))
+    ) {
+      markers[byte] = 1;
+    }
+  }
+  return markers;
+}
+
+/**
  * Builds a redactor for `values` (the injected credential, and any token minted on the way).
  * Every spelling of every value is listed and compiled into one automaton here, once per call.
- * Empty secrets are skipped.
+ * Empty secrets are skipped. With `markers` (answerMarkers of the answer it will redact), a family
+ * of spellings whose marker that answer lacks is left out: none of its spellings could match
+ * there, and listing and compiling them was most of the redactor's cost (an answer without "%",
+ * "\" or "&" needs no URL, JSON or HTML spelling). A redactor so built is for that answer alone.
  *
  * Every match is found, overlapping ones included; each run of bytes covered by one or more
  * matches becomes a single "[redacted]" (so adjacent or overlapping spellings hide together and
@@ -40,9 +68,12 @@ const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
  *
  * @example createRedactor([{ secret: "sk_live_123" }]).redactText("key sk_live_123") // "key [redacted]"
  */
-export function createRedactor(values: readonly RedactionValue[]): Redactor {
+export function createRedactor(
+  values: readonly RedactionValue[],
+  options: { markers?: Uint8Array } = {},
+): Redactor {
   const spellings: string[] = [];
-  for (const value of values) addSecretEncodings(value, spellings);
+  for (const value of values) addSecretEncodings(value, spellings, options.markers);
   const automaton = buildSpellingAutomaton(spellings);
 
   function redactBytes(body: Buffer): Buffer {
@@ -56,7 +87,11 @@ export function createRedactor(values: readonly RedactionValue[]): Redactor {
     // Header values reach us decoded as UTF-8 or as latin1 depending on the client; run the
     // UTF-8 pass, then a latin1 pass (the original wire bytes) when the text allows it, so a
     // non-ASCII secret is found under either decoding.
-    const afterUtf8 = redactBytes(Buffer.from(text, "utf8")).toString("utf8");
+    const utf8 = Buffer.from(text, "utf8");
+    const redacted = redactBytes(utf8);
+    // ASCII text untouched by the first pass: its latin1 bytes are the bytes just read.
+    if (redacted === utf8 && utf8.length === text.length) return text;
+    const afterUtf8 = redacted.toString("utf8");
     if (!/^[\x00-\xff]*$/.test(afterUtf8)) return afterUtf8;
     return redactBytes(Buffer.from(afterUtf8, "latin1")).toString("latin1");
   }
@@ -73,7 +108,7 @@ export function createRedactor(values: readonly RedactionValue[]): Redactor {
     }));
   }
 
-  return { redactBytes, redactText, redactHeaders };
+  return { redactBytes, redactText, redactHeaders, dispose: () => automaton?.release() };
 }
 
 /** Copies `body` with each run [start, end) of `runs` replaced by one "[redacted]". */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { listSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
+import { FAMILY_MARKERS, listSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
 import { normalizeSpelling } from "./spelling-automaton.ts";
 
 // listSecretEncodings takes shortcuts (plain tokens skip the percent and JSON variants, ASCII
@@ -85,6 +85,40 @@ describe("listSecretEncodings", () => {
     ["a short value", { secret: "abc" }],
   ])("covers the reference spellings for %s", (_name, value: RedactionValue) => {
     expectReferenceCovered(value);
+  });
+
+  it("leaves out, for an answer's markers, only spellings that cannot occur in it (5000 secrets)", () => {
+    const next = random(20261126);
+    // Answers with and without each family's marker ("%", "+", "\\", "&", ":", "-", " ").
+    const answers = [
+      '{"a":"plain json","b":[1,2,3]}',
+      "text with % and + but nothing else",
+      '{"escaped":"\\u0041","html":"&amp;"}',
+      "aa:bb-cc dd",
+      "",
+      "every byte %+\\&:- \r\nABCDEFXabcdefx0123456789",
+    ].map((text) => {
+      const markers = new Uint8Array(256);
+      for (const byte of FAMILY_MARKERS) if (text.includes(String.fromCharCode(byte))) markers[byte] = 1;
+      // Every byte of the text as the scan reads it (hex letters folded, CR and LF skipped).
+      const read = new Set(normalizeSpelling(text));
+      return {
+        markers,
+        canOccur: (spelling: string) => [...normalizeSpelling(spelling)].every((c) => read.has(c)),
+      };
+    });
+    for (let i = 0; i < 5000; i++) {
+      const value = randomValue(next);
+      const answer = answers[i % answers.length]!;
+      // Every spelling of the whole list that could match somewhere in that text...
+      const possible = readSet(
+        listSecretEncodings(value).filter((b) => answer.canOccur(b.toString("latin1"))),
+      );
+      // ...is still listed with the families the text's markers rule out left out.
+      const gated = readSet(listSecretEncodings(value, answer.markers));
+      const missing = [...possible].filter((spelling) => !gated.has(spelling));
+      expect(missing, JSON.stringify(value)).toEqual([]);
+    }
   });
 
   it("lists nothing for an empty value, as the reference", () => {

@@ -16,30 +16,53 @@ export interface RedactionValue {
 // characters would match unrelated base64 too often to be worth hiding.
 const MIN_EMBEDDED_BASE64_BYTES = 6;
 
-/** Every distinct byte spelling of `value` to hide, unordered; empty when the secret is empty. */
-export function listSecretEncodings(value: RedactionValue): Buffer[] {
+/**
+ * Every distinct byte spelling of `value` to hide, unordered; empty when the secret is empty.
+ * With `markers`, every one that can occur in a text holding only those of FAMILY_MARKERS.
+ */
+export function listSecretEncodings(value: RedactionValue, markers?: Uint8Array): Buffer[] {
   const spellings: string[] = [];
-  addSecretEncodings(value, spellings);
+  addSecretEncodings(value, spellings, markers);
   return [...new Set(spellings)].map((spelling) => Buffer.from(spelling, "latin1"));
 }
+
+const BACKSLASH = 0x5c;
+const AMPERSAND = 0x26;
+const PERCENT = 0x25;
+const PLUS = 0x2b;
+/** ":", "-" and " ": what hex dumps, fingerprints and debug logs put between bytes. */
+const HEX_SEPARATORS: readonly number[] = [0x3a, 0x2d, 0x20];
+/** The bytes whose absence from an answer rules a family of spellings out (addSecretEncodings). */
+export const FAMILY_MARKERS: readonly number[] = [BACKSLASH, AMPERSAND, PERCENT, PLUS, ...HEX_SEPARATORS];
 
 /**
  * Appends every byte spelling of `value` to `spellings` as a byte string (its bytes read as
  * latin1, one character per byte). The same spelling may be appended more than once (the scan
  * keeps one); nothing when the secret is empty.
+ *
+ * With `markers` (redactor.ts answerMarkers: which of FAMILY_MARKERS the answer holds), a family
+ * whose every spelling holds a marker the answer lacks is not listed at all: each JSON escape
+ * that is not the secret itself holds a backslash, each HTML one an "&", each URL one a "%" or a
+ * "+" (a space), each separated hex one its separator. Only spellings that cannot occur are left
+ * out (secret-encodings.test.ts compares with the whole list for thousands of secrets).
  */
-export function addSecretEncodings(value: RedactionValue, spellings: string[]): void {
+export function addSecretEncodings(value: RedactionValue, spellings: string[], markers?: Uint8Array): void {
   const secret = value.secret;
   if (typeof secret !== "string" || secret.length === 0) return;
+  const has = (byte: number) => markers === undefined || markers[byte] === 1;
   // The secret itself, its JSON escapes and its HTML escapes can hold non-ASCII; every other
   // spelling is ASCII, and so are the escapes of an ASCII secret.
   addText(spellings, secret);
-  if (ASCII.test(secret)) spellings.push(...listJsonEscapes(secret), ...listHtmlEscapes(secret));
-  else for (const text of [...listJsonEscapes(secret), ...listHtmlEscapes(secret)]) addText(spellings, text);
+  const escapes = [
+    ...(has(BACKSLASH) ? listJsonEscapes(secret) : []),
+    ...(has(AMPERSAND) ? listHtmlEscapes(secret) : []),
+  ];
+  if (ASCII.test(secret)) spellings.push(...escapes);
+  else for (const text of escapes) addText(spellings, text);
   const bytes = Buffer.from(secret, "utf8");
+  if (has(PERCENT) || has(PLUS)) spellings.push(...listUrlEncodings(secret, bytes));
   spellings.push(
-    ...listUrlEncodings(secret, bytes),
-    ...listHexEncodings(bytes),
+    ...listHexEncodings(bytes, has),
     ...listBase64Encodings(bytes),
     ...listEmbeddedBase64(bytes),
     ...listBase64Encodings(Buffer.from(`${secret}:`, "utf8")),
@@ -67,9 +90,11 @@ const LATIN1 = /^[\x00-\xff]*$/;
  * Hex of the UTF-8 bytes, plain and with ":", "-" or " " between bytes (hex dumps, fingerprints,
  * debug logs). Lowercase only: the scan reads hex digits without case.
  */
-function listHexEncodings(bytes: Buffer): string[] {
+function listHexEncodings(bytes: Buffer, has: (byte: number) => boolean): string[] {
   const hex = bytes.toString("hex");
   if (bytes.length < 2) return [hex];
+  const separators = HEX_SEPARATORS.filter(has);
+  if (separators.length === 0) return [hex];
   // Two hex digits per byte, then a separator after every byte but the last.
   const digits = Buffer.from(hex, "latin1");
   const separated = Buffer.alloc(3 * bytes.length - 1);
@@ -78,7 +103,7 @@ function listHexEncodings(bytes: Buffer): string[] {
     separated[3 * i + 1] = digits[2 * i + 1]!;
   }
   const results = [hex];
-  for (const separator of [0x3a, 0x2d, 0x20]) {
+  for (const separator of separators) {
     for (let at = 2; at < separated.length; at += 3) separated[at] = separator;
     results.push(separated.toString("latin1"));
   }

@@ -43,6 +43,28 @@ export interface SpellingAutomaton {
   findCoveredRuns(bytes: Uint8Array): number[];
   /** Whether `bytes` ends with the beginning of a spelling (that text following it could complete). */
   isOpenAtEnd(bytes: Uint8Array): boolean;
+  /**
+   * Zeroes the tables (they are made of the secrets' spellings) and gives their memory back for
+   * the next call's automaton; the automaton must not be used after. Optional: an automaton never
+   * released is simply collected, and the next one gets memory of its own.
+   */
+  release(): void;
+}
+
+/**
+ * The tables' memory, reused from one call's automaton to the next (zeroed in between): a fresh
+ * ArrayBuffer per call, allocated, zeroed and tracked outside the JavaScript heap, cost more than
+ * building the tables in it. At most one automaton holds it at a time.
+ */
+let scratch: ArrayBuffer | undefined = new ArrayBuffer(64 * 1024);
+
+function tableMemory(bytes: number): { buffer: ArrayBuffer; isScratch: boolean } {
+  const free = scratch;
+  if (free !== undefined && free.byteLength >= bytes) {
+    scratch = undefined;
+    return { buffer: free, isScratch: true };
+  }
+  return { buffer: new ArrayBuffer(bytes), isScratch: false };
 }
 
 /**
@@ -66,8 +88,17 @@ export function buildSpellingAutomaton(spellings: readonly string[]): SpellingAu
   // The trie of anchors: node 0 is the root; every other node is reached by one byte (`label`)
   // from its parent. The root's children are a table; other nodes keep a list (most have one).
   // One allocation for every table: a typed array each would cost more than filling them.
-  const buffer = new ArrayBuffer(4 * (256 + 8 * capacity + spellings.length + 1));
+  const byteLength = 4 * (256 + 8 * capacity + spellings.length + 1);
+  const { buffer, isScratch } = tableMemory(byteLength);
   let offset = 0;
+  let isReleased = false;
+  const release = (): void => {
+    if (isReleased) return;
+    isReleased = true;
+    // Every byte the tables used, the queue (the last one) included.
+    new Uint8Array(buffer, 0, offset).fill(0);
+    if (isScratch) scratch = buffer;
+  };
   const table = (length: number): Int32Array => {
     const view = new Int32Array(buffer, offset, length);
     offset += 4 * length;
@@ -122,7 +153,10 @@ export function buildSpellingAutomaton(spellings: readonly string[]): SpellingAu
   }
 
   trie.restStarts = restStarts;
-  if (count === 1) return undefined;
+  if (count === 1) {
+    if (isScratch) release();
+    return undefined;
+  }
 
   // Failure links in breadth-first order, so that every shallower node is done first.
   const queue = table(count);
@@ -145,6 +179,7 @@ export function buildSpellingAutomaton(spellings: readonly string[]): SpellingAu
       return runs;
     },
     isOpenAtEnd: (bytes) => scan(trie, bytes, undefined),
+    release,
   };
 }
 

@@ -2,7 +2,7 @@
 import { AppError } from "@latch/shared/errors";
 import { parseInjectMode } from "@latch/shared/inject/inject-mode";
 import { validateCallerHeaders } from "@latch/shared/requests/headers";
-import { checkHostname } from "@latch/shared/requests/host";
+import { checkHostname, type HostCheck } from "@latch/shared/requests/host";
 import { validateRequestPath } from "@latch/shared/requests/path";
 import {
   ALLOWED_CONTENT_TYPES,
@@ -14,13 +14,29 @@ import {
 import type { OutgoingCall } from "./outgoing-call.ts";
 import type { CallTicket } from "./verify-ticket.ts";
 
+/** Hosts that passed checkHostname, with their checked form: a pure function of the text. */
+const checkedHosts = new Map<string, string>();
+const MAX_CHECKED_HOSTS = 1024;
+
+/** checkHostname, remembered for hosts that pass (a proxy sees the same few hosts all day). */
+function checkHost(text: string): HostCheck {
+  const known = checkedHosts.get(text);
+  if (known !== undefined) return { ok: true, host: known };
+  const checked = checkHostname(text);
+  if (checked.ok) {
+    if (checkedHosts.size >= MAX_CHECKED_HOSTS) checkedHosts.delete(checkedHosts.keys().next().value!);
+    checkedHosts.set(text, checked.host);
+  }
+  return checked;
+}
+
 /**
  * The control plane already validated all of this, but the proxy is the last line: it re-checks
  * the call spec on its own, so that a bug or compromise upstream cannot widen what is sent.
  */
 export function checkCall(ticket: CallTicket, clock: { now: () => number; startedAt: number }): OutgoingCall {
   const spec = ticket.call;
-  const host = checkHostname(spec.host);
+  const host = checkHost(spec.host);
   if (!host.ok) throw new AppError(host.code, host.message);
   if (!spec.allowedHosts.includes(host.host)) {
     throw new AppError("host_mismatch", `the credential is not allowed for host ${host.host}`);
@@ -66,7 +82,7 @@ export function checkCall(ticket: CallTicket, clock: { now: () => number; starte
     inject: parseInjectMode(spec.inject),
     credential: undefined,
     redactionValues: [],
-    redactor: undefined,
+    redaction: undefined,
     destination: undefined,
     refusedAddress: undefined,
     answer: undefined,

@@ -52,7 +52,10 @@ export const mintToken: CallStep = async (call, deps) => {
   });
   const headers = [...validateCallerHeaders(exchange.headers), ...request.headers];
   const send = async () => {
-    const destination = await deps.resolver.resolve(host.host, AbortSignal.timeout(call.timeoutMs));
+    const destination = await deps.resolver.resolve(
+      host.host,
+      call.timeoutMs - (performance.now() - call.startedAt),
+    );
     return deps.upstream.call({
       destination,
       method: "POST",

@@ -8,7 +8,7 @@ import type { HeaderPair } from "@latch/shared/requests/headers";
 import type { DeniedVerdict } from "../../destination/classify.ts";
 import type { Destination, DestinationResolver } from "../../destination/resolve.ts";
 import type { SealingKeyring } from "../../keys/sealing-keys.ts";
-import type { RedactionValue, Redactor } from "../../redact/redactor.ts";
+import type { RedactionValue } from "../../redact/redactor.ts";
 import type { Upstream, UpstreamResponse } from "../../upstream/call.ts";
 
 /** A credential opened for this call only; the plaintext is dropped with the call. */
@@ -49,8 +49,12 @@ export interface OutgoingCall {
   /** Every value whose spellings are redacted: the credential, the spec's extra values, and any
    * token minted on the way. */
   redactionValues: RedactionValue[];
-  /** Set by prepare-redaction, before anything is sent. */
-  redactor: Redactor | undefined;
+  /**
+   * Set by prepare-redaction, before anything is sent: every value whose spellings the answer is
+   * redacted of (redactionValues and what a signing row added). redact-answer builds the
+   * redactor from it over the answer's own bytes.
+   */
+  redaction: readonly RedactionValue[] | undefined;
   /** Set by resolve-destination: the one address the dial step may use. */
   destination: Destination | undefined;
   /** Set by resolve-destination when the public-address rule refused an answer; logged. */
@@ -69,7 +73,7 @@ export interface OutgoingCall {
 
 /** What the steps may use; each step takes only the parts it names. */
 export interface StepDeps {
-  keyring: SealingKeyring;
+  keyring: Pick<SealingKeyring, "current" | "open">;
   resolver: DestinationResolver;
   upstream: Upstream;
 }

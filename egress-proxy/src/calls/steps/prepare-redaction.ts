@@ -1,11 +1,12 @@
-// Compiles every spelling of every value opened or minted so far, and of every header value a
-// signing row added, before the request leaves: a redactor that cannot be built
-// refuses the call instead of answering unredacted. A signature (Stripe-Signature, a SigV4
+// Lists every value opened or minted so far, and every header value a signing row added, before
+// the request leaves: what the answer is redacted of is fixed before anything is sent. The
+// redactor is built from this list over the answer's own bytes (redact-answer.ts), so that only
+// the spellings that can occur in it are compiled. A signature (Stripe-Signature, a SigV4
 // Authorization) is a credential for the minutes it is valid: an origin that echoes the request
 // must not hand the agent a valid signature over a body it chose (issue 21 item 4).
 import { isSigningMode } from "@latch/shared/inject/inject-mode";
 import type { HeaderPair } from "@latch/shared/requests/headers";
-import { createRedactor, type RedactionValue } from "../../redact/redactor.ts";
+import type { RedactionValue } from "../../redact/redactor.ts";
 import type { CallStep } from "./outgoing-call.ts";
 
 /** Shorter added values (none of the schemes writes one) would redact ordinary words. */
@@ -14,12 +15,12 @@ const MIN_ADDED_LENGTH = 8;
 const HEX_DIGEST = /[0-9a-f]{32,}/gi;
 
 export const prepareRedaction: CallStep = (call) => {
-  call.redactor = createRedactor([
+  call.redaction = [
     ...call.redactionValues,
     // A slot mode (bearer, basic, header, cookie) adds the credential itself, already listed; a
     // signing mode adds values derived from it, listed here.
     ...(isSigningMode(call.inject) ? addedHeaderValues(call.callerHeaders, call.headers) : []),
-  ]);
+  ];
 };
 
 /**

@@ -1,13 +1,24 @@
 // Every spelling of every opened or minted value becomes "[redacted]" in the body and
 // the allowed response headers. Runs on the whole body, before it is cut for the model, so a cut
-// can never leave half a secret behind.
+// can never leave half a secret behind. The redactor leaves out the families of spellings whose
+// marker this answer lacks (redactor.ts answerMarkers): none of them can occur in it.
+import { answerMarkers, createRedactor } from "../../redact/redactor.ts";
 import { type CallStep, requireStage } from "./outgoing-call.ts";
 
 export const redactAnswer: CallStep = (call) => {
   const answer = requireStage(call.answer, "answer arrived");
-  const redactor = requireStage(call.redactor, "redaction was prepared");
-  call.redactedAnswer = {
-    body: redactor.redactBytes(answer.body),
-    headers: redactor.redactHeaders(answer.headers),
-  };
+  const values = requireStage(call.redaction, "redaction was prepared");
+  const markers = answerMarkers(
+    answer.body,
+    answer.headers.map((header) => header.value),
+  );
+  const redactor = createRedactor(values, { markers });
+  try {
+    call.redactedAnswer = {
+      body: redactor.redactBytes(answer.body),
+      headers: redactor.redactHeaders(answer.headers),
+    };
+  } finally {
+    redactor.dispose();
+  }
 };

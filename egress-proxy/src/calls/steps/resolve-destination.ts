@@ -5,16 +5,16 @@ import { AddressRefused } from "../../destination/resolve.ts";
 import type { CallStep } from "./outgoing-call.ts";
 
 export const resolveDestination: CallStep = async (call, deps) => {
-  // The call's deadline over DNS, cleared as soon as the answer is in: AbortSignal.timeout would
-  // leave one timer pending for the whole timeout (10 s by default) after every call.
-  const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(), call.timeoutMs);
+  // The call's deadline over DNS, as what is left of its time: the resolver's one timer serves it
+  // and is cleared as soon as the answer is in (AbortSignal.timeout would leave a timer pending
+  // for the whole timeout after every call), and none is set when no DNS is asked.
   try {
-    call.destination = await deps.resolver.resolve(call.host, deadline.signal);
+    call.destination = await deps.resolver.resolve(
+      call.host,
+      call.timeoutMs - (performance.now() - call.startedAt),
+    );
   } catch (error) {
     if (error instanceof AddressRefused) call.refusedAddress = error.verdict;
     throw error;
-  } finally {
-    clearTimeout(timer);
   }
 };

@@ -349,7 +349,11 @@ export interface Ticket {
     | DocumentSpec
     | undefined;
   /** set for SendPush */
-  push: PushSpec | undefined;
+  push:
+    | PushSpec
+    | undefined;
+  /** set for Rewrap */
+  rewrap: RewrapSpec | undefined;
 }
 
 /** A credential as stored: sealed to the proxy's public key. */
@@ -358,7 +362,7 @@ export interface SealedCredential {
   itemName: string;
   /** which sealing key opens it */
   keyId: string;
-  /** libsodium sealed box */
+  /** an envelope (shared/src/crypto/envelope.ts), or a bare sealed box from before */
   sealedValue: Buffer;
   /** HTTP Basic user; public */
   username: string;
@@ -578,6 +582,29 @@ export interface ResolveResponse {
   value: string;
 }
 
+/** The stored values to seal again, at most 500. */
+export interface RewrapSpec {
+  values: SealedCredential[];
+}
+
+export interface RewrapRequest {
+  ticket: SignedTicket | undefined;
+}
+
+/**
+ * One value of RewrapSpec.values, in the same place: sealed under `key_id` (the current key), or
+ * `error_code` (credential_unavailable) when it did not open.
+ */
+export interface RewrappedValue {
+  keyId: string;
+  sealedValue: Buffer;
+  errorCode: string;
+}
+
+export interface RewrapResponse {
+  values: RewrappedValue[];
+}
+
 export interface FenceRequest {
   /** the ticket of the Execute that did not answer; may have expired */
   ticket: SignedTicket | undefined;
@@ -721,6 +748,7 @@ function createBaseTicket(): Ticket {
     resolve: undefined,
     document: undefined,
     push: undefined,
+    rewrap: undefined,
   };
 }
 
@@ -752,6 +780,9 @@ export const Ticket: MessageFns<Ticket> = {
     }
     if (message.push !== undefined) {
       PushSpec.encode(message.push, writer.uint32(74).fork()).join();
+    }
+    if (message.rewrap !== undefined) {
+      RewrapSpec.encode(message.rewrap, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -841,6 +872,14 @@ export const Ticket: MessageFns<Ticket> = {
             message.push = PushSpec.decode(reader, reader.uint32());
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.rewrap = RewrapSpec.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -872,6 +911,7 @@ export const Ticket: MessageFns<Ticket> = {
       resolve: isSet(object.resolve) ? ResolveSpec.fromJSON(object.resolve) : undefined,
       document: isSet(object.document) ? DocumentSpec.fromJSON(object.document) : undefined,
       push: isSet(object.push) ? PushSpec.fromJSON(object.push) : undefined,
+      rewrap: isSet(object.rewrap) ? RewrapSpec.fromJSON(object.rewrap) : undefined,
     };
   },
 
@@ -904,6 +944,9 @@ export const Ticket: MessageFns<Ticket> = {
     if (message.push !== undefined) {
       obj.push = PushSpec.toJSON(message.push);
     }
+    if (message.rewrap !== undefined) {
+      obj.rewrap = RewrapSpec.toJSON(message.rewrap);
+    }
     return obj;
   },
 
@@ -925,6 +968,9 @@ export const Ticket: MessageFns<Ticket> = {
       ? DocumentSpec.fromPartial(object.document)
       : undefined;
     message.push = (object.push !== undefined && object.push !== null) ? PushSpec.fromPartial(object.push) : undefined;
+    message.rewrap = (object.rewrap !== undefined && object.rewrap !== null)
+      ? RewrapSpec.fromPartial(object.rewrap)
+      : undefined;
     return message;
   },
 };
@@ -3373,6 +3419,328 @@ export const ResolveResponse: MessageFns<ResolveResponse> = {
   },
 };
 
+function createBaseRewrapSpec(): RewrapSpec {
+  return { values: [] };
+}
+
+export const RewrapSpec: MessageFns<RewrapSpec> = {
+  encode(message: RewrapSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.values) {
+      SealedCredential.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RewrapSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRewrapSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.values.push(SealedCredential.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RewrapSpec {
+    return {
+      values: globalThis.Array.isArray(object?.values)
+        ? object.values.map((e: any) => SealedCredential.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: RewrapSpec): unknown {
+    const obj: any = {};
+    if (message.values?.length) {
+      obj.values = message.values.map((e) => SealedCredential.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RewrapSpec>, I>>(base?: I): RewrapSpec {
+    return RewrapSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RewrapSpec>, I>>(object: I): RewrapSpec {
+    const message = createBaseRewrapSpec();
+    message.values = object.values?.map((e) => SealedCredential.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRewrapRequest(): RewrapRequest {
+  return { ticket: undefined };
+}
+
+export const RewrapRequest: MessageFns<RewrapRequest> = {
+  encode(message: RewrapRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ticket !== undefined) {
+      SignedTicket.encode(message.ticket, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RewrapRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRewrapRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ticket = SignedTicket.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RewrapRequest {
+    return { ticket: isSet(object.ticket) ? SignedTicket.fromJSON(object.ticket) : undefined };
+  },
+
+  toJSON(message: RewrapRequest): unknown {
+    const obj: any = {};
+    if (message.ticket !== undefined) {
+      obj.ticket = SignedTicket.toJSON(message.ticket);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RewrapRequest>, I>>(base?: I): RewrapRequest {
+    return RewrapRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RewrapRequest>, I>>(object: I): RewrapRequest {
+    const message = createBaseRewrapRequest();
+    message.ticket = (object.ticket !== undefined && object.ticket !== null)
+      ? SignedTicket.fromPartial(object.ticket)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRewrappedValue(): RewrappedValue {
+  return { keyId: "", sealedValue: Buffer.alloc(0), errorCode: "" };
+}
+
+export const RewrappedValue: MessageFns<RewrappedValue> = {
+  encode(message: RewrappedValue, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.keyId !== "") {
+      writer.uint32(10).string(message.keyId);
+    }
+    if (message.sealedValue.length !== 0) {
+      writer.uint32(18).bytes(message.sealedValue);
+    }
+    if (message.errorCode !== "") {
+      writer.uint32(26).string(message.errorCode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RewrappedValue {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRewrappedValue();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.keyId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sealedValue = Buffer.from(reader.bytes());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.errorCode = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RewrappedValue {
+    return {
+      keyId: isSet(object.keyId)
+        ? globalThis.String(object.keyId)
+        : isSet(object.key_id)
+        ? globalThis.String(object.key_id)
+        : "",
+      sealedValue: isSet(object.sealedValue)
+        ? Buffer.from(bytesFromBase64(object.sealedValue))
+        : isSet(object.sealed_value)
+        ? Buffer.from(bytesFromBase64(object.sealed_value))
+        : Buffer.alloc(0),
+      errorCode: isSet(object.errorCode)
+        ? globalThis.String(object.errorCode)
+        : isSet(object.error_code)
+        ? globalThis.String(object.error_code)
+        : "",
+    };
+  },
+
+  toJSON(message: RewrappedValue): unknown {
+    const obj: any = {};
+    if (message.keyId !== "") {
+      obj.keyId = message.keyId;
+    }
+    if (message.sealedValue.length !== 0) {
+      obj.sealedValue = base64FromBytes(message.sealedValue);
+    }
+    if (message.errorCode !== "") {
+      obj.errorCode = message.errorCode;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RewrappedValue>, I>>(base?: I): RewrappedValue {
+    return RewrappedValue.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RewrappedValue>, I>>(object: I): RewrappedValue {
+    const message = createBaseRewrappedValue();
+    message.keyId = object.keyId ?? "";
+    message.sealedValue = object.sealedValue ?? Buffer.alloc(0);
+    message.errorCode = object.errorCode ?? "";
+    return message;
+  },
+};
+
+function createBaseRewrapResponse(): RewrapResponse {
+  return { values: [] };
+}
+
+export const RewrapResponse: MessageFns<RewrapResponse> = {
+  encode(message: RewrapResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.values) {
+      RewrappedValue.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RewrapResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRewrapResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.values.push(RewrappedValue.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RewrapResponse {
+    return {
+      values: globalThis.Array.isArray(object?.values) ? object.values.map((e: any) => RewrappedValue.fromJSON(e)) : [],
+    };
+  },
+
+  toJSON(message: RewrapResponse): unknown {
+    const obj: any = {};
+    if (message.values?.length) {
+      obj.values = message.values.map((e) => RewrappedValue.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RewrapResponse>, I>>(base?: I): RewrapResponse {
+    return RewrapResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RewrapResponse>, I>>(object: I): RewrapResponse {
+    const message = createBaseRewrapResponse();
+    message.values = object.values?.map((e) => RewrappedValue.fromPartial(e)) || [];
+    return message;
+  },
+};
+
 function createBaseFenceRequest(): FenceRequest {
   return { ticket: undefined };
 }
@@ -3812,6 +4180,21 @@ export const EgressProxyService = {
     responseSerialize: (value: FenceResponse): Buffer => Buffer.from(FenceResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): FenceResponse => FenceResponse.decode(value),
   },
+  /**
+   * Seals stored values again under the proxy's current sealing key, as envelopes (`vault
+   * seal-rewrap`), described by a rewrap ticket: sealed values in, the same values sealed out, in
+   * order. Never a plaintext: an envelope's data key is sealed again, a bare sealed box from
+   * before envelopes becomes one.
+   */
+  rewrap: {
+    path: "/latch.egress.v1.EgressProxy/Rewrap" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RewrapRequest): Buffer => Buffer.from(RewrapRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RewrapRequest => RewrapRequest.decode(value),
+    responseSerialize: (value: RewrapResponse): Buffer => Buffer.from(RewrapResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RewrapResponse => RewrapResponse.decode(value),
+  },
 } as const;
 
 export interface EgressProxyServer extends UntypedServiceImplementation {
@@ -3839,6 +4222,13 @@ export interface EgressProxyServer extends UntypedServiceImplementation {
    * itself (one proxy with its in-memory store).
    */
   fence: handleUnaryCall<FenceRequest, FenceResponse>;
+  /**
+   * Seals stored values again under the proxy's current sealing key, as envelopes (`vault
+   * seal-rewrap`), described by a rewrap ticket: sealed values in, the same values sealed out, in
+   * order. Never a plaintext: an envelope's data key is sealed again, a bare sealed box from
+   * before envelopes becomes one.
+   */
+  rewrap: handleUnaryCall<RewrapRequest, RewrapResponse>;
 }
 
 export interface EgressProxyClient extends Client {
@@ -3949,6 +4339,27 @@ export interface EgressProxyClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: FenceResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Seals stored values again under the proxy's current sealing key, as envelopes (`vault
+   * seal-rewrap`), described by a rewrap ticket: sealed values in, the same values sealed out, in
+   * order. Never a plaintext: an envelope's data key is sealed again, a bare sealed box from
+   * before envelopes becomes one.
+   */
+  rewrap(
+    request: RewrapRequest,
+    callback: (error: ServiceError | null, response: RewrapResponse) => void,
+  ): ClientUnaryCall;
+  rewrap(
+    request: RewrapRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RewrapResponse) => void,
+  ): ClientUnaryCall;
+  rewrap(
+    request: RewrapRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RewrapResponse) => void,
   ): ClientUnaryCall;
 }
 
