@@ -4,6 +4,7 @@
 // path rules, DNS resolved once and every answer classified (no private, loopback or link-local
 // address), TLS to the host, redirects returned and never followed, one deadline, a body cap.
 // Nothing is opened and nothing is redacted: the ticket carries no credential.
+
 import type { FetchDocumentResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
@@ -11,6 +12,7 @@ import { validateRequestPath } from "@latch/shared/requests/path";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "./call-limits.ts";
@@ -33,10 +35,7 @@ export function createFetchDocument(
   return async (signed) => {
     const startedAt = performance.now();
     const ticket = await deps.checkTicket(signed);
-    const spec = ticket.document;
-    if (!spec || ticket.call || ticket.resolve) {
-      throw new AppError("ticket_invalid", "the ticket carries no document fetch");
-    }
+    const spec = partOfKind(ticket, "document", "the ticket carries no document fetch");
     await deps.spendTicket(ticket);
     let reachedOrigin = false;
     try {

@@ -2,10 +2,12 @@
 // a rewrap ticket (vault seal-rewrap). What comes in and what goes out is sealed: an envelope's
 // data key is sealed again, a bare sealed box from before envelopes becomes one; no plaintext
 // leaves, and a value that does not open is answered with its code, in its place.
+
 import type { RewrapResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import type { Logger } from "pino";
 import type { SealingKeyring } from "../keys/sealing-keys.ts";
+import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 
 /** One ticket seals at most this many values again. */
@@ -20,8 +22,7 @@ export function createRewrap(deps: {
   return async (signed) => {
     // Checked before spent, as in Execute: an unsigned ticket can never burn a real ticket's id.
     const ticket = await deps.checkTicket(signed);
-    const values = ticket.rewrap?.values;
-    if (!values) throw new AppError("ticket_invalid", "the ticket carries no rewrap request");
+    const values = partOfKind(ticket, "rewrap", "the ticket carries no rewrap request").values;
     if (values.length > MAX_REWRAP_VALUES) {
       throw new AppError("ticket_invalid", `a rewrap ticket carries at most ${MAX_REWRAP_VALUES} values`);
     }

@@ -5,6 +5,7 @@
 // call: a signed single-use ticket, the host and path rules, DNS resolved once and every answer
 // classified, TLS to the host, redirects never followed, one deadline. Only the headers a push
 // message needs go out, and only a body a push service must accept (4096 bytes).
+
 import type { SendPushResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
@@ -12,6 +13,7 @@ import { validateRequestPath } from "@latch/shared/requests/path";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "./call-limits.ts";
@@ -59,10 +61,7 @@ export function createSendPush(
   return async (signed) => {
     const startedAt = performance.now();
     const ticket = await deps.checkTicket(signed);
-    const spec = ticket.push;
-    if (!spec || ticket.call || ticket.resolve || ticket.document) {
-      throw new AppError("ticket_invalid", "the ticket carries no push message");
-    }
+    const spec = partOfKind(ticket, "push", "the ticket carries no push message");
     await deps.spendTicket(ticket);
     let reachedOrigin = false;
     try {

@@ -1,7 +1,9 @@
 // The ticket's signature, audience and lifetime, and that it carries a call at all.
 // Nothing is spent, opened or sent before this passes.
+
 import type { SignedTicket, Ticket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
+import { partOfKind } from "../../tickets/ticket-kind.ts";
 import type { TicketChecker } from "../../tickets/verify.ts";
 
 /** A ticket that passed every check and carries a call spec with a credential. */
@@ -12,6 +14,8 @@ export async function verifyTicket(
   deps: { checkTicket: TicketChecker },
 ): Promise<CallTicket> {
   const ticket = await deps.checkTicket(signed);
-  if (!ticket.call?.credential) throw new AppError("ticket_invalid", "the ticket carries no call");
+  if (!partOfKind(ticket, "call", "the ticket carries no call").credential) {
+    throw new AppError("ticket_invalid", "the ticket carries no call");
+  }
   return ticket as CallTicket;
 }
