@@ -4,10 +4,8 @@
 // older one. Hosted, against the same DATA_DIR / DATABASE_URL / EGRESS_URL as npm start; --local,
 // the local vault (which must not be running: one process holds its database). Safe to interrupt
 // and rerun. `vault kek-rotate` is another key (the control plane's, for authenticator secrets).
-import { resolve } from "node:path";
 import type { Logger } from "pino";
 import { loadConfig } from "../config.ts";
-import { openDatabase } from "../db/database.ts";
 import { connectEgress } from "../egress/connect-egress.ts";
 import { loadOrCreateTicketKey } from "../egress/ticket-key.ts";
 import { createTicketMinter } from "../egress/tickets.ts";
@@ -15,6 +13,7 @@ import { type RewrapReport, rewrapSealedValues } from "../items/seal-rewrap.ts";
 import { createSealedValuesRepo } from "../items/sealed-values.repo.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { openLocalVault } from "../local/local-vault.ts";
+import { withServiceDatabase } from "./service-database.ts";
 
 export async function runSealRewrap(
   env: NodeJS.ProcessEnv,
@@ -60,15 +59,7 @@ async function rewrapHosted(
   progress: (line: string) => void,
 ): Promise<RewrapReport> {
   const config = loadConfig(env);
-  const dataDir = resolve(config.DATA_DIR);
-  const lock = config.DATABASE_URL ? undefined : tryLocalLock(dataDir);
-  if (lock && "heldBy" in lock) {
-    throw new Error(
-      `the service (pid ${lock.heldBy}) holds the embedded database in ${dataDir}; stop it first`,
-    );
-  }
-  try {
-    const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir });
+  return withServiceDatabase(config, async (database, dataDir) => {
     // The proxy at EGRESS_URL (or one started alongside, as npm start does): only it opens values.
     const egress = await connectEgress(config, dataDir, logger);
     try {
@@ -85,9 +76,6 @@ async function rewrapHosted(
       });
     } finally {
       await egress.close();
-      await database.close();
     }
-  } finally {
-    lock?.release();
-  }
+  });
 }

@@ -7,15 +7,13 @@
 
 import type { FetchDocumentResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
-import { checkHostname } from "@latch/shared/requests/host";
-import { validateRequestPath } from "@latch/shared/requests/path";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
-import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "./call-limits.ts";
+import { checkTarget } from "./check-target.ts";
 
 /** The raw body cap of upstream/ is 1 MiB; a document may ask for less, never more. */
 export const MAX_DOCUMENT_BYTES = 1024 * 1024;
@@ -39,23 +37,14 @@ export function createFetchDocument(
     await deps.spendTicket(ticket);
     let reachedOrigin = false;
     try {
-      const host = checkHostname(spec.host);
-      if (!host.ok) throw new AppError(host.code, host.message);
-      const path = validateRequestPath(spec.path);
-      if (!path.ok) throw new AppError(path.code, path.message);
-      if (spec.timeoutMs < MIN_TIMEOUT_MS || spec.timeoutMs > MAX_TIMEOUT_MS) {
-        throw new AppError(
-          "invalid_timeout",
-          `timeout_ms must be between ${MIN_TIMEOUT_MS} and ${MAX_TIMEOUT_MS}`,
-        );
-      }
+      const target = checkTarget(spec);
       const maxBytes = Math.min(spec.maxBytes || MAX_DOCUMENT_BYTES, MAX_DOCUMENT_BYTES);
-      const destination = await deps.resolver.resolve(host.host, spec.timeoutMs);
+      const destination = await deps.resolver.resolve(target.host, spec.timeoutMs);
       const remainingMs = Math.max(1, spec.timeoutMs - (performance.now() - startedAt));
       const answer = await deps.upstream.call({
         destination,
         method: "GET",
-        path: path.path,
+        path: target.path,
         headers: [{ name: "accept", value: "application/json" }],
         timeoutMs: remainingMs,
         // How long the document may be cached is the document host's to say.
@@ -67,7 +56,7 @@ export function createFetchDocument(
       }
       deps.metrics.countCall("answered");
       deps.logger.info(
-        { ticket: ticket.id.slice(0, 8), host: host.host, status: answer.status, document: true },
+        { ticket: ticket.id.slice(0, 8), host: target.host, status: answer.status, document: true },
         "document fetched",
       );
       return {

@@ -8,15 +8,13 @@
 
 import type { SendPushResponse, SignedTicket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
-import { checkHostname } from "@latch/shared/requests/host";
-import { validateRequestPath } from "@latch/shared/requests/path";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
-import { MAX_TIMEOUT_MS, MIN_TIMEOUT_MS } from "./call-limits.ts";
+import { checkTarget } from "./check-target.ts";
 
 /** RFC 8030 7.2: a push service must accept a message of at most 4096 octets. */
 export const MAX_PUSH_BYTES = 4096;
@@ -65,26 +63,17 @@ export function createSendPush(
     await deps.spendTicket(ticket);
     let reachedOrigin = false;
     try {
-      const host = checkHostname(spec.host);
-      if (!host.ok) throw new AppError(host.code, host.message);
-      const path = validateRequestPath(spec.path);
-      if (!path.ok) throw new AppError(path.code, path.message);
-      if (spec.timeoutMs < MIN_TIMEOUT_MS || spec.timeoutMs > MAX_TIMEOUT_MS) {
-        throw new AppError(
-          "invalid_timeout",
-          `timeout_ms must be between ${MIN_TIMEOUT_MS} and ${MAX_TIMEOUT_MS}`,
-        );
-      }
+      const target = checkTarget(spec);
       if (spec.body.length > MAX_PUSH_BYTES) {
         throw new AppError("payload_too_large", `a push message is at most ${MAX_PUSH_BYTES} bytes`);
       }
       const headers = checkPushHeaders(spec.headers);
-      const destination = await deps.resolver.resolve(host.host, AbortSignal.timeout(spec.timeoutMs));
+      const destination = await deps.resolver.resolve(target.host, AbortSignal.timeout(spec.timeoutMs));
       const remainingMs = Math.max(1, spec.timeoutMs - (performance.now() - startedAt));
       const answer = await deps.upstream.call({
         destination,
         method: "POST",
-        path: path.path,
+        path: target.path,
         headers,
         body: spec.body,
         contentType: "application/octet-stream",
@@ -94,7 +83,7 @@ export function createSendPush(
       const retryAfter = answer.headers.find((h) => h.name === "retry-after")?.value ?? "";
       deps.metrics.countCall("answered");
       deps.logger.info(
-        { ticket: ticket.id.slice(0, 8), host: host.host, status: answer.status, push: true },
+        { ticket: ticket.id.slice(0, 8), host: target.host, status: answer.status, push: true },
         "push message sent",
       );
       return {
