@@ -12,6 +12,7 @@ import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import { createGrantsRepo, type GrantsRepo } from "../grants/grants.repo.ts";
 import { createItemsRepo, type ItemsRepo } from "../items/items.repo.ts";
 import { toCallableItem } from "../items/items.service.ts";
+import { createPoliciesRepo } from "../policies/policies.repo.ts";
 import { type CallContextRepo, createCallContextRepo } from "./call-context.repo.ts";
 
 let database: OpenDatabase;
@@ -230,5 +231,30 @@ describe("the call's one read", () => {
       now: NOW,
     });
     expect(read).toMatchObject({ clientLive: true, items: [] });
+  });
+
+  it("reads the organisation's policy version in the same statement: 0 with none, then each save's", async () => {
+    const org = await newTestOrganisation(database);
+    const token = `avm_${randomBytes(12).toString("hex")}_context_policy`;
+    const agent = await client(org, token);
+    const read = () =>
+      context.findCallContext({
+        organisationId: org,
+        environment: "staging",
+        itemName: "NOT_STORED",
+        agentId: agent,
+        toolId: HTTP_REQUEST_TOOL,
+        now: NOW,
+      });
+    expect((await read()).policyVersion).toBe(0);
+    const policies = createPoliciesRepo(database.db);
+    const change = { rules: [], at: NOW, by: "operator:opr_test" };
+    expect(await policies.updatePolicyList(org, 0, change)).toBe(1);
+    expect((await read()).policyVersion).toBe(1);
+    expect(await policies.updatePolicyList(org, 1, change)).toBe(2);
+    expect((await read()).policyVersion).toBe(2);
+    // Another organisation's list is not this one's.
+    await policies.updatePolicyList(await newTestOrganisation(database), 0, change);
+    expect((await read()).policyVersion).toBe(2);
   });
 });

@@ -1,7 +1,8 @@
 // What one hosted http_request reads before it can send, in ONE statement (issue 27: at most
 // three per agent call with a standing approval, the proxy's ticket spend and the audit row being
 // the other two): whether the calling client is still live under the bearer it presented, the
-// credential by name or by host, and the agent's usable grants on it. Each part is what its own
+// version of the organisation's policy list (the rules themselves are read only when it moved),
+// the credential by name or by host, and the agent's usable grants on it. Each part is what its own
 // feature's read returns (items.repo findItemByName / findItemsByHost, grants.repo
 // findUsableGrants); call-context.int.test.ts compares them row for row.
 import { type Kysely, sql } from "kysely";
@@ -26,6 +27,8 @@ export interface CallContextQuery {
 export interface CallContext {
   /** The client exists, is not revoked and (when asked) still holds that bearer. */
   clientLive: boolean;
+  /** The version of the organisation's policy list (0: none saved), read in the same snapshot. */
+  policyVersion: number;
   /** As items.service findCallableByName (one at most) or findCallableByHost (by name). */
   items: CallableItem[];
   /** Usable grants of the agent on each item, as grants.repo findUsableGrants orders them. */
@@ -47,13 +50,15 @@ export function createCallContextRepo(db: Kysely<Database>): CallContextRepo {
       // One row at least (the client check), then one per (item, usable grant) pair.
       const rows = await db
         .selectFrom(
-          sql<{ client_live: boolean }>`(select exists (
+          sql<{ client_live: boolean; policy_version: number }>`(select exists (
             select 1 from clients
             where clients.id = ${agentId}
               and clients.organisation_id = ${organisationId}
               and clients.revoked_at is null
               and (${bearerHash}::text is null or clients.token_hash = ${bearerHash})
-          ) as client_live)`.as("ctx"),
+          ) as client_live, coalesce((
+            select version from policy_lists where policy_lists.organisation_id = ${organisationId}
+          ), 0) as policy_version)`.as("ctx"),
         )
         .leftJoin("items", (join) =>
           join
@@ -93,6 +98,7 @@ export function createCallContextRepo(db: Kysely<Database>): CallContextRepo {
         .selectAll("grants")
         .select([
           "ctx.client_live",
+          "ctx.policy_version",
           "grant_items.name as item_name",
           "grant_agents.name as agent_name",
           "items.id as call_item_id",
@@ -113,6 +119,7 @@ export function createCallContextRepo(db: Kysely<Database>): CallContextRepo {
       for (const row of rows) {
         const {
           client_live: _live,
+          policy_version: _version,
           call_item_id: itemId,
           call_item_name,
           call_item_folder_id,
@@ -146,6 +153,7 @@ export function createCallContextRepo(db: Kysely<Database>): CallContextRepo {
       }
       return {
         clientLive: rows[0]?.client_live === true,
+        policyVersion: Number(rows[0]?.policy_version ?? 0),
         items: [...items.values()],
         grantsOf: (itemId) => grants.get(itemId) ?? [],
       };

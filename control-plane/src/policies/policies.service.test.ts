@@ -96,3 +96,47 @@ describe("previewPolicies at once", () => {
     await expect(next).resolves.toMatchObject({ calls: 0 });
   });
 });
+
+describe("decideCall with the version the call already read", () => {
+  it("reads nothing while the version matches its cache, and the list again once it moved", async () => {
+    const saved = { version: 1, rules: [{ id: "no-admin", name: "No admin", effect: "deny", match: {} }] };
+    let reads = 0;
+    const repo = {
+      findPolicyIfChanged: async (_org: string, known?: number) => {
+        reads += 1;
+        return known === saved.version ? { version: saved.version } : saved;
+      },
+    } as unknown as PoliciesRepo;
+    const policies = createPoliciesService({
+      repo,
+      inTransaction: async () => {
+        throw new Error("not used");
+      },
+      recordEvent: async () => {},
+      rateLimiter: { take: async () => {}, check: async () => {} },
+      findCallsBefore: async () => [],
+      now: () => new Date("2026-11-26T06:00:00Z"),
+    });
+    const call = {
+      agentId: "cli_a",
+      agentName: "a",
+      item: "K",
+      host: "h.test",
+      method: "GET",
+      path: "/",
+      environment: "e",
+    };
+    expect((await policies.decideCall("org_1", call, 1))?.effect).toBe("deny");
+    expect(reads).toBe(1);
+    expect((await policies.decideCall("org_1", call, 1))?.effect).toBe("deny");
+    expect(reads).toBe(1);
+    // Saved elsewhere: the version the call read differs, so the rules are read again.
+    saved.version = 2;
+    saved.rules = [];
+    expect(await policies.decideCall("org_1", call, 2)).toBeUndefined();
+    expect(reads).toBe(2);
+    // Without a version (the local vault, a cache-backed read): the version is asked each time.
+    await policies.decideCall("org_1", call);
+    expect(reads).toBe(3);
+  });
+});

@@ -87,10 +87,14 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
     return entry;
   }
 
-  /** The compiled list in force: one read of its version per call, the rules only when it moved. */
-  async function policyInForce(organisationId: string): Promise<CompiledPolicy> {
+  /**
+   * The compiled list in force: one read of its version per call, the rules only when it moved.
+   * `knownVersion` is that version when the caller read it already (the hosted call's one
+   * statement, calls/call-context.repo.ts): then nothing is read while it matches the cache.
+   */
+  async function policyInForce(organisationId: string, knownVersion?: number): Promise<CompiledPolicy> {
     const cached = cache.get(organisationId);
-    if (cached && deps.isSoleWriter) return cached.compiled;
+    if (cached && (deps.isSoleWriter || knownVersion === cached.version)) return cached.compiled;
     const found = await deps.repo.findPolicyIfChanged(organisationId, cached?.version);
     if (cached && found.version === cached.version) return cached.compiled;
     return remember(organisationId, found.version, compilePolicy(readRules(found.rules ?? []))).compiled;
@@ -214,8 +218,12 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
     },
 
     /** The rule that decides `call` (the first enabled match), or undefined: today's approvals decide. */
-    async decideCall(organisationId: string, call: PolicyCall): Promise<PolicyDecision | undefined> {
-      return decide(await policyInForce(organisationId), call);
+    async decideCall(
+      organisationId: string,
+      call: PolicyCall,
+      knownVersion?: number,
+    ): Promise<PolicyDecision | undefined> {
+      return decide(await policyInForce(organisationId, knownVersion), call);
     },
 
     /**

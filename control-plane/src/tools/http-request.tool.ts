@@ -44,15 +44,19 @@ export async function runHttpRequest(
   // The organisation's policy first (DECISIONS "Policies"): a deny rule beats every grant, and
   // refuses before anything is asked, spent or sent. The agent is the client the credential
   // authenticated (its id, and its name as issued or registered), never a name from the call.
-  const policy = await deps.policies.decideCall(scope.organisationId, {
-    agentId: scope.agentId,
-    agentName: scope.clientName,
-    item: item.name,
-    host,
-    method: args.method,
-    path,
-    environment: scope.environment,
-  });
+  const policy = await deps.policies.decideCall(
+    scope.organisationId,
+    {
+      agentId: scope.agentId,
+      agentName: scope.clientName,
+      item: item.name,
+      host,
+      method: args.method,
+      path,
+      environment: scope.environment,
+    },
+    context?.policyVersion,
+  );
   if (policy)
     telemetry().annotate({ "latch.policy.rule_id": policy.rule.id, "latch.policy.effect": policy.effect });
   if (policy?.effect === "deny" && !args.dry_run) {
