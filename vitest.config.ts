@@ -8,5 +8,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: "forks",
     globalSetup: ["control-plane/test/global-setup.ts"],
+    reporters: ["default", "./control-plane/test/closing-line-reporter.ts"],
   },
 });
