@@ -256,6 +256,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
         };
         registerPolicyRoutes(app, {
           policies: services.policies,
+          variant: "hosted",
           access: {
             read: { config: operatorOnly("org.read"), preValidation: checked },
             // DECISIONS "Passkeys and single sign-on": editing policies needs a fresh verification.

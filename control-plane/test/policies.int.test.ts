@@ -53,7 +53,7 @@ async function savePolicy(op: Browser, rules: unknown[]) {
     { "if-match": current.headers.etag as string },
   );
   expect(saved.statusCode, saved.body).toBe(200);
-  return saved.json() as { version: number; rules: { id: string }[] };
+  return saved.json() as { version: number; rules: { id: string }[]; warnings: string[] };
 }
 
 async function auditOf(op: Browser) {
@@ -287,13 +287,33 @@ describe("what a list does to http_request", () => {
 
   it("matches agents by the client's name as issued, never by the name the agent gives itself", async () => {
     const trusted = await setUp("nightly sync");
-    await savePolicy(trusted.op, [
+    const byName = await savePolicy(trusted.op, [
       { id: "sync-reads", effect: "allow", match: { agents: ["Nightly Sync"] } },
     ]);
+    // Saving says what a name trusts, and how to trust the one client instead.
+    expect(byName.warnings).toEqual([
+      expect.stringMatching(
+        /^rule sync-reads allows by agent name \("Nightly Sync"\): a client chooses its name when it registers, so any client admitted later under that name is allowed too; write the client's id/,
+      ),
+    ]);
     expect((await call(trusted.agent, { path: "/v1/sync" })).origin_status).toBe(200);
-    // By id too.
-    await savePolicy(trusted.op, [{ id: "by-id", effect: "allow", match: { agents: [trusted.clientId] } }]);
+    // By id too, and an id trusts that client alone: nothing to warn of.
+    const byId = await savePolicy(trusted.op, [
+      { id: "by-id", effect: "allow", match: { agents: [trusted.clientId] } },
+    ]);
+    expect(byId.warnings).toEqual([]);
     expect((await call(trusted.agent, { path: "/v1/sync" })).policy).toMatchObject({ rule_id: "by-id" });
+
+    // A client named after the trusted client's id (in capitals, which a name's match ignores) is
+    // not that client.
+    const lookalike = await trusted.op.request("POST", "/api/clients/model", {
+      name: trusted.clientId.toUpperCase(),
+      environment: "staging",
+    });
+    expect(lookalike.statusCode, lookalike.body).toBe(201);
+    const lookalikeAgent = await connectAgent(url, lookalike.json().token as string);
+    expect((await call(lookalikeAgent, { path: "/v1/sync" })).status).toBe("pending");
+    await lookalikeAgent.close();
 
     // Another client of the same organisation, whose MCP client calls itself "nightly sync".
     const issued = await trusted.op.request("POST", "/api/clients/model", {

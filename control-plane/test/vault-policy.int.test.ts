@@ -144,7 +144,7 @@ describe("vault policy", () => {
     expect(saved.code, saved.stderr).toBe(0);
     expect(saved.stdout).toContain("Saved policy version 2");
     expect(saved.stderr).toMatch(
-      /agent-writes allows by agent name; locally an agent is the name its MCP client gives itself/,
+      /note: rule agent-writes allows by agent name \("[^"]+"\): locally an agent is the name its MCP client gives itself/,
     );
     expect(await call({ method: "POST", path: "/v1/things", body: {} })).toMatchObject({
       origin_status: 200,

@@ -8,3 +8,8 @@ export type IdPrefix = "org" | "itm" | "fld" | "grt" | "ses" | "cli" | "ned" | "
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${randomBytes(12).toString("base64url").toLowerCase().replace(/[-_]/g, "0")}`;
 }
+
+/** Whether `text` has the shape of an id `newId(prefix)` makes, in any letter case. */
+export function isIdShaped(prefix: IdPrefix, text: string): boolean {
+  return new RegExp(`^${prefix}_[a-z0-9]{16}$`, "i").test(text);
+}

@@ -26,6 +26,7 @@ function loadPolicies(isDiscarding) {
     if (!isEditing) policy.rules = answer.rules.map((r) => JSON.parse(JSON.stringify(r)));
     policy.preview = null;
     byId("policy-preview-result").hidden = true;
+    showPolicyWarnings([]);
     renderPolicies();
   });
 }
@@ -277,6 +278,18 @@ previewButton.addEventListener("click", () =>
     }, policyFailure),
   ),
 );
+/** What the saved list trusts that its author may not have meant (PUT's `warnings`), or nothing. */
+function showPolicyWarnings(warnings) {
+  var list = byId("policy-warnings-list");
+  list.replaceChildren(
+    ...warnings.map((text) => {
+      var item = document.createElement("li");
+      item.textContent = text;
+      return item;
+    }),
+  );
+  byId("policy-warnings").hidden = warnings.length === 0;
+}
 var saveButton = byId("policy-save");
 saveButton.addEventListener("click", () =>
   act(saveButton, () =>
@@ -286,8 +299,10 @@ saveButton.addEventListener("click", () =>
         policy.saved = json.rules;
         policy.rules = json.rules.map((r) => JSON.parse(JSON.stringify(r)));
         policyChanged(
-          `Saved version ${json.version}: ${json.rules.length} rule${json.rules.length === 1 ? "" : "s"} in force.`,
+          `Saved version ${json.version}: ${json.rules.length} rule${json.rules.length === 1 ? "" : "s"} in force.` +
+            (json.warnings.length ? " Read the caution below the rules." : ""),
         );
+        showPolicyWarnings(json.warnings);
       },
       (failure) => {
         if (failure.code === "stale_version") {

@@ -7,6 +7,7 @@ import { AppError } from "@latch/shared/errors";
 import type { ExpectedVersion } from "../policies/policies.service.ts";
 import type { PolicyPreview } from "../policies/policy-preview.ts";
 import type { PolicyRule } from "../policies/policy-rules.ts";
+import { policyWarnings } from "../policies/policy-warnings.ts";
 import type { LocalOperator } from "./local-operator.ts";
 
 /** A policy file is at most this long: 500 rules with their lists fit with room to spare. */
@@ -62,16 +63,6 @@ function summarise(rules: readonly PolicyRule[]): string {
   return `${rules.length} rule${rules.length === 1 ? "" : "s"} (${count("allow")} allow, ${count("ask")} ask, ${count("deny")} deny${disabled ? `, ${disabled} disabled` : ""})`;
 }
 
-/**
- * Locally every agent shares one model token and names itself when its MCP client starts, so an
- * allow rule by agent trusts a name the agent chose: said once, when such a rule is saved.
- */
-function agentNameWarning(rules: readonly PolicyRule[]): string | undefined {
-  const trusting = rules.filter((r) => r.enabled && r.effect === "allow" && r.match.agents);
-  if (trusting.length === 0) return undefined;
-  return `note: ${trusting.map((r) => r.id).join(", ")} allow${trusting.length === 1 ? "s" : ""} by agent name; locally an agent is the name its MCP client gives itself, so any program holding the model token can use that name`;
-}
-
 /** The preview as a person reads it: a line per rule, then the totals. */
 export function formatPreview(preview: PolicyPreview): string {
   const lines = [
@@ -111,7 +102,6 @@ export async function runPolicyCommand(
   }
   const saved = await op.setPolicies(rules, expected);
   out.stdout(`Saved policy version ${saved.version}: ${summarise(saved.rules)}.\n`);
-  const warning = agentNameWarning(saved.rules);
-  if (warning) out.stderr(`${warning}\n`);
+  for (const warning of policyWarnings(saved.rules, "local")) out.stderr(`note: ${warning}\n`);
   return 0;
 }

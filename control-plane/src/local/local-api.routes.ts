@@ -32,7 +32,11 @@ export function registerLocalApiRoutes(app: FastifyInstance, vault: LocalVault):
 
   // The same policy routes as the hosted service; the operator bearer was judged above.
   const caller = async () => ({ organisationId: org, actor: LOCAL_OPERATOR });
-  registerPolicyRoutes(app, { policies: vault.policies, access: { read: {}, write: {}, callerOf: caller } });
+  registerPolicyRoutes(app, {
+    policies: vault.policies,
+    variant: "local",
+    access: { read: {}, write: {}, callerOf: caller },
+  });
 
   async function findItemId(name: string): Promise<string> {
     const item = await vault.items.findItemByName(org, vault.environment, name);

@@ -147,6 +147,23 @@ describe.skipIf(skipBrowserTests)("policies and the live inbox in Chromium", () 
     await page.getByRole("button", { name: "Discard changes" }).click();
     await expect.poll(() => rows.count(), SOON).toBe(1);
     expect(await page.locator("#policy-state").textContent()).toBe("Version 2.");
+
+    // An allow rule naming the agent by its name: saved, with a caution of what a name trusts.
+    await form.getByLabel("Name").fill("The browser agent reads");
+    await form.getByLabel("Effect").selectOption("allow");
+    await form.getByLabel("Agents").fill("browser agent");
+    await form.getByRole("checkbox", { name: "GET" }).check();
+    await form.getByRole("button", { name: "Add rule" }).click();
+    expect(await page.locator("#policy-warnings").isHidden()).toBe(true);
+    await page.getByRole("button", { name: "Save" }).click();
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe("Saved version 3: 2 rules in force. Read the caution below the rules.");
+    const caution = page.locator("#policy-warnings-list li");
+    expect(await caution.count()).toBe(1);
+    expect(await caution.textContent()).toMatch(
+      /^rule \S+ allows by agent name \("browser agent"\): a client chooses its name when it registers/,
+    );
     await shot(page, "saved");
     expect(problems).toEqual([]);
     await agent.close();

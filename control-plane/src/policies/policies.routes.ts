@@ -4,14 +4,23 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
-import { policyList, policyPreviewAnswer, policyRulesBody, policyRulesBodyDoc } from "./policies.schemas.ts";
+import {
+  policyList,
+  policyPreviewAnswer,
+  policyRulesBody,
+  policyRulesBodyDoc,
+  savedPolicyList,
+} from "./policies.schemas.ts";
 import type { ExpectedVersion, PoliciesService } from "./policies.service.ts";
+import { type PolicyVariant, policyWarnings } from "./policy-warnings.ts";
 
 /** 500 rules with their lists are larger than the API's usual 128 KiB. */
 export const POLICY_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface PolicyRouteDeps {
   policies: Pick<PoliciesService, "getPolicies" | "replacePolicies" | "previewPolicies">;
+  /** Whose names an agent name is (the warnings PUT answers). */
+  variant: PolicyVariant;
   /**
    * Who may read and who may change the list, and the organisation and actor of the caller
    * (checked before the body is read). `config` is the route's declaration for each.
@@ -77,14 +86,14 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
           errors: [409, 428],
         },
       },
-      schema: { body: policyRulesBody, response: { 200: policyList } },
+      schema: { body: policyRulesBody, response: { 200: savedPolicyList } },
     },
     async (request, reply) => {
       const { organisationId, actor } = await callerOf(request);
       const expected = expectedVersionOf(request.headers["if-match"]);
       const list = await deps.policies.replacePolicies(organisationId, actor, expected, request.body.rules);
       reply.header("etag", etagOf(list.version));
-      return list;
+      return { ...list, warnings: policyWarnings(list.rules, deps.variant) };
     },
   );
 

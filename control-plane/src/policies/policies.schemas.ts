@@ -11,6 +11,13 @@ export const policyList = z.object({
   updated_by: z.string().nullable().describe("who saved this version (operator:<id>, or operator locally)"),
 });
 
+/** PUT's answer: the list saved, and what it trusts that its author may not have meant. */
+export const savedPolicyList = policyList.extend({
+  warnings: z
+    .array(z.string())
+    .describe("one sentence per enabled allow rule that names an agent by name (policy-warnings.ts)"),
+});
+
 /** `{rules}`, judged by the service (its refusal names the rule and the field). */
 export const policyRulesBody = z.object({
   rules: z.unknown().describe("the whole ordered list (first match decides); at most 500 rules"),

@@ -81,6 +81,18 @@ describe("each condition", () => {
     ],
     ["another agent", { agents: ["Cursor"] }, {}, "none"],
     [
+      "a client id names that client alone, not a client that registered it as its name",
+      { agents: ["cli_0123456789abcdef"] },
+      { agentId: "cli_zzzzzzzzzzzzzzzz", agentName: "CLI_0123456789ABCDEF" },
+      "none",
+    ],
+    [
+      "a client by its id",
+      { agents: ["cli_0123456789abcdef"] },
+      { agentId: "cli_0123456789abcdef", agentName: "Claude Code" },
+      "deny",
+    ],
+    [
       "a local agent by its id (its client name)",
       { agents: ["claude-code"] },
       { agentId: "claude-code", agentName: undefined },

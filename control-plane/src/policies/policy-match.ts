@@ -1,6 +1,7 @@
 // The policy matcher (STYLE "A policy matcher is a pure function"): a list is compiled once per
 // version, then `decide(policy, call)` answers the first enabled rule that matches the call, and
 // its effect. No I/O, no clock: rate limits and audit rows are the service's.
+import { isIdShaped } from "@latch/shared/ids";
 import {
   compilePathGlob,
   isHostMatch,
@@ -56,6 +57,11 @@ export interface CompiledPolicy {
   readonly rules: readonly CompiledRule[];
 }
 
+/** A hosted client's id (`newId("cli")`), in any letter case. */
+export function isClientIdShaped(agent: string): boolean {
+  return isIdShaped("cli", agent.trim());
+}
+
 /**
  * Compiles a parsed list (policy-rules.ts `parsePolicyRules`): globs and name keys are made here,
  * once; disabled rules are left out.
@@ -69,7 +75,14 @@ export function compilePolicy(rules: readonly PolicyRule[]): CompiledPolicy {
       rule,
       index,
       isStrict: rule.effect === "allow",
-      ...(agents ? { agentIds: new Set(agents), agentNames: new Set(agents.map(nameKey)) } : {}),
+      ...(agents
+        ? {
+            agentIds: new Set(agents),
+            // An entry shaped like a client id names that client alone: a client that registered
+            // that id as its name must not match it.
+            agentNames: new Set(agents.filter((agent) => !isClientIdShaped(agent)).map(nameKey)),
+          }
+        : {}),
       ...(items ? { items: new Set(items) } : {}),
       ...(hosts ? { hosts } : {}),
       ...(methods ? { methods: new Set(methods.map((m) => m.toUpperCase())) } : {}),
