@@ -118,7 +118,8 @@ export interface LedgerRepoOptions {
    * one process holds: local/local-lock.ts). Then the head of each chain is known here after the
    * first append, and an append hashes the row in JavaScript and writes it with the head in one
    * statement that holds only if the head is still the one known (else the usual append runs):
-   * on PGlite the database-side hash and upsert cost about three times the plain insert.
+   * on PGlite the database-side hash and upsert cost about three times the plain insert. That
+   * statement is a function (migration 2026-11-26T0800), planned once rather than on every append.
    */
   isSoleWriter?: boolean;
 }
@@ -143,40 +144,14 @@ export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOption
     const at = new Date(Math.max(Date.now(), head.at.getTime()));
     const row = { ...fields, seq: head.seq + 1, prev_hash: head.hash, at: ledgerTime(at) };
     const hash = rowHash(row);
-    const written = await db
-      .with("head", (qb) =>
-        qb
-          .updateTable("audit_heads")
-          .set({ seq: row.seq, prev_hash: head.hash, hash, at })
-          .where("organisation_id", "=", fields.organisation_id)
-          .where("seq", "=", head.seq)
-          .where("hash", "=", head.hash)
-          .returning(["organisation_id"]),
-      )
-      .insertInto("audit_events")
-      .columns(LEDGER_COLUMNS)
-      .expression((eb) =>
-        eb
-          .selectFrom("head")
-          .select([
-            "head.organisation_id",
-            sql<number>`${row.seq}::bigint`.as("seq"),
-            sql<string>`${head.hash}::text`.as("prev_hash"),
-            sql<string>`${hash}::text`.as("hash"),
-            sql<Date>`${at}::timestamptz`.as("at"),
-            sql<string>`${fields.environment}::text`.as("environment"),
-            sql<string>`${fields.actor}::text`.as("actor"),
-            sql<string>`${fields.action}::text`.as("action"),
-            sql<string>`${fields.item_name}::text`.as("item_name"),
-            sql<string>`${fields.host}::text`.as("host"),
-            sql<string>`${fields.reason}::text`.as("reason"),
-            sql<string>`${JSON.stringify(fields.detail)}::jsonb`.as("detail"),
-            sql<string>`${fields.trace_id}::text`.as("trace_id"),
-          ]),
-      )
-      .returning(["seq"])
-      .executeTakeFirst();
-    return written ? { ...row, hash } : undefined;
+    const written = await sql<{ appended: boolean }>`
+      select latch_ledger_append_on_head(
+        ${fields.organisation_id}, ${head.seq}::bigint, ${head.hash}, ${hash}, ${at}::timestamptz,
+        ${fields.environment}, ${fields.actor}, ${fields.action}, ${fields.item_name}, ${fields.host},
+        ${fields.reason}, ${JSON.stringify(fields.detail)}::jsonb, ${fields.trace_id}
+      ) as appended
+    `.execute(db);
+    return written.rows[0]?.appended === true ? { ...row, hash } : undefined;
   }
 
   /** Sole writer: on the known head when there is one, else (and when it moved) as always. */

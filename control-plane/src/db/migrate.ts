@@ -21,6 +21,7 @@ import * as policiesPush from "./migrations/2026-11-26T0600-policies-push.ts";
 import * as passkeys from "./migrations/2026-11-26T0700-passkeys.ts";
 import * as sso from "./migrations/2026-11-26T0700-sso.ts";
 import * as ssoStepUp from "./migrations/2026-11-26T0710-sso-step-up.ts";
+import * as ledgerAppendOnHead from "./migrations/2026-11-26T0800-ledger-append-on-head.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T0700-passkeys": passkeys,
   "2026-11-26T0700-sso": sso,
   "2026-11-26T0710-sso-step-up": ssoStepUp,
+  "2026-11-26T0800-ledger-append-on-head": ledgerAppendOnHead,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
