@@ -1,5 +1,5 @@
 // Minting call tickets: what the operator approved, signed, for one use within seconds.
-import { randomBytes, sign } from "node:crypto";
+import { sign } from "node:crypto";
 import {
   type CallSpec,
   type DocumentSpec,
@@ -9,6 +9,7 @@ import {
   type SignedTicket,
   Ticket,
 } from "@latch/proto/egress";
+import { pooledRandomBytes } from "@latch/shared/crypto/random-pool";
 import { ticketSigningInput } from "@latch/shared/tickets/ticket-signature";
 import type { TicketSigningKey } from "./ticket-key.ts";
 
@@ -43,7 +44,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   ): SignedTicket {
     const issuedAtMs = now();
     const payload = Ticket.encode({
-      id: randomBytes(16).toString("base64url"),
+      id: pooledRandomBytes(16).toString("base64url"),
       issuer: options.issuer,
       audience: options.audience,
       issuedAtMs,

@@ -2,14 +2,14 @@
 // line written for it names it (pino's mixin) and the egress client sends it on to the proxy in
 // gRPC metadata, where the proxy's lines name it too: one id from the edge to the origin call.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { randomBytes } from "node:crypto";
+import { pooledRandomBytes } from "@latch/shared/crypto/random-pool";
 import type { FastifyInstance } from "fastify";
 
 const storage = new AsyncLocalStorage<{ requestId: string }>();
 
 /** A fresh id per request, random so that ids from several replicas never collide. */
 export function generateRequestId(): string {
-  return `req_${randomBytes(8).toString("hex")}`;
+  return `req_${pooledRandomBytes(8).toString("hex")}`;
 }
 
 /** Runs the rest of each request (hooks, handler) with its id in scope. */
