@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { answerMarkers, createRedactor, REDACTED } from "./redactor.ts";
+import { answerShape, createRedactor, REDACTED } from "./redactor.ts";
+import { listSecretEncodings, type RedactionValue } from "./secret-encodings.ts";
 
 // Characters that every encoding treats differently: "/" (JSON \/ and %2F), "+" and space (form),
 // "~!'()" (encodeURIComponent vs URLSearchParams), "<&>" (Go's JSON), quotes and backslash
@@ -76,7 +77,7 @@ describe("createRedactor: each encoding", () => {
   });
 
   it.each(ENCODINGS)(
-    "hides the %s spelling when built for the answer's markers, as the whole redactor does",
+    "hides the %s spelling when built for the answer's shape, as the whole redactor does",
     (_name, spelling) => {
       const body = Buffer.from(`{"echo":"${spelling}","n":1}`, "utf8");
       const headers = [
@@ -85,7 +86,7 @@ describe("createRedactor: each encoding", () => {
         { name: "x-ratelimit-remaining", value: spelling.slice(9) },
       ];
       const gated = createRedactor([{ secret: SECRET, username: USER }], {
-        markers: answerMarkers(
+        shape: answerShape(
           body,
           headers.map((h) => h.value),
         ),
@@ -236,5 +237,75 @@ describe("createRedactor: the tables' memory, reused from call to call", () => {
       expect(next.redactBytes(body("sk_first_value_0123456789")).toString()).toContain("sk_first_value");
       next.dispose();
     }
+  });
+});
+
+describe("createRedactor: built for one answer's shape", () => {
+  /** A deterministic generator, so that a failure is reproducible. */
+  function random(seed: number): () => number {
+    let state = seed >>> 0;
+    return () => {
+      state = (state * 1664525 + 1013904223) >>> 0;
+      return state / 2 ** 32;
+    };
+  }
+  const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=";
+  const HEX = "0123456789abcdefABCDEF:- ";
+
+  it("redacts every answer exactly as the redactor of every spelling does (4000 answers)", () => {
+    const next = random(20261126);
+    const pick = (pool: string, length: number) =>
+      Array.from({ length }, () => pool[Math.floor(next() * pool.length)]).join("");
+    for (let i = 0; i < 4000; i++) {
+      // Tokens of base64 and hex characters (the runs the shape measures), and a few others.
+      const pool = next() < 0.4 ? "0123456789abcdef" : next() < 0.8 ? BASE64 : `${BASE64}%&\\é :`;
+      const value: RedactionValue = {
+        secret: pick(pool, 1 + Math.floor(next() * 48)),
+        username: next() < 0.2 ? pick(BASE64, 1 + Math.floor(next() * 8)) : undefined,
+      };
+      const spellings = listSecretEncodings(value).map((b) => b.toString("latin1"));
+      let spelling = spellings[Math.floor(next() * spellings.length)]!;
+      // Line breaks inside it (the scan reads through them), hex letters in either case.
+      if (next() < 0.3) {
+        const at = Math.floor(next() * spelling.length);
+        spelling = `${spelling.slice(0, at)}${next() < 0.5 ? "\r\n" : "\n"}${spelling.slice(at)}`;
+      }
+      if (next() < 0.3) spelling = spelling.replace(/[a-f]/g, (c) => (next() < 0.5 ? c.toUpperCase() : c));
+      // Around it: short JSON fields, a long run of base64 or hex characters, or nothing.
+      const around = () =>
+        [
+          '{"id":"item_0001","n":17,"t":"',
+          pick(BASE64, Math.floor(next() * 120)),
+          pick(HEX, Math.floor(next() * 120)),
+          "",
+        ][Math.floor(next() * 4)]!;
+      const inBody = next() < 0.7;
+      const body = Buffer.from(inBody ? `${around()}${spelling}${around()}` : around(), "latin1");
+      // Or split across two headers, beside one that has nothing to do with it.
+      const cut = Math.floor(next() * spelling.length);
+      const headerValues = inBody
+        ? ["application/json"]
+        : [spelling.slice(0, cut), "application/json", spelling.slice(cut)];
+      const headers = headerValues.map((v, n) => ({ name: `x-h${n}`, value: v }));
+
+      const whole = createRedactor([value]);
+      const built = createRedactor([value], { shape: answerShape(body, headerValues) });
+      const context = JSON.stringify({ value, spelling, body: body.toString("latin1"), headerValues });
+      expect(built.redactBytes(body).equals(whole.redactBytes(body)), context).toBe(true);
+      expect(built.redactHeaders(headers), context).toEqual(whole.redactHeaders(headers));
+      whole.dispose();
+      built.dispose();
+    }
+  });
+
+  it("lists no base64 or hex spelling of a long key for a JSON answer of short fields", () => {
+    const secret = "lt_bench_4f9c2a7e1b6d8f3a0c5e9b2d7a4f1c8e";
+    const body = Buffer.from(
+      `{"object":"echo","authorization":"Bearer ${secret}","items":[{"id":"item_0001"}]}`,
+    );
+    const listed = listSecretEncodings({ secret }, answerShape(body, ["application/json"]));
+    expect(listed.map((b) => b.toString("latin1"))).toEqual([secret]);
+    // The whole list has the hex and base64 spellings.
+    expect(listSecretEncodings({ secret }).length).toBeGreaterThan(10);
   });
 });

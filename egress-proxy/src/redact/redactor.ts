@@ -2,7 +2,12 @@
 // secret-encodings.ts lists) becomes "[redacted]" before the answer leaves the proxy, in the body
 // and in the allowed response headers.
 import { findHeadersSplittingASpelling } from "./header-block.ts";
-import { addSecretEncodings, FAMILY_MARKERS, type RedactionValue } from "./secret-encodings.ts";
+import {
+  type AnswerShape,
+  addSecretEncodings,
+  FAMILY_MARKERS,
+  type RedactionValue,
+} from "./secret-encodings.ts";
 import { buildSpellingAutomaton } from "./spelling-automaton.ts";
 
 export type { RedactionValue } from "./secret-encodings.ts";
@@ -30,14 +35,40 @@ export interface Redactor {
 
 const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
 
+/** Characters of a class, by byte: 1 when the class holds it; CR and LF belong to every class. */
+function byteClass(characters: string): Uint8Array {
+  const table = new Uint8Array(256);
+  for (const character of `${characters}\r\n`) table[character.charCodeAt(0)] = 1;
+  return table;
+}
+const BASE64_CHARACTERS = byteClass("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=");
+const HEX_CHARACTERS = byteClass("0123456789abcdefABCDEF:- ");
+
+/** The longest run of `body` whose every byte is in `table`. */
+function longestRun(body: Buffer, table: Uint8Array): number {
+  let longest = 0;
+  let run = 0;
+  for (let i = 0; i < body.length; i++) {
+    if (table[body[i]!] === 1) {
+      run++;
+      if (run > longest) longest = run;
+    } else {
+      run = 0;
+    }
+  }
+  return longest;
+}
+
 /**
- * Which of the bytes that mark a family of spellings (secret-encodings.ts FAMILY_MARKERS: the
- * backslash of JSON escapes, the "&" of HTML references, the "%" and "+" of URL encodings, the
- * separators of hex dumps) occur in an answer: in its body, in a header value, or in what joining
- * two headers adds (", "). Found by the native byte search, a handful of passes that stop at the
- * first hit. The redactor for this answer lists no family whose marker it lacks.
+ * What an answer can hold, for a redactor built for it alone (secret-encodings.ts AnswerShape):
+ * which of the bytes that mark a family of spellings (FAMILY_MARKERS: the backslash of JSON
+ * escapes, the "&" of HTML references, the "%" and "+" of URL encodings, the separators of hex
+ * dumps) occur, found by the native byte search, a handful of passes that stop at the first hit;
+ * and the longest runs of base64 and of hex characters a spelling could lie in. A header counts
+ * whole, and so do all of them joined with ", " (a spelling split across headers is found in
+ * their join): their joined length bounds every run in them.
  */
-export function answerMarkers(body: Buffer, headerValues: readonly string[]): Uint8Array {
+export function answerShape(body: Buffer, headerValues: readonly string[]): AnswerShape {
   const markers = new Uint8Array(256);
   const isJoined = headerValues.length > 1;
   for (const byte of FAMILY_MARKERS) {
@@ -50,16 +81,24 @@ export function answerMarkers(body: Buffer, headerValues: readonly string[]): Ui
       markers[byte] = 1;
     }
   }
-  return markers;
+  let joined = 2 * Math.max(0, headerValues.length - 1);
+  for (const value of headerValues) joined += Buffer.byteLength(value, "utf8");
+  return {
+    markers,
+    longestBase64Run: Math.max(longestRun(body, BASE64_CHARACTERS), joined),
+    longestHexRun: Math.max(longestRun(body, HEX_CHARACTERS), joined),
+  };
 }
 
 /**
  * Builds a redactor for `values` (the injected credential, and any token minted on the way).
  * Every spelling of every value is listed and compiled into one automaton here, once per call.
- * Empty secrets are skipped. With `markers` (answerMarkers of the answer it will redact), a family
- * of spellings whose marker that answer lacks is left out: none of its spellings could match
- * there, and listing and compiling them was most of the redactor's cost (an answer without "%",
- * "\" or "&" needs no URL, JSON or HTML spelling). A redactor so built is for that answer alone.
+ * Empty secrets are skipped. With `shape` (answerShape of the answer it will redact), a spelling
+ * that cannot occur in that answer is left out: a family whose marker it lacks, a hex or base64
+ * spelling longer than its longest run of those characters. Listing and compiling them was most
+ * of the redactor's cost (an answer without "%", "\" or "&" needs no URL, JSON or HTML spelling,
+ * a JSON answer of short fields no base64 of a 40-character key). A redactor so built is for
+ * that answer alone.
  *
  * Every match is found, overlapping ones included; each run of bytes covered by one or more
  * matches becomes a single "[redacted]" (so adjacent or overlapping spellings hide together and
@@ -70,10 +109,10 @@ export function answerMarkers(body: Buffer, headerValues: readonly string[]): Ui
  */
 export function createRedactor(
   values: readonly RedactionValue[],
-  options: { markers?: Uint8Array } = {},
+  options: { shape?: AnswerShape } = {},
 ): Redactor {
   const spellings: string[] = [];
-  for (const value of values) addSecretEncodings(value, spellings, options.markers);
+  for (const value of values) addSecretEncodings(value, spellings, options.shape);
   const automaton = buildSpellingAutomaton(spellings);
 
   function redactBytes(body: Buffer): Buffer {

@@ -17,12 +17,28 @@ export interface RedactionValue {
 const MIN_EMBEDDED_BASE64_BYTES = 6;
 
 /**
- * Every distinct byte spelling of `value` to hide, unordered; empty when the secret is empty.
- * With `markers`, every one that can occur in a text holding only those of FAMILY_MARKERS.
+ * What an answer can hold, for leaving out the spellings that cannot occur in it
+ * (redactor.ts `answerShape`).
  */
-export function listSecretEncodings(value: RedactionValue, markers?: Uint8Array): Buffer[] {
+export interface AnswerShape {
+  /** Which of FAMILY_MARKERS occur (1 at the byte's index). */
+  markers: Uint8Array;
+  /**
+   * The longest run of base64 and base64url characters (letters, digits, "+", "/", "-", "_",
+   * "=", with CR and LF read through, as the scan skips them) that a spelling could lie in.
+   */
+  longestBase64Run: number;
+  /** The same for hex digits and the hex separators (":", "-", " "). */
+  longestHexRun: number;
+}
+
+/**
+ * Every distinct byte spelling of `value` to hide, unordered; empty when the secret is empty.
+ * With `shape`, every one that can occur in an answer of that shape.
+ */
+export function listSecretEncodings(value: RedactionValue, shape?: AnswerShape): Buffer[] {
   const spellings: string[] = [];
-  addSecretEncodings(value, spellings, markers);
+  addSecretEncodings(value, spellings, shape);
   return [...new Set(spellings)].map((spelling) => Buffer.from(spelling, "latin1"));
 }
 
@@ -40,16 +56,18 @@ export const FAMILY_MARKERS: readonly number[] = [BACKSLASH, AMPERSAND, PERCENT,
  * latin1, one character per byte). The same spelling may be appended more than once (the scan
  * keeps one); nothing when the secret is empty.
  *
- * With `markers` (redactor.ts answerMarkers: which of FAMILY_MARKERS the answer holds), a family
- * whose every spelling holds a marker the answer lacks is not listed at all: each JSON escape
- * that is not the secret itself holds a backslash, each HTML one an "&", each URL one a "%" or a
- * "+" (a space), each separated hex one its separator. Only spellings that cannot occur are left
- * out (secret-encodings.test.ts compares with the whole list for thousands of secrets).
+ * With `shape` (redactor.ts answerShape: what the answer holds), a spelling that cannot occur in
+ * that answer is not listed: each JSON escape that is not the secret itself holds a backslash,
+ * each HTML one an "&", each URL one a "%" or a "+" (a space), each separated hex one its
+ * separator; a hex spelling is nothing but hex digits and separators, and a base64 one nothing
+ * but base64 characters, so neither fits in an answer whose longest run of those is shorter.
+ * Only spellings that cannot occur are left out (secret-encodings.test.ts compares with the whole
+ * list for thousands of secrets and answers).
  */
-export function addSecretEncodings(value: RedactionValue, spellings: string[], markers?: Uint8Array): void {
+export function addSecretEncodings(value: RedactionValue, spellings: string[], shape?: AnswerShape): void {
   const secret = value.secret;
   if (typeof secret !== "string" || secret.length === 0) return;
-  const has = (byte: number) => markers === undefined || markers[byte] === 1;
+  const has = (byte: number) => shape === undefined || shape.markers[byte] === 1;
   // The secret itself, its JSON escapes and its HTML escapes can hold non-ASCII; every other
   // spelling is ASCII, and so are the escapes of an ASCII secret.
   addText(spellings, secret);
@@ -61,14 +79,22 @@ export function addSecretEncodings(value: RedactionValue, spellings: string[], m
   else for (const text of escapes) addText(spellings, text);
   const bytes = Buffer.from(secret, "utf8");
   if (has(PERCENT) || has(PLUS)) spellings.push(...listUrlEncodings(secret, bytes));
-  spellings.push(
-    ...listHexEncodings(bytes, has),
-    ...listBase64Encodings(bytes),
-    ...listEmbeddedBase64(bytes),
-    ...listBase64Encodings(Buffer.from(`${secret}:`, "utf8")),
-  );
-  if (value.username !== undefined && value.username.length > 0) {
-    spellings.push(...listBase64Encodings(Buffer.from(`${value.username}:${secret}`, "utf8")));
+  // Plain hex is 2 characters a byte; separated, 3 less one.
+  const hexRun = shape?.longestHexRun ?? Number.POSITIVE_INFINITY;
+  if (hexRun >= 2 * bytes.length) spellings.push(...listHexEncodings(bytes, has, hexRun));
+  const base64Run = shape?.longestBase64Run ?? Number.POSITIVE_INFINITY;
+  // The shortest base64 spelling of a value is the core of its embedded form, at least
+  // 4/3 of its bytes less 2 characters: an answer with no run that long holds none of them.
+  if (base64Run >= Math.floor((4 * bytes.length) / 3) - 2) {
+    const base64 = [
+      ...listBase64Encodings(bytes),
+      ...listEmbeddedBase64(bytes),
+      ...listBase64Encodings(Buffer.from(`${secret}:`, "utf8")),
+    ];
+    if (value.username !== undefined && value.username.length > 0) {
+      base64.push(...listBase64Encodings(Buffer.from(`${value.username}:${secret}`, "utf8")));
+    }
+    for (const spelling of base64) if (spelling.length <= base64Run) spellings.push(spelling);
   }
 }
 
@@ -88,11 +114,12 @@ const LATIN1 = /^[\x00-\xff]*$/;
 
 /**
  * Hex of the UTF-8 bytes, plain and with ":", "-" or " " between bytes (hex dumps, fingerprints,
- * debug logs). Lowercase only: the scan reads hex digits without case.
+ * debug logs), the separated ones only when a run of `longestRun` can hold them. Lowercase only:
+ * the scan reads hex digits without case.
  */
-function listHexEncodings(bytes: Buffer, has: (byte: number) => boolean): string[] {
+function listHexEncodings(bytes: Buffer, has: (byte: number) => boolean, longestRun: number): string[] {
   const hex = bytes.toString("hex");
-  if (bytes.length < 2) return [hex];
+  if (bytes.length < 2 || longestRun < 3 * bytes.length - 1) return [hex];
   const separators = HEX_SEPARATORS.filter(has);
   if (separators.length === 0) return [hex];
   // Two hex digits per byte, then a separator after every byte but the last.

@@ -1,18 +1,19 @@
 // Every spelling of every opened or minted value becomes "[redacted]" in the body and
 // the allowed response headers. Runs on the whole body, before it is cut for the model, so a cut
-// can never leave half a secret behind. The redactor leaves out the families of spellings whose
-// marker this answer lacks (redactor.ts answerMarkers): none of them can occur in it.
-import { answerMarkers, createRedactor } from "../../redact/redactor.ts";
+// can never leave half a secret behind. The redactor leaves out the spellings that cannot occur in
+// this answer (redactor.ts answerShape): a family whose marker it lacks, a hex or base64 spelling
+// longer than any run of those characters in it.
+import { answerShape, createRedactor } from "../../redact/redactor.ts";
 import { type CallStep, requireStage } from "./outgoing-call.ts";
 
 export const redactAnswer: CallStep = (call) => {
   const answer = requireStage(call.answer, "answer arrived");
   const values = requireStage(call.redaction, "redaction was prepared");
-  const markers = answerMarkers(
+  const shape = answerShape(
     answer.body,
     answer.headers.map((header) => header.value),
   );
-  const redactor = createRedactor(values, { markers });
+  const redactor = createRedactor(values, { shape });
   try {
     call.redactedAnswer = {
       body: redactor.redactBytes(answer.body),
