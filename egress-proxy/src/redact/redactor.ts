@@ -35,28 +35,37 @@ export interface Redactor {
 
 const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
 
-/** Characters of a class, by byte: 1 when the class holds it; CR and LF belong to every class. */
-function byteClass(characters: string): Uint8Array {
+/** Each byte's classes: BASE64 when base64 or base64url writes it, HEX for hex digits and separators. */
+const BASE64 = 1;
+const HEX = 2;
+const CHARACTER_CLASSES: Uint8Array = (() => {
   const table = new Uint8Array(256);
-  for (const character of `${characters}\r\n`) table[character.charCodeAt(0)] = 1;
+  const add = (characters: string, bit: number) => {
+    for (const character of characters) table[character.charCodeAt(0)]! |= bit;
+  };
+  add("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=", BASE64);
+  add("0123456789abcdefABCDEF:- ", HEX);
+  // The scan reads through line breaks: they continue a run of either class.
+  add("\r\n", BASE64 | HEX);
   return table;
-}
-const BASE64_CHARACTERS = byteClass("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=");
-const HEX_CHARACTERS = byteClass("0123456789abcdefABCDEF:- ");
+})();
 
-/** The longest run of `body` whose every byte is in `table`. */
-function longestRun(body: Buffer, table: Uint8Array): number {
-  let longest = 0;
-  let run = 0;
+/** The longest runs of `body` in each class, in one pass. */
+function longestRuns(body: Buffer): { base64: number; hex: number } {
+  let base64 = 0;
+  let hex = 0;
+  let base64Run = 0;
+  let hexRun = 0;
   for (let i = 0; i < body.length; i++) {
-    if (table[body[i]!] === 1) {
-      run++;
-      if (run > longest) longest = run;
-    } else {
-      run = 0;
-    }
+    const classes = CHARACTER_CLASSES[body[i]!]!;
+    if (classes & BASE64) {
+      if (++base64Run > base64) base64 = base64Run;
+    } else base64Run = 0;
+    if (classes & HEX) {
+      if (++hexRun > hex) hex = hexRun;
+    } else hexRun = 0;
   }
-  return longest;
+  return { base64, hex };
 }
 
 /**
@@ -83,10 +92,11 @@ export function answerShape(body: Buffer, headerValues: readonly string[]): Answ
   }
   let joined = 2 * Math.max(0, headerValues.length - 1);
   for (const value of headerValues) joined += Buffer.byteLength(value, "utf8");
+  const runs = longestRuns(body);
   return {
     markers,
-    longestBase64Run: Math.max(longestRun(body, BASE64_CHARACTERS), joined),
-    longestHexRun: Math.max(longestRun(body, HEX_CHARACTERS), joined),
+    longestBase64Run: Math.max(runs.base64, joined),
+    longestHexRun: Math.max(runs.hex, joined),
   };
 }
 
