@@ -124,6 +124,13 @@ export function createRedactor(
   const spellings: string[] = [];
   for (const value of values) addSecretEncodings(value, spellings, options.shape);
   const automaton = buildSpellingAutomaton(spellings);
+  // No match is shorter than the shortest spelling as the scan reads it (line breaks skipped):
+  // a text of fewer bytes needs no scan.
+  let shortest = Number.POSITIVE_INFINITY;
+  for (const spelling of spellings) {
+    const length = /[\r\n]/.test(spelling) ? spelling.replace(/[\r\n]/g, "").length : spelling.length;
+    if (length < shortest) shortest = length;
+  }
 
   function redactBytes(body: Buffer): Buffer {
     if (automaton === undefined || body.length === 0) return body;
@@ -132,7 +139,7 @@ export function createRedactor(
   }
 
   function redactText(text: string): string {
-    if (automaton === undefined || text.length === 0) return text;
+    if (automaton === undefined || Buffer.byteLength(text, "utf8") < shortest) return text;
     // Header values reach us decoded as UTF-8 or as latin1 depending on the client; run the
     // UTF-8 pass, then a latin1 pass (the original wire bytes) when the text allows it, so a
     // non-ASCII secret is found under either decoding.
@@ -147,6 +154,10 @@ export function createRedactor(
 
   function redactHeaders<T extends { value: string }>(headers: readonly T[]): T[] {
     if (automaton === undefined) return [...headers];
+    // Headers too short, even joined, to hold any spelling: nothing to read.
+    let joined = 2 * Math.max(0, headers.length - 1);
+    for (const header of headers) joined += Buffer.byteLength(header.value, "utf8");
+    if (joined < shortest) return headers.map((header) => ({ ...header }));
     const split = findHeadersSplittingASpelling(
       automaton,
       headers.map((header) => header.value),
