@@ -10,6 +10,10 @@ export interface DnsAnswer {
   AAAA?: string[];
   rcode?: "NXDOMAIN" | "SERVFAIL" | "REFUSED";
   isSilent?: boolean;
+  /** The records' TTL in seconds; 0 unless set (an answer nobody may reuse). */
+  ttl?: number;
+  /** AAAA queries alone get this error (A answers as planned). */
+  aaaaRcode?: "SERVFAIL";
 }
 
 /**
@@ -74,7 +78,10 @@ export async function startDnsServer(
     queries.push({ name, type: question.type });
     const answer = answerFor(name, question.type);
     if (answer?.isSilent) return;
-    const rcode = answer === undefined ? RCODES.NXDOMAIN : RCODES[answer.rcode ?? "NOERROR"];
+    const rcode =
+      answer === undefined
+        ? RCODES.NXDOMAIN
+        : RCODES[(question.type === "AAAA" ? answer.aaaaRcode : undefined) ?? answer.rcode ?? "NOERROR"];
     const records = question.type === "A" ? answer?.A : question.type === "AAAA" ? answer?.AAAA : undefined;
     const response = dnsPacket.encode({
       type: "response",
@@ -87,7 +94,7 @@ export async function startDnsServer(
           ? (records ?? []).map((data) => ({
               type: question.type as "A" | "AAAA",
               name: question.name,
-              ttl: 0,
+              ttl: answer?.ttl ?? 0,
               data,
             }))
           : [],

@@ -147,6 +147,46 @@ describe("destination resolution over real DNS", () => {
     expect(origin.requests).toHaveLength(1);
   });
 
+  it("reuses an answer within its TTL (at most 30 s), deciding on it again for every call", async () => {
+    let clock = 1_000_000;
+    const server = await dns({
+      [HOST]: { A: ["127.0.0.1"], ttl: 3600 },
+      "private.latch.test": { A: ["10.0.0.7"], ttl: 3600 },
+    });
+    const resolver = resolverFor(server, { now: () => clock });
+    expect(await callThrough(resolver)).toBe("reached");
+    clock += 29_000;
+    expect(await callThrough(resolver)).toBe("reached");
+    expect(server.queries.filter((q) => q.name === HOST)).toHaveLength(2);
+    // Past 30 s the hour-long TTL does not stretch: DNS is asked again.
+    clock += 2_000;
+    expect(await callThrough(resolver)).toBe("reached");
+    expect(server.queries.filter((q) => q.name === HOST)).toHaveLength(4);
+    expect(origin.requests).toHaveLength(3);
+
+    // A reused answer is refused like a fresh one, every time.
+    for (let i = 0; i < 2; i++) {
+      const error = await failure(resolver.resolve("private.latch.test", 5_000));
+      expect(error.code).toBe("private_range");
+    }
+    expect(server.queries.filter((q) => q.name === "private.latch.test")).toHaveLength(2);
+  });
+
+  it("reuses no answer whose TTL is 0, nor one with a family failing", async () => {
+    const server = await dns({
+      [HOST]: { A: ["127.0.0.1"] },
+      "half.latch.test": { A: ["127.0.0.1"], ttl: 600, aaaaRcode: "SERVFAIL" },
+    });
+    const resolver = resolverFor(server);
+    await resolver.resolve(HOST, 5_000);
+    await resolver.resolve(HOST, 5_000);
+    expect(server.queries.filter((q) => q.name === HOST)).toHaveLength(4);
+    // AAAA answers SERVFAIL: the A answer serves each call, and each asks again.
+    expect((await resolver.resolve("half.latch.test", 5_000)).address).toBe("127.0.0.1");
+    expect((await resolver.resolve("half.latch.test", 5_000)).address).toBe("127.0.0.1");
+    expect(server.queries.filter((q) => q.name === "half.latch.test" && q.type === "A")).toHaveLength(2);
+  });
+
   it("refuses an IPv4-mapped IPv6 answer as ipv6_embedding", async () => {
     const server = await dns({ [HOST]: { AAAA: ["::ffff:10.0.0.1"] } });
     const error = await failure(callThrough(resolverFor(server)));

@@ -15,6 +15,8 @@ export interface ResolverOptions {
   allowCidrs: readonly Cidr[];
   /** Budget for one resolution (both queries, retries included). Default 5000 ms. */
   timeoutMs?: number;
+  /** The clock of the answers' TTLs; Date.now unless a test moves it. */
+  now?: () => number;
 }
 
 /** Where one call goes: `host` names the request (Host, SNI, certificate), `address` is dialled. */
@@ -38,6 +40,14 @@ const HTTPS_PORT = 443;
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DNS_TRIES = 2;
 const MAX_DECISIONS = 1024;
+/**
+ * An answer is reused for its TTL, at most this long: a call within it asks no DNS. Every call
+ * still decides on the answer it uses and dials only the address decided (a cached answer is
+ * checked like a fresh one); a TTL of 0 is never reused, so an answer that changes on every query
+ * (the rebinding attacker) is read afresh by every call.
+ */
+const MAX_ANSWER_TTL_S = 30;
+const MAX_ANSWERS = 1024;
 /** c-ares codes meaning "no such record" (ENODATA) or "no such name" (ENOTFOUND, NXDOMAIN). */
 const ABSENT_CODES: ReadonlySet<string> = new Set(["ENODATA", "ENOTFOUND"]);
 
@@ -70,11 +80,21 @@ export class AddressRefused extends AppError {
   }
 }
 
+/** The addresses of an answer, and how long it may be reused (0: not at all). */
+interface Answer {
+  v4: string[];
+  v6: string[];
+  ttlS: number;
+}
+
 /** Both families at once. One family missing is normal; a resolver error with no answer is not. */
-async function queryAddresses(resolver: Resolver, host: string): Promise<{ v4: string[]; v6: string[] }> {
-  const [a, aaaa] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
-  const v4 = a.status === "fulfilled" ? a.value : [];
-  const v6 = aaaa.status === "fulfilled" ? aaaa.value : [];
+async function queryAddresses(resolver: Resolver, host: string): Promise<Answer> {
+  const [a, aaaa] = await Promise.allSettled([
+    resolver.resolve4(host, { ttl: true }),
+    resolver.resolve6(host, { ttl: true }),
+  ]);
+  const v4 = a.status === "fulfilled" ? a.value.map((record) => record.address) : [];
+  const v6 = aaaa.status === "fulfilled" ? aaaa.value.map((record) => record.address) : [];
   const failures = [a, aaaa].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
   const hardFailure = failures.find((reason) => !ABSENT_CODES.has(errorCode(reason) ?? ""));
   // With some answers and one family failing (say AAAA timing out), every address we will use was
@@ -85,7 +105,13 @@ async function queryAddresses(resolver: Resolver, host: string): Promise<{ v4: s
     }
     throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
   }
-  return { v4, v6 };
+  // The shortest TTL of every record; an answer with a family failing is not reused.
+  const records = [
+    ...(a.status === "fulfilled" ? a.value : []),
+    ...(aaaa.status === "fulfilled" ? aaaa.value : []),
+  ];
+  const ttlS = hardFailure === undefined ? Math.min(MAX_ANSWER_TTL_S, ...records.map((r) => r.ttl)) : 0;
+  return { v4, v6, ttlS };
 }
 
 /**
@@ -97,7 +123,7 @@ async function resolveWithDeadline(
   host: string,
   timeoutMs: number,
   deadline: AbortSignal | number | undefined,
-): Promise<{ v4: string[]; v6: string[] }> {
+): Promise<Answer> {
   const signal = typeof deadline === "number" ? undefined : deadline;
   const callMs = typeof deadline === "number" ? deadline : Number.POSITIVE_INFINITY;
   if (signal?.aborted || callMs <= 0) {
@@ -143,7 +169,8 @@ function validateServers(servers: readonly string[] | undefined): void {
  * Builds the resolver the proxy uses for every call. `resolve(host)`:
  * 1. a connect-to rule with a target address replaces DNS (development/test only);
  * 2. otherwise asks the configured resolvers for A and AAAA in parallel (never getaddrinfo:
- *    /etc/hosts and nsswitch must not decide where a credential goes);
+ *    /etc/hosts and nsswitch must not decide where a credential goes), or reuses their answer
+ *    within its TTL, at most 30 s (MAX_ANSWER_TTL_S);
  * 3. classifies every answer and decides (decide.ts): one refused address refuses the whole
  *    answer with an `AddressRefused` naming it; otherwise the first IPv4 answer, else the first
  *    IPv6 one, is the one address the upstream call dials.
@@ -161,6 +188,20 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
   // The decision is a pure function of the answer (the ranges are fixed): the same few answers
   // come back all day, so each is classified once, at most MAX_DECISIONS of them kept.
   const decisions = new Map<string, ReturnType<typeof decideDestination>>();
+  const now = opts.now ?? Date.now;
+  // Answers within their TTL, by host (at most MAX_ANSWERS, the oldest dropped first).
+  const answers = new Map<string, { v4: string[]; v6: string[]; expiresAt: number }>();
+  const lookUp = async (host: string, deadline: AbortSignal | number | undefined) => {
+    const known = answers.get(host);
+    if (known !== undefined && known.expiresAt > now()) return known;
+    const answer = await resolveWithDeadline(servers, host, timeoutMs, deadline);
+    answers.delete(host);
+    if (answer.ttlS > 0) {
+      if (answers.size >= MAX_ANSWERS) answers.delete(answers.keys().next().value!);
+      answers.set(host, { v4: answer.v4, v6: answer.v6, expiresAt: now() + answer.ttlS * 1000 });
+    }
+    return answer;
+  };
   const decide = (answer: { v4: string[]; v6: string[] }) => {
     const key = `${answer.v4.join(",")}|${answer.v6.join(",")}`;
     const known = decisions.get(key);
@@ -186,7 +227,7 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
           ? isIP(target) === 6
             ? { v4: [], v6: [target] }
             : { v4: [target], v6: [] }
-          : await resolveWithDeadline(servers, host, timeoutMs, deadline);
+          : await lookUp(host, deadline);
       if (answer.v4.length === 0 && answer.v6.length === 0) {
         throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
       }
