@@ -123,6 +123,36 @@ describe("the vault CLI and vault mcp", () => {
         `${grantId}\\s+pending\\s+prompt\\s+GITHUB_TOKEN\\s+stdio-agent\\s+GET https://[a-z.]+/v1/me\\s+no body`,
       ),
     );
+    // One request in full: the call and the whole body it would send, and how to approve it.
+    const posted = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: {
+          method: "POST",
+          path: "/v1/issues",
+          item_name: "GITHUB_TOKEN",
+          body: { title: "Release notes", labels: ["docs"] },
+        },
+      }),
+    );
+    expect(posted).toMatchObject({ status: "pending" });
+    const shown = await vault(["grants", posted.grant_id as string]);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain(`${posted.grant_id as string}: pending, prompt`);
+    expect(shown.stdout).toContain('The agent "stdio-agent" asked to send this request with GITHUB_TOKEN');
+    expect(shown.stdout).toMatch(/ {4}POST https:\/\/[a-z.]+\/v1\/issues\n/);
+    expect(shown.stdout).toMatch(
+      /The body \(JSON, \d+ bytes\), as the agent wrote it:\n {4}\| \{\n {4}\| {3}"title": "Release notes",/,
+    );
+    expect(shown.stdout).toMatch(/Body SHA-256 [0-9a-f]{64}\n/);
+    expect(shown.stdout).toContain(
+      `Approve exactly this request: vault approve ${posted.grant_id as string}`,
+    );
+    const unknown = await vault(["grants", "grt_nothing"]);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toContain("no approval grt_nothing");
+    outputs.push(shown.stdout, unknown.stderr);
+
     const approved = await vault(["approve", grantId]);
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout).toMatch(
@@ -141,7 +171,13 @@ describe("the vault CLI and vault mcp", () => {
     expect(origin.requests.at(-1)!.headers.authorization).toBe(`Bearer ${CANARY}`);
 
     const mine = payloadOf(await agent.callTool({ name: "list_grants", arguments: {} }));
-    expect(mine.grants).toEqual([expect.objectContaining({ grant_id: grantId, status: "consumed" })]);
+    expect(mine.grants).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ grant_id: grantId, status: "consumed" }),
+        expect.objectContaining({ grant_id: posted.grant_id, status: "pending" }),
+      ]),
+    );
+    expect(mine.grants).toHaveLength(2);
     await expect(
       agent.callTool({ name: "list_items", arguments: { agent_id: "someone-else" } }),
     ).rejects.toMatchObject({ code: -32602 });

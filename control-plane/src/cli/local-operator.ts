@@ -6,6 +6,7 @@ import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { Logger } from "pino";
 import type { AuditEventView } from "../audit/audit.repo.ts";
 import type { PublicGrant } from "../grants/grant-view.ts";
+import type { BodyView } from "../grants/request-body.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { readLocalRuntime } from "../local/local-server.ts";
@@ -29,6 +30,8 @@ export interface LocalOperator {
   listItems(): Promise<ItemView[]>;
   deleteItem(name: string): Promise<void>;
   listGrants(): Promise<PublicGrant[]>;
+  /** One grant with the body its request would send (what the console shows). */
+  findGrant(id: string): Promise<PublicGrant & { body: BodyView | null }>;
   approveGrant(id: string, scope: "once" | "session"): Promise<PublicGrant>;
   revokeGrant(id: string): Promise<PublicGrant>;
   listAudit(filter: { itemName?: string | undefined; limit?: number | undefined }): Promise<AuditEventView[]>;
@@ -42,6 +45,12 @@ export interface LocalOperator {
 }
 
 const WAIT_FOR_HOLDER_MS = 15_000;
+
+function grantNamed<T extends PublicGrant>(grants: readonly T[], id: string): T {
+  const grant = grants.find((g) => g.grant_id === id);
+  if (!grant) throw new AppError("not_found", `no approval ${id} (vault grants lists them)`);
+  return grant;
+}
 
 export async function connectLocalOperator(
   dataDir: string,
@@ -100,6 +109,7 @@ function directOperator(
     listItems: () => vault.items.listItems(org),
     deleteItem: async (name) => vault.items.deleteItem(org, LOCAL_OPERATOR, await itemId(name)),
     listGrants: () => vault.grants.listGrants(org),
+    findGrant: async (id) => grantNamed(await vault.grants.listGrantsInFull(org), id),
     async approveGrant(id, scope) {
       refuseUnsafeText("GRANT_ID", id);
       return vault.grants.approveGrant(org, LOCAL_OPERATOR, id, scope === "session" ? "session" : "prompt");
@@ -162,6 +172,11 @@ function httpOperator(baseUrl: string, token: string): LocalOperator {
       await call("DELETE", `/api/items/${encodeURIComponent(item.id)}`);
     },
     listGrants: async () => (await call<{ grants: PublicGrant[] }>("GET", "/api/grants")).grants,
+    findGrant: async (id) =>
+      grantNamed(
+        (await call<{ grants: (PublicGrant & { body: BodyView | null })[] }>("GET", "/api/grants")).grants,
+        id,
+      ),
     approveGrant: async (id, scope) =>
       (await call<{ grant: PublicGrant }>("POST", "/api/grants", { grant_id: id, scope })).grant,
     revokeGrant: async (id) =>

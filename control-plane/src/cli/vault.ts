@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { AppError } from "@latch/shared/errors";
 import pino from "pino";
-import { describeGrantBody, describeGrantCall } from "../grants/approval-text.ts";
+import { describeGrantBody, describeGrantCall, grantDetail } from "../grants/approval-text.ts";
 import { logDestination } from "../http/human-log.ts";
 import { LOCAL_PORT } from "../local/local-server.ts";
 import { runAuditRotateKeys, runAuditVerify } from "./audit-ledger.command.ts";
@@ -33,7 +33,8 @@ Usage: vault <command> [options]
                                 --host it is stored but sent nowhere until set again with hosts
   list                          credentials: names, hosts, inject mode, last 4 characters; no values
   rm NAME                       delete a credential and its approvals
-  grants                        approvals, pending first
+  grants [GRANT_ID]             approvals, pending first; with an id, that one in full: the request
+                                and the whole body it would send
   approve GRANT_ID [--session]  approve a pending request: one call, or 8 hours with --session
   revoke GRANT_ID               revoke an approval (it stays listed)
   audit [--item NAME] [--limit N]  recent activity; names and hosts, never values
@@ -202,7 +203,14 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "grants": {
-      parse({});
+      const { positionals } = parse({});
+      if (positionals.length > 1) throw new UsageError("usage: vault grants [GRANT_ID]");
+      const id = positionals[0];
+      if (id !== undefined) {
+        const grant = await withOperator(dataDir, logger, (op) => op.findGrant(id));
+        process.stdout.write(grantDetail(grant));
+        return 0;
+      }
       const grants = await withOperator(dataDir, logger, (op) => op.listGrants());
       const order = ["pending", "active"];
       grants.sort((a, b) => (order.indexOf(a.status) + 1 || 9) - (order.indexOf(b.status) + 1 || 9));

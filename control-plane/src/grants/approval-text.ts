@@ -45,20 +45,61 @@ export function describeBodyKind(body: BodyView): string {
 }
 
 /**
- * The body in the mail: its first 2 KiB formatted (JSON indented, form fields as `name: value`),
- * each line behind "| " so no line of it can pose as a line of ours, then its digest.
+ * A body as a person reads it: its first `maxChars` formatted (JSON indented, form fields as
+ * `name: value`), each line behind "| " so no line of it can pose as a line of ours, then its
+ * digest. `whereWhole` says where the rest is read when it was shortened.
  */
-function mailBodyLines(body: BodyView): string[] {
-  const excerpt = bodyExcerpt(body, MAIL_BODY_CHARS);
+function bodyLines(body: BodyView, maxChars: number, whereWhole: string): string[] {
+  const excerpt = bodyExcerpt(body, maxChars);
   return [
     `    The body (${describeBodyKind(body)}), as the agent wrote it:`,
     ...excerpt.lines.map((line) => `    | ${line}`),
-    ...(excerpt.isShortened ? ["    | ... (the first 2 KiB: the inbox shows the whole body)"] : []),
+    ...(excerpt.isShortened ? [`    | ... (${whereWhole})`] : []),
     ...(body.has_hidden_characters
       ? ["    (it holds control or direction characters, shown as \uFFFD: read it with care)"]
       : []),
     `    Body SHA-256 ${body.sha256}`,
   ];
+}
+
+/** The body in the mail: its first 2 KiB (the inbox shows the rest). */
+function mailBodyLines(body: BodyView): string[] {
+  return bodyLines(body, MAIL_BODY_CHARS, "the first 2 KiB: the inbox shows the whole body");
+}
+
+/**
+ * One grant in full, as `vault grants GRANT_ID` prints it: the mail's words about the request with
+ * the whole body it keeps, its state, and how to approve it while it is pending.
+ */
+export function grantDetail(grant: PublicGrant & { body: BodyView | null }): string {
+  const who = describeAgent(grant);
+  const lines = [
+    `${grant.grant_id}: ${grant.status}, ${grant.policy}${grant.expires_at ? `, until ${grant.expires_at}` : ""}`,
+    grant.call
+      ? `${who} asked to send this request with ${grant.item_name} (${grant.environment_id}):`
+      : `${who} asked to use ${grant.item_name} (${grant.environment_id}) for any call (no request was named).`,
+  ];
+  if (grant.call) {
+    lines.push(`    ${describeGrantCall(grant)}`);
+    lines.push(
+      ...(grant.body
+        ? bodyLines(
+            grant.body,
+            Number.POSITIVE_INFINITY,
+            "the first 64 KiB, all that is kept: the digest is of the whole body",
+          )
+        : [`    ${describeGrantBody(grant)}`]),
+    );
+  }
+  if (grant.task_description) lines.push(`Task (written by the agent): "${oneLine(grant.task_description)}"`);
+  if (grant.status === "pending") {
+    lines.push(
+      grant.call
+        ? `Approve exactly this request: vault approve ${grant.grant_id} (one call), or --session (8 hours, calls under its path)`
+        : `Approve: vault approve ${grant.grant_id} (its next call), or --session (8 hours)`,
+    );
+  }
+  return `${lines.join("\n")}\n`;
 }
 
 /** The approval mail (spec 6): who asks, for exactly what, and how to approve. */
