@@ -34,6 +34,33 @@ export async function newTestOrganisation(database: OpenDatabase, name = "Test o
   return id;
 }
 
+/** A credential row written straight to the database (a staging bearer secret unless told otherwise). */
+export async function newTestItem(
+  database: OpenDatabase,
+  organisationId: string,
+  fields: { name: string; hosts?: string[]; sealed?: Uint8Array; keyId?: string; folderId?: string | null },
+): Promise<string> {
+  const id = newId("itm");
+  await database.db
+    .insertInto("items")
+    .values({
+      id,
+      organisation_id: organisationId,
+      environment: "staging",
+      name: fields.name,
+      kind: "secret",
+      sealed_value: fields.sealed ?? Buffer.from(`sealed ${fields.name}`),
+      sealing_key_id: fields.keyId ?? "sk_test",
+      last4: "",
+      allowed_hosts: fields.hosts ?? ["api.latch.test"],
+      inject: "bearer",
+      username: null,
+      folder_id: fields.folderId ?? null,
+    })
+    .execute();
+  return id;
+}
+
 export function isPostgresRun(): boolean {
   return Boolean(process.env.DATABASE_URL);
 }

@@ -7,13 +7,12 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { splitEnvelope } from "@latch/shared/crypto/envelope";
 import { readySodium, sealValue } from "@latch/shared/crypto/seal";
 import { deriveSealingKeyId } from "@latch/shared/crypto/sealing-key-id";
-import { newId } from "@latch/shared/ids";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sealingKeyPath } from "../../egress-proxy/src/keys/sealing-keys.ts";
 import type { OpenDatabase } from "../src/db/database.ts";
 import { rewrapSealedValues } from "../src/items/seal-rewrap.ts";
 import { createSealedValuesRepo } from "../src/items/sealed-values.repo.ts";
-import { newTestOrganisation, testDatabase } from "./database.ts";
+import { newTestItem, newTestOrganisation, testDatabase } from "./database.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
 
 let harness: EgressHarness;
@@ -33,27 +32,8 @@ async function currentKey() {
   return { keyId: info.sealingKeyId, publicKey: new Uint8Array(info.sealingPublicKey) };
 }
 
-async function storeItem(organisationId: string, name: string, keyId: string, sealed: Uint8Array) {
-  const id = newId("itm");
-  await database.db
-    .insertInto("items")
-    .values({
-      id,
-      organisation_id: organisationId,
-      environment: "staging",
-      name,
-      kind: "secret",
-      sealed_value: sealed,
-      sealing_key_id: keyId,
-      last4: "",
-      allowed_hosts: ["api.latch.test"],
-      inject: "bearer",
-      username: null,
-      folder_id: null,
-    })
-    .execute();
-  return id;
-}
+const storeItem = (organisationId: string, name: string, keyId: string, sealed: Uint8Array) =>
+  newTestItem(database, organisationId, { name, keyId, sealed });
 
 async function stored(id: string) {
   return database.db

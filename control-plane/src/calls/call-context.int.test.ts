@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { newId } from "@latch/shared/ids";
 import { beforeAll, describe, expect, it } from "vitest";
-import { newTestOrganisation, testDatabase } from "../../test/database.ts";
+import { newTestItem, newTestOrganisation, testDatabase } from "../../test/database.ts";
 import type { OpenDatabase } from "../db/database.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import { createGrantsRepo, type GrantsRepo } from "../grants/grants.repo.ts";
@@ -61,27 +61,8 @@ async function folder(organisationId: string, name: string) {
   return id;
 }
 
-async function item(organisationId: string, name: string, hosts: string[], folderId: string | null = null) {
-  const id = newId("itm");
-  await database.db
-    .insertInto("items")
-    .values({
-      id,
-      organisation_id: organisationId,
-      environment: "staging",
-      name,
-      kind: "secret",
-      sealed_value: Buffer.from(`sealed ${name}`),
-      sealing_key_id: "sk_test",
-      last4: "",
-      allowed_hosts: hosts,
-      inject: "bearer",
-      username: null,
-      folder_id: folderId,
-    })
-    .execute();
-  return id;
-}
+const item = (organisationId: string, name: string, hosts: string[], folderId: string | null = null) =>
+  newTestItem(database, organisationId, { name, hosts, folderId });
 
 async function grant(
   organisationId: string,
