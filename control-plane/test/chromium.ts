@@ -22,6 +22,24 @@ export interface BrowserRig {
   close(): Promise<void>;
 }
 
+/**
+ * A new page in a context of its own that records what should fail a test: a script error, or
+ * anything the CSP refused.
+ */
+export async function openWatchedPage(
+  browser: Browser,
+  options: { ignoreHTTPSErrors?: boolean } = {},
+): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...options });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
+  });
+  return { page, problems };
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
+  openWatchedPage,
   SHOTS,
   signUpInChromium,
   skipBrowserTests,
@@ -39,16 +40,7 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
   });
 
   /** A page that fails the test on a script error or anything the CSP refused. */
-  async function openPage(): Promise<{ page: Page; problems: string[] }> {
-    const context = await rig!.browser.newContext({ viewport: { width: 1100, height: 900 } });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
-    });
-    return { page, problems };
-  }
+  const openPage = () => openWatchedPage(rig!.browser);
   const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
   const status = (page: Page) => page.locator("#status").textContent();
 

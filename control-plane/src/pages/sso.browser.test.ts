@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
+  openWatchedPage,
   SHOTS,
   signUpInChromium,
   skipBrowserTests,
@@ -42,20 +43,8 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
   });
 
   /** A page that fails the test on a script error or anything the CSP refused. */
-  async function openPage(): Promise<{ page: Page; problems: string[] }> {
-    // The provider's certificate is the test PKI's, which Chromium does not know.
-    const context = await rig!.browser.newContext({
-      viewport: { width: 1100, height: 900 },
-      ignoreHTTPSErrors: true,
-    });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
-    });
-    return { page, problems };
-  }
+  // The provider's certificate is the test PKI's, which Chromium does not know.
+  const openPage = () => openWatchedPage(rig!.browser, { ignoreHTTPSErrors: true });
   const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
   const status = (page: Page) => page.locator("#status").textContent();
   /** A domain of this run's own: the database may hold other runs' connections. */
