@@ -425,7 +425,7 @@ describe("the connection", () => {
     expect((await put({ default_role: "owner" })).statusCode).toBe(400);
     expect((await put({ email_domains: ["not a domain"] })).statusCode).toBe(400);
     expect((await put({ issuer: "http://idp.latch.test" })).statusCode).toBe(400);
-    const unreachable = await put({ issuer: "https://nowhere.latch.test" });
+    const unreachable = await put({ issuer: "https://nowhere.latch.test", client_secret: "s".repeat(24) });
     expect(unreachable.statusCode).toBe(400);
     expect(unreachable.json().error.message).toMatch(/^the issuer's discovery document was refused/);
 
@@ -444,6 +444,19 @@ describe("the connection", () => {
       client_secret_last4: idp.clientSecret.slice(-4),
     });
     expect((await put({ default_role: "auditor" })).statusCode).toBe(200);
+    // The kept secret never goes to another issuer (whose token endpoint would receive it) nor
+    // under another client id: either change needs the new provider's secret.
+    for (const moved of [{ issuer: "https://nowhere.latch.test" }, { client_id: "another-client" }]) {
+      const refused = await put(moved);
+      expect(refused.statusCode, JSON.stringify(moved)).toBe(400);
+      expect(refused.json().error.message).toMatch(
+        /^client_secret is needed when the issuer or client_id changes/,
+      );
+    }
+    expect((await owner.request("GET", "/api/orgs/sso")).json().connection).toMatchObject({
+      issuer: IDP_ISSUER,
+      client_id: idp.clientId,
+    });
   });
 
   it("finds the organisation by address for Sign in with SSO", async () => {

@@ -134,6 +134,18 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
       const hasSecret = input.client_secret !== undefined && input.client_secret !== "";
       if (!hasSecret && !existing)
         throw new AppError("invalid_request", "client_secret is needed for a new connection");
+      // The kept secret is the old provider's: it must never be sent to another issuer's token
+      // endpoint, nor under another client id.
+      if (
+        !hasSecret &&
+        existing &&
+        (existing.issuer.replace(/\/+$/, "") !== issuer || existing.client_id !== clientId)
+      ) {
+        throw new AppError(
+          "invalid_request",
+          "client_secret is needed when the issuer or client_id changes: the saved one is the old provider's",
+        );
+      }
       const emailDomains = checkDomains(input.email_domains);
       const defaultRole = input.default_role ?? "auditor";
       if (typeof defaultRole !== "string" || !(SSO_ROLES as readonly string[]).includes(defaultRole)) {
