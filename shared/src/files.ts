@@ -1,6 +1,20 @@
 // Writing key material and other private files: owner-only permissions, never half-written.
-import { chmodSync, linkSync, mkdirSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+
+/**
+ * Reads a private JSON file (a key file). A file that does not parse is refused naming the file
+ * alone: JSON.parse's own message quotes the text around the fault, which in a key file is key
+ * material, and that message would reach a log.
+ */
+export function readPrivateJson(path: string): unknown {
+  const text = readFileSync(path, "utf8");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(`${path} is not valid JSON (its content is not shown: it holds keys)`);
+  }
+}
 
 /** Creates `dir` (and parents) readable by the owner only. */
 export function ensurePrivateDir(dir: string): void {

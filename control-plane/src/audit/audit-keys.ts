@@ -4,9 +4,9 @@
 // `vault audit-rotate-keys` puts a new key first and strips the private half of the others, whose
 // public halves stay published for ever: a checkpoint must verify as long as its ledger exists.
 import { createPrivateKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
+import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
 import { calculateJwkThumbprint } from "jose";
 import type { AuditKeysDocument } from "./ledger-verify.ts";
 
@@ -48,7 +48,7 @@ async function newKey(now: Date): Promise<StoredAuditKey> {
 }
 
 function readKeys(path: string): AuditKeysFile {
-  const parsed = JSON.parse(readFileSync(path, "utf8")) as AuditKeysFile;
+  const parsed = readPrivateJson(path) as AuditKeysFile;
   if (!Array.isArray(parsed.keys) || !parsed.keys[0]?.private_key) {
     throw new Error(`${path} holds no audit signing key`);
   }

@@ -4,9 +4,9 @@
 // The keyring also holds the pepper that HMACs short codes (email codes, backup codes), so a copy
 // of the database alone does not let anyone brute-force them.
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
+import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
 import { z } from "zod";
 
 const keyringFile = z.object({
@@ -50,7 +50,7 @@ export function loadOrCreateKeyring(path: string): Keyring {
 }
 
 function readKeyringFile(path: string): KeyringFile {
-  return keyringFile.parse(JSON.parse(readFileSync(path, "utf8")));
+  return keyringFile.parse(readPrivateJson(path));
 }
 
 /**

@@ -2,9 +2,9 @@
 // Created on first use and kept owner-only in DATA_DIR, so an MCP client's configuration survives
 // a restart. Compared in constant time through their hashes.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createPrivateFileExclusive } from "@latch/shared/files";
+import { createPrivateFileExclusive, readPrivateJson } from "@latch/shared/files";
 import { z } from "zod";
 
 export interface LocalTokens {
@@ -33,7 +33,7 @@ export function loadOrCreateLocalTokens(dataDir: string): LocalTokens {
     // Exclusive: of two processes starting together, one writes and both read the same file.
     createPrivateFileExclusive(path, `${JSON.stringify(fresh)}\n`);
   }
-  return tokensFile.parse(JSON.parse(readFileSync(path, "utf8")));
+  return tokensFile.parse(readPrivateJson(path));
 }
 
 const digest = (value: string) => createHash("sha256").update(value).digest();

@@ -3,9 +3,9 @@
 // new tokens; `vault oauth-rotate-keys` puts a new key first and keeps the old one listed until
 // every token it signed has expired. Also the keys oidc-provider signs its cookies with.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
+import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
 import { calculateJwkThumbprint, type JWK } from "jose";
 
 /** Access tokens live 600 s with 30 s of skew; a retired key stays listed a little longer. */
@@ -36,7 +36,7 @@ async function newSigningKey(): Promise<StoredJwk> {
 }
 
 function readKeys(path: string): JwksFile {
-  const parsed = JSON.parse(readFileSync(path, "utf8")) as JwksFile;
+  const parsed = readPrivateJson(path) as JwksFile;
   if (!Array.isArray(parsed.keys) || parsed.keys.length === 0 || !Array.isArray(parsed.cookie_keys)) {
     throw new Error(`${path} holds no signing key`);
   }

@@ -3,9 +3,9 @@
 // replica like the other key files: a browser's subscription is bound to the public key it was
 // made with (the applicationServerKey), so every replica must sign with the same one.
 import { createECDH } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createPrivateFileExclusive } from "@latch/shared/files";
+import { createPrivateFileExclusive, readPrivateJson } from "@latch/shared/files";
 import webpush from "web-push";
 
 export interface VapidKeys {
@@ -22,7 +22,7 @@ export function vapidKeysPath(dataDir: string, keyFile?: string): string {
 
 /** The key pair, after checking that the public half is the private half's. */
 function readVapidKeys(path: string): VapidKeys {
-  const parsed = JSON.parse(readFileSync(path, "utf8")) as Partial<VapidKeys>;
+  const parsed = readPrivateJson(path) as Partial<VapidKeys>;
   if (typeof parsed.publicKey !== "string" || typeof parsed.privateKey !== "string") {
     throw new Error(`${path} holds no VAPID key pair`);
   }

@@ -4,7 +4,7 @@
 // build the control plane seals with, about three times cheaper per call. A stored value is an
 // envelope (shared/src/crypto/envelope.ts): its data key is opened once and kept for at most ten
 // minutes (data-key-cache.ts), so a hot credential costs an XChaCha20-Poly1305 decryption a call.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import {
   DATA_KEY_BYTES,
@@ -18,7 +18,7 @@ import {
 } from "@latch/shared/crypto/envelope";
 import { deriveSealingKeyId } from "@latch/shared/crypto/sealing-key-id";
 import { AppError } from "@latch/shared/errors";
-import { createPrivateFileExclusive, writePrivateFileAtomic } from "@latch/shared/files";
+import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
 import sodium from "sodium-native";
 import { createDataKeyCache, type DataKeyCache } from "./data-key-cache.ts";
 
@@ -80,7 +80,7 @@ function newStoredKey(): StoredKey {
  * key; `vault seal-rewrap` then moves every stored value to it, after which the old keys can go.
  */
 export function addSealingKey(path: string): string {
-  const parsed = JSON.parse(readFileSync(path, "utf8")) as { keys?: StoredKey[] };
+  const parsed = readPrivateJson(path) as { keys?: StoredKey[] };
   const key = newStoredKey();
   writePrivateFileAtomic(path, `${JSON.stringify({ keys: [key, ...(parsed.keys ?? [])] }, null, 2)}\n`);
   return key.keyId;
@@ -96,7 +96,7 @@ function readKeys(path: string): {
   keys: Map<string, KeyPair>;
   current: { keyId: string; publicKey: Uint8Array };
 } {
-  const parsed = JSON.parse(readFileSync(path, "utf8")) as { keys?: StoredKey[] };
+  const parsed = readPrivateJson(path) as { keys?: StoredKey[] };
   const keys = new Map<string, KeyPair>();
   for (const k of parsed.keys ?? []) {
     const publicKey = Buffer.from(k.publicKey, "base64url");
