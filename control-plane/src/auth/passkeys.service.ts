@@ -9,6 +9,7 @@ import { newId } from "@latch/shared/ids";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import {
   type AuthenticationResponseJSON,
+  type AuthenticatorTransport,
   generateAuthenticationOptions,
   generateRegistrationOptions,
   type PublicKeyCredentialCreationOptionsJSON,
@@ -72,9 +73,39 @@ export interface PasskeysDeps {
   now: () => Date;
 }
 
+/**
+ * What a WebAuthn library's refusal may tell the log: its words, not the values it quotes (it
+ * quotes the expected challenge, which may still be live for another session or browser).
+ */
+export function passkeyFailureCause(error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(message.replace(/"[^"]*"|'[^']*'|`[^`]*`/g, '"…"').slice(0, 300));
+}
+
+/** WebAuthn's authenticator transports (Level 3); the browser's list is kept to these, each once. */
+const TRANSPORTS: ReadonlySet<string> = new Set([
+  "ble",
+  "cable",
+  "hybrid",
+  "internal",
+  "nfc",
+  "smart-card",
+  "usb",
+]);
+
+/** The transports a new passkey's answer names, as stored and handed back in allow lists. */
+export function knownTransports(raw: unknown): AuthenticatorTransport[] {
+  if (!Array.isArray(raw)) return [];
+  return [
+    ...new Set(raw.filter((t): t is AuthenticatorTransport => typeof t === "string" && TRANSPORTS.has(t))),
+  ];
+}
+
 /** The one refusal of an answer that does not verify: which check failed is logged, not told. */
 function refused(cause?: unknown): AppError {
-  return new AppError("passkey_invalid", "the passkey's answer was not accepted; try again", { cause });
+  return new AppError("passkey_invalid", "the passkey's answer was not accepted; try again", {
+    cause: cause === undefined || typeof cause === "string" ? cause : passkeyFailureCause(cause),
+  });
 }
 
 export function checkPasskeyName(raw: unknown): string {
@@ -173,7 +204,7 @@ export function createPasskeysService(deps: PasskeysDeps) {
         });
       } catch (error) {
         throw new AppError("passkey_invalid", "the new passkey's answer was not accepted; add it again", {
-          cause: error,
+          cause: passkeyFailureCause(error),
         });
       }
       if (!verified.verified) throw refused();
@@ -190,7 +221,7 @@ export function createPasskeysService(deps: PasskeysDeps) {
           credentialId: info.credential.id,
           publicKey: info.credential.publicKey,
           signCount: info.credential.counter,
-          transports: (info.credential.transports ?? []).slice(0, 8),
+          transports: knownTransports(info.credential.transports),
           deviceType: info.credentialDeviceType,
           backedUp: info.credentialBackedUp,
           aaguid: info.aaguid,
