@@ -45,7 +45,10 @@ async function stored(id: string) {
 
 /** What the proxy opens a stored value to (a resolve ticket, as a trusted runtime's). */
 async function opened(id: string): Promise<string> {
-  const row = await stored(id);
+  return openedValue(await stored(id));
+}
+
+function openedValue(row: { sealing_key_id: string; sealed_value: Uint8Array }): Promise<string> {
   return harness.client.resolve(
     harness.minter.mintResolveTicket({
       credential: {
@@ -152,14 +155,36 @@ describe("vault seal-rewrap", () => {
       old.keyId,
       (await sealValue(old, "sk_live_survives")).sealed,
     );
+    // The organisation's SSO client secret is a stored secret too.
+    await database.db
+      .insertInto("sso_connections")
+      .values({
+        organisation_id: org,
+        issuer: "https://idp.latch.test",
+        client_id: "latch",
+        sealed_client_secret: (await sealValue(old, "sso_client_secret_survives")).sealed,
+        sealing_key_id: old.keyId,
+        client_secret_last4: "ives",
+        email_domains: ["corp.latch.test"],
+        created_at: new Date(),
+        updated_at: new Date(),
+      })
+      .execute();
     const next = await rotate();
-    expect(await rewrap(org)).toMatchObject({ keyId: next, rewrapped: 1, unopened: 0 });
+    expect(await rewrap(org)).toMatchObject({ keyId: next, rewrapped: 2, unopened: 0 });
     // The old key taken out of the file: the proxy reads it again and holds only the new one.
     const path = sealingKeyPath(harness.dataDir);
     const file = JSON.parse(readFileSync(path, "utf8")) as { keys: { keyId: string }[] };
     writeFileSync(path, JSON.stringify({ keys: file.keys.filter((k) => k.keyId !== old.keyId) }));
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(await opened(item)).toBe("sk_live_survives");
+    const sso = await database.db
+      .selectFrom("sso_connections")
+      .select(["sealing_key_id", "sealed_client_secret as sealed_value"])
+      .where("organisation_id", "=", org)
+      .executeTakeFirstOrThrow();
+    expect(sso.sealing_key_id).toBe(next);
+    expect(await openedValue(sso)).toBe("sso_client_secret_survives");
     const stale = await storeItem(
       org,
       "STALE_KEY",

@@ -1,18 +1,23 @@
-// The stored secrets as `vault seal-rewrap` walks them: every sealed value of the items and of
-// their minted access tokens that is not yet an envelope under the proxy's current key, in id
-// order, and the conditional write of the same value sealed again.
+// The stored secrets as `vault seal-rewrap` walks them: every sealed value of the items, of their
+// minted access tokens and of the organisations' single sign-on client secrets that is not yet an
+// envelope under the proxy's current key, in id order, and the conditional write of the same value
+// sealed again. (SSO and connect flows in flight seal a PKCE verifier for at most 10 minutes: they
+// end long before an old key may leave.)
 import { ENVELOPE_HEADER } from "@latch/shared/crypto/envelope";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 
-/** The tables that hold sealed values for long: credentials and their minted access tokens. */
-export const SEALED_TABLES = ["items", "item_tokens"] as const;
+/**
+ * The tables that hold sealed values for long: credentials, their minted access tokens and the
+ * SSO connections' client secrets.
+ */
+export const SEALED_TABLES = ["items", "item_tokens", "sso_connections"] as const;
 export type SealedTable = (typeof SEALED_TABLES)[number];
 
 export interface SealedValueRow {
-  /** The row's id (an item's, or for a token the id of its item). */
+  /** The row's id (an item's; for a token the id of its item; for SSO its organisation's). */
   id: string;
-  /** For messages only: the item's name (a token: its item's). */
+  /** For messages only: the item's name (a token: its item's; SSO: "SSO client secret"). */
   name: string;
   keyId: string;
   sealedValue: Uint8Array;
@@ -45,8 +50,8 @@ const HEADER = Buffer.from(ENVELOPE_HEADER);
 /** `organisationId`: one organisation's values only (tests); every organisation's by default. */
 export function createSealedValuesRepo(db: Kysely<Database>, organisationId?: string): SealedValuesRepo {
   /** Not yet an envelope under the current key: another key, or a bare sealed box. */
-  const behind = (currentKeyId: string) =>
-    sql<boolean>`(sealing_key_id <> ${currentKeyId} or substring(sealed_value from 1 for 5) <> ${HEADER})`;
+  const behind = (currentKeyId: string, column: "sealed_value" | "sealed_client_secret" = "sealed_value") =>
+    sql<boolean>`(sealing_key_id <> ${currentKeyId} or substring(${sql.ref(column)} from 1 for 5) <> ${HEADER})`;
 
   return {
     async findToRewrap(table, currentKeyId, afterId, limit) {
@@ -65,6 +70,23 @@ export function createSealedValuesRepo(db: Kysely<Database>, organisationId?: st
           name: r.name,
           keyId: r.sealing_key_id,
           sealedValue: r.sealed_value,
+        }));
+      }
+      if (table === "sso_connections") {
+        const rows = await db
+          .selectFrom("sso_connections")
+          .select(["organisation_id", "sealing_key_id", "sealed_client_secret"])
+          .where("organisation_id", ">", afterId)
+          .$if(organisationId !== undefined, (q) => q.where("organisation_id", "=", organisationId!))
+          .where(behind(currentKeyId, "sealed_client_secret"))
+          .orderBy("organisation_id")
+          .limit(limit)
+          .execute();
+        return rows.map((r) => ({
+          id: r.organisation_id,
+          name: "SSO client secret",
+          keyId: r.sealing_key_id,
+          sealedValue: r.sealed_client_secret,
         }));
       }
       const rows = await db
@@ -98,12 +120,21 @@ export function createSealedValuesRepo(db: Kysely<Database>, organisationId?: st
         .selectFrom(table)
         .select((eb) => eb.fn.countAll<string>().as("n"))
         .$if(organisationId !== undefined, (q) => q.where("organisation_id", "=", organisationId!))
-        .where(behind(currentKeyId))
+        .where(behind(currentKeyId, table === "sso_connections" ? "sealed_client_secret" : "sealed_value"))
         .executeTakeFirst();
       return Number(row?.n ?? 0);
     },
     async updateRewrapped(table, id, previous, next) {
       const change = { sealed_value: next.sealedValue, sealing_key_id: next.keyId };
+      if (table === "sso_connections") {
+        const result = await db
+          .updateTable("sso_connections")
+          .set({ sealed_client_secret: next.sealedValue, sealing_key_id: next.keyId })
+          .where("organisation_id", "=", id)
+          .where("sealed_client_secret", "=", previous)
+          .executeTakeFirst();
+        return result.numUpdatedRows === 1n;
+      }
       const result =
         table === "items"
           ? await db
