@@ -337,19 +337,26 @@ describe("a session begun with single sign-on", () => {
   it("acts in its organisation alone and leaves the account's sign-in factors as they are", async () => {
     const browser = newBrowser();
     await signInWithSso(browser, corpEmail("confined"));
-    const refusals = [
-      await browser.request("POST", "/api/orgs", { name: "Elsewhere" }),
-      await browser.request("POST", "/api/orgs/switch", { organisation_id: "org_other" }),
-      await browser.request("POST", "/api/auth/passkeys/options", {}),
-      await browser.request("POST", "/api/auth/totp/start", {}),
-    ];
-    for (const refused of refusals) {
-      expect(refused.statusCode, refused.body).toBe(403);
-      expect(refused.json().error.code).toBe("sso_session");
-    }
+    const refusedAsSso = async () => {
+      const refusals = [
+        await browser.request("POST", "/api/orgs", { name: "Elsewhere" }),
+        await browser.request("POST", "/api/orgs/switch", { organisation_id: "org_other" }),
+        await browser.request("POST", "/api/auth/passkeys/options", {}),
+        await browser.request("POST", "/api/auth/totp/start", {}),
+      ];
+      return refusals.map((refused) => `${refused.statusCode} ${refused.json().error?.code}`);
+    };
+    // The plain sign-in said nothing of when the provider checked the person (no auth_time): adding
+    // a passkey asks for a step-up first, and is refused to an SSO session after it (below).
+    expect(await refusedAsSso()).toEqual([
+      "403 sso_session",
+      "403 sso_session",
+      "403 step_up_required",
+      "403 sso_session",
+    ]);
     // No passkey and no authenticator: its step-up is signing in with the provider again, which
-    // is asked to check the person afresh (prompt=login). As an approver within 5 minutes of the
-    // sign-in, an Always allow passes the step-up (the grant is then simply not found).
+    // is asked to check the person afresh (prompt=login). A plain sign-in that did not say when it
+    // checked the person is no step-up.
     const me = (await browser.request("GET", "/api/auth/me")).json();
     await h.plane.database.db
       .updateTable("memberships")
@@ -368,7 +375,8 @@ describe("a session begun with single sign-on", () => {
       )
       .execute();
     const fresh = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
-    expect(fresh.statusCode).toBe(404);
+    expect(fresh.statusCode).toBe(403);
+    expect(fresh.json().error).toMatchObject({ code: "step_up_required", methods: ["sso"] });
     h.clock.advance(6 * 60_000);
     const stale = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
     expect(stale.statusCode).toBe(403);
@@ -397,6 +405,36 @@ describe("a session begun with single sign-on", () => {
     expect(dated.headers.location).toBe("/console#inbox");
     const passed = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
     expect(passed.statusCode).toBe(404);
+    // Verified now, the session is still an SSO session: its account's factors are not its to change.
+    expect(await refusedAsSso()).toEqual(Array(4).fill("403 sso_session"));
+  });
+});
+
+describe("a sign-in whose provider does not say when it checked the person", () => {
+  it("is a whole sign-in, and no step-up until one through the provider", async () => {
+    const browser = newBrowser();
+    const email = corpEmail("undated");
+    const { answer } = await signInWithSso(browser, email, { tamper: "no_auth_time" });
+    expect(answer.statusCode, answer.body).toBe(303);
+    expect((await browser.request("GET", "/api/auth/me")).statusCode).toBe(200);
+    const { id } = await h.plane.database.db
+      .selectFrom("operators")
+      .select("id")
+      .where("email", "=", email)
+      .executeTakeFirstOrThrow();
+    await h.plane.database.db
+      .updateTable("memberships")
+      .set({ role: "approver" })
+      .where("organisation_id", "=", organisationId)
+      .where("operator_id", "=", id)
+      .execute();
+    // Right after the sign-in: the provider may have reused a session of its own, so this is no
+    // fresh verification.
+    const standing = await browser.request("POST", "/api/grants/grt_none/approve", {
+      policy: "item_standing",
+    });
+    expect(standing.statusCode).toBe(403);
+    expect(standing.json().error).toMatchObject({ code: "step_up_required", methods: ["sso"] });
   });
 });
 

@@ -34,7 +34,8 @@ export function createSessionsRepo(db: Kysely<Database>) {
       organisationId: string | null,
       userAgent: string | undefined,
       now: Date,
-      verified?: { method: VerifiedMethod; at: Date },
+      /** A whole sign-in, and when the person was last verified (null: not known, no step-up). */
+      verified?: { method: VerifiedMethod; at: Date | null },
       /** A single sign-on: the session acts in this organisation only. */
       ssoOrganisationId?: string,
     ): Promise<NewSession> {

@@ -52,8 +52,11 @@ export interface SsoSignInDeps {
 export interface SignedInWithSso {
   operatorId: string;
   organisationId: string;
-  /** When the person last proved themselves to the provider (auth_time), else now. */
-  verifiedAt: Date;
+  /**
+   * When the person last proved themselves to the provider (auth_time); null when the provider did
+   * not say, which is then no verification for a step-up (a provider may reuse its own session).
+   */
+  verifiedAt: Date | null;
   returnTo: string | null;
 }
 
@@ -154,11 +157,11 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
       });
       const email = checkedEmail(claims, connection.email_domains);
       const operatorId = await accountFor(connection, email, now);
-      const authTime = typeof claims.auth_time === "number" ? new Date(claims.auth_time * 1000) : now;
+      const authTime = typeof claims.auth_time === "number" ? new Date(claims.auth_time * 1000) : null;
       return {
         operatorId,
         organisationId: connection.organisation_id,
-        verifiedAt: authTime < now ? authTime : now,
+        verifiedAt: authTime === null ? null : authTime < now ? authTime : now,
         returnTo: flow.return_to,
       };
     },

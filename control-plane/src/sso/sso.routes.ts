@@ -213,7 +213,8 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
       signedIn.organisationId,
       request.headers["user-agent"],
       now,
-      // The provider owns the second factor: a whole sign-in, verified when it last checked.
+      // The provider owns the second factor: a whole sign-in, verified when it says it last checked
+      // (auth_time); without it the session passes no step-up until one through the provider.
       { method: "sso", at: signedIn.verifiedAt },
       signedIn.organisationId,
     );
