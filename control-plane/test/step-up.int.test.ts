@@ -257,7 +257,14 @@ describe("changing how the account signs in", () => {
     h.clock.advance(6 * MINUTE);
     expectStepUp(await browser.request("POST", "/api/auth/passkeys/options", {}), ["totp"]);
     expectStepUp(await browser.request("DELETE", "/api/auth/totp"), ["totp"]);
+    // New backup codes too: one phished authenticator code must not mint them.
+    expectStepUp(await browser.request("POST", "/api/auth/backup-codes/regenerate", { code: code() }), [
+      "totp",
+    ]);
     expect((await browser.request("POST", "/api/auth/totp/verify", { code: code() })).statusCode).toBe(200);
+    const regenerated = await browser.request("POST", "/api/auth/backup-codes/regenerate", { code: code() });
+    expect(regenerated.statusCode, regenerated.body).toBe(200);
+    expect(regenerated.json().backup_codes).toHaveLength(10);
     // The authenticator is the only factor: it stays.
     const last = await browser.request("DELETE", "/api/auth/totp");
     expect(last.statusCode).toBe(409);

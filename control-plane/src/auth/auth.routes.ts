@@ -222,9 +222,15 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     };
   });
 
+  // New backup codes stand in for the second factor: a step-up first, so that a phished
+  // authenticator code alone cannot mint them (and void the owner's own).
+  const regeneratesCodes = checkedFirst(
+    { ...operatorOnly("account"), stepUp: { doing: "making new backup codes", scope: "account" } },
+    (request: FastifyRequest) => requireOperator(request, { mfa: true }),
+  );
   api.post(
     "/api/auth/backup-codes/regenerate",
-    { ...readyOnly, schema: { body: totpCode, response: { 200: backupCodes } } },
+    { ...regeneratesCodes, schema: { body: totpCode, response: { 200: backupCodes } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       refuseInSsoSession(context.session, "making new backup codes");
