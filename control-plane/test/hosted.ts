@@ -27,15 +27,23 @@ export interface ReceivedMail {
 export interface SmtpInbox {
   port: number;
   mails: ReceivedMail[];
+  /** While true, every recipient is refused (550), as a relay that is down for us would. */
+  isRefusing: boolean;
   close(): Promise<void>;
 }
 
 export async function startSmtpInbox(): Promise<SmtpInbox> {
   const mails: ReceivedMail[] = [];
+  const inbox = { isRefusing: false };
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS", "AUTH"],
     logger: false,
+    onRcptTo(_address, _session, callback) {
+      callback(
+        inbox.isRefusing ? Object.assign(new Error("mailbox unavailable"), { responseCode: 550 }) : undefined,
+      );
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
@@ -48,7 +56,11 @@ export async function startSmtpInbox(): Promise<SmtpInbox> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const port = (server.server.address() as AddressInfo).port;
-  return { port, mails, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return Object.assign(inbox, {
+    port,
+    mails,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  });
 }
 
 export interface HostedHarness {

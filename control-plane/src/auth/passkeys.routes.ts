@@ -71,13 +71,29 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
   );
   const cookieName = ceremonyCookie(deps.isSecureCookies);
 
-  async function mailOperator(operatorId: string, what: string): Promise<void> {
-    const operator = await deps.totp.getOperator(operatorId);
-    await deps.mailer.send({
-      to: operator.email,
-      subject: `Latch: ${what}`,
-      text: `${what} on your Latch account (${operator.email}) at ${deps.now().toISOString()}.\n\nIf this was not you, sign in, check your passkeys and authenticator under Access, and sign out every other session.`,
-    });
+  /**
+   * The security notice of a change already saved. A mail that cannot go out is logged, never the
+   * change's answer: a 500 would tell the operator a saved change failed, and a retry would meet
+   * "not found" or "already added".
+   */
+  async function mailOperator(request: FastifyRequest, operatorId: string, what: string): Promise<void> {
+    try {
+      const operator = await deps.totp.getOperator(operatorId);
+      await deps.mailer.send({
+        to: operator.email,
+        subject: `Latch: ${what}`,
+        text: `${what} on your Latch account (${operator.email}) at ${deps.now().toISOString()}.\n\nIf this was not you, sign in, check your passkeys and authenticator under Access, and sign out every other session.`,
+      });
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      request.log.error(
+        {
+          operator_id: operatorId,
+          error: `${(error as Error)?.name ?? "Error"} ${typeof code === "string" ? code : ""}`.trim(),
+        },
+        "the security notice of a sign-in change could not be mailed",
+      );
+    }
   }
 
   // "Sign in with a passkey": the browser gets a challenge bound to a cookie of its own, so an
@@ -194,7 +210,7 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
         name: request.body.name,
         response: request.body.response,
       });
-      await mailOperator(operatorId, `the passkey "${passkey.name}" was added`);
+      await mailOperator(request, operatorId, `the passkey "${passkey.name}" was added`);
       return reply.status(201).send({ passkey });
     },
   );
@@ -207,7 +223,7 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
       refuseInSsoSession(session, "removing a passkey");
       const named = (await deps.passkeys.list(operatorId)).find((p) => p.id === request.params.id);
       await deps.passkeys.remove(operatorId, request.params.id);
-      await mailOperator(operatorId, `the passkey "${named?.name ?? "?"}" was removed`);
+      await mailOperator(request, operatorId, `the passkey "${named?.name ?? "?"}" was removed`);
       return { ok: true as const };
     },
   );
@@ -220,7 +236,7 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
       const { session, operatorId } = await requireOperator(request, { mfa: true });
       refuseInSsoSession(session, "removing the authenticator app");
       await deps.totp.disable(operatorId);
-      await mailOperator(operatorId, "the authenticator app was removed");
+      await mailOperator(request, operatorId, "the authenticator app was removed");
       return { ok: true as const };
     },
   );

@@ -386,8 +386,12 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await page.getByRole("button", { name: "Remove the authenticator app" }).click();
     await page.getByRole("button", { name: "Remove it" }).click();
     // With a passkey on the account, only the passkey confirms (a phished code no longer would).
+    // The mail relay is down: the removal is saved and said so; the notice is logged as unsent.
+    h.inbox.isRefusing = true;
     await dialog.getByRole("button", { name: "Confirm with your passkey" }).click();
     await expect.poll(() => status(page)).toBe("Removed the authenticator app.");
+    h.inbox.isRefusing = false;
+    expect(h.logs.text()).toContain("the security notice of a sign-in change could not be mailed");
     await expect
       .poll(() => page.locator("#authenticator-state").textContent())
       .toBe("Set up an authenticator app");
