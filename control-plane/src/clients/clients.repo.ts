@@ -89,6 +89,8 @@ export function createClientsRepo(db: Kysely<Database>): ClientsRepo {
         .updateTable("clients")
         .set({ last_used_at: change.lastUsedAt, first_used_at: change.firstUsedAt })
         .where("id", "=", id)
+        // A client revoked meanwhile (on another replica) is not shown as used after it.
+        .where("revoked_at", "is", null)
         .execute();
     },
   };

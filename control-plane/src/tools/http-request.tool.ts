@@ -32,7 +32,14 @@ export async function runHttpRequest(
   // The client, the credential and the agent's usable grants in one statement, where the calls
   // service has one (issue 27); each is then what its feature's own read would have answered.
   const context = await readCallContext(deps, scope, args);
-  if (context && scope.bearerToConfirm !== undefined && !context.clientLive) throw new BearerNotLive();
+  if (scope.bearerToConfirm !== undefined) {
+    // The MCP route let a bearer seen live lately through unconfirmed: the call's statement is
+    // its confirmation, so without one the call does not go on (never fail open).
+    if (context === undefined) {
+      throw new AppError("internal", "a remembered bearer can only be confirmed by the call's context");
+    }
+    if (!context.clientLive) throw new BearerNotLive();
+  }
   const located = await locateOrAnswer(deps, scope, args, context);
   if ("payload" in located) return located;
   const { item, host, path } = located;

@@ -50,7 +50,8 @@ export function createDataKeyCache(
 ): DataKeyCache {
   const capacity = options.capacity ?? DEFAULT_DATA_KEY_CAPACITY;
   const ttlMs = Math.min(options.ttlMs ?? DATA_KEY_TTL_MS, DATA_KEY_TTL_MS);
-  const now = options.now ?? Date.now;
+  // A monotonic clock: a wall clock stepped back (NTP) must not stretch the 10 minutes.
+  const now = options.now ?? (() => performance.now());
   const memory = capacity > 0 ? sodium.sodium_malloc(capacity * KEY_BYTES) : Buffer.alloc(0);
   sodium.sodium_memzero(memory);
   // Map order is insertion order, and every entry lives ttlMs from insertion: the first entry is
