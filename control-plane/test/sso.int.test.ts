@@ -410,6 +410,27 @@ describe("a session begun with single sign-on", () => {
   });
 });
 
+describe("a sign-in started by another site's page (login CSRF)", () => {
+  it("is not started: the page asks to continue, and Continue from it starts the flow", async () => {
+    const browser = newBrowser();
+    const path = `/sso/${slug}?login_hint=someone%40${DOMAIN}`;
+    for (const site of ["cross-site", "same-site"]) {
+      const framed = await browser.request("GET", path, undefined, { "sec-fetch-site": site });
+      expect(framed.statusCode, site).toBe(200);
+      expect(framed.headers["set-cookie"]).toBeUndefined();
+      expect(framed.headers["content-type"]).toMatch(/^text\/html/);
+      expect(framed.body).toContain("Another site sent you here");
+      expect(framed.body).toContain(`href="/sso/${slug}?login_hint=someone%40${DOMAIN}"`);
+    }
+    // Continue is a navigation from this very site; typed or bookmarked addresses send none.
+    for (const site of ["same-origin", "none", undefined]) {
+      const started = await browser.request("GET", path, undefined, site ? { "sec-fetch-site": site } : {});
+      expect(started.statusCode, String(site)).toBe(302);
+      expect(new URL(String(started.headers.location)).host).toBe(IDP_HOST);
+    }
+  });
+});
+
 describe("a sign-in whose provider does not say when it checked the person", () => {
   it("is a whole sign-in, and no step-up until one through the provider", async () => {
     const browser = newBrowser();

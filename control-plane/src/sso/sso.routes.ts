@@ -157,10 +157,23 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
     },
   );
 
+  const continuePage = readPage("pages/sso-continue.html", ["organisation", "href"]);
+
   api.get(
     "/sso/:org_slug",
     { schema: { params: slugParams, querystring: startQuery } },
     async (request, reply) => {
+      // Login CSRF: another site's page must not start a sign-in that lands this browser in an
+      // account of the attacker's provider. A navigation from elsewhere (Fetch Metadata) gets a
+      // page whose Continue is a same-origin navigation; typed, bookmarked or our own links go on.
+      const site = request.headers["sec-fetch-site"];
+      if (site === "cross-site" || site === "same-site") {
+        return sendPage(
+          reply.status(200).header("referrer-policy", "no-referrer"),
+          "sso-result",
+          continuePage.fill({ organisation: request.params.org_slug, href: request.url }),
+        );
+      }
       const browserToken = randomBytes(32).toString("base64url");
       let url: URL;
       try {
