@@ -415,6 +415,17 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.waitForURL(`${base}/verify-totp`);
     await expect.poll(() => page.locator("#verify-heading").textContent()).toBe("Confirm it is you");
+    // Someone who reads this mailbox has the email code alone: no authenticator of theirs may be
+    // set up on a passkey-only account at this step (it would then pass the second step).
+    for (const [method, path, body] of [
+      ["POST", "/api/auth/totp/start", {}],
+      ["GET", "/api/auth/totp/pending", undefined],
+      ["POST", "/api/auth/totp/confirm", { code: "123456" }],
+    ] as const) {
+      const refused = await pageApi(page, method, path, body);
+      expect(refused.status, `${path} ${JSON.stringify(refused.json)}`).toBe(403);
+      expect(refused.json.error, `${path} ${JSON.stringify(refused.json)}`).toBe("mfa_required");
+    }
     await page.getByRole("button", { name: "Use a passkey" }).click();
     await page.waitForURL(`${base}/console`);
 
