@@ -6,16 +6,20 @@
 //   npm run bench:egress -- [--vus 1,4,16] [--direct-iterations N] [--proxy-iterations N] [--warmup N]
 //                           [--cpu-prof]
 //
-// The origin runs in its own process; the proxy and the floor in this one (idle otherwise while k6
-// runs; only one of them has calls at a time), k6 in a third. See loadtest/README.md.
+// The origin, the proxy and the floor each run in a process of their own (only one of the last two
+// has calls at a time), k6 in another; this one mints the tickets. See loadtest/README.md.
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createProfiler, type Profiler, summarizeProfile } from "./lib/cpu-profile.ts";
-import { echoCallSpec, startBenchProxy, writeTicketFile } from "./lib/egress.ts";
-import { startFloorForwarder } from "./lib/floor-forwarder.ts";
+import {
+  type EgressTarget,
+  echoCallSpec,
+  startBenchFloor,
+  startBenchProxy,
+  writeTicketFile,
+} from "./lib/egress.ts";
 import {
   ensureK6,
   figuresOf,
@@ -35,9 +39,11 @@ const { values: args } = parseArgs({
     vus: { type: "string", default: "1,4,16" },
     "direct-iterations": { type: "string", default: "20000" },
     // Also the floor's: both answer the same gRPC calls.
-    "proxy-iterations": { type: "string", default: "4000" },
-    warmup: { type: "string", default: "300" },
-    // Profiles this process during the measured proxy runs and, apart, the floor runs.
+    "proxy-iterations": { type: "string", default: "12000" },
+    // Long enough for V8 to have compiled the proxy's hot code before the measured run: after
+    // 300 calls its compiler threads were still 12 % of the proxy's CPU (loadtest/README.md).
+    warmup: { type: "string", default: "3000" },
+    // Profiles the proxy's process during its measured runs and the floor's during its own.
     "cpu-prof": { type: "boolean", default: false },
   },
 });
@@ -80,11 +86,11 @@ async function main(): Promise<void> {
     originPort: origin.port,
     logPath: join(RESULTS_DIR, "bench-egress.proxy.log"),
   });
-  const floor = await startFloorForwarder({ originPort: origin.port, secret });
-  const call = await echoCallSpec(bench.proxy, secret);
+  const floor = await startBenchFloor({ originPort: origin.port, secret });
+  const call = await echoCallSpec(bench.sealingKey, secret);
   console.log(
-    `origin https://api.latch.test:${origin.port} (pid ${origin.pid}), proxy grpc ${bench.address},` +
-      ` floor grpc ${floor.address}`,
+    `origin https://api.latch.test:${origin.port} (pid ${origin.pid}), proxy grpc ${bench.address}` +
+      ` (pid ${bench.pid}), floor grpc ${floor.address} (pid ${floor.pid})`,
   );
 
   const directVars = { ORIGIN_PORT: origin.port, SECRET: secret };
@@ -92,28 +98,26 @@ async function main(): Promise<void> {
   const ticketsFile = join(RESULTS_DIR, "bench-egress.tickets.json");
   const grpcVars = { PROTO_ROOT, TICKETS_FILE: ticketsFile, SECRET: secret };
 
-  const profilers = args["cpu-prof"]
-    ? { proxy: await createProfiler(), floor: await createProfiler() }
-    : undefined;
+  const isProfiling = args["cpu-prof"];
 
   /**
-   * One k6 run, with the origin's (and this process's, i.e. the proxy's or floor's) CPU time
-   * around it; profiled when a profiler is given.
+   * One k6 run, with the origin's CPU time around it and, for a proxied run, the target's (the
+   * proxy's or the floor's); the target profiled when asked.
    */
-  async function measured(run: Parameters<typeof runK6>[0], profiler?: Profiler) {
+  async function measured(run: Parameters<typeof runK6>[0], target?: EgressTarget, isProfiled = false) {
     const originBefore = await origin.stats();
-    await profiler?.resume();
-    const cpuBefore = process.cpuUsage();
+    if (isProfiled) await target?.profile("resume");
+    const cpuBefore = (await target?.cpuMs()) ?? 0;
     const started = performance.now();
     const result = await runK6(run);
     const wallMs = performance.now() - started;
-    const cpu = process.cpuUsage(cpuBefore);
-    await profiler?.pause();
+    const cpuAfter = (await target?.cpuMs()) ?? 0;
+    if (isProfiled) await target?.profile("pause");
     const originAfter = await origin.stats();
     return {
       result,
       wallMs,
-      selfCpuMs: (cpu.user + cpu.system) / 1000,
+      targetCpuMs: cpuAfter - cpuBefore,
       originRequests: originAfter.requests - originBefore.requests,
       originCpuMs: originAfter.cpuMs - originBefore.cpuMs,
     };
@@ -147,19 +151,20 @@ async function main(): Promise<void> {
     isWarmUp = false,
   ): Promise<Run & { ok: number }> {
     writeTicketFile(bench.minter, call, iterations, ticketsFile);
-    const profiler = isWarmUp ? undefined : profilers?.[target];
+    const subject = target === "proxy" ? bench : floor;
     const m = await measured(
       {
         name,
         script: PROXY_SCRIPT,
         vars: {
           ...grpcVars,
-          PROXY_ADDR: target === "proxy" ? bench.address : floor.address,
+          PROXY_ADDR: subject.address,
           VUS: vus,
           ITERATIONS: iterations,
         },
       },
-      profiler,
+      subject,
+      isProfiling && !isWarmUp,
     );
     const figures = figuresOf(m.result, {
       scenario: target === "proxy" ? "proxy (gRPC Execute)" : "floor (bare forwarder)",
@@ -178,8 +183,8 @@ async function main(): Promise<void> {
       figures,
       originCpuMsPerRequest: m.originCpuMs / m.originRequests,
       k6CpuMsPerRequest: perRequest(m.result.cpuMs, iterations),
-      proxyCpuMsPerCall: m.selfCpuMs / iterations,
-      proxyCoreShare: m.selfCpuMs / m.wallMs,
+      proxyCpuMsPerCall: m.targetCpuMs / iterations,
+      proxyCoreShare: m.targetCpuMs / m.wallMs,
       ok: Math.min(ok, m.originRequests),
     };
   }
@@ -215,16 +220,15 @@ async function main(): Promise<void> {
     proxiedPlanned += proxyIterations;
   }
 
-  if (profilers) {
-    for (const [target, profiler] of Object.entries(profilers)) {
-      const path = join(RESULTS_DIR, `bench-egress.${target}.cpuprofile`);
-      const profile = await profiler.finish(path);
-      if (profile)
-        console.log(`\nCPU profile of the ${target} runs (${path}):\n${summarizeProfile(profile)}`);
+  if (isProfiling) {
+    for (const target of [bench, floor]) {
+      const path = join(RESULTS_DIR, `bench-egress.${target.kind}.cpuprofile`);
+      const summary = await target.finishProfile(path);
+      if (summary) console.log(`\nCPU profile of the ${target.kind} runs (${path}):\n${summary}`);
     }
   }
   const originStats = await origin.stats();
-  const calls = bench.proxy.metrics.render();
+  const calls = await bench.metrics();
   await floor.close();
   await bench.close();
   await origin.close();
@@ -326,7 +330,7 @@ interface Run {
   figures: ScenarioFigures;
   originCpuMsPerRequest: number;
   k6CpuMsPerRequest: number | undefined;
-  /** Proxy and floor scenarios only: this process's CPU time per call, and its share of one core. */
+  /** Proxy and floor scenarios only: its process's CPU time per call, and its share of one core. */
   proxyCpuMsPerCall?: number;
   proxyCoreShare?: number;
 }

@@ -51,8 +51,9 @@ const { values: args } = parseArgs({
     vus: { type: "string", default: "8" },
     "direct-iterations": { type: "string", default: "20000" },
     "hosted-iterations": { type: "string", default: "3000" },
-    // Unreported calls through the control plane and the floor before each proxy set-up's runs.
-    warmup: { type: "string", default: "300" },
+    // Unreported calls through the control plane and the floor before each proxy set-up's runs:
+    // enough for V8 to compile their hot paths (as bench:egress and bench:local).
+    warmup: { type: "string", default: "2000" },
     // V8's profiler in the control plane's and the floor's processes (node --cpu-prof).
     "cpu-prof": { type: "boolean", default: false },
   },

@@ -1,56 +1,119 @@
-// A real egress proxy for the benchmarks, in this process, wired like control-plane/test/egress-harness.ts:
-// test-only knobs route api.latch.test to the benchmark origin and trust the test CA. Plus the
-// control plane's own ticket minter, to pre-mint the single-use tickets k6 spends.
+// bench:egress's two subjects, each in a process of its own (egress-target.ts): the real egress
+// proxy, wired like control-plane/test/egress-harness.ts (test-only knobs route api.latch.test to
+// the benchmark origin and trust the test CA), and the floor forwarder. Plus, in the bench's own
+// process, the control plane's ticket minter, to pre-mint the single-use tickets k6 spends.
+import { type ChildProcess, fork } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CallSpec } from "@latch/proto/egress";
-import { sealValue } from "@latch/shared/crypto/seal";
+import { type SealingPublicKey, sealValue } from "@latch/shared/crypto/seal";
 import { MAX_TICKET_LIFETIME_MS } from "@latch/shared/tickets/ticket-signature";
 import { loadOrCreateTicketKey } from "../../control-plane/src/egress/ticket-key.ts";
 import { createTicketMinter, type TicketMinter } from "../../control-plane/src/egress/tickets.ts";
-import { loadEgressConfig } from "../../egress-proxy/src/config.ts";
-import { type RunningEgressProxy, startEgressProxy } from "../../egress-proxy/src/egress-proxy.ts";
-import { createProxyLogger } from "../../egress-proxy/src/logger.ts";
-import { ORIGIN_HOST, TEST_CA_PATH } from "./origin-process.ts";
+import { nextMessage } from "./child-ipc.ts";
+import type { EgressTargetCommand, EgressTargetKind, EgressTargetMessage } from "./egress-target.ts";
+import { ORIGIN_HOST } from "./origin-process.ts";
 
-export interface BenchProxy {
-  proxy: RunningEgressProxy;
+export interface EgressTarget {
+  kind: EgressTargetKind;
+  /** host:port of its plaintext gRPC listener on 127.0.0.1. */
   address: string;
-  minter: TicketMinter;
+  pid: number;
+  /** Its process's CPU time so far (user + system, every thread), in ms. */
+  cpuMs(): Promise<number>;
+  /** Starts or stops sampling its CPU profile; finishProfile writes it and returns a summary. */
+  profile(action: "resume" | "pause"): Promise<void>;
+  finishProfile(path: string): Promise<string | undefined>;
+  /** The proxy's Prometheus text (empty for the floor). */
+  metrics(): Promise<string>;
   close(): Promise<void>;
 }
 
+export interface BenchProxy extends EgressTarget {
+  sealingKey: SealingPublicKey;
+  /** Mints tickets the proxy accepts, with the control plane's own code, in the bench's process. */
+  minter: TicketMinter;
+}
+
 /**
- * Starts the proxy on 127.0.0.1:0 (plaintext gRPC, loopback only) with its data in a temporary
- * directory. Its log (the proxy's logger, level info: one line per call, batched as in
- * production) goes to `logPath`.
+ * Forks the proxy: plaintext gRPC on 127.0.0.1:0, its data (and the ticket signing key, whose
+ * public half it trusts) in a temporary directory, its log (level info: one line per call,
+ * batched as in production) in `logPath`.
  */
 export async function startBenchProxy(options: { originPort: number; logPath: string }): Promise<BenchProxy> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-bench-egress-"));
   const ticketKey = loadOrCreateTicketKey(dataDir);
-  // The proxy's own logger, batching as in production, to a file: one info line per call.
-  const { logger, flush } = createProxyLogger({ level: "info", file: options.logPath });
-  const config = loadEgressConfig({
-    NODE_ENV: "test",
-    DATA_DIR: dataDir,
-    EGRESS_LISTEN: "127.0.0.1:0",
-    EGRESS_CONNECT_TO: `${ORIGIN_HOST}:443:127.0.0.1:${options.originPort}`,
-    EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
-    EGRESS_EXTRA_CA: TEST_CA_PATH,
+  const { target, ready } = await forkTarget("proxy", {
+    BENCH_ORIGIN_PORT: String(options.originPort),
+    BENCH_DATA_DIR: dataDir,
+    BENCH_LOG_PATH: options.logPath,
   });
-  const proxy = await startEgressProxy(config, logger);
-  const minter = createTicketMinter({ key: ticketKey, issuer: "loadtest", audience: config.EGRESS_AUDIENCE });
+  if (!ready.sealingKey || !ready.audience)
+    throw new Error("the bench proxy sent no sealing key or audience");
   return {
-    proxy,
-    address: `127.0.0.1:${proxy.port}`,
-    minter,
+    ...target,
+    sealingKey: {
+      keyId: ready.sealingKey.keyId,
+      publicKey: Buffer.from(ready.sealingKey.publicKey, "base64"),
+    },
+    minter: createTicketMinter({ key: ticketKey, issuer: "loadtest", audience: ready.audience }),
     async close() {
-      await proxy.close();
-      flush();
+      await target.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** Forks the floor (floor-forwarder.ts), answering with `Authorization: Bearer <secret>`. */
+export async function startBenchFloor(options: {
+  originPort: number;
+  secret: string;
+}): Promise<EgressTarget> {
+  const { target } = await forkTarget("floor", {
+    BENCH_ORIGIN_PORT: String(options.originPort),
+    BENCH_SECRET: options.secret,
+  });
+  return target;
+}
+
+async function forkTarget(
+  kind: EgressTargetKind,
+  env: Record<string, string>,
+): Promise<{ target: EgressTarget; ready: Extract<EgressTargetMessage, { type: "ready" }> }> {
+  const child = fork(new URL("./egress-target.ts", import.meta.url).pathname, [kind], {
+    execPath: process.execPath,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const who = `the bench ${kind}`;
+  const ask = <T extends EgressTargetMessage["type"]>(command: EgressTargetCommand, reply: T) => {
+    const answer = nextMessage<EgressTargetMessage, T>(child, reply, who);
+    child.send(command);
+    return answer;
+  };
+  const ready = await nextMessage<EgressTargetMessage, "ready">(child, "ready", who);
+  const target: EgressTarget = {
+    kind,
+    address: `127.0.0.1:${ready.port}`,
+    pid: child.pid ?? -1,
+    cpuMs: async () => (await ask({ type: "cpu" }, "cpu")).cpuMs,
+    profile: async (action) => void (await ask({ type: "profile", action }, "profiled")),
+    finishProfile: async (path) => (await ask({ type: "finish-profile", path }, "finished-profile")).summary,
+    metrics: async () => (await ask({ type: "metrics" }, "metrics")).text,
+    close: () => closeChild(child, who),
+  };
+  return { target, ready };
+}
+
+async function closeChild(child: ChildProcess, who: string): Promise<void> {
+  if (child.exitCode !== null || !child.connected) return;
+  const exited = once(child, "exit");
+  const closed = nextMessage<EgressTargetMessage, "closed">(child, "closed", who).catch(() => undefined);
+  child.send({ type: "close" } satisfies EgressTargetCommand);
+  await closed;
+  await exited;
 }
 
 /**
@@ -58,9 +121,9 @@ export async function startBenchProxy(options: { originPort: number; logPath: st
  * wire: the secret sealed to the proxy's key, plus one more sealed value in the redaction list
  * (so the redactor builds and scans for two values, as with a minted token).
  */
-export async function echoCallSpec(proxy: RunningEgressProxy, secret: string): Promise<CallSpec> {
-  const sealed = await sealValue(proxy.sealingKey, secret);
-  const extra = await sealValue(proxy.sealingKey, `${secret}_refresh`);
+export async function echoCallSpec(sealingKey: SealingPublicKey, secret: string): Promise<CallSpec> {
+  const sealed = await sealValue(sealingKey, secret);
+  const extra = await sealValue(sealingKey, `${secret}_refresh`);
   return {
     credential: {
       itemName: "BENCH_API_KEY",

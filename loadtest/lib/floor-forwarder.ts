@@ -20,8 +20,8 @@ const CONNECTIONS_PER_POOL = 16;
 const KEEP_ALIVE_MS = 30_000;
 
 export interface FloorForwarder {
-  /** host:port of the plaintext gRPC listener on 127.0.0.1. */
-  address: string;
+  /** The plaintext gRPC listener's port on 127.0.0.1. */
+  port: number;
   close(): Promise<void>;
 }
 
@@ -31,7 +31,7 @@ export interface FloorForwarder {
  *
  * @example
  * const floor = await startFloorForwarder({ originPort: origin.port, secret });
- * // k6 calls latch.egress.v1.EgressProxy/Execute on floor.address
+ * // k6 calls latch.egress.v1.EgressProxy/Execute on 127.0.0.1:<floor.port>
  */
 export async function startFloorForwarder(options: {
   originPort: number;
@@ -79,7 +79,7 @@ export async function startFloorForwarder(options: {
     ),
   );
   return {
-    address: `127.0.0.1:${port}`,
+    port,
     async close() {
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       await pool.close();

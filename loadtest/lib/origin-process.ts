@@ -1,6 +1,7 @@
 // Starts the benchmark origin (echo-origin.ts) as a child process and talks to it over IPC.
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
+import { nextMessage } from "./child-ipc.ts";
 import type { OriginCommand, OriginMessage } from "./echo-origin.ts";
 
 export const TEST_CA_PATH = new URL("../../egress-proxy/test/pki/trusted-ca.pem", import.meta.url).pathname;
@@ -21,41 +22,21 @@ export interface OriginProcess {
   close(): Promise<void>;
 }
 
-function nextMessage<T extends OriginMessage["type"]>(
-  child: ChildProcess,
-  type: T,
-): Promise<Extract<OriginMessage, { type: T }>> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (message: OriginMessage) => {
-      if (message.type !== type) return;
-      cleanup();
-      resolve(message as Extract<OriginMessage, { type: T }>);
-    };
-    const onExit = (code: number | null) => {
-      cleanup();
-      reject(new Error(`the benchmark origin exited (code ${code}) before sending "${type}"`));
-    };
-    const cleanup = () => {
-      child.off("message", onMessage);
-      child.off("exit", onExit);
-    };
-    child.on("message", onMessage);
-    child.on("exit", onExit);
-  });
-}
+const nextOriginMessage = <T extends OriginMessage["type"]>(child: ChildProcess, type: T) =>
+  nextMessage<OriginMessage, T>(child, type, "the benchmark origin");
 
 export async function startOriginProcess(): Promise<OriginProcess> {
   const child = fork(new URL("./echo-origin.ts", import.meta.url).pathname, [], {
     execPath: process.execPath,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
-  const ready = await nextMessage(child, "ready");
+  const ready = await nextOriginMessage(child, "ready");
   const command = (c: OriginCommand) => child.send(c);
   return {
     port: ready.port,
     pid: child.pid ?? -1,
     async stats() {
-      const reply = nextMessage(child, "stats");
+      const reply = nextOriginMessage(child, "stats");
       command("stats");
       const { requests, connections, cpuMs } = await reply;
       return { requests, connections, cpuMs };
@@ -63,7 +44,7 @@ export async function startOriginProcess(): Promise<OriginProcess> {
     async close() {
       if (child.exitCode !== null || !child.connected) return;
       const exited = once(child, "exit");
-      const closed = nextMessage(child, "closed").catch(() => undefined);
+      const closed = nextOriginMessage(child, "closed").catch(() => undefined);
       command("close");
       await closed;
       await exited;
