@@ -54,7 +54,7 @@ import { createPushService, type PushService } from "./push/push.service.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
 import { createRelyingParty } from "./sso/oidc-relying-party.ts";
 import { createSsoRepo } from "./sso/sso.repo.ts";
-import { createSsoConnectionsService } from "./sso/sso-connections.service.ts";
+import { createSsoConnectionsService, type SsoTransaction } from "./sso/sso-connections.service.ts";
 import { createSsoSignInService } from "./sso/sso-sign-in.service.ts";
 import { telemetry } from "./telemetry.ts";
 import { createHostedSurface, LOCAL_SURFACE } from "./tools/tool-context.ts";
@@ -169,7 +169,7 @@ function createPolicies(
       runInTransaction(db, (trx) =>
         fn({
           repo: createPoliciesRepo(trx),
-          recordEvent: observeAudit(createAuditRepo(trx), variant.onAuditEvent).insertAuditEvent,
+          recordEvent: auditIn(trx, variant),
         }),
       ),
     recordEvent: audit.insertAuditEvent,
@@ -279,10 +279,13 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const grants = createHostedGrants(db, variant, audit, orgs, push);
   const policies = createPolicies(db, variant, audit, false);
   const sessions = createSessionsRepo(db);
-  /** One transaction holding an organisation's members lock, with its members' and invitations' repos. */
+  /**
+   * One transaction holding an organisation's members lock, with its members' and invitations'
+   * repos and its audit append (the row commits with the change).
+   */
   const inMembersLock = <T>(organisationId: string, fn: (locked: MembersLocked) => Promise<T>) =>
     inAdvisoryLock(db, `members:${organisationId}`, (trx) =>
-      fn({ orgs: createOrgsRepo(trx), invites: createInvitesRepo(trx) }),
+      fn({ orgs: createOrgsRepo(trx), invites: createInvitesRepo(trx), recordEvent: auditIn(trx, variant) }),
     );
   const members = createMembersService({
     repo: createOrgsRepo(db),
@@ -297,14 +300,12 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
       await sessions.updateSessionsLeavingOrganisation(operatorId, organisationId, toOrganisationId);
       await variant.onMemberOAuthEnded?.(organisationId, operatorId);
     },
-    recordEvent: audit.insertAuditEvent,
     now,
   });
   const invites = createInvitesService({
     repo: createInvitesRepo(db),
     inMembersLock,
     sendMail: (mail) => variant.mailer.send(mail),
-    recordEvent: audit.insertAuditEvent,
     baseUrl,
     now,
   });
@@ -349,13 +350,15 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     now,
   });
   const ssoRepo = createSsoRepo(db);
+  const inSsoTransaction = <T>(fn: (tx: SsoTransaction) => Promise<T>) =>
+    runInTransaction(db, (trx) => fn({ repo: createSsoRepo(trx), recordEvent: auditIn(trx, variant) }));
   const relyingParty = createRelyingParty({ egress: variant.egress, minter: variant.minter, now });
   const sso = {
     connections: createSsoConnectionsService({
       repo: ssoRepo,
       relyingParty,
       sealingKey: () => variant.sealingKey(),
-      recordEvent: audit.insertAuditEvent,
+      inTransaction: inSsoTransaction,
       baseUrl,
       now,
     }),
@@ -363,7 +366,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
       repo: ssoRepo,
       relyingParty,
       sealingKey: () => variant.sealingKey(),
-      recordEvent: audit.insertAuditEvent,
+      inTransaction: inSsoTransaction,
       baseUrl,
       now,
     }),
@@ -423,6 +426,11 @@ export type HostedServices = ReturnType<typeof createHostedServices>;
  * The audit repo as the services write through it: each row carries the active trace id, goes
  * out as a log record in that trace when telemetry is on, and `onEvent` is told of it once written.
  */
+/** The audit append of transaction `trx`: its row commits with the change it records, or neither does. */
+function auditIn(trx: Kysely<Database>, variant: CommonVariant): (event: AuditEvent) => Promise<void> {
+  return observeAudit(createAuditRepo(trx), variant.onAuditEvent).insertAuditEvent;
+}
+
 function observeAudit<R extends Pick<AuditRepo, "insertAuditEvent" | "appendEvent">>(
   repo: R,
   onEvent: ((event: AuditEvent) => void) | undefined,

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { newId } from "@latch/shared/ids";
+import { sql } from "kysely";
 import { inject } from "vitest";
 import { type OpenDatabase, openDatabase } from "../src/db/database.ts";
 
@@ -63,4 +64,42 @@ export async function newTestItem(
 
 export function isPostgresRun(): boolean {
   return Boolean(process.env.DATABASE_URL);
+}
+
+let refusals = 0;
+
+/**
+ * Makes the database refuse (raise) every audit row of `action` in `organisationId` until the
+ * returned function is called: a real failure of the audit append, at the last statement of the
+ * work it records, for the tests that prove the work and its row commit together.
+ *
+ * @example
+ * const restore = await refuseAuditRows(h.plane.database, orgId, "member_role_changed");
+ * try { ... } finally { await restore(); }
+ */
+export async function refuseAuditRows(
+  database: OpenDatabase,
+  organisationId: string,
+  action: string,
+): Promise<() => Promise<void>> {
+  const name = `test_refuse_audit_${process.pid}_${++refusals}`;
+  const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;
+  await sql
+    .raw(
+      `create function ${name}() returns trigger language plpgsql as $$
+       begin
+         if new.organisation_id = ${quoted(organisationId)} and new.action = ${quoted(action)} then
+           raise exception 'the test refuses this audit row';
+         end if;
+         return new;
+       end $$`,
+    )
+    .execute(database.db);
+  await sql
+    .raw(`create trigger ${name} before insert on audit_events for each row execute function ${name}()`)
+    .execute(database.db);
+  return async () => {
+    await sql.raw(`drop trigger if exists ${name} on audit_events`).execute(database.db);
+    await sql.raw(`drop function if exists ${name}()`).execute(database.db);
+  };
 }

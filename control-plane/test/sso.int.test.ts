@@ -8,6 +8,7 @@
 // provider did not make are refused; sign-ins started and look-ups are limited per address. With SSO required, the email-code sign-in of a member of those
 // domains is refused with a sentence naming the SSO address.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refuseAuditRows } from "./database.ts";
 import {
   Browser,
   type HostedHarness,
@@ -516,6 +517,45 @@ describe("the connection", () => {
       issuer: IDP_ISSUER,
       client_id: idp.clientId,
     });
+  });
+
+  it("changes nothing, and makes no account, when its audit row cannot be written", async () => {
+    h.clock.advance(30_000);
+    const code = ownerTotp.generate({ timestamp: h.clock.now.getTime() });
+    expect((await owner.request("POST", "/api/auth/totp/verify", { code })).statusCode).toBe(200);
+    const before = (await owner.request("GET", "/api/orgs/sso")).json().connection;
+    const refuseChange = await refuseAuditRows(h.plane.database, organisationId, "sso_connection_changed");
+    try {
+      const refused = await owner.request("PUT", "/api/orgs/sso", {
+        issuer: IDP_ISSUER,
+        client_id: idp.clientId,
+        email_domains: [DOMAIN],
+        default_role: before.default_role === "approver" ? "auditor" : "approver",
+        require_sso: !before.require_sso,
+      });
+      expect(refused.statusCode, refused.body).toBe(500);
+    } finally {
+      await refuseChange();
+    }
+    expect((await owner.request("GET", "/api/orgs/sso")).json().connection).toEqual(before);
+
+    // A new address whose joining cannot be recorded is not made, and can join once it can be.
+    const email = corpEmail("unrecorded");
+    const refuseJoin = await refuseAuditRows(h.plane.database, organisationId, "member_joined");
+    try {
+      const { answer } = await signInWithSso(newBrowser(), email);
+      expect(answer.statusCode, answer.body).toBe(500);
+    } finally {
+      await refuseJoin();
+    }
+    const listed = async () =>
+      (await owner.request("GET", "/api/orgs/members")).json().members.map((m: { email: string }) => m.email);
+    expect(await listed()).not.toContain(email);
+    const again = await signInWithSso(newBrowser(), email);
+    expect(again.answer.statusCode, again.answer.body).toBe(303);
+    expect(await listed()).toContain(email);
+    const rows = (await owner.request("GET", "/api/audit?action=member_joined")).json().events;
+    expect(rows.filter((e: { detail?: { email?: string } }) => e.detail?.email === email)).toHaveLength(1);
   });
 
   it("finds the organisation by address for Sign in with SSO", async () => {

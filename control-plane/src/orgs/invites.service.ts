@@ -6,7 +6,6 @@ import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
-import type { AuditEvent } from "../audit/audit.repo.ts";
 import { normaliseEmail } from "../auth/email-code.service.ts";
 import { isRole, MANAGED_ROLES, mayPerform, type Role, requireManagedRole } from "../auth/permissions.ts";
 import type { Mail } from "../mail/mailer.ts";
@@ -26,7 +25,6 @@ export interface InvitesDeps {
   repo: InvitesRepo;
   inMembersLock<T>(organisationId: string, fn: (locked: MembersLocked) => Promise<T>): Promise<T>;
   sendMail(mail: Mail): Promise<void>;
-  recordEvent(event: AuditEvent): Promise<void>;
   baseUrl: string;
   now: () => Date;
 }
@@ -113,52 +111,55 @@ export function createInvitesService(deps: InvitesDeps) {
       const role = input.role;
       const token = randomBytes(32).toString("base64url");
       const at = deps.now();
-      const created = await deps.inMembersLock(actor.organisationId, async ({ orgs, invites }) => {
-        const me = await orgs.findMembership(actor.organisationId, actor.operatorId);
-        if (!me || !isRole(me.role)) throw new AppError("not_found", "no such organisation");
-        requireManagedRole(me.role, role, "inviting");
-        if (await orgs.findMemberByEmail(actor.organisationId, email)) {
-          throw new AppError("already_member", `${email} is a member of this organisation already`);
-        }
-        const { count, oldest } = await invites.countInvitesSince(
-          actor.organisationId,
-          new Date(at.getTime() - DAY_MS),
-        );
-        if (count >= MAX_INVITES_PER_DAY) {
-          const from = oldest && oldest < at ? oldest : at;
-          const retryAfter = Math.max(Math.ceil((from.getTime() + DAY_MS - at.getTime()) / 1000), 1);
-          throw new AppError(
-            "rate_limited",
-            `an organisation sends at most ${MAX_INVITES_PER_DAY} invitations a day; try again later`,
-            { extra: { retry_after: retryAfter } },
+      const created = await deps.inMembersLock(
+        actor.organisationId,
+        async ({ orgs, invites, recordEvent }) => {
+          const me = await orgs.findMembership(actor.organisationId, actor.operatorId);
+          if (!me || !isRole(me.role)) throw new AppError("not_found", "no such organisation");
+          requireManagedRole(me.role, role, "inviting");
+          if (await orgs.findMemberByEmail(actor.organisationId, email)) {
+            throw new AppError("already_member", `${email} is a member of this organisation already`);
+          }
+          const { count, oldest } = await invites.countInvitesSince(
+            actor.organisationId,
+            new Date(at.getTime() - DAY_MS),
           );
-        }
-        await invites.updateInvitesWithdrawnForEmail(actor.organisationId, email, actor.operatorId, at);
-        const id = newId("inv");
-        await invites.insertInvite({
-          id,
-          organisation_id: actor.organisationId,
-          email,
-          role,
-          token_hash: sha256Hex(token),
-          invited_by: actor.operatorId,
-          created_at: at,
-          expires_at: new Date(at.getTime() + INVITE_TTL_MS),
-          accepted_at: null,
-          accepted_by: null,
-          withdrawn_at: null,
-          withdrawn_by: null,
-        });
-        const row = await invites.findInviteById(actor.organisationId, id);
-        if (!row) throw new AppError("internal", "the invitation was not stored");
-        return row;
-      });
-      await deps.recordEvent({
-        organisationId: actor.organisationId,
-        actor: actor.actor,
-        action: "member_invited",
-        detail: { email, role, invite_id: created.id },
-      });
+          if (count >= MAX_INVITES_PER_DAY) {
+            const from = oldest && oldest < at ? oldest : at;
+            const retryAfter = Math.max(Math.ceil((from.getTime() + DAY_MS - at.getTime()) / 1000), 1);
+            throw new AppError(
+              "rate_limited",
+              `an organisation sends at most ${MAX_INVITES_PER_DAY} invitations a day; try again later`,
+              { extra: { retry_after: retryAfter } },
+            );
+          }
+          await invites.updateInvitesWithdrawnForEmail(actor.organisationId, email, actor.operatorId, at);
+          const id = newId("inv");
+          await invites.insertInvite({
+            id,
+            organisation_id: actor.organisationId,
+            email,
+            role,
+            token_hash: sha256Hex(token),
+            invited_by: actor.operatorId,
+            created_at: at,
+            expires_at: new Date(at.getTime() + INVITE_TTL_MS),
+            accepted_at: null,
+            accepted_by: null,
+            withdrawn_at: null,
+            withdrawn_by: null,
+          });
+          const row = await invites.findInviteById(actor.organisationId, id);
+          if (!row) throw new AppError("internal", "the invitation was not stored");
+          await recordEvent({
+            organisationId: actor.organisationId,
+            actor: actor.actor,
+            action: "member_invited",
+            detail: { email, role, invite_id: id },
+          });
+          return row;
+        },
+      );
       const mail = inviteMail({
         organisationName: created.organisation_name,
         inviterEmail: created.invited_by_email ?? "A member",
@@ -179,7 +180,7 @@ export function createInvitesService(deps: InvitesDeps) {
 
     /** Withdraws a pending invitation: its link stops working. */
     async withdraw(actor: MemberActor, id: string): Promise<void> {
-      const withdrawn = await deps.inMembersLock(actor.organisationId, async ({ orgs, invites }) => {
+      await deps.inMembersLock(actor.organisationId, async ({ orgs, invites, recordEvent }) => {
         const invite = await invites.findInviteById(actor.organisationId, id);
         if (!invite || !isRole(invite.role)) throw new AppError("not_found", "no such invitation");
         const me = await orgs.findMembership(actor.organisationId, actor.operatorId);
@@ -190,13 +191,12 @@ export function createInvitesService(deps: InvitesDeps) {
         if (!(await invites.updateInviteWithdrawn(actor.organisationId, id, actor.operatorId, deps.now()))) {
           throw new AppError("invite_used", "this invitation was used or withdrawn a moment ago");
         }
-        return invite;
-      });
-      await deps.recordEvent({
-        organisationId: actor.organisationId,
-        actor: actor.actor,
-        action: "invite_withdrawn",
-        detail: { email: withdrawn.email, role: withdrawn.role, invite_id: withdrawn.id },
+        await recordEvent({
+          organisationId: actor.organisationId,
+          actor: actor.actor,
+          action: "invite_withdrawn",
+          detail: { email: invite.email, role: invite.role, invite_id: invite.id },
+        });
       });
     },
 
@@ -235,54 +235,59 @@ export function createInvitesService(deps: InvitesDeps) {
         );
       }
       if (!isRole(invite.role)) throw new AppError("not_found", UNKNOWN);
-      const joined = await deps.inMembersLock(invite.organisation_id, async ({ orgs, invites }) => {
-        // The invitation speaks for the member who sent it: once they are gone, or may no longer
-        // give that role (removed, demoted), it is void. A removed admin cannot come back in
-        // through an invitation they sent to another address of theirs.
-        const inviter = await orgs.findMembership(invite.organisation_id, invite.invited_by);
-        const inviterRole = isRole(inviter?.role) ? inviter.role : undefined;
-        if (
-          !inviterRole ||
-          !mayPerform(inviterRole, "members.write") ||
-          !MANAGED_ROLES[inviterRole].includes(invite.role as Role)
-        ) {
-          await invites.updateInviteWithdrawn(invite.organisation_id, invite.id, invite.invited_by, at);
-          throw new AppError(
-            "invite_withdrawn",
-            `the member who sent this invitation can no longer invite as ${invite.role}; ask for a new one`,
-          );
-        }
-        if (!(await invites.updateInviteAccepted(invite.id, operator.operatorId, at))) {
-          const now = await invites.findInviteById(invite.organisation_id, invite.id);
-          throw (
-            (now && closedReason(now, at)) ?? new AppError("invite_used", "this invitation was used already")
-          );
-        }
-        // A member already (joined another way meanwhile): the invitation is spent, the role kept.
-        const role: Role = isRole(invite.role) ? invite.role : "auditor";
-        const isNew = await orgs.insertMembershipIfMissing({
-          organisationId: invite.organisation_id,
-          operatorId: operator.operatorId,
-          role,
-          createdAt: at,
-        });
-        const member = await orgs.findMembership(invite.organisation_id, operator.operatorId);
-        return { isNew, role: isRole(member?.role) ? member.role : role };
-      });
-      if (joined.isNew) {
-        await deps.recordEvent({
-          organisationId: invite.organisation_id,
-          actor: `operator:${operator.operatorId}`,
-          action: "member_joined",
-          detail: {
-            operator_id: operator.operatorId,
-            email: invite.email,
-            role: joined.role,
-            invite_id: invite.id,
-            invited_by: invite.invited_by,
-          },
-        });
-      }
+      const joined = await deps.inMembersLock(
+        invite.organisation_id,
+        async ({ orgs, invites, recordEvent }) => {
+          // The invitation speaks for the member who sent it: once they are gone, or may no longer
+          // give that role (removed, demoted), it is void. A removed admin cannot come back in
+          // through an invitation they sent to another address of theirs.
+          const inviter = await orgs.findMembership(invite.organisation_id, invite.invited_by);
+          const inviterRole = isRole(inviter?.role) ? inviter.role : undefined;
+          if (
+            !inviterRole ||
+            !mayPerform(inviterRole, "members.write") ||
+            !MANAGED_ROLES[inviterRole].includes(invite.role as Role)
+          ) {
+            await invites.updateInviteWithdrawn(invite.organisation_id, invite.id, invite.invited_by, at);
+            throw new AppError(
+              "invite_withdrawn",
+              `the member who sent this invitation can no longer invite as ${invite.role}; ask for a new one`,
+            );
+          }
+          if (!(await invites.updateInviteAccepted(invite.id, operator.operatorId, at))) {
+            const now = await invites.findInviteById(invite.organisation_id, invite.id);
+            throw (
+              (now && closedReason(now, at)) ??
+              new AppError("invite_used", "this invitation was used already")
+            );
+          }
+          // A member already (joined another way meanwhile): the invitation is spent, the role kept.
+          const role: Role = isRole(invite.role) ? invite.role : "auditor";
+          const isNew = await orgs.insertMembershipIfMissing({
+            organisationId: invite.organisation_id,
+            operatorId: operator.operatorId,
+            role,
+            createdAt: at,
+          });
+          const member = await orgs.findMembership(invite.organisation_id, operator.operatorId);
+          const joinedAs = isRole(member?.role) ? member.role : role;
+          if (isNew) {
+            await recordEvent({
+              organisationId: invite.organisation_id,
+              actor: `operator:${operator.operatorId}`,
+              action: "member_joined",
+              detail: {
+                operator_id: operator.operatorId,
+                email: invite.email,
+                role: joinedAs,
+                invite_id: invite.id,
+                invited_by: invite.invited_by,
+              },
+            });
+          }
+          return { role: joinedAs };
+        },
+      );
       return { organisationId: invite.organisation_id, role: joined.role };
     },
   };

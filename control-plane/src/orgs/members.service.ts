@@ -1,17 +1,20 @@
 // An organisation's members (DECISIONS "Teams"): the listing (email, role, joined, last seen),
 // changing a role, removing a member, leaving, and handing ownership over. Every change runs under
 // the organisation's members lock and keeps one owner at least (409 last_owner); an admin never
-// touches an owner or makes one (permissions.ts MANAGED_ROLES).
+// touches an owner or makes one (permissions.ts MANAGED_ROLES). A change and its audit row commit
+// together: a crash between them can lose neither alone.
 import { AppError } from "@latch/shared/errors";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { isRole, type Role, requireManagedRole, requirePermission } from "../auth/permissions.ts";
 import type { InvitesRepo } from "./invites.repo.ts";
 import type { OrgsRepo } from "./orgs.repo.ts";
 
-/** The repos of one transaction holding an organisation's members lock. */
+/** The repos of one transaction holding an organisation's members lock, and its audit append. */
 export interface MembersLocked {
   orgs: OrgsRepo;
   invites: InvitesRepo;
+  /** Appends the audit row in the same transaction: it commits with the change, or neither does. */
+  recordEvent(event: AuditEvent): Promise<void>;
 }
 
 export interface MembersDeps {
@@ -27,7 +30,6 @@ export interface MembersDeps {
    * ends their access: the principal hook and /mcp read membership on every request.
    */
   onMemberGone(organisationId: string, operatorId: string, toOrganisationId: string | null): Promise<void>;
-  recordEvent(event: AuditEvent): Promise<void>;
   now: () => Date;
 }
 
@@ -67,36 +69,41 @@ export function createMembersService(deps: MembersDeps) {
   }
 
   /**
-   * Deletes a membership under the lock, unless it is the last owner's; the invitations they sent
-   * and nobody used yet go with them (accepting one also checks its sender, invites.service.ts).
+   * Deletes a membership under the lock, unless it is the last owner's, with its audit row; the
+   * invitations they sent and nobody used yet go with them (accepting one also checks its sender,
+   * invites.service.ts).
    */
-  async function deleteMember(locked: MembersLocked, organisationId: string, operatorId: string, role: Role) {
-    if (role === "owner" && (await locked.orgs.countOwners(organisationId)) <= 1) {
-      throw new AppError("last_owner", LAST_OWNER);
-    }
-    await locked.orgs.deleteMembership(organisationId, operatorId);
-    await locked.invites.updateInvitesWithdrawnBySender(organisationId, operatorId, deps.now());
-  }
-
-  /** After a membership is gone: its sessions and OAuth grants, then the audit row. */
-  async function afterGone(
+  async function deleteMember(
+    locked: MembersLocked,
     actor: MemberActor,
     gone: { operatorId: string; email: string; role: Role },
-    isLeaving: boolean,
   ): Promise<void> {
-    const elsewhere = await deps.repo.findDefaultOrganisationId(gone.operatorId);
-    await deps.onMemberGone(actor.organisationId, gone.operatorId, elsewhere);
-    await deps.recordEvent({
-      organisationId: actor.organisationId,
+    const { organisationId } = actor;
+    if (gone.role === "owner" && (await locked.orgs.countOwners(organisationId)) <= 1) {
+      throw new AppError("last_owner", LAST_OWNER);
+    }
+    await locked.orgs.deleteMembership(organisationId, gone.operatorId);
+    await locked.invites.updateInvitesWithdrawnBySender(organisationId, gone.operatorId, deps.now());
+    await locked.recordEvent({
+      organisationId,
       actor: actor.actor,
       action: "member_removed",
       detail: {
         operator_id: gone.operatorId,
         email: gone.email,
         role: gone.role,
-        ...(isLeaving ? { left: true } : {}),
+        ...(gone.operatorId === actor.operatorId ? { left: true } : {}),
       },
     });
+  }
+
+  /**
+   * After a membership is gone (committed with its audit row): its sessions and OAuth grants. The
+   * deleted membership alone already ends the access, should this not run.
+   */
+  async function afterGone(actor: MemberActor, operatorId: string): Promise<void> {
+    const elsewhere = await deps.repo.findDefaultOrganisationId(operatorId);
+    await deps.onMemberGone(actor.organisationId, operatorId, elsewhere);
   }
 
   return {
@@ -117,26 +124,23 @@ export function createMembersService(deps: MembersDeps) {
     /** Gives `operatorId` another role; the last owner cannot be demoted. */
     async changeRole(actor: MemberActor, operatorId: string, rawRole: unknown): Promise<MemberListing> {
       const role = checkRole(rawRole);
-      const changed = await deps.inMembersLock(actor.organisationId, async ({ orgs }) => {
+      await deps.inMembersLock(actor.organisationId, async ({ orgs, recordEvent }) => {
         const me = await loadMember(orgs, actor.organisationId, actor.operatorId);
         const member = await loadMember(orgs, actor.organisationId, operatorId);
         requireManagedRole(me.role, member.role, "changing the role of");
         requireManagedRole(me.role, role, "making someone");
-        if (member.role === role) return undefined;
+        if (member.role === role) return;
         if (member.role === "owner" && (await orgs.countOwners(actor.organisationId)) <= 1) {
           throw new AppError("last_owner", LAST_OWNER);
         }
         await orgs.updateMembershipRole(actor.organisationId, operatorId, role);
-        return { from: member.role, email: member.email };
-      });
-      if (changed) {
-        await deps.recordEvent({
+        await recordEvent({
           organisationId: actor.organisationId,
           actor: actor.actor,
           action: "member_role_changed",
-          detail: { operator_id: operatorId, email: changed.email, from: changed.from, to: role },
+          detail: { operator_id: operatorId, email: member.email, from: member.role, to: role },
         });
-      }
+      });
       const listed = (await this.listMembers(actor.organisationId)).find((m) => m.operator_id === operatorId);
       if (!listed) throw new AppError("not_found", "no such member");
       return listed;
@@ -147,25 +151,27 @@ export function createMembersService(deps: MembersDeps) {
      * what they approved stays in force and in the audit, under their operator id and email.
      */
     async removeMember(actor: MemberActor, operatorId: string): Promise<void> {
-      const gone = await deps.inMembersLock(actor.organisationId, async (locked) => {
+      await deps.inMembersLock(actor.organisationId, async (locked) => {
         const me = await loadMember(locked.orgs, actor.organisationId, actor.operatorId);
         const member = await loadMember(locked.orgs, actor.organisationId, operatorId);
         // Removing oneself is leaving, which every member may do.
         if (operatorId !== actor.operatorId) requireManagedRole(me.role, member.role, "removing");
-        await deleteMember(locked, actor.organisationId, operatorId, member.role);
-        return { operatorId, email: member.email, role: member.role };
+        await deleteMember(locked, actor, { operatorId, email: member.email, role: member.role });
       });
-      await afterGone(actor, gone, operatorId === actor.operatorId);
+      await afterGone(actor, operatorId);
     },
 
     /** The caller leaves the organisation (the last owner cannot). */
     async leave(actor: MemberActor): Promise<void> {
-      const gone = await deps.inMembersLock(actor.organisationId, async (locked) => {
+      await deps.inMembersLock(actor.organisationId, async (locked) => {
         const member = await loadMember(locked.orgs, actor.organisationId, actor.operatorId);
-        await deleteMember(locked, actor.organisationId, actor.operatorId, member.role);
-        return { operatorId: actor.operatorId, email: member.email, role: member.role };
+        await deleteMember(locked, actor, {
+          operatorId: actor.operatorId,
+          email: member.email,
+          role: member.role,
+        });
       });
-      await afterGone(actor, gone, true);
+      await afterGone(actor, actor.operatorId);
     },
 
     /** Makes `operatorId` an owner and the caller (an owner: the route's action) an admin. */
@@ -177,7 +183,7 @@ export function createMembersService(deps: MembersDeps) {
       if (operatorId === actor.operatorId) {
         throw new AppError("invalid_request", "you own this organisation already: name another member");
       }
-      const moved = await deps.inMembersLock(actor.organisationId, async ({ orgs }) => {
+      await deps.inMembersLock(actor.organisationId, async ({ orgs, recordEvent }) => {
         requirePermission(
           (await loadMember(orgs, actor.organisationId, actor.operatorId)).role,
           "org.manage",
@@ -185,18 +191,17 @@ export function createMembersService(deps: MembersDeps) {
         const member = await loadMember(orgs, actor.organisationId, operatorId);
         await orgs.updateMembershipRole(actor.organisationId, operatorId, "owner");
         await orgs.updateMembershipRole(actor.organisationId, actor.operatorId, "admin");
-        return { email: member.email, from: member.role };
-      });
-      await deps.recordEvent({
-        organisationId: actor.organisationId,
-        actor: actor.actor,
-        action: "ownership_transferred",
-        detail: {
-          to_operator_id: operatorId,
-          to_email: moved.email,
-          to_was: moved.from,
-          from_operator_id: actor.operatorId,
-        },
+        await recordEvent({
+          organisationId: actor.organisationId,
+          actor: actor.actor,
+          action: "ownership_transferred",
+          detail: {
+            to_operator_id: operatorId,
+            to_email: member.email,
+            to_was: member.role,
+            from_operator_id: actor.operatorId,
+          },
+        });
       });
     },
   };

@@ -40,11 +40,18 @@ export interface ConnectionInput {
   require_sso?: unknown;
 }
 
+/** The repo and the audit append of one transaction. */
+export interface SsoTransaction {
+  repo: SsoRepo;
+  recordEvent(event: AuditEvent): Promise<void>;
+}
+
 export interface SsoConnectionsDeps {
   repo: SsoRepo;
   relyingParty: Pick<RelyingParty, "serverMetadata">;
   sealingKey(): Promise<SealingPublicKey>;
-  recordEvent(event: AuditEvent): Promise<void>;
+  /** One transaction: its repo, and its audit append (the row commits with the change, or neither). */
+  inTransaction<T>(fn: (tx: SsoTransaction) => Promise<T>): Promise<T>;
   baseUrl: string;
   now: () => Date;
 }
@@ -173,38 +180,42 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
         };
       }
       const at = deps.now();
-      await deps.repo.upsertConnection({
-        organisationId,
-        issuer: metadata.issuer,
-        clientId,
-        ...(secret ? { secret } : {}),
-        emailDomains,
-        defaultRole,
-        requireSso,
-        at,
-      });
-      await deps.recordEvent({
-        organisationId,
-        actor,
-        action: "sso_connection_changed",
-        detail: {
+      await deps.inTransaction(async ({ repo, recordEvent }) => {
+        await repo.upsertConnection({
+          organisationId,
           issuer: metadata.issuer,
-          client_id: clientId,
-          email_domains: emailDomains,
-          default_role: defaultRole,
-          require_sso: requireSso,
-          client_secret_changed: hasSecret,
-        },
+          clientId,
+          ...(secret ? { secret } : {}),
+          emailDomains,
+          defaultRole,
+          requireSso,
+          at,
+        });
+        await recordEvent({
+          organisationId,
+          actor,
+          action: "sso_connection_changed",
+          detail: {
+            issuer: metadata.issuer,
+            client_id: clientId,
+            email_domains: emailDomains,
+            default_role: defaultRole,
+            require_sso: requireSso,
+            client_secret_changed: hasSecret,
+          },
+        });
       });
       const row = await deps.repo.findConnection(organisationId);
       return viewOf(row!, slug);
     },
 
     async remove(organisationId: string, actor: string): Promise<void> {
-      if (!(await deps.repo.deleteConnection(organisationId))) {
-        throw new AppError("not_found", "this organisation has no single sign-on connection");
-      }
-      await deps.recordEvent({ organisationId, actor, action: "sso_connection_removed", detail: {} });
+      await deps.inTransaction(async ({ repo, recordEvent }) => {
+        if (!(await repo.deleteConnection(organisationId))) {
+          throw new AppError("not_found", "this organisation has no single sign-on connection");
+        }
+        await recordEvent({ organisationId, actor, action: "sso_connection_removed", detail: {} });
+      });
     },
   };
 }

@@ -18,12 +18,12 @@ import { type SealingPublicKey, sealValue } from "@latch/shared/crypto/seal";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import * as oidc from "openid-client";
-import type { AuditEvent } from "../audit/audit.repo.ts";
 import { normaliseEmail } from "../auth/email-code.service.ts";
 import { STEP_UP_WINDOW_MS } from "../auth/step-up.ts";
 import type { SsoConnectionRow } from "../db/schema.ts";
 import type { ConnectionKeys, RelyingParty } from "./oidc-relying-party.ts";
 import type { SsoRepo } from "./sso.repo.ts";
+import type { SsoTransaction } from "./sso-connections.service.ts";
 
 export const SSO_STATE_TTL_MS = 10 * 60_000;
 /** A step-up through the provider: it checked the person within the step-up's own window. */
@@ -44,7 +44,8 @@ export interface SsoSignInDeps {
   repo: SsoRepo;
   relyingParty: Pick<RelyingParty, "authorizationUrl" | "finish">;
   sealingKey(): Promise<SealingPublicKey>;
-  recordEvent(event: AuditEvent): Promise<void>;
+  /** One transaction: its repo, and its audit append (the row commits with the change, or neither). */
+  inTransaction<T>(fn: (tx: SsoTransaction) => Promise<T>): Promise<T>;
   baseUrl: string;
   now: () => Date;
 }
@@ -210,27 +211,29 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
     if (existing?.role) return existing.id;
     if (existing) throw notAMember(email);
     const id = newId("opr");
-    if (
-      !(await deps.repo.insertOperatorWithMembership(
-        { id, email },
-        { organisationId, role: connection.default_role },
-        now,
-      ))
-    ) {
-      // The address signed up some other way this very moment: it is not this provider's to claim.
-      throw notAMember(email);
-    }
-    await deps.recordEvent({
-      organisationId,
-      actor: `operator:${id}`,
-      action: "member_joined",
-      detail: {
-        operator_id: id,
-        email,
-        role: connection.default_role,
-        via: "sso",
-        issuer: connection.issuer,
-      },
+    await deps.inTransaction(async ({ repo, recordEvent }) => {
+      if (
+        !(await repo.insertOperatorWithMembership(
+          { id, email },
+          { organisationId, role: connection.default_role },
+          now,
+        ))
+      ) {
+        // The address signed up some other way this very moment: it is not this provider's to claim.
+        throw notAMember(email);
+      }
+      await recordEvent({
+        organisationId,
+        actor: `operator:${id}`,
+        action: "member_joined",
+        detail: {
+          operator_id: id,
+          email,
+          role: connection.default_role,
+          via: "sso",
+          issuer: connection.issuer,
+        },
+      });
     });
     return id;
   }

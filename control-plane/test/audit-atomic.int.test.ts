@@ -1,0 +1,147 @@
+// A members change and its audit row commit together (DECISIONS "Teams", "Audit ledger"): when the
+// row cannot be written (the database refuses it, as a full disk or a dropped connection at that
+// statement would), the change is not made either: no role changed, no member removed, no
+// invitation stored or mailed, no invitation spent. Before, each row was written after its
+// change's transaction, and a crash in between lost the row. Then the same change, retried with
+// the audit working, goes through once, with one row.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refuseAuditRows } from "./database.ts";
+import { type HostedHarness, signUpOperator, startHosted, uniqueEmail } from "./hosted.ts";
+import { lastInviteTokenFor, startTeam, type Team } from "./teams.ts";
+
+let h: HostedHarness;
+beforeAll(async () => {
+  h = await startHosted();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** Runs `attempt` while the organisation's `action` rows are refused; answers its response. */
+async function withAuditRefused<T>(team: Team, action: string, attempt: () => Promise<T>): Promise<T> {
+  const restore = await refuseAuditRows(h.plane.database, team.organisationId, action);
+  try {
+    return await attempt();
+  } finally {
+    await restore();
+  }
+}
+
+async function members(team: Team) {
+  return (await team.owner.browser.request("GET", "/api/orgs/members")).json() as {
+    members: { operator_id: string; email: string; role: string }[];
+    invites: { email: string }[];
+  };
+}
+
+async function auditRows(team: Team, action: string) {
+  return (await team.owner.browser.request("GET", `/api/audit?action=${action}`)).json().events as {
+    detail: Record<string, unknown>;
+  }[];
+}
+
+describe("a members change whose audit row cannot be written", () => {
+  it("changes no role, and the retry changes it once, with one row", async () => {
+    const team = await startTeam(h);
+    const url = `/api/orgs/members/${team.approver.operatorId}/role`;
+    const refused = await withAuditRefused(team, "member_role_changed", () =>
+      team.owner.browser.request("POST", url, { role: "auditor" }),
+    );
+    expect(refused.statusCode, refused.body).toBe(500);
+    expect(refused.json().error.code).toBe("internal");
+    const after = (await members(team)).members.find((m) => m.operator_id === team.approver.operatorId);
+    expect(after?.role).toBe("approver");
+    expect(await auditRows(team, "member_role_changed")).toHaveLength(0);
+
+    const retried = await team.owner.browser.request("POST", url, { role: "auditor" });
+    expect(retried.statusCode, retried.body).toBe(200);
+    const rows = await auditRows(team, "member_role_changed");
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.detail).toMatchObject({ from: "approver", to: "auditor" });
+  });
+
+  it("removes no member (whose session still works), and hands no ownership over", async () => {
+    const team = await startTeam(h);
+    const removed = await withAuditRefused(team, "member_removed", () =>
+      team.owner.browser.request("DELETE", `/api/orgs/members/${team.approver.operatorId}`),
+    );
+    expect(removed.statusCode, removed.body).toBe(500);
+    expect((await members(team)).members.map((m) => m.operator_id)).toContain(team.approver.operatorId);
+    const still = (await team.approver.browser.request("GET", "/api/auth/me")).json();
+    expect(still.organisation.id).toBe(team.organisationId);
+
+    const left = await withAuditRefused(team, "member_removed", () =>
+      team.auditor.browser.request("POST", "/api/orgs/leave", {}),
+    );
+    expect(left.statusCode, left.body).toBe(500);
+    expect((await members(team)).members.map((m) => m.operator_id)).toContain(team.auditor.operatorId);
+
+    const transferred = await withAuditRefused(team, "ownership_transferred", () =>
+      team.owner.browser.request("POST", "/api/orgs/transfer", { operator_id: team.admin.operatorId }),
+    );
+    expect(transferred.statusCode, transferred.body).toBe(500);
+    const roles = new Map((await members(team)).members.map((m) => [m.operator_id, m.role]));
+    expect(roles.get(team.owner.operatorId)).toBe("owner");
+    expect(roles.get(team.admin.operatorId)).toBe("admin");
+
+    const retried = await team.owner.browser.request(
+      "DELETE",
+      `/api/orgs/members/${team.approver.operatorId}`,
+    );
+    expect(retried.statusCode, retried.body).toBe(200);
+    expect(await auditRows(team, "member_removed")).toHaveLength(1);
+    const me = (await team.approver.browser.request("GET", "/api/auth/me")).json();
+    expect(me.organisation?.id).not.toBe(team.organisationId);
+  });
+
+  it("stores and mails no invitation, and withdraws none", async () => {
+    const team = await startTeam(h);
+    const email = uniqueEmail("not-invited");
+    const mailsBefore = h.inbox.mails.length;
+    const invited = await withAuditRefused(team, "member_invited", () =>
+      team.owner.browser.request("POST", "/api/orgs/members/invite", { email, role: "auditor" }),
+    );
+    expect(invited.statusCode, invited.body).toBe(500);
+    expect((await members(team)).invites.map((i) => i.email)).not.toContain(email);
+    expect(h.inbox.mails.slice(mailsBefore).filter((m) => m.to === email)).toHaveLength(0);
+
+    const sent = await team.owner.browser.request("POST", "/api/orgs/members/invite", {
+      email,
+      role: "auditor",
+    });
+    expect(sent.statusCode, sent.body).toBe(201);
+    const inviteId = sent.json().invite.id as string;
+    const withdrawn = await withAuditRefused(team, "invite_withdrawn", () =>
+      team.owner.browser.request("DELETE", `/api/orgs/invites/${inviteId}`),
+    );
+    expect(withdrawn.statusCode, withdrawn.body).toBe(500);
+    expect((await members(team)).invites.map((i) => i.email)).toContain(email);
+    expect((await auditRows(team, "member_invited")).filter((r) => r.detail.email === email)).toHaveLength(1);
+    expect((await auditRows(team, "invite_withdrawn")).filter((r) => r.detail.email === email)).toHaveLength(0);
+  });
+
+  it("spends no invitation and adds no member; the same link then works once", async () => {
+    const team = await startTeam(h);
+    const joiner = await signUpOperator(h, { label: "joiner" });
+    const sent = await team.owner.browser.request("POST", "/api/orgs/members/invite", {
+      email: joiner.email,
+      role: "approver",
+    });
+    expect(sent.statusCode, sent.body).toBe(201);
+    const token = lastInviteTokenFor(h.inbox, joiner.email);
+    const refused = await withAuditRefused(team, "member_joined", () =>
+      joiner.browser.request("POST", "/invite", { token }),
+    );
+    expect(refused.statusCode, refused.body).toBe(500);
+    expect((await members(team)).members.map((m) => m.email)).not.toContain(joiner.email);
+
+    const joined = await joiner.browser.request("POST", "/invite", { token });
+    expect(joined.statusCode, joined.body).toBe(200);
+    expect((await members(team)).members.map((m) => m.email)).toContain(joiner.email);
+    expect(
+      (await auditRows(team, "member_joined")).filter((r) => r.detail.email === joiner.email),
+    ).toHaveLength(1);
+    const again = await joiner.browser.request("POST", "/invite", { token });
+    expect(again.statusCode).toBe(409);
+  });
+});
