@@ -40,6 +40,11 @@ async function auditRows(team: Team, action: string) {
   }[];
 }
 
+/** The organisation's `action` rows about `email`. */
+async function rowsAbout(team: Team, action: string, email: string) {
+  return (await auditRows(team, action)).filter((row) => row.detail.email === email);
+}
+
 describe("a members change whose audit row cannot be written", () => {
   it("changes no role, and the retry changes it once, with one row", async () => {
     const team = await startTeam(h);
@@ -116,8 +121,8 @@ describe("a members change whose audit row cannot be written", () => {
     );
     expect(withdrawn.statusCode, withdrawn.body).toBe(500);
     expect((await members(team)).invites.map((i) => i.email)).toContain(email);
-    expect((await auditRows(team, "member_invited")).filter((r) => r.detail.email === email)).toHaveLength(1);
-    expect((await auditRows(team, "invite_withdrawn")).filter((r) => r.detail.email === email)).toHaveLength(0);
+    expect(await rowsAbout(team, "member_invited", email)).toHaveLength(1);
+    expect(await rowsAbout(team, "invite_withdrawn", email)).toHaveLength(0);
   });
 
   it("spends no invitation and adds no member; the same link then works once", async () => {
