@@ -44,7 +44,7 @@ async function operatorWithItem() {
     h.clock.advance(30_000);
     return totp.generate({ timestamp: h.clock.now.getTime() });
   };
-  return { browser, ask, code };
+  return { browser, ask, code, totp };
 }
 
 function expectStepUp(response: Awaited<ReturnType<Browser["request"]>>, methods: string[]) {
@@ -272,6 +272,32 @@ describe("changing how the account signs in", () => {
     expect((await browser.request("DELETE", "/api/auth/passkeys/pky_unknown")).statusCode).toBe(404);
     // No passkey yet: the second step has nothing to offer but the code.
     expect((await browser.request("POST", "/api/auth/passkey/options", {})).statusCode).toBe(404);
+  });
+
+  it("takes, for new backup codes, the code this session's step-up spent a moment ago, and no other spent code", async () => {
+    const { browser, code, totp } = await operatorWithItem();
+    const regenerate = (typed: string) =>
+      browser.request("POST", "/api/auth/backup-codes/regenerate", { code: typed });
+    h.clock.advance(6 * MINUTE);
+    // The console's order: the form's code is refused for the step-up first, the operator steps
+    // up with the code on the screen, and the form is sent again with the code it holds: the same.
+    const typed = code();
+    expectStepUp(await regenerate(typed), ["totp"]);
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: typed })).statusCode).toBe(200);
+    const regenerated = await regenerate(typed);
+    expect(regenerated.statusCode, regenerated.body).toBe(200);
+    expect(regenerated.json().backup_codes).toHaveLength(10);
+
+    // A code spent before the step-up's (an earlier step) is not the step-up's: refused.
+    const earlier = totp.generate({ timestamp: h.clock.now.getTime() - 30_000 });
+    const refused = await regenerate(earlier);
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().error.code).toBe("totp_invalid");
+
+    // A minute on, the step-up's code is past: a fresh one works, the old one does not.
+    h.clock.advance(61_000);
+    expect((await regenerate(typed)).json().error?.code).toBe("totp_invalid");
+    expect((await regenerate(code())).statusCode).toBe(200);
   });
 
   it("starts at most 30 passkey sign-ins from one address in 15 minutes", async () => {

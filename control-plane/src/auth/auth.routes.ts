@@ -235,7 +235,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       const context = await requireOperator(request, { mfa: true });
       refuseInSsoSession(context.session, "making new backup codes");
       return {
-        backup_codes: await deps.totp.regenerateBackupCodes(context.operatorId, request.body.code),
+        backup_codes: await deps.totp.regenerateBackupCodes(
+          context.operatorId,
+          request.body.code,
+          context.session,
+        ),
       };
     },
   );

@@ -4,7 +4,7 @@
 import { AppError } from "@latch/shared/errors";
 import * as OTPAuth from "otpauth";
 import QRCode from "qrcode";
-import type { OperatorRow } from "../db/schema.ts";
+import type { OperatorRow, OperatorSessionRow } from "../db/schema.ts";
 import { BACKUP_CODE_COUNT, isSameHash, newBackupCode, normaliseBackupCode } from "./codes.ts";
 import type { Keyring } from "./kek.ts";
 import type { OperatorsRepo } from "./operators.repo.ts";
@@ -30,6 +30,9 @@ export interface Enrollment {
   qr_svg: string;
   expires_at: string;
 }
+
+/** How a session last proved its user (operator_sessions). */
+type VerifiedSession = Pick<OperatorSessionRow, "verified_at" | "verified_method">;
 
 const pendingBinding = (operatorId: string) => `${operatorId}:pending-totp`;
 const activeBinding = (operatorId: string) => `${operatorId}:totp`;
@@ -77,15 +80,36 @@ export function createTotpService(deps: TotpDeps) {
    * accept it.
    */
   async function spendTotpCode(operator: OperatorRow, code: string): Promise<boolean> {
-    if (!operator.totp_enabled || !operator.totp_secret || !operator.totp_kek_id) return false;
+    const step = activeStepOf(operator, code);
+    if (step === undefined) return false;
+    return deps.repo.updateTotpLastStep(operator.id, step);
+  }
+
+  /** The time step `code` matches under the active secret, or undefined. */
+  function activeStepOf(operator: OperatorRow, code: string): number | undefined {
+    if (!operator.totp_enabled || !operator.totp_secret || !operator.totp_kek_id) return undefined;
     const secret = deps.keyring.unwrap(
       operator.totp_kek_id,
       operator.totp_secret,
       activeBinding(operator.id),
     );
-    const step = matchStep(totpFor(operator.email, secret), code);
-    if (step === undefined) return false;
-    return deps.repo.updateTotpLastStep(operator.id, step);
+    return matchStep(totpFor(operator.email, secret), code);
+  }
+
+  /**
+   * Whether `code` is the one this very session stepped up with moments ago: the last step spent,
+   * and the session's verification an authenticator code of that step (one step either side) in
+   * the last minute. A form that asks for a code behind a step-up is filled in the same 30
+   * seconds as the step-up: its code is then spent already, by the session that sends it.
+   */
+  function isSessionsStepUpCode(operator: OperatorRow, code: string, session: VerifiedSession | undefined) {
+    if (session?.verified_method !== "totp" || !session.verified_at) return false;
+    const step = activeStepOf(operator, code);
+    if (step === undefined || String(step) !== String(operator.totp_last_step)) return false;
+    const verifiedAt = session.verified_at.getTime();
+    const age = deps.now().getTime() - verifiedAt;
+    const verifiedStep = Math.floor(verifiedAt / 1000 / PERIOD_S);
+    return age >= 0 && age <= 2 * PERIOD_S * 1000 && Math.abs(verifiedStep - step) <= WINDOW;
   }
 
   async function spendBackupCode(operatorId: string, typed: string): Promise<boolean> {
@@ -217,11 +241,19 @@ export function createTotpService(deps: TotpDeps) {
       return { usedBackupCode };
     },
 
-    /** New backup codes for a current authenticator code; every unused old one stops working. */
-    async regenerateBackupCodes(operatorId: string, rawCode: unknown): Promise<string[]> {
+    /**
+     * New backup codes for a current authenticator code; every unused old one stops working. The
+     * code this `session` has just stepped up with counts (isSessionsStepUpCode).
+     */
+    async regenerateBackupCodes(
+      operatorId: string,
+      rawCode: unknown,
+      session?: VerifiedSession,
+    ): Promise<string[]> {
       const operator = await loadOperator(operatorId);
       checkNotLocked(operator);
-      if (!(await spendTotpCode(operator, typeof rawCode === "string" ? rawCode.trim() : ""))) {
+      const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      if (!(await spendTotpCode(operator, code)) && !isSessionsStepUpCode(operator, code, session)) {
         await recordFailure(operatorId);
       }
       return deps.repo.inTransaction((repo) => replaceBackupCodes(repo, operatorId));
