@@ -29,18 +29,56 @@ function loadInbox(isBackground) {
     }
     waitingCount = count;
     var snapshot = JSON.stringify(answer) + environment;
-    if (snapshot === lastInbox) return;
-    lastInbox = snapshot;
-    var here = approvals.filter((g) => inEnvironment(g.environment_id));
-    var asking = requests.filter((n) => inEnvironment(n.environment));
-    elsewhereNote(
-      "inbox-elsewhere",
-      count - here.length - asking.length,
-      "request waiting",
-      "requests waiting",
-    );
-    renderInbox(here, asking);
+    if (snapshot !== lastInbox) {
+      lastInbox = snapshot;
+      drawInbox(approvals, requests, count);
+    }
+    if (!isBackground) showNotifiedRequest(approvals);
   });
+}
+/** The inbox of the environment shown, and a note of what waits in the others. */
+function drawInbox(approvals, requests, count) {
+  var here = approvals.filter((g) => inEnvironment(g.environment_id));
+  var asking = requests.filter((n) => inEnvironment(n.environment));
+  elsewhereNote(
+    "inbox-elsewhere",
+    count - here.length - asking.length,
+    "request waiting",
+    "requests waiting",
+  );
+  renderInbox(here, asking);
+}
+/**
+ * A push notification opens /console#inbox?grant=<id>: once the inbox is drawn, that request's row
+ * is marked, brought into view and its first decision focused; a request that waits no longer, or
+ * waits in another environment, is said so. The address then goes back to #inbox, so that no
+ * redraw does it again.
+ */
+function showNotifiedRequest(approvals) {
+  var id = new URLSearchParams(location.hash.split("?")[1] || "").get("grant");
+  if (sectionInHash() !== "inbox" || !id) return;
+  history.replaceState(null, "", "#inbox");
+  var grant = approvals.find((g) => g.grant_id === id);
+  if (!grant) {
+    say("The request from the notification is no longer waiting: it was decided, withdrawn or has expired.");
+    return;
+  }
+  var label = `${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)}`;
+  var tr = byId("pending-approvals").querySelector(`tr[data-grant="${CSS.escape(id)}"]`);
+  if (!tr) {
+    say(
+      `The request from the notification (${label}) waits in the ${grant.environment_id} environment: switch to it.`,
+    );
+    return;
+  }
+  for (var other of byId("pending-approvals").querySelectorAll("tr.notified"))
+    other.classList.remove("notified");
+  tr.classList.add("notified");
+  tr.scrollIntoView({ block: "center" });
+  var target = tr.querySelector("button") || tr.querySelector("th");
+  if (target.tagName === "TH") target.tabIndex = -1;
+  target.focus();
+  say(`The request from the notification: ${label}.`);
 }
 /** Redraws the inbox; a focused decision button keeps focus across a background redraw. */
 function renderInbox(approvals, requests) {
@@ -156,7 +194,7 @@ function approvalRow(grant) {
       ),
     );
   }
-  return row([
+  var tr = row([
     rowHeader(grant.item_name),
     grant.environment_id,
     agentCell(grant.agent_name, grant.agent_id),
@@ -165,6 +203,8 @@ function approvalRow(grant) {
     timeCell(grant.created_at),
     decide,
   ]);
+  tr.setAttribute("data-grant", grant.grant_id);
+  return tr;
 }
 function approve(grant, label, policy, scope) {
   var body = scope ? { policy: policy, scope: scope } : { policy: policy };

@@ -239,6 +239,48 @@ describe.skipIf(skipBrowserTests)("policies and the live inbox in Chromium", () 
     await context.close();
   }, 120_000);
 
+  it("a push's link brings its request into view with the first decision focused, or says it waits no more", async () => {
+    const { op, token } = await operatorWithClient(h, {
+      secret: "sk_live_push_link_7c21",
+      items: [{ name: "API_KEY" }],
+      clientName: "push agent",
+      origin: base,
+    });
+    const agent = await connectAgent(base, token, "push-agent");
+    const ask = async (path: string) =>
+      toolAnswer(
+        await agent.callTool({
+          name: "http_request",
+          arguments: { item_name: "API_KEY", method: "POST", path },
+        }),
+      ).grant_id as string;
+    await ask("/v1/first");
+    const notified = await ask("/v1/second");
+    const { context, page, problems } = await signedIn(op);
+    await page.goto(`${base}/console#inbox?grant=${notified}`);
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe("The request from the notification: API_KEY for push agent.");
+    const row = page.locator(`tr[data-grant="${notified}"]`);
+    expect(await row.getAttribute("class")).toContain("notified");
+    expect(await row.evaluate((tr) => tr.contains(document.activeElement))).toBe(true);
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Approve once");
+    // The address is #inbox again: a redraw (a new request arriving) moves nothing.
+    expect(new URL(page.url()).hash).toBe("#inbox");
+    await shot(page, "push-link");
+
+    await op.request("POST", `/api/grants/${notified}/revoke`);
+    await page.goto(`${base}/console#inbox?grant=${notified}`);
+    await expect
+      .poll(() => statusOf(page), SOON)
+      .toBe(
+        "The request from the notification is no longer waiting: it was decided, withdrawn or has expired.",
+      );
+    expect(problems).toEqual([]);
+    await agent.close();
+    await context.close();
+  }, 120_000);
+
   it("a push's link opens the inbox, through sign-in when the browser is signed out", async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
