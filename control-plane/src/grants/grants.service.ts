@@ -1,6 +1,6 @@
-// Approvals (spec 2.4, 3.1): request (pending), approve with a policy, revoke, and the check an
-// http_request makes before anything leaves: find a usable grant and, for a one-call grant, spend
-// it first (restored when the request never left the service).
+// Approvals (spec 2.4, 3.1): request (pending), approve with a policy, revoke; with the listings
+// (grant-listings.ts) and the check an http_request makes before anything leaves
+// (call-authorisation.ts), the grants service.
 
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
@@ -11,17 +11,10 @@ import { newEightDigitCode } from "../auth/codes.ts";
 import type { NewGrant } from "../db/schema.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
 import { APPROVAL_CODE_TTL_MS, findPendingByCode } from "./approval-codes.ts";
-import { type CallTarget, isCovering, isStandingPolicy } from "./grant-coverage.ts";
-import {
-  type ApprovalView,
-  bodyViewOfRow,
-  type PendingApproval,
-  type PublicGrant,
-  requestedCallColumns,
-  toApprovalView,
-  toPendingApproval,
-  toPublicGrant,
-} from "./grant-view.ts";
+import { createCallAuthorisation } from "./call-authorisation.ts";
+import { isStandingPolicy } from "./grant-coverage.ts";
+import { createGrantListings, findGrantOrFail } from "./grant-listings.ts";
+import { bodyViewOfRow, type PublicGrant, requestedCallColumns, toPublicGrant } from "./grant-view.ts";
 import type { ApprovalRow, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 import type { BodyView } from "./request-body.ts";
 import {
@@ -40,8 +33,6 @@ export const MAX_TASK_DESCRIPTION = 500;
  * Deny is pending again (spec 3.1) but mails nobody, and the agent is told it was refused.
  */
 export const DENY_MEMORY_MS = 10 * 60 * 1000;
-/** A grant's last use is written at most once a minute: a busy agent costs no write per call. */
-export const USE_WRITE_INTERVAL_MS = 60_000;
 
 export type GrantPolicy = "prompt" | "session" | "item_standing" | "folder_standing";
 
@@ -68,14 +59,6 @@ export interface GrantsServiceDeps {
     approvalCode: string;
     linkToken: string;
   }) => Promise<void>;
-}
-
-export interface CallAuthorisation {
-  grant: PublicGrant;
-  /** Gives a spent one-call grant back: the request never left the service. */
-  release(): Promise<void>;
-  /** A one-call grant, spent for this call (a session or standing grant is never spent). */
-  isOneCall?: boolean;
 }
 
 /** A request for approval as the agent's answer reports it. */
@@ -161,11 +144,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     return deps.findStandingApprovalsNeed(organisationId);
   }
 
-  async function loadGrant(organisationId: string, id: string): Promise<ApprovalRow> {
-    const row = await deps.repo.findGrantById(organisationId, id);
-    if (!row) throw new AppError("not_found", "no such grant");
-    return row;
-  }
+  const loadGrant = (organisationId: string, id: string) => findGrantOrFail(deps.repo, organisationId, id);
 
   /** Inserts a grant row and audits it under `action`; the row as read back, with its item's name. */
   async function insertRecorded(
@@ -271,14 +250,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     return { grant, isNew: outcome.isNew, approvalCode: code, notifyFailed, deniedAt };
   }
 
-  /** Records the use of a lasting grant, at most once a minute (its row says when it was last). */
-  async function noteUse(row: GrantWithItem, at: Date): Promise<void> {
-    const olderThan = new Date(at.getTime() - USE_WRITE_INTERVAL_MS);
-    if (row.last_used_at && row.last_used_at >= olderThan) return;
-    await deps.repo.updateGrantUsed(row.id, at, olderThan);
-  }
-
-  return {
+  const decisions = {
     /** Approves the pending grant an emailed link names (single use: a second use is 409). */
     async approveByLink(organisationId: string, actor: string, token: string): Promise<PublicGrant> {
       const row = await deps.repo.findGrantByLinkHash(organisationId, sha256Hex(token));
@@ -479,61 +451,6 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       return toPublicGrant(await loadGrant(organisationId, id), at);
     },
 
-    async listGrants(organisationId: string, filter: { agentId?: string } = {}): Promise<PublicGrant[]> {
-      const at = now();
-      return (await deps.repo.findGrants(organisationId, filter)).map((row) => toPublicGrant(row, at));
-    },
-
-    /** The requests waiting for an operator (the inbox), with the body each would send. */
-    async listPendingApprovals(organisationId: string): Promise<PendingApproval[]> {
-      const at = now();
-      return (await deps.repo.findApprovalsByStatus(organisationId, "pending", { limit: 200 }, at)).map(
-        (row) => toPendingApproval(row, at),
-      );
-    },
-
-    /** The grant an approval link names in this organisation, for its page; undefined if none. */
-    async findApprovalByLink(organisationId: string, token: string): Promise<PendingApproval | undefined> {
-      const row = await deps.repo.findGrantByLinkHash(organisationId, sha256Hex(token));
-      return row && toPendingApproval(row, now());
-    },
-
-    /** One grant with the body it was asked with and who decided it (the approval link's page). */
-    async getApproval(organisationId: string, id: string): Promise<PendingApproval & ApprovalView> {
-      const row = await loadGrant(organisationId, id);
-      const at = now();
-      return { ...toApprovalView(row, at), ...toPendingApproval(row, at) };
-    },
-
-    /** Every active approval (the Approvals section), newest first, filtered. */
-    async listActiveApprovals(
-      organisationId: string,
-      filter: { environment?: string; agentId?: string; itemName?: string; policy?: string } = {},
-    ): Promise<ApprovalView[]> {
-      const at = now();
-      return (await deps.repo.findApprovalsByStatus(organisationId, "active", filter, at)).map((row) =>
-        toApprovalView(row, at),
-      );
-    },
-
-    /**
-     * The newest grants, each with the body it was asked with, who decided it and its last use
-     * (the local console shows requests and approvals in one table).
-     */
-    async listGrantsInFull(organisationId: string): Promise<(PendingApproval & ApprovalView)[]> {
-      const at = now();
-      return (await deps.repo.findApprovals(organisationId, 200)).map((row) => ({
-        ...toApprovalView(row, at),
-        ...toPendingApproval(row, at),
-      }));
-    },
-
-    /** The grants with the item each one is for and who decided it (the access snapshot). */
-    async listGrantsWithItem(organisationId: string): Promise<ApprovalView[]> {
-      const at = now();
-      return (await deps.repo.findApprovals(organisationId, 200)).map((row) => toApprovalView(row, at));
-    },
-
     /**
      * Stops every approval an agent holds: its client was revoked (call in that transaction), by
      * `actor` when an operator did it.
@@ -555,54 +472,11 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         throw new AppError("confirm_name_mismatch", "confirm_name must be the folder's name exactly");
       await deps.repo.updateGrantFolder(organisationId, id, folder.id);
     },
-
-    /**
-     * The approval a call would use right now, without spending it (dry_run).
-     */
-    async findUsableGrant(scope: GrantScope, call?: CallTarget): Promise<PublicGrant | undefined> {
-      const at = now();
-      const [first] = (await deps.repo.findUsableGrants(scope, at)).filter((row) => isCovering(row, call));
-      return first && toPublicGrant(first, at);
-    },
-
-    /** True when a standing grant exists for the scope but does not cover this call. */
-    async isOutsideStanding(scope: GrantScope, call: CallTarget): Promise<boolean> {
-      const rows = await deps.repo.findUsableGrants(scope, now());
-      return rows.some(
-        (row) =>
-          (row.policy === "item_standing" || row.policy === "folder_standing") && !isCovering(row, call),
-      );
-    },
-
-    /**
-     * Authorises one call: a usable grant, with a one-call grant spent before the request is
-     * sent. Undefined when there is none (or another call spent the last one first). `usable`:
-     * the scope's usable grants when the caller read them already, with its credential in the
-     * same statement (calls/call-context.repo.ts), as findUsableGrants answers them.
-     */
-    async authoriseCall(
-      scope: GrantScope,
-      call?: CallTarget,
-      usable?: readonly GrantWithItem[],
-    ): Promise<CallAuthorisation | undefined> {
-      const at = now();
-      for (const row of usable ?? (await deps.repo.findUsableGrants(scope, at))) {
-        if (!isCovering(row, call)) continue;
-        if (row.policy !== "prompt") {
-          await noteUse(row, at);
-          return { grant: toPublicGrant(row, at), release: async () => {} };
-        }
-        if (await deps.repo.updateGrantConsumed(row.id, at)) {
-          const spent = { ...row, status: "consumed", consumed_at: at };
-          return {
-            grant: toPublicGrant(spent, at),
-            release: () => deps.repo.updateGrantRestored(row.id),
-            isOneCall: true,
-          };
-        }
-      }
-      return undefined;
-    },
+  };
+  return {
+    ...decisions,
+    ...createGrantListings({ repo: deps.repo, now }),
+    ...createCallAuthorisation({ repo: deps.repo, now }),
   };
 }
 

@@ -263,7 +263,11 @@ describe.skipIf(skipBrowserTests)("policies and the live inbox in Chromium", () 
       .toBe("The request from the notification: API_KEY for push agent.");
     const row = page.locator(`tr[data-grant="${notified}"]`);
     expect(await row.getAttribute("class")).toContain("notified");
-    expect(await row.evaluate((tr) => tr.contains(document.activeElement))).toBe(true);
+    expect(
+      await page.evaluate(
+        `document.querySelector('tr[data-grant="${notified}"]').contains(document.activeElement)`,
+      ),
+    ).toBe(true);
     expect(await page.evaluate("document.activeElement.textContent")).toBe("Approve once");
     // The address is #inbox again: a redraw (a new request arriving) moves nothing.
     expect(new URL(page.url()).hash).toBe("#inbox");

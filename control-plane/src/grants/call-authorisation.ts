@@ -1,0 +1,78 @@
+// The check an http_request makes before anything leaves (spec 3.1): a usable grant that covers
+// the call and, for a one-call grant, spent first (given back when the request never left the
+// service); a lasting grant's use noted, at most once a minute.
+import { type CallTarget, isCovering } from "./grant-coverage.ts";
+import { type PublicGrant, toPublicGrant } from "./grant-view.ts";
+import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
+
+/** A grant's last use is written at most once a minute: a busy agent costs no write per call. */
+export const USE_WRITE_INTERVAL_MS = 60_000;
+
+export interface CallAuthorisation {
+  grant: PublicGrant;
+  /** Gives a spent one-call grant back: the request never left the service. */
+  release(): Promise<void>;
+  /** A one-call grant, spent for this call (a session or standing grant is never spent). */
+  isOneCall?: boolean;
+}
+
+export function createCallAuthorisation(deps: { repo: GrantsRepo; now: () => Date }) {
+  const { now } = deps;
+
+  /** Records the use of a lasting grant, at most once a minute (its row says when it was last). */
+  async function noteUse(row: GrantWithItem, at: Date): Promise<void> {
+    const olderThan = new Date(at.getTime() - USE_WRITE_INTERVAL_MS);
+    if (row.last_used_at && row.last_used_at >= olderThan) return;
+    await deps.repo.updateGrantUsed(row.id, at, olderThan);
+  }
+
+  return {
+    /**
+     * The approval a call would use right now, without spending it (dry_run).
+     */
+    async findUsableGrant(scope: GrantScope, call?: CallTarget): Promise<PublicGrant | undefined> {
+      const at = now();
+      const [first] = (await deps.repo.findUsableGrants(scope, at)).filter((row) => isCovering(row, call));
+      return first && toPublicGrant(first, at);
+    },
+
+    /** True when a standing grant exists for the scope but does not cover this call. */
+    async isOutsideStanding(scope: GrantScope, call: CallTarget): Promise<boolean> {
+      const rows = await deps.repo.findUsableGrants(scope, now());
+      return rows.some(
+        (row) =>
+          (row.policy === "item_standing" || row.policy === "folder_standing") && !isCovering(row, call),
+      );
+    },
+
+    /**
+     * Authorises one call: a usable grant, with a one-call grant spent before the request is
+     * sent. Undefined when there is none (or another call spent the last one first). `usable`:
+     * the scope's usable grants when the caller read them already, with its credential in the
+     * same statement (calls/call-context.repo.ts), as findUsableGrants answers them.
+     */
+    async authoriseCall(
+      scope: GrantScope,
+      call?: CallTarget,
+      usable?: readonly GrantWithItem[],
+    ): Promise<CallAuthorisation | undefined> {
+      const at = now();
+      for (const row of usable ?? (await deps.repo.findUsableGrants(scope, at))) {
+        if (!isCovering(row, call)) continue;
+        if (row.policy !== "prompt") {
+          await noteUse(row, at);
+          return { grant: toPublicGrant(row, at), release: async () => {} };
+        }
+        if (await deps.repo.updateGrantConsumed(row.id, at)) {
+          const spent = { ...row, status: "consumed", consumed_at: at };
+          return {
+            grant: toPublicGrant(spent, at),
+            release: () => deps.repo.updateGrantRestored(row.id),
+            isOneCall: true,
+          };
+        }
+      }
+      return undefined;
+    },
+  };
+}
