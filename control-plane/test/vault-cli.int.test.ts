@@ -304,4 +304,18 @@ describe("vault serve's start-up refusals: one sentence and exit code 1", () => 
       await exited;
     }
   }, 90_000);
+
+  it("reset-passkeys: a usage line without --email, and an address the service does not know", async () => {
+    const usage = await vault(["reset-passkeys"]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("usage: vault reset-passkeys --email ADDRESS [--even-the-last-factor]");
+    // The hosted service's own database (here a new embedded one in its own DATA_DIR).
+    const serviceDir = mkdtempSync(join(tmpdir(), "latch-reset-passkeys-"));
+    const unknown = await vault(["reset-passkeys", "--email", "Nobody@Example.test"], undefined, {
+      ...env,
+      DATA_DIR: serviceDir,
+    });
+    expect(unknown.code, unknown.stderr).toBe(1);
+    expect(unknown.stderr).toContain("vault: no account has the address nobody@example.test");
+  }, 90_000);
 });

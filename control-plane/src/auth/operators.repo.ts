@@ -19,6 +19,8 @@ export interface OperatorsRepo {
   /** Runs `fn` in one transaction. */
   inTransaction<T>(fn: (repo: OperatorsRepo) => Promise<T>): Promise<T>;
   findOperatorById(id: string): Promise<OperatorRow | undefined>;
+  /** The account with this address (lowercase), its row locked until the transaction ends. */
+  findOperatorByEmailForUpdate(email: string): Promise<OperatorRow | undefined>;
   /** Sets totp_last_step only if `step` is after it. True for the one caller that won. */
   updateTotpLastStep(id: string, step: number): Promise<boolean>;
   /** Adds one failure and returns the count. */
@@ -58,6 +60,8 @@ export function createOperatorsRepo(db: Kysely<Database>): OperatorsRepo {
   return {
     inTransaction: (fn) => db.transaction().execute((trx) => fn(createOperatorsRepo(trx))),
     findOperatorById: (id) => db.selectFrom("operators").selectAll().where("id", "=", id).executeTakeFirst(),
+    findOperatorByEmailForUpdate: (email) =>
+      db.selectFrom("operators").selectAll().where("email", "=", email).forUpdate().executeTakeFirst(),
     async updateTotpLastStep(id, step) {
       const result = await db
         .updateTable("operators")

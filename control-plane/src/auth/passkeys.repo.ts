@@ -181,6 +181,15 @@ export function createPasskeysRepo(db: Kysely<Database>) {
       return result.numUpdatedRows === 1n;
     },
 
+    /** Deletes every passkey of the operator (the service's administrator's reset); how many. */
+    async deletePasskeysOf(operatorId: string): Promise<number> {
+      const result = await db
+        .deleteFrom("operator_passkeys")
+        .where("operator_id", "=", operatorId)
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
     /**
      * Deletes the operator's passkey unless it is the last factor (no authenticator app, no other
      * passkey): one statement, so two removals at once cannot both pass the count. Answers whether

@@ -144,6 +144,16 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
+    /** Ends every live session of the operator; how many. */
+    async updateSessionsRevokedOf(operatorId: string, now: Date): Promise<number> {
+      const result = await db
+        .updateTable("operator_sessions")
+        .set({ revoked_at: now })
+        .where("operator_id", "=", operatorId)
+        .where("revoked_at", "is", null)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    },
     /** Ends every other live session of the operator (sign out everywhere else). */
     async updateOtherSessionsRevoked(operatorId: string, keepId: string, now: Date): Promise<number> {
       const result = await db

@@ -18,6 +18,7 @@ import { runMcpStdio } from "./mcp-stdio.ts";
 import { runOAuthRotateKeys } from "./oauth-rotate-keys.command.ts";
 import { runPolicyCommand } from "./policy.command.ts";
 import { readSecretValue } from "./read-secret.ts";
+import { runResetPasskeys } from "./reset-passkeys.command.ts";
 import { runSealRewrap } from "./seal-rewrap.command.ts";
 import { runServe } from "./serve.ts";
 
@@ -48,6 +49,11 @@ Usage: vault <command> [options]
   kek-rotate                    hosted service: a new key-encryption key, every authenticator secret
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
                                 safe to interrupt and rerun)
+  reset-passkeys --email ADDRESS [--even-the-last-factor]
+                                hosted service: an operator lost their passkey (every step-up takes
+                                it): remove the account's passkeys, end its sessions, audit it and
+                                mail them; they sign in with the authenticator app and add a new one.
+                                Check who is asking by another way than that account first
   seal-rewrap [--local]         every stored secret sealed again, as an envelope, under the egress
                                 proxy's current key (values stored before envelopes, and after the
                                 proxy's key file put a new key first); the hosted service's, or with
@@ -322,6 +328,21 @@ async function main(argv: string[]): Promise<number> {
     case "kek-rotate":
       parse({});
       return runKekRotate(process.env, progress);
+    case "reset-passkeys": {
+      const { values, positionals } = parse({
+        email: { type: "string" },
+        "even-the-last-factor": { type: "boolean" },
+      });
+      if (!values.email || positionals.length > 0) {
+        throw new UsageError("usage: vault reset-passkeys --email ADDRESS [--even-the-last-factor]");
+      }
+      return runResetPasskeys(
+        process.env,
+        { email: values.email, isLastFactorAllowed: values["even-the-last-factor"] === true },
+        logger,
+        progress,
+      );
+    }
     case "seal-rewrap": {
       const { values } = parse({ local: { type: "boolean" } });
       return runSealRewrap(process.env, values.local ? dataDir : undefined, logger, progress);
