@@ -4,7 +4,7 @@
 // CPU per call against the floor's.
 //
 //   npm run bench:egress -- [--vus 1,4,16] [--direct-iterations N] [--proxy-iterations N] [--warmup N]
-//                           [--cpu-prof]
+//                           [--cpu-prof] [--dns-ttl SECONDS]
 //
 // The origin, the proxy and the floor each run in a process of their own (only one of the last two
 // has calls at a time), k6 in another; this one mints the tickets. See loadtest/README.md.
@@ -13,6 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { startDnsServer } from "../egress-proxy/test/dns-server.ts";
 import {
   type EgressTarget,
   echoCallSpec,
@@ -32,7 +33,7 @@ import {
   tail,
   throughputRatio,
 } from "./lib/k6.ts";
-import { startOriginProcess, TEST_CA_PATH } from "./lib/origin-process.ts";
+import { ORIGIN_HOST, startOriginProcess, TEST_CA_PATH } from "./lib/origin-process.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -45,6 +46,9 @@ const { values: args } = parseArgs({
     warmup: { type: "string", default: "3000" },
     // Profiles the proxy's process during its measured runs and the floor's during its own.
     "cpu-prof": { type: "boolean", default: false },
+    // Also a proxy that resolves the origin's name through a loopback DNS server whose answers
+    // live this many seconds (0: asked on every call), next to the one dialling a fixed address.
+    "dns-ttl": { type: "string" },
   },
 });
 
@@ -58,10 +62,20 @@ const vusLevels = args.vus.split(",").map((v) => positiveInt("vus", v.trim()));
 const directIterations = positiveInt("direct-iterations", args["direct-iterations"]);
 const proxyIterations = positiveInt("proxy-iterations", args["proxy-iterations"]);
 const warmupIterations = positiveInt("warmup", args.warmup);
+const dnsTtl = args["dns-ttl"] === undefined ? undefined : Number(args["dns-ttl"]);
+if (dnsTtl !== undefined && !(Number.isInteger(dnsTtl) && dnsTtl >= 0 && dnsTtl <= 3600)) {
+  throw new Error(`--dns-ttl takes whole seconds from 0 to 3600, got ${args["dns-ttl"]}`);
+}
 
 const PROTO_ROOT = new URL("../proto", import.meta.url).pathname;
 const DIRECT_SCRIPT = join(LOADTEST_DIR, "k6", "egress-direct.js");
 const PROXY_SCRIPT = join(LOADTEST_DIR, "k6", "egress-proxy.js");
+
+const SCENARIOS = {
+  proxy: "proxy (gRPC Execute)",
+  "proxy-dns": "proxy, names through DNS",
+  floor: "floor (bare forwarder)",
+} as const;
 
 /** Why the bench fails, collected across runs so that every problem is reported. */
 const problems: string[] = [];
@@ -88,6 +102,19 @@ async function main(): Promise<void> {
   });
   const floor = await startBenchFloor({ originPort: origin.port, secret });
   const call = await echoCallSpec(bench.sealingKey, secret);
+  // The DNS server answers the origin's name with 127.0.0.1 (A only: an empty AAAA answer).
+  const dnsServer =
+    dnsTtl === undefined
+      ? undefined
+      : await startDnsServer({ [ORIGIN_HOST]: { A: ["127.0.0.1"], ttl: dnsTtl } });
+  const dnsBench = dnsServer
+    ? await startBenchProxy({
+        originPort: origin.port,
+        logPath: join(RESULTS_DIR, "bench-egress.proxy-dns.log"),
+        dnsServer: dnsServer.server,
+      })
+    : undefined;
+  const dnsCall = dnsBench && (await echoCallSpec(dnsBench.sealingKey, secret));
   console.log(
     `origin https://api.latch.test:${origin.port} (pid ${origin.pid}), proxy grpc ${bench.address}` +
       ` (pid ${bench.pid}), floor grpc ${floor.address} (pid ${floor.pid})`,
@@ -144,14 +171,16 @@ async function main(): Promise<void> {
    * same way for both (the floor decodes them and never checks or spends them).
    */
   async function proxied(
-    target: "proxy" | "floor",
+    target: "proxy" | "proxy-dns" | "floor",
     name: string,
     vus: number,
     iterations: number,
     isWarmUp = false,
   ): Promise<Run & { ok: number }> {
-    writeTicketFile(bench.minter, call, iterations, ticketsFile);
-    const subject = target === "proxy" ? bench : floor;
+    const proxy =
+      target === "proxy-dns" && dnsBench && dnsCall ? { bench: dnsBench, call: dnsCall } : { bench, call };
+    writeTicketFile(proxy.bench.minter, proxy.call, iterations, ticketsFile);
+    const subject = target === "floor" ? floor : proxy.bench;
     const m = await measured(
       {
         name,
@@ -167,7 +196,7 @@ async function main(): Promise<void> {
       isProfiling && !isWarmUp,
     );
     const figures = figuresOf(m.result, {
-      scenario: target === "proxy" ? "proxy (gRPC Execute)" : "floor (bare forwarder)",
+      scenario: SCENARIOS[target],
       vus,
       latencyMetric: "grpc_req_duration",
     });
@@ -193,7 +222,7 @@ async function main(): Promise<void> {
     console.log(
       `  ${r.figures.reqPerSec.toFixed(0)} req/s, p50 ${r.figures.p50Ms.toFixed(2)} ms, p99 ${r.figures.p99Ms.toFixed(2)} ms`,
     );
-  const levels: { vus: number; direct: Run; proxy: Run; floor: Run }[] = [];
+  const levels: { vus: number; direct: Run; proxy: Run; floor: Run; proxyDns?: Run }[] = [];
   let proxiedOk = 0;
   let proxiedPlanned = 0;
   for (const vus of vusLevels) {
@@ -215,7 +244,16 @@ async function main(): Promise<void> {
     );
     const f = await proxied("floor", `egress-floor-${vus}vu`, vus, proxyIterations);
     say(f);
-    levels.push({ vus, direct: d, proxy: p, floor: f });
+    let proxyDns: Run | undefined;
+    if (dnsBench) {
+      console.log(
+        `${vus} VUs: proxy resolving through DNS (TTL ${dnsTtl} s), ${proxyIterations} iterations...`,
+      );
+      await proxied("proxy-dns", `egress-proxy-dns-warmup-${vus}vu`, vus, warmupIterations, true);
+      proxyDns = await proxied("proxy-dns", `egress-proxy-dns-${vus}vu`, vus, proxyIterations);
+      say(proxyDns);
+    }
+    levels.push({ vus, direct: d, proxy: p, floor: f, ...(proxyDns ? { proxyDns } : {}) });
     proxiedOk += p.ok;
     proxiedPlanned += proxyIterations;
   }
@@ -229,11 +267,19 @@ async function main(): Promise<void> {
   }
   const originStats = await origin.stats();
   const calls = await bench.metrics();
+  const dnsQueries = dnsServer?.queries.length ?? 0;
   await floor.close();
   await bench.close();
+  await dnsBench?.close();
+  await dnsServer?.close();
   await origin.close();
 
-  const rows = levels.flatMap((l) => [l.direct.figures, l.proxy.figures, l.floor.figures]);
+  const rows = levels.flatMap((l) => [
+    l.direct.figures,
+    l.proxy.figures,
+    l.floor.figures,
+    ...(l.proxyDns ? [l.proxyDns.figures] : []),
+  ]);
   const ratios = levels.map((l) => ({
     vus: l.vus,
     ratio: throughputRatio(l.proxy.figures, l.direct.figures),
@@ -293,6 +339,16 @@ async function main(): Promise<void> {
         (vus === 1 ? " (target <= 1.6x)" : vus === 16 ? " (target <= 1.8x)" : ""),
     );
   }
+  for (const l of levels) {
+    if (!l.proxyDns) continue;
+    const withDns = l.proxyDns.proxyCpuMsPerCall ?? Number.NaN;
+    const fixed = l.proxy.proxyCpuMsPerCall ?? Number.NaN;
+    console.log(
+      `  ${String(l.vus).padStart(3)} VUs  proxy CPU per call resolving through DNS (TTL ${dnsTtl} s) = ${withDns.toFixed(3)} ms` +
+        ` (a fixed address: ${fixed.toFixed(3)} ms, ${signedMs(withDns - fixed)})`,
+    );
+  }
+  if (dnsServer) console.log(`DNS queries answered: ${dnsQueries}`);
   console.log(
     `origin: ${originStats.requests} requests on ${originStats.connections} TLS connections in all`,
   );

@@ -5,7 +5,9 @@
 // run after a switch cost 13-25 % more CPU per call than a second run in a row (loadtest/README.md).
 //
 //   node egress-target.ts proxy|floor   (environment: BENCH_ORIGIN_PORT, BENCH_SECRET for the
-//                                        floor, BENCH_DATA_DIR and BENCH_LOG_PATH for the proxy)
+//                                        floor, BENCH_DATA_DIR and BENCH_LOG_PATH for the proxy, and
+//                                        BENCH_DNS_SERVER for a proxy that resolves the origin's
+//                                        name through DNS instead of a fixed address)
 import { type CpuProfile, createProfiler, type Profiler, summarizeProfile } from "./cpu-profile.ts";
 import { startFloorForwarder } from "./floor-forwarder.ts";
 import { ORIGIN_HOST, TEST_CA_PATH } from "./origin-process.ts";
@@ -57,11 +59,16 @@ async function startTarget(kind: EgressTargetKind): Promise<{
   const { createProxyLogger } = await import("../../egress-proxy/src/logger.ts");
   // The proxy's own logger, batching as in production, to a file: one info line per call.
   const { logger, flush } = createProxyLogger({ level: "info", file: required("BENCH_LOG_PATH") });
+  const dnsServer = process.env.BENCH_DNS_SERVER;
   const config = loadEgressConfig({
     NODE_ENV: "test",
     DATA_DIR: required("BENCH_DATA_DIR"),
     EGRESS_LISTEN: "127.0.0.1:0",
-    EGRESS_CONNECT_TO: `${ORIGIN_HOST}:443:127.0.0.1:${originPort}`,
+    // With a DNS server, the name is resolved as in production (an empty target) and only the
+    // port is the origin's; without, a fixed address.
+    ...(dnsServer
+      ? { EGRESS_CONNECT_TO: `${ORIGIN_HOST}:443::${originPort}`, EGRESS_DNS_SERVERS: dnsServer }
+      : { EGRESS_CONNECT_TO: `${ORIGIN_HOST}:443:127.0.0.1:${originPort}` }),
     EGRESS_ALLOW_CIDRS: "127.0.0.1/32",
     EGRESS_EXTRA_CA: TEST_CA_PATH,
   });

@@ -42,13 +42,19 @@ export interface BenchProxy extends EgressTarget {
  * public half it trusts) in a temporary directory, its log (level info: one line per call,
  * batched as in production) in `logPath`.
  */
-export async function startBenchProxy(options: { originPort: number; logPath: string }): Promise<BenchProxy> {
+export async function startBenchProxy(options: {
+  originPort: number;
+  logPath: string;
+  /** `127.0.0.1:<port>`: resolve the origin's name through this DNS server on every call. */
+  dnsServer?: string;
+}): Promise<BenchProxy> {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-bench-egress-"));
   const ticketKey = loadOrCreateTicketKey(dataDir);
   const { target, ready } = await forkTarget("proxy", {
     BENCH_ORIGIN_PORT: String(options.originPort),
     BENCH_DATA_DIR: dataDir,
     BENCH_LOG_PATH: options.logPath,
+    ...(options.dnsServer ? { BENCH_DNS_SERVER: options.dnsServer } : {}),
   });
   if (!ready.sealingKey || !ready.audience)
     throw new Error("the bench proxy sent no sealing key or audience");
