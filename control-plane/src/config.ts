@@ -81,6 +81,13 @@ const schema = z.object({
       .optional(),
   ),
   /**
+   * Where single sign-on's domain check reads DNS TXT records: a DNS-over-HTTPS JSON API (the
+   * `?name=&type=TXT` form Google's and Cloudflare's answer), reached through the egress proxy.
+   */
+  SSO_DNS_URL: z
+    .url({ protocol: /^https$/, error: "must be an https URL" })
+    .default("https://dns.google/resolve"),
+  /**
    * The push services a Web Push subscription may name (DECISIONS "Approvals that reach the
    * operator"): exact hosts or *.suffix, comma-separated. By default Chrome's, Firefox's, Safari's
    * and Edge's.

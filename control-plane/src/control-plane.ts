@@ -124,6 +124,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     },
     onMemberOAuthEnded: (organisationId, operatorId) =>
       oauthServer?.service.endMemberConsents(organisationId, operatorId) ?? Promise.resolve(),
+    ssoDnsUrl: config.SSO_DNS_URL,
   });
   const { audit, items, grants, clients, needs, sessions } = services;
   const oauth = createOAuthServer({

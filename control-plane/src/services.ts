@@ -52,6 +52,7 @@ import { createPoliciesService } from "./policies/policies.service.ts";
 import { createPushRepo } from "./push/push.repo.ts";
 import { createPushService, type PushService } from "./push/push.service.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
+import { createTxtLookup } from "./sso/domain-records.ts";
 import { createRelyingParty } from "./sso/oidc-relying-party.ts";
 import { createSsoRepo } from "./sso/sso.repo.ts";
 import { createSsoConnectionsService, type SsoTransaction } from "./sso/sso-connections.service.ts";
@@ -91,6 +92,8 @@ export interface HostedVariant extends CommonVariant {
   push: { keys: VapidKeys; subject: string; allowedHosts: readonly string[] };
   /** A member gone from an organisation: the OAuth grants they gave there end (the OAuth server's work). */
   onMemberOAuthEnded?: (organisationId: string, operatorId: string) => Promise<void>;
+  /** SSO_DNS_URL: the DNS-over-HTTPS JSON API single sign-on's domain check reads TXT records from. */
+  ssoDnsUrl: string;
 }
 
 /** Local: one organisation, the operator at the keyboard (LOCAL_SURFACE), no approval codes. */
@@ -359,6 +362,11 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
       relyingParty,
       sealingKey: () => variant.sealingKey(),
       inTransaction: inSsoTransaction,
+      lookUpTxt: createTxtLookup({
+        egress: variant.egress,
+        minter: variant.minter,
+        dnsUrl: variant.ssoDnsUrl,
+      }),
       baseUrl,
       now,
     }),

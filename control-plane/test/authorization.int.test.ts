@@ -242,6 +242,7 @@ const ROUTES: Route[] = [
   { method: "GET", path: "/api/orgs/sso", gate: "ready", action: "org.read" },
   { method: "PUT", path: "/api/orgs/sso", body: {}, gate: "ready", action: "org.manage" },
   { method: "DELETE", path: "/api/orgs/sso", gate: "ready", action: "org.manage" },
+  { method: "POST", path: "/api/orgs/sso/verify-domains", body: {}, gate: "ready", action: "org.manage" },
 ];
 
 let h: HostedHarness;

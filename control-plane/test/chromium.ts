@@ -63,7 +63,9 @@ export async function startBrowserRig(
      * Runs once BASE_URL is known, before the plane starts: a test's own TLS origin that must
      * name BASE_URL (an identity provider's redirect URI) answers its connect-to entries and flags.
      */
-    prepare?: (base: string) => Promise<{ connectTo?: readonly string[]; chromiumArgs?: readonly string[] }>;
+    prepare?: (
+      base: string,
+    ) => Promise<{ connectTo?: readonly string[]; chromiumArgs?: readonly string[]; ssoDnsUrl?: string }>;
   } = {},
 ): Promise<BrowserRig> {
   if (!hasChromium) {
@@ -78,6 +80,7 @@ export async function startBrowserRig(
     baseUrl: base,
     ...(options.providerHosts ? { providerHosts: options.providerHosts } : {}),
     ...(prepared.connectTo ? { connectTo: prepared.connectTo } : {}),
+    ...(prepared.ssoDnsUrl ? { ssoDnsUrl: prepared.ssoDnsUrl } : {}),
   });
   await h.app.listen({ host: "127.0.0.1", port });
   const browser = await chromium.launch({

@@ -99,6 +99,8 @@ export async function startHosted(
     otlpEndpoint?: string;
     /** PUSH_SERVICE_HOSTS: push services the test's own origin stands in for. */
     pushServiceHosts?: string;
+    /** SSO_DNS_URL: the test's DNS-over-HTTPS origin (doh-server.ts; its connect-to in `connectTo`). */
+    ssoDnsUrl?: string;
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
@@ -128,6 +130,7 @@ export async function startHosted(
     ...(options.trustProxy ? { TRUST_PROXY: options.trustProxy } : {}),
     ...(options.otlpEndpoint ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlpEndpoint } : {}),
     ...(options.pushServiceHosts ? { PUSH_SERVICE_HOSTS: options.pushServiceHosts } : {}),
+    ...(options.ssoDnsUrl ? { SSO_DNS_URL: options.ssoDnsUrl } : {}),
   });
   const plane = await buildControlPlane({
     config,

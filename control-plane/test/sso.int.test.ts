@@ -9,6 +9,7 @@
 // domains is refused with a sentence naming the SSO address.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refuseAuditRows } from "./database.ts";
+import { DOH_URL, startTestDoh, type TestDoh } from "./doh-server.ts";
 import {
   Browser,
   type HostedHarness,
@@ -32,6 +33,7 @@ const BASE = "http://localhost:8787";
 const DOMAIN = `corp-${Math.random().toString(16).slice(2, 8)}.latch.test`;
 
 let idp: TestIdp;
+let doh: TestDoh;
 let h: HostedHarness;
 let owner: Browser;
 let ownerTotp: { generate(options: { timestamp: number }): string };
@@ -40,7 +42,8 @@ let organisationId: string;
 
 beforeAll(async () => {
   idp = await startTestIdp({ redirectUri: `${BASE}/sso/callback` });
-  h = await startHosted({ connectTo: [idp.connectTo] });
+  doh = await startTestDoh();
+  h = await startHosted({ connectTo: [idp.connectTo, doh.connectTo], ssoDnsUrl: DOH_URL });
   const signedUp = await signUpOperator(h, { label: "sso-owner" });
   owner = signedUp.browser;
   ownerTotp = signedUp.totp;
@@ -54,11 +57,18 @@ beforeAll(async () => {
     email_domains: [DOMAIN],
   });
   expect(connected.statusCode, connected.body).toBe(200);
+  // The organisation proves it holds the domain: its TXT record published, then checked.
+  const { record } = connected.json().connection.domains[0];
+  doh.publish(record.name, record.value);
+  const proven = await owner.request("POST", "/api/orgs/sso/verify-domains", {});
+  expect(proven.statusCode, proven.body).toBe(200);
+  expect(proven.json().checked).toEqual([{ domain: DOMAIN, verified: true }]);
 }, 120_000);
 
 afterAll(async () => {
   await h?.close();
   await idp?.close();
+  await doh?.close();
 });
 
 /**
@@ -74,9 +84,15 @@ const corpEmail = (label: string) => `${label}-${Math.random().toString(16).slic
 async function signInWithSso(
   browser: Browser,
   email: string,
-  options: { tamper?: IdTokenTamper; emailVerified?: boolean | string; query?: string } = {},
+  options: {
+    tamper?: IdTokenTamper;
+    emailVerified?: boolean | string;
+    query?: string;
+    /** Another organisation's sign-in address than this file's. */
+    slug?: string;
+  } = {},
 ) {
-  const started = await browser.request("GET", `/sso/${slug}${options.query ?? ""}`);
+  const started = await browser.request("GET", `/sso/${options.slug ?? slug}${options.query ?? ""}`);
   expect(started.statusCode, started.body).toBe(302);
   const authorize = new URL(String(started.headers.location));
   expect(authorize.host).toBe(IDP_HOST);
@@ -572,6 +588,93 @@ describe("the connection", () => {
     expect(
       (await browser.request("POST", "/api/auth/sso/discover", { email: "not an address" })).statusCode,
     ).toBe(400);
+  });
+});
+
+describe("the domains a connection lists", () => {
+  it("count only once proven: another organisation listing this one's domain makes no account of it", async () => {
+    const { browser: rival } = await signUpOperator(h, { label: "sso-rival" });
+    const rivalSlug = (await rival.request("GET", "/api/auth/me")).json().organisation.slug;
+    const listed = await rival.request("PUT", "/api/orgs/sso", {
+      issuer: IDP_ISSUER,
+      client_id: idp.clientId,
+      client_secret: idp.clientSecret,
+      email_domains: [DOMAIN],
+      require_sso: true,
+    });
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json().connection.domains).toEqual([
+      {
+        domain: DOMAIN,
+        verified: false,
+        record: {
+          name: `_latch-verification.${DOMAIN}`,
+          value: expect.stringMatching(/^latch-verification=/),
+        },
+      },
+    ]);
+    // The domain's TXT records carry the rightful organisation's token, not the rival's.
+    const check = await rival.request("POST", "/api/orgs/sso/verify-domains", {});
+    expect(check.statusCode, check.body).toBe(200);
+    expect(check.json().checked).toEqual([
+      { domain: DOMAIN, verified: false, reason: expect.stringContaining("do not carry") },
+    ]);
+
+    // A new address of the domain, vouched for by the rival's provider: no account is made.
+    const email = corpEmail("claimed");
+    const { answer } = await signInWithSso(newBrowser(), email, { slug: rivalSlug });
+    expect(answer.statusCode, answer.body).toBe(403);
+    expect(answer.body).toContain(`This organisation has not proven it holds ${DOMAIN} yet`);
+    // "Sign in with SSO" still names the rightful organisation alone, not "several".
+    const found = await newBrowser().request("POST", "/api/auth/sso/discover", { email });
+    expect(found.statusCode, found.body).toBe(200);
+    expect(found.json().sso_url).toBe(`/sso/${slug}?login_hint=${encodeURIComponent(email)}`);
+    // The person signs up with an email code later: their own account, in no organisation of the rival's.
+    const person = newBrowser();
+    await person.request("POST", "/api/auth/otp/send", { email });
+    const own = await person.request("POST", "/api/auth/otp/verify", {
+      email,
+      otp: lastCodeFor(h.inbox, email),
+    });
+    expect(own.statusCode, own.body).toBe(200);
+    const organisations = (await person.request("GET", "/api/auth/me")).json().organisations as {
+      slug: string;
+    }[];
+    expect(organisations.map((o) => o.slug)).not.toContain(rivalSlug);
+  });
+
+  it("stop counting when taken off the list, and are checked again when listed again", async () => {
+    h.clock.advance(30_000);
+    const code = ownerTotp.generate({ timestamp: h.clock.now.getTime() });
+    expect((await owner.request("POST", "/api/auth/totp/verify", { code })).statusCode).toBe(200);
+    const put = (domains: string[]) =>
+      owner.request("PUT", "/api/orgs/sso", {
+        issuer: IDP_ISSUER,
+        client_id: idp.clientId,
+        email_domains: domains,
+      });
+    const state = (answer: Awaited<ReturnType<typeof put>>) =>
+      Object.fromEntries(
+        answer
+          .json()
+          .connection.domains.map((d: { domain: string; verified: boolean }) => [d.domain, d.verified]),
+      );
+    const other = `other-${DOMAIN}`;
+    const both = await put([DOMAIN, other]);
+    expect(both.statusCode, both.body).toBe(200);
+    expect(state(both)).toEqual({ [DOMAIN]: true, [other]: false });
+    expect(state(await put([other]))).toEqual({ [other]: false });
+    const back = await put([DOMAIN]);
+    expect(state(back)).toEqual({ [DOMAIN]: false });
+    // Meanwhile a new address of it cannot join; the record is still published, so a check finds it.
+    const meanwhile = await signInWithSso(newBrowser(), corpEmail("meanwhile"));
+    expect(meanwhile.answer.statusCode).toBe(403);
+    const checked = await owner.request("POST", "/api/orgs/sso/verify-domains", {});
+    expect(checked.json().checked).toEqual([{ domain: DOMAIN, verified: true }]);
+    expect(state(await owner.request("GET", "/api/orgs/sso"))).toEqual({ [DOMAIN]: true });
+    const rows = (await owner.request("GET", "/api/audit?action=sso_domain_verified")).json().events;
+    expect(rows.map((e: { detail: { domain: string } }) => e.detail.domain)).toEqual([DOMAIN, DOMAIN]);
+    expect((await signInWithSso(newBrowser(), corpEmail("after"))).answer.statusCode).toBe(303);
   });
 });
 

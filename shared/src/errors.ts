@@ -42,6 +42,11 @@ export const ERROR_STATUS = {
   sso_session: 403,
   /** A single sign-on that did not prove who is signing in (the provider, its answer or its ID token). */
   sso_failed: 401,
+  /**
+   * A single sign-on of a new address whose domain the organisation listed but has not proven
+   * (its DNS TXT record): no account is made.
+   */
+  sso_domain_unverified: 403,
   not_owner: 403,
   /** A member whose role may not perform the route's action (DECISIONS "Teams"); names the roles. */
   forbidden_role: 403,

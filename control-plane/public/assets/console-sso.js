@@ -2,7 +2,8 @@
 // joins). Every member sees whether it is on and where to sign in; an owner connects the identity
 // provider (issuer, client ID, client secret, email domains, the role a new address joins as, and
 // whether those domains must sign in with it) or disconnects it. Saving asks for a step-up first
-// (step-up.js); the client secret is never shown again, only its last four characters.
+// (step-up.js); the client secret is never shown again, only its last four characters. Each listed
+// domain shows whether it is proven and the DNS TXT record that proves it; an owner checks them.
 "use strict";
 var ssoConnection = null;
 
@@ -12,12 +13,14 @@ function loadSso() {
     var c = answer.connection;
     byId("sso-summary").hidden = !c;
     byId("sso-remove").hidden = !c;
+    byId("sso-domains-proof").hidden = !c;
     byId("sso-redirect-uri").textContent = answer.redirect_uri;
     if (!c) {
       byId("sso-state").textContent =
         `No identity provider is connected. Its redirect URI will be ${answer.redirect_uri}.`;
       return;
     }
+    fillTable("sso-domain-table", c.domains.map(domainRow));
     byId("sso-state").textContent =
       `Signs in ${c.email_domains.join(", ")} addresses through ${c.issuer}` +
       `${c.require_sso ? ", and only that way" : ""}; a new address joins as ${c.default_role}.` +
@@ -31,6 +34,39 @@ function loadSso() {
     byId("sso-require").checked = c.require_sso;
   });
 }
+
+/** A listed domain: proven or not, and the TXT record (name and value) that proves it. */
+function domainRow(d) {
+  var codeCell = (text) => {
+    var td = el("td");
+    td.appendChild(el("code", text));
+    return td;
+  };
+  return row([
+    rowHeader(d.domain),
+    d.verified ? "Proven" : "Not proven yet",
+    codeCell(d.record.name),
+    codeCell(d.record.value),
+  ]);
+}
+
+var ssoVerify = byId("sso-verify");
+ssoVerify.addEventListener("click", () => {
+  busy(
+    byId("sso-domains-proof"),
+    api("POST", "/api/orgs/sso/verify-domains").then((answer) => {
+      var proven = answer.checked.filter((check) => check.verified).map((check) => check.domain);
+      var open = answer.checked.filter((check) => !check.verified);
+      var parts = [];
+      if (proven.length) parts.push(`Proven: ${proven.join(", ")}.`);
+      open.forEach((check) => {
+        parts.push(`${check.domain}: ${check.reason || "not proven"}.`);
+      });
+      say(parts.length ? parts.join(" ") : "Every domain is proven already.", open.length > 0);
+      return loadSso();
+    }),
+  );
+});
 
 var ssoForm = byId("sso-form");
 onSubmit(ssoForm, () => {
@@ -54,9 +90,14 @@ onSubmit(ssoForm, () => {
   if (secret.value) body.client_secret = secret.value;
   busy(
     ssoForm,
-    api("PUT", "/api/orgs/sso", body).then(() => {
+    api("PUT", "/api/orgs/sso", body).then((answer) => {
       secret.value = "";
-      say("Saved. Members of those domains can sign in with single sign-on.");
+      var unproven = answer.connection.domains.filter((d) => !d.verified).map((d) => d.domain);
+      say(
+        unproven.length
+          ? `Saved. Publish the DNS record of ${unproven.join(", ")} below, then check: until then a new address of it cannot join.`
+          : "Saved. Members of those domains can sign in with single sign-on.",
+      );
       return loadSso();
     }),
     issuer,

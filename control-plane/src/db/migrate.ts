@@ -22,6 +22,7 @@ import * as passkeys from "./migrations/2026-11-26T0700-passkeys.ts";
 import * as sso from "./migrations/2026-11-26T0700-sso.ts";
 import * as ssoStepUp from "./migrations/2026-11-26T0710-sso-step-up.ts";
 import * as ledgerAppendOnHead from "./migrations/2026-11-26T0800-ledger-append-on-head.ts";
+import * as ssoDomainVerification from "./migrations/2026-11-26T1300-sso-domain-verification.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T0700-sso": sso,
   "2026-11-26T0710-sso-step-up": ssoStepUp,
   "2026-11-26T0800-ledger-append-on-head": ledgerAppendOnHead,
+  "2026-11-26T1300-sso-domain-verification": ssoDomainVerification,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

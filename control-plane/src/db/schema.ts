@@ -246,6 +246,10 @@ export interface SsoConnectionsTable {
   email_domains: string[];
   default_role: ColumnType<string, string | undefined, string>;
   require_sso: ColumnType<boolean, boolean | undefined, boolean>;
+  /** What the organisation's `_latch-verification.<domain>` TXT records carry. */
+  domain_token: ColumnType<string, string | undefined, string>;
+  /** The listed domains whose TXT record was found: only these make accounts, route and require. */
+  verified_domains: ColumnType<string[], string[] | undefined, string[]>;
   created_at: Date;
   updated_at: Date;
 }

@@ -14,12 +14,14 @@ import {
   skipBrowserTests,
   startBrowserRig,
 } from "../../test/chromium.ts";
+import { DOH_URL, startTestDoh, type TestDoh } from "../../test/doh-server.ts";
 import type { HostedHarness } from "../../test/hosted.ts";
 import { IDP_HOST, IDP_ISSUER, startTestIdp, type TestIdp } from "../../test/oidc-idp.ts";
 
 describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
   let rig: BrowserRig | undefined;
   let idp: TestIdp | undefined;
+  let doh: TestDoh | undefined;
   let h: HostedHarness;
   let base: string;
 
@@ -28,8 +30,10 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
       hostname: "localhost",
       prepare: async (planeBase) => {
         idp = await startTestIdp({ redirectUri: `${planeBase}/sso/callback` });
+        doh = await startTestDoh();
         return {
-          connectTo: [idp.connectTo],
+          connectTo: [idp.connectTo, doh.connectTo],
+          ssoDnsUrl: DOH_URL,
           chromiumArgs: [`--host-resolver-rules=MAP ${IDP_HOST} 127.0.0.1:${idp.port}`],
         };
       },
@@ -40,6 +44,7 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
   afterAll(async () => {
     await rig?.close();
     await idp?.close();
+    await doh?.close();
   });
 
   /** A page that fails the test on a script error or anything the CSP refused. */
@@ -65,12 +70,24 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
     await card.getByRole("button", { name: "Save single sign-on" }).click();
     await expect
       .poll(() => status(ownerPage))
-      .toBe("Saved. Members of those domains can sign in with single sign-on.");
+      .toBe(
+        `Saved. Publish the DNS record of ${domain} below, then check: until then a new address of it cannot join.`,
+      );
     await expect
       .poll(() => card.locator("#sso-state").textContent())
       .toContain(`Signs in ${domain} addresses through https://idp.latch.test`);
     const slug = (await ownerPage.locator("#sso-sign-in-url").textContent())!.split("/sso/")[1]!;
     expect(await card.locator("#sso-redirect-uri").textContent()).toBe(`${base}/sso/callback`);
+    // The domain counts once proven: its TXT record, as the table shows it, published; then checked.
+    const domainRow = card.getByRole("row", { name: new RegExp(domain.replace(/\./g, "\\.")) });
+    expect(await domainRow.textContent()).toContain("Not proven yet");
+    const recordName = await domainRow.locator("code").nth(0).textContent();
+    const recordValue = await domainRow.locator("code").nth(1).textContent();
+    expect(recordName).toBe(`_latch-verification.${domain}`);
+    doh!.publish(recordName!, recordValue!);
+    await card.getByRole("button", { name: "Check DNS records" }).click();
+    await expect.poll(() => status(ownerPage)).toBe(`Proven: ${domain}.`);
+    await expect.poll(() => domainRow.textContent()).toContain("Proven");
     await shot(ownerPage, "sso-connection");
     expect(await seriousViolations(ownerPage)).toEqual([]);
 

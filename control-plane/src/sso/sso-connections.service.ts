@@ -2,7 +2,11 @@
 // client ID, client secret (sealed to the egress proxy the moment it arrives, like any credential),
 // email domains, the role a new address joins as (auditor unless set; never owner), and whether
 // members of those domains must sign in with it. Saving checks the issuer's discovery document
-// through the proxy, so a typo is refused at once rather than at the first sign-in.
+// through the proxy, so a typo is refused at once rather than at the first sign-in. A listed
+// domain counts (makes accounts of new addresses, routes "Sign in with SSO", is required of
+// members) only once proven: the organisation publishes a TXT record with its token and
+// verifyDomains finds it (domain-records.ts).
+import { randomBytes } from "node:crypto";
 import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { sealValue } from "@latch/shared/crypto/seal";
 import { AppError } from "@latch/shared/errors";
@@ -10,6 +14,7 @@ import { checkHostname } from "@latch/shared/requests/host";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { SsoConnectionRow } from "../db/schema.ts";
+import { type TxtLookup, verificationRecord } from "./domain-records.ts";
 import type { RelyingParty } from "./oidc-relying-party.ts";
 import type { SsoRepo } from "./sso.repo.ts";
 
@@ -29,6 +34,16 @@ export interface ConnectionView {
   /** Where the organisation's members sign in. */
   sign_in_url: string;
   updated_at: string;
+  /** Each listed domain, whether it is proven, and the TXT record that proves it. */
+  domains: { domain: string; verified: boolean; record: { name: string; value: string } }[];
+}
+
+/** One domain's check: found, or why not. */
+export interface DomainCheck {
+  domain: string;
+  verified: boolean;
+  /** Why it is not (no record, or the DNS could not be read). */
+  reason?: string;
 }
 
 export interface ConnectionInput {
@@ -52,6 +67,8 @@ export interface SsoConnectionsDeps {
   sealingKey(): Promise<SealingPublicKey>;
   /** One transaction: its repo, and its audit append (the row commits with the change, or neither). */
   inTransaction<T>(fn: (tx: SsoTransaction) => Promise<T>): Promise<T>;
+  /** The TXT records at a name, read through the egress proxy (domain-records.ts). */
+  lookUpTxt: TxtLookup;
   baseUrl: string;
   now: () => Date;
 }
@@ -117,6 +134,11 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
       redirect_uri: redirectUri,
       sign_in_url: `${deps.baseUrl}/sso/${slug}`,
       updated_at: row.updated_at.toISOString(),
+      domains: row.email_domains.map((domain) => ({
+        domain,
+        verified: row.verified_domains.includes(domain),
+        record: verificationRecord(domain, row.domain_token),
+      })),
     };
   }
 
@@ -189,6 +211,8 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
           emailDomains,
           defaultRole,
           requireSso,
+          // Kept across edits (its records stay valid); a domain no longer listed stops counting.
+          domainToken: randomBytes(18).toString("base64url"),
           at,
         });
         await recordEvent({
@@ -207,6 +231,51 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
       });
       const row = await deps.repo.findConnection(organisationId);
       return viewOf(row!, slug);
+    },
+
+    /**
+     * Looks for each listed, unproven domain's TXT record (its name and value in the view) and
+     * counts the domains whose record carries this connection's token; audited per domain.
+     */
+    async verifyDomains(
+      organisationId: string,
+      slug: string,
+      actor: string,
+    ): Promise<{ connection: ConnectionView; checked: DomainCheck[] }> {
+      const row = await deps.repo.findConnection(organisationId);
+      if (!row) throw new AppError("not_found", "this organisation has no single sign-on connection");
+      const unproven = row.email_domains.filter((domain) => !row.verified_domains.includes(domain));
+      const checked = await Promise.all(
+        unproven.map(async (domain): Promise<DomainCheck> => {
+          const record = verificationRecord(domain, row.domain_token);
+          try {
+            const texts = await deps.lookUpTxt(record.name);
+            if (texts.includes(record.value)) return { domain, verified: true };
+            return {
+              domain,
+              verified: false,
+              reason: texts.length
+                ? `the TXT records at ${record.name} do not carry ${record.value}`
+                : `no TXT record at ${record.name} yet (DNS changes may take a while to show)`,
+            };
+          } catch (error) {
+            const why = error instanceof AppError ? error.message : "the DNS could not be read";
+            return { domain, verified: false, reason: why };
+          }
+        }),
+      );
+      const proven = checked.filter((check) => check.verified).map((check) => check.domain);
+      if (proven.length > 0) {
+        await deps.inTransaction(async ({ repo, recordEvent }) => {
+          await repo.updateDomainsVerified(organisationId, proven);
+          for (const domain of proven) {
+            await recordEvent({ organisationId, actor, action: "sso_domain_verified", detail: { domain } });
+          }
+        });
+      }
+      const after = await deps.repo.findConnection(organisationId);
+      if (!after) throw new AppError("not_found", "this organisation has no single sign-on connection");
+      return { connection: viewOf(after, slug), checked };
     },
 
     async remove(organisationId: string, actor: string): Promise<void> {

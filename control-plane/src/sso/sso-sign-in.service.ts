@@ -210,6 +210,15 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
     const existing = await deps.repo.findOperatorByEmail(email, organisationId);
     if (existing?.role) return existing.id;
     if (existing) throw notAMember(email);
+    // Listing a domain proves nothing: only a domain whose TXT record the organisation published
+    // makes accounts, or any organisation could claim another's addresses before their people come.
+    const domain = email.slice(email.lastIndexOf("@") + 1);
+    if (!connection.verified_domains.includes(domain)) {
+      throw new AppError(
+        "sso_domain_unverified",
+        `this organisation has not proven it holds ${domain} yet, so a new address of it cannot join through single sign-on: its owner publishes the DNS record shown under Members, or invites ${email}`,
+      );
+    }
     const id = newId("opr");
     await deps.inTransaction(async ({ repo, recordEvent }) => {
       if (

@@ -2,7 +2,7 @@
 // sign-ins in flight (taken once by a DELETE, bound to the browser's cookie), and the account a
 // first sign-in of a new address makes, with its membership, in one transaction.
 import { sha256Hex } from "@latch/shared/crypto/hash";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database, SsoConnectionRow, SsoStateRow } from "../db/schema.ts";
 import { inAdvisoryLock } from "../db/transaction.ts";
 
@@ -15,6 +15,8 @@ export interface ConnectionWrite {
   emailDomains: string[];
   defaultRole: string;
   requireSso: boolean;
+  /** The token of a new connection's TXT records; an existing connection keeps its own. */
+  domainToken: string;
   at: Date;
 }
 
@@ -37,7 +39,7 @@ export function createSsoRepo(db: Kysely<Database>) {
         .where("organisations.slug", "=", slug)
         .executeTakeFirst(),
 
-    /** Every connection that lists `domain`, with its organisation's slug. */
+    /** Every connection that lists `domain` and proved it, with its organisation's slug. */
     findConnectionsForDomain: (domain: string) =>
       db
         .selectFrom("sso_connections")
@@ -48,10 +50,13 @@ export function createSsoRepo(db: Kysely<Database>) {
           "organisations.name",
           "sso_connections.require_sso",
         ])
-        .where((eb) => eb(eb.val(domain), "=", eb.fn.any("sso_connections.email_domains")))
+        .where((eb) => eb(eb.val(domain), "=", eb.fn.any("sso_connections.verified_domains")))
         .execute(),
 
-    /** The organisations that require single sign-on of this member's address (by its domain). */
+    /**
+     * The organisations that require single sign-on of this member's address (by its domain, when
+     * they proved it).
+     */
     findRequiringMembership: (operatorId: string, domain: string) =>
       db
         .selectFrom("sso_connections")
@@ -60,7 +65,7 @@ export function createSsoRepo(db: Kysely<Database>) {
         .select(["organisations.slug", "organisations.name"])
         .where("memberships.operator_id", "=", operatorId)
         .where("sso_connections.require_sso", "=", true)
-        .where((eb) => eb(eb.val(domain), "=", eb.fn.any("sso_connections.email_domains")))
+        .where((eb) => eb(eb.val(domain), "=", eb.fn.any("sso_connections.verified_domains")))
         .orderBy("organisations.slug")
         .execute(),
 
@@ -69,6 +74,10 @@ export function createSsoRepo(db: Kysely<Database>) {
         issuer: write.issuer,
         client_id: write.clientId,
         email_domains: write.emailDomains,
+        // A domain taken off the list stops counting at once; listed again, it is checked again.
+        verified_domains: sql<
+          string[]
+        >`array(select d from unnest(sso_connections.verified_domains) as d where d = any(${write.emailDomains}::text[]))`,
         default_role: write.defaultRole,
         require_sso: write.requireSso,
         updated_at: write.at,
@@ -83,7 +92,14 @@ export function createSsoRepo(db: Kysely<Database>) {
       if (secret) {
         await db
           .insertInto("sso_connections")
-          .values({ organisation_id: write.organisationId, ...common, ...secret, created_at: write.at })
+          .values({
+            organisation_id: write.organisationId,
+            ...common,
+            verified_domains: [],
+            domain_token: write.domainToken,
+            ...secret,
+            created_at: write.at,
+          })
           .onConflict((c) => c.column("organisation_id").doUpdateSet({ ...common, ...secret }))
           .execute();
         return;
@@ -92,6 +108,19 @@ export function createSsoRepo(db: Kysely<Database>) {
         .updateTable("sso_connections")
         .set(common)
         .where("organisation_id", "=", write.organisationId)
+        .execute();
+    },
+
+    /** Counts `domains` as proven, those of them the connection still lists. */
+    async updateDomainsVerified(organisationId: string, domains: string[]): Promise<void> {
+      await db
+        .updateTable("sso_connections")
+        .set({
+          verified_domains: sql<
+            string[]
+          >`array(select distinct d from unnest(verified_domains || ${domains}::text[]) as d where d = any(email_domains) order by d)`,
+        })
+        .where("organisation_id", "=", organisationId)
         .execute();
     },
 

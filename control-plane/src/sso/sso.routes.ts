@@ -39,6 +39,14 @@ export const SSO_START_PER_IP: RateLimit = {
   what: "single sign-ins started from one address",
 };
 
+/** Domain checks from one address: each reads up to 20 TXT records through the egress proxy. */
+export const SSO_VERIFY_PER_IP: RateLimit = {
+  name: "sso_verify:ip",
+  limit: 30,
+  windowMs: 15 * 60_000,
+  what: "single sign-on domain checks from one address",
+};
+
 /** Who signs in to the organisation, and as what: a step-up before it changes. */
 const CHANGES_SSO: StepUpRule = { doing: "changing the organisation's single sign-on" };
 
@@ -64,6 +72,14 @@ const connection = z.object({
   redirect_uri: z.string(),
   sign_in_url: z.string(),
   updated_at: z.string(),
+  domains: z.array(
+    z.object({
+      domain: z.string(),
+      verified: z.boolean(),
+      /** The DNS TXT record that proves the organisation holds the domain. */
+      record: z.object({ name: z.string(), value: z.string() }),
+    }),
+  ),
 });
 const connectionAnswer = z.object({
   connection: connection.nullable(),
@@ -86,6 +102,10 @@ const connectionInput = z.object({
     type: "boolean",
     description: "true: members of those domains sign in with it only (no email code)",
   }),
+});
+const domainsChecked = z.object({
+  connection,
+  checked: z.array(z.object({ domain: z.string(), verified: z.boolean(), reason: z.string().optional() })),
 });
 const discoverInput = z.object({ email: stringJudgedByService("the address signing in") });
 const discovered = z.object({ sso_url: z.string() });
@@ -139,6 +159,17 @@ export function registerSsoRoutes(app: FastifyInstance, deps: SsoRouteDeps): voi
         connection: await deps.connections.put(organisationId, slug, actor, request.body),
         redirect_uri: deps.connections.redirectUri,
       };
+    },
+  );
+
+  // Looks for the TXT record of each listed domain not proven yet (through the egress proxy).
+  api.post(
+    "/api/orgs/sso/verify-domains",
+    { ...manages, schema: { response: { 200: domainsChecked } } },
+    async (request) => {
+      await deps.limiter.takeForAddress(SSO_VERIFY_PER_IP, request.ip);
+      const { organisationId, actor } = await operatorOf(request);
+      return deps.connections.verifyDomains(organisationId, await deps.slugOf(organisationId), actor);
     },
   );
 
