@@ -7,7 +7,9 @@
 // browser, made up or used twice (login CSRF included), a provider that hangs, and an account the
 // provider did not make are refused; sign-ins started and look-ups are limited per address. With SSO required, the email-code sign-in of a member of those
 // domains is refused with a sentence naming the SSO address.
+import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSsoRepo } from "../src/sso/sso.repo.ts";
 import { refuseAuditRows } from "./database.ts";
 import { DOH_URL, startTestDoh, type TestDoh } from "./doh-server.ts";
 import {
@@ -641,6 +643,20 @@ describe("the domains a connection lists", () => {
       slug: string;
     }[];
     expect(organisations.map((o) => o.slug)).not.toContain(rivalSlug);
+    // Even a member the rival admitted (an invitation the person accepted) is not held to its
+    // require_sso of a domain it never proved: the email-code session acts there.
+    const started = (await person.request("POST", "/api/auth/totp/start", {})).json();
+    const personTotp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+    const enrolled = await person.request("POST", "/api/auth/totp/confirm", {
+      code: personTotp.generate({ timestamp: h.clock.now.getTime() }),
+    });
+    expect(enrolled.statusCode, enrolled.body).toBe(200);
+    const invited = await rival.request("POST", "/api/orgs/members/invite", { email, role: "auditor" });
+    expect(invited.statusCode, invited.body).toBe(201);
+    const joined = await person.request("POST", "/invite", { token: lastInviteTokenFor(h.inbox, email) });
+    expect(joined.statusCode, joined.body).toBe(200);
+    const acting = await person.request("GET", "/api/items");
+    expect(acting.statusCode, acting.body).toBe(200);
   });
 
   it("stop counting when taken off the list, and are checked again when listed again", async () => {
@@ -675,6 +691,18 @@ describe("the domains a connection lists", () => {
     const rows = (await owner.request("GET", "/api/audit?action=sso_domain_verified")).json().events;
     expect(rows.map((e: { detail: { domain: string } }) => e.detail.domain)).toEqual([DOMAIN, DOMAIN]);
     expect((await signInWithSso(newBrowser(), corpEmail("after"))).answer.statusCode).toBe(303);
+  });
+});
+
+describe("a domain check that finds the connection made again", () => {
+  it("proves nothing: the records it read carried the old connection's token", async () => {
+    const repo = createSsoRepo(h.plane.database.db);
+    const before = await repo.findConnection(organisationId);
+    expect(before?.domain_token).toBeTruthy();
+    expect(
+      await repo.updateDomainsVerified(organisationId, "the-token-of-a-removed-connection", [DOMAIN]),
+    ).toBe(false);
+    expect(await repo.updateDomainsVerified(organisationId, before!.domain_token, [DOMAIN])).toBe(true);
   });
 });
 

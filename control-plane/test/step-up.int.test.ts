@@ -4,7 +4,7 @@
 // verification of the last 5 minutes by the plane's own clock; a one-call approval does not; the
 // organisation's standing_approvals_need_passkey makes it a passkey, which no code stands in for.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Browser, type HostedHarness, signUpOperator, startHosted } from "./hosted.ts";
+import { Browser, type HostedHarness, lastCodeFor, signUpOperator, startHosted } from "./hosted.ts";
 
 let h: HostedHarness;
 
@@ -298,6 +298,40 @@ describe("changing how the account signs in", () => {
     h.clock.advance(61_000);
     expect((await regenerate(typed)).json().error?.code).toBe("totp_invalid");
     expect((await regenerate(code())).statusCode).toBe(200);
+  });
+
+  it("does not take, for new backup codes, a code another session spent, nor after a step-up made with a backup code", async () => {
+    const { browser, email, totp } = await signUpOperator(h);
+    const code = () => {
+      h.clock.advance(30_000);
+      return totp.generate({ timestamp: h.clock.now.getTime() });
+    };
+    h.clock.advance(6 * MINUTE);
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: code() })).statusCode).toBe(200);
+    const fresh = await browser.request("POST", "/api/auth/backup-codes/regenerate", { code: code() });
+    expect(fresh.statusCode, fresh.body).toBe(200);
+    const backupCode = fresh.json().backup_codes[0] as string;
+
+    // An attacker holding the address and one backup code: signed in, stepped up with it.
+    const attacker = new Browser(h.app);
+    await attacker.request("POST", "/api/auth/otp/send", { email });
+    const otp = await attacker.request("POST", "/api/auth/otp/verify", {
+      email,
+      otp: lastCodeFor(h.inbox, email),
+    });
+    expect(otp.statusCode, otp.body).toBe(200);
+    const stepped = await attacker.request("POST", "/api/auth/totp/verify", { code: backupCode });
+    expect(stepped.json()).toMatchObject({ used_backup_code: true });
+    // The owner verifies elsewhere with the code on their phone; the attacker sees it and sends it.
+    const seen = code();
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: seen })).statusCode).toBe(200);
+    const refused = await attacker.request("POST", "/api/auth/backup-codes/regenerate", { code: seen });
+    expect(refused.statusCode, refused.body).toBe(401);
+    expect(refused.json().error.code).toBe("totp_invalid");
+    // The session that spent it may: the form behind its own step-up.
+    expect(
+      (await browser.request("POST", "/api/auth/backup-codes/regenerate", { code: seen })).statusCode,
+    ).toBe(200);
   });
 
   it("starts at most 30 passkey sign-ins from one address in 15 minutes", async () => {

@@ -190,11 +190,12 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...signedInOnly, schema: { body: totpCode, response: { 200: verifiedTotp } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
-      const { usedBackupCode } = await deps.totp.verify(context.operatorId, request.body.code, {
+      const { usedBackupCode, totpStep } = await deps.totp.verify(context.operatorId, request.body.code, {
         hasPasskey: (await deps.passkeys.count(context.operatorId)) > 0,
       });
-      // The second step of sign-in, or on a ready session a fresh verification for a step-up.
-      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now());
+      // The second step of sign-in, or on a ready session a fresh verification for a step-up;
+      // with the authenticator step it spent (a backup code records none).
+      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now(), totpStep);
       return { ok: true as const, used_backup_code: usedBackupCode };
     },
   );

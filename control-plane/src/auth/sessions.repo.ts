@@ -54,6 +54,9 @@ export function createSessionsRepo(db: Kysely<Database>) {
         revoked_at: null,
         verified_at: verified?.at ?? null,
         verified_method: verified?.method ?? null,
+        // A new session has spent no authenticator step of its own (a sign-in's code is verified
+        // by POST /api/auth/totp/verify, which records it).
+        verified_totp_step: null,
         sso_organisation_id: ssoOrganisationId ?? null,
       };
       await db.insertInto("operator_sessions").values(session).execute();
@@ -73,7 +76,8 @@ export function createSessionsRepo(db: Kysely<Database>) {
             .onRef("memberships.operator_id", "=", "operator_sessions.operator_id"),
         )
         // "Require SSO" (DECISIONS "Passkeys and single sign-on"): the organisation's connection,
-        // when it requires single sign-on of an address in its domains.
+        // when it requires single sign-on of an address in its domains, those it proved
+        // (sso/domain-records.ts): a domain merely listed is required of nobody.
         .innerJoin("operators", "operators.id", "operator_sessions.operator_id")
         .leftJoin("sso_connections", (join) =>
           join
@@ -85,14 +89,14 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .select([
           "memberships.role",
           "operators.email",
-          "sso_connections.email_domains",
+          "sso_connections.verified_domains",
           "organisations.slug",
         ])
         .where("operator_sessions.token_hash", "=", sha256Hex(token))
         .where("operator_sessions.revoked_at", "is", null)
         .executeTakeFirst();
       if (!row) return undefined;
-      const { role, email, email_domains: domains, slug, ...session } = row;
+      const { role, email, verified_domains: domains, slug, ...session } = row;
       const domain = email.slice(email.lastIndexOf("@") + 1);
       const isSsoRequired =
         Boolean(role) &&
@@ -108,11 +112,19 @@ export function createSessionsRepo(db: Kysely<Database>) {
     async updateSessionSeen(id: string, now: Date) {
       await db.updateTable("operator_sessions").set({ last_seen_at: now }).where("id", "=", id).execute();
     },
-    /** The session proved its user (`method`, at `at`): past the second step, and fresh for a step-up. */
-    async updateSessionVerified(id: string, method: VerifiedMethod, at: Date) {
+    /**
+     * The session proved its user (`method`, at `at`): past the second step, and fresh for a
+     * step-up. `totpStep`: the authenticator code's time step, when that was the proof.
+     */
+    async updateSessionVerified(id: string, method: VerifiedMethod, at: Date, totpStep?: number) {
       await db
         .updateTable("operator_sessions")
-        .set({ is_mfa_passed: true, verified_at: at, verified_method: method })
+        .set({
+          is_mfa_passed: true,
+          verified_at: at,
+          verified_method: method,
+          verified_totp_step: totpStep ?? null,
+        })
         .where("id", "=", id)
         .where("revoked_at", "is", null)
         .execute();

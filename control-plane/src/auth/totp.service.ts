@@ -32,7 +32,7 @@ export interface Enrollment {
 }
 
 /** How a session last proved its user (operator_sessions). */
-type VerifiedSession = Pick<OperatorSessionRow, "verified_at" | "verified_method">;
+type VerifiedSession = Pick<OperatorSessionRow, "verified_at" | "verified_method" | "verified_totp_step">;
 
 const pendingBinding = (operatorId: string) => `${operatorId}:pending-totp`;
 const activeBinding = (operatorId: string) => `${operatorId}:totp`;
@@ -80,9 +80,14 @@ export function createTotpService(deps: TotpDeps) {
    * accept it.
    */
   async function spendTotpCode(operator: OperatorRow, code: string): Promise<boolean> {
+    return (await spendTotpStep(operator, code)) !== undefined;
+  }
+
+  /** Spends `code` as spendTotpCode does; the time step it spent, or undefined. */
+  async function spendTotpStep(operator: OperatorRow, code: string): Promise<number | undefined> {
     const step = activeStepOf(operator, code);
-    if (step === undefined) return false;
-    return deps.repo.updateTotpLastStep(operator.id, step);
+    if (step === undefined) return undefined;
+    return (await deps.repo.updateTotpLastStep(operator.id, step)) ? step : undefined;
   }
 
   /** The time step `code` matches under the active secret, or undefined. */
@@ -97,19 +102,20 @@ export function createTotpService(deps: TotpDeps) {
   }
 
   /**
-   * Whether `code` is the one this very session stepped up with moments ago: the last step spent,
-   * and the session's verification an authenticator code of that step (one step either side) in
-   * the last minute. A form that asks for a code behind a step-up is filled in the same 30
-   * seconds as the step-up: its code is then spent already, by the session that sends it.
+   * Whether `code` is the one this very session stepped up with moments ago: the time step its
+   * verification spent (recorded on the session, never another session's or device's, and none
+   * after a backup code), in the last minute. A form that asks for a code behind a step-up is
+   * filled in the same 30 seconds as the step-up: its code is then spent already, by the session
+   * that sends it.
    */
   function isSessionsStepUpCode(operator: OperatorRow, code: string, session: VerifiedSession | undefined) {
-    if (session?.verified_method !== "totp" || !session.verified_at) return false;
+    if (session?.verified_method !== "totp" || !session.verified_at || session.verified_totp_step === null) {
+      return false;
+    }
     const step = activeStepOf(operator, code);
-    if (step === undefined || String(step) !== String(operator.totp_last_step)) return false;
-    const verifiedAt = session.verified_at.getTime();
-    const age = deps.now().getTime() - verifiedAt;
-    const verifiedStep = Math.floor(verifiedAt / 1000 / PERIOD_S);
-    return age >= 0 && age <= 2 * PERIOD_S * 1000 && Math.abs(verifiedStep - step) <= WINDOW;
+    if (step === undefined || String(step) !== String(session.verified_totp_step)) return false;
+    const age = deps.now().getTime() - session.verified_at.getTime();
+    return age >= 0 && age <= 2 * PERIOD_S * 1000;
   }
 
   async function spendBackupCode(operatorId: string, typed: string): Promise<boolean> {
@@ -224,21 +230,20 @@ export function createTotpService(deps: TotpDeps) {
       operatorId: string,
       rawCode: unknown,
       options: { hasPasskey?: boolean } = {},
-    ): Promise<{ usedBackupCode: boolean }> {
+    ): Promise<{ usedBackupCode: boolean; totpStep?: number }> {
       const operator = await loadOperator(operatorId);
       checkNotLocked(operator);
       if (!operator.totp_enabled && !options.hasPasskey)
         throw new AppError("no_pending_enrollment", "no authenticator is enrolled; enroll one first");
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      const totpStep = await spendTotpStep(operator, code);
       let usedBackupCode = false;
-      let isValid = await spendTotpCode(operator, code);
-      if (!isValid && !/^\d{6}$/.test(code)) {
-        isValid = await spendBackupCode(operatorId, code);
-        usedBackupCode = isValid;
+      if (totpStep === undefined) {
+        usedBackupCode = !/^\d{6}$/.test(code) && (await spendBackupCode(operatorId, code));
+        if (!usedBackupCode) await recordFailure(operatorId);
       }
-      if (!isValid) await recordFailure(operatorId);
       await deps.repo.updateTotpFailuresReset(operatorId);
-      return { usedBackupCode };
+      return totpStep === undefined ? { usedBackupCode } : { usedBackupCode, totpStep };
     },
 
     /**

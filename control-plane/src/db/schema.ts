@@ -226,6 +226,8 @@ export interface OperatorSessionsTable {
   revoked_at: Date | null;
   /** When and how the session last proved its user (migration 2026-11-26T0700): step-up reads it. */
   verified_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** The authenticator time step of that verification; null for any other (a backup code, a passkey). pg reads a bigint as a string. */
+  verified_totp_step: ColumnType<string | number | null, number | null | undefined, number | null>;
   verified_method: ColumnType<
     VerifiedMethod | null,
     VerifiedMethod | null | undefined,

@@ -106,7 +106,7 @@ const SERVICE_ERRORS: Record<string, readonly number[]> = {
   "DELETE /api/auth/passkeys/:id": [409],
   "DELETE /api/auth/totp": [409],
   "POST /api/auth/sso/discover": [404, 409, 429],
-  "POST /api/orgs/sso/verify-domains": [429],
+  "POST /api/orgs/sso/verify-domains": [409, 429],
   "POST /api/orgs": [402],
   "DELETE /api/orgs": [409],
   "POST /api/items": [409],

@@ -267,7 +267,12 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
       const proven = checked.filter((check) => check.verified).map((check) => check.domain);
       if (proven.length > 0) {
         await deps.inTransaction(async ({ repo, recordEvent }) => {
-          await repo.updateDomainsVerified(organisationId, proven);
+          if (!(await repo.updateDomainsVerified(organisationId, row.domain_token, proven))) {
+            throw new AppError(
+              "stale_version",
+              "the connection was removed or made again while its domains were checked: check again",
+            );
+          }
           for (const domain of proven) {
             await recordEvent({ organisationId, actor, action: "sso_domain_verified", detail: { domain } });
           }

@@ -111,17 +111,22 @@ export function createSsoRepo(db: Kysely<Database>) {
         .execute();
     },
 
-    /** Counts `domains` as proven, those of them the connection still lists. */
-    async updateDomainsVerified(organisationId: string, domains: string[]): Promise<void> {
-      await db
+    /**
+     * Counts `domains` as proven, those of them the connection still lists, and only while it is
+     * the connection whose token was checked (`token`): one removed and made again meanwhile has
+     * another token, which the records found do not prove.
+     */
+    async updateDomainsVerified(organisationId: string, token: string, domains: string[]): Promise<boolean> {
+      const proven = sql<
+        string[]
+      >`array(select distinct d from unnest(verified_domains || ${domains}::text[]) as d where d = any(email_domains) order by d)`;
+      const result = await db
         .updateTable("sso_connections")
-        .set({
-          verified_domains: sql<
-            string[]
-          >`array(select distinct d from unnest(verified_domains || ${domains}::text[]) as d where d = any(email_domains) order by d)`,
-        })
+        .set({ verified_domains: proven })
         .where("organisation_id", "=", organisationId)
-        .execute();
+        .where("domain_token", "=", token)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
     },
 
     async deleteConnection(organisationId: string): Promise<boolean> {
