@@ -228,6 +228,25 @@ export class Browser {
 }
 
 /**
+ * The first step of a sign-in (or sign-up) by email code in `browser`: the code sent, the mailed
+ * code given back. Throws unless it was accepted; the session is then past its first step.
+ */
+export async function signInWithEmailCode(
+  h: Pick<HostedHarness, "inbox">,
+  browser: Browser,
+  email: string,
+): Promise<Browser> {
+  await browser.request("POST", "/api/auth/otp/send", { email });
+  const verified = await browser.request("POST", "/api/auth/otp/verify", {
+    email,
+    otp: lastCodeFor(h.inbox, email),
+  });
+  if (verified.statusCode !== 200)
+    throw new Error(`the email code of ${email} was refused: ${verified.body}`);
+  return browser;
+}
+
+/**
  * A new account signed up through the JSON API with its authenticator enrolled, as the console
  * would: the browser (past the authenticator step), the email and the authenticator, for a test
  * that signs in again elsewhere (Chromium) or needs another code.
@@ -238,8 +257,7 @@ export async function signUpOperator(
 ): Promise<{ browser: Browser; email: string; totp: OTPAuth.TOTP }> {
   const browser = new Browser(h.app, options.origin);
   const email = uniqueEmail(options.label ?? "op");
-  await browser.request("POST", "/api/auth/otp/send", { email });
-  await browser.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+  await signInWithEmailCode(h, browser, email);
   const started = (await browser.request("POST", "/api/auth/totp/start", {})).json();
   const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
   const confirmed = await browser.request("POST", "/api/auth/totp/confirm", {

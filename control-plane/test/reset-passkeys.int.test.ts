@@ -10,7 +10,7 @@ import { newId } from "@latch/shared/ids";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPasskeysRepo } from "../src/auth/passkeys.repo.ts";
 import { resetPasskeys } from "../src/cli/reset-passkeys.command.ts";
-import { Browser, type HostedHarness, lastCodeFor, signUpOperator, startHosted } from "./hosted.ts";
+import { Browser, type HostedHarness, signInWithEmailCode, signUpOperator, startHosted } from "./hosted.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -44,13 +44,7 @@ async function addStoredPasskey(browser: Browser): Promise<void> {
 }
 
 async function signInAgain(email: string, totp: { generate(o: { timestamp: number }): string }) {
-  const browser = new Browser(h.app);
-  await browser.request("POST", "/api/auth/otp/send", { email });
-  const otp = await browser.request("POST", "/api/auth/otp/verify", {
-    email,
-    otp: lastCodeFor(h.inbox, email),
-  });
-  expect(otp.statusCode, otp.body).toBe(200);
+  const browser = await signInWithEmailCode(h, new Browser(h.app), email);
   h.clock.advance(30_000);
   const verified = await browser.request("POST", "/api/auth/totp/verify", {
     code: totp.generate({ timestamp: h.clock.now.getTime() }),

@@ -16,6 +16,7 @@ import {
   Browser,
   type HostedHarness,
   lastCodeFor,
+  signInWithEmailCode,
   signUpOperator,
   startHosted,
   uniqueEmail,
@@ -632,13 +633,7 @@ describe("the domains a connection lists", () => {
     expect(found.statusCode, found.body).toBe(200);
     expect(found.json().sso_url).toBe(`/sso/${slug}?login_hint=${encodeURIComponent(email)}`);
     // The person signs up with an email code later: their own account, in no organisation of the rival's.
-    const person = newBrowser();
-    await person.request("POST", "/api/auth/otp/send", { email });
-    const own = await person.request("POST", "/api/auth/otp/verify", {
-      email,
-      otp: lastCodeFor(h.inbox, email),
-    });
-    expect(own.statusCode, own.body).toBe(200);
+    const person = await signInWithEmailCode(h, newBrowser(), email);
     const organisations = (await person.request("GET", "/api/auth/me")).json().organisations as {
       slug: string;
     }[];
