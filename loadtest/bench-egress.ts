@@ -4,10 +4,12 @@
 // CPU per call against the floor's.
 //
 //   npm run bench:egress -- [--vus 1,4,16] [--direct-iterations N] [--proxy-iterations N] [--warmup N]
-//                           [--cpu-prof] [--dns-ttl SECONDS]
+//                           [--rounds N] [--cpu-prof] [--dns-ttl SECONDS]
 //
 // The origin, the proxy and the floor each run in a process of their own (only one of the last two
-// has calls at a time), k6 in another; this one mints the tickets. See loadtest/README.md.
+// has calls at a time), k6 in another; this one mints the tickets. The proxy's and the floor's
+// measured calls are split into rounds run in turn (proxy, floor, floor, proxy, ...), so that both
+// see the same machine. See loadtest/README.md.
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
@@ -44,6 +46,9 @@ const { values: args } = parseArgs({
     // Long enough for V8 to have compiled the proxy's hot code before the measured run: after
     // 300 calls its compiler threads were still 12 % of the proxy's CPU (loadtest/README.md).
     warmup: { type: "string", default: "3000" },
+    // The proxy's and the floor's measured calls, split into this many runs each, taken in turn
+    // (ABBA): what the machine does meanwhile (another VM, the clock) falls on both alike.
+    rounds: { type: "string", default: "4" },
     // Profiles the proxy's process during its measured runs and the floor's during its own.
     "cpu-prof": { type: "boolean", default: false },
     // Also a proxy that resolves the origin's name through a loopback DNS server whose answers
@@ -62,6 +67,10 @@ const vusLevels = args.vus.split(",").map((v) => positiveInt("vus", v.trim()));
 const directIterations = positiveInt("direct-iterations", args["direct-iterations"]);
 const proxyIterations = positiveInt("proxy-iterations", args["proxy-iterations"]);
 const warmupIterations = positiveInt("warmup", args.warmup);
+const rounds = positiveInt("rounds", args.rounds);
+if (proxyIterations % rounds !== 0) {
+  throw new Error(`--proxy-iterations (${proxyIterations}) must split evenly into --rounds (${rounds})`);
+}
 const dnsTtl = args["dns-ttl"] === undefined ? undefined : Number(args["dns-ttl"]);
 if (dnsTtl !== undefined && !(Number.isInteger(dnsTtl) && dnsTtl >= 0 && dnsTtl <= 3600)) {
   throw new Error(`--dns-ttl takes whole seconds from 0 to 3600, got ${args["dns-ttl"]}`);
@@ -171,12 +180,12 @@ async function main(): Promise<void> {
    * same way for both (the floor decodes them and never checks or spends them).
    */
   async function proxied(
-    target: "proxy" | "proxy-dns" | "floor",
+    target: Target,
     name: string,
     vus: number,
     iterations: number,
     isWarmUp = false,
-  ): Promise<Run & { ok: number }> {
+  ): Promise<ProxiedRun> {
     const proxy =
       target === "proxy-dns" && dnsBench && dnsCall ? { bench: dnsBench, call: dnsCall } : { bench, call };
     writeTicketFile(proxy.bench.minter, proxy.call, iterations, ticketsFile);
@@ -210,19 +219,46 @@ async function main(): Promise<void> {
     }
     return {
       figures,
-      originCpuMsPerRequest: m.originCpuMs / m.originRequests,
-      k6CpuMsPerRequest: perRequest(m.result.cpuMs, iterations),
-      proxyCpuMsPerCall: m.targetCpuMs / iterations,
-      proxyCoreShare: m.targetCpuMs / m.wallMs,
+      iterations,
       ok: Math.min(ok, m.originRequests),
+      targetCpuMs: m.targetCpuMs,
+      wallMs: m.wallMs,
+      originCpuMs: m.originCpuMs,
+      originRequests: m.originRequests,
+      k6CpuMs: m.result.cpuMs,
     };
+  }
+
+  /**
+   * The proxy's and the floor's measured calls at one level: `rounds` runs of each, in turn and
+   * in ABBA order (proxy, floor, floor, proxy, ...), so that a slow spell of the machine falls on
+   * both rather than on whichever ran second.
+   */
+  async function proxyAndFloor(vus: number): Promise<{ proxy: ProxiedRun[]; floor: ProxiedRun[] }> {
+    const runs = { proxy: [] as ProxiedRun[], floor: [] as ProxiedRun[] };
+    const perRound = proxyIterations / rounds;
+    for (let round = 1; round <= rounds; round++) {
+      const order = round % 2 === 1 ? (["proxy", "floor"] as const) : (["floor", "proxy"] as const);
+      for (const target of order) {
+        const suffix = rounds === 1 ? "" : `-r${round}`;
+        runs[target].push(await proxied(target, `egress-${target}-${vus}vu${suffix}`, vus, perRound));
+      }
+    }
+    return runs;
   }
 
   const say = (r: Run) =>
     console.log(
       `  ${r.figures.reqPerSec.toFixed(0)} req/s, p50 ${r.figures.p50Ms.toFixed(2)} ms, p99 ${r.figures.p99Ms.toFixed(2)} ms`,
     );
-  const levels: { vus: number; direct: Run; proxy: Run; floor: Run; proxyDns?: Run }[] = [];
+  const levels: {
+    vus: number;
+    direct: Run;
+    proxy: Run;
+    floor: Run;
+    proxyDns?: Run;
+    roundRatios: number[];
+  }[] = [];
   let proxiedOk = 0;
   let proxiedPlanned = 0;
   for (const vus of vusLevels) {
@@ -235,25 +271,29 @@ async function main(): Promise<void> {
     const d = await direct(`egress-direct-${vus}vu`, vus, directIterations);
     say(d);
     console.log(
-      `${vus} VUs: proxy, ${proxyIterations} iterations (${proxyIterations} tickets minted first)...`,
+      `${vus} VUs: proxy and floor, ${proxyIterations} iterations each in ${rounds} round${rounds === 1 ? "" : "s"}` +
+        ` (tickets minted before each run)...`,
     );
-    const p = await proxied("proxy", `egress-proxy-${vus}vu`, vus, proxyIterations);
+    const runs = await proxyAndFloor(vus);
+    const p = combine(runs.proxy);
     say(p);
-    console.log(
-      `${vus} VUs: floor, ${proxyIterations} iterations (${proxyIterations} tickets minted first)...`,
-    );
-    const f = await proxied("floor", `egress-floor-${vus}vu`, vus, proxyIterations);
+    const f = combine(runs.floor);
     say(f);
+    const roundRatios = runs.proxy.map((run, i) => cpuPerCall(run) / cpuPerCall(runs.floor[i]!));
+    if (rounds > 1) {
+      const each = roundRatios.map((ratio) => `${ratio.toFixed(2)}x`).join(", ");
+      console.log(`  proxy CPU per call / floor CPU per call, round by round: ${each}`);
+    }
     let proxyDns: Run | undefined;
     if (dnsBench) {
       console.log(
         `${vus} VUs: proxy resolving through DNS (TTL ${dnsTtl} s), ${proxyIterations} iterations...`,
       );
       await proxied("proxy-dns", `egress-proxy-dns-warmup-${vus}vu`, vus, warmupIterations, true);
-      proxyDns = await proxied("proxy-dns", `egress-proxy-dns-${vus}vu`, vus, proxyIterations);
+      proxyDns = combine([await proxied("proxy-dns", `egress-proxy-dns-${vus}vu`, vus, proxyIterations)]);
       say(proxyDns);
     }
-    levels.push({ vus, direct: d, proxy: p, floor: f, ...(proxyDns ? { proxyDns } : {}) });
+    levels.push({ vus, direct: d, proxy: p, floor: f, roundRatios, ...(proxyDns ? { proxyDns } : {}) });
     proxiedOk += p.ok;
     proxiedPlanned += proxyIterations;
   }
@@ -389,6 +429,62 @@ interface Run {
   /** Proxy and floor scenarios only: its process's CPU time per call, and its share of one core. */
   proxyCpuMsPerCall?: number;
   proxyCoreShare?: number;
+}
+
+type Target = "proxy" | "proxy-dns" | "floor";
+
+/** One k6 run against the proxy or the floor, as measured around it. */
+interface ProxiedRun {
+  figures: ScenarioFigures;
+  iterations: number;
+  /** Calls that passed every check and reached the origin. */
+  ok: number;
+  targetCpuMs: number;
+  wallMs: number;
+  originCpuMs: number;
+  originRequests: number;
+  k6CpuMs: number | undefined;
+}
+
+function cpuPerCall(run: ProxiedRun): number {
+  return run.targetCpuMs / run.iterations;
+}
+
+/**
+ * Runs of one target as one: CPU, calls and time summed (so per call is over all of them); the
+ * latency percentiles are the median round's (percentiles do not add up).
+ */
+function combine(runs: readonly ProxiedRun[]): Run & { ok: number } {
+  const total = (pick: (run: ProxiedRun) => number) => runs.reduce((t, run) => t + pick(run), 0);
+  const iterations = total((run) => run.iterations);
+  const requests = total((run) => run.figures.requests);
+  const seconds = total((run) => run.figures.requests / run.figures.reqPerSec);
+  const first = runs[0];
+  if (!first) throw new Error("no run to combine");
+  const k6Ms = runs.some((run) => run.k6CpuMs === undefined) ? undefined : total((run) => run.k6CpuMs ?? 0);
+  return {
+    figures: {
+      scenario: first.figures.scenario,
+      vus: first.figures.vus,
+      requests,
+      reqPerSec: requests / seconds,
+      p50Ms: median(runs.map((run) => run.figures.p50Ms)),
+      p99Ms: median(runs.map((run) => run.figures.p99Ms)),
+      checksPassed: total((run) => run.figures.checksPassed),
+      checksFailed: total((run) => run.figures.checksFailed),
+    },
+    originCpuMsPerRequest: total((run) => run.originCpuMs) / total((run) => run.originRequests),
+    k6CpuMsPerRequest: perRequest(k6Ms, iterations),
+    proxyCpuMsPerCall: total((run) => run.targetCpuMs) / iterations,
+    proxyCoreShare: total((run) => run.targetCpuMs) / total((run) => run.wallMs),
+    ok: total((run) => run.ok),
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 function sum(...values: (number | undefined)[]): number | undefined {
