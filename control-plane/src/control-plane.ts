@@ -49,6 +49,7 @@ import { loadOrCreateVapidKeys } from "./push/vapid-keys.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
+import { startDomainRecheckSchedule } from "./sso/domain-recheck.ts";
 import { registerSsoRoutes } from "./sso/sso.routes.ts";
 import { startTelemetry } from "./telemetry.ts";
 
@@ -341,6 +342,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   });
   await app.ready();
   const stopCheckpoints = startCheckpointSchedule(services.ledger, logger);
+  const stopDomainRechecks = startDomainRecheckSchedule(services.sso.domainRecheck, logger);
 
   return {
     app,
@@ -350,6 +352,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     services,
     async close() {
       stopCheckpoints();
+      stopDomainRechecks();
       await app.close();
       await tracing.shutdown();
       mailer.close();

@@ -52,6 +52,7 @@ import { createPoliciesService } from "./policies/policies.service.ts";
 import { createPushRepo } from "./push/push.repo.ts";
 import { createPushService, type PushService } from "./push/push.service.ts";
 import type { VapidKeys } from "./push/vapid-keys.ts";
+import { createDomainRecheck } from "./sso/domain-recheck.ts";
 import { createTxtLookup } from "./sso/domain-records.ts";
 import { createRelyingParty } from "./sso/oidc-relying-party.ts";
 import { createSsoRepo } from "./sso/sso.repo.ts";
@@ -356,18 +357,31 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const inSsoTransaction = <T>(fn: (tx: SsoTransaction) => Promise<T>) =>
     runInTransaction(db, (trx) => fn({ repo: createSsoRepo(trx), recordEvent: auditIn(trx, variant) }));
   const relyingParty = createRelyingParty({ egress: variant.egress, minter: variant.minter, now });
+  const lookUpTxt = createTxtLookup({
+    egress: variant.egress,
+    minter: variant.minter,
+    dnsUrl: variant.ssoDnsUrl,
+  });
   const sso = {
     connections: createSsoConnectionsService({
       repo: ssoRepo,
       relyingParty,
       sealingKey: () => variant.sealingKey(),
       inTransaction: inSsoTransaction,
-      lookUpTxt: createTxtLookup({
-        egress: variant.egress,
-        minter: variant.minter,
-        dnsUrl: variant.ssoDnsUrl,
-      }),
+      lookUpTxt,
       baseUrl,
+      now,
+    }),
+    domainRecheck: createDomainRecheck({
+      repo: ssoRepo,
+      inTransaction: inSsoTransaction,
+      lookUpTxt,
+      async mailOwners(organisationId, mail) {
+        const owners = (await orgs.findMembers(organisationId)).filter((member) => member.role === "owner");
+        for (const owner of owners) await variant.mailer.send({ to: owner.email, ...mail });
+      },
+      baseUrl,
+      logger: variant.logger,
       now,
     }),
     signIn: createSsoSignInService({

@@ -2,7 +2,8 @@
 // loopback TLS origin with the test PKI's *.latch.test certificate, named https://dns.latch.test
 // (the egress proxy reaches it through EGRESS_CONNECT_TO). It answers `GET /resolve?name=&type=TXT`
 // as Google's API does: Status 0 with the TXT records published at the name, each a quoted string
-// (a long one cut in pieces of 255), Status 3 for a name with none. Records the names asked for.
+// (a long one cut in pieces of 255), Status 3 for a name with none, Status 2 (SERVFAIL) for a name
+// the test broke. Records the names asked for.
 import { readFileSync } from "node:fs";
 import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -20,6 +21,10 @@ export interface TestDoh {
   asked: string[];
   /** Adds a TXT record (its text) at `name`. */
   publish(name: string, text: string): void;
+  /** Takes every TXT record at `name` away (the name then does not exist: Status 3). */
+  withdraw(name: string): void;
+  /** Answers questions about `name` with SERVFAIL (Status 2) until told otherwise. */
+  breakName(name: string, isBroken: boolean): void;
   close(): Promise<void>;
 }
 
@@ -32,6 +37,7 @@ function quoted(text: string): string {
 export async function startTestDoh(): Promise<TestDoh> {
   const records = new Map<string, string[]>();
   const asked: string[] = [];
+  const broken = new Set<string>();
   const server = createServer(
     { cert: pki("trusted-leaf.pem"), key: pki("trusted-leaf-key.pem") },
     (req, res) => {
@@ -42,6 +48,10 @@ export async function startTestDoh(): Promise<TestDoh> {
         return;
       }
       asked.push(name);
+      if (broken.has(name)) {
+        res.writeHead(200, { "content-type": "application/x-javascript; charset=UTF-8" }).end('{"Status":2}');
+        return;
+      }
       const texts = records.get(name) ?? [];
       const answer = texts.length
         ? {
@@ -64,6 +74,13 @@ export async function startTestDoh(): Promise<TestDoh> {
     publish(name, text) {
       const key = name.toLowerCase();
       records.set(key, [...(records.get(key) ?? []), text]);
+    },
+    withdraw(name) {
+      records.delete(name.toLowerCase());
+    },
+    breakName(name, isBroken) {
+      if (isBroken) broken.add(name.toLowerCase());
+      else broken.delete(name.toLowerCase());
     },
     async close() {
       server.closeAllConnections();

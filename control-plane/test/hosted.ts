@@ -32,6 +32,18 @@ export interface SmtpInbox {
   close(): Promise<void>;
 }
 
+/**
+ * A received mail as its reader sees it: header lines unfolded, the quoted-printable body decoded
+ * (soft line breaks joined, =XX bytes read as UTF-8).
+ */
+export function readableMail(mail: ReceivedMail): string {
+  const unfolded = mail.raw.replace(/\r?\n(?=[ \t])/g, "");
+  const joined = unfolded.replace(/=\r?\n/g, "");
+  return joined.replace(/(?:=[0-9A-F]{2})+/g, (run) =>
+    Buffer.from(run.replaceAll("=", ""), "hex").toString("utf8"),
+  );
+}
+
 export async function startSmtpInbox(): Promise<SmtpInbox> {
   const mails: ReceivedMail[] = [];
   const inbox = { isRefusing: false };

@@ -24,6 +24,7 @@ import * as ssoStepUp from "./migrations/2026-11-26T0710-sso-step-up.ts";
 import * as ledgerAppendOnHead from "./migrations/2026-11-26T0800-ledger-append-on-head.ts";
 import * as ssoDomainVerification from "./migrations/2026-11-26T1300-sso-domain-verification.ts";
 import * as sessionVerifiedStep from "./migrations/2026-11-26T1310-session-verified-step.ts";
+import * as ssoDomainRecheck from "./migrations/2026-11-26T1600-sso-domain-recheck.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -49,6 +50,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T0800-ledger-append-on-head": ledgerAppendOnHead,
   "2026-11-26T1300-sso-domain-verification": ssoDomainVerification,
   "2026-11-26T1310-session-verified-step": sessionVerifiedStep,
+  "2026-11-26T1600-sso-domain-recheck": ssoDomainRecheck,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -252,6 +252,10 @@ export interface SsoConnectionsTable {
   domain_token: ColumnType<string, string | undefined, string>;
   /** The listed domains whose TXT record was found: only these make accounts, route and require. */
   verified_domains: ColumnType<string[], string[] | undefined, string[]>;
+  /** When a replica last took the proven domains to check again (sso/domain-recheck.ts). */
+  domains_checked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Proven domain -> checks in a row that did not find its record. */
+  domain_misses: ColumnType<Record<string, number>, string | undefined, string>;
   created_at: Date;
   updated_at: Date;
 }

@@ -20,6 +20,14 @@ export interface ConnectionWrite {
   at: Date;
 }
 
+/** A connection taken for its proven domains' daily check. */
+export interface DomainRecheckRow {
+  organisation_id: string;
+  verified_domains: string[];
+  domain_token: string;
+  domain_misses: Record<string, number>;
+}
+
 export function createSsoRepo(db: Kysely<Database>) {
   return {
     findConnection: (organisationId: string): Promise<SsoConnectionRow | undefined> =>
@@ -122,7 +130,62 @@ export function createSsoRepo(db: Kysely<Database>) {
       >`array(select distinct d from unnest(verified_domains || ${domains}::text[]) as d where d = any(email_domains) order by d)`;
       const result = await db
         .updateTable("sso_connections")
-        .set({ verified_domains: proven })
+        // Proven again: the checks that missed its record before count no more.
+        .set({
+          verified_domains: proven,
+          domain_misses: sql<string>`domain_misses - ${domains}::text[]`,
+        })
+        .where("organisation_id", "=", organisationId)
+        .where("domain_token", "=", token)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    },
+
+    /**
+     * Takes up to `limit` connections whose proven domains were not checked since `before`, and
+     * marks them checked `at` in the same statement: a replica running the same round at the same
+     * time skips the rows this one locked, and finds them checked after. `only`: these
+     * organisations' connections alone.
+     */
+    async claimDomainRechecks(
+      at: Date,
+      before: Date,
+      limit: number,
+      only?: readonly string[],
+    ): Promise<DomainRecheckRow[]> {
+      const scope = only === undefined ? sql`true` : sql`organisation_id = any(${[...only]}::text[])`;
+      const result = await sql<DomainRecheckRow>`
+        update sso_connections set domains_checked_at = ${at}
+        where organisation_id in (
+          select organisation_id from sso_connections
+          where cardinality(verified_domains) > 0
+            and (domains_checked_at is null or domains_checked_at < ${before})
+            and ${scope}
+          order by domains_checked_at nulls first
+          limit ${limit}
+          for update skip locked)
+        returning organisation_id, verified_domains, domain_token, domain_misses`.execute(db);
+      return result.rows;
+    },
+
+    /**
+     * Keeps what one check found: the misses in a row of each proven domain, and `lapsed` taken
+     * off the proven ones; only while it is the connection whose token was checked.
+     */
+    async recordDomainRecheck(
+      organisationId: string,
+      token: string,
+      misses: Record<string, number>,
+      lapsed: string[],
+    ): Promise<boolean> {
+      const result = await db
+        .updateTable("sso_connections")
+        .set({
+          domain_misses: JSON.stringify(misses),
+          verified_domains: sql<
+            string[]
+          >`array(select d from unnest(verified_domains) as d where not (d = any(${lapsed}::text[])) order by d)`,
+        })
         .where("organisation_id", "=", organisationId)
         .where("domain_token", "=", token)
         .executeTakeFirst();
