@@ -177,11 +177,16 @@ describe("a proven domain, read again every day", () => {
     expect((await nextDaysRound()).missing).toEqual([]);
   });
 
-  it("keeps nothing a check read for a connection made again meanwhile", async () => {
+  it("keeps nothing a check read for a connection made again, or a domain proven again, meanwhile", async () => {
     const repo = createSsoRepo(h.plane.database.db);
-    expect(
-      await repo.recordDomainRecheck(organisationId, "the-token-of-a-removed-connection", {}, [DOMAIN]),
-    ).toBe(false);
+    const row = await repo.findConnection(organisationId);
+    const token = row!.domain_token;
+    const removed = { token: "the-token-of-a-removed-connection", misses: row!.domain_misses };
+    expect(await repo.recordDomainRecheck(organisationId, removed, {}, [DOMAIN])).toBe(false);
+    // A check that read two misses, while the owner proved the domain again (no miss now).
+    expect(row!.domain_misses).toEqual({});
+    const stale = { token, misses: { [DOMAIN]: LAPSE_AFTER_MISSES - 1 } };
+    expect(await repo.recordDomainRecheck(organisationId, stale, {}, [DOMAIN])).toBe(false);
     expect(isProven((await owner.request("GET", "/api/orgs/sso")).json())).toBe(true);
   });
 });

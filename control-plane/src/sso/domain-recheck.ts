@@ -83,7 +83,8 @@ export function createDomainRecheck(deps: DomainRecheckDeps) {
       if (isLapsed) lapsed.push(domain);
     }
     const isKept = await deps.inTransaction(async ({ repo, recordEvent }) => {
-      if (!(await repo.recordDomainRecheck(organisationId, row.domain_token, misses, lapsed))) return false;
+      const read = { token: row.domain_token, misses: row.domain_misses };
+      if (!(await repo.recordDomainRecheck(organisationId, read, misses, lapsed))) return false;
       for (const domain of lapsed) {
         await recordEvent({
           organisationId,
@@ -94,7 +95,7 @@ export function createDomainRecheck(deps: DomainRecheckDeps) {
       }
       return true;
     });
-    // The connection was removed or made again meanwhile: what was read proves nothing of it.
+    // The connection was made again, or a domain proven again, meanwhile: what was read is stale.
     if (!isKept) return;
     round.missing.push(...missing);
     round.lapsed.push(...lapsed.map((domain) => ({ organisationId, domain })));

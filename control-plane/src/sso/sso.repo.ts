@@ -170,11 +170,12 @@ export function createSsoRepo(db: Kysely<Database>) {
 
     /**
      * Keeps what one check found: the misses in a row of each proven domain, and `lapsed` taken
-     * off the proven ones; only while it is the connection whose token was checked.
+     * off the proven ones; only while it is the connection whose token was checked, with the
+     * misses the check started from (an owner who proved a domain again meanwhile reset them).
      */
     async recordDomainRecheck(
       organisationId: string,
-      token: string,
+      read: { token: string; misses: Record<string, number> },
       misses: Record<string, number>,
       lapsed: string[],
     ): Promise<boolean> {
@@ -187,7 +188,8 @@ export function createSsoRepo(db: Kysely<Database>) {
           >`array(select d from unnest(verified_domains) as d where not (d = any(${lapsed}::text[])) order by d)`,
         })
         .where("organisation_id", "=", organisationId)
-        .where("domain_token", "=", token)
+        .where("domain_token", "=", read.token)
+        .where(sql<boolean>`domain_misses = ${JSON.stringify(read.misses)}::jsonb`)
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
