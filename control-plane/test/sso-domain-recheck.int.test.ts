@@ -124,6 +124,11 @@ describe("a proven domain, read again every day", () => {
       expect((await nextDaysRound()).missing).toEqual([{ organisationId, domain: DOMAIN, misses: day }]);
     }
     expect(await storedMisses()).toEqual({ [DOMAIN]: LAPSE_AFTER_MISSES - 1 });
+    // The owner reads it where the domain is listed.
+    const listed = (await owner.request("GET", "/api/orgs/sso")).json().connection.domains;
+    expect(listed).toEqual([
+      expect.objectContaining({ domain: DOMAIN, verified: true, missed_checks: LAPSE_AFTER_MISSES - 1 }),
+    ]);
     doh.publish(RECORD_NAME, recordValue);
     expect((await nextDaysRound()).missing).toEqual([]);
     expect(await storedMisses()).toEqual({});

@@ -614,6 +614,7 @@ describe("the domains a connection lists", () => {
           name: `_latch-verification.${DOMAIN}`,
           value: expect.stringMatching(/^latch-verification=/),
         },
+        missed_checks: 0,
       },
     ]);
     // The domain's TXT records carry the rightful organisation's token, not the rival's.

@@ -35,6 +35,14 @@ function loadSso() {
   });
 }
 
+/** Whether a domain counts, and, when its record went missing, for how many daily checks. */
+function domainState(d) {
+  if (!d.verified) return "Not proven yet";
+  if (d.missed_checks === 0) return "Proven";
+  var checks = d.missed_checks === 1 ? "the last daily check" : `the last ${d.missed_checks} daily checks`;
+  return `Proven, but its record was missing on ${checks}: publish it again, or the domain stops counting after 3`;
+}
+
 /** A listed domain: proven or not, and the TXT record (name and value) that proves it. */
 function domainRow(d) {
   var codeCell = (text) => {
@@ -42,12 +50,7 @@ function domainRow(d) {
     td.appendChild(el("code", text));
     return td;
   };
-  return row([
-    rowHeader(d.domain),
-    d.verified ? "Proven" : "Not proven yet",
-    codeCell(d.record.name),
-    codeCell(d.record.value),
-  ]);
+  return row([rowHeader(d.domain), domainState(d), codeCell(d.record.name), codeCell(d.record.value)]);
 }
 
 var ssoVerify = byId("sso-verify");

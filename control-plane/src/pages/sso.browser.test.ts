@@ -17,6 +17,7 @@ import {
 import { DOH_URL, startTestDoh, type TestDoh } from "../../test/doh-server.ts";
 import type { HostedHarness } from "../../test/hosted.ts";
 import { IDP_HOST, IDP_ISSUER, startTestIdp, type TestIdp } from "../../test/oidc-idp.ts";
+import { RECHECK_EVERY_MS } from "../sso/domain-recheck.ts";
 
 describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
   let rig: BrowserRig | undefined;
@@ -118,6 +119,20 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
     expect(refused?.status()).toBe(401);
     await expect.poll(() => page.locator("h1").textContent()).toBe("Single sign-on did not finish");
     expect(await seriousViolations(page)).toEqual([]);
+
+    // The record withdrawn, the next day's check misses it: the owner's table says so.
+    doh!.withdraw(recordName!);
+    const owner = (await ownerPage.evaluate(
+      "fetch('/api/auth/me', { headers: { accept: 'application/json' } }).then((r) => r.json())",
+    )) as { organisation: { id: string } };
+    h.clock.advance(RECHECK_EVERY_MS + 60_000);
+    await h.plane.services.sso.domainRecheck.recheckDue({ only: [owner.organisation.id] });
+    await ownerPage.reload();
+    await expect
+      .poll(() => domainRow.textContent())
+      .toContain("Proven, but its record was missing on the last daily check: publish it again");
+    await shot(ownerPage, "sso-domain-missing");
+    expect(await seriousViolations(ownerPage)).toEqual([]);
     expect([...problems, ...colleagueProblems]).toEqual([]);
   }, 120_000);
 });

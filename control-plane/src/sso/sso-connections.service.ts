@@ -34,8 +34,16 @@ export interface ConnectionView {
   /** Where the organisation's members sign in. */
   sign_in_url: string;
   updated_at: string;
-  /** Each listed domain, whether it is proven, and the TXT record that proves it. */
-  domains: { domain: string; verified: boolean; record: { name: string; value: string } }[];
+  /**
+   * Each listed domain, whether it is proven, the TXT record that proves it, and how many of the
+   * daily checks in a row missed that record (domain-recheck.ts; a proven domain lapses at 3).
+   */
+  domains: {
+    domain: string;
+    verified: boolean;
+    record: { name: string; value: string };
+    missed_checks: number;
+  }[];
 }
 
 /** One domain's check: found, or why not. */
@@ -138,6 +146,7 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
         domain,
         verified: row.verified_domains.includes(domain),
         record: verificationRecord(domain, row.domain_token),
+        missed_checks: row.verified_domains.includes(domain) ? (row.domain_misses[domain] ?? 0) : 0,
       })),
     };
   }
