@@ -78,6 +78,8 @@ const connection = z.object({
       verified: z.boolean(),
       /** The DNS TXT record that proves the organisation holds the domain. */
       record: z.object({ name: z.string(), value: z.string() }),
+      /** Daily checks in a row that missed the record of a proven domain (it lapses at 3). */
+      missed_checks: z.number().int().min(0),
     }),
   ),
 });
