@@ -1,13 +1,14 @@
 // A proven single sign-on domain is read again every day (sso/domain-recheck.ts), through the
 // egress proxy from a real DNS-over-HTTPS origin (doh-server.ts): it stays proven while its record
 // is published; three checks in a row that find no record take it off (audited, the owners mailed
-// at each miss), after which it routes no sign-in and is required of nobody; a DNS that cannot be
-// read counts for nothing; a record found again, or the domain proven again, starts the count
+// at each miss), after which it routes no sign-in and is required of nobody (and nothing lapses when
+// the lapse's audit row cannot be written); a DNS that cannot be read counts for nothing; a record found again, or the domain proven again, starts the count
 // over; two replicas running the round at once read each domain once; what a check read proves
 // nothing of a connection made again meanwhile.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LAPSE_AFTER_MISSES, RECHECK_EVERY_MS } from "../src/sso/domain-recheck.ts";
 import { createSsoRepo } from "../src/sso/sso.repo.ts";
+import { refuseAuditRows } from "./database.ts";
 import { DOH_URL, startTestDoh, type TestDoh } from "./doh-server.ts";
 import { type Browser, type HostedHarness, readableMail, signUpOperator, startHosted } from "./hosted.ts";
 import { IDP_ISSUER, startTestIdp, type TestIdp } from "./oidc-idp.ts";
@@ -133,6 +134,26 @@ describe("a proven domain, read again every day", () => {
     expect((await nextDaysRound()).missing).toEqual([]);
     expect(await storedMisses()).toEqual({});
     expect(isProven((await owner.request("GET", "/api/orgs/sso")).json())).toBe(true);
+  });
+
+  it("lapses nothing, and mails no lapse, when the lapse's audit row cannot be written", async () => {
+    doh.withdraw(RECORD_NAME);
+    for (let day = 1; day < LAPSE_AFTER_MISSES; day++) await nextDaysRound();
+    const mailsBefore = mailsToOwner().length;
+    const restore = await refuseAuditRows(h.plane.database, organisationId, "sso_domain_lapsed");
+    try {
+      const round = await nextDaysRound();
+      expect(round).toMatchObject({ connections: 1, missing: [], lapsed: [] });
+    } finally {
+      await restore();
+    }
+    expect(isProven((await owner.request("GET", "/api/orgs/sso")).json())).toBe(true);
+    expect(await storedMisses()).toEqual({ [DOMAIN]: LAPSE_AFTER_MISSES - 1 });
+    expect(mailsToOwner()).toHaveLength(mailsBefore);
+    // Found again: the count starts over for the next test.
+    doh.publish(RECORD_NAME, recordValue);
+    await nextDaysRound();
+    expect(await storedMisses()).toEqual({});
   });
 
   it(`lapses after ${LAPSE_AFTER_MISSES} checks in a row without its record: audited, the owners told, required of nobody`, async () => {

@@ -127,7 +127,15 @@ export function createDomainRecheck(deps: DomainRecheckDeps) {
           CONNECTIONS_PER_CLAIM,
           options.only,
         );
-        for (const row of rows) await recheckConnection(row, round);
+        for (const row of rows) {
+          // One connection's failure (its write refused) leaves it as it was and the others checked.
+          await recheckConnection(row, round).catch((error: unknown) =>
+            deps.logger.error(
+              { organisationId: row.organisation_id, code: (error as { code?: string }).code ?? "unknown" },
+              "an SSO connection's domains were read again but not recorded",
+            ),
+          );
+        }
         round.connections += rows.length;
         if (rows.length < CONNECTIONS_PER_CLAIM) break;
       }
