@@ -9,16 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LAPSE_AFTER_MISSES, RECHECK_EVERY_MS } from "../src/sso/domain-recheck.ts";
 import { createSsoRepo } from "../src/sso/sso.repo.ts";
 import { refuseAuditRows } from "./database.ts";
-import { DOH_URL, startTestDoh, type TestDoh } from "./doh-server.ts";
-import { type Browser, type HostedHarness, readableMail, signUpOperator, startHosted } from "./hosted.ts";
-import { IDP_ISSUER, startTestIdp, type TestIdp } from "./oidc-idp.ts";
+import type { TestDoh } from "./doh-server.ts";
+import { type Browser, type HostedHarness, readableMail } from "./hosted.ts";
+import { type SsoRig, startSsoRig } from "./sso-rig.ts";
 
 const BASE = "http://localhost:8787";
 /** A domain of this run's own: other runs share a PostgreSQL database. */
 const DOMAIN = `recheck-${Math.random().toString(16).slice(2, 8)}.latch.test`;
 const RECORD_NAME = `_latch-verification.${DOMAIN}`;
 
-let idp: TestIdp;
+let rig: SsoRig | undefined;
 let doh: TestDoh;
 let h: HostedHarness;
 let owner: Browser;
@@ -28,32 +28,13 @@ let organisationId: string;
 let recordValue: string;
 
 beforeAll(async () => {
-  idp = await startTestIdp({ redirectUri: `${BASE}/sso/callback` });
-  doh = await startTestDoh();
-  h = await startHosted({ connectTo: [idp.connectTo, doh.connectTo], ssoDnsUrl: DOH_URL });
-  const signedUp = await signUpOperator(h, { label: "recheck-owner" });
-  owner = signedUp.browser;
-  ownerTotp = signedUp.totp;
-  ownerEmail = signedUp.email;
-  const me = (await owner.request("GET", "/api/auth/me")).json();
-  organisationId = me.organisation.id;
-  const connected = await owner.request("PUT", "/api/orgs/sso", {
-    issuer: IDP_ISSUER,
-    client_id: idp.clientId,
-    client_secret: idp.clientSecret,
-    email_domains: [DOMAIN],
-    require_sso: true,
-  });
-  expect(connected.statusCode, connected.body).toBe(200);
-  recordValue = connected.json().connection.domains[0].record.value;
-  doh.publish(RECORD_NAME, recordValue);
-  await proveDomains();
+  rig = await startSsoRig({ baseUrl: BASE, label: "recheck-owner", domain: DOMAIN, requireSso: true });
+  ({ doh, h, owner, ownerEmail, ownerTotp, organisationId } = rig);
+  recordValue = rig.record.value;
 }, 120_000);
 
 afterAll(async () => {
-  await h?.close();
-  await idp?.close();
-  await doh?.close();
+  await rig?.close();
 });
 
 /** The owner's domain check, after a fresh step-up. */

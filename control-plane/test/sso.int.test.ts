@@ -11,24 +11,16 @@ import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSsoRepo } from "../src/sso/sso.repo.ts";
 import { refuseAuditRows } from "./database.ts";
-import { DOH_URL, startTestDoh, type TestDoh } from "./doh-server.ts";
 import {
   Browser,
   type HostedHarness,
   lastCodeFor,
   signInWithEmailCode,
   signUpOperator,
-  startHosted,
   uniqueEmail,
 } from "./hosted.ts";
-import {
-  IDP_HOST,
-  IDP_ISSUER,
-  IdpBrowser,
-  type IdTokenTamper,
-  startTestIdp,
-  type TestIdp,
-} from "./oidc-idp.ts";
+import { IDP_HOST, IDP_ISSUER, IdpBrowser, type IdTokenTamper, type TestIdp } from "./oidc-idp.ts";
+import { type SsoRig, startSsoRig } from "./sso-rig.ts";
 import { lastInviteTokenFor } from "./teams.ts";
 
 const BASE = "http://localhost:8787";
@@ -36,42 +28,20 @@ const BASE = "http://localhost:8787";
 const DOMAIN = `corp-${Math.random().toString(16).slice(2, 8)}.latch.test`;
 
 let idp: TestIdp;
-let doh: TestDoh;
 let h: HostedHarness;
 let owner: Browser;
 let ownerTotp: { generate(options: { timestamp: number }): string };
 let slug: string;
 let organisationId: string;
+let rig: SsoRig | undefined;
 
 beforeAll(async () => {
-  idp = await startTestIdp({ redirectUri: `${BASE}/sso/callback` });
-  doh = await startTestDoh();
-  h = await startHosted({ connectTo: [idp.connectTo, doh.connectTo], ssoDnsUrl: DOH_URL });
-  const signedUp = await signUpOperator(h, { label: "sso-owner" });
-  owner = signedUp.browser;
-  ownerTotp = signedUp.totp;
-  const me = (await owner.request("GET", "/api/auth/me")).json();
-  slug = me.organisation.slug;
-  organisationId = me.organisation.id;
-  const connected = await owner.request("PUT", "/api/orgs/sso", {
-    issuer: IDP_ISSUER,
-    client_id: idp.clientId,
-    client_secret: idp.clientSecret,
-    email_domains: [DOMAIN],
-  });
-  expect(connected.statusCode, connected.body).toBe(200);
-  // The organisation proves it holds the domain: its TXT record published, then checked.
-  const { record } = connected.json().connection.domains[0];
-  doh.publish(record.name, record.value);
-  const proven = await owner.request("POST", "/api/orgs/sso/verify-domains", {});
-  expect(proven.statusCode, proven.body).toBe(200);
-  expect(proven.json().checked).toEqual([{ domain: DOMAIN, verified: true }]);
+  rig = await startSsoRig({ baseUrl: BASE, label: "sso-owner", domain: DOMAIN });
+  ({ idp, h, owner, ownerTotp, slug, organisationId } = rig);
 }, 120_000);
 
 afterAll(async () => {
-  await h?.close();
-  await idp?.close();
-  await doh?.close();
+  await rig?.close();
 });
 
 /**
