@@ -22,8 +22,8 @@ function loadSso() {
     }
     fillTable("sso-domain-table", c.domains.map(domainRow));
     byId("sso-state").textContent =
-      `Signs in ${c.email_domains.join(", ")} addresses through ${c.issuer}` +
-      `${c.require_sso ? ", and only that way" : ""}; a new address joins as ${c.default_role}.` +
+      `Signs in ${c.email_domains.join(", ")} addresses through ${c.issuer}; a new address of a` +
+      ` proven domain joins as ${c.default_role}.${requirement(c)}` +
       `${c.client_secret_last4 ? ` Client secret ends in ${c.client_secret_last4}.` : ""}`;
     byId("sso-sign-in-url").textContent = c.sign_in_url;
     byId("sso-issuer").value = c.issuer;
@@ -33,6 +33,19 @@ function loadSso() {
     byId("sso-role").value = c.default_role;
     byId("sso-require").checked = c.require_sso;
   });
+}
+
+/**
+ * Of whom single sign-on is required: only a proven domain's addresses (a listed one is required
+ * of nobody), so the sentence never claims more than the server enforces.
+ */
+function requirement(c) {
+  if (!c.require_sso) return "";
+  var proven = c.domains.filter((d) => d.verified).map((d) => d.domain);
+  var unproven = c.domains.filter((d) => !d.verified).map((d) => d.domain);
+  if (!proven.length) return " Required of no address yet: no domain is proven.";
+  var rest = unproven.length ? `; not yet of ${unproven.join(", ")}, until proven` : "";
+  return ` Required of ${proven.join(", ")} addresses${rest}.`;
 }
 
 /** Whether a domain counts, and, when its record went missing, for how many daily checks. */

@@ -68,6 +68,7 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
     await card.getByLabel("Client ID").fill(idp!.clientId);
     await card.getByLabel("Client secret").fill(idp!.clientSecret);
     await card.getByLabel("Email domains").fill(domain);
+    await card.getByLabel("Require single sign-on for these domains").check();
     await card.getByRole("button", { name: "Save single sign-on" }).click();
     await expect
       .poll(() => status(ownerPage))
@@ -77,6 +78,10 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
     await expect
       .poll(() => card.locator("#sso-state").textContent())
       .toContain(`Signs in ${domain} addresses through https://idp.latch.test`);
+    // Required of nobody while no domain is proven: the sentence claims no more than is enforced.
+    expect(await card.locator("#sso-state").textContent()).toContain(
+      "Required of no address yet: no domain is proven.",
+    );
     const slug = (await ownerPage.locator("#sso-sign-in-url").textContent())!.split("/sso/")[1]!;
     expect(await card.locator("#sso-redirect-uri").textContent()).toBe(`${base}/sso/callback`);
     // The domain counts once proven: its TXT record, as the table shows it, published; then checked.
@@ -89,6 +94,9 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
     await card.getByRole("button", { name: "Check DNS records" }).click();
     await expect.poll(() => status(ownerPage)).toBe(`Proven: ${domain}.`);
     await expect.poll(() => domainRow.textContent()).toContain("Proven");
+    await expect
+      .poll(() => card.locator("#sso-state").textContent())
+      .toContain(`Required of ${domain} addresses.`);
     await shot(ownerPage, "sso-connection");
     expect(await seriousViolations(ownerPage)).toEqual([]);
 
