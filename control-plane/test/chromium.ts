@@ -28,9 +28,18 @@ export interface BrowserRig {
  */
 export async function openWatchedPage(
   browser: Browser,
-  options: { ignoreHTTPSErrors?: boolean } = {},
+  options: {
+    ignoreHTTPSErrors?: boolean;
+    viewport?: { width: number; height: number };
+    acceptDownloads?: boolean;
+    /** An origin whose pages may read and write the clipboard (a copy button's test). */
+    clipboardFor?: string;
+  } = {},
 ): Promise<{ page: Page; problems: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...options });
+  const { clipboardFor, ...contextOptions } = options;
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...contextOptions });
+  if (clipboardFor)
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: clipboardFor });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));

@@ -6,7 +6,13 @@ import { readFileSync } from "node:fs";
 import * as OTPAuth from "otpauth";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import {
+  type BrowserRig,
+  openWatchedPage,
+  SHOTS,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
 import { type HostedHarness, lastCodeFor, operatorWithClient, uniqueEmail } from "../../test/hosted.ts";
 
 describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
@@ -24,21 +30,13 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
     await rig?.close();
   });
 
-  /** A new page that records script errors and anything the CSP refused. */
-  async function openPage(): Promise<{ page: Page; problems: string[] }> {
-    const context = await browser.newContext({
+  /** A new page that records script errors and anything the CSP refused; it may use the clipboard. */
+  const openPage = () =>
+    openWatchedPage(browser, {
       viewport: { width: 900, height: 900 },
       acceptDownloads: true,
+      clipboardFor: base,
     });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
-    });
-    return { page, problems };
-  }
 
   const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
 
