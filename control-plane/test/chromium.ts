@@ -5,7 +5,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import * as OTPAuth from "otpauth";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { expect } from "vitest";
 import { type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
 
@@ -23,8 +23,21 @@ export interface BrowserRig {
 }
 
 /**
- * A new page in a context of its own that records what should fail a test: a script error, or
- * anything the CSP refused.
+ * What should fail a test on `page`, from now on: a script error, anything the CSP refused, and a
+ * request or script failure the pages report themselves (common.js logs "Latch: ...").
+ */
+export function watchPage(page: Page): string[] {
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (/content security policy|refused to|^Latch: /i.test(message.text())) problems.push(message.text());
+  });
+  return problems;
+}
+
+/**
+ * A new page, watched (watchPage), in a context of its own: holding an operator's session when
+ * `session` gives its cookies (an ApiBrowser's) and the address they are for.
  */
 export async function openWatchedPage(
   browser: Browser,
@@ -34,19 +47,35 @@ export async function openWatchedPage(
     acceptDownloads?: boolean;
     /** An origin whose pages may read and write the clipboard (a copy button's test). */
     clipboardFor?: string;
+    session?: { cookies: Iterable<[string, string]>; url: string };
   } = {},
-): Promise<{ page: Page; problems: string[] }> {
-  const { clipboardFor, ...contextOptions } = options;
-  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...contextOptions });
+): Promise<{ page: Page; context: BrowserContext; problems: string[] }> {
+  const { clipboardFor, session, ...contextOptions } = options;
+  const context = await openContext(browser, { ...contextOptions, ...(session ? { session } : {}) });
   if (clipboardFor)
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: clipboardFor });
   const page = await context.newPage();
-  const problems: string[] = [];
-  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-  page.on("console", (message) => {
-    if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
-  });
-  return { page, problems };
+  return { page, context, problems: watchPage(page) };
+}
+
+/** A browser context (1100 x 900 unless told), holding an operator's session when given its cookies. */
+export async function openContext(
+  browser: Browser,
+  options: {
+    ignoreHTTPSErrors?: boolean;
+    viewport?: { width: number; height: number };
+    acceptDownloads?: boolean;
+    session?: { cookies: Iterable<[string, string]>; url: string };
+  } = {},
+): Promise<BrowserContext> {
+  const { session, ...contextOptions } = options;
+  const context = await browser.newContext({ viewport: { width: 1100, height: 900 }, ...contextOptions });
+  if (session) {
+    await context.addCookies(
+      [...session.cookies].map(([name, value]) => ({ name, value, url: session.url })),
+    );
+  }
+  return context;
 }
 
 export async function freePort(): Promise<number> {

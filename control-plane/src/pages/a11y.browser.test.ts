@@ -10,11 +10,12 @@
 // and an operator moves between sections, adds a credential and approves a request without a mouse.
 // Needs Debian's chromium: skipped without it, except on CI.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
+  openWatchedPage,
   SHOTS,
   signUpInChromium,
   skipBrowserTests,
@@ -123,25 +124,12 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await rig?.close();
   });
 
-  /** A new page that records script errors and anything the CSP refused. */
-  async function openPage(context?: BrowserContext): Promise<{ page: Page; problems: string[] }> {
-    const page = await (
-      context ?? (await browser.newContext({ viewport: { width: 1280, height: 900 } }))
-    ).newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
+  /** A new watched page (script errors, CSP refusals, failed requests), as `op` when given. */
+  const openPage = (op?: ApiBrowser) =>
+    openWatchedPage(browser, {
+      viewport: { width: 1280, height: 900 },
+      ...(op ? { session: { cookies: op.cookies, url: base } } : {}),
     });
-    return { page, problems };
-  }
-
-  /** A browser context holding the session of an operator signed up over the API. */
-  async function signedInContext(op: ApiBrowser): Promise<BrowserContext> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
-    return context;
-  }
 
   /**
    * The page as it is now, in each colour scheme (emulateMedia sets prefers-color-scheme as the
@@ -268,7 +256,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     const session = await call({ path: "/v4/me", item_name: "API_KEY" });
     await op.request("POST", `/api/grants/${session.grant_id}/approve`, { policy: "session" });
 
-    const { page, problems } = await openPage(await signedInContext(op));
+    const { page, problems } = await openPage(op);
     await page.goto(`${base}/console#vault`);
     await expect.poll(() => page.locator("#items tbody tr").count(), SOON).toBe(1);
     await audit(page, "console-vault");
@@ -389,7 +377,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await page.locator("#sign-in-row").waitFor({ state: "visible" });
     await audit(page, "invite-signed-out");
     await page.context().close();
-    const joining = await openPage(await signedInContext(invited.browser));
+    const joining = await openPage(invited.browser);
     await joining.page.goto(`${base}/invite?token=${token}`);
     await joining.page.getByRole("button", { name: /^Join / }).waitFor({ state: "visible" });
     await audit(joining.page, "invite-accept");
@@ -399,7 +387,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
 
   it("OAuth consent and the device code pages", async () => {
     const { browser: op } = await signUpOperator(h, { label: "a11y-oauth", origin: base });
-    const { page, problems } = await openPage(await signedInContext(op));
+    const { page, problems } = await openPage(op);
 
     // An authorization-code client: /oauth/authorize sends the signed-in operator to /consent.
     const codeClient = await register(h.app, {

@@ -10,7 +10,13 @@ import { createHash } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import {
+  type BrowserRig,
+  openWatchedPage,
+  SHOTS,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
 import {
   type Browser as ApiBrowser,
   connectAgent,
@@ -64,15 +70,7 @@ describe.skipIf(skipBrowserTests)("approvals an operator can read, scope and und
     op: ApiBrowser,
     viewport = WIDE,
   ): Promise<{ page: Page; context: BrowserContext; problems: string[] }> {
-    const context = await browser.newContext({ viewport });
-    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to|^Latch: /i.test(message.text())) problems.push(message.text());
-    });
-    return { page, context, problems };
+    return openWatchedPage(browser, { viewport, session: { cookies: op.cookies, url: base } });
   }
 
   /** A full-page screenshot at 1440 px and again at 390 px (the page is left at 1440). */

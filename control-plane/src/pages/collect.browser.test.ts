@@ -3,7 +3,13 @@
 // for the API host as well as the value; a request that named its host does not ask. Needs Debian's
 // chromium: skipped without it, except on CI.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import {
+  type BrowserRig,
+  openWatchedPage,
+  SHOTS,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
 import { connectAgent, operatorWithClient, toolAnswer } from "../../test/hosted.ts";
 
 const SECRET = "sk_live_collect_by_name_5d2e";
@@ -39,11 +45,10 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
       await agent.callTool({ name: "find_items", arguments: { host: "hosted.latch.test" } }),
     );
 
-    const context = await browser.newContext({ viewport: { width: 900, height: 900 } });
-    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    const { context, page, problems } = await openWatchedPage(browser, {
+      viewport: { width: 900, height: 900 },
+      session: { cookies: op.cookies, url: base },
+    });
 
     // A request that named its host: no host field.
     await page.goto(String(byHost.collect_url));

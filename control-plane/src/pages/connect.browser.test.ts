@@ -7,7 +7,13 @@
 // key serves every call), so no agent asks for it: the Vault's Connect action on its app credential
 // starts it. Needs Debian's chromium: skipped without it, except on CI.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import {
+  type BrowserRig,
+  openWatchedPage,
+  SHOTS,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
 import { FAKE_PROVIDER_HOSTS, FakeProviders } from "../../test/fake-providers.ts";
 import { type Browser as ApiBrowser, connectAgent, signUpOperator, toolAnswer } from "../../test/hosted.ts";
 
@@ -65,11 +71,10 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
     ).json();
     const agent = await connectAgent(base, issued.token as string, "dj");
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    const { context, page, problems } = await openWatchedPage(browser, {
+      viewport: { width: 1280, height: 900 },
+      session: { cookies: op.cookies, url: base },
+    });
 
     for (const provider of PROVIDERS) {
       const item = provider.id.toUpperCase();
@@ -137,11 +142,10 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
     }[];
     expect(listed.find((i) => i.name === "STRIPE")?.connect_provider).toBe("stripe");
 
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+    const { context, page, problems } = await openWatchedPage(browser, {
+      viewport: { width: 1280, height: 900 },
+      session: { cookies: op.cookies, url: base },
+    });
     await page.route("https://connect.stripe.com/oauth/authorize**", async (route) => {
       const { code, state, redirectUri } = fakes.authorize("stripe", route.request().url());
       await route.fulfill({

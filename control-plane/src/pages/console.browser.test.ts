@@ -11,6 +11,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type BrowserRig,
+  openWatchedPage,
   SHOTS,
   signUpInChromium,
   skipBrowserTests,
@@ -49,18 +50,9 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     await rig?.close();
   });
 
-  /** A new page that records script errors and anything the CSP refused. */
-  async function openPage(): Promise<{ page: Page; problems: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to|^Latch: /i.test(message.text())) problems.push(message.text());
-    });
-    return { page, problems };
-  }
+  /** A new page that records script errors, CSP refusals and failed requests; it may use the clipboard. */
+  const openPage = () =>
+    openWatchedPage(browser, { viewport: { width: 1280, height: 900 }, clipboardFor: base });
 
   const shot = (page: Page, name: string) =>
     page.screenshot({ path: `${SHOTS}console-${name}.png`, fullPage: true });

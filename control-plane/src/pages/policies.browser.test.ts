@@ -8,7 +8,13 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seriousViolations } from "../../test/axe.ts";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import {
+  type BrowserRig,
+  openWatchedPage,
+  SHOTS,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
 import {
   type Browser as ApiBrowser,
   connectAgent,
@@ -42,15 +48,10 @@ describe.skipIf(skipBrowserTests)("policies and the live inbox in Chromium", () 
   async function signedIn(
     op: ApiBrowser,
   ): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to|^Latch: /i.test(message.text())) problems.push(message.text());
+    return openWatchedPage(browser, {
+      viewport: { width: 1280, height: 900 },
+      session: { cookies: op.cookies, url: base },
     });
-    return { context, page, problems };
   }
   const shot = (page: Page, name: string) =>
     page.screenshot({ path: `${SHOTS}policies-${name}.png`, fullPage: true });

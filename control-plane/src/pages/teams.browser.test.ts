@@ -6,10 +6,16 @@
 // Needs Debian's chromium: skipped without it, except on CI.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import * as OTPAuth from "otpauth";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seriousViolations } from "../../test/axe.ts";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import {
+  type BrowserRig,
+  openWatchedPage,
+  SHOTS,
+  skipBrowserTests,
+  startBrowserRig,
+} from "../../test/chromium.ts";
 import {
   type Browser as ApiBrowser,
   connectAgent,
@@ -44,20 +50,12 @@ describe.skipIf(skipBrowserTests)("teams in Chromium: invite, join, approve, two
     await rig?.close();
   });
 
-  async function contextOf(op: ApiBrowser): Promise<BrowserContext> {
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    await context.addCookies([...op.cookies].map(([name, value]) => ({ name, value, url: base })));
-    return context;
-  }
-
-  function watch(page: Page): string[] {
-    const problems: string[] = [];
-    page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
-    page.on("console", (message) => {
-      if (/content security policy|refused to/i.test(message.text())) problems.push(message.text());
+  /** A watched page at 1440 px, as `op` when given. */
+  const openPage = (op?: ApiBrowser) =>
+    openWatchedPage(browser, {
+      viewport: { width: 1440, height: 900 },
+      ...(op ? { session: { cookies: op.cookies, url: base } } : {}),
     });
-    return problems;
-  }
 
   const statusOf = (page: Page) => page.locator("#status").textContent();
 
@@ -75,8 +73,7 @@ describe.skipIf(skipBrowserTests)("teams in Chromium: invite, join, approve, two
         .then(toolAnswer);
 
     // The owner invites from the Members section.
-    const ownerPage = await (await contextOf(owner.op)).newPage();
-    const ownerProblems = watch(ownerPage);
+    const { page: ownerPage, problems: ownerProblems } = await openPage(owner.op);
     await ownerPage.goto(`${base}/console#members`);
     await expect.poll(() => ownerPage.locator("#header-role").textContent(), SOON).toBe("owner");
     await expect.poll(() => ownerPage.locator("#members-table tbody tr").count(), SOON).toBe(1);
@@ -91,9 +88,7 @@ describe.skipIf(skipBrowserTests)("teams in Chromium: invite, join, approve, two
 
     // The colleague opens the mail's link, signed out: sign up, enrol, come back, join.
     const token = lastInviteTokenFor(h.inbox, colleague);
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 } });
-    const page = await context.newPage();
-    const problems = watch(page);
+    const { context, page, problems } = await openPage();
     await page.goto(`${base}/invite?token=${token}`);
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toMatch(/^Join /);
     await page.screenshot({ path: `${SHOTS}teams-invitation.png`, fullPage: true });
