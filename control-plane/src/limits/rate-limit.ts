@@ -31,6 +31,16 @@ export const DEVICE_ATTEMPTS_PER_BROWSER: RateLimit = {
   windowMs: 15 * 60_000,
   what: "device code attempts from one browser",
 };
+/**
+ * A code one browser typed, counted as an attempt, for as long as attempts are counted: answering
+ * its confirmation (confirm or abort) is not another attempt. Any other code is.
+ */
+export const DEVICE_CODE_TYPED: RateLimit = {
+  name: "device_code:typed",
+  limit: 1,
+  windowMs: DEVICE_ATTEMPTS_PER_BROWSER.windowMs,
+  what: "typings of one device code",
+};
 export const CIMD_FETCHES_PER_HOST: RateLimit = {
   name: "cimd:host",
   limit: 30,
@@ -63,6 +73,16 @@ export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
         at,
       );
       refuseWhenFull(limit, result, at);
+    },
+    /** Whether `key` holds a place under `limit` now (a mark, for a limit of 1), taking none. */
+    async holds(limit: RateLimit, key: string): Promise<boolean> {
+      const at = now();
+      const result = await repo.findFullness(
+        `${limit.name}:${key}`,
+        1,
+        new Date(at.getTime() - limit.windowMs),
+      );
+      return result.full;
     },
     /** Throws the same 429 as `take` when `key` has no place left, without taking one. */
     async check(limit: RateLimit, key: string): Promise<void> {

@@ -14,6 +14,7 @@ import { z } from "zod";
 import {
   DEVICE_ATTEMPTS_PER_BROWSER,
   DEVICE_ATTEMPTS_PER_IP,
+  DEVICE_CODE_TYPED,
   OAUTH_REGISTER_PER_IP,
   type RateLimiter,
 } from "../limits/rate-limit.ts";
@@ -110,6 +111,17 @@ function parseForm(text: string): Record<string, string | string[]> {
 
 const single = (value: unknown): string | undefined =>
   typeof value === "string" ? value : Array.isArray(value) ? undefined : undefined;
+
+/** A form field the code provider counts as given: present and not empty (a repeated one too). */
+const isGiven = (value: unknown): boolean => value !== undefined && value !== "";
+
+/**
+ * A user code as the provider looks it up (oidc-provider's helpers/user_codes.js normalize, to the
+ * letter: a coarser one would let a confirmation of another code go uncounted).
+ */
+function normalizeUserCode(code: string): string {
+  return code.replace(/[a-z]/g, (letter) => letter.toUpperCase()).replace(/\W/g, "");
+}
 
 export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps): void {
   const resource = mcpResource(deps.baseUrl);
@@ -288,17 +300,30 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
     });
     scope.post(OAUTH_ROUTES.code_verification, { schema: forwardedSchema }, async (request, reply) => {
       const body = (request.body ?? {}) as Record<string, unknown>;
-      // Typing a code is an attempt; confirming the code already shown is not another.
-      if (single(body.user_code) !== undefined && body.confirm === undefined) {
+      // Every post that names a code is an attempt (spec 8), whatever else it carries: the code
+      // provider reads the code, and answers whether it exists, on a confirm or abort post too. The
+      // one exception is the confirmation of a code this browser typed and was counted for.
+      const userCode = single(body.user_code);
+      if (userCode) {
         const browser = request.cookies.latch_oauth_session;
-        try {
-          await deps.limiter.takeForAddress(DEVICE_ATTEMPTS_PER_IP, request.ip);
-          if (browser) await deps.limiter.take(DEVICE_ATTEMPTS_PER_BROWSER, sha256Hex(browser));
-        } catch (error) {
-          const appError = error as AppError;
-          const retryAfter = appError.extra.retry_after;
-          if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
-          return reply.status(429).headers(pageHeaders("device")).send(deviceLimitPage(appError.message));
+        const typed = browser ? sha256Hex(`${browser}\0${normalizeUserCode(userCode)}`) : undefined;
+        const isAnswer = isGiven(body.confirm) || isGiven(body.abort);
+        const isConfirmingTyped =
+          isAnswer && typed !== undefined && (await deps.limiter.holds(DEVICE_CODE_TYPED, typed));
+        if (!isConfirmingTyped) {
+          try {
+            await deps.limiter.takeForAddress(DEVICE_ATTEMPTS_PER_IP, request.ip);
+            if (browser) await deps.limiter.take(DEVICE_ATTEMPTS_PER_BROWSER, sha256Hex(browser));
+          } catch (error) {
+            const appError = error as AppError;
+            const retryAfter = appError.extra.retry_after;
+            if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
+            return reply.status(429).headers(pageHeaders("device")).send(deviceLimitPage(appError.message));
+          }
+          // Typed again within the window, the mark is there already: nothing more to keep.
+          if (typed !== undefined && !(await deps.limiter.holds(DEVICE_CODE_TYPED, typed))) {
+            await deps.limiter.take(DEVICE_CODE_TYPED, typed);
+          }
         }
       }
       await forward(request, reply, { html: true });

@@ -32,9 +32,18 @@ function xsrfOf(html: string): string {
 const DEVICE_IP = testAddress();
 let attempts = 0;
 
+/** The codes each browser typed: confirming one of those is the only post with a code that is not an attempt. */
+const typedBy = new WeakMap<Browser, Set<string>>();
+
 /** A form post from the operator's browser (the Browser helper sends JSON; forms go through inject). */
 async function submitForm(op: Browser, path: string, fields: Record<string, string>) {
-  if (fields.user_code && !fields.confirm) attempts += 1;
+  if (fields.user_code) {
+    const typed = typedBy.get(op) ?? new Set<string>();
+    typedBy.set(op, typed);
+    const code = fields.user_code.toUpperCase().replace(/\W/g, "");
+    if (!((fields.confirm || fields.abort) && typed.has(code))) attempts += 1;
+    typed.add(code);
+  }
   const cookie = [...op.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   const answer = await h.app.inject({
     method: "POST",
@@ -164,6 +173,60 @@ describe("the device flow with openid-client", () => {
     expect(eleventh.statusCode).toBe(429);
     expect(Number(eleventh.headers["retry-after"])).toBeGreaterThan(0);
     expect(eleventh.body).toContain("at most 10 per 15 minutes");
+  });
+
+  /**
+   * A new browser's code form, from an address of its own: each call posts `fields` with the xsrf
+   * of the page the last post answered.
+   */
+  async function codeFormOfNewBrowser() {
+    const address = testAddress();
+    const browser = new Browser(h.app, base);
+    let page = (await browser.request("GET", "/device")).body;
+    return async (fields: Record<string, string>) => {
+      const cookie = [...browser.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
+      const answer = await h.app.inject({
+        method: "POST",
+        remoteAddress: address,
+        url: "/device",
+        headers: { origin: base, cookie, "content-type": "application/x-www-form-urlencoded" },
+        payload: new URLSearchParams({ xsrf: xsrfOf(page), ...fields }).toString(),
+      });
+      if (answer.statusCode === 200) page = answer.body;
+      return answer;
+    };
+  }
+
+  it("counts a confirmation or an abort of a code the browser never typed, and an empty confirm, as attempts", async () => {
+    // The code provider looks the code up on every post that names one, and its answer (the
+    // confirmation page, or "not valid") tells whether the code exists: guessing with confirm=yes,
+    // confirm= or abort=yes must run into the same limit as typing.
+    const post = await codeFormOfNewBrowser();
+    const guesses: Record<string, string>[] = [{ confirm: "yes" }, { confirm: "" }, { abort: "yes" }];
+    for (let i = 0; i < 10; i++) {
+      const answer = await post({ user_code: `BBBB-BB${"BCDFGHJKLM"[i]}B`, ...guesses[i % 3] });
+      expect(answer.statusCode, answer.body).toBe(200);
+      expect(answer.body).toContain("not valid");
+    }
+    for (const guess of guesses) {
+      const refused = await post({ user_code: "BBBB-BBNB", ...guess });
+      expect(refused.statusCode).toBe(429);
+      expect(refused.body).toContain("at most 10 per 15 minutes");
+    }
+  });
+
+  it("does not count confirming a code the browser typed, in any spelling of it", async () => {
+    const post = await codeFormOfNewBrowser();
+    // Ten typings (the limit), then their confirmations: none of those is an attempt.
+    for (let i = 0; i < 10; i++) {
+      expect((await post({ user_code: `CCCC-CC${"BCDFGHJKLM"[i]}C` })).statusCode).toBe(200);
+    }
+    for (let i = 0; i < 10; i++) {
+      const answer = await post({ user_code: `cccc cc${"bcdfghjklm"[i]}c`, confirm: "yes" });
+      expect(answer.statusCode, answer.body).toBe(200);
+    }
+    // Another code is an attempt, over the limit.
+    expect((await post({ user_code: "CCCC-CCNC", confirm: "yes" })).statusCode).toBe(429);
   });
 });
 
