@@ -215,6 +215,64 @@ describe("authenticator rules", () => {
     );
   });
 
+  it("reads no more than ten of the codes sent at once, then none until the lock runs out", async () => {
+    // An attacker with the email step passed sends many guesses at the same moment: each takes an
+    // attempt before its code is read, and the tenth locks the account in the same statement.
+    const { email, totp } = await signUp();
+    const browser = new Browser(h.app);
+    await signInWithEmail(browser, email);
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => browser.request("POST", "/api/auth/totp/verify", { code: "12345x" })),
+    );
+    const codes = answers.map((answer) => answer.json().error.code as string);
+    expect(codes.filter((code) => code === "totp_invalid")).toHaveLength(9);
+    expect(codes.filter((code) => code === "totp_locked")).toHaveLength(31);
+    // Ten attempts were taken, no more: the rest were refused unread.
+    const operator = await h.plane.database.db
+      .selectFrom("operators")
+      .select(["totp_failures", "totp_locked_until"])
+      .where("email", "=", email)
+      .executeTakeFirstOrThrow();
+    expect(operator.totp_failures).toBe(10);
+    expect(operator.totp_locked_until).not.toBeNull();
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) })).statusCode).toBe(
+      429,
+    );
+    h.clock.advance(15 * 60_000 + 1000);
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) })).statusCode).toBe(
+      200,
+    );
+  });
+
+  it("gives a right code back its attempts, and takes an attempt for backup codes and new ones too", async () => {
+    const { email, totp, backupCodes } = await signUp();
+    const browser = new Browser(h.app);
+    await signInWithEmail(browser, email);
+    for (let i = 0; i < 9; i++) await browser.request("POST", "/api/auth/totp/verify", { code: "12345x" });
+    // A backup code is a right code: the nine wrong ones are forgotten.
+    expect(
+      (await browser.request("POST", "/api/auth/totp/verify", { code: backupCodes[0] })).statusCode,
+    ).toBe(200);
+    // Nine more wrong codes, then a right one for new backup codes: still not locked.
+    for (let i = 0; i < 9; i++) {
+      const wrong = await browser.request("POST", "/api/auth/backup-codes/regenerate", { code: "000000" });
+      expect(wrong.json().error.code).toBe("totp_invalid");
+    }
+    h.clock.advance(31_000);
+    const renewed = await browser.request("POST", "/api/auth/backup-codes/regenerate", {
+      code: codeAt(totp),
+    });
+    expect(renewed.statusCode, renewed.body).toBe(200);
+    // And ten wrong ones there lock the account as on the sign-in step.
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      statuses.push(
+        (await browser.request("POST", "/api/auth/backup-codes/regenerate", { code: "000000" })).statusCode,
+      );
+    }
+    expect(statuses.slice(-1)).toEqual([429]);
+  });
+
   it("lets an enrolment wait 10 minutes, then answers 404 no_pending_enrollment", async () => {
     const browser = new Browser(h.app);
     await signInWithEmail(browser, uniqueEmail("pending"));

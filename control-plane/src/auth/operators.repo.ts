@@ -1,7 +1,7 @@
 // Operators and their backup codes in the database. The single-use rules live here as conditional
 // UPDATEs: an authenticator time step is accepted only above the last one, a backup code only while
 // unused, a pending enrollment confirmed once, and a KEK re-wrap only from the key it was under.
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database, OperatorRow } from "../db/schema.ts";
 
 /** A wrapped secret: the blob and the id of the key-encryption key it is under. */
@@ -24,9 +24,18 @@ export interface OperatorsRepo {
   /** Sets totp_last_step only if `step` is after it. True for the one caller that won. */
   updateTotpLastStep(id: string, step: number): Promise<boolean>;
   /** Adds one failure and returns the count. */
-  updateTotpFailuresIncremented(id: string): Promise<number>;
+  /**
+   * Takes one authenticator attempt before its code is read, or none while the account is locked
+   * (undefined). Answers the attempts in a row, this one included (a lock that has run out starts
+   * them over); the one that reaches `max` locks the account until `lockUntil` in the same
+   * statement, so that attempts sent at once cannot all be read before the lock.
+   */
+  takeTotpAttempt(
+    id: string,
+    options: { now: Date; max: number; lockUntil: Date },
+  ): Promise<number | undefined>;
+  /** A right code: no attempts in a row, no lock. */
   updateTotpFailuresReset(id: string): Promise<void>;
-  updateTotpLocked(id: string, until: Date): Promise<void>;
   updatePendingTotp(id: string, secret: WrappedSecret, expiresAt: Date): Promise<void>;
   /** Pending -> enabled, only for the enrollment that expires at `pendingExpiresAt`. */
   updateTotpEnabled(
@@ -71,22 +80,25 @@ export function createOperatorsRepo(db: Kysely<Database>): OperatorsRepo {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
-    async updateTotpFailuresIncremented(id) {
+    async takeTotpAttempt(id, { now, max, lockUntil }) {
+      // Every expression of SET reads the row as it was.
+      const attempt = sql<number>`(CASE WHEN totp_locked_until IS NULL THEN totp_failures ELSE 0 END) + 1`;
       const row = await db
         .updateTable("operators")
-        .set((eb) => ({ totp_failures: eb("totp_failures", "+", 1) }))
+        .set({
+          totp_failures: attempt,
+          totp_locked_until: sql<Date | null>`CASE WHEN ${attempt} >= ${max} THEN ${lockUntil}::timestamptz ELSE NULL END`,
+        })
         .where("id", "=", id)
+        .where((eb) => eb.or([eb("totp_locked_until", "is", null), eb("totp_locked_until", "<=", now)]))
         .returning("totp_failures")
-        .executeTakeFirstOrThrow();
-      return row.totp_failures;
+        .executeTakeFirst();
+      return row?.totp_failures;
     },
     async updateTotpFailuresReset(id) {
-      await db.updateTable("operators").set({ totp_failures: 0 }).where("id", "=", id).execute();
-    },
-    async updateTotpLocked(id, until) {
       await db
         .updateTable("operators")
-        .set({ totp_failures: 0, totp_locked_until: until })
+        .set({ totp_failures: 0, totp_locked_until: null })
         .where("id", "=", id)
         .execute();
     },

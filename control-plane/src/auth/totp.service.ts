@@ -140,24 +140,38 @@ export function createTotpService(deps: TotpDeps) {
   function checkNotLocked(operator: OperatorRow): void {
     const now = deps.now();
     if (operator.totp_locked_until && operator.totp_locked_until > now) {
-      const retryAfter = Math.ceil((operator.totp_locked_until.getTime() - now.getTime()) / 1000);
-      throw new AppError("totp_locked", "too many wrong codes; the account is locked for 15 minutes", {
-        extra: { retry_after: retryAfter },
-      });
+      throw lockedError(operator.totp_locked_until.getTime() - now.getTime());
     }
   }
 
-  /** Counts a failure; the tenth in a row locks the account (429 with retry_after). */
-  async function recordFailure(operatorId: string): Promise<never> {
-    const failures = await deps.repo.updateTotpFailuresIncremented(operatorId);
-    if (failures >= MAX_TOTP_FAILURES) {
-      await deps.repo.updateTotpLocked(operatorId, new Date(deps.now().getTime() + TOTP_LOCK_MS));
-      throw new AppError("totp_locked", "too many wrong codes; the account is locked for 15 minutes", {
-        extra: { retry_after: TOTP_LOCK_MS / 1000 },
-      });
-    }
+  /**
+   * Takes one attempt before the code is read (operators.repo.ts takeTotpAttempt): the tenth in a
+   * row locks the account, and attempts sent at once are refused from there on, unread.
+   */
+  async function takeAttempt(operatorId: string): Promise<number> {
+    const now = deps.now();
+    const attempt = await deps.repo.takeTotpAttempt(operatorId, {
+      now,
+      max: MAX_TOTP_FAILURES,
+      lockUntil: new Date(now.getTime() + TOTP_LOCK_MS),
+    });
+    if (attempt !== undefined) return attempt;
+    // Locked since the operator was read: the lock as it stands now.
+    checkNotLocked(await loadOperator(operatorId));
+    throw lockedError(TOTP_LOCK_MS);
+  }
+
+  /** A wrong code on `attempt`: the lock when it was the tenth in a row, else what remains. */
+  function refuseAttempt(attempt: number): never {
+    if (attempt >= MAX_TOTP_FAILURES) throw lockedError(TOTP_LOCK_MS);
     throw new AppError("totp_invalid", "that code is not valid", {
-      extra: { attempts_remaining: MAX_TOTP_FAILURES - failures },
+      extra: { attempts_remaining: MAX_TOTP_FAILURES - attempt },
+    });
+  }
+
+  function lockedError(forMs: number): AppError {
+    return new AppError("totp_locked", "too many wrong codes; the account is locked for 15 minutes", {
+      extra: { retry_after: Math.ceil(forMs / 1000) },
     });
   }
 
@@ -183,7 +197,9 @@ export function createTotpService(deps: TotpDeps) {
         }
         checkNotLocked(operator);
         const current = typeof options.currentCode === "string" ? options.currentCode.trim() : "";
-        if (!(await spendTotpCode(operator, current))) await recordFailure(operatorId);
+        const attempt = await takeAttempt(operatorId);
+        if (!(await spendTotpCode(operator, current))) refuseAttempt(attempt);
+        await deps.repo.updateTotpFailuresReset(operatorId);
       }
       const secret = Buffer.from(new OTPAuth.Secret({ size: 20 }).bytes);
       const wrapped = deps.keyring.wrap(secret, pendingBinding(operatorId));
@@ -236,11 +252,12 @@ export function createTotpService(deps: TotpDeps) {
       if (!operator.totp_enabled && !options.hasPasskey)
         throw new AppError("no_pending_enrollment", "no authenticator is enrolled; enroll one first");
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      const attempt = await takeAttempt(operatorId);
       const totpStep = await spendTotpStep(operator, code);
       let usedBackupCode = false;
       if (totpStep === undefined) {
         usedBackupCode = !/^\d{6}$/.test(code) && (await spendBackupCode(operatorId, code));
-        if (!usedBackupCode) await recordFailure(operatorId);
+        if (!usedBackupCode) refuseAttempt(attempt);
       }
       await deps.repo.updateTotpFailuresReset(operatorId);
       return totpStep === undefined ? { usedBackupCode } : { usedBackupCode, totpStep };
@@ -258,9 +275,11 @@ export function createTotpService(deps: TotpDeps) {
       const operator = await loadOperator(operatorId);
       checkNotLocked(operator);
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      const attempt = await takeAttempt(operatorId);
       if (!(await spendTotpCode(operator, code)) && !isSessionsStepUpCode(operator, code, session)) {
-        await recordFailure(operatorId);
+        refuseAttempt(attempt);
       }
+      await deps.repo.updateTotpFailuresReset(operatorId);
       return deps.repo.inTransaction((repo) => replaceBackupCodes(repo, operatorId));
     },
 
