@@ -6,7 +6,7 @@ import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { createAccessService } from "./access/access.service.ts";
 import { type AuditEvent, type AuditRepo, createAuditRepo } from "./audit/audit.repo.ts";
-import { logAuditFailure } from "./audit/audit-failure.ts";
+import { logAuditFailure, logDatabaseFailure } from "./audit/audit-failure.ts";
 import type { AuditSigner } from "./audit/audit-keys.ts";
 import { createLedgerRepo } from "./audit/ledger.repo.ts";
 import { createLedgerService } from "./audit/ledger.service.ts";
@@ -143,6 +143,10 @@ function createCoreServices(
     inItemTokenLock: items.inItemTokenLock,
     noteItemUsed: (item) => items.noteItemUsed(item, variant.now()),
     onAuditFailure: logAuditFailure(variant.logger),
+    onGiveBackFailure: logDatabaseFailure(
+      variant.logger,
+      "a one-call approval whose request never left could not be given back; it stays spent",
+    ),
     // Where no read cache answers the lookups, one statement reads what a call needs.
     callContext: readCache ? undefined : createCallContextRepo(db),
     grantClock: variant.now,

@@ -6,12 +6,20 @@ import { DatabaseError, databaseErrorCode } from "../db/database-error.ts";
 
 /** A CallsDeps.onAuditFailure that logs the code (and statement) only. */
 export function logAuditFailure(logger: Pick<Logger, "error">): (error: unknown) => void {
+  return logDatabaseFailure(logger, "audit row not written; the answer was still sent");
+}
+
+/** A failed write logged as `sentence` with the database's code (and statement) only. */
+export function logDatabaseFailure(
+  logger: Pick<Logger, "error">,
+  sentence: string,
+): (error: unknown) => void {
   return (error) =>
     logger.error(
       {
         code: databaseErrorCode(error),
         ...(error instanceof DatabaseError ? { statement: error.statement } : {}),
       },
-      "audit row not written; the answer was still sent",
+      sentence,
     );
 }

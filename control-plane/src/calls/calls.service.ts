@@ -48,6 +48,11 @@ export interface CallsDeps {
    */
   onAuditFailure?: (error: unknown) => void;
   /**
+   * A one-call approval whose request a fence proved unsent could not be given back (the database
+   * refused the write): it stays spent, the call's answer and audit row say so.
+   */
+  onGiveBackFailure?: (error: unknown) => void;
+  /**
    * The client, the credential and its usable grants in one statement (call-context.repo.ts).
    * Unset where a read cache answers the lookups instead (the local vault on its own database).
    */
@@ -67,9 +72,10 @@ export interface CallApproval {
  * Where the approval of a call whose proxy never answered stands, for the agent's answer
  * (tools/call-failure.ts): `kept` (the fence won and it was given back, or it was never spent),
  * `spent` (a proxy took the ticket: the request may have reached the API), `held` (nobody could be
- * asked yet: given back later if the request never left).
+ * asked yet: given back later if the request never left), `lost` (the request never left, but the
+ * database refused to give the one-call approval back).
  */
-export type ApprovalAfterFault = "kept" | "spent" | "held";
+export type ApprovalAfterFault = "kept" | "spent" | "held" | "lost";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -306,25 +312,35 @@ export function createCallsService(deps: CallsDeps) {
         }
         // No answer (connection lost, UNAVAILABLE, deadline, a ticket refused): fence the ticket.
         // A fence nobody could answer yet is asked again; if it wins later, the approval comes back.
+        // Giving it back is a write that can fail too: the approval then stays spent, and the audit
+        // row and the answer say so, rather than the call (or, later, the process) failing with it.
+        const giveBack = async (): Promise<boolean> => {
+          try {
+            await approval.release();
+            return true;
+          } catch (releaseError) {
+            deps.onGiveBackFailure?.(releaseError);
+            return false;
+          }
+        };
+        const recordNotSent = (fence: "won" | "late", isGivenBack: boolean) =>
+          recordSafely({
+            ...audit,
+            action: "call_not_sent",
+            reason,
+            detail: { ...detail, fence, ...(isGivenBack ? {} : { approval: "not_given_back" }) },
+          });
         const settleLate = async (late: LateFence) => {
           if (late !== "fenced") return;
-          await approval.release();
-          await recordSafely({
-            ...audit,
-            action: "call_not_sent",
-            reason,
-            detail: { ...detail, fence: "late" },
-          });
+          await recordNotSent("late", await giveBack());
         };
-        const fenced = await fence.fence(sentTicket, (late) => void settleLate(late));
+        const fenced = await fence.fence(sentTicket, (late) => {
+          settleLate(late).catch((lateError: unknown) => deps.onAuditFailure?.(lateError));
+        });
         if (fenced === "fenced") {
-          await approval.release();
-          await recordSafely({
-            ...audit,
-            action: "call_not_sent",
-            reason,
-            detail: { ...detail, fence: "won" },
-          });
+          const isGivenBack = await giveBack();
+          await recordNotSent("won", isGivenBack);
+          if (!isGivenBack) throw withApproval(error, "lost");
         } else {
           await recordSafely({
             ...audit,

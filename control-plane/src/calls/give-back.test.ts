@@ -57,8 +57,11 @@ async function run(options: {
   execute: () => Promise<ExecuteResponse>;
   fence?: TicketFence;
   isOneCall?: boolean;
+  /** The database refuses the give-back. */
+  releaseFails?: boolean;
 }) {
   const events: AuditEvent[] = [];
+  const giveBackFailures: unknown[] = [];
   let releases = 0;
   const calls = createCallsService({
     findItemByName: async () => undefined,
@@ -72,11 +75,13 @@ async function run(options: {
     } as unknown as TicketMinter,
     egress: { execute: options.execute } as unknown as EgressClient,
     fence: options.fence ?? fakeFence("taken").fence,
+    onGiveBackFailure: (error) => giveBackFailures.push(error),
   });
   const outcome = await calls
     .executeCall(scope, { method: "DELETE", path: "/v1/x", item_name: "API_KEY" }, located, {
       release: async () => {
         releases += 1;
+        if (options.releaseFails) throw new Error("connection terminated");
       },
       isOneCall: options.isOneCall ?? true,
     })
@@ -84,7 +89,13 @@ async function run(options: {
       (value) => ({ value, error: undefined }),
       (error: unknown) => ({ value: undefined, error: error as AppError }),
     );
-  return { outcome, releases: () => releases, events, actions: () => events.map((e) => e.action) };
+  return {
+    outcome,
+    releases: () => releases,
+    events,
+    giveBackFailures,
+    actions: () => events.map((e) => e.action),
+  };
 }
 
 describe("giving a spent approval back", () => {
@@ -145,6 +156,47 @@ describe("giving a spent approval back", () => {
       ["call_outcome_unknown", "pending"],
       ["call_not_sent", "late"],
     ]);
+  });
+
+  it("fails as a write: the fence won but the database refused, so the call says the approval is lost", async () => {
+    const { outcome, releases, events, giveBackFailures } = await run({
+      execute: unavailable,
+      fence: fakeFence("fenced").fence,
+      releaseFails: true,
+    });
+    expect(releases()).toBe(1);
+    expect(giveBackFailures).toHaveLength(1);
+    // The audit row is still written, and says the approval was not given back.
+    expect(events.map((e) => [e.action, e.detail?.fence, e.detail?.approval])).toEqual([
+      ["call_not_sent", "won", "not_given_back"],
+    ]);
+    expect(outcome.error?.code).toBe("egress_unavailable");
+    expect(outcome.error?.extra.approval).toBe("lost");
+  });
+
+  it("fails later as a write without taking the process down: logged and audited", async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const pending = fakeFence("pending");
+      const { releases, events, giveBackFailures } = await run({
+        execute: unavailable,
+        fence: pending.fence,
+        releaseFails: true,
+      });
+      pending.settle("fenced");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(releases()).toBe(1);
+      expect(giveBackFailures).toHaveLength(1);
+      expect(events.map((e) => [e.action, e.detail?.fence, e.detail?.approval])).toEqual([
+        ["call_outcome_unknown", "pending", undefined],
+        ["call_not_sent", "late", "not_given_back"],
+      ]);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
   });
 
   it("never happens later when the late fence lost or could not be asked in time", async () => {

@@ -49,7 +49,16 @@ describe("the answer to a call whose proxy never answered", () => {
     expect(answer.payload.next).toHaveProperty("tool", "http_request");
   });
 
+  it("lost: not sent, but not given back either; a retry asks the operator again", () => {
+    const answer = unansweredCallAnswer(unavailable("lost"), args, "grt_1")!;
+    expect(answer.payload).toMatchObject({ approval_kept: false, approval: "lost" });
+    expect(answer.payload.hint).toContain("the request was not sent");
+    expect(answer.payload.hint).toContain("asks the operator again");
+    expect(answer.payload.next).toHaveProperty("tool", "http_request");
+  });
+
   it("is not this answer for any other failure", () => {
+    expect(unansweredCallAnswer(unavailable("toString"), args, "grt_1")).toBeUndefined();
     expect(unansweredCallAnswer(new AppError("invalid_path", "bad"), args, "grt_1")).toBeUndefined();
     expect(unansweredCallAnswer(new Error("boom"), args, "grt_1")).toBeUndefined();
   });

@@ -85,6 +85,7 @@ const UNANSWERED: Readonly<Record<ApprovalAfterFault, string>> = {
   spent:
     "Latch's egress proxy took the request but did not answer: it may have reached the API. Do not retry blindly: check with the API (a list or GET of what the call would have changed) or with the user first. The one-call approval was used, so a retry asks the operator again.",
   held: "Latch's egress proxy did not answer, and whether the request left is not known yet. Your one-call approval is held until the proxy answers again and is given back if the request never left. Wait a minute, then retry with next.arguments; if it was used, the retry asks the operator again.",
+  lost: "Latch's egress proxy did not answer, and the request was not sent, but your one-call approval could not be given back (Latch's database refused the write). Retry with next.arguments in a minute: the retry asks the operator again.",
 };
 
 /**
@@ -100,7 +101,7 @@ export function unansweredCallAnswer(
 ): ToolAnswer | undefined {
   if (!(error instanceof AppError)) return undefined;
   const approval = error.extra.approval as ApprovalAfterFault | undefined;
-  if (approval !== "kept" && approval !== "spent" && approval !== "held") return undefined;
+  if (!(typeof approval === "string" && Object.hasOwn(UNANSWERED, approval))) return undefined;
   const hint = UNANSWERED[approval];
   const { dry_run: _dryRun, ...retry } = args;
   return {
