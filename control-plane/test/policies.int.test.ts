@@ -5,6 +5,7 @@
 // limit of 3 per minute, disabled rules, dry_run and audit rows naming the rule, and the preview.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refuseAuditRows } from "./database.ts";
 import {
   type Browser,
   connectAgent,
@@ -389,6 +390,43 @@ describe("what a list does to http_request", () => {
       policy: { rule_id: "one-write", effect: "ask" },
     });
     expect(limited.retry_after).toBeGreaterThan(60);
+    expect(h.egress.origin.requests.length).toBe(before);
+    const grants = (await op.request("GET", "/api/grants")).json().grants as {
+      grant_id: string;
+      status: string;
+    }[];
+    expect(grants.find((g) => g.grant_id === second.grant_id)?.status).toBe("active");
+    await agent.close();
+  });
+
+  it("a rate limit whose rate_limited row the database refuses still gives the one-call approval back", async () => {
+    const { op, agent } = await setUp();
+    await savePolicy(op, [
+      { id: "one-post", effect: "ask", match: { methods: ["POST"] }, rate_limit: { calls: 1, per: "hour" } },
+    ]);
+    const first = await call(agent, { path: "/v1/f", method: "POST", body: { n: 1 } });
+    await op.request("POST", `/api/grants/${first.grant_id}/approve`, { policy: "prompt" });
+    expect((await call(agent, { path: "/v1/f", method: "POST", body: { n: 1 } })).origin_status).toBe(200);
+    const second = await call(agent, { path: "/v1/f2", method: "POST", body: { n: 2 } });
+    await op.request("POST", `/api/grants/${second.grant_id}/approve`, { policy: "prompt" });
+    const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;
+    const restore = await refuseAuditRows(h.plane.database, organisationId, "rate_limited");
+    const before = h.egress.origin.requests.length;
+    try {
+      // The limit is full and its row cannot be written: the call fails, and nothing is sent.
+      const failed = await agent
+        .callTool({
+          name: "http_request",
+          arguments: { item_name: "API_KEY", method: "POST", path: "/v1/f2", body: { n: 2 } },
+        })
+        .then(
+          (result) => Boolean(result.isError),
+          () => true,
+        );
+      expect(failed).toBe(true);
+    } finally {
+      await restore();
+    }
     expect(h.egress.origin.requests.length).toBe(before);
     const grants = (await op.request("GET", "/api/grants")).json().grants as {
       grant_id: string;

@@ -134,9 +134,16 @@ export async function runHttpRequest(
     };
   }
   // A rate limit on the ask rule counts calls that would leave: over it, the approval is given
-  // back (a one-call approval was spent a moment ago) and nothing is sent.
+  // back (a one-call approval was spent a moment ago) and nothing is sent. So it is when the
+  // limit's count or its rate_limited row fails: nothing left, nothing may stay spent.
   if (policy) {
-    const limited = await admitOrRefuse(deps, scope, args, located, policy);
+    let limited: ToolAnswer | undefined;
+    try {
+      limited = await admitOrRefuse(deps, scope, args, located, policy);
+    } catch (error) {
+      await authorisation.release();
+      throw error;
+    }
     if (limited) {
       await authorisation.release();
       return limited;
