@@ -102,6 +102,21 @@ describe("a bearer let in on a recent check is confirmed before anything acts", 
     expectRefused(await mcp(agent.token, "tools/call", { name: "list_items", arguments: {} }));
   });
 
+  it("answers a recalled bearer's call that names no API with why, never an internal error", async () => {
+    const agent = await recalledAgent("NOHOST");
+    for (const [args, code] of [
+      [{ method: "GET", path: "/v1/x" }, "invalid_request"],
+      [{ method: "GET", path: "http://api.latch.test/v1/x" }, "invalid_path"],
+      [{ method: "GET", path: "/v1/x", host: "not a host" }, "invalid_host"],
+    ] as const) {
+      const answer = await mcp(agent.token, "tools/call", { name: "http_request", arguments: args });
+      expect(answer.statusCode).toBe(200);
+      const text = answer.body;
+      expect(text, JSON.stringify(args)).toContain(code);
+      expect(text).not.toContain("internal");
+    }
+  });
+
   it("refuses a bearer it never saw before reading the body, as always", async () => {
     const unknown = await h.app.inject({
       method: "POST",

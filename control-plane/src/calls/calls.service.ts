@@ -108,16 +108,34 @@ export interface LocatedCredential {
   path: string;
 }
 
+/**
+ * The request's target validated (spec 4.2 rule 1, 2), reading nothing: its host (when it names
+ * one) and path, or the AppError that refuses it; without item_name it must name its host.
+ */
+export function checkRequestTarget(args: Pick<HttpRequestArgs, "path" | "host" | "item_name">): {
+  host: string | undefined;
+  path: string;
+} {
+  const target = parseRequestTarget({ path: args.path, host: args.host });
+  if (!target.ok) {
+    throw new AppError(target.code, target.message, target.hint ? { extra: { hint: target.hint } } : {});
+  }
+  if (!args.item_name && !target.host) {
+    throw new AppError(
+      "invalid_request",
+      "name the API with host, item_name, or a full https:// URL in path",
+    );
+  }
+  return { host: target.host, path: target.path };
+}
+
 /** Which credential and host a request names, after validating the target (spec 4.2 rule 1, 2). */
 export async function locateCredential(
   deps: Pick<CallsDeps, "findItemByName" | "findItemsByHost">,
   scope: { organisationId: string; environment: string },
   args: Pick<HttpRequestArgs, "path" | "host" | "item_name">,
 ): Promise<LocatedCredential> {
-  const target = parseRequestTarget({ path: args.path, host: args.host });
-  if (!target.ok) {
-    throw new AppError(target.code, target.message, target.hint ? { extra: { hint: target.hint } } : {});
-  }
+  const target = checkRequestTarget(args);
   if (args.item_name) {
     const item = await deps.findItemByName(scope.organisationId, scope.environment, args.item_name);
     if (!item) {
@@ -144,30 +162,23 @@ export async function locateCredential(
     }
     return { item, host, path: target.path };
   }
-  if (!target.host)
-    throw new AppError(
-      "invalid_request",
-      "name the API with host, item_name, or a full https:// URL in path",
-    );
-  const items = await deps.findItemsByHost(scope.organisationId, scope.environment, target.host);
+  // checkRequestTarget lets no target without item_name through unless it names its host.
+  const host = target.host as string;
+  const items = await deps.findItemsByHost(scope.organisationId, scope.environment, host);
   const [only, ...others] = items;
   if (!only) {
-    throw new AppError("not_found", `no credential is stored for ${target.host}`, {
-      extra: { host: target.host },
+    throw new AppError("not_found", `no credential is stored for ${host}`, {
+      extra: { host },
     });
   }
   const pair = connectedPairSource(items);
-  if (pair) return { item: pair, host: target.host, path: target.path };
+  if (pair) return { item: pair, host, path: target.path };
   if (others.length > 0) {
-    throw new AppError(
-      "invalid_request",
-      `several credentials allow ${target.host}; name one with item_name`,
-      {
-        extra: { items: items.slice(0, 5).map((i) => i.name) },
-      },
-    );
+    throw new AppError("invalid_request", `several credentials allow ${host}; name one with item_name`, {
+      extra: { items: items.slice(0, 5).map((i) => i.name) },
+    });
   }
-  return { item: only, host: target.host, path: target.path };
+  return { item: only, host, path: target.path };
 }
 
 /**

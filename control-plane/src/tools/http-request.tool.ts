@@ -8,7 +8,7 @@ import { BearerNotLive } from "../auth/principal.ts";
 import type { CallContext } from "../calls/call-context.repo.ts";
 import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
-import { type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
+import { checkRequestTarget, type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
 import { planTokenCall } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
@@ -36,6 +36,9 @@ export async function runHttpRequest(
     // The MCP route let a bearer seen live lately through unconfirmed: the call's statement is
     // its confirmation, so without one the call does not go on (never fail open).
     if (context === undefined) {
+      // No statement was read because the target names no API or is refused: say which, reading
+      // nothing (a refused target is answered the same to any bearer).
+      checkRequestTarget(args);
       throw new AppError("internal", "a remembered bearer can only be confirmed by the call's context");
     }
     if (!context.clientLive) throw new BearerNotLive();
