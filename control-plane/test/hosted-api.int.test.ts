@@ -2,6 +2,7 @@
 // ids, the audit's auto_approved rows, the access snapshot's fields, need requests' names and
 // recipes, and value limits on every route that takes a value.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGrantsRepo } from "../src/grants/grants.repo.ts";
 import { connectAgent, type HostedHarness, listenHosted, operatorWithClient, toolAnswer } from "./hosted.ts";
 
 const SECRET = "sk_live_hostedapi_canary_5150";
@@ -113,6 +114,27 @@ describe("the audit (spec 4.3, 6)", () => {
     expect(actionOf(approved)).toContain("grant_revoked");
     // Neither can be revoked again.
     expect((await op.request("POST", `/api/grants/${denied}/revoke`)).statusCode).toBe(409);
+  });
+
+  it("revokes a one-call approval spent on a call whose outcome is not known yet, so it never comes back", async () => {
+    // The proxy did not answer: the approval is consumed and held until a fence says whether the
+    // request left. The operator revokes it meanwhile; a late fence that wins must not restore it.
+    const { op, token } = await setUp();
+    const id = (await requestAsModel(token, { item_name: "API_KEY" })).json().grant.grant_id as string;
+    await op.request("POST", `/api/grants/${id}/approve`, { policy: "prompt" });
+    const grants = createGrantsRepo(h.plane.database.db);
+    expect(await grants.updateGrantConsumed(id, new Date())).toBe(true);
+    const revoked = await op.request("POST", `/api/grants/${id}/revoke`);
+    expect(revoked.statusCode, revoked.body).toBe(200);
+    expect(revoked.json().grant.status).toBe("revoked");
+    await grants.updateGrantRestored(id);
+    const listed = (await op.request("GET", "/api/grants")).json().grants as {
+      grant_id: string;
+      status: string;
+    }[];
+    expect(listed.find((g) => g.grant_id === id)?.status).toBe("revoked");
+    const events = (await op.request("GET", "/api/audit?action=grant_revoked")).json().events;
+    expect(events.some((e: { detail: { grant_id?: string } }) => e.detail.grant_id === id)).toBe(true);
   });
 
   it("names operators by email and clients by name, filters by action, environment and date, and pages back", async () => {

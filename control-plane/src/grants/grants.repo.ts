@@ -115,8 +115,8 @@ export interface GrantsRepo {
     first: { by: string; at: Date; policy: string; scope: string | null },
   ): Promise<boolean>;
   /**
-   * Revokes a pending or active grant; answers which it was (a pending one is denied), or
-   * undefined when it was neither. Each status is one atomic update, so a concurrent approval is
+   * Revokes a pending, active or consumed grant; answers which it was (a pending one is denied),
+   * or undefined when it was none of them. Each status is one atomic update, so a concurrent approval is
    * seen as the active grant it became.
    */
   updateGrantRevoked(
@@ -124,7 +124,7 @@ export interface GrantsRepo {
     id: string,
     now: Date,
     revokedBy: string | null,
-  ): Promise<"pending" | "active" | undefined>;
+  ): Promise<"pending" | "active" | "consumed" | undefined>;
   /** Revokes every pending or active grant an agent holds (its client was revoked). */
   updateAgentGrantsRevoked(
     organisationId: string,
@@ -394,7 +394,10 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .execute();
     },
     async updateGrantRevoked(organisationId, id, now, revokedBy) {
-      for (const status of ["pending", "active"] as const) {
+      // A consumed one-call approval too: while its call's outcome is unknown (the proxy did not
+      // answer) it may yet be given back (updateGrantRestored, which only restores a consumed one),
+      // and an operator's revoke meanwhile must hold.
+      for (const status of ["pending", "active", "consumed"] as const) {
         const result = await db
           .updateTable("grants")
           .set({ status: "revoked", revoked_at: now, revoked_by: revokedBy })
