@@ -6,6 +6,7 @@ import { Writable } from "node:stream";
 import type { CallSpec, Ticket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import pino from "pino";
+import sodium from "sodium-native";
 import { describe, expect, it } from "vitest";
 import { classifyAddress, type DeniedVerdict } from "../destination/classify.ts";
 import { AddressRefused } from "../destination/resolve.ts";
@@ -138,6 +139,78 @@ describe("Execute's table: the ticket steps come first, in order", () => {
     const response = await execute(undefined);
     expect(response.reachedOrigin).toBe(false);
     expect(events).toEqual(["check", "resolve"]);
+  });
+});
+
+describe("an agent's own call to a token endpoint (rule 7)", () => {
+  const exchangeSpec = spec({
+    host: "oauth.example.com",
+    allowedHosts: ["oauth.example.com"],
+    path: "/token",
+    inject: "refresh",
+    exchange: {
+      grant: 2,
+      tokenHost: "oauth.example.com",
+      tokenPath: "/token",
+      clientAuthentication: 1,
+      clientId: "client",
+      clientSecret: { itemName: "APP", keyId: "k1", sealedValue: Buffer.from([2]), username: "" },
+      refreshToken: { itemName: "APP_REFRESH", keyId: "k1", sealedValue: Buffer.from([3]), username: "" },
+      headers: [],
+      scope: "",
+      answerIsExchange: true,
+      accessItemName: "APP",
+      code: "",
+      redirectUri: "",
+      codeVerifier: undefined,
+      refreshItemName: "",
+      idTokenOnly: false,
+    },
+  } as Partial<CallSpec>);
+  // A real key to seal the minted tokens to (the proxy's current sealing key).
+  const publicKey = new Uint8Array(sodium.crypto_box_PUBLICKEYBYTES);
+  sodium.crypto_box_keypair(publicKey, new Uint8Array(sodium.crypto_box_SECRETKEYBYTES));
+  const answering = (body: string, status = 200) =>
+    harness({
+      keyring: { current: { keyId: "k1", publicKey }, open: () => SECRET },
+      checkTicket: async () => ticket(exchangeSpec) as Ticket,
+      upstream: {
+        call: async () => ({
+          status,
+          headers: [{ name: "content-type", value: "application/json" }],
+          body: Buffer.from(body),
+        }),
+        close: async () => {},
+      },
+    });
+
+  it("hands back an answer it cannot read only as a refusal, never its body", async () => {
+    for (const body of [
+      '\uFEFF{"access_token":"NEW_ACCESS_0123456789","refresh_token":"NEW_REFRESH_0123456789"}',
+      '{"data":{"access_token":"NEW_ACCESS_0123456789","refresh_token":"NEW_REFRESH_0123456789"}}',
+      "NEW_ACCESS_0123456789 NEW_REFRESH_0123456789",
+    ]) {
+      const response = await answering(body).execute(undefined);
+      expect(response.error?.code, body).toBe("token_exchange_failed");
+      // The provider was reached: the one-call approval stays spent.
+      expect(response.reachedOrigin).toBe(true);
+      expect(JSON.stringify(response)).not.toContain("NEW_");
+    }
+  });
+
+  it("answers a readable one redacted, its tokens sealed for the store", async () => {
+    const response = await answering(
+      '{"access_token":"NEW_ACCESS_0123456789","refresh_token":"NEW_REFRESH_0123456789","expires_in":3600}',
+    ).execute(undefined);
+    expect(response.error).toBeUndefined();
+    expect(Buffer.from(response.body).toString()).not.toContain("NEW_");
+    expect(response.rotatedCredentials.length).toBeGreaterThan(0);
+  });
+
+  it("hands on a provider's error answer as it is", async () => {
+    const response = await answering('{"error":"invalid_grant"}', 400).execute(undefined);
+    expect(response.originStatus).toBe(400);
+    expect(Buffer.from(response.body).toString()).toContain("invalid_grant");
   });
 });
 

@@ -1,7 +1,7 @@
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from "node:zlib";
 import { AppError } from "@latch/shared/errors";
 import { describe, expect, it } from "vitest";
-import { decodeBody, MAX_BODY_BYTES, parseContentEncoding } from "./decode.ts";
+import { decodeBody, MAX_BODY_BYTES, MAX_CODINGS, parseContentEncoding } from "./decode.ts";
 
 function codeOf(run: () => unknown): string | undefined {
   try {
@@ -54,6 +54,26 @@ describe("decodeBody", () => {
     expect(codeOf(() => decodeBody(gzipSync(zeros), "gzip"))).toBe("body_too_large");
     expect(codeOf(() => decodeBody(deflateSync(zeros), "deflate"))).toBe("body_too_large");
     expect(codeOf(() => decodeBody(brotliCompressSync(zeros), "br"))).toBe("body_too_large");
+  });
+
+  it("undoes at most MAX_CODINGS stacked codings, and refuses a longer chain before decoding any", () => {
+    let stacked = text;
+    for (let i = 0; i < MAX_CODINGS; i++) stacked = deflateSync(stacked);
+    expect(decodeBody(stacked, Array(MAX_CODINGS).fill("deflate").join(", "))).toEqual(text);
+    // Thousands of stored-deflate layers each cost a pass over the body, on the event loop.
+    let deep = text;
+    for (let i = 0; i < 200; i++) deep = deflateSync(deep, { level: 0 });
+    expect(codeOf(() => decodeBody(deep, Array(200).fill("deflate").join(",")))).toBe("bad_origin_response");
+    expect(
+      codeOf(() =>
+        decodeBody(
+          stacked,
+          Array(MAX_CODINGS + 1)
+            .fill("identity, deflate")
+            .join(","),
+        ),
+      ),
+    ).toBe("bad_origin_response");
   });
 
   it("refuses unknown codings before decoding anything", () => {

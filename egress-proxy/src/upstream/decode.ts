@@ -6,6 +6,9 @@ import { AppError } from "@latch/shared/errors";
 /** Spec 4.2 rule 5: responses over 1 MiB are cut and fail with body_too_large. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/** The most content codings one answer may stack (`gzip, br` is two). */
+export const MAX_CODINGS = 3;
+
 type Decoder = (input: Buffer, options: ZlibOptions) => Buffer;
 
 /** RFC 9110 8.4.1 codings; `x-gzip` is the legacy name of gzip (RFC 9110 8.4.1.3). */
@@ -48,6 +51,14 @@ export function parseContentEncoding(header: string | string[] | undefined): str
  */
 export function decodeBody(raw: Buffer, contentEncoding: string | string[] | undefined): Buffer {
   const codings = parseContentEncoding(contentEncoding);
+  // Each step is capped, not their number: thousands of layers (a 32 KiB header allows them)
+  // would hold the event loop for every call in flight. Real servers apply one, rarely two.
+  if (codings.length > MAX_CODINGS) {
+    throw new AppError(
+      "bad_origin_response",
+      `the origin applied ${codings.length} content-encodings; at most ${MAX_CODINGS} are undone`,
+    );
+  }
   for (const coding of codings) {
     if (!DECODERS.has(coding)) {
       throw new AppError(

@@ -94,8 +94,14 @@ export const mintToken: CallStep = async (call, deps) => {
     // The agent posted to the token endpoint itself: the answer is the endpoint's, redacted like
     // any other (every token in it is listed below before redaction is prepared).
     call.answer = answer;
-    if (!read.ok) return;
-    await keepTokens(call, deps, read.tokens);
+    if (read.ok) {
+      await keepTokens(call, deps, read.tokens);
+      return;
+    }
+    // A success this proxy cannot read (a byte-order mark, tokens nested elsewhere, a type it
+    // does not know) may hold tokens it could not list for redaction, a rotated refresh token
+    // among them: it is not handed on. The request did reach the provider (the answer is set).
+    if (answer.status >= 200 && answer.status < 300) throw unreadableExchange(read.providerError);
     return;
   }
   if (!read.ok) throw exchangeFailed(read.providerError);
@@ -107,6 +113,14 @@ export const mintToken: CallStep = async (call, deps) => {
     itemName: exchange.accessItemName || call.credential?.itemName || "",
   };
 };
+
+function unreadableExchange(providerError: string): AppError {
+  return new AppError(
+    "token_exchange_failed",
+    `the provider's token answer could not be read (${providerError}), so it is not shown: it may hold tokens that could not be redacted`,
+    { extra: { provider_error: providerError } },
+  );
+}
 
 /** Redacts the tokens and hands them back sealed, with what may be shown about them. */
 async function keepTokens(call: OutgoingCall, deps: StepDeps, tokens: MintedTokens): Promise<void> {
