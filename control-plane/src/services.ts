@@ -225,6 +225,13 @@ function createHostedGrants(
   return createGrantsService({
     repo: createGrantsRepo(db),
     recordEvent: audit.insertAuditEvent,
+    // Inside a transaction that spans features (createTransactionServices), its own handle.
+    inTransaction: (fn) =>
+      db.isTransaction
+        ? fn({ repo: createGrantsRepo(db), recordEvent: audit.insertAuditEvent })
+        : runInTransaction(db, (trx) =>
+            fn({ repo: createGrantsRepo(trx), recordEvent: auditIn(trx, variant) }),
+          ),
     now: variant.now,
     approvalCodes: { hashCode: variant.keyring.hashCode },
     findStandingApprovalsNeed: orgs.findStandingApprovalsNeed,
@@ -270,7 +277,13 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const { now, baseUrl } = variant;
   const { audit, items, calls, ledger } = createCoreServices(db, variant, false);
   const passkeysRepo = createPasskeysRepo(db);
-  const orgs = createOrgsService({ repo: createOrgsRepo(db), now, recordEvent: audit.insertAuditEvent });
+  const orgs = createOrgsService({
+    repo: createOrgsRepo(db),
+    now,
+    recordEvent: audit.insertAuditEvent,
+    inTransaction: (fn) =>
+      runInTransaction(db, (trx) => fn({ repo: createOrgsRepo(trx), recordEvent: auditIn(trx, variant) })),
+  });
   const push = createPushService({
     repo: createPushRepo(db),
     ...variant.push,

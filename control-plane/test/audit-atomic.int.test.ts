@@ -150,3 +150,72 @@ describe("a members change whose audit row cannot be written", () => {
     expect(again.statusCode).toBe(409);
   });
 });
+
+/** A grant's status as the operator's listing shows it. */
+async function grantStatus(team: Team, grantId: string): Promise<string | undefined> {
+  const listed = (await team.owner.browser.request("GET", "/api/grants")).json().grants as {
+    grant_id: string;
+    status: string;
+  }[];
+  return listed.find((g) => g.grant_id === grantId)?.status;
+}
+
+/** The organisation's `action` rows about grant `grantId`. */
+async function rowsOfGrant(team: Team, action: string, grantId: string) {
+  return (await auditRows(team, action)).filter((row) => row.detail.grant_id === grantId);
+}
+
+describe("an approval decision or a setting whose audit row cannot be written", () => {
+  it("approves, revokes and denies nothing; each retried goes through once, with one row", async () => {
+    const team = await startTeam(h);
+    const asked = await team.requestGrant("/v1/atomic-approve");
+    const approve = () =>
+      team.owner.browser.request("POST", `/api/grants/${asked.grant_id}/approve`, { policy: "prompt" });
+    const refusedApproval = await withAuditRefused(team, "grant_approved", approve);
+    expect(refusedApproval.statusCode, refusedApproval.body).toBe(500);
+    expect(await grantStatus(team, asked.grant_id)).toBe("pending");
+    expect((await approve()).statusCode).toBe(200);
+    expect(await rowsOfGrant(team, "grant_approved", asked.grant_id)).toHaveLength(1);
+
+    const revoke = () => team.owner.browser.request("POST", `/api/grants/${asked.grant_id}/revoke`);
+    const refusedRevoke = await withAuditRefused(team, "grant_revoked", revoke);
+    expect(refusedRevoke.statusCode, refusedRevoke.body).toBe(500);
+    expect(await grantStatus(team, asked.grant_id)).toBe("active");
+    expect((await revoke()).statusCode).toBe(200);
+    expect(await grantStatus(team, asked.grant_id)).toBe("revoked");
+    expect(await rowsOfGrant(team, "grant_revoked", asked.grant_id)).toHaveLength(1);
+
+    const other = await team.requestGrant("/v1/atomic-deny");
+    const deny = () => team.owner.browser.request("POST", `/api/grants/${other.grant_id}/revoke`);
+    const refusedDenial = await withAuditRefused(team, "grant_denied", deny);
+    expect(refusedDenial.statusCode, refusedDenial.body).toBe(500);
+    expect(await grantStatus(team, other.grant_id)).toBe("pending");
+    expect((await deny()).statusCode).toBe(200);
+    expect(await rowsOfGrant(team, "grant_denied", other.grant_id)).toHaveLength(1);
+  });
+
+  it("records no first approval of two, and changes no setting", async () => {
+    const team = await startTeam(h);
+    const settings = () =>
+      team.owner.browser.request("PATCH", "/api/orgs/settings", { standing_approvals_need: 2 });
+    const refusedSetting = await withAuditRefused(team, "setting_changed", settings);
+    expect(refusedSetting.statusCode, refusedSetting.body).toBe(500);
+    const before = (await team.owner.browser.request("GET", "/api/orgs/settings")).json();
+    expect(before.organisation.standing_approvals_need).toBe(1);
+    expect((await settings()).statusCode).toBe(200);
+    expect(await auditRows(team, "setting_changed")).toHaveLength(1);
+
+    const asked = await team.requestGrant("/v1/atomic-first");
+    const first = () =>
+      team.owner.browser.request("POST", `/api/grants/${asked.grant_id}/approve`, {
+        policy: "item_standing",
+      });
+    const refusedFirst = await withAuditRefused(team, "grant_first_approved", first);
+    expect(refusedFirst.statusCode, refusedFirst.body).toBe(500);
+    // Not "1 of 2": the same member may still give the first approval, once.
+    const retried = await first();
+    expect(retried.statusCode, retried.body).toBe(200);
+    expect(retried.json().grant.approvals).toBe("1 of 2");
+    expect(await rowsOfGrant(team, "grant_first_approved", asked.grant_id)).toHaveLength(1);
+  });
+});

@@ -36,9 +36,23 @@ export const DENY_MEMORY_MS = 10 * 60 * 1000;
 
 export type GrantPolicy = "prompt" | "session" | "item_standing" | "folder_standing";
 
+/** A decision's writes: the grant's row and its audit row, in one transaction where there is one. */
+export interface GrantsTransaction {
+  repo: GrantsRepo;
+  recordEvent(event: AuditEvent): Promise<void>;
+}
+
 export interface GrantsServiceDeps {
   repo: GrantsRepo;
   recordEvent(event: AuditEvent): Promise<void>;
+  /**
+   * Hosted: runs `fn` in one transaction with an audit append of its own, so that a decision
+   * (an approval, a first approval, a revoke or deny) and its row are both written or neither is:
+   * a crash or a refused row between them would leave a decision nobody can find in the ledger,
+   * and a retry finds nothing left to record. Without it (the local vault: one writer, its own
+   * process) the two are written one after the other.
+   */
+  inTransaction?: <T>(fn: (tx: GrantsTransaction) => Promise<T>) => Promise<T>;
   now?: () => Date;
   /**
    * Hosted: every approval request carries an 8-digit code (stored as a peppered hash) and counts
@@ -133,6 +147,9 @@ function mismatch(row: ApprovalRow): AppError {
 
 export function createGrantsService(deps: GrantsServiceDeps) {
   const now = deps.now ?? (() => new Date());
+  /** A decision and its audit row: in one transaction where the deps give one (GrantsServiceDeps). */
+  const recorded = <T>(fn: (tx: GrantsTransaction) => Promise<T>): Promise<T> =>
+    deps.inTransaction ? deps.inTransaction(fn) : fn({ repo: deps.repo, recordEvent: deps.recordEvent });
 
   function expiryFor(policy: GrantPolicy, at: Date): Date | null {
     return policy === "session" ? new Date(at.getTime() + SESSION_GRANT_MS) : null;
@@ -361,29 +378,32 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       if (approver && (await approvalsNeeded(organisationId, policy)) === 2) {
         if (row.status === "pending" && !row.first_approved_by) {
           const scope = standingScopeOf(row, policy, options.scope);
-          const isRecorded = await deps.repo.updateGrantFirstApproval(organisationId, id, {
-            by: approver,
-            at,
-            policy,
-            scope: options.scope ?? null,
-          });
-          if (isRecorded) {
-            await deps.recordEvent({
+          const pendingRow = row;
+          const isRecorded = await recorded(async (tx) => {
+            const isFirst = await tx.repo.updateGrantFirstApproval(organisationId, id, {
+              by: approver,
+              at,
+              policy,
+              scope: options.scope ?? null,
+            });
+            if (!isFirst) return false;
+            await tx.recordEvent({
               organisationId,
-              environment: row.environment,
+              environment: pendingRow.environment,
               actor,
               action: "grant_first_approved",
-              itemName: row.item_name,
+              itemName: pendingRow.item_name,
               detail: {
                 grant_id: id,
-                agent_id: row.agent_id,
+                agent_id: pendingRow.agent_id,
                 policy,
                 approvals: "1 of 2",
                 ...(options.scope ? { covers: describeStandingScope(scope) } : {}),
               },
             });
-            return toPublicGrant(await loadGrant(organisationId, id), at);
-          }
+            return true;
+          });
+          if (isRecorded) return toPublicGrant(await loadGrant(organisationId, id), at);
           // Another member recorded a first approval at the same moment: this one is the second.
           row = await loadGrant(organisationId, id);
         }
@@ -401,33 +421,36 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         }
       }
       const scope = standingScopeOf(row, policy, scopeChoice);
-      const isApproved = await deps.repo.updateGrantApproved(organisationId, id, {
-        policy,
-        approvedAt: at,
-        expiresAt: expiryFor(policy, at),
-        approvedBy: approver,
-        scope,
-        firstApprovedBy,
-      });
-      if (!isApproved) {
-        throw new AppError(
-          "grant_not_pending",
-          `grant ${id} is ${toPublicGrant(row, at).status}, not pending`,
-        );
-      }
-      await deps.recordEvent({
-        organisationId,
-        environment: row.environment,
-        actor,
-        action: "grant_approved",
-        itemName: row.item_name,
-        detail: {
-          grant_id: id,
-          agent_id: row.agent_id,
+      const approvedRow = row;
+      await recorded(async (tx) => {
+        const isApproved = await tx.repo.updateGrantApproved(organisationId, id, {
           policy,
-          ...(scopeChoice ? { covers: describeStandingScope(scope) } : {}),
-          ...(firstApprovedBy ? { approvals: "2 of 2", first_approved_by: firstApprovedBy } : {}),
-        },
+          approvedAt: at,
+          expiresAt: expiryFor(policy, at),
+          approvedBy: approver,
+          scope,
+          firstApprovedBy,
+        });
+        if (!isApproved) {
+          throw new AppError(
+            "grant_not_pending",
+            `grant ${id} is ${toPublicGrant(approvedRow, at).status}, not pending`,
+          );
+        }
+        await tx.recordEvent({
+          organisationId,
+          environment: approvedRow.environment,
+          actor,
+          action: "grant_approved",
+          itemName: approvedRow.item_name,
+          detail: {
+            grant_id: id,
+            agent_id: approvedRow.agent_id,
+            policy,
+            ...(scopeChoice ? { covers: describeStandingScope(scope) } : {}),
+            ...(firstApprovedBy ? { approvals: "2 of 2", first_approved_by: firstApprovedBy } : {}),
+          },
+        });
       });
       return toPublicGrant(await loadGrant(organisationId, id), at);
     },
@@ -435,18 +458,20 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     async revokeGrant(organisationId: string, actor: string, id: string): Promise<PublicGrant> {
       const row = await loadGrant(organisationId, id);
       const at = now();
-      const was = await deps.repo.updateGrantRevoked(organisationId, id, at, operatorIdOf(actor));
-      if (!was) {
-        throw new AppError("grant_not_revocable", `grant ${id} is ${toPublicGrant(row, at).status}`);
-      }
-      await deps.recordEvent({
-        organisationId,
-        environment: row.environment,
-        actor,
-        // A request still waiting is denied: it never became an approval.
-        action: was === "pending" ? "grant_denied" : "grant_revoked",
-        itemName: row.item_name,
-        detail: { grant_id: id, agent_id: row.agent_id },
+      await recorded(async (tx) => {
+        const was = await tx.repo.updateGrantRevoked(organisationId, id, at, operatorIdOf(actor));
+        if (!was) {
+          throw new AppError("grant_not_revocable", `grant ${id} is ${toPublicGrant(row, at).status}`);
+        }
+        await tx.recordEvent({
+          organisationId,
+          environment: row.environment,
+          actor,
+          // A request still waiting is denied: it never became an approval.
+          action: was === "pending" ? "grant_denied" : "grant_revoked",
+          itemName: row.item_name,
+          detail: { grant_id: id, agent_id: row.agent_id },
+        });
       });
       return toPublicGrant(await loadGrant(organisationId, id), at);
     },

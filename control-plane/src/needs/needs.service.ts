@@ -274,8 +274,12 @@ export function createNeedsService(deps: NeedsDeps) {
     ): Promise<string | undefined> {
       const need = await deps.repo.findNeedById(organisationId, id);
       if (need?.kind !== "connect" || need.status !== "pending") return undefined;
-      const isClosed = await deps.repo.updateNeedClosed(organisationId, id, "closed", deps.now());
-      if (isClosed) await deps.recordEvent({ ...needEvent(need, "need_closed", actor), organisationId });
+      // The close and its row together (or neither): the live inbox follows the ledger.
+      const isClosed = await deps.inTransaction(async ({ repo, recordEvent }) => {
+        const closed = await repo.updateNeedClosed(organisationId, id, "closed", deps.now());
+        if (closed) await recordEvent({ ...needEvent(need, "need_closed", actor), organisationId });
+        return closed;
+      });
       return isClosed ? need.agent_id : undefined;
     },
 
@@ -283,8 +287,10 @@ export function createNeedsService(deps: NeedsDeps) {
       const need = await loadNeed(deps.repo, organisationId, id);
       if (need.status !== "pending")
         throw new AppError("need_closed", `this request is already ${need.status}`);
-      await closePending(deps.repo, organisationId, id, "denied");
-      await deps.recordEvent({ ...needEvent(need, "need_denied", actor), organisationId });
+      await deps.inTransaction(async ({ repo, recordEvent }) => {
+        await closePending(repo, organisationId, id, "denied");
+        await recordEvent({ ...needEvent(need, "need_denied", actor), organisationId });
+      });
     },
   };
 }

@@ -40,6 +40,10 @@ export function createOrgsService(deps: {
   repo: OrgsRepo;
   now: () => Date;
   recordEvent?: (event: AuditEvent) => Promise<void>;
+  /** Hosted: one transaction whose audit append commits with it (a settings change and its rows). */
+  inTransaction?: <T>(
+    fn: (tx: { repo: OrgsRepo; recordEvent: (event: AuditEvent) => Promise<void> }) => Promise<T>,
+  ) => Promise<T>;
 }) {
   async function loadOrganisation(organisationId: string): Promise<OrganisationView> {
     const organisation = await deps.repo.findOrganisationById(organisationId);
@@ -136,18 +140,23 @@ export function createOrgsService(deps: {
       }
       const changed = (Object.keys(next) as (keyof typeof next)[]).filter((key) => next[key] !== before[key]);
       if (changed.length === 0) return before;
-      await deps.repo.updateOrganisation(
-        organisationId,
-        Object.fromEntries(changed.map((key) => [key, next[key]])),
-      );
-      for (const setting of changed) {
-        await deps.recordEvent?.({
+      // The change and its rows together, or neither (the two-person rule off without a row
+      // would be found by nobody, and a retry finds nothing left to change).
+      const write = async (tx: { repo: OrgsRepo; recordEvent?: (event: AuditEvent) => Promise<void> }) => {
+        await tx.repo.updateOrganisation(
           organisationId,
-          actor,
-          action: "setting_changed",
-          detail: { setting, from: before[setting], to: next[setting] },
-        });
-      }
+          Object.fromEntries(changed.map((key) => [key, next[key]])),
+        );
+        for (const setting of changed) {
+          await tx.recordEvent?.({
+            organisationId,
+            actor,
+            action: "setting_changed",
+            detail: { setting, from: before[setting], to: next[setting] },
+          });
+        }
+      };
+      await (deps.inTransaction ? deps.inTransaction(write) : write(deps));
       return loadOrganisation(organisationId);
     },
 
