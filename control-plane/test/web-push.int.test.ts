@@ -229,6 +229,30 @@ describe("Web Push", () => {
     await agent.close();
   });
 
+  it("pushes no more to a device whose session signed out", async () => {
+    const { op, token } = await operatorWithClient(h, {
+      secret: SECRET,
+      items: [{ name: "API_KEY" }],
+      clientName: "push agent",
+    });
+    const approver = await joinAs(h, op, "approver", "push-signed-out");
+    const ownerPath = `/push/owner-${randomBytes(6).toString("hex")}`;
+    const phonePath = `/push/phone-${randomBytes(6).toString("hex")}`;
+    await subscribe(op, ownerPath);
+    await subscribe(approver.browser, phonePath);
+    const signedOut = await approver.browser.request("POST", "/api/auth/logout", {});
+    expect(signedOut.statusCode, signedOut.body).toBeLessThan(300);
+    const agent = await connectAgent(url, token);
+    await agent.callTool({
+      name: "http_request",
+      arguments: { item_name: "API_KEY", method: "POST", path: "/v1/signed-out", body: {} },
+    });
+    await arrived(ownerPath);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(received.some((r) => r.path === phonePath)).toBe(false);
+    await agent.close();
+  });
+
   it("refuses an endpoint off PUSH_SERVICE_HOSTS, not https, or with keys that are not RFC 8291's", async () => {
     const op = await readyOperator(h);
     const keys = newBrowserKeys().json;

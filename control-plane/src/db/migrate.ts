@@ -25,6 +25,7 @@ import * as ledgerAppendOnHead from "./migrations/2026-11-26T0800-ledger-append-
 import * as ssoDomainVerification from "./migrations/2026-11-26T1300-sso-domain-verification.ts";
 import * as sessionVerifiedStep from "./migrations/2026-11-26T1310-session-verified-step.ts";
 import * as ssoDomainRecheck from "./migrations/2026-11-26T1600-sso-domain-recheck.ts";
+import * as pushSubscriptionSession from "./migrations/2026-11-26T1900-push-subscription-session.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T1300-sso-domain-verification": ssoDomainVerification,
   "2026-11-26T1310-session-verified-step": sessionVerifiedStep,
   "2026-11-26T1600-sso-domain-recheck": ssoDomainRecheck,
+  "2026-11-26T1900-push-subscription-session": pushSubscriptionSession,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

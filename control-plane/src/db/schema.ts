@@ -421,6 +421,8 @@ export interface PushSubscriptionsTable {
   auth: string;
   created_at: Date;
   last_pushed_at: Date | null;
+  /** The session it was made in (2026-11-26T1900): pushed to only while that session lives; null before. */
+  session_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {

@@ -11,11 +11,14 @@ export interface PushSubscriptionRow {
   auth: string;
   created_at: Date;
   last_pushed_at: Date | null;
+  /** The session it was made in; null for one made before sessions were kept (pushed to as before). */
+  session_id: string | null;
 }
 
 export interface PushRepo {
   /** Stores the subscription; an endpoint subscribed before (by anyone) is replaced by this one. */
   upsertSubscription(row: PushSubscriptionRow): Promise<PushSubscriptionRow>;
+  /** The operators' subscriptions whose session still lives (not revoked, not deleted). */
   findSubscriptionsOf(operatorIds: readonly string[]): Promise<PushSubscriptionRow[]>;
   /** Deletes the operator's own subscription; false when it has none by that id. */
   deleteOwnSubscription(operatorId: string, id: string): Promise<boolean>;
@@ -40,6 +43,7 @@ export function createPushRepo(db: Kysely<Database>): PushRepo {
             auth: row.auth,
             created_at: row.created_at,
             last_pushed_at: null,
+            session_id: row.session_id,
           }),
         )
         .returningAll()
@@ -47,10 +51,22 @@ export function createPushRepo(db: Kysely<Database>): PushRepo {
     },
     async findSubscriptionsOf(operatorIds) {
       if (operatorIds.length === 0) return [];
+      // A device signed out gets nothing: its session revoked (sign-out, ended by an administrator,
+      // signed out everywhere) or gone.
       return db
         .selectFrom("push_subscriptions")
-        .selectAll()
-        .where("operator_id", "in", [...operatorIds])
+        .leftJoin("operator_sessions", "operator_sessions.id", "push_subscriptions.session_id")
+        .selectAll("push_subscriptions")
+        .where("push_subscriptions.operator_id", "in", [...operatorIds])
+        .where((eb) =>
+          eb.or([
+            eb("push_subscriptions.session_id", "is", null),
+            eb.and([
+              eb("operator_sessions.id", "is not", null),
+              eb("operator_sessions.revoked_at", "is", null),
+            ]),
+          ]),
+        )
         .execute();
     },
     async deleteOwnSubscription(operatorId, id) {

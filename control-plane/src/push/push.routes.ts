@@ -12,7 +12,7 @@ export interface PushRouteDeps {
   access: {
     config?: FastifyContextConfig;
     preValidation?: (request: FastifyRequest) => Promise<void>;
-    operatorOf(request: FastifyRequest): Promise<{ operatorId: string }>;
+    operatorOf(request: FastifyRequest): Promise<{ operatorId: string; session?: { id: string } }>;
   };
 }
 
@@ -33,8 +33,8 @@ export function registerPushRoutes(app: FastifyInstance, deps: PushRouteDeps): v
     "/api/push/subscriptions",
     { ...access, schema: { body: pushSubscriptionInput, response: { 201: pushSubscriptionAnswer } } },
     async (request, reply) => {
-      const { operatorId } = await operatorOf(request);
-      const subscription = await deps.push.subscribe(operatorId, request.body);
+      const { operatorId, session } = await operatorOf(request);
+      const subscription = await deps.push.subscribe(operatorId, request.body, session?.id ?? null);
       return reply.status(201).send({ subscription });
     },
   );

@@ -21,6 +21,7 @@ function subscription(id: string): PushSubscriptionRow {
     auth: randomBytes(16).toString("base64url"),
     created_at: new Date(0),
     last_pushed_at: null,
+    session_id: null,
   };
 }
 

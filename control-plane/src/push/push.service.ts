@@ -86,10 +86,12 @@ export function createPushService(deps: PushServiceDeps) {
   return {
     vapidPublicKey: () => deps.keys.publicKey,
 
-    /** Subscribes a browser for `operatorId`; the endpoint and keys are checked first. */
+    /** Subscribes a browser for `operatorId` in session `sessionId`; the endpoint and keys are checked first. */
     async subscribe(
       operatorId: string,
       input: { endpoint: string; keys: { p256dh: string; auth: string } },
+      /** The session it is made in: the device is pushed to only while that session lives. */
+      sessionId: string | null = null,
     ): Promise<PushSubscriptionView> {
       checkPushEndpoint(input.endpoint, deps.allowedHosts);
       checkSubscriptionKeys(input.keys);
@@ -101,6 +103,7 @@ export function createPushService(deps: PushServiceDeps) {
         auth: input.keys.auth,
         created_at: deps.now(),
         last_pushed_at: null,
+        session_id: sessionId,
       });
       await deps.repo.deleteOldestBeyond(operatorId, MAX_SUBSCRIPTIONS_PER_OPERATOR);
       return view(row);
