@@ -219,3 +219,38 @@ describe("an approval decision or a setting whose audit row cannot be written", 
     expect(await rowsOfGrant(team, "grant_first_approved", asked.grant_id)).toHaveLength(1);
   });
 });
+
+describe("a need request's denial whose audit row cannot be written", () => {
+  it("denies nothing: the request still waits in the inbox, and the retry denies it once", async () => {
+    const team = await startTeam(h);
+    const asked = await h.app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: { authorization: `Bearer ${team.token}`, "content-type": "application/json" },
+      payload: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "http_request",
+          arguments: { method: "GET", path: "https://atomic-need.latch.test/v1/x" },
+        },
+      },
+    });
+    const answer = JSON.parse(asked.json().result.content[0].text) as { status: string; need_id: string };
+    expect(answer.status).toBe("need_item");
+    const waiting = async () =>
+      ((await team.owner.browser.request("GET", "/api/inbox")).json().requests as { need_id: string }[]).some(
+        (r) => r.need_id === answer.need_id,
+      );
+    const deny = () => team.owner.browser.request("POST", `/api/need-items/${answer.need_id}/deny`, {});
+    const refused = await withAuditRefused(team, "need_denied", deny);
+    expect(refused.statusCode, refused.body).toBe(500);
+    expect(await waiting()).toBe(true);
+    expect((await deny()).statusCode).toBeLessThan(300);
+    expect(await waiting()).toBe(false);
+    expect(
+      (await auditRows(team, "need_denied")).filter((r) => r.detail.need_id === answer.need_id),
+    ).toHaveLength(1);
+  });
+});
