@@ -373,16 +373,25 @@ describe("what a list does to http_request", () => {
     await agent.close();
   });
 
-  it("a rate limit on an ask rule gives a spent one-call approval back", async () => {
+  /**
+   * An ask rule allowing one POST an hour, its one call made; then a second call approved once
+   * (`second`, its pending grant), which the full limit will refuse.
+   */
+  async function askRuleFullWithApproval(ruleId: string, path: string) {
     const { op, agent } = await setUp();
     await savePolicy(op, [
-      { id: "one-write", effect: "ask", match: { methods: ["POST"] }, rate_limit: { calls: 1, per: "hour" } },
+      { id: ruleId, effect: "ask", match: { methods: ["POST"] }, rate_limit: { calls: 1, per: "hour" } },
     ]);
-    const first = await call(agent, { path: "/v1/w", method: "POST", body: { n: 1 } });
+    const first = await call(agent, { path, method: "POST", body: { n: 1 } });
     await op.request("POST", `/api/grants/${first.grant_id}/approve`, { policy: "prompt" });
-    expect((await call(agent, { path: "/v1/w", method: "POST", body: { n: 1 } })).origin_status).toBe(200);
-    const second = await call(agent, { path: "/v1/w2", method: "POST", body: { n: 2 } });
+    expect((await call(agent, { path, method: "POST", body: { n: 1 } })).origin_status).toBe(200);
+    const second = await call(agent, { path: `${path}2`, method: "POST", body: { n: 2 } });
     await op.request("POST", `/api/grants/${second.grant_id}/approve`, { policy: "prompt" });
+    return { op, agent, second };
+  }
+
+  it("a rate limit on an ask rule gives a spent one-call approval back", async () => {
+    const { op, agent, second } = await askRuleFullWithApproval("one-write", "/v1/w");
     const before = h.egress.origin.requests.length;
     const limited = await call(agent, { path: "/v1/w2", method: "POST", body: { n: 2 } });
     expect(limited).toMatchObject({
@@ -400,15 +409,7 @@ describe("what a list does to http_request", () => {
   });
 
   it("a rate limit whose rate_limited row the database refuses still gives the one-call approval back", async () => {
-    const { op, agent } = await setUp();
-    await savePolicy(op, [
-      { id: "one-post", effect: "ask", match: { methods: ["POST"] }, rate_limit: { calls: 1, per: "hour" } },
-    ]);
-    const first = await call(agent, { path: "/v1/f", method: "POST", body: { n: 1 } });
-    await op.request("POST", `/api/grants/${first.grant_id}/approve`, { policy: "prompt" });
-    expect((await call(agent, { path: "/v1/f", method: "POST", body: { n: 1 } })).origin_status).toBe(200);
-    const second = await call(agent, { path: "/v1/f2", method: "POST", body: { n: 2 } });
-    await op.request("POST", `/api/grants/${second.grant_id}/approve`, { policy: "prompt" });
+    const { op, agent, second } = await askRuleFullWithApproval("one-post", "/v1/f");
     const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;
     const restore = await refuseAuditRows(h.plane.database, organisationId, "rate_limited");
     const before = h.egress.origin.requests.length;
