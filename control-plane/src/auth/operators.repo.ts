@@ -23,7 +23,6 @@ export interface OperatorsRepo {
   findOperatorByEmailForUpdate(email: string): Promise<OperatorRow | undefined>;
   /** Sets totp_last_step only if `step` is after it. True for the one caller that won. */
   updateTotpLastStep(id: string, step: number): Promise<boolean>;
-  /** Adds one failure and returns the count. */
   /**
    * Takes one authenticator attempt before its code is read, or none while the account is locked
    * (undefined). Answers the attempts in a row, this one included (a lock that has run out starts
