@@ -200,9 +200,15 @@ export function createServices(
 function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
   const { audit, items, calls, ledger } = createCoreServices(db, variant, true, variant.readCache);
   const orgs = createOrgsService({ repo: createOrgsRepo(db), now: variant.now });
+  const grantsRepo = (handle: Kysely<Database>) =>
+    variant.readCache ? variant.readCache.grants(createGrantsRepo(handle)) : createGrantsRepo(handle);
   const grants = createGrantsService({
-    repo: variant.readCache ? variant.readCache.grants(createGrantsRepo(db)) : createGrantsRepo(db),
+    repo: grantsRepo(db),
     recordEvent: audit.insertAuditEvent,
+    // A decision and its audit row together, as hosted: a vault killed between the two (an MCP
+    // client quitting `vault mcp`) must not leave an approval the ledger does not name.
+    inTransaction: (fn) =>
+      runInTransaction(db, (trx) => fn({ repo: grantsRepo(trx), recordEvent: auditIn(trx, variant) })),
     now: variant.now,
   });
   const policies = createPolicies(db, variant, audit, Boolean(variant.readCache));

@@ -22,10 +22,13 @@ export interface LocalRig {
   url: string;
 }
 
-/** A local vault listening on a free loopback port; `sessionClock` drives MCP session idling. */
+/**
+ * A local vault listening on a free loopback port; `sessionClock` drives MCP session idling, `now`
+ * the vault's own clock (grants, limits).
+ */
 export async function startLocalVault(
   harness: EgressHarness,
-  options: { logs?: LogCapture; sessionClock?: () => number } = {},
+  options: { logs?: LogCapture; sessionClock?: () => number; now?: () => Date } = {},
 ): Promise<LocalRig> {
   const database = await testDatabase();
   const logger = pino({ level: "debug" }, options.logs ?? new LogCapture());
@@ -35,6 +38,7 @@ export async function startLocalVault(
     database,
     egress: { client: harness.client, sealingKey: async () => harness.proxy.sealingKey },
     organisationId: await newTestOrganisation(database),
+    ...(options.now ? { now: options.now } : {}),
   });
   const sessions = createMcpSessionStore(options.sessionClock ?? (() => Date.now()));
   const app = buildLocalApp({ vault, tokens: LOCAL_TOKENS, sessions, logger });

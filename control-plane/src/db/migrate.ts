@@ -26,6 +26,7 @@ import * as ssoDomainVerification from "./migrations/2026-11-26T1300-sso-domain-
 import * as sessionVerifiedStep from "./migrations/2026-11-26T1310-session-verified-step.ts";
 import * as ssoDomainRecheck from "./migrations/2026-11-26T1600-sso-domain-recheck.ts";
 import * as pushSubscriptionSession from "./migrations/2026-11-26T1900-push-subscription-session.ts";
+import * as grantRequested from "./migrations/2026-11-26T2300-grant-requested.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T1310-session-verified-step": sessionVerifiedStep,
   "2026-11-26T1600-sso-domain-recheck": ssoDomainRecheck,
   "2026-11-26T1900-push-subscription-session": pushSubscriptionSession,
+  "2026-11-26T2300-grant-requested": grantRequested,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

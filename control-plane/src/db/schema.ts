@@ -176,6 +176,8 @@ export interface GrantsTable {
   first_approved_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   first_policy: ColumnType<string | null, string | null | undefined, string | null>;
   first_scope: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Asked for by an agent or a request, not written ahead by an operator (2026-11-26T2300): spec 8 counts these. */
+  requested: ColumnType<boolean, boolean | undefined, boolean>;
 }
 
 export interface OperatorsTable {

@@ -49,14 +49,14 @@ export interface GrantsServiceDeps {
    * Hosted: runs `fn` in one transaction with an audit append of its own, so that a decision
    * (an approval, a first approval, a revoke or deny) and its row are both written or neither is:
    * a crash or a refused row between them would leave a decision nobody can find in the ledger,
-   * and a retry finds nothing left to record. Without it (the local vault: one writer, its own
-   * process) the two are written one after the other.
+   * and a retry finds nothing left to record. Both variants give one; without it (a test's bare
+   * service) the two are written one after the other.
    */
   inTransaction?: <T>(fn: (tx: GrantsTransaction) => Promise<T>) => Promise<T>;
   now?: () => Date;
   /**
-   * Hosted: every approval request carries an 8-digit code (stored as a peppered hash) and counts
-   * toward 30 requests per organisation per hour. The local variant has neither.
+   * Hosted: every approval request carries an 8-digit code (stored as a peppered hash). Both
+   * variants count new requests toward 30 per organisation per hour.
    */
   approvalCodes?: { hashCode(code: string): string };
   /**
@@ -234,6 +234,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       const row = newGrantRow(request, at, {
         policy: "prompt",
         status: "pending",
+        requested: true,
         approval_code_hash: codeHash,
         approval_code_expires_at: expiresAt,
         approval_token_hash: sha256Hex(linkToken),
@@ -305,20 +306,25 @@ export function createGrantsService(deps: GrantsServiceDeps) {
      */
     async requestGrant(request: GrantRequest): Promise<GrantRequestOutcome> {
       if (deps.approvalCodes) return requestCodedGrant(request, deps.approvalCodes);
-      const existing = await deps.repo.findPendingGrant(request);
-      if (existing) {
-        return { grant: toPublicGrant(existing, now()), isNew: false, deniedAt: existing.after_deny_at };
-      }
       const at = now();
-      const fresh = newGrantRow(request, at, {
-        policy: "prompt",
-        status: "pending",
-        after_deny_at: await findRecentDeny(deps.repo, request, at),
+      // Spec 8's 30 new requests an hour hold locally too: an agent asking for ever new calls
+      // must not fill the operator's list (and the database) without end.
+      const outcome = await deps.repo.inOrganisationLock(request.organisationId, async (repo) => {
+        const existing = await repo.findPendingGrant(request);
+        if (existing) return { id: existing.id, isNew: false };
+        await checkRequestLimit((since) => repo.findRequestUsageSince(request.organisationId, since), at);
+        const fresh = newGrantRow(request, at, {
+          policy: "prompt",
+          status: "pending",
+          requested: true,
+          after_deny_at: await findRecentDeny(repo, request, at),
+        });
+        await repo.insertGrant(fresh);
+        return { id: fresh.id, isNew: true };
       });
-      await deps.repo.insertGrant(fresh);
-      const row = await loadGrant(request.organisationId, fresh.id);
-      await recordRequested(request, row);
-      return { grant: toPublicGrant(row, at), isNew: true, deniedAt: row.after_deny_at };
+      const row = await loadGrant(request.organisationId, outcome.id);
+      if (outcome.isNew) await recordRequested(request, row);
+      return { grant: toPublicGrant(row, at), isNew: outcome.isNew, deniedAt: row.after_deny_at };
     },
 
     /**

@@ -1,4 +1,4 @@
-// The rows spec 8's request limit counts (coded approval requests and collect requests) and the
+// The rows spec 8's request limit counts (requested grants and collect requests) and the
 // per-organisation advisory lock the count is taken under, so two replicas cannot both take the
 // 30th place. Read-only over grants and need_requests; their own repos write them.
 import type { Kysely } from "kysely";
@@ -26,13 +26,12 @@ export async function findRequestUsageSince(
   organisationId: string,
   since: Date,
 ): Promise<RequestUsage> {
-  // Hosted approval requests always carry a code, so coded grants are exactly the requests.
   const grants = await trx
     .selectFrom("grants")
     .select((eb) => [eb.fn.countAll<string>().as("n"), eb.fn.min("created_at").as("oldest")])
     .where("organisation_id", "=", organisationId)
     .where("created_at", ">", since)
-    .where("approval_code_expires_at", "is not", null)
+    .where("requested", "=", true)
     .executeTakeFirstOrThrow();
   const needs = await trx
     .selectFrom("need_requests")

@@ -2,6 +2,7 @@
 // proxy and a real TLS origin on loopback (spec 4.4, 4.2 local rules, 3.1).
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refuseAuditRows } from "../../test/database.ts";
 import { type EgressHarness, LogCapture, startEgressHarness } from "../../test/egress-harness.ts";
 import {
   connectLocalAgent as connectAgent,
@@ -203,6 +204,80 @@ describe("the approvals the local console shows (DECISIONS: the approval, readab
       approved_by: { operator_id: "local", email: null },
       last_used_at: expect.any(String),
     });
+    await agent.close();
+    await v.app.close();
+  });
+});
+
+describe("the local operator's decisions and the hourly limit (spec 8, DECISIONS Ledger)", () => {
+  it("an approval whose audit row the database refuses approves nothing, and the retry approves it once", async () => {
+    const v = await startVault();
+    await storeSecret(v);
+    const agent = await connectAgent(v.url, "atomic-agent");
+    const pending = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" }));
+    const restore = await refuseAuditRows(v.vault.database, v.vault.organisationId, "grant_approved");
+    const refused = await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "once" });
+    expect(refused.status).toBe(500);
+    await restore();
+    const listed = (await operator(v, "GET", "/api/grants")).json.grants as {
+      grant_id: string;
+      status: string;
+    }[];
+    expect(listed.find((g) => g.grant_id === pending.grant_id)?.status).toBe("pending");
+    // Nothing was approved, so the agent is still waiting, and nothing left.
+    const before = harness.origin.requests.length;
+    expect(payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" })).status).toBe("pending");
+    expect(harness.origin.requests.length).toBe(before);
+
+    const approved = await operator(v, "POST", "/api/grants", { grant_id: pending.grant_id, scope: "once" });
+    expect(approved.json.grant).toMatchObject({ status: "active" });
+    const rows = await v.vault.audit.findAuditEvents(v.vault.organisationId);
+    expect(rows.filter((e) => e.action === "grant_approved")).toHaveLength(1);
+    await agent.close();
+    await v.app.close();
+  });
+
+  it("answers the 31st new approval request in an hour with 429, by API and by MCP, and again after the hour", async () => {
+    let now = Date.now();
+    const v = await startLocalVault(harness, { logs, now: () => new Date(now) });
+    await storeSecret(v);
+    for (let i = 0; i < 30; i++) {
+      const asked = await operator(v, "POST", "/api/grants/request", {
+        item_name: "GITHUB_TOKEN",
+        agent_id: `agent-${i}`,
+        tool_id: "http_request",
+      });
+      expect(asked.status).toBe(201);
+    }
+    // Asking again for one already waiting is not a new request.
+    const repeated = await operator(v, "POST", "/api/grants/request", {
+      item_name: "GITHUB_TOKEN",
+      agent_id: "agent-0",
+      tool_id: "http_request",
+    });
+    expect(repeated.status).toBe(201);
+    const limited = await localOperator<{ error: { code: string; retry_after: number } }>(
+      v,
+      "POST",
+      "/api/grants/request",
+      {
+        item_name: "GITHUB_TOKEN",
+        agent_id: "agent-31",
+        tool_id: "http_request",
+      },
+    );
+    expect(limited.status).toBe(429);
+    expect(limited.json.error).toMatchObject({ code: "rate_limited", retry_after: expect.any(Number) });
+
+    const agent = await connectAgent(v.url, "flooding-agent");
+    const flooded = payloadOf(await call(agent, { item_name: "GITHUB_TOKEN", path: "/v1/echo?n=31" }));
+    expect(JSON.stringify(flooded)).toContain("rate_limited");
+    expect(flooded.status).not.toBe("pending");
+    const grants = (await operator(v, "GET", "/api/grants")).json.grants as unknown[];
+    expect(grants).toHaveLength(30);
+
+    now += 60 * 60_000 + 1000;
+    expect(payloadOf(await call(agent, { item_name: "GITHUB_TOKEN" })).status).toBe("pending");
     await agent.close();
     await v.app.close();
   });
