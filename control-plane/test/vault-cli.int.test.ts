@@ -3,7 +3,7 @@
 // proxy), `vault approve` in "another terminal" reaches it, and a canary never shows up in any
 // output, log or database file.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -189,6 +189,53 @@ describe("the vault CLI and vault mcp", () => {
     outputs.push(stderr);
     expect(stderr).toContain("egress proxy listening");
   }, 90_000);
+
+  it("stops on SIGTERM as at the end of its input: the vault, its proxy and the lock closed", async () => {
+    const child = spawn(process.execPath, [VAULT, "mcp"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    const opened = new Promise<void>((resolve) =>
+      child.stderr.on("data", (c: Buffer) => {
+        stderr += c.toString();
+        if (stderr.includes("local vault open")) resolve();
+      }),
+    );
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once("close", (code, signal) => resolve({ code, signal })),
+    );
+    await opened;
+    // A value stored through its loopback API starts the egress proxy (it seals to the proxy's key).
+    const url = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*local vault open/.exec(stderr)?.[1];
+    const { operator } = JSON.parse(readFileSync(join(dataDir, "local", "tokens.json"), "utf8")) as {
+      operator: string;
+    };
+    const stored = await fetch(`${url}/api/secrets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operator}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        name: "SIGTERM_TOKEN",
+        value: "not-a-secret-value",
+        allowed_hosts: ["api.latch.test"],
+      }),
+    });
+    expect(stored.status).toBe(201);
+    await expect.poll(() => stderr.includes("egress proxy listening"), { timeout: 20_000 }).toBe(true);
+    const proxyPid = Number(/"pid":(\d+)[^\n]*egress proxy listening/.exec(stderr)?.[1]);
+    expect(proxyPid).toBeGreaterThan(0);
+    expect(existsSync(join(dataDir, "local", "db.lock"))).toBe(true);
+    child.kill("SIGTERM");
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(join(dataDir, "local", "db.lock"))).toBe(false);
+    const isAlive = () => {
+      try {
+        process.kill(proxyPid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await expect.poll(isAlive, { timeout: 10_000 }).toBe(false);
+    outputs.push(stderr);
+  }, 60_000);
 
   it("left the canary nowhere: outputs, logs and the database files", async () => {
     expect(leaks(outputs.join("\n"))).toEqual([]);

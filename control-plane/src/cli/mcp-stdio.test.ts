@@ -8,6 +8,7 @@ import { answerLine, relayTo } from "./mcp-stdio.ts";
 const sessions = new Set<string>();
 let issued = 0;
 let initializeCount = 0;
+let received = 0;
 let server: Server;
 let base: string;
 
@@ -18,6 +19,7 @@ beforeAll(async () => {
       raw += c;
     });
     req.on("end", () => {
+      received++;
       const frame = JSON.parse(raw) as { id?: number; method: string };
       if (frame.method === "initialize") {
         initializeCount++;
@@ -49,7 +51,7 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 describe("the vault mcp relay to a running vault serve", () => {
   it("answers a refused frame with a JSON-RPC error for its id", async () => {
-    const relay = relayTo(base, "avm_test");
+    const relay = relayTo(base, "avm_test", () => true);
     expect(await relay({ jsonrpc: "2.0", id: 7, method: "ping" })).toMatchObject({
       jsonrpc: "2.0",
       id: 7,
@@ -57,8 +59,34 @@ describe("the vault mcp relay to a running vault serve", () => {
     });
   });
 
+  it("sends nothing once that vault serve no longer runs there (its port may be anyone's), and answers the id", async () => {
+    let isServing = true;
+    const relay = relayTo(base, "avm_test", () => isServing);
+    await relay({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "a" } } });
+    isServing = false;
+    const before = received;
+    expect(await relay({ jsonrpc: "2.0", id: 2, method: "ping" })).toMatchObject({
+      id: 2,
+      error: { code: -32000, message: expect.stringContaining("restart vault mcp") },
+    });
+    expect(await relay({ jsonrpc: "2.0", method: "notifications/initialized" })).toBeUndefined();
+    expect(received).toBe(before);
+  });
+
+  it("answers the id of a frame whose connection fails, instead of leaving the client waiting", async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", () => resolve()));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const relay = relayTo(`http://127.0.0.1:${port}`, "avm_test", () => true);
+    expect(await relay({ jsonrpc: "2.0", id: "x", method: "ping" })).toMatchObject({
+      id: "x",
+      error: { code: -32000, message: expect.stringContaining("did not answer") },
+    });
+  });
+
   it("initializes again when the server forgot the session (8 idle hours) and sends the frame once more", async () => {
-    const relay = relayTo(base, "avm_test");
+    const relay = relayTo(base, "avm_test", () => true);
     await relay({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "a" } } });
     const before = initializeCount;
     sessions.clear();

@@ -4,6 +4,7 @@
 // loopback, so `vault approve` in another terminal reaches it.
 import { createInterface } from "node:readline";
 import type { Logger } from "pino";
+import { startCheckpointSchedule } from "../audit/ledger.service.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
@@ -23,7 +24,9 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
   let close: () => Promise<void>;
   if (runtime && (await isUp(runtime.url))) {
     logger.info({ url: runtime.url }, "relaying MCP to the running vault serve");
-    handle = relayTo(runtime.url, tokens.model);
+    // Checked again before each frame: once that vault serve stops, its port is anyone's, and
+    // the model token must not go to whoever listens there next.
+    handle = relayTo(runtime.url, tokens.model, () => readLocalRuntime(dataDir)?.url === runtime.url);
     close = async () => {};
   } else {
     const lock = tryLocalLock(dataDir);
@@ -52,7 +55,11 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
       logError: (error) => logger.error({ err: error }, "tool failed"),
     });
     handle = (frame) => mcp.handle(frame, { agentId });
+    // The audit ledger's hourly checkpoints, as `vault serve` and the hosted plane sign them: an
+    // agent's `vault mcp` may hold the vault for days.
+    const stopCheckpoints = startCheckpointSchedule(vault.ledger, logger);
     close = async () => {
+      stopCheckpoints();
       await server.close();
       await vault.close();
       lock.release();
@@ -73,9 +80,16 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
       }
     });
   });
+  // An MCP client stopping its server (SIGTERM), or Ctrl-C: no new frames, the frames in flight
+  // answered, then the vault, its proxy and the lock closed as at the end of input.
+  const stopReading = () => lines.close();
+  process.once("SIGINT", stopReading);
+  process.once("SIGTERM", stopReading);
   await new Promise<void>((resolve) => lines.once("close", () => resolve()));
   await queue;
   await close();
+  process.off("SIGINT", stopReading);
+  process.off("SIGTERM", stopReading);
 }
 
 /**
@@ -107,10 +121,11 @@ async function isUp(url: string): Promise<boolean> {
 /**
  * Relays frames to a running `vault serve`. Its session is forgotten after 8 idle hours (spec 4.4,
  * 404): the relay then replays the client's initialize (same client name, so the same agent id)
- * and sends the frame again once. Any other HTTP refusal becomes a JSON-RPC error for the frame's
- * id, so the MCP client gets an answer rather than a foreign body on stdout.
+ * and sends the frame again once. Any other HTTP refusal, a failed connection, or a `vault serve`
+ * no longer running there (`isStillServing`, asked before each frame) becomes a JSON-RPC error for
+ * the frame's id, so the MCP client gets an answer rather than silence or a foreign body on stdout.
  */
-export function relayTo(baseUrl: string, modelToken: string): FrameHandler {
+export function relayTo(baseUrl: string, modelToken: string, isStillServing: () => boolean): FrameHandler {
   let sessionId: string | undefined;
   let initializeFrame: unknown;
   const post = (frame: unknown) =>
@@ -131,7 +146,21 @@ export function relayTo(baseUrl: string, modelToken: string): FrameHandler {
     });
   return async (frame) => {
     const request = typeof frame === "object" && frame !== null ? (frame as Record<string, unknown>) : {};
+    const id = typeof request.id === "string" || typeof request.id === "number" ? request.id : null;
+    const refuse = (message: string) =>
+      request.id === undefined ? undefined : rpcError(id, RPC_TOOL_ERROR, message);
+    if (!isStillServing()) {
+      return refuse("the vault serve this relay was started for has stopped; restart vault mcp");
+    }
     if (request.method === "initialize") initializeFrame = frame;
+    try {
+      return await relayFrame(frame, refuse);
+    } catch {
+      return refuse("the running vault serve did not answer the frame");
+    }
+  };
+
+  async function relayFrame(frame: unknown, refuse: (message: string) => unknown): Promise<unknown> {
     let response = await post(frame);
     if (response.status === 404 && sessionId && initializeFrame !== undefined && frame !== initializeFrame) {
       sessionId = undefined;
@@ -142,12 +171,6 @@ export function relayTo(baseUrl: string, modelToken: string): FrameHandler {
     if (response.status === 202) return undefined;
     const text = await response.text();
     if (response.ok) return text ? JSON.parse(text) : undefined;
-    const id = typeof request.id === "string" || typeof request.id === "number" ? request.id : null;
-    if (request.id === undefined) return undefined;
-    return rpcError(
-      id,
-      RPC_TOOL_ERROR,
-      `the running vault serve refused the frame (HTTP ${response.status})`,
-    );
-  };
+    return refuse(`the running vault serve refused the frame (HTTP ${response.status})`);
+  }
 }
