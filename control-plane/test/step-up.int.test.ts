@@ -1,6 +1,7 @@
 // Step-up (DECISIONS "Passkeys and single sign-on") through the API, for an operator whose second
 // factor is the authenticator: a standing approval by any path (the Inbox's approve, the approval
-// code, a collect request's always_allow, connect's standing approval for an agent) needs a
+// code, a collect request's always_allow, connect's standing approval for an agent named or whose
+// request it answers) needs a
 // verification of the last 5 minutes by the plane's own clock; a one-call approval does not; the
 // organisation's standing_approvals_need_passkey makes it a passkey, which no code stands in for.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -127,6 +128,23 @@ describe("a standing approval", () => {
       agent_client_id: "cli_anyagent",
     });
     expectStepUp(connect, ["totp"]);
+    // The Inbox's connect card names only the request: its agent gets the standing approval.
+    const connectNeed = await h.plane.services.needs.requestNeed({
+      organisationId: me.organisation.id,
+      environment: "staging",
+      host: "api.github.com",
+      suggestedName: "STEP_KEY_REFRESH",
+      agentId: "agent-connect",
+      kind: "connect",
+    });
+    const byNeed = await browser.request("POST", "/api/integrations/github/start", {
+      item_name: "STEP_KEY",
+      need_id: connectNeed.need_id,
+    });
+    expectStepUp(byNeed, ["totp"]);
+    // Connecting with nobody to allow is no approval, and needs none.
+    const plain = await browser.request("POST", "/api/integrations/github/start", { item_name: "STEP_KEY" });
+    expect(plain.statusCode, plain.body).not.toBe(403);
   });
 
   it("measures the 5 minutes with the plane's clock, and trusts no verification from its future", async () => {

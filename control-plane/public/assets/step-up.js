@@ -4,7 +4,60 @@
 // authenticator code, or signing in again with SSO), and the request is sent once more when it is
 // done. Concurrent refusals share one prompt.
 "use strict";
-var stepUpBox = byId("step-up");
+var stepUpBox = buildStepUpBox();
+
+/** The prompt's dialog, the same on every page that loads this file (the console, collect). */
+function buildStepUpBox() {
+  function part(tag, attributes, children) {
+    var node = document.createElement(tag);
+    for (var name of Object.keys(attributes)) {
+      if (name === "text") node.textContent = attributes.text;
+      else if (name === "hidden") node.hidden = true;
+      else node.setAttribute(name, attributes[name]);
+    }
+    for (var child of children || []) node.append(child);
+    return node;
+  }
+  var box = part(
+    "dialog",
+    {
+      id: "step-up",
+      class: "step-up",
+      "aria-labelledby": "step-up-heading",
+      "aria-describedby": "step-up-why",
+    },
+    [
+      part("h2", { id: "step-up-heading", text: "Confirm it is you" }),
+      part("p", { id: "step-up-why" }),
+      part("p", { id: "step-up-passkey", hidden: true }, [
+        part("button", { type: "button", id: "step-up-passkey-button", text: "Confirm with your passkey" }),
+      ]),
+      part("form", { id: "step-up-totp", novalidate: "", hidden: true }, [
+        part("label", { for: "step-up-code", text: "Code from your authenticator app, or a backup code" }),
+        part("input", {
+          id: "step-up-code",
+          name: "code",
+          type: "text",
+          autocomplete: "one-time-code",
+          autocapitalize: "characters",
+          spellcheck: "false",
+          maxlength: "32",
+          required: "",
+        }),
+        part("button", { type: "submit", id: "step-up-code-button", text: "Confirm" }),
+      ]),
+      part("p", { id: "step-up-sso", hidden: true }, [
+        part("a", { id: "step-up-sso-link", href: "/sign-in", text: "Sign in again with single sign-on" }),
+      ]),
+      part("p", { id: "step-up-problem", class: "status error", role: "alert" }),
+      part("p", {}, [
+        part("button", { type: "button", id: "step-up-cancel", class: "secondary", text: "Cancel" }),
+      ]),
+    ],
+  );
+  document.body.append(box);
+  return box;
+}
 var stepUpInFlight = null;
 /**
  * The control the operator last focused outside the prompt: focus goes back there. (The button that

@@ -17,16 +17,18 @@ export function registerConnectRoutes(app: FastifyInstance, deps: { connect: Con
   api.post(
     "/api/integrations/:provider/start",
     {
-      // agent_client_id gives that agent a standing approval once connected: a step-up first.
+      // Once connected, the agent named by agent_client_id, else the agent whose request need_id
+      // names, gets a standing approval (connect.service.ts finishConnect): a step-up first.
       ...checkedFirst(
         {
           ...operatorOnly("credentials.write"),
           stepUp: {
             doing: "giving an agent a standing approval",
-            when: (request) => {
-              const agent = bodyField(request, "agent_client_id");
-              return agent !== undefined && agent !== null && agent !== "";
-            },
+            when: (request) =>
+              ["agent_client_id", "need_id"].some((field) => {
+                const value = bodyField(request, field);
+                return value !== undefined && value !== null && value !== "";
+              }),
           },
         },
         operatorOf,

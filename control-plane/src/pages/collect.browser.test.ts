@@ -89,4 +89,50 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
     await agent.close();
     await context.close();
   }, 120_000);
+
+  it("asks for the authenticator code in place when an Always allow comes more than 5 minutes after the sign-in", async () => {
+    const { h, base, browser } = rig!;
+    const { op, token, totp } = await operatorWithClient(h, {
+      secret: SECRET,
+      items: [],
+      clientName: "step-up agent",
+      origin: base,
+    });
+    const agent = await connectAgent(base, token, "step-up-agent");
+    const call = { method: "GET", path: "/v1/me", item_name: "ALWAYS_KEY" };
+    const miss = toolAnswer(await agent.callTool({ name: "http_request", arguments: call }));
+    const { context, page, problems } = await openWatchedPage(browser, {
+      viewport: { width: 900, height: 900 },
+      session: { cookies: op.cookies, url: base },
+    });
+    await page.goto(String(miss.collect_url));
+    await page.locator("#collect").waitFor({ state: "visible" });
+    await page.getByLabel("Value").fill(SECRET);
+    await page.getByLabel("Host it may be sent to").fill("api.latch.test");
+    await page.getByLabel(/^Always: the whole credential/).check();
+
+    // Six minutes later by the plane's clock: the sign-in's code no longer counts.
+    h.clock.advance(6 * 60_000);
+    await page.getByRole("button", { name: "Store it" }).click();
+    const dialog = page.getByRole("dialog", { name: "Confirm it is you" });
+    await dialog.waitFor();
+    expect(await dialog.locator("#step-up-why").textContent()).toMatch(/verification of the last 5 minutes/);
+    await dialog
+      .getByLabel(/Code from your authenticator app/)
+      .fill(totp.generate({ timestamp: h.clock.now.getTime() }));
+    await dialog.getByRole("button", { name: "Confirm" }).click();
+    // The store is sent again by itself once the code is accepted.
+    await expect
+      .poll(() => page.locator("#status").textContent())
+      .toBe("Stored, and always allowed as you chose. The agent can retry its request now.");
+    await expect.poll(() => dialog.isVisible()).toBe(false);
+    const grants = (await op.request("GET", "/api/grants")).json().grants as {
+      policy: string;
+      status: string;
+    }[];
+    expect(grants.some((g) => g.policy === "item_standing" && g.status === "active")).toBe(true);
+    expect(problems).toEqual([]);
+    await agent.close();
+    await context.close();
+  }, 120_000);
 });
