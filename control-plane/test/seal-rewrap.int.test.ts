@@ -10,6 +10,7 @@ import { deriveSealingKeyId } from "@latch/shared/crypto/sealing-key-id";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sealingKeyPath } from "../../egress-proxy/src/keys/sealing-keys.ts";
 import type { OpenDatabase } from "../src/db/database.ts";
+import { createItemTokensRepo } from "../src/items/item-tokens.repo.ts";
 import { rewrapSealedValues } from "../src/items/seal-rewrap.ts";
 import { createSealedValuesRepo } from "../src/items/sealed-values.repo.ts";
 import { newTestItem, newTestOrganisation, testDatabase } from "./database.ts";
@@ -192,6 +193,57 @@ describe("vault seal-rewrap", () => {
       (await sealValue(old, "sk_live_stale")).sealed,
     );
     await expect(opened(stale)).rejects.toThrow(/no sealing key/);
+  });
+
+  it("never loses a refresh token a call rotates while the run seals the old one again", async () => {
+    const org = await newTestOrganisation(database);
+    const key = await currentKey();
+    const na = await readySodium();
+    // A connected item's refresh token, sealed before envelopes: the run will seal it again.
+    const id = await storeItem(
+      org,
+      "GITHUB_REFRESH",
+      key.keyId,
+      na.crypto_box_seal(new TextEncoder().encode("ghr_spent_refresh_0001"), key.publicKey),
+    );
+    const rotated = await sealValue(key, "ghr_rotated_refresh_0002");
+    const repo = createSealedValuesRepo(database.db, org);
+    let reached!: () => void;
+    const reachedWrite = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    // The run, told when it is about to write its value (PostgreSQL: it waits for the lock there).
+    let running: Promise<unknown> | undefined;
+    const isStored = await createItemTokensRepo(database.db).inItemTokenLock(id, async (locked) => {
+      // A call: it read the refresh token under the lock and spent it at the provider.
+      const spent = (await locked.findSealedValue(id))!;
+      running = rewrapSealedValues({
+        repo: {
+          ...repo,
+          updateRewrapped: (...args) => {
+            reached();
+            return repo.updateRewrapped(...args);
+          },
+        },
+        sealingKey: currentKey,
+        minter: harness.minter,
+        egress: harness.client,
+        progress: () => {},
+      });
+      // PGlite runs one transaction at a time: the run cannot start before this one ends.
+      if (database.kind === "postgres") {
+        await reachedWrite;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      return locked.updateRotatedValue(id, spent.sealedValue, {
+        sealedValue: rotated.sealed,
+        sealingKeyId: rotated.keyId,
+        last4: "0002",
+      });
+    });
+    await running;
+    expect(isStored).toBe(true);
+    expect(await opened(id)).toBe("ghr_rotated_refresh_0002");
   });
 
   it("leaves a value the proxy cannot open, and keeps a value written meanwhile", async () => {

@@ -42,11 +42,21 @@ export interface ItemTokensRepo {
   ): Promise<boolean>;
 }
 
+/**
+ * Takes the item's token lock in transaction `trx`, held until it ends. Whoever rewrites an item's
+ * stored value or its minted token apart from a call (`vault seal-rewrap`) takes it too: a call
+ * holds it from reading the refresh token to storing its rotation, and a value rewritten in
+ * between would make that conditional store miss and lose the rotated token.
+ */
+export async function lockItemTokens(trx: Kysely<Database>, itemId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`item-token:${itemId}`}, 0))`.execute(trx);
+}
+
 export function createItemTokensRepo(db: Kysely<Database>): ItemTokensRepo {
   return {
     inItemTokenLock(itemId, fn) {
       return db.transaction().execute(async (trx) => {
-        await sql`select pg_advisory_xact_lock(hashtextextended(${`item-token:${itemId}`}, 0))`.execute(trx);
+        await lockItemTokens(trx, itemId);
         return fn(createItemTokensRepo(trx));
       });
     },

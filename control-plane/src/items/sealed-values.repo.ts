@@ -6,6 +6,7 @@
 import { ENVELOPE_HEADER } from "@latch/shared/crypto/envelope";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
+import { lockItemTokens } from "./item-tokens.repo.ts";
 
 /**
  * The tables that hold sealed values for long: credentials, their minted access tokens and the
@@ -135,20 +136,23 @@ export function createSealedValuesRepo(db: Kysely<Database>, organisationId?: st
           .executeTakeFirst();
         return result.numUpdatedRows === 1n;
       }
-      const result =
-        table === "items"
-          ? await db
+      // Under the item's token lock: a call refreshing this item waits, or this waits for it.
+      const result = await db.transaction().execute(async (trx) => {
+        await lockItemTokens(trx, id);
+        return table === "items"
+          ? trx
               .updateTable("items")
               .set(change)
               .where("id", "=", id)
               .where("sealed_value", "=", previous)
               .executeTakeFirst()
-          : await db
+          : trx
               .updateTable("item_tokens")
               .set(change)
               .where("item_id", "=", id)
               .where("sealed_value", "=", previous)
               .executeTakeFirst();
+      });
       return result.numUpdatedRows === 1n;
     },
   };
