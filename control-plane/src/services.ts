@@ -123,8 +123,15 @@ function createCoreServices(
   // With a read cache this process is the database's one writer (see LocalVariant): the ledger's
   // heads are known here, and an append costs a plain insert (ledger.repo.ts isSoleWriter).
   const audit = observeAudit(createAuditRepo(db, { isSoleWriter: Boolean(readCache) }), variant.onAuditEvent);
+  const itemsRepo = (handle: Kysely<Database>) =>
+    readCache ? readCache.items(createItemsRepo(handle)) : createItemsRepo(handle);
   const items = createItemsService({
-    repo: readCache ? readCache.items(createItemsRepo(db)) : createItemsRepo(db),
+    repo: itemsRepo(db),
+    // Inside a transaction that spans features (createTransactionServices), its own handle.
+    inTransaction: (fn) =>
+      db.isTransaction
+        ? fn({ repo: itemsRepo(db), recordEvent: audit.insertAuditEvent })
+        : runInTransaction(db, (trx) => fn({ repo: itemsRepo(trx), recordEvent: auditIn(trx, variant) })),
     // Its writes change items (a rotated refresh token is stored in place), so they empty the cache too.
     tokens: readCache ? readCache.tokens(createItemTokensRepo(db)) : createItemTokensRepo(db),
     sealingKey: () => variant.sealingKey(),

@@ -254,3 +254,51 @@ describe("a need request's denial whose audit row cannot be written", () => {
     ).toHaveLength(1);
   });
 });
+
+describe("a credential change whose audit row cannot be written", () => {
+  it("stores, rotates and deletes nothing, and the retries go through once, each with one row", async () => {
+    const team = await startTeam(h);
+    const op = team.owner.browser;
+    const item = {
+      name: "ATOMIC_KEY",
+      value: "sk_atomic_first_0001",
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+    };
+    const refusedStore = await withAuditRefused(team, "item_created", () =>
+      op.request("POST", "/api/items", item),
+    );
+    expect(refusedStore.statusCode, refusedStore.body).toBe(500);
+    const names = async () =>
+      ((await op.request("GET", "/api/items")).json().items as { name: string }[]).map((i) => i.name);
+    expect(await names()).not.toContain("ATOMIC_KEY");
+
+    const stored = await op.request("POST", "/api/items", item);
+    expect(stored.statusCode, stored.body).toBe(201);
+    const id = stored.json().item.id as string;
+    const last4 = async () =>
+      ((await op.request("GET", "/api/items")).json().items as { id: string; last4: string }[]).find(
+        (i) => i.id === id,
+      )?.last4;
+    const refusedRotate = await withAuditRefused(team, "item_rotated", () =>
+      op.request("POST", `/api/items/${id}/rotate`, { value: "sk_atomic_second_0002" }),
+    );
+    expect(refusedRotate.statusCode, refusedRotate.body).toBe(500);
+    expect(await last4()).toBe("0001");
+    const refusedDelete = await withAuditRefused(team, "item_deleted", () =>
+      op.request("DELETE", `/api/items/${id}`),
+    );
+    expect(refusedDelete.statusCode, refusedDelete.body).toBe(500);
+    expect(await names()).toContain("ATOMIC_KEY");
+
+    expect(
+      (await op.request("POST", `/api/items/${id}/rotate`, { value: "sk_atomic_second_0002" })).statusCode,
+    ).toBe(200);
+    expect(await last4()).toBe("0002");
+    expect((await op.request("DELETE", `/api/items/${id}`)).statusCode).toBe(200);
+    for (const action of ["item_created", "item_rotated", "item_deleted"]) {
+      const rows = (await auditRows(team, action)) as unknown as { item_name: string | null }[];
+      expect(rows.filter((row) => row.item_name === "ATOMIC_KEY"), action).toHaveLength(1);
+    }
+  });
+});

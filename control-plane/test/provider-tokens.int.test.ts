@@ -346,6 +346,10 @@ describe("app credentials only", () => {
     });
     await callApproved(rig, agent, args);
     expect(tokenCalls("spotify")).toBe(before + 1);
+    // The app credential set again (`vault set`): the token minted with the old one is forgotten.
+    await storeApp(rig, "spotify");
+    expect((await callApproved(rig, agent, args)).refreshed).toBe(true);
+    expect(tokenCalls("spotify")).toBe(before + 2);
     await agent.close();
   });
 

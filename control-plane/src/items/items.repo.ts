@@ -78,7 +78,9 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         )
         .returning(["id"])
         .executeTakeFirstOrThrow();
-      return { id: row.id, isNew: row.id === item.id };
+      const isNew = row.id === item.id;
+      if (!isNew) await dropMintedTokens(db, row.id);
+      return { id: row.id, isNew };
     },
     findItemByName: (organisationId, environment, name) =>
       selectItems()
@@ -114,12 +116,19 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
       return result.numDeletedRows > 0n;
     },
     async updateItem(organisationId, id, change) {
-      await db
+      const result = await db
         .updateTable("items")
         .set(change)
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
-        .execute();
+        .executeTakeFirst();
+      // An access token minted with the old value or client id is not this credential's any more.
+      if (
+        result.numUpdatedRows > 0n &&
+        (change.sealed_value !== undefined || change.username !== undefined)
+      ) {
+        await dropMintedTokens(db, id);
+      }
     },
     async updateItemUsed(id, at, olderThan) {
       await db
@@ -145,4 +154,9 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
       return row.id;
     },
   };
+}
+
+/** Forgets the access token minted with an item's previous value (the next call mints a new one). */
+async function dropMintedTokens(db: Kysely<Database> | Transaction<Database>, itemId: string): Promise<void> {
+  await db.deleteFrom("item_tokens").where("item_id", "=", itemId).execute();
 }

@@ -42,6 +42,18 @@ export interface ItemsServiceDeps {
   isRefreshTypable?: boolean;
   /** Minted access tokens and refresh rotation (spec 4.2 rule 7). */
   tokens?: ItemTokensRepo;
+  /**
+   * Runs `fn` in one transaction with an audit append of its own: a credential stored, edited,
+   * rotated or deleted and its audit row are both written or neither is. Without it (a test's
+   * bare service) the two are written one after the other.
+   */
+  inTransaction?: <T>(fn: (tx: ItemsTransaction) => Promise<T>) => Promise<T>;
+}
+
+/** A credential change's writes: the item's row and its audit row. */
+export interface ItemsTransaction {
+  repo: ItemsRepo;
+  recordEvent(event: AuditEvent): Promise<void>;
 }
 
 export interface ItemsService {
@@ -118,6 +130,9 @@ export function toCallableItem(row: ItemWithFolder): CallableItem {
 }
 
 export function createItemsService(deps: ItemsServiceDeps): ItemsService {
+  /** A change and its audit row: in one transaction where the deps give one. */
+  const recorded = <T>(fn: (tx: ItemsTransaction) => Promise<T>): Promise<T> =>
+    deps.inTransaction ? deps.inTransaction(fn) : fn({ repo: deps.repo, recordEvent: deps.recordEvent });
   function checkEnvironment(environment: string | undefined): string {
     const chosen = environment ?? deps.defaultEnvironment;
     // Spec 4.3: an environment this plane does not serve answers as if it did not exist.
@@ -264,18 +279,20 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
         username: input.username,
         folder_id: folderId,
       };
-      const isNew = await refuseDuplicateName(input, async () => {
-        if (options.replace) return (await deps.repo.upsertItemByName(row)).isNew;
-        await deps.repo.insertItem(row);
-        return true;
-      });
-      await deps.recordEvent({
-        organisationId,
-        environment: input.environment,
-        actor,
-        action: isNew ? "item_created" : "item_replaced",
-        itemName: input.name,
-        detail: { allowed_hosts: input.hosts, inject: input.inject },
+      await recorded(async (tx) => {
+        const isNew = await refuseDuplicateName(input, async () => {
+          if (options.replace) return (await tx.repo.upsertItemByName(row)).isNew;
+          await tx.repo.insertItem(row);
+          return true;
+        });
+        await tx.recordEvent({
+          organisationId,
+          environment: input.environment,
+          actor,
+          action: isNew ? "item_created" : "item_replaced",
+          itemName: input.name,
+          detail: { allowed_hosts: input.hosts, inject: input.inject },
+        });
       });
       const stored = await deps.repo.findItemByName(organisationId, input.environment, input.name);
       return toItemView(stored!);
@@ -307,26 +324,28 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           )
         : null;
       const sealed = keepValue ? {} : await seal(input.value);
-      await refuseDuplicateName(input, () =>
-        deps.repo.updateItem(organisationId, id, {
-          name: input.name,
+      await recorded(async (tx) => {
+        await refuseDuplicateName(input, () =>
+          tx.repo.updateItem(organisationId, id, {
+            name: input.name,
+            environment: input.environment,
+            kind: input.kind,
+            allowed_hosts: input.hosts,
+            inject: input.inject,
+            username: input.username,
+            folder_id: folderId,
+            ...sealed,
+            updated_at: new Date(),
+          }),
+        );
+        await tx.recordEvent({
+          organisationId,
           environment: input.environment,
-          kind: input.kind,
-          allowed_hosts: input.hosts,
-          inject: input.inject,
-          username: input.username,
-          folder_id: folderId,
-          ...sealed,
-          updated_at: new Date(),
-        }),
-      );
-      await deps.recordEvent({
-        organisationId,
-        environment: input.environment,
-        actor,
-        action: keepValue ? "item_edited" : "item_edited_with_value",
-        itemName: input.name,
-        detail: { allowed_hosts: input.hosts, inject: input.inject },
+          actor,
+          action: keepValue ? "item_edited" : "item_edited_with_value",
+          itemName: input.name,
+          detail: { allowed_hosts: input.hosts, inject: input.inject },
+        });
       });
       return toItemView(await loadItem(organisationId, id));
     },
@@ -334,13 +353,16 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       const current = await loadItem(organisationId, id);
       if (typeof value !== "string") throw new AppError("invalid_request", "value must be a string");
       checkValue(value);
-      await deps.repo.updateItem(organisationId, id, { ...(await seal(value)), updated_at: new Date() });
-      await deps.recordEvent({
-        organisationId,
-        environment: current.environment,
-        actor,
-        action: "item_rotated",
-        itemName: current.name,
+      const sealed = await seal(value);
+      await recorded(async (tx) => {
+        await tx.repo.updateItem(organisationId, id, { ...sealed, updated_at: new Date() });
+        await tx.recordEvent({
+          organisationId,
+          environment: current.environment,
+          actor,
+          action: "item_rotated",
+          itemName: current.name,
+        });
       });
       return toItemView(await loadItem(organisationId, id));
     },
@@ -357,16 +379,18 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       return (await deps.repo.findItems(organisationId, environments)).map(toItemView);
     },
     async deleteItem(organisationId, actor, id) {
-      const item = await deps.repo.findItemById(organisationId, id);
-      if (!item || !(await deps.repo.deleteItem(organisationId, id))) {
-        throw new AppError("not_found", "no such credential");
-      }
-      await deps.recordEvent({
-        organisationId,
-        environment: item.environment,
-        actor,
-        action: "item_deleted",
-        itemName: item.name,
+      await recorded(async (tx) => {
+        const item = await tx.repo.findItemById(organisationId, id);
+        if (!item || !(await tx.repo.deleteItem(organisationId, id))) {
+          throw new AppError("not_found", "no such credential");
+        }
+        await tx.recordEvent({
+          organisationId,
+          environment: item.environment,
+          actor,
+          action: "item_deleted",
+          itemName: item.name,
+        });
       });
     },
     async findItemByName(organisationId, environment, name) {
@@ -386,27 +410,30 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     },
     async storeSealedItem(organisationId, actor, item) {
       const environment = checkEnvironment(item.environment);
-      const { id, isNew } = await deps.repo.upsertItemByName({
-        id: newId("itm"),
-        organisation_id: organisationId,
-        environment,
-        name: item.name,
-        kind: "secret",
-        sealed_value: item.sealedValue,
-        sealing_key_id: item.sealingKeyId,
-        last4: item.last4,
-        allowed_hosts: [...item.allowedHosts],
-        inject: item.inject,
-        username: item.username,
-        folder_id: null,
-      });
-      await deps.recordEvent({
-        organisationId,
-        environment,
-        actor,
-        action: isNew ? "item_created" : "item_replaced",
-        itemName: item.name,
-        detail: { allowed_hosts: [...item.allowedHosts], inject: item.inject },
+      const id = await recorded(async (tx) => {
+        const stored = await tx.repo.upsertItemByName({
+          id: newId("itm"),
+          organisation_id: organisationId,
+          environment,
+          name: item.name,
+          kind: "secret",
+          sealed_value: item.sealedValue,
+          sealing_key_id: item.sealingKeyId,
+          last4: item.last4,
+          allowed_hosts: [...item.allowedHosts],
+          inject: item.inject,
+          username: item.username,
+          folder_id: null,
+        });
+        await tx.recordEvent({
+          organisationId,
+          environment,
+          actor,
+          action: stored.isNew ? "item_created" : "item_replaced",
+          itemName: item.name,
+          detail: { allowed_hosts: [...item.allowedHosts], inject: item.inject },
+        });
+        return stored.id;
       });
       const stored = await deps.repo.findItemById(organisationId, id);
       if (!stored) throw new AppError("internal", "the connected item was not stored");
