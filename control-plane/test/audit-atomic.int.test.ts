@@ -298,7 +298,10 @@ describe("a credential change whose audit row cannot be written", () => {
     expect((await op.request("DELETE", `/api/items/${id}`)).statusCode).toBe(200);
     for (const action of ["item_created", "item_rotated", "item_deleted"]) {
       const rows = (await auditRows(team, action)) as unknown as { item_name: string | null }[];
-      expect(rows.filter((row) => row.item_name === "ATOMIC_KEY"), action).toHaveLength(1);
+      expect(
+        rows.filter((row) => row.item_name === "ATOMIC_KEY"),
+        action,
+      ).toHaveLength(1);
     }
   });
 });
