@@ -12,7 +12,7 @@ import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import { addressKey } from "../limits/address-key.ts";
 import { CIMD_FETCHES_PER_HOST, CIMD_FETCHES_PER_IP, type RateLimiter } from "../limits/rate-limit.ts";
-import { redirectUriProblem } from "./registration-rules.ts";
+import { fetchedMetadataProblem, redirectUriProblem } from "./registration-rules.ts";
 
 export const CIMD_MAX_BYTES = 1024 * 1024;
 export const CIMD_TIMEOUT_MS = 3_000;
@@ -47,6 +47,8 @@ function documentTarget(url: string): { host: string; path: string } {
  */
 export function documentRedirectProblem(document: unknown): string | undefined {
   if (typeof document !== "object" || document === null || Array.isArray(document)) return undefined;
+  const fetched = fetchedMetadataProblem(document as Record<string, unknown>);
+  if (fetched) return fetched;
   const uris = (document as Record<string, unknown>).redirect_uris;
   if (!Array.isArray(uris)) return undefined;
   for (const [index, uri] of uris.entries()) {

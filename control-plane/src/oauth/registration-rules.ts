@@ -63,6 +63,21 @@ export function redirectUriProblem(uri: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Metadata naming a document for the server to fetch besides the client's own (spec 8 counts
+ * those fetches; oidc-provider would fetch these at registration, uncounted). A public client has
+ * no keys to publish and Latch uses no pairwise subjects, so neither has a use here.
+ */
+const FETCHED_METADATA = ["sector_identifier_uri", "jwks_uri"] as const;
+
+/** Why metadata that names a document to fetch is refused, or undefined. */
+export function fetchedMetadataProblem(metadata: Record<string, unknown>): string | undefined {
+  const named = FETCHED_METADATA.filter((field) => metadata[field] !== undefined);
+  return named.length > 0
+    ? `${named.join(" and ")} ${named.length > 1 ? "are" : "is"} not accepted: Latch fetches no document a client names besides its own metadata`
+    : undefined;
+}
+
 export function checkRegistration(body: unknown): RegistrationCheck {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return {
@@ -81,6 +96,8 @@ export function checkRegistration(body: unknown): RegistrationCheck {
         "only public clients may register (token_endpoint_auth_method none): Latch never issues a client secret",
     };
   }
+  const fetched = fetchedMetadataProblem(metadata);
+  if (fetched) return { ok: false, error: "invalid_client_metadata", description: fetched };
   const uris = metadata.redirect_uris ?? [];
   if (!Array.isArray(uris) || uris.some((u) => typeof u !== "string")) {
     return {

@@ -93,6 +93,24 @@ describe("dynamic registration", () => {
     expect(refused.json().error_description).toMatch(/refused whole/);
   });
 
+  it("refuses a sector_identifier_uri or jwks_uri, fetching nothing (spec 8 counts every fetch)", async () => {
+    const before = h.egress.origin.requests.length;
+    for (const extra of [
+      { sector_identifier_uri: `https://${DOCS}/sector.json` },
+      { jwks_uri: `https://${DOCS}/jwks.json` },
+    ]) {
+      const refused = await register(h.app, {
+        client_name: "Fetcher",
+        redirect_uris: ["https://claude.ai/api/mcp/auth_callback"],
+        ...extra,
+      });
+      expect(refused.statusCode, refused.body).toBe(400);
+      expect(refused.json().error).toBe("invalid_client_metadata");
+      expect(refused.json().error_description).toContain(Object.keys(extra)[0]);
+    }
+    expect(h.egress.origin.requests.length).toBe(before);
+  });
+
   it("accepts reverse-domain schemes and the real clients' own", async () => {
     for (const uri of [
       "com.example.app:/oauth/callback",
@@ -124,6 +142,25 @@ describe("client ID metadata documents", () => {
       expect(answer.headers.location).toBeUndefined();
       expect(answer.body).toContain("x-evil://claude.ai/cb");
     }
+  });
+
+  it("refuse a sector_identifier_uri, and the server fetches only the document itself", async () => {
+    const op = await readyOperator({
+      app: fromAddress(h.app, testAddress()),
+      inbox: h.inbox,
+      clock: h.clock,
+    });
+    const sector = `https://${DOCS}/${randomBytes(5).toString("hex")}/sector.json`;
+    documents.set(sector, JSON.stringify(["https://claude.ai/api/mcp/auth_callback"]));
+    const clientId = serveDocument({
+      client_name: "Sector",
+      redirect_uris: ["https://claude.ai/api/mcp/auth_callback"],
+      sector_identifier_uri: sector,
+    });
+    const answer = await openAuthorize(op, clientId, "https://claude.ai/api/mcp/auth_callback");
+    expect(answer.statusCode, answer.body.slice(0, 300)).toBe(400);
+    expect(answer.body).toContain("sector_identifier_uri");
+    expect(h.egress.origin.requests.map((r) => r.url)).not.toContain(new URL(sector).pathname);
   });
 
   it("accept a reverse-domain scheme, and the consent page shows it whole", async () => {
