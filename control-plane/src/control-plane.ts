@@ -4,6 +4,7 @@ import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { buildApp } from "./app.ts";
+import { logDatabaseFailure } from "./audit/audit-failure.ts";
 import { openAuditKeys } from "./audit/audit-keys.ts";
 import { registerLedgerRoutes } from "./audit/ledger.routes.ts";
 import { startCheckpointSchedule } from "./audit/ledger.service.ts";
@@ -141,6 +142,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     environments: config.LATCH_ENVIRONMENTS,
     recordEvent: audit.insertAuditEvent,
     isOperator: async (operatorId) => (await services.totp.findOperator(operatorId)) !== undefined,
+    onLedgerFailure: logDatabaseFailure(
+      logger,
+      "access ledger row not written; the token was still issued or revoked",
+    ),
     now,
   });
   oauthServer = oauth;

@@ -36,6 +36,8 @@ export interface OAuthServerDeps {
   environments: readonly string[];
   recordEvent(event: AuditEvent): Promise<void>;
   isOperator(operatorId: string): Promise<boolean>;
+  /** Told (its database code only) when a ledger row of an issued or revoked token is not written. */
+  onLedgerFailure?: (error: unknown) => void;
   now: () => Date;
 }
 
@@ -77,8 +79,14 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     now: deps.now,
   });
 
+  const onLedgerFailure = deps.onLedgerFailure ?? (() => undefined);
   provider.on("grant.revoked", (_ctx: unknown, grantId: string) => {
-    void service.recordGrantRevoked(grantId).catch(() => undefined);
+    void service.recordGrantRevoked(grantId).catch(onLedgerFailure);
+  });
+  // Spec 6: the Access ledger records every token issued (JWT access tokens are not stored, so
+  // oidc-provider says "issued" rather than "saved"), by a hash of its jti.
+  provider.on("access_token.issued", (token: { grantId?: string; jti: string }) => {
+    if (token.grantId) void service.recordTokenIssued(token.grantId, token.jti).catch(onLedgerFailure);
   });
 
   return {

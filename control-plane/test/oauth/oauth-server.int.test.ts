@@ -3,6 +3,7 @@
 // and consent bound to an organisation, the JWT on /mcp, refresh rotation and reuse detection,
 // revocation, and client revoke (spec 3.4).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jtiHash } from "../../src/oauth/access-tokens.ts";
 import { type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
 import { approveAndExchange, BASE, pkcePair, RESOURCE, register, token } from "./oauth-flow.ts";
 
@@ -98,6 +99,35 @@ describe("the code flow", () => {
       client_id: clientId,
     });
     expect(after.json().error).toBe("invalid_grant");
+  });
+
+  it("records every token it issues in the Access ledger, by a hash of its jti (spec 6)", async () => {
+    const { op, clientId, tokens } = await connectedClient();
+    const jtiOf = (jwt: string) =>
+      (JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString()) as { jti: string }).jti;
+    const issued = async () =>
+      (
+        (await op.request("GET", "/api/access/events")).json().events as {
+          action: string;
+          jti_hash?: string;
+        }[]
+      )
+        .filter((e) => e.action === "oauth_token_issued")
+        .map((e) => e.jti_hash);
+    await expect.poll(issued).toEqual([jtiHash(jtiOf(tokens.access_token)).slice(0, 24)]);
+    const fresh = (
+      await token(h.app, {
+        grant_type: "refresh_token",
+        refresh_token: tokens.refresh_token,
+        client_id: clientId,
+      })
+    ).json();
+    await expect.poll(async () => (await issued()).length).toBe(2);
+    expect(await issued()).toContain(jtiHash(jtiOf(fresh.access_token)).slice(0, 24));
+    // Only the hash: the jti itself never appears.
+    expect(JSON.stringify((await op.request("GET", "/api/access/events")).json())).not.toContain(
+      jtiOf(fresh.access_token),
+    );
   });
 
   it("refuses a refresh for another resource without spending the refresh token", async () => {
