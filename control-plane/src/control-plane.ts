@@ -51,6 +51,7 @@ import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
 import { createServices, type HostedServices } from "./services.ts";
 import { registerSiteRoutes } from "./site/site.routes.ts";
 import { startDomainRecheckSchedule } from "./sso/domain-recheck.ts";
+import { createSsoRepo } from "./sso/sso.repo.ts";
 import { registerSsoRoutes } from "./sso/sso.routes.ts";
 import { startTelemetry } from "./telemetry.ts";
 
@@ -139,6 +140,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     minter,
     clients,
     orgs: services.orgs,
+    findSsoRequiringOrganisations: (operatorId) => createSsoRepo(db).findRequiringOrganisationIds(operatorId),
     environments: config.LATCH_ENVIRONMENTS,
     recordEvent: audit.insertAuditEvent,
     isOperator: async (operatorId) => (await services.totp.findOperator(operatorId)) !== undefined,

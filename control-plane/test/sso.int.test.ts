@@ -19,6 +19,7 @@ import {
   signUpOperator,
   uniqueEmail,
 } from "./hosted.ts";
+import { pathOf, pkcePair, RESOURCE, register } from "./oauth/oauth-flow.ts";
 import { IDP_HOST, IDP_ISSUER, IdpBrowser, type IdTokenTamper, type TestIdp } from "./oidc-idp.ts";
 import { type SsoRig, startSsoRig } from "./sso-rig.ts";
 import { lastInviteTokenFor } from "./teams.ts";
@@ -674,9 +675,10 @@ describe("a domain check that finds the connection made again", () => {
 
 describe("require single sign-on", () => {
   it("refuses the email-code sign-in of a member of those domains, naming the SSO address", async () => {
-    // A member with a corp address who joined by invitation and the email code.
+    // A member with a corp address who joined by invitation and the email code, an admin (who may
+    // connect agents).
     const email = corpEmail("invited");
-    const invited = await owner.request("POST", "/api/orgs/members/invite", { email, role: "approver" });
+    const invited = await owner.request("POST", "/api/orgs/members/invite", { email, role: "admin" });
     expect(invited.statusCode, invited.body).toBe(201);
     const token = lastInviteTokenFor(h.inbox, email);
     const member = newBrowser();
@@ -711,6 +713,38 @@ describe("require single sign-on", () => {
     const refused = await member.request("GET", "/api/items");
     expect(refused.statusCode).toBe(403);
     expect(refused.json().error).toMatchObject({ code: "sso_required", sso_url: `/sso/${slug}` });
+    // Nor connects an agent there: the consent page does not offer the organisation, and an
+    // approval naming it is refused as if it were not the member's.
+    const organisationId = (await owner.request("GET", "/api/auth/me")).json().organisation.id as string;
+    const redirectUri = "http://127.0.0.1:33418/callback";
+    const clientId = (
+      await register(h.app, { client_name: "Stale session agent", redirect_uris: [redirectUri] })
+    ).json().client_id as string;
+    const opened = await member.request(
+      "GET",
+      `/oauth/authorize?${new URLSearchParams({
+        client_id: clientId,
+        redirect_uri: redirectUri,
+        response_type: "code",
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: "S256",
+        state: "s",
+        resource: RESOURCE,
+        scope: "mcp",
+      })}`,
+    );
+    expect(opened.statusCode, opened.body.slice(0, 300)).toBe(303);
+    const uid = new URL(pathOf(String(opened.headers.location)), BASE).searchParams.get("uid")!;
+    const details = await member.request("GET", `/consent/details?uid=${uid}`);
+    expect(details.statusCode, details.body).toBe(200);
+    expect((details.json().organisations as { id: string }[]).map((o) => o.id)).not.toContain(organisationId);
+    const approved = await member.request(
+      "POST",
+      "/consent",
+      { uid, decision: "approve", organisation_id: organisationId },
+      { accept: "application/json" },
+    );
+    expect(approved.statusCode, approved.body).toBe(404);
 
     // The email code is refused once proven, with the sentence and the address of the SSO sign-in.
     const fresh = newBrowser();
@@ -737,11 +771,11 @@ describe("require single sign-on", () => {
       code: "sso_required",
     });
 
-    // Through the provider the same member signs in, as the approver the invitation made it.
+    // Through the provider the same member signs in, as the admin the invitation made it.
     const viaSso = newBrowser();
     const { answer } = await signInWithSso(viaSso, email);
     expect(answer.statusCode).toBe(303);
-    expect((await viaSso.request("GET", "/api/auth/me")).json().organisation.role).toBe("approver");
+    expect((await viaSso.request("GET", "/api/auth/me")).json().organisation.role).toBe("admin");
     expect((await viaSso.request("GET", "/api/items")).statusCode).toBe(200);
 
     // An address of the domain that is not a member keeps its email code (another organisation

@@ -32,6 +32,8 @@ export interface OAuthServerDeps {
   minter: Pick<TicketMinter, "mintDocumentTicket">;
   clients: Pick<ClientsService, "ensureOAuthClient" | "findLiveClientForToken">;
   orgs: Pick<OrgsService, "findOrganisationsOf">;
+  /** The operator's organisations that require their single sign-on (consent excludes them). */
+  findSsoRequiringOrganisations(operatorId: string): Promise<string[]>;
   /** The environments this plane serves; consent picks one of them. */
   environments: readonly string[];
   recordEvent(event: AuditEvent): Promise<void>;
@@ -73,6 +75,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     artifacts,
     clients: deps.clients,
     orgs: deps.orgs,
+    findSsoRequiringOrganisations: deps.findSsoRequiringOrganisations,
     environments: deps.environments,
     tokens,
     recordEvent: deps.recordEvent,

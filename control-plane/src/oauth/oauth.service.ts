@@ -42,6 +42,11 @@ export interface OAuthServiceDeps {
   artifacts: OAuthArtifactsRepo;
   clients: Pick<ClientsService, "ensureOAuthClient">;
   orgs: Pick<OrgsService, "findOrganisationsOf">;
+  /**
+   * The operator's organisations that require single sign-on of their address ("Require SSO"):
+   * an agent is connected there only from a session begun with that sign-on.
+   */
+  findSsoRequiringOrganisations(operatorId: string): Promise<string[]>;
   /** The environments this plane serves, the first the default (every organisation has them all). */
   environments: readonly string[];
   tokens: AccessTokenVerifier;
@@ -92,6 +97,23 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     return { details, client };
   }
 
+  /**
+   * The organisations `operator` may connect an agent in: where their role may issue a client, only
+   * the organisation of a session begun with its single sign-on, and never one that requires its
+   * single sign-on of their address from any other session.
+   */
+  async function consentingOrganisations(operator: ConsentingOperator) {
+    const [organisations, requiring] = await Promise.all([
+      deps.orgs.findOrganisationsOf(operator.operatorId),
+      deps.findSsoRequiringOrganisations(operator.operatorId),
+    ]);
+    return organisations.filter(
+      (o) =>
+        (!operator.onlyOrganisationId || o.id === operator.onlyOrganisationId) &&
+        (!requiring.includes(o.id) || o.id === operator.onlyOrganisationId),
+    );
+  }
+
   function nameOf(client: { clientId: string; clientName?: string | undefined }): string {
     return clientDisplayName(client.clientName, publisherOf(client.clientId) ?? "OAuth client");
   }
@@ -104,13 +126,9 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       operator: ConsentingOperator,
     ): Promise<ConsentDetails> {
       const { details, client } = await interactionOf(req, res, uid);
-      // Connecting an agent issues it a client there: only where the operator's role may, and
-      // only in the organisation of a session begun with its single sign-on.
-      const organisations = (await deps.orgs.findOrganisationsOf(operator.operatorId)).filter(
-        (o) =>
-          isRole(o.role) &&
-          mayPerform(o.role, "clients.write") &&
-          (!operator.onlyOrganisationId || o.id === operator.onlyOrganisationId),
+      // Connecting an agent issues it a client there: only where the operator's role may.
+      const organisations = (await consentingOrganisations(operator)).filter(
+        (o) => isRole(o.role) && mayPerform(o.role, "clients.write"),
       );
       const redirectUri = details.params.redirect_uri;
       return {
@@ -158,11 +176,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       }
       const organisationId = input.organisationId ?? operator.organisationId;
       if (!organisationId) throw new AppError("not_found", "create an organisation first, then approve");
-      const organisations = await deps.orgs.findOrganisationsOf(operator.operatorId);
-      const organisation = organisations.find(
-        (o) =>
-          o.id === organisationId && (!operator.onlyOrganisationId || o.id === operator.onlyOrganisationId),
-      );
+      const organisation = (await consentingOrganisations(operator)).find((o) => o.id === organisationId);
       if (!organisation || !isRole(organisation.role))
         throw new AppError("not_found", "no such organisation");
       // Connecting an agent issues it a client in the organisation (DECISIONS "Teams").

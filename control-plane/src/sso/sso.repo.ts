@@ -62,6 +62,25 @@ export function createSsoRepo(db: Kysely<Database>) {
         .execute(),
 
     /**
+     * The organisations of this operator that require single sign-on of their address (its domain,
+     * proven by the organisation): there they act only in a session begun with that sign-on.
+     */
+    async findRequiringOrganisationIds(operatorId: string): Promise<string[]> {
+      const rows = await db
+        .selectFrom("sso_connections")
+        .innerJoin("memberships", "memberships.organisation_id", "sso_connections.organisation_id")
+        .innerJoin("operators", "operators.id", "memberships.operator_id")
+        .select("sso_connections.organisation_id")
+        .where("memberships.operator_id", "=", operatorId)
+        .where("sso_connections.require_sso", "=", true)
+        .where(
+          sql<boolean>`lower(substring(operators.email from '[^@]*$')) = any(sso_connections.verified_domains)`,
+        )
+        .execute();
+      return rows.map((row) => row.organisation_id);
+    },
+
+    /**
      * The organisations that require single sign-on of this member's address (by its domain, when
      * they proved it).
      */
