@@ -25,7 +25,16 @@ export interface OAuthArtifactsRepo {
   sweep(now: Date): Promise<void>;
 }
 
-export function createOAuthArtifactsRepo(db: Kysely<Database>, now: () => Date): OAuthArtifactsRepo {
+/**
+ * `onReuseRevoked`: told of a grant ended because a code or refresh token was spent twice in a race
+ * (the loser's consume), which oidc-provider does not report as `grant.revoked`; the Access ledger
+ * marks it (spec 6).
+ */
+export function createOAuthArtifactsRepo(
+  db: Kysely<Database>,
+  now: () => Date,
+  onReuseRevoked: (grantId: string) => void = () => undefined,
+): OAuthArtifactsRepo {
   const destroyGrant = async (grantId: string) => {
     await db.deleteFrom("oauth_artifacts").where("grant_id", "=", grantId).execute();
   };
@@ -124,7 +133,10 @@ export function createOAuthArtifactsRepo(db: Kysely<Database>, now: () => Date):
           .where("model", "=", model)
           .where("id_hash", "=", hashOf(id))
           .executeTakeFirst();
-        if (row?.grant_id) await destroyGrant(row.grant_id);
+        if (row?.grant_id) {
+          await destroyGrant(row.grant_id);
+          onReuseRevoked(row.grant_id);
+        }
         throw new errors.InvalidGrant("grant request is invalid");
       },
 

@@ -44,7 +44,12 @@ export interface OAuthServerDeps {
 }
 
 export function createOAuthServer(deps: OAuthServerDeps) {
-  const artifacts = createOAuthArtifactsRepo(deps.db, deps.now);
+  const onLedgerFailure = deps.onLedgerFailure ?? (() => undefined);
+  // The service is made below; a grant ended by a raced reuse is recorded through it.
+  let recordGrantRevoked = (_grantId: string): Promise<void> => Promise.resolve();
+  const artifacts = createOAuthArtifactsRepo(deps.db, deps.now, (grantId) => {
+    void recordGrantRevoked(grantId).catch(onLedgerFailure);
+  });
   const oauth = createOAuthRepo(deps.db);
   const limiter = createRateLimiter(createRateLimitRepo(deps.db), deps.now);
   const documents = createDocumentFetcher({ egress: deps.egress, minter: deps.minter, limiter });
@@ -82,7 +87,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     now: deps.now,
   });
 
-  const onLedgerFailure = deps.onLedgerFailure ?? (() => undefined);
+  recordGrantRevoked = service.recordGrantRevoked;
   provider.on("grant.revoked", (_ctx: unknown, grantId: string) => {
     void service.recordGrantRevoked(grantId).catch(onLedgerFailure);
   });
