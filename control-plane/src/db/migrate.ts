@@ -27,6 +27,7 @@ import * as sessionVerifiedStep from "./migrations/2026-11-26T1310-session-verif
 import * as ssoDomainRecheck from "./migrations/2026-11-26T1600-sso-domain-recheck.ts";
 import * as pushSubscriptionSession from "./migrations/2026-11-26T1900-push-subscription-session.ts";
 import * as grantRequested from "./migrations/2026-11-26T2300-grant-requested.ts";
+import * as ledgerGuards from "./migrations/2026-11-26T2320-ledger-guards.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -55,6 +56,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T1600-sso-domain-recheck": ssoDomainRecheck,
   "2026-11-26T1900-push-subscription-session": pushSubscriptionSession,
   "2026-11-26T2300-grant-requested": grantRequested,
+  "2026-11-26T2320-ledger-guards": ledgerGuards,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
