@@ -7,6 +7,7 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { LedgerLine } from "@latch/shared/ledger/ledger-format";
+import { toSafeText } from "@latch/shared/text/safe-text";
 import { auditKeysPath, rotateAuditKeys } from "../audit/audit-keys.ts";
 import { type AuditKeysDocument, createLedgerVerifier, verifyingKeys } from "../audit/ledger-verify.ts";
 import { loadConfig } from "../config.ts";
@@ -17,8 +18,12 @@ const MAX_KEYS_BYTES = 1024 * 1024;
 export async function runAuditVerify(
   file: string,
   keysSource: string | undefined,
-  out: (line: string) => void,
+  print: (line: string) => void,
 ): Promise<number> {
+  // Sentences quote what the file says (a seq, a key id, a time): its control characters (a
+  // terminal's escapes, which could redraw the screen to read "chain holds") never reach the
+  // terminal as such.
+  const out = (line: string) => print(toSafeText(line));
   const keys = keysSource ? verifyingKeys(await readKeysDocument(keysSource)) : undefined;
   const verifier = createLedgerVerifier({ keys });
   const lines = createInterface({ input: createReadStream(file, { encoding: "utf8" }), crlfDelay: Infinity });
