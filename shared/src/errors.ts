@@ -119,6 +119,8 @@ export const ERROR_STATUS = {
   ticket_audience: 401,
   ticket_replayed: 409,
   credential_unavailable: 500,
+  /** The audit ledger does not grow from its last checkpoint (rows cut or rewritten): not signed. */
+  ledger_broken: 500,
   // the service
   egress_unavailable: 503,
   database_unavailable: 503,

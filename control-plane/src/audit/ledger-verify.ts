@@ -52,12 +52,19 @@ export function verifyingKeys(document: AuditKeysDocument): Map<string, KeyObjec
 
 /**
  * A verifier fed the export's lines in order. Without `keys` checkpoints are checked for their
- * place and hash only (their signatures are not: the caller says so).
+ * place and hash only (their signatures are not: the caller says so). With `from` the lines start
+ * after that row (a checkpoint already trusted): the first must follow it.
  */
-export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyObject> | undefined } = {}) {
-  const state: LedgerVerification = { ok: true, rows: 0, last_seq: 0, last_checkpoint: null };
+export function createLedgerVerifier(
+  options: {
+    keys?: ReadonlyMap<string, KeyObject> | undefined;
+    from?: { seq: number; hash: string } | undefined;
+  } = {},
+) {
+  const { from } = options;
+  const state: LedgerVerification = { ok: true, rows: 0, last_seq: from?.seq ?? 0, last_checkpoint: null };
   let organisationId: string | undefined;
-  let lastHash = ZERO_HASH;
+  let lastHash = from?.hash ?? ZERO_HASH;
 
   function fail(seq: number, problem: string): void {
     if (!state.ok) return;
@@ -74,7 +81,7 @@ export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyOb
   }
 
   function row(line: LedgerRow): void {
-    const expected = state.rows === 0 ? undefined : state.last_seq + 1;
+    const expected = state.rows === 0 && !from ? undefined : state.last_seq + 1;
     state.rows += 1;
     const seq = Number.isSafeInteger(line.seq) ? line.seq : state.last_seq + 1;
     if (!state.ok) {
@@ -109,7 +116,7 @@ export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyOb
     if (!state.ok) return;
     const seq = Number(line.seq);
     if (!checkOrganisation(line, seq)) return;
-    if (state.rows === 0 || seq > state.last_seq) {
+    if ((state.rows === 0 && !from) || seq > state.last_seq) {
       fail(state.last_seq + 1, `a checkpoint covers seq ${seq}, but the rows end at seq ${state.last_seq}`);
       return;
     }
@@ -159,5 +166,7 @@ export function createLedgerVerifier(options: { keys?: ReadonlyMap<string, KeyOb
     result(): LedgerVerification {
       return { ...state };
     },
+    /** The hash of the last row read (`from`'s, or 64 zeros, before any). */
+    lastHash: () => lastHash,
   };
 }

@@ -174,6 +174,52 @@ describe("the audit ledger", () => {
     expect(rowsOf(await exported(org))).toHaveLength(1);
   });
 
+  it("refuses a delete that names the organisation while it still exists, and any move of the head but forward", async () => {
+    const org = await newTestOrganisation(database);
+    for (let i = 1; i <= 3; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    await exported(org); // signs a checkpoint
+    const refused = async (statement: (trx: Kysely<Database>) => Promise<unknown>) => {
+      const error = await database.db
+        .transaction()
+        .execute(async (trx) => {
+          await sql`select set_config('latch.delete_organisation', ${org}, true)`.execute(trx);
+          await statement(trx);
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error).toMatchObject({ code: "42501" });
+    };
+    // Cutting the chain's end and setting the head back, as its own organisation's deletion would.
+    await refused((trx) =>
+      trx.deleteFrom("audit_events").where("organisation_id", "=", org).where("seq", ">", 1).execute(),
+    );
+    await refused((trx) => trx.deleteFrom("audit_checkpoints").where("organisation_id", "=", org).execute());
+    await refused((trx) =>
+      trx.updateTable("audit_heads").set({ seq: 1 }).where("organisation_id", "=", org).execute(),
+    );
+    await refused((trx) =>
+      trx
+        .updateTable("audit_heads")
+        .set({ seq: 4, prev_hash: ZERO_HASH })
+        .where("organisation_id", "=", org)
+        .execute(),
+    );
+    await refused((trx) => trx.deleteFrom("audit_heads").where("organisation_id", "=", org).execute());
+    await refused((trx) => sql`truncate audit_heads`.execute(trx));
+    const fresh = await newTestOrganisation(database);
+    await refused((trx) =>
+      trx
+        .insertInto("audit_heads")
+        .values({ organisation_id: fresh, seq: 7, prev_hash: ZERO_HASH, hash: ZERO_HASH, at: new Date() })
+        .execute(),
+    );
+    expect(rowsOf(await exported(org))).toHaveLength(3);
+    expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 3 });
+  });
+
   it("deletes a whole organisation's ledger with the organisation, and nothing of another's", async () => {
     const doomed = await newTestOrganisation(database);
     const kept = await newTestOrganisation(database);
@@ -239,6 +285,65 @@ describe("the audit ledger", () => {
       trx.deleteFrom("audit_events").where("organisation_id", "=", org).where("seq", "=", 2).execute(),
     );
     expect(await ledger.verify(org)).toMatchObject({ ok: false, first_bad_seq: 2 });
+  });
+
+  it("finds a row put beyond the chain's head, which would silence the organisation's next append", async () => {
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "e1" });
+    const [first] = rowsOf(await exported(org));
+    const extra = { ...first!, seq: 2, prev_hash: first!.hash, action: "forged", at: first!.at };
+    const { hash: _hash, ...unhashed } = extra;
+    const forged = { ...extra, hash: recomputed({ ...unhashed, hash: "" } as LedgerRow) };
+    await behindTheTrigger((trx) =>
+      trx
+        .insertInto("audit_events")
+        .values({
+          organisation_id: org,
+          seq: 2,
+          prev_hash: forged.prev_hash,
+          hash: forged.hash,
+          at: new Date(forged.at),
+          actor: forged.actor,
+          action: forged.action,
+          detail: JSON.stringify(forged.detail ?? {}),
+        })
+        .execute(),
+    );
+    expect(await ledger.verify(org)).toMatchObject({
+      ok: false,
+      first_bad_seq: 2,
+      problem: expect.stringContaining("beyond the chain's head"),
+    });
+  });
+
+  it("signs no checkpoint over rows changed since the last one: a rewritten chain never comes out signed", async () => {
+    const org = await newTestOrganisation(database);
+    for (let i = 1; i <= 3; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    await exported(org); // a checkpoint at seq 3
+    const repo = createLedgerRepo(database.db);
+    for (let i = 4; i <= 5; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    await behindTheTrigger((trx) =>
+      trx
+        .updateTable("audit_events")
+        .set({ action: "rewritten" })
+        .where("organisation_id", "=", org)
+        .where("seq", "=", 4)
+        .execute(),
+    );
+    const round = await ledger.checkpointAll();
+    expect(round.refused).toBeGreaterThanOrEqual(1);
+    expect((await repo.findLastCheckpoint(org))?.seq).toBe(3);
+    // The export comes out as it is, with no checkpoint signed over the change.
+    const lines = await exported(org);
+    expect(lines.at(-1)).toMatchObject({ type: "event", seq: 5 });
+    expect((await repo.findLastCheckpoint(org))?.seq).toBe(3);
+    // A chain whose rows after the checkpoint hold is signed as before.
+    const clean = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: clean, actor: "system", action: "ok" });
+    await ledger.checkpointAll();
+    expect((await repo.findLastCheckpoint(clean))?.seq).toBe(1);
   });
 
   it("signs a checkpoint at the end of an export, which verifies with the published key and fails with another", async () => {

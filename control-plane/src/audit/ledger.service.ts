@@ -2,6 +2,7 @@
 // signed at its end when the last row is newer than the last checkpoint), verifying it, and the
 // hourly checkpoints. Hosted and local alike.
 
+import { AppError } from "@latch/shared/errors";
 import {
   checkpointSigningInput,
   type LedgerCheckpoint,
@@ -20,6 +21,8 @@ import {
 
 /** DECISIONS: checkpoints are signed hourly. */
 export const CHECKPOINT_INTERVAL_MS = 60 * 60_000;
+/** The first round after start: once the process is up, not in its start-up's way. */
+export const CHECKPOINT_FIRST_AFTER_MS = 60_000;
 
 export interface LedgerServiceDeps {
   repo: LedgerRepo;
@@ -30,7 +33,34 @@ export interface LedgerServiceDeps {
 }
 
 export function createLedgerService(deps: LedgerServiceDeps) {
+  /**
+   * Refuses to sign a head the rows do not reach from the last checkpoint: a chain cut or rewritten
+   * behind the triggers' back must not come out signed with the real key. Reads the rows after the
+   * last checkpoint (about an hour's), recomputing each hash.
+   */
+  async function checkGrowth(organisationId: string, head: LedgerHead): Promise<void> {
+    const last = await deps.repo.findLastCheckpoint(organisationId);
+    const verifier = createLedgerVerifier({ from: last && { seq: last.seq, hash: last.hash } });
+    for await (const line of deps.repo.exportLines(organisationId, last?.seq ?? 0)) {
+      if (line.seq > head.seq) break;
+      verifier.push(line);
+    }
+    const result = verifier.result();
+    const problem = !result.ok
+      ? result.problem
+      : result.last_seq !== head.seq || verifier.lastHash() !== head.hash
+        ? `the rows do not reach the chain's head (seq ${head.seq})`
+        : undefined;
+    if (problem) {
+      throw new AppError(
+        "ledger_broken",
+        `the ledger does not grow from its last checkpoint, so it is not signed: ${problem}`,
+      );
+    }
+  }
+
   async function signCheckpoint(organisationId: string, head: LedgerHead): Promise<LedgerCheckpoint> {
+    await checkGrowth(organisationId, head);
     const unsigned = {
       type: "checkpoint" as const,
       organisation_id: organisationId,
@@ -62,7 +92,12 @@ export function createLedgerService(deps: LedgerServiceDeps) {
       if (!last || lastCheckpointSeq === last.seq) return;
       const known = await deps.repo.findLastCheckpoint(organisationId);
       if (known && known.seq >= last.seq) return;
-      yield await signCheckpoint(organisationId, last);
+      // A chain that does not hold is exported as it is, unsigned: the auditor's check finds where.
+      const signed = await signCheckpoint(organisationId, last).catch((error: unknown) => {
+        if ((error as { code?: string }).code === "ledger_broken") return undefined;
+        throw error;
+      });
+      if (signed) yield signed;
     },
 
     /** GET /api/audit/verify: the whole chain recomputed, its checkpoints and its head checked. */
@@ -79,6 +114,9 @@ export function createLedgerService(deps: LedgerServiceDeps) {
       const head = await deps.repo.findHead(organisationId);
       if (head && head.seq > result.last_seq) {
         verifier.fail(result.last_seq + 1, `seq ${result.last_seq + 1} to ${head.seq} are missing`);
+      } else if (head && head.seq < result.last_seq) {
+        // Rows nobody appended through the head: the next real append would collide with them.
+        verifier.fail(head.seq + 1, `seq ${head.seq + 1} to ${result.last_seq} are beyond the chain's head`);
       } else if (head && head.seq === result.last_seq && head.hash !== lastHash) {
         verifier.fail(head.seq, `seq ${head.seq} was changed (it is not the row the chain's head recorded)`);
       } else if (!head && result.rows > 0) {
@@ -87,17 +125,30 @@ export function createLedgerService(deps: LedgerServiceDeps) {
       return verifier.result();
     },
 
-    /** One round of the hourly checkpoints: every organisation whose head no checkpoint covers. */
-    async checkpointAll(): Promise<number> {
+    /**
+     * One round of the hourly checkpoints: every organisation whose head no checkpoint covers. A
+     * ledger that does not grow from its last checkpoint is left unsigned (`refused`), and the
+     * others are signed.
+     */
+    async checkpointAll(): Promise<{ signed: number; refused: number }> {
       let signed = 0;
+      const refused = new Set<string>();
       // Bounded: organisations appending all the while cannot keep one round going for ever.
       for (let round = 0; round < 100; round++) {
         const heads = await deps.repo.findHeadsWithoutCheckpoint(100);
-        for (const head of heads) await signCheckpoint(head.organisation_id, head);
-        signed += heads.length;
+        for (const head of heads) {
+          if (refused.has(head.organisation_id)) continue;
+          try {
+            await signCheckpoint(head.organisation_id, head);
+            signed++;
+          } catch (error) {
+            if ((error as { code?: string }).code !== "ledger_broken") throw error;
+            refused.add(head.organisation_id);
+          }
+        }
         if (heads.length < 100) break;
       }
-      return signed;
+      return { signed, refused: refused.size };
     },
   };
 }
@@ -109,17 +160,33 @@ export function startCheckpointSchedule(
   ledger: Pick<LedgerService, "checkpointAll">,
   logger: Pick<Logger, "error" | "debug">,
   intervalMs = CHECKPOINT_INTERVAL_MS,
+  firstAfterMs = CHECKPOINT_FIRST_AFTER_MS,
 ): () => void {
-  const timer = setInterval(() => {
+  const round = () =>
     ledger.checkpointAll().then(
-      (signed) => logger.debug({ signed }, "audit checkpoints signed"),
+      ({ signed, refused }) => {
+        logger.debug({ signed }, "audit checkpoints signed");
+        if (refused > 0) {
+          logger.error(
+            { code: "ledger_broken", refused },
+            "audit ledgers that do not grow from their last checkpoint were not signed; GET /api/audit/verify says where",
+          );
+        }
+      },
       (error: unknown) =>
         logger.error(
           { code: (error as { code?: string }).code ?? "unknown" },
           "audit checkpoints not signed",
         ),
     );
-  }, intervalMs);
+  // A first round soon after start, then hourly: a process that lives less than an hour (a short
+  // `vault mcp`, a rolling deploy, a crash loop) still signs what it finds.
+  const first = setTimeout(round, firstAfterMs);
+  const timer = setInterval(round, intervalMs);
+  first.unref();
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearTimeout(first);
+    clearInterval(timer);
+  };
 }
