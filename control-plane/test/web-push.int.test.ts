@@ -8,6 +8,7 @@ import { createDecipheriv, createECDH, hkdfSync, randomBytes } from "node:crypto
 import type { IncomingHttpHeaders } from "node:http";
 import { decodeProtectedHeader, importJWK, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newTestOrganisation } from "./database.ts";
 import {
   type Browser,
   connectAgent,
@@ -250,6 +251,51 @@ describe("Web Push", () => {
     await arrived(ownerPath);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(received.some((r) => r.path === phonePath)).toBe(false);
+    await agent.close();
+  });
+
+  it("pushes to a device of a session begun with another organisation's single sign-on nothing of this one's", async () => {
+    const { op, token } = await operatorWithClient(h, {
+      secret: SECRET,
+      items: [{ name: "API_KEY" }],
+      clientName: "push agent",
+    });
+    const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;
+    const approver = await joinAs(h, op, "approver", "push-sso");
+    const ownerPath = `/push/owner-${randomBytes(6).toString("hex")}`;
+    const phonePath = `/push/phone-${randomBytes(6).toString("hex")}`;
+    await subscribe(op, ownerPath);
+    await subscribe(approver.browser, phonePath);
+    // The approver's session, as one begun with another organisation's provider would be.
+    const other = await newTestOrganisation(h.plane.database);
+    const { session_id: sessionId } = await h.plane.database.db
+      .selectFrom("push_subscriptions")
+      .select("session_id")
+      .where("endpoint", "like", `%${phonePath}`)
+      .executeTakeFirstOrThrow();
+    const setSsoOrganisation = (id: string) =>
+      h.plane.database.db
+        .updateTable("operator_sessions")
+        .set({ sso_organisation_id: id })
+        .where("id", "=", sessionId!)
+        .execute();
+    await setSsoOrganisation(other);
+    const agent = await connectAgent(url, token);
+    await agent.callTool({
+      name: "http_request",
+      arguments: { item_name: "API_KEY", method: "POST", path: "/v1/sso-elsewhere", body: {} },
+    });
+    await arrived(ownerPath);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(received.some((r) => r.path === phonePath)).toBe(false);
+
+    // Begun with this organisation's own sign-on, it hears of this organisation's requests.
+    await setSsoOrganisation(organisationId);
+    await agent.callTool({
+      name: "http_request",
+      arguments: { item_name: "API_KEY", method: "POST", path: "/v1/sso-here", body: {} },
+    });
+    await arrived(phonePath);
     await agent.close();
   });
 

@@ -19,7 +19,11 @@ export interface PushRepo {
   /** Stores the subscription; an endpoint subscribed before (by anyone) is replaced by this one. */
   upsertSubscription(row: PushSubscriptionRow): Promise<PushSubscriptionRow>;
   /** The operators' subscriptions whose session still lives (not revoked, not deleted). */
-  findSubscriptionsOf(operatorIds: readonly string[]): Promise<PushSubscriptionRow[]>;
+  /**
+   * The devices of `operatorIds` that may hear of `organisationId`'s requests: made in a session
+   * still live, and not one begun with another organisation's single sign-on.
+   */
+  findSubscriptionsOf(operatorIds: readonly string[], organisationId: string): Promise<PushSubscriptionRow[]>;
   /** Deletes the operator's own subscription; false when it has none by that id. */
   deleteOwnSubscription(operatorId: string, id: string): Promise<boolean>;
   /** The push service said the endpoint is gone (404, 410). */
@@ -49,10 +53,12 @@ export function createPushRepo(db: Kysely<Database>): PushRepo {
         .returningAll()
         .executeTakeFirstOrThrow();
     },
-    async findSubscriptionsOf(operatorIds) {
+    async findSubscriptionsOf(operatorIds, organisationId) {
       if (operatorIds.length === 0) return [];
       // A device signed out gets nothing: its session revoked (sign-out, ended by an administrator,
-      // signed out everywhere) or gone.
+      // signed out everywhere) or gone. A session begun with an organisation's single sign-on acts
+      // in that organisation alone (auth/sso-session.ts): its device hears of no other's requests,
+      // or a provider run by a hostile owner could read another organisation's.
       return db
         .selectFrom("push_subscriptions")
         .leftJoin("operator_sessions", "operator_sessions.id", "push_subscriptions.session_id")
@@ -64,6 +70,10 @@ export function createPushRepo(db: Kysely<Database>): PushRepo {
             eb.and([
               eb("operator_sessions.id", "is not", null),
               eb("operator_sessions.revoked_at", "is", null),
+              eb.or([
+                eb("operator_sessions.sso_organisation_id", "is", null),
+                eb("operator_sessions.sso_organisation_id", "=", organisationId),
+              ]),
             ]),
           ]),
         )

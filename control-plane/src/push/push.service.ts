@@ -120,7 +120,7 @@ export function createPushService(deps: PushServiceDeps) {
     async pushApprovalRequest(organisationId: string, payload: ApprovalPushPayload): Promise<PushOutcome[]> {
       try {
         const approvers = await deps.findApprovers(organisationId);
-        const rows = await deps.repo.findSubscriptionsOf(approvers);
+        const rows = await deps.repo.findSubscriptionsOf(approvers, organisationId);
         const settled = await Promise.allSettled(rows.map((row) => pushTo(row, payload)));
         return settled.map((result) => {
           if (result.status === "fulfilled") return result.value;
