@@ -624,6 +624,11 @@ describe("the domains a connection lists", () => {
     expect(joined.statusCode, joined.body).toBe(200);
     const acting = await person.request("GET", "/api/items");
     expect(acting.statusCode, acting.body).toBe(200);
+    // Nor may the rival's own provider sign the member in (a whole sign-in, past their second
+    // factor): the domain is listed there, never proven.
+    const asMember = await signInWithSso(newBrowser(), email, { slug: rivalSlug });
+    expect(asMember.answer.statusCode, asMember.answer.body).toBe(403);
+    expect(asMember.answer.body).toContain(`cannot sign in ${email}`);
   });
 
   it("stop counting when taken off the list, and are checked again when listed again", async () => {

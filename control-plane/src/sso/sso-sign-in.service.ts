@@ -208,17 +208,21 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
   async function accountFor(connection: SsoConnectionRow, email: string, now: Date): Promise<string> {
     const organisationId = connection.organisation_id;
     const existing = await deps.repo.findOperatorByEmail(email, organisationId);
-    if (existing?.role) return existing.id;
-    if (existing) throw notAMember(email);
     // Listing a domain proves nothing: only a domain whose TXT record the organisation published
-    // makes accounts, or any organisation could claim another's addresses before their people come.
+    // signs in through its provider. Else any organisation could claim another's addresses before
+    // their people come, and an owner's own provider could sign in as any member of a listed
+    // domain (a whole sign-in, past their second factor: the second approval of a two-person rule).
     const domain = email.slice(email.lastIndexOf("@") + 1);
     if (!connection.verified_domains.includes(domain)) {
       throw new AppError(
         "sso_domain_unverified",
-        `this organisation has not proven it holds ${domain} yet, so a new address of it cannot join through single sign-on: its owner publishes the DNS record shown under Members, or invites ${email}`,
+        existing?.role
+          ? `this organisation has not proven it holds ${domain} yet, so its single sign-on cannot sign in ${email}: its owner publishes the DNS record shown under Members; until then, sign in with your email code`
+          : `this organisation has not proven it holds ${domain} yet, so a new address of it cannot join through single sign-on: its owner publishes the DNS record shown under Members, or invites ${email}`,
       );
     }
+    if (existing?.role) return existing.id;
+    if (existing) throw notAMember(email);
     const id = newId("opr");
     await deps.inTransaction(async ({ repo, recordEvent }) => {
       if (
