@@ -334,6 +334,8 @@ describe("a session begun with single sign-on", () => {
         await browser.request("POST", "/api/orgs/switch", { organisation_id: "org_other" }),
         await browser.request("POST", "/api/auth/passkeys/options", {}),
         await browser.request("POST", "/api/auth/totp/start", {}),
+        await browser.request("GET", "/api/auth/totp/pending"),
+        await browser.request("POST", "/api/sessions/revoke-others", {}),
       ];
       return refusals.map((refused) => `${refused.statusCode} ${refused.json().error?.code}`);
     };
@@ -343,6 +345,8 @@ describe("a session begun with single sign-on", () => {
       "403 sso_session",
       "403 sso_session",
       "403 step_up_required",
+      "403 sso_session",
+      "403 sso_session",
       "403 sso_session",
     ]);
     // No passkey and no authenticator: its step-up is signing in with the provider again, which
@@ -397,7 +401,7 @@ describe("a session begun with single sign-on", () => {
     const passed = await browser.request("POST", "/api/grants/grt_none/approve", { policy: "item_standing" });
     expect(passed.statusCode).toBe(404);
     // Verified now, the session is still an SSO session: its account's factors are not its to change.
-    expect(await refusedAsSso()).toEqual(Array(4).fill("403 sso_session"));
+    expect(await refusedAsSso()).toEqual(Array(6).fill("403 sso_session"));
   });
 });
 

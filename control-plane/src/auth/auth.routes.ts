@@ -167,6 +167,8 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...signedInOnly, schema: { response: { 200: enrollment } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
+      // The pending secret is the account's next second factor: not an SSO session's to read.
+      refuseInSsoSession(context.session, "setting up an authenticator app");
       return deps.totp.pending(context.operatorId, { isSessionReady: context.session.is_mfa_passed });
     },
   );
@@ -378,6 +380,8 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...readyOnly, schema: { response: { 200: othersRevoked } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
+      // An SSO session acts in its organisation alone; signing the account out everywhere is not its.
+      refuseInSsoSession(context.session, "signing out your sessions in every organisation");
       // The caller's own other sessions, wherever they act: other members' sessions are theirs.
       const revoked = await deps.sessions.updateOtherSessionsRevoked(
         context.operatorId,
