@@ -7,6 +7,7 @@
 // browser, made up or used twice (login CSRF included), a provider that hangs, and an account the
 // provider did not make are refused; sign-ins started and look-ups are limited per address. With SSO required, the email-code sign-in of a member of those
 // domains is refused with a sentence naming the SSO address.
+import { randomBytes } from "node:crypto";
 import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSsoRepo } from "../src/sso/sso.repo.ts";
@@ -309,6 +310,22 @@ describe("signing in with the organisation's provider", () => {
       query: `?return_to=${encodeURIComponent("/console#inbox")}`,
     });
     expect(kept.answer.headers.location).toBe("/console#inbox");
+    // An approval link's token rides in the return path: the sign-in's row keeps it only sealed to
+    // the browser's cookie, never in plaintext, and the browser lands on it.
+    const linkToken = randomBytes(32).toString("base64url");
+    const browser = newBrowser();
+    const started = await browser.request(
+      "GET",
+      `/sso/${slug}?return_to=${encodeURIComponent(`/approve?token=${linkToken}`)}`,
+    );
+    expect(started.statusCode).toBe(302);
+    const rows = await h.plane.database.db.selectFrom("sso_states").selectAll().execute();
+    expect(JSON.stringify(rows)).not.toContain(linkToken);
+    const email = corpEmail("link");
+    idp.signInAs({ sub: `sub-${email}`, email, email_verified: true });
+    const callback = await new IdpBrowser(idp).walk(String(started.headers.location));
+    const landed = await browser.request("GET", `${callback.pathname}${callback.search}`);
+    expect(landed.headers.location).toBe(`/approve?token=${linkToken}`);
   });
 
   it("says why when the provider itself declines, and knows no organisation it does not have", async () => {

@@ -13,7 +13,7 @@
 // - the session it makes acts in this organisation alone and cannot change how the account signs
 //   in (passkeys, authenticator, backup codes): the provider vouches for its organisation, not for
 //   the account's others.
-import { randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { type SealingPublicKey, sealValue } from "@latch/shared/crypto/seal";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
@@ -38,6 +38,37 @@ const RETURN_PATH =
 
 export function safeReturnPath(raw: unknown): string | null {
   return typeof raw === "string" && RETURN_PATH.test(raw) ? raw : null;
+}
+
+/**
+ * The landing path as the sign-in's row keeps it: encrypted (AES-256-GCM) under a key derived from
+ * the browser's flow cookie, which the database holds only as a hash. The path may carry an
+ * approval link's or an invitation's token, which are never in the database in plaintext.
+ */
+export function sealReturnPath(path: string, browserToken: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", returnPathKey(browserToken), iv);
+  const sealed = Buffer.concat([cipher.update(path, "utf8"), cipher.final()]);
+  return `v1.${Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString("base64url")}`;
+}
+
+/** The path `sealReturnPath` kept, or null when it does not open with this browser's cookie. */
+export function openReturnPath(stored: string | null, browserToken: string): string | null {
+  if (!stored?.startsWith("v1.")) return null;
+  const bytes = Buffer.from(stored.slice(3), "base64url");
+  if (bytes.length < 29) return null;
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", returnPathKey(browserToken), bytes.subarray(0, 12));
+    decipher.setAuthTag(bytes.subarray(12, 28));
+    const path = Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString("utf8");
+    return safeReturnPath(path);
+  } catch {
+    return null;
+  }
+}
+
+function returnPathKey(browserToken: string): Buffer {
+  return Buffer.from(hkdfSync("sha256", browserToken, "", "latch sso return path", 32));
 }
 
 export interface SsoSignInDeps {
@@ -107,6 +138,7 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
         // and to say when it did: an answer without auth_time, or older, is no step-up.
         ...(input.isStepUp ? { prompt: "login", maxAge: STEP_UP_MAX_AGE_S } : {}),
       });
+      const returnTo = safeReturnPath(input.returnTo);
       await deps.repo.insertState(
         {
           state,
@@ -115,7 +147,7 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
           nonce,
           sealed_verifier: sealed.sealed,
           sealing_key_id: sealed.keyId,
-          return_to: safeReturnPath(input.returnTo),
+          return_to: returnTo && sealReturnPath(returnTo, input.browserToken),
           max_age_s: input.isStepUp ? STEP_UP_MAX_AGE_S : null,
           expires_at: new Date(now.getTime() + SSO_STATE_TTL_MS),
         },
@@ -163,7 +195,7 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
         operatorId,
         organisationId: connection.organisation_id,
         verifiedAt: authTime === null ? null : authTime < now ? authTime : now,
-        returnTo: flow.return_to,
+        returnTo: openReturnPath(flow.return_to, input.browserToken!),
       };
     },
 
