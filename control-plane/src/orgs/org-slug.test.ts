@@ -24,4 +24,8 @@ describe("uniqueSlug", () => {
     expect(uniqueSlug("acme", ["acme"])).toBe("acme-2");
     expect(uniqueSlug("acme", ["acme", "acme-2", "acme-3"])).toBe("acme-4");
   });
+
+  it("never gives the single sign-on's own return address, /sso/callback", () => {
+    expect(uniqueSlug(slugOf("Callback"), [])).toBe("callback-2");
+  });
 });

@@ -22,11 +22,17 @@ export function slugOf(name: string): string {
 }
 
 /**
- * The first of `base`, `base-2`, `base-3`, ... that is not taken.
+ * Slugs no organisation gets: `/sso/callback` is the single sign-on's own return address, so an
+ * organisation named "Callback" would have a sign-in address that never reaches it.
+ */
+const RESERVED_SLUGS = ["callback"];
+
+/**
+ * The first of `base`, `base-2`, `base-3`, ... that is neither taken nor reserved.
  * @example uniqueSlug("acme", ["acme", "acme-2"]) // "acme-3"
  */
 export function uniqueSlug(base: string, taken: Iterable<string>): string {
-  const used = new Set(taken);
+  const used = new Set([...taken, ...RESERVED_SLUGS]);
   let slug = base;
   for (let n = 2; used.has(slug); n++) slug = `${base}-${n}`;
   return slug;
