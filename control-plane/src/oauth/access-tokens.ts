@@ -36,6 +36,12 @@ export function jtiHash(jti: string): string {
 export interface AccessTokenDeps {
   baseUrl: string;
   readJwks(): { keys: JWK[] };
+  /**
+   * The public keys this process signs with, as loaded at its start: always trusted beside the
+   * file's. A replica not restarted since a rotation still signs with its key after the file has
+   * dropped it (two rotations apart), and must not then refuse its own tokens.
+   */
+  ownJwks?: { keys: JWK[] };
   oauth: OAuthRepo;
   artifacts: OAuthArtifactsRepo;
   findLiveClient(id: string): Promise<ClientRow | undefined>;
@@ -43,7 +49,12 @@ export interface AccessTokenDeps {
 }
 
 export function createAccessTokenVerifier(deps: AccessTokenDeps) {
-  let keySet = createLocalJWKSet(deps.readJwks());
+  const readKeys = () => {
+    const file = deps.readJwks();
+    const listed = new Set(file.keys.map((key) => key.kid));
+    return { keys: [...file.keys, ...(deps.ownJwks?.keys ?? []).filter((key) => !listed.has(key.kid))] };
+  };
+  let keySet = createLocalJWKSet(readKeys());
   let reloadedAt = 0;
   const audience = mcpResource(deps.baseUrl);
 
@@ -64,7 +75,7 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
       const now = Date.now();
       if (code !== "ERR_JWKS_NO_MATCHING_KEY" || now - reloadedAt < RELOAD_INTERVAL_MS) return undefined;
       reloadedAt = now;
-      keySet = createLocalJWKSet(deps.readJwks());
+      keySet = createLocalJWKSet(readKeys());
       try {
         return (await jwtVerify(token, keySet, options)).payload as AccessTokenClaims;
       } catch {

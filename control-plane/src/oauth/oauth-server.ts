@@ -18,7 +18,7 @@ import { createOAuthRepo } from "./oauth.repo.ts";
 import { registerOAuthRoutes } from "./oauth.routes.ts";
 import { createOAuthService } from "./oauth.service.ts";
 import { createOAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
-import { type loadOrCreateOAuthKeys, readPublicJwks } from "./oauth-keys.ts";
+import { type loadOrCreateOAuthKeys, publicJwks, readPublicJwks } from "./oauth-keys.ts";
 import { createOAuthProvider } from "./oauth-provider.ts";
 
 export interface OAuthServerDeps {
@@ -68,6 +68,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
   const tokens = createAccessTokenVerifier({
     baseUrl: deps.baseUrl,
     readJwks: () => readPublicJwks(deps.dataDir, deps.keysFile),
+    ownJwks: publicJwks(deps.keys),
     oauth,
     artifacts,
     findLiveClient: deps.clients.findLiveClientForToken,
