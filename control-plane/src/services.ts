@@ -375,6 +375,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     items,
     grants,
     needs,
+    isLiveAgent: clients.isLiveAgent,
     sealingKey: () => variant.sealingKey(),
     minter: variant.minter,
     egress: variant.egress,

@@ -215,6 +215,10 @@ describe("an agent and a connect", () => {
     const fulfil = await op.request("POST", `/api/need-items/${first.need_id}/fulfill`, { value: "x" });
     expect(fulfil.statusCode).toBe(409);
 
+    // The standing approval goes to a real agent of this organisation: an id no agent has is refused.
+    const nobody = await start(op, "spotify", { agent_client_id: "cli_nobody_here", need_id: first.need_id });
+    expect(nobody.statusCode, nobody.body).toBe(404);
+    expect(nobody.json().error.code).toBe("not_found");
     const started = await start(op, "spotify", { agent_client_id: clientId, need_id: first.need_id });
     expect(started.statusCode, started.body).toBe(200);
     const done = await callback(op, fakes.authorize("spotify", started.json().authorize_url));

@@ -235,6 +235,12 @@ export function createClientsService(deps: ClientsServiceDeps) {
       return row;
     },
 
+    /** Whether `id` is a live model client (an agent) of the organisation, in `environment`. */
+    async isLiveAgent(organisationId: string, id: string, environment: string): Promise<boolean> {
+      const row = await deps.repo.findClientById(organisationId, id);
+      return row !== undefined && row.kind === "model" && !row.revoked_at && row.environment === environment;
+    },
+
     /** The live client row an access token names, marking its use like a bearer's. */
     async findLiveClientForToken(id: string): Promise<ClientRow | undefined> {
       const row = await deps.repo.findLiveClient(id);

@@ -37,6 +37,8 @@ export interface ConnectDeps {
   >;
   grants: Pick<GrantsService, "createActiveGrant">;
   needs: Pick<NeedsService, "closeConnectNeed">;
+  /** Whether an id names a live agent (model client) of the organisation in that environment. */
+  isLiveAgent(organisationId: string, id: string, environment: string): Promise<boolean>;
   sealingKey(): Promise<SealingPublicKey>;
   minter: TicketMinter;
   egress: EgressClient;
@@ -90,6 +92,16 @@ export function createConnectService(deps: ConnectDeps) {
       const environment = input.environment ?? deps.environments[0] ?? "production";
       if (!deps.environments.includes(environment)) {
         throw new AppError("not_found", `this service does not serve the ${environment} environment`);
+      }
+      // The standing approval a connect gives goes to a real agent of this organisation, or none.
+      if (
+        input.agent_client_id &&
+        !(await deps.isLiveAgent(operator.organisationId, input.agent_client_id, environment))
+      ) {
+        throw new AppError(
+          "not_found",
+          `no agent client ${input.agent_client_id} in this organisation's ${environment} environment`,
+        );
       }
       const item = await deps.items.findCallableByName(operator.organisationId, environment, input.item_name);
       if (!item)
@@ -148,7 +160,7 @@ export function createConnectService(deps: ConnectDeps) {
           redirect_uri: redirectUri,
           sealed_verifier: verifier?.sealed ?? null,
           sealing_key_id: verifier?.keyId ?? null,
-          agent_client_id: input.agent_client_id ?? null,
+          agent_client_id: input.agent_client_id || null,
           need_id: input.need_id ?? null,
           expires_at: new Date(now.getTime() + STATE_LIFETIME_MS),
           used_at: null,
