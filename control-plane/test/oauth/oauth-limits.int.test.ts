@@ -233,7 +233,9 @@ describe("behind a load balancer (TRUST_PROXY)", () => {
   it("counts the address a trusted balancer forwards, and ignores X-Forwarded-For from anyone else", async () => {
     nextWindow();
     const balancer = testAddress();
-    const behind = await startHosted({ replicaOf: a, trustProxy: `${balancer},10.255.0.0/16` });
+    // A range as well as an address; outside 10.0.0.0/8, where testAddress() picks every caller's
+    // address (a caller drawn inside a trusted range would pick its own address, and count for none).
+    const behind = await startHosted({ replicaOf: a, trustProxy: `${balancer},172.31.0.0/16` });
     try {
       const viaBalancer = fromAddress(behind.app, balancer);
       const metadata = { client_name: "Counted", redirect_uris: [REDIRECT] };
