@@ -8,13 +8,18 @@
 //     from 64 zeros, and goes only with its organisation.
 import { type Kysely, sql } from "kysely";
 
-export async function up(db: Kysely<unknown>): Promise<void> {
+/** The organisation named for deletion (orgs.repo.ts `deleteOrganisation`). */
+const NAMED_FOR_DELETION = "old.organisation_id = current_setting('latch.delete_organisation', true)";
+/** ... and already gone: the cascade runs after its organisation's row is deleted. */
+const DELETED_WHOLE = `${NAMED_FOR_DELETION} and not exists (select 1 from organisations where id = old.organisation_id)`;
+
+/** The ledger's append-only trigger function, letting a DELETE through where `deleteAllowed` holds. */
+async function replaceAppendOnly(db: Kysely<unknown>, deleteAllowed: string): Promise<void> {
   await sql`
     create or replace function latch_ledger_append_only() returns trigger language plpgsql as $$
     begin
       if tg_op = 'DELETE' then
-        if old.organisation_id = current_setting('latch.delete_organisation', true)
-           and not exists (select 1 from organisations where id = old.organisation_id) then
+        if ${sql.raw(deleteAllowed)} then
           return old;
         end if;
       end if;
@@ -23,6 +28,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     end
     $$
   `.execute(db);
+}
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await replaceAppendOnly(db, DELETED_WHOLE);
   await sql`
     create function latch_ledger_head_moves_forward() returns trigger language plpgsql as $$
     begin
@@ -36,8 +45,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
           return new;
         end if;
       elsif tg_op = 'DELETE' then
-        if old.organisation_id = current_setting('latch.delete_organisation', true)
-           and not exists (select 1 from organisations where id = old.organisation_id) then
+        if ${sql.raw(DELETED_WHOLE)} then
           return old;
         end if;
       end if;
@@ -60,17 +68,5 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`drop trigger audit_heads_no_truncate on audit_heads`.execute(db);
   await sql`drop trigger audit_heads_forward on audit_heads`.execute(db);
   await sql`drop function latch_ledger_head_moves_forward()`.execute(db);
-  await sql`
-    create or replace function latch_ledger_append_only() returns trigger language plpgsql as $$
-    begin
-      if tg_op = 'DELETE' then
-        if old.organisation_id = current_setting('latch.delete_organisation', true) then
-          return old;
-        end if;
-      end if;
-      raise exception 'the audit ledger is append-only: % on % is refused', tg_op, tg_table_name
-        using errcode = 'insufficient_privilege';
-    end
-    $$
-  `.execute(db);
+  await replaceAppendOnly(db, NAMED_FOR_DELETION);
 }
