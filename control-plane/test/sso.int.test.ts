@@ -20,7 +20,7 @@ import {
   signUpOperator,
   uniqueEmail,
 } from "./hosted.ts";
-import { pathOf, pkcePair, RESOURCE, register } from "./oauth/oauth-flow.ts";
+import { consentUid, openAuthorize, register } from "./oauth/oauth-flow.ts";
 import { IDP_HOST, IDP_ISSUER, IdpBrowser, type IdTokenTamper, type TestIdp } from "./oidc-idp.ts";
 import { type SsoRig, startSsoRig } from "./sso-rig.ts";
 import { lastInviteTokenFor } from "./teams.ts";
@@ -746,21 +746,7 @@ describe("require single sign-on", () => {
     const clientId = (
       await register(h.app, { client_name: "Stale session agent", redirect_uris: [redirectUri] })
     ).json().client_id as string;
-    const opened = await member.request(
-      "GET",
-      `/oauth/authorize?${new URLSearchParams({
-        client_id: clientId,
-        redirect_uri: redirectUri,
-        response_type: "code",
-        code_challenge: pkcePair().challenge,
-        code_challenge_method: "S256",
-        state: "s",
-        resource: RESOURCE,
-        scope: "mcp",
-      })}`,
-    );
-    expect(opened.statusCode, opened.body.slice(0, 300)).toBe(303);
-    const uid = new URL(pathOf(String(opened.headers.location)), BASE).searchParams.get("uid")!;
+    const uid = consentUid(await openAuthorize(member, clientId, redirectUri));
     const details = await member.request("GET", `/consent/details?uid=${uid}`);
     expect(details.statusCode, details.body).toBe(200);
     expect((details.json().organisations as { id: string }[]).map((o) => o.id)).not.toContain(organisationId);

@@ -56,6 +56,27 @@ export function pathOf(location: string): string {
  * Runs /oauth/authorize in the operator's browser and approves on /consent; answers the code the
  * client's redirect carries (and the whole redirect URL).
  */
+/** Opens an authorization (code flow, PKCE S256) in the operator's browser; answers its response. */
+export async function openAuthorize(op: Browser, clientId: string, redirectUri: string) {
+  const query = new URLSearchParams({
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    response_type: "code",
+    code_challenge: pkcePair().challenge,
+    code_challenge_method: "S256",
+    state: "s",
+    resource: RESOURCE,
+    scope: "mcp",
+  });
+  return op.request("GET", `/oauth/authorize?${query}`);
+}
+
+/** The consent page's uid an opened authorization redirected to (it must have: 303). */
+export function consentUid(opened: Awaited<ReturnType<typeof openAuthorize>>): string {
+  if (opened.statusCode !== 303) throw new Error(`authorize answered ${opened.statusCode}: ${opened.body}`);
+  return new URL(pathOf(String(opened.headers.location)), BASE).searchParams.get("uid")!;
+}
+
 export async function authorizeAndConsent(
   op: Browser,
   options: {

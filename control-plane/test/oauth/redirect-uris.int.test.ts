@@ -9,11 +9,10 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Browser, type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
 import {
-  BASE,
+  consentUid,
   forgetDocumentFetches,
   fromAddress,
-  pathOf,
-  pkcePair,
+  openAuthorize,
   RESOURCE,
   register,
   testAddress,
@@ -44,25 +43,9 @@ function serveDocument(document: Record<string, unknown>): string {
   return url;
 }
 
-async function openAuthorize(op: Browser, clientId: string, redirectUri: string) {
-  const query = new URLSearchParams({
-    client_id: clientId,
-    redirect_uri: redirectUri,
-    response_type: "code",
-    code_challenge: pkcePair().challenge,
-    code_challenge_method: "S256",
-    state: "s",
-    resource: RESOURCE,
-    scope: "mcp",
-  });
-  return op.request("GET", `/oauth/authorize?${query}`);
-}
-
 /** The consent details of an authorization opened in the operator's browser. */
 async function consentDetails(op: Browser, clientId: string, redirectUri: string) {
-  const opened = await openAuthorize(op, clientId, redirectUri);
-  expect(opened.statusCode, opened.body.slice(0, 300)).toBe(303);
-  const uid = new URL(pathOf(String(opened.headers.location)), BASE).searchParams.get("uid")!;
+  const uid = consentUid(await openAuthorize(op, clientId, redirectUri));
   const details = await op.request("GET", `/consent/details?uid=${uid}`);
   expect(details.statusCode, details.body).toBe(200);
   return details.json();
