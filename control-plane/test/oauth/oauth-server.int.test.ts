@@ -24,6 +24,10 @@ async function mcp(accessToken: string, method = "tools/list") {
   });
 }
 
+/** A refresh at /oauth/token with `refreshToken`, as client `clientId`. */
+const refresh = (clientId: string, refreshToken: string) =>
+  token(h.app, { grant_type: "refresh_token", refresh_token: refreshToken, client_id: clientId });
+
 async function connectedClient(redirectUri = "http://127.0.0.1:33418/callback") {
   const op = await readyOperator(h);
   const registered = await register(h.app, { client_name: "Test agent", redirect_uris: [redirectUri] });
@@ -76,28 +80,16 @@ describe("the code flow", () => {
 
   it("rotates refresh tokens, and a replayed one ends the grant and its access tokens", async () => {
     const { clientId, tokens } = await connectedClient();
-    const first = await token(h.app, {
-      grant_type: "refresh_token",
-      refresh_token: tokens.refresh_token,
-      client_id: clientId,
-    });
+    const first = await refresh(clientId, tokens.refresh_token);
     expect(first.statusCode, first.body).toBe(200);
     const rotated = first.json();
     expect(rotated.refresh_token).not.toBe(tokens.refresh_token);
     expect((await mcp(rotated.access_token)).statusCode).toBe(200);
-    const replay = await token(h.app, {
-      grant_type: "refresh_token",
-      refresh_token: tokens.refresh_token,
-      client_id: clientId,
-    });
+    const replay = await refresh(clientId, tokens.refresh_token);
     expect(replay.statusCode).toBe(400);
     expect(replay.json().error).toBe("invalid_grant");
     expect((await mcp(rotated.access_token)).statusCode).toBe(401);
-    const after = await token(h.app, {
-      grant_type: "refresh_token",
-      refresh_token: rotated.refresh_token,
-      client_id: clientId,
-    });
+    const after = await refresh(clientId, rotated.refresh_token);
     expect(after.json().error).toBe("invalid_grant");
   });
 
@@ -115,13 +107,7 @@ describe("the code flow", () => {
         .filter((e) => e.action === "oauth_token_issued")
         .map((e) => e.jti_hash);
     await expect.poll(issued).toEqual([jtiHash(jtiOf(tokens.access_token)).slice(0, 24)]);
-    const fresh = (
-      await token(h.app, {
-        grant_type: "refresh_token",
-        refresh_token: tokens.refresh_token,
-        client_id: clientId,
-      })
-    ).json();
+    const fresh = (await refresh(clientId, tokens.refresh_token)).json();
     await expect.poll(async () => (await issued()).length).toBe(2);
     expect(await issued()).toContain(jtiHash(jtiOf(fresh.access_token)).slice(0, 24));
     // Only the hash: the jti itself never appears.
@@ -164,21 +150,11 @@ describe("the code flow", () => {
     const ledger = (await op.request("GET", "/api/access/events")).json();
     const revoked = JSON.stringify(ledger);
     expect(revoked).toContain("oauth_token_revoked");
-    const fresh = (
-      await token(h.app, {
-        grant_type: "refresh_token",
-        refresh_token: tokens.refresh_token,
-        client_id: clientId,
-      })
-    ).json();
+    const fresh = (await refresh(clientId, tokens.refresh_token)).json();
     expect((await mcp(fresh.access_token)).statusCode).toBe(200);
     expect((await revokeForm(fresh.refresh_token)).statusCode).toBe(200);
     expect((await mcp(fresh.access_token)).statusCode).toBe(401);
-    const dead = await token(h.app, {
-      grant_type: "refresh_token",
-      refresh_token: fresh.refresh_token,
-      client_id: clientId,
-    });
+    const dead = await refresh(clientId, fresh.refresh_token);
     expect(dead.json().error).toBe("invalid_grant");
   });
 
@@ -198,11 +174,7 @@ describe("the code flow", () => {
     expect((await mcp(tokens.access_token)).statusCode).toBe(200);
     expect((await op.request("POST", `/api/clients/${row!.client_id}/revoke`, {})).statusCode).toBe(200);
     expect((await mcp(tokens.access_token)).statusCode).toBe(401);
-    const refreshed = await token(h.app, {
-      grant_type: "refresh_token",
-      refresh_token: tokens.refresh_token,
-      client_id: clientId,
-    });
+    const refreshed = await refresh(clientId, tokens.refresh_token);
     expect(refreshed.json().error).toBe("invalid_grant");
   });
 });
@@ -312,17 +284,9 @@ describe("consent", () => {
     expect((await op.request("POST", `/api/clients/${row.client_id}/revoke`, {})).statusCode).toBe(200);
     expect((await mcp(inSecond.access_token)).statusCode).toBe(401);
     expect((await mcp(inFirst.access_token)).statusCode).toBe(200);
-    const refreshFirst = await token(h.app, {
-      grant_type: "refresh_token",
-      refresh_token: inFirst.refresh_token,
-      client_id: clientId,
-    });
+    const refreshFirst = await refresh(clientId, inFirst.refresh_token);
     expect(refreshFirst.statusCode).toBe(200);
-    const refreshSecond = await token(h.app, {
-      grant_type: "refresh_token",
-      refresh_token: inSecond.refresh_token,
-      client_id: clientId,
-    });
+    const refreshSecond = await refresh(clientId, inSecond.refresh_token);
     expect(refreshSecond.json().error).toBe("invalid_grant");
     // The ledger of the second organisation marks the revocation.
     const ledger = (await op.request("GET", "/api/access/events")).json();
