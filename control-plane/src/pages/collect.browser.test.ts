@@ -29,17 +29,24 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
     await rig?.close();
   });
 
-  it("asks for the host when the agent named only the credential, stores it, and the agent's retry goes out", async () => {
-    const { h, base, browser } = rig!;
-    const { op, token } = await operatorWithClient(h, {
+  /** An operator with an agent whose http_request names `itemName`, which nothing stores yet. */
+  async function agentAsking(clientName: string, itemName: string) {
+    const { h, base } = rig!;
+    const { op, token, totp } = await operatorWithClient(h, {
       secret: SECRET,
       items: [],
-      clientName: "by-name agent",
+      clientName,
       origin: base,
     });
-    const agent = await connectAgent(base, token, "by-name-agent");
-    const call = { method: "GET", path: "/v1/me", item_name: "BY_NAME_KEY" };
+    const agent = await connectAgent(base, token, clientName.replace(/ /g, "-"));
+    const call = { method: "GET", path: "/v1/me", item_name: itemName };
     const miss = toolAnswer(await agent.callTool({ name: "http_request", arguments: call }));
+    return { op, totp, agent, call, miss };
+  }
+
+  it("asks for the host when the agent named only the credential, stores it, and the agent's retry goes out", async () => {
+    const { base, browser } = rig!;
+    const { op, agent, call, miss } = await agentAsking("by-name agent", "BY_NAME_KEY");
     expect(miss).toMatchObject({ status: "need_item", suggested_name: "BY_NAME_KEY" });
     const byHost = toolAnswer(
       await agent.callTool({ name: "find_items", arguments: { host: "hosted.latch.test" } }),
@@ -92,15 +99,7 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
 
   it("asks for the authenticator code in place when an Always allow comes more than 5 minutes after the sign-in", async () => {
     const { h, base, browser } = rig!;
-    const { op, token, totp } = await operatorWithClient(h, {
-      secret: SECRET,
-      items: [],
-      clientName: "step-up agent",
-      origin: base,
-    });
-    const agent = await connectAgent(base, token, "step-up-agent");
-    const call = { method: "GET", path: "/v1/me", item_name: "ALWAYS_KEY" };
-    const miss = toolAnswer(await agent.callTool({ name: "http_request", arguments: call }));
+    const { op, totp, agent, miss } = await agentAsking("step-up agent", "ALWAYS_KEY");
     const { context, page, problems } = await openWatchedPage(browser, {
       viewport: { width: 900, height: 900 },
       session: { cookies: op.cookies, url: base },
