@@ -6,15 +6,16 @@ import { describe, expect, it } from "vitest";
 import { testDatabase } from "../../test/database.ts";
 import { createOAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 
+const SECRET = randomBytes(32).toString("base64url");
+
 describe("the OAuth artifacts adapter", () => {
   it("ends the grant of a refresh token consumed twice, and reports it once", async () => {
     const { db } = await testDatabase();
     const ended: string[] = [];
-    const repo = createOAuthArtifactsRepo(
-      db,
-      () => new Date(),
-      (grantId) => ended.push(grantId),
-    );
+    const repo = createOAuthArtifactsRepo(db, () => new Date(), {
+      deviceCodeSecret: SECRET,
+      onReuseRevoked: (grantId) => ended.push(grantId),
+    });
     const adapter = repo.adapterFor("RefreshToken");
     const token = randomBytes(32).toString("base64url");
     const grantId = `grant-${randomBytes(6).toString("hex")}`;
@@ -29,5 +30,46 @@ describe("the OAuth artifacts adapter", () => {
     expect(await adapter.find(token)).toBeUndefined();
     const stored = await db.selectFrom("oauth_artifacts").select("payload").execute();
     expect(JSON.stringify(stored)).not.toContain(token);
+  });
+
+  it("stores a device code's id sealed, gives it back by user code, and only under its own key", async () => {
+    const { db } = await testDatabase();
+    const repo = createOAuthArtifactsRepo(db, () => new Date(), { deviceCodeSecret: SECRET });
+    const adapter = repo.adapterFor("DeviceCode");
+    const deviceCode = randomBytes(32).toString("base64url");
+    const userCode = "BCDFGHJK";
+    await adapter.upsert(deviceCode, { jti: deviceCode, userCode, kind: "DeviceCode", clientId: "c" }, 600);
+
+    const stored = await db.selectFrom("oauth_artifacts").select(["payload", "user_code_hash"]).execute();
+    expect(JSON.stringify(stored)).not.toContain(deviceCode);
+    expect(JSON.stringify(stored)).not.toContain(userCode);
+    expect(await adapter.findByUserCode?.(userCode)).toMatchObject({
+      jti: deviceCode,
+      userCode,
+      clientId: "c",
+    });
+    expect(await adapter.find(deviceCode)).toMatchObject({ jti: deviceCode, clientId: "c" });
+    expect(await adapter.find(deviceCode)).not.toHaveProperty("_jti_sealed");
+
+    // Another key file: the database alone does not give the id back.
+    const other = createOAuthArtifactsRepo(db, () => new Date(), {
+      deviceCodeSecret: randomBytes(32).toString("base64url"),
+    });
+    expect(await other.adapterFor("DeviceCode").findByUserCode?.(userCode)).toBeUndefined();
+
+    // A sealed id copied onto another device code's row does not open there.
+    const second = randomBytes(32).toString("base64url");
+    await adapter.upsert(second, { jti: second, userCode: "ZXWVTSRQ", kind: "DeviceCode" }, 600);
+    const first = await db
+      .selectFrom("oauth_artifacts")
+      .select("payload")
+      .where("user_code_hash", "=", stored[0]!.user_code_hash)
+      .executeTakeFirstOrThrow();
+    await db
+      .updateTable("oauth_artifacts")
+      .set({ payload: JSON.stringify({ ...first.payload, kind: "DeviceCode" }) })
+      .where("user_code_hash", "!=", stored[0]!.user_code_hash)
+      .execute();
+    expect(await adapter.findByUserCode?.("ZXWVTSRQ")).toBeUndefined();
   });
 });

@@ -3,6 +3,9 @@
 // code's id is the token itself, a session's or interaction's id is its cookie, so none of them is
 // ever in the database in plaintext. Consuming is one conditional UPDATE, so two replicas spending
 // the same refresh token at once cannot both win (the loser is reuse: the whole grant is revoked).
+// A device code is the one id the adapter must give back from another key (its user code): it is
+// stored encrypted under a key the database does not hold, bound to its own row.
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import type { Kysely } from "kysely";
 import { type Adapter, type AdapterPayload, errors } from "oidc-provider";
@@ -12,6 +15,40 @@ import type { Database } from "../db/schema.ts";
 const GRANT_BOUND = new Set(["AccessToken", "AuthorizationCode", "RefreshToken", "DeviceCode", "Grant"]);
 
 const hashOf = (value: string) => sha256Hex(value);
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/**
+ * Seals and opens a device code's id under a key derived from `secret` (the OAuth server's cookie
+ * key, which lives in its key file, never in the database), bound to the row's id hash.
+ */
+function deviceCodeSealer(secret: string) {
+  const key = Buffer.from(hkdfSync("sha256", secret, Buffer.alloc(0), "latch oauth device code id", 32));
+  return {
+    seal(id: string, idHash: string): string {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv("aes-256-gcm", key, iv);
+      cipher.setAAD(Buffer.from(idHash));
+      const body = Buffer.concat([cipher.update(id, "utf8"), cipher.final()]);
+      return Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64url");
+    },
+    /** The id, or undefined when the sealed text does not open under this key for this row. */
+    open(sealed: string, idHash: string): string | undefined {
+      try {
+        const bytes = Buffer.from(sealed, "base64url");
+        const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, IV_BYTES));
+        decipher.setAAD(Buffer.from(idHash));
+        decipher.setAuthTag(bytes.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
+        const id = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
+        const text = id.toString("utf8");
+        return hashOf(text) === idHash ? text : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
 
 export interface OAuthArtifactsRepo {
   adapterFor(model: string): Adapter;
@@ -25,16 +62,25 @@ export interface OAuthArtifactsRepo {
   sweep(now: Date): Promise<void>;
 }
 
-/**
- * `onReuseRevoked`: told of a grant ended because a code or refresh token was spent twice in a race
- * (the loser's consume), which oidc-provider does not report as `grant.revoked`; the Access ledger
- * marks it (spec 6).
- */
+export interface OAuthArtifactsOptions {
+  /** The secret a device code's id is sealed under (the OAuth server's first cookie key). */
+  deviceCodeSecret: string;
+  /**
+   * Told of a grant ended because a code or refresh token was spent twice in a race (the loser's
+   * consume), which oidc-provider does not report as `grant.revoked`; the Access ledger marks it
+   * (spec 6).
+   */
+  onReuseRevoked?: (grantId: string) => void;
+}
+
 export function createOAuthArtifactsRepo(
   db: Kysely<Database>,
   now: () => Date,
-  onReuseRevoked: (grantId: string) => void = () => undefined,
+  options: OAuthArtifactsOptions,
 ): OAuthArtifactsRepo {
+  const onReuseRevoked = options.onReuseRevoked ?? (() => undefined);
+  if (!options.deviceCodeSecret) throw new Error("the OAuth key file holds no cookie key");
+  const deviceCodes = deviceCodeSealer(options.deviceCodeSecret);
   const destroyGrant = async (grantId: string) => {
     await db.deleteFrom("oauth_artifacts").where("grant_id", "=", grantId).execute();
   };
@@ -43,6 +89,7 @@ export function createOAuthArtifactsRepo(
     const payload = { ...row.payload } as AdapterPayload;
     if (row.payload._jti === true) payload.jti = id;
     delete (payload as Record<string, unknown>)._jti;
+    delete (payload as Record<string, unknown>)._jti_sealed;
     if (row.consumed_at) payload.consumed = Math.floor(row.consumed_at.getTime() / 1000);
     return payload;
   };
@@ -51,7 +98,7 @@ export function createOAuthArtifactsRepo(
     const live = () =>
       db
         .selectFrom("oauth_artifacts")
-        .select(["payload", "consumed_at", "expires_at"])
+        .select(["payload", "consumed_at", "expires_at", "id_hash"])
         .where("model", "=", model)
         .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now())]));
 
@@ -67,16 +114,16 @@ export function createOAuthArtifactsRepo(
           userCode?: string;
         };
         // The id is never stored; a marker says the payload had one so find() puts it back. A device
-        // code keeps its own: the user-code lookup must return it, and it is a 10-minute polling
-        // handle that grants nothing until an operator approves the code in the browser.
-        const stored: Record<string, unknown> =
-          model === "DeviceCode"
-            ? { ...rest, jti }
-            : { ...rest, ...(jti !== undefined ? { _jti: true } : {}) };
+        // code's is stored sealed too: the user-code lookup has no id to start from, and someone
+        // reading the database must not be able to poll for the tokens an operator approves.
+        const idHash = hashOf(id);
+        const stored: Record<string, unknown> = { ...rest, ...(jti !== undefined ? { _jti: true } : {}) };
+        if (model === "DeviceCode" && typeof jti === "string")
+          stored._jti_sealed = deviceCodes.seal(jti, idHash);
         if (uid !== undefined) stored.uid = uid;
         const values = {
           model,
-          id_hash: hashOf(id),
+          id_hash: idHash,
           payload: JSON.stringify(stored),
           grant_id: GRANT_BOUND.has(model) ? (payload.grantId ?? (model === "Grant" ? id : null)) : null,
           user_code_hash: userCode ? hashOf(userCode) : null,
@@ -108,7 +155,12 @@ export function createOAuthArtifactsRepo(
 
       async findByUserCode(userCode: string) {
         const row = await live().where("user_code_hash", "=", hashOf(userCode)).executeTakeFirst();
-        return row ? { ...rowToPayload(row, ""), userCode } : undefined;
+        if (!row) return undefined;
+        const sealed = row.payload._jti_sealed;
+        const id = typeof sealed === "string" ? deviceCodes.open(sealed, row.id_hash) : undefined;
+        // Sealed under another key (the key file was replaced): the code cannot be saved again.
+        if (id === undefined) return undefined;
+        return { ...rowToPayload(row, id), userCode };
       },
 
       async findByUid(uid: string) {

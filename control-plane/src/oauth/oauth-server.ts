@@ -47,8 +47,9 @@ export function createOAuthServer(deps: OAuthServerDeps) {
   const onLedgerFailure = deps.onLedgerFailure ?? (() => undefined);
   // The service is made below; a grant ended by a raced reuse is recorded through it.
   let recordGrantRevoked = (_grantId: string): Promise<void> => Promise.resolve();
-  const artifacts = createOAuthArtifactsRepo(deps.db, deps.now, (grantId) => {
-    void recordGrantRevoked(grantId).catch(onLedgerFailure);
+  const artifacts = createOAuthArtifactsRepo(deps.db, deps.now, {
+    deviceCodeSecret: deps.keys.cookie_keys[0] ?? "",
+    onReuseRevoked: (grantId) => void recordGrantRevoked(grantId).catch(onLedgerFailure),
   });
   const oauth = createOAuthRepo(deps.db);
   const limiter = createRateLimiter(createRateLimitRepo(deps.db), deps.now);

@@ -107,6 +107,9 @@ describe("the device flow with openid-client", () => {
     const done = await opAtBase.request("GET", pathOf(decided.json().location));
     expect(done.statusCode).toBe(200);
     expect(done.body).toContain("is connected");
+    // Approved and not yet polled for: the database alone cannot redeem it.
+    const stored = await h.plane.database.db.selectFrom("oauth_artifacts").select("payload").execute();
+    expect(JSON.stringify(stored)).not.toContain(asked.device_code);
 
     // The library's poll now gets the tokens.
     const tokens = await client.pollDeviceAuthorizationGrant(config, asked, { resource: `${base}/mcp` });
