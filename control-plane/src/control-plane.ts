@@ -167,6 +167,9 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   };
   const limiter = createRateLimiter(createRateLimitRepo(db), now);
 
+  // An OAuth access token (a JWT) or an avm_/avt_ bearer.
+  const authenticateBearer = (token: string) =>
+    looksLikeJwt(token) ? oauth.tokens.authenticate(token) : clients.authenticate(token);
   const app = await buildApp({
     logger,
     isDatabaseReady: () => database.ping(),
@@ -177,9 +180,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       sessions,
       baseUrl: config.BASE_URL,
       now,
-      // An OAuth access token (a JWT) or an avm_/avt_ bearer.
-      authenticateBearer: (token) =>
-        looksLikeJwt(token) ? oauth.tokens.authenticate(token) : clients.authenticate(token),
+      authenticateBearer,
       // avm_/avt_ bearers only; an OAuth access token is checked in full on every request.
       recallBearer: (token) => (looksLikeJwt(token) ? Promise.resolve(undefined) : clients.recall(token)),
       hasAuthenticator: services.hasSecondFactor,
@@ -292,6 +293,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           tools: { ...services.tools, onToolAnswer: observeToolAnswer(deps.metrics) },
           logError: (error) => logger.error({ err: error }, "tool failed"),
           isBearerLive: clients.isBearerLive,
+          authenticateBearer,
         }),
       (app) =>
         registerResolveRoutes(app, {

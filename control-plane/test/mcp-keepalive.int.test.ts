@@ -65,8 +65,8 @@ describe("GET /mcp", () => {
     seen = await readKeepalives(reader, 3, seen);
     // Comments only: no event, no data line, nothing an agent could read a value from.
     expect(seen).toBe(": latch keepalive\n\n".repeat(3));
-    // The client goes away: the server forgets the stream and its timer.
-    expect(vi.getTimerCount()).toBe(1);
+    // The client goes away: the server forgets the stream and its timers (keep-alive, re-check).
+    expect(vi.getTimerCount()).toBe(2);
     aborted.abort();
     await vi.waitFor(() => expect(vi.getTimerCount()).toBe(0));
   });
@@ -79,6 +79,51 @@ describe("GET /mcp", () => {
       headers: { authorization: "Bearer avm_not-a-real-token-at-all-000000", accept: "text/event-stream" },
     });
     expect(invalid.status).toBe(401);
+  });
+
+  it("holds at most 8 streams for one client: the ninth is 429 rate_limited until one closes", async () => {
+    const open = async () => {
+      const aborted = new AbortController();
+      const response = await fetch(`${url}/mcp`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: aborted.signal,
+      });
+      return { response, aborted };
+    };
+    const streams = [];
+    for (let i = 0; i < 8; i++) streams.push(await open());
+    expect(streams.map((s) => s.response.status)).toEqual(Array(8).fill(200));
+    const ninth = await open();
+    expect(ninth.response.status).toBe(429);
+    expect(await ninth.response.json()).toMatchObject({ error: { code: "rate_limited" } });
+    streams[0]!.aborted.abort();
+    await vi.waitFor(async () => {
+      const again = await open();
+      expect(again.response.status).toBe(200);
+      streams.push(again);
+    });
+    for (const s of streams.slice(1)) s.aborted.abort();
+  });
+
+  it("ends within a minute of its client being revoked", async () => {
+    const other = await operatorWithClient(h, {
+      secret: "sk_live_keepalive_revoked_91ab",
+      items: [{ name: "API_KEY" }],
+      clientName: "revoked stream agent",
+    });
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const response = await fetch(`${url}/mcp`, { headers: { authorization: `Bearer ${other.token}` } });
+    const reader = response.body!.getReader();
+    const seen = await readKeepalives(reader, 1);
+    // Still live: a minute passes and the stream stays.
+    vi.advanceTimersByTime(60_000);
+    await readKeepalives(reader, 3, seen);
+    const revoked = await other.op.request("POST", `/api/clients/${other.clientId}/revoke`, {});
+    expect(revoked.statusCode, revoked.body).toBe(200);
+    vi.advanceTimersByTime(60_000);
+    let rest = await reader.read();
+    while (!rest.done) rest = await reader.read();
+    expect(rest.done).toBe(true);
   });
 
   it("ends when the server closes, so a shutdown is not held open by a client", async () => {

@@ -6,6 +6,7 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { BearerNotLive, clientOf, type RouteAccess } from "../auth/principal.ts";
 import type { ClientRow } from "../db/schema.ts";
+import { bearerOf } from "../http/bearer.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ToolDeps } from "../tools/tool-context.ts";
 import { HOSTED_TOOL_ALIASES, listToolDefinitions } from "../tools/tool-schemas.ts";
@@ -15,6 +16,12 @@ import { protectedResource, toolList } from "./mcp.schemas.ts";
 import { createMcpServer } from "./mcp-server.ts";
 
 const KEEPALIVE_MS = 25_000;
+/** How often an open stream checks that its bearer still authenticates the same client. */
+const RECHECK_MS = 60_000;
+/** Keepalive streams one client may hold; more is 429, so one token cannot hold the process open. */
+const MAX_STREAMS_PER_CLIENT = 8;
+/** Keepalive streams one process holds at most. */
+const MAX_STREAMS = 2_000;
 
 export interface McpRouteDeps {
   baseUrl: string;
@@ -26,6 +33,11 @@ export interface McpRouteDeps {
    * which confirms it in the one statement its call reads.
    */
   isBearerLive?(clientId: string, bearerHash: string): Promise<boolean>;
+  /**
+   * The client a bearer (avm_ or OAuth access token) authenticates now, or undefined: asked again
+   * while a keepalive stream is open, which ends when its bearer was revoked or has expired.
+   */
+  authenticateBearer?(token: string): Promise<ClientRow | undefined>;
 }
 
 /** A tools/call of http_request (or its alias): the frames that confirm the bearer themselves. */
@@ -131,11 +143,20 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
 
   // Keepalive streams are hijacked from Fastify, so closing the server must end them itself.
   const streams = new Set<ServerResponse>();
+  const perClient = new Map<string, number>();
   app.addHook("preClose", async () => {
     for (const stream of streams) stream.end();
   });
 
   app.get("/mcp", modelOnly, async (request, reply) => {
+    const client = clientOf(request);
+    const open = perClient.get(client.id) ?? 0;
+    if (open >= MAX_STREAMS_PER_CLIENT || streams.size >= MAX_STREAMS) {
+      throw new AppError("rate_limited", "too many keepalive streams are open for this client", {
+        extra: { retry_after: 30 },
+      });
+    }
+    perClient.set(client.id, open + 1);
     reply.hijack();
     const raw = reply.raw;
     streams.add(raw);
@@ -147,11 +168,38 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
         ? { "access-control-allow-origin": request.headers.origin, vary: "Origin" }
         : {}),
     });
-    raw.write(": latch keepalive\n\n");
-    const timer = setInterval(() => raw.write(": latch keepalive\n\n"), KEEPALIVE_MS);
-    request.raw.once("close", () => {
-      clearInterval(timer);
+    const write = (text: string) => {
+      if (!raw.writableEnded) raw.write(text);
+    };
+    write(": latch keepalive\n\n");
+    const keepalive = setInterval(() => write(": latch keepalive\n\n"), KEEPALIVE_MS);
+    // The bearer was checked when the stream opened; a revoked client or an expired access token
+    // must not keep it open for ever.
+    const token = bearerOf(request.headers.authorization);
+    let isChecking = false;
+    const recheck = setInterval(() => {
+      if (isChecking || !token || !deps.authenticateBearer) return;
+      isChecking = true;
+      deps
+        .authenticateBearer(token)
+        .then(
+          (now) => {
+            if (now?.id !== client.id) raw.end();
+          },
+          // The database is down: keep the stream; the next check decides.
+          () => {},
+        )
+        .finally(() => {
+          isChecking = false;
+        });
+    }, RECHECK_MS);
+    raw.once("close", () => {
+      clearInterval(keepalive);
+      clearInterval(recheck);
       streams.delete(raw);
+      const left = (perClient.get(client.id) ?? 1) - 1;
+      if (left > 0) perClient.set(client.id, left);
+      else perClient.delete(client.id);
     });
   });
 
