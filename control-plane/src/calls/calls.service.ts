@@ -76,6 +76,12 @@ export interface CallApproval {
  * database refused to give the one-call approval back).
  */
 export type ApprovalAfterFault = "kept" | "spent" | "held" | "lost";
+/**
+ * Whether that call's request may have left, apart from its approval (a standing approval is kept
+ * whatever happened to the request): `not_sent` (the fence won), `may_have_reached_api` (a proxy
+ * took the ticket), `not_known_yet` (nobody could be asked).
+ */
+export type RequestAfterFault = "not_sent" | "may_have_reached_api" | "not_known_yet";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -91,13 +97,18 @@ function approvalAfter(fenced: FenceResult, approval: CallApproval): ApprovalAft
   return fenced === "pending" ? "held" : "spent";
 }
 
-/** The error of an unanswered call, saying where its approval stands (the tool's answer reads it). */
-function withApproval(error: unknown, approval: ApprovalAfterFault): AppError {
+function requestAfter(fenced: FenceResult): RequestAfterFault {
+  if (fenced === "fenced") return "not_sent";
+  return fenced === "pending" ? "not_known_yet" : "may_have_reached_api";
+}
+
+/** The error of an unanswered call, saying where its approval and request stand (the tool's answer reads them). */
+function withApproval(error: unknown, approval: ApprovalAfterFault, request: RequestAfterFault): AppError {
   const failure =
     error instanceof AppError ? error : new AppError("internal", "the egress proxy failed", { cause: error });
   return new AppError(failure.code, failure.message, {
     cause: failure.cause ?? error,
-    extra: { ...failure.extra, approval },
+    extra: { ...failure.extra, approval, request },
   });
 }
 
@@ -351,7 +362,7 @@ export function createCallsService(deps: CallsDeps) {
         if (fenced === "fenced") {
           const isGivenBack = await giveBack();
           await recordNotSent("won", isGivenBack);
-          if (!isGivenBack) throw withApproval(error, "lost");
+          if (!isGivenBack) throw withApproval(error, "lost", "not_sent");
         } else {
           await recordSafely({
             ...audit,
@@ -360,7 +371,7 @@ export function createCallsService(deps: CallsDeps) {
             detail: { ...detail, fence: FENCE_DETAIL[fenced] },
           });
         }
-        throw withApproval(error, approvalAfter(fenced, approval));
+        throw withApproval(error, approvalAfter(fenced, approval), requestAfter(fenced));
       }
       if (!response.reachedOrigin) await approval.release();
       // The credential's "last used": a lost write is only a stale time in the console (the audit

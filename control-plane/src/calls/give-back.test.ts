@@ -210,13 +210,21 @@ describe("giving a spent approval back", () => {
     }
   });
 
-  it("says a standing or session approval is kept, whatever the fence says (it was never spent)", async () => {
-    const { outcome } = await run({
-      execute: unavailable,
-      fence: fakeFence("taken").fence,
-      isOneCall: false,
-    });
-    expect(outcome.error?.extra.approval).toBe("kept");
+  it("says a standing or session approval is kept whatever the fence says, and whether the request may have left", async () => {
+    const told = {
+      fenced: "not_sent",
+      taken: "may_have_reached_api",
+      unknown: "may_have_reached_api",
+      pending: "not_known_yet",
+    } as const;
+    for (const [fenceResult, request] of Object.entries(told)) {
+      const { outcome } = await run({
+        execute: unavailable,
+        fence: fakeFence(fenceResult as keyof typeof told).fence,
+        isOneCall: false,
+      });
+      expect(outcome.error?.extra).toMatchObject({ approval: "kept", request });
+    }
   });
 
   it("happens when the call failed before its ticket left, with nothing fenced", async () => {

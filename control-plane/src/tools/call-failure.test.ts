@@ -13,8 +13,8 @@ const args: HttpRequestArgs = {
   body: { amount: 1 },
   dry_run: false,
 };
-const unavailable = (approval: string) =>
-  new AppError("egress_unavailable", "the egress proxy is not reachable", { extra: { approval } });
+const unavailable = (approval: string, request = "not_sent") =>
+  new AppError("egress_unavailable", "the egress proxy is not reachable", { extra: { approval, request } });
 
 describe("the answer to a call whose proxy never answered", () => {
   it("kept: retry in a few seconds with the same arguments", () => {
@@ -55,6 +55,19 @@ describe("the answer to a call whose proxy never answered", () => {
     expect(answer.payload.hint).toContain("the request was not sent");
     expect(answer.payload.hint).toContain("asks the operator again");
     expect(answer.payload.next).toHaveProperty("tool", "http_request");
+  });
+
+  it("kept but may have left (a standing approval, a proxy took the ticket): check first, no ready-made retry", () => {
+    for (const request of ["may_have_reached_api", "not_known_yet"]) {
+      const answer = unansweredCallAnswer(unavailable("kept", request), args, "grt_1")!;
+      expect(answer.payload).toMatchObject({ approval_kept: true, approval: "kept", request });
+      expect(answer.payload.hint).not.toContain("was not sent");
+      expect(answer.payload.hint).toContain("Do not retry blindly");
+      expect(answer.payload.next).toEqual({ for_model: answer.payload.hint });
+    }
+    const notSent = unansweredCallAnswer(unavailable("kept", "not_sent"), args, "grt_1")!;
+    expect(notSent.payload.request).toBe("not_sent");
+    expect(notSent.payload.next).toHaveProperty("arguments");
   });
 
   it("is not this answer for any other failure", () => {

@@ -3,7 +3,7 @@
 // first): an error result with a `hint` and `next.for_model` that say, in plain words, what to do.
 import { AppError } from "@latch/shared/errors";
 import type { HttpRequestArgs, HttpRequestResult } from "../calls/calls.schemas.ts";
-import type { ApprovalAfterFault } from "../calls/calls.service.ts";
+import type { ApprovalAfterFault, RequestAfterFault } from "../calls/calls.service.ts";
 import { baseNameOf } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
@@ -89,9 +89,22 @@ const UNANSWERED: Readonly<Record<ApprovalAfterFault, string>> = {
 };
 
 /**
+ * What the agent should do after a call whose request may have left although its approval is kept
+ * (a standing or session approval, or an allow rule: nothing was spent, so nothing stops a retry
+ * from running the request twice).
+ */
+const KEPT_BUT: Readonly<Record<Exclude<RequestAfterFault, "not_sent">, string>> = {
+  may_have_reached_api:
+    "Latch's egress proxy took the request but did not answer: it may have reached the API. Do not retry blindly: check with the API (a list or GET of what the call would have changed) or with the user first. Your approval is kept.",
+  not_known_yet:
+    "Latch's egress proxy did not answer, and whether the request left is not known yet. Do not retry blindly: in a minute, check with the API (a list or GET of what the call would have changed) or with the user first. Your approval is kept.",
+};
+
+/**
  * The answer for an http_request whose Execute ended without the proxy's answer
- * (calls.service.ts fenced its ticket): an error result saying whether the approval was kept, or
- * undefined for any other thrown error.
+ * (calls.service.ts fenced its ticket): an error result saying whether the approval was kept and
+ * whether the request may have left, or undefined for any other thrown error. Only an answer whose
+ * request never left, or whose retry the operator must approve again, carries ready-made arguments.
  */
 export function unansweredCallAnswer(
   error: unknown,
@@ -102,7 +115,11 @@ export function unansweredCallAnswer(
   if (!(error instanceof AppError)) return undefined;
   const approval = error.extra.approval as ApprovalAfterFault | undefined;
   if (!(typeof approval === "string" && Object.hasOwn(UNANSWERED, approval))) return undefined;
-  const hint = UNANSWERED[approval];
+  const told = error.extra.request;
+  const request: RequestAfterFault =
+    told === "may_have_reached_api" || told === "not_known_yet" ? told : "not_sent";
+  const keptBut = approval === "kept" && request !== "not_sent" ? KEPT_BUT[request] : undefined;
+  const hint = keptBut ?? UNANSWERED[approval];
   const { dry_run: _dryRun, ...retry } = args;
   return {
     payload: {
@@ -110,9 +127,10 @@ export function unansweredCallAnswer(
       ...(grantId ? { grant_id: grantId } : {}),
       approval_kept: approval === "kept",
       approval,
+      request,
       hint,
       next:
-        approval === "spent"
+        approval === "spent" || keptBut !== undefined
           ? { for_model: hint }
           : { for_model: hint, tool: HTTP_REQUEST_TOOL, arguments: retry },
     },
