@@ -118,6 +118,12 @@ export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStrea
 
       reply.hijack();
       const raw = reply.raw;
+      // The browser went away while the ledger was read: its `close` has fired already, so nothing
+      // would ever end this stream; give its place back now.
+      if (raw.destroyed || request.raw.destroyed || request.raw.socket.destroyed) {
+        release();
+        return;
+      }
       streams.add(raw);
       raw.writeHead(200, {
         "content-type": "text/event-stream; charset=utf-8",
