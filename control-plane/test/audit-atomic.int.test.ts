@@ -305,3 +305,36 @@ describe("a credential change whose audit row cannot be written", () => {
     }
   });
 });
+
+describe("an approval request whose audit row cannot be written", () => {
+  it("leaves no pending request behind; the retry asks once, with one row and one mail", async () => {
+    const team = await startTeam(h);
+    const ask = () =>
+      h.app.inject({
+        method: "POST",
+        url: "/api/grants/request",
+        headers: { authorization: `Bearer ${team.token}`, "content-type": "application/json" },
+        payload: JSON.stringify({
+          item_name: "API_KEY",
+          host: "api.latch.test",
+          method: "GET",
+          path: "/v1/atomic-request",
+        }),
+      });
+    const mailsBefore = h.inbox.mails.length;
+    const refused = await withAuditRefused(team, "grant_requested", ask);
+    expect(refused.statusCode, refused.body).toBe(500);
+    const pending = async () =>
+      ((await team.owner.browser.request("GET", "/api/inbox")).json().approvals as { grant_id: string }[])
+        .length;
+    expect(await pending()).toBe(0);
+
+    const retried = await ask();
+    expect(retried.statusCode, retried.body).toBe(201);
+    const grantId = retried.json().grant.grant_id as string;
+    expect(await pending()).toBe(1);
+    expect(await rowsOfGrant(team, "grant_requested", grantId)).toHaveLength(1);
+    // Announced: the operator's mail for it went out (the retry found no request waiting).
+    await expect.poll(() => h.inbox.mails.length).toBeGreaterThan(mailsBefore);
+  });
+});

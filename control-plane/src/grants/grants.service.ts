@@ -185,9 +185,13 @@ export function createGrantsService(deps: GrantsServiceDeps) {
   }
 
   /** The audit row of a new request: which request it is (method, host, path without its query). */
-  async function recordRequested(request: GrantRequest, row: GrantWithItem): Promise<void> {
+  async function recordRequested(
+    recordEvent: GrantsTransaction["recordEvent"],
+    request: GrantRequest,
+    row: GrantWithItem,
+  ): Promise<void> {
     const call = request.requestedCall;
-    await deps.recordEvent({
+    await recordEvent({
       organisationId: request.organisationId,
       environment: request.environment,
       actor: request.actor,
@@ -223,34 +227,37 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     const linkToken = randomBytes(32).toString("base64url");
     const codeHash = codes.hashCode(`approval:${code}`);
     const expiresAt = new Date(at.getTime() + APPROVAL_CODE_TTL_MS);
-    const outcome = await deps.repo.inOrganisationLock(request.organisationId, async (repo) => {
-      const existing = await repo.findPendingGrant(request);
-      if (existing) {
-        // A new code replaces the old one; its wrong-attempt count is kept (spec 8).
-        await repo.updateApprovalCode(existing.id, codeHash, expiresAt);
-        return { id: existing.id, isNew: false };
-      }
-      await checkRequestLimit((since) => repo.findRequestUsageSince(request.organisationId, since), at);
-      const row = newGrantRow(request, at, {
-        policy: "prompt",
-        status: "pending",
-        requested: true,
-        approval_code_hash: codeHash,
-        approval_code_expires_at: expiresAt,
-        approval_token_hash: sha256Hex(linkToken),
-        after_deny_at: await findRecentDeny(repo, request, at),
-      });
-      await repo.insertGrant(row);
-      const id = row.id;
-      return { id, isNew: true };
-    });
-    const row = await loadGrant(request.organisationId, outcome.id);
-    if (outcome.isNew) await recordRequested(request, row);
+    // The request and its audit row in one transaction: a request the ledger does not name would
+    // be found pending by the retry and never announced (no row, no live event, no mail).
+    const { row, isNew } = await recorded((tx) =>
+      tx.repo.inOrganisationLock(request.organisationId, async (repo) => {
+        const existing = await repo.findPendingGrant(request);
+        if (existing) {
+          // A new code replaces the old one; its wrong-attempt count is kept (spec 8).
+          await repo.updateApprovalCode(existing.id, codeHash, expiresAt);
+          return { row: await findGrantOrFail(repo, request.organisationId, existing.id), isNew: false };
+        }
+        await checkRequestLimit((since) => repo.findRequestUsageSince(request.organisationId, since), at);
+        const fresh = newGrantRow(request, at, {
+          policy: "prompt",
+          status: "pending",
+          requested: true,
+          approval_code_hash: codeHash,
+          approval_code_expires_at: expiresAt,
+          approval_token_hash: sha256Hex(linkToken),
+          after_deny_at: await findRecentDeny(repo, request, at),
+        });
+        await repo.insertGrant(fresh);
+        const inserted = await findGrantOrFail(repo, request.organisationId, fresh.id);
+        await recordRequested(tx.recordEvent, request, inserted);
+        return { row: inserted, isNew: true };
+      }),
+    );
     const grant = toPublicGrant(row, at);
     const deniedAt = row.after_deny_at;
     let notifyFailed = false;
     // A request repeated right after a Deny is not mailed again: the operator has just answered it.
-    if (outcome.isNew && deps.notifyApproval && !deniedAt) {
+    if (isNew && deps.notifyApproval && !deniedAt) {
       // Spec 6: notification is attempted; its outcome is reported, never fatal to the request.
       notifyFailed = await deps
         .notifyApproval({
@@ -265,7 +272,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
           () => true,
         );
     }
-    return { grant, isNew: outcome.isNew, approvalCode: code, notifyFailed, deniedAt };
+    return { grant, isNew, approvalCode: code, notifyFailed, deniedAt };
   }
 
   const decisions = {
@@ -309,22 +316,26 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       const at = now();
       // Spec 8's 30 new requests an hour hold locally too: an agent asking for ever new calls
       // must not fill the operator's list (and the database) without end.
-      const outcome = await deps.repo.inOrganisationLock(request.organisationId, async (repo) => {
-        const existing = await repo.findPendingGrant(request);
-        if (existing) return { id: existing.id, isNew: false };
-        await checkRequestLimit((since) => repo.findRequestUsageSince(request.organisationId, since), at);
-        const fresh = newGrantRow(request, at, {
-          policy: "prompt",
-          status: "pending",
-          requested: true,
-          after_deny_at: await findRecentDeny(repo, request, at),
-        });
-        await repo.insertGrant(fresh);
-        return { id: fresh.id, isNew: true };
-      });
-      const row = await loadGrant(request.organisationId, outcome.id);
-      if (outcome.isNew) await recordRequested(request, row);
-      return { grant: toPublicGrant(row, at), isNew: outcome.isNew, deniedAt: row.after_deny_at };
+      const { row, isNew } = await recorded((tx) =>
+        tx.repo.inOrganisationLock(request.organisationId, async (repo) => {
+          const existing = await repo.findPendingGrant(request);
+          if (existing) {
+            return { row: await findGrantOrFail(repo, request.organisationId, existing.id), isNew: false };
+          }
+          await checkRequestLimit((since) => repo.findRequestUsageSince(request.organisationId, since), at);
+          const fresh = newGrantRow(request, at, {
+            policy: "prompt",
+            status: "pending",
+            requested: true,
+            after_deny_at: await findRecentDeny(repo, request, at),
+          });
+          await repo.insertGrant(fresh);
+          const inserted = await findGrantOrFail(repo, request.organisationId, fresh.id);
+          await recordRequested(tx.recordEvent, request, inserted);
+          return { row: inserted, isNew: true };
+        }),
+      );
+      return { grant: toPublicGrant(row, at), isNew, deniedAt: row.after_deny_at };
     },
 
     /**
