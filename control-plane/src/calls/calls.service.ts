@@ -276,6 +276,18 @@ export function createCallsService(deps: CallsDeps) {
       approval: CallApproval,
     ): Promise<CallOutcome> {
       const { item, host } = located;
+      // Giving the approval back is a write that can fail too: the approval then stays spent, and
+      // the audit row and the answer say so, rather than the call failing with the database's error
+      // (and losing the refusal or the error it would have answered).
+      const giveBack = async (): Promise<boolean> => {
+        try {
+          await approval.release();
+          return true;
+        } catch (releaseError) {
+          deps.onGiveBackFailure?.(releaseError);
+          return false;
+        }
+      };
       let prepared: ReturnType<typeof prepareCall>;
       let plan: TokenPlan;
       try {
@@ -289,7 +301,7 @@ export function createCallsService(deps: CallsDeps) {
         });
       } catch (error) {
         // user_connect_required, inject_denied, a bad target: nothing was sent (spec 3.1).
-        await approval.release();
+        await giveBack();
         throw error;
       }
       const { path, rewritten, spec, timeoutMs } = prepared;
@@ -322,7 +334,7 @@ export function createCallsService(deps: CallsDeps) {
         });
       } catch (error) {
         if (!sentTicket) {
-          await approval.release();
+          await giveBack();
           throw error;
         }
         const reason = error instanceof AppError ? error.code : "internal";
@@ -334,17 +346,6 @@ export function createCallsService(deps: CallsDeps) {
         }
         // No answer (connection lost, UNAVAILABLE, deadline, a ticket refused): fence the ticket.
         // A fence nobody could answer yet is asked again; if it wins later, the approval comes back.
-        // Giving it back is a write that can fail too: the approval then stays spent, and the audit
-        // row and the answer say so, rather than the call (or, later, the process) failing with it.
-        const giveBack = async (): Promise<boolean> => {
-          try {
-            await approval.release();
-            return true;
-          } catch (releaseError) {
-            deps.onGiveBackFailure?.(releaseError);
-            return false;
-          }
-        };
         const recordNotSent = (fence: "won" | "late", isGivenBack: boolean) =>
           recordSafely({
             ...audit,
@@ -373,10 +374,10 @@ export function createCallsService(deps: CallsDeps) {
         }
         throw withApproval(error, approvalAfter(fenced, approval), requestAfter(fenced));
       }
-      if (!response.reachedOrigin) await approval.release();
+      const isGivenBack = response.reachedOrigin || (await giveBack());
       // The credential's "last used": a lost write is only a stale time in the console (the audit
       // row below is the record of the call), so it never stops the answer.
-      else await deps.noteItemUsed?.(item).catch(() => {});
+      if (response.reachedOrigin) await deps.noteItemUsed?.(item).catch(() => {});
 
       await recordSafely({
         ...audit,
@@ -385,6 +386,7 @@ export function createCallsService(deps: CallsDeps) {
         detail: {
           ...detail,
           ...(response.reachedOrigin ? { origin_status: response.originStatus || 502 } : {}),
+          ...(isGivenBack ? {} : { approval: "not_given_back" }),
         },
       });
       if (plan.kind === "exchange" && plan.clientSecretItem && plan.clientSecretItem.name !== item.name) {

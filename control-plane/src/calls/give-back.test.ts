@@ -105,6 +105,33 @@ describe("giving a spent approval back", () => {
     expect(actions()).toEqual(["http_request_refused"]);
   });
 
+  it("refused by the database when nothing reached the origin: the refusal is still answered and audited as not given back", async () => {
+    const { outcome, releases, events, giveBackFailures } = await run({
+      execute: async () => answered(false),
+      releaseFails: true,
+    });
+    expect(releases()).toBe(1);
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.value?.reachedOrigin).toBe(false);
+    expect(events.map((e) => [e.action, e.reason, e.detail?.approval])).toEqual([
+      ["http_request_refused", "private_range", "not_given_back"],
+    ]);
+    expect(giveBackFailures).toHaveLength(1);
+  });
+
+  it("refused by the database before the ticket left: the call's own error is still the answer", async () => {
+    const { outcome, releases, giveBackFailures } = await run({
+      mint: () => {
+        throw new AppError("egress_unavailable", "no signing key");
+      },
+      execute: async () => answered(true),
+      releaseFails: true,
+    });
+    expect(releases()).toBe(1);
+    expect(outcome.error?.message).toBe("no signing key");
+    expect(giveBackFailures).toHaveLength(1);
+  });
+
   it("never happens once the origin answered", async () => {
     const { releases, actions } = await run({ execute: async () => answered(true) });
     expect(releases()).toBe(0);
