@@ -9,6 +9,7 @@ import { createAuditRepo } from "../src/audit/audit.repo.ts";
 import { logAuditFailure } from "../src/audit/audit-failure.ts";
 import { createCallsService } from "../src/calls/calls.service.ts";
 import type { OpenDatabase } from "../src/db/database.ts";
+import { runInTransaction } from "../src/db/transaction.ts";
 import { createGrantsRepo } from "../src/grants/grants.repo.ts";
 import { createGrantsService } from "../src/grants/grants.service.ts";
 import { createItemsRepo } from "../src/items/items.repo.ts";
@@ -49,6 +50,10 @@ async function services(options: { auditFails?: boolean } = {}) {
   const grants = createGrantsService({
     repo: createGrantsRepo(database.db),
     recordEvent: audit.insertAuditEvent,
+    inTransaction: (fn) =>
+      runInTransaction(database.db, (trx) =>
+        fn({ repo: createGrantsRepo(trx), recordEvent: createAuditRepo(trx).insertAuditEvent }),
+      ),
   });
   const calls = createCallsService({
     findItemByName: items.findCallableByName,

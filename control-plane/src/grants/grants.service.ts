@@ -46,13 +46,12 @@ export interface GrantsServiceDeps {
   repo: GrantsRepo;
   recordEvent(event: AuditEvent): Promise<void>;
   /**
-   * Hosted: runs `fn` in one transaction with an audit append of its own, so that a decision
-   * (an approval, a first approval, a revoke or deny) and its row are both written or neither is:
-   * a crash or a refused row between them would leave a decision nobody can find in the ledger,
-   * and a retry finds nothing left to record. Both variants give one; without it (a test's bare
-   * service) the two are written one after the other.
+   * Runs `fn` in one transaction with an audit append of its own, so that a request or a
+   * decision (an approval, a first approval, a revoke or deny) and its row are both written or
+   * neither is: a crash or a refused row between them would leave one nobody can find in the
+   * ledger, and a retry finds nothing left to record.
    */
-  inTransaction?: <T>(fn: (tx: GrantsTransaction) => Promise<T>) => Promise<T>;
+  inTransaction: <T>(fn: (tx: GrantsTransaction) => Promise<T>) => Promise<T>;
   now?: () => Date;
   /**
    * Hosted: every approval request carries an 8-digit code (stored as a peppered hash). Both
@@ -147,9 +146,8 @@ function mismatch(row: ApprovalRow): AppError {
 
 export function createGrantsService(deps: GrantsServiceDeps) {
   const now = deps.now ?? (() => new Date());
-  /** A decision and its audit row: in one transaction where the deps give one (GrantsServiceDeps). */
-  const recorded = <T>(fn: (tx: GrantsTransaction) => Promise<T>): Promise<T> =>
-    deps.inTransaction ? deps.inTransaction(fn) : fn({ repo: deps.repo, recordEvent: deps.recordEvent });
+  /** A request or decision and its audit row, in one transaction (GrantsServiceDeps). */
+  const recorded = <T>(fn: (tx: GrantsTransaction) => Promise<T>): Promise<T> => deps.inTransaction(fn);
 
   function expiryFor(policy: GrantPolicy, at: Date): Date | null {
     return policy === "session" ? new Date(at.getTime() + SESSION_GRANT_MS) : null;
