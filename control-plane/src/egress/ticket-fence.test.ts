@@ -110,9 +110,43 @@ describe("fencing from the control plane", () => {
     const fence = createTicketFence({
       egress: proxies.egress,
       spentTickets: store.repo,
-      now: () => NOW + 3_500 + 5_001,
+      // The proxies keep spent ids in the shared table a minute past expiry + skew; the fence
+      // stops 15 s short of that.
+      now: () => NOW + 3_500 + 5_000 + 45_001,
     });
     expect(await fence.fence(ticket("t-gggggggggggggggg"), () => {})).toBe("unknown");
     expect(store.spent.size).toBe(0);
+  });
+
+  it("in the shared table, still concludes after the ticket expired, and waits out a database blip there", async () => {
+    let clock = NOW + 3_500 + 5_001;
+    const store = fakeStore("store:abc");
+    const proxies = fakeProxies(() => FenceOutcome.FENCE_OUTCOME_UNKNOWN, "store:abc");
+    const fence = createTicketFence({ egress: proxies.egress, spentTickets: store.repo, now: () => clock });
+    expect(await fence.fence(ticket("t-hhhhhhhhhhhhhhhh"), () => {})).toBe("fenced");
+    store.spent.add("t-iiiiiiiiiiiiiiii");
+    expect(await fence.fence(ticket("t-iiiiiiiiiiiiiiii"), () => {})).toBe("taken");
+    // The database does not answer for a while past the ticket's expiry: no proxy is asked (it
+    // could only say UNKNOWN now); the fence waits, and wins once the database is back.
+    store.setDown(true);
+    const late: LateFence[] = [];
+    expect(await fence.fence(ticket("t-jjjjjjjjjjjjjjjj"), (o) => late.push(o))).toBe("pending");
+    clock += 20_000;
+    store.setDown(false);
+    for (let i = 0; i < 30 && late.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(late).toEqual(["fenced"]);
+    expect(proxies.asked).toEqual([]);
+  });
+
+  it("with the proxies' memory stores, past the ticket's expiry is unknown at once", async () => {
+    const store = fakeStore("store:abc");
+    const proxies = fakeProxies(() => FenceOutcome.FENCE_OUTCOME_FENCED, "");
+    const fence = createTicketFence({
+      egress: proxies.egress,
+      spentTickets: store.repo,
+      now: () => NOW + 3_500 + 5_001,
+    });
+    expect(await fence.fence(ticket("t-kkkkkkkkkkkkkkkk"), () => {})).toBe("unknown");
+    expect(proxies.asked).toEqual([]);
   });
 });

@@ -36,6 +36,12 @@ export interface TicketFenceDeps {
 }
 
 const RETRY_MS = 1_000;
+/**
+ * How long past a ticket's expiry (plus skew) a fence in the shared table still concludes: the
+ * proxies keep each spent id a minute past that (replay-store.ts sweeps with a minute of grace), and
+ * no proxy spends a ticket after it. Under the minute, for clocks that differ between hosts.
+ */
+const SHARED_STORE_GRACE_MS = 45_000;
 /** How long the proxies' store id is trusted before GetInfo is asked again. */
 const STORE_INFO_TTL_MS = 60_000;
 
@@ -65,6 +71,10 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     return ownStoreId !== "" && proxyStore.id === ownStoreId;
   }
 
+  /** Until when a fence of a ticket expiring at `expiresAtMs` may still conclude anything. */
+  const horizonOf = (expiresAtMs: number) =>
+    expiresAtMs + TICKET_CLOCK_SKEW_MS + (deps.spentTickets ? SHARED_STORE_GRACE_MS : 0);
+
   /** One attempt: an answer, or undefined when nobody could be asked now. */
   async function attempt(
     ticket: SignedTicket,
@@ -73,15 +83,21 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
   ): Promise<LateFence | undefined> {
     // Past this, a proxy's store may have swept the id of a ticket it ran: a fence that "won" then
     // could send a request twice, so the approval stays spent.
-    if (now() > expiresAtMs + TICKET_CLOCK_SKEW_MS) return "unknown";
+    if (now() > horizonOf(expiresAtMs)) return "unknown";
+    let isShared: boolean | undefined;
     try {
-      if (await isSharedWithProxies()) {
+      isShared = await isSharedWithProxies();
+      if (isShared) {
         const isWon = await deps.spentTickets!.insertFence(id, new Date(expiresAtMs + TICKET_CLOCK_SKEW_MS));
         return isWon ? "fenced" : "taken";
       }
     } catch {
       // The database did not answer: ask a proxy below, or later.
     }
+    // Past the ticket's expiry (plus skew) a proxy answers UNKNOWN to a fence: its memory may have
+    // forgotten the spend. Only the shared table can still tell, so wait for the database to answer
+    // (until the horizon) when it is, or may be, the proxies' store.
+    if (now() > expiresAtMs + TICKET_CLOCK_SKEW_MS) return isShared === false ? "unknown" : undefined;
     try {
       const outcome = await deps.egress.fence(ticket);
       if (outcome === FenceOutcome.FENCE_OUTCOME_FENCED) return "fenced";
@@ -126,7 +142,7 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
       waiting.set(ticket.id, {
         ticket: signed,
         expiresAtMs: ticket.expiresAtMs,
-        horizonMs: ticket.expiresAtMs + TICKET_CLOCK_SKEW_MS,
+        horizonMs: horizonOf(ticket.expiresAtMs),
         later,
       });
       schedule();
