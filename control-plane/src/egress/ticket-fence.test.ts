@@ -39,13 +39,14 @@ function fakeStore(storeId: string) {
   return { repo, spent, setDown: (down: boolean) => (isDown = down) };
 }
 
-function fakeProxies(answer: () => FenceOutcome, replayStoreId: string) {
+function fakeProxies(answer: () => FenceOutcome, replayStoreId: string, replicas = 1) {
   const asked: string[] = [];
   let isUp = true;
   return {
     asked,
     setUp: (up: boolean) => (isUp = up),
     egress: {
+      replicaStates: () => Array.from({ length: replicas }, () => "serving" as const),
       async fence(signed: SignedTicket) {
         if (!isUp) throw new Error("unavailable");
         asked.push(Ticket.decode(signed.payload).id);
@@ -148,5 +149,14 @@ describe("fencing from the control plane", () => {
     });
     expect(await fence.fence(ticket("t-kkkkkkkkkkkkkkkk"), () => {})).toBe("unknown");
     expect(proxies.asked).toEqual([]);
+  });
+
+  it("with several proxies each on its own memory, asks none (one may never have seen the ticket): unknown", async () => {
+    const store = fakeStore("store:abc");
+    const proxies = fakeProxies(() => FenceOutcome.FENCE_OUTCOME_FENCED, "", 2);
+    const fence = createTicketFence({ egress: proxies.egress, spentTickets: store.repo, now: () => NOW });
+    expect(await fence.fence(ticket("t-llllllllllllllll"), () => {})).toBe("unknown");
+    expect(proxies.asked).toEqual([]);
+    expect(store.spent.size).toBe(0);
   });
 });

@@ -25,7 +25,7 @@ export interface TicketFence {
 }
 
 export interface TicketFenceDeps {
-  egress: Pick<EgressClient, "fence" | "getInfo">;
+  egress: Pick<EgressClient, "fence" | "getInfo" | "replicaStates">;
   /**
    * The control plane's own spent-ticket table, used when the proxies report the same store (the
    * `store:` row of its migration): the one fence that needs no proxy to answer.
@@ -71,6 +71,15 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     return ownStoreId !== "" && proxyStore.id === ownStoreId;
   }
 
+  let hasWarnedUnshared = false;
+  const warnUnshared = () => {
+    if (hasWarnedUnshared) return;
+    hasWarnedUnshared = true;
+    deps.logger?.warn(
+      "several egress proxies keep spent tickets in their own memory: an unanswered call's approval stays spent; give them the shared table (EGRESS_REPLAY_DATABASE_URL)",
+    );
+  };
+
   /** Until when a fence of a ticket expiring at `expiresAtMs` may still conclude anything. */
   const horizonOf = (expiresAtMs: number) =>
     expiresAtMs + TICKET_CLOCK_SKEW_MS + (deps.spentTickets ? SHARED_STORE_GRACE_MS : 0);
@@ -98,6 +107,12 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     // forgotten the spend. Only the shared table can still tell, so wait for the database to answer
     // (until the horizon) when it is, or may be, the proxies' store.
     if (now() > expiresAtMs + TICKET_CLOCK_SKEW_MS) return isShared === false ? "unknown" : undefined;
+    // Several proxies, each spending ids in its own memory: the one a fence reaches may never have
+    // seen the ticket another ran, and would say FENCED. Only a shared store can tell.
+    if (isShared === false && deps.egress.replicaStates().length > 1) {
+      warnUnshared();
+      return "unknown";
+    }
     try {
       const outcome = await deps.egress.fence(ticket);
       if (outcome === FenceOutcome.FENCE_OUTCOME_FENCED) return "fenced";
