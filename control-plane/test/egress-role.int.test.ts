@@ -57,6 +57,9 @@ function startProxyProcess(env: Record<string, string>) {
 describe.runIf(databaseUrl)("the egress proxy's database role", () => {
   const role = `latch_egress_t${randomBytes(4).toString("hex")}`;
   const partialRole = `${role}_p`;
+  const writerRole = `${role}_w`;
+  const memberRole = `${role}_m`;
+  const ownerRole = `${role}_o`;
   let admin: pg.Client;
   let h: EgressHarness;
 
@@ -64,16 +67,26 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
     // The table comes from the control plane's migrations (global-setup ran them).
     admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
-    for (const name of [role, partialRole]) await admin.query(`CREATE ROLE ${name} LOGIN`);
+    for (const name of [role, partialRole, writerRole]) await admin.query(`CREATE ROLE ${name} LOGIN`);
+    // A member that does not inherit its owner role's rights can still SET ROLE to it.
+    await admin.query(`CREATE ROLE ${memberRole} LOGIN NOINHERIT`);
+    await admin.query(`CREATE ROLE ${ownerRole} NOLOGIN`);
+    await admin.query(`CREATE TABLE ${ownerRole}_table (id int)`);
+    await admin.query(`ALTER TABLE ${ownerRole}_table OWNER TO ${ownerRole}`);
+    await admin.query(`GRANT ${ownerRole} TO ${memberRole}`);
     // README "Deployment": a role made after the migration is granted its three privileges by hand.
-    await admin.query(`GRANT SELECT, INSERT, DELETE ON egress_spent_tickets TO ${role}`);
+    for (const name of [role, writerRole, memberRole]) {
+      await admin.query(`GRANT SELECT, INSERT, DELETE ON egress_spent_tickets TO ${name}`);
+    }
+    await admin.query(`GRANT INSERT ON items TO ${writerRole}`);
     await admin.query(`GRANT SELECT, INSERT ON egress_spent_tickets TO ${partialRole}`);
     h = await startEgressHarness({ replayDatabaseUrl: asRole(role) });
   }, 60_000);
 
   afterAll(async () => {
     await h?.close();
-    for (const name of [role, partialRole]) {
+    await admin.query(`DROP TABLE IF EXISTS ${ownerRole}_table`).catch(() => {});
+    for (const name of [role, partialRole, writerRole, memberRole, ownerRole]) {
       await admin.query(`DROP OWNED BY ${name}`).catch(() => {});
       await admin.query(`DROP ROLE IF EXISTS ${name}`).catch(() => {});
     }
@@ -143,6 +156,23 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
     const warned = await startProxyProcess({ NODE_ENV: "test", EGRESS_REPLAY_DATABASE_URL: databaseUrl });
     expect(warned.outcome).toBe("ready");
     expect(warned.stdout).toContain("can read the table public.items");
+  }, 60_000);
+
+  it("refuses, in production, a role that can write another table or become another table's owner", async () => {
+    const writer = await startProxyProcess({
+      NODE_ENV: "production",
+      EGRESS_REPLAY_DATABASE_URL: asRole(writerRole),
+    });
+    expect(writer.outcome).toBe(EXIT_START_REFUSED);
+    expect(writer.stderr).toContain(
+      "its role can write the table public.items, not only egress_spent_tickets",
+    );
+    const member = await startProxyProcess({
+      NODE_ENV: "production",
+      EGRESS_REPLAY_DATABASE_URL: asRole(memberRole),
+    });
+    expect(member.outcome).toBe(EXIT_START_REFUSED);
+    expect(member.stderr).toContain(`its role can become the owner of the table public.${ownerRole}_table`);
   }, 60_000);
 
   it("refuses a role missing one of its three privileges, naming the privilege, in any mode", async () => {

@@ -99,7 +99,8 @@ export async function createPostgresReplayStore(
 /**
  * The role's privileges, read from the catalog (superuser, role membership, PUBLIC grants and
  * pg_read_all_data all count): SELECT, INSERT and DELETE on the table, and in production no
- * SELECT on any other table, view or foreign table of the database. Answers the store's id.
+ * SELECT, no write and no way to become the owner of any other table, view or foreign table of
+ * the database. Answers the store's id.
  */
 async function checkRole(pool: pg.Pool, options: PostgresReplayStoreOptions): Promise<string> {
   const table = await pool.query<{ oid: string | null }>("SELECT to_regclass($1)::oid::text AS oid", [TABLE]);
@@ -120,22 +121,30 @@ async function checkRole(pool: pg.Pool, options: PostgresReplayStoreOptions): Pr
       `EGRESS_REPLAY_DATABASE_URL: its role may not ${missing.join(", ")} on ${TABLE}; grant SELECT, INSERT, DELETE on ${TABLE} to it (README "Deployment")`,
     );
   }
-  const readable = await pool.query<{ name: string }>(
-    `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name
+  // Read, written, or reachable by SET ROLE to its owner (a membership that does not inherit still
+  // lets the role become the owner): any of them gives the proxy more than its one table.
+  const reachable = await pool.query<{ name: string; how: "read" | "write" | "own" }>(
+    `SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name,
+            CASE WHEN has_any_column_privilege(c.oid, 'SELECT') THEN 'read'
+                 WHEN has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE') THEN 'write'
+                 ELSE 'own' END AS how
        FROM pg_catalog.pg_class c
        JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
       WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
         AND n.nspname <> 'information_schema'
         AND n.nspname NOT LIKE 'pg\\_%'
         AND c.oid <> $1::oid
-        AND has_any_column_privilege(c.oid, 'SELECT')
+        AND (has_any_column_privilege(c.oid, 'SELECT')
+             OR has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE')
+             OR pg_has_role(c.relowner, 'MEMBER'))
       ORDER BY c.relname <> 'items', n.nspname, c.relname
       LIMIT 1`,
     [oid],
   );
-  const other = readable.rows[0]?.name;
+  const other = reachable.rows[0];
   if (other) {
-    const sentence = `EGRESS_REPLAY_DATABASE_URL: its role can read the table ${other}, not only ${TABLE}; give the proxy a role that may only SELECT, INSERT and DELETE ${TABLE} (latch_egress, README "Deployment")`;
+    const what = { read: "can read", write: "can write", own: "can become the owner of" }[other.how];
+    const sentence = `EGRESS_REPLAY_DATABASE_URL: its role ${what} the table ${other.name}, not only ${TABLE}; give the proxy a role that may only SELECT, INSERT and DELETE ${TABLE} (latch_egress, README "Deployment")`;
     if (options.isProduction) throw new Error(sentence);
     options.warn?.(sentence);
   }
