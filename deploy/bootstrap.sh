@@ -4,7 +4,8 @@
 # 1. mTLS certificates for the inter-tier link (deploy/scripts/make-certs.sh), one folder per tier
 #    in deploy/secrets/certs (each tier mounts only its own key)
 # 2. the key files (deploy/make-keys.ts), in deploy/secrets/keys (one folder per tier)
-# 3. deploy/.env: the two database passwords (the control plane's, the proxies' latch_egress role),
+# 3. deploy/.env: the database passwords (the image's superuser, for your own maintenance; the
+#    control plane's latch_control role; the proxies' latch_egress role),
 #    the ticket public keys the proxies trust, SMTP_URL
 # 4. docker compose up -d (unless --no-up)
 # Rerunning keeps every existing key, certificate and password (delete a file to make a new one).
@@ -42,6 +43,8 @@ set_default() { grep -q "^$1=" .env || printf '%s=%s\n' "$1" "$2" >>.env; }
 set_default POSTGRES_PASSWORD "$(openssl rand -hex 24)"
 # The proxies' own role: read by the database's first start (postgres-init/) and by the proxies only.
 set_default LATCH_EGRESS_PASSWORD "$(openssl rand -hex 24)"
+# The control plane's own role (postgres-init/): it owns the latch database and is no superuser.
+set_default LATCH_CONTROL_PASSWORD "$(openssl rand -hex 24)"
 set_default BASE_URL "http://localhost:8787"
 set_default SMTP_URL ""
 # The public half of the ticket key: always the current file's (a rotation rewrites it).

@@ -62,6 +62,12 @@ describe("compose.yaml", () => {
     }
     const plane = JSON.stringify(services["control-plane"]!.environment);
     expect(plane).not.toContain("LATCH_EGRESS_PASSWORD");
+    // Not the image's superuser (POSTGRES_USER), which production refuses: its own role.
+    expect(plane).toContain("postgres://latch_control:${LATCH_CONTROL_PASSWORD");
+    expect(plane).not.toContain("POSTGRES_PASSWORD");
+    expect(readFileSync(here("./postgres-init/20-latch-control-role.sh"), "utf8")).toContain(
+      "CREATE ROLE latch_control LOGIN NOSUPERUSER",
+    );
     expect(volumesOf("control-plane").some((v) => v.includes("egress"))).toBe(false);
     expect(volumesOf("control-plane")).toContain("./secrets/certs/control-plane:/run/latch/certs:ro");
     // The proxies' role is made on the database's first start; the migration grants its table.
@@ -72,6 +78,7 @@ describe("compose.yaml", () => {
     const bootstrap = readFileSync(here("./bootstrap.sh"), "utf8");
     expect(bootstrap).toContain('"$CERTS/control-plane" "$CERTS/egress"');
     expect(bootstrap).toContain("set_default LATCH_EGRESS_PASSWORD");
+    expect(bootstrap).toContain("set_default LATCH_CONTROL_PASSWORD");
   });
 
   it("builds with the Node that package.json pins", () => {

@@ -18,6 +18,7 @@ import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
 import { type DatabaseKind, type OpenDatabase, openDatabase } from "./db/database.ts";
+import { checkDatabaseRole } from "./db/database-role.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
 import { createSpentTicketsRepo } from "./egress/spent-tickets.repo.ts";
 import { createTicketFence } from "./egress/ticket-fence.ts";
@@ -84,6 +85,15 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const { config, logger } = deps;
   const database =
     deps.database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: deps.dataDir }));
+  if (!deps.database && database.kind === "postgres") {
+    await checkDatabaseRole(database.db, {
+      isProduction: config.NODE_ENV === "production",
+      warn: (sentence) => logger.warn(sentence),
+    }).catch(async (error: unknown) => {
+      await database.close();
+      throw error;
+    });
+  }
   const db = database.db;
   const now = deps.now ?? (() => new Date());
   const mailer = deps.mailer ?? createMailer({ smtpUrl: config.SMTP_URL, dataDir: deps.dataDir, logger });
