@@ -173,6 +173,20 @@ describe("planTokenCall (spec 4.2 rule 7)", () => {
     ).toEqual({ kind: "app_secret", inject: "basic" });
   });
 
+  it("a sibling named <ITEM>_REFRESH that is not a refresh token is never posted as one", async () => {
+    // A bearer stored under the refresh name (it lists the token host): the app credential alone
+    // plans, as if no refresh token were stored.
+    expect(
+      await plan(
+        [
+          item("SPOTIFY", "client_credentials", SPOTIFY_HOSTS, "cid"),
+          item("SPOTIFY_REFRESH", "bearer", SPOTIFY_HOSTS),
+        ],
+        { item: "SPOTIFY", host: "api.spotify.com", path: "/v1/browse/new-releases" },
+      ),
+    ).toMatchObject({ kind: "exchange", grant: TokenGrant.TOKEN_GRANT_CLIENT_CREDENTIALS });
+  });
+
   it("refuses an exchange when an item does not allow the token host", async () => {
     const error = await refusal(
       plan(

@@ -100,7 +100,11 @@ export async function planTokenCall(
       ? item
       : (asAppCredential(await find(`${base}_SECRET`)) ??
         (base === item.name ? undefined : asAppCredential(await find(base))));
-  const refreshItem = item.inject === "refresh" ? item : await find(`${base}_REFRESH`);
+  // Likewise the refresh token is <ITEM>_REFRESH stored as one (inject refresh): another item of
+  // that name (a bearer stored under it) is never posted to a token URL as a refresh token.
+  const asRefreshToken = (found: CallableItem | undefined) =>
+    found?.inject === "refresh" ? found : undefined;
+  const refreshItem = item.inject === "refresh" ? item : asRefreshToken(await find(`${base}_REFRESH`));
   const secretItem = await findSecret();
 
   if (refreshItem === undefined) {

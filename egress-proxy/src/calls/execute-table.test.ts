@@ -3,7 +3,7 @@
 // opened), and nothing is opened for a ticket that fails either; a refused address is named in the
 // call's single log line by its verdict; the OutgoingCall carries what a signing step needs.
 import { Writable } from "node:stream";
-import type { CallSpec, Ticket } from "@latch/proto/egress";
+import { type CallSpec, ExecuteResponse, type Ticket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import pino from "pino";
 import sodium from "sodium-native";
@@ -205,6 +205,76 @@ describe("an agent's own call to a token endpoint (rule 7)", () => {
     expect(response.error).toBeUndefined();
     expect(Buffer.from(response.body).toString()).not.toContain("NEW_");
     expect(response.rotatedCredentials.length).toBeGreaterThan(0);
+  });
+
+  it("redacts the client's Basic credentials from an endpoint that echoes them", async () => {
+    // Form-encoding changes this secret before base64, so no spelling of the secret alone is it.
+    const secret = "s3cr+t/with=chars!0123456789";
+    const echoing = harness({
+      keyring: { current: { keyId: "k1", publicKey }, open: () => secret },
+      checkTicket: async () => ticket(exchangeSpec) as Ticket,
+      upstream: {
+        call: async (request) => ({
+          status: 400,
+          headers: [{ name: "content-type", value: "application/json" }],
+          body: Buffer.from(
+            JSON.stringify({
+              error: "invalid_client",
+              seen: request.headers.find((h) => h.name.toLowerCase() === "authorization")?.value,
+            }),
+          ),
+        }),
+        close: async () => {},
+      },
+    });
+    const response = await echoing.execute(undefined);
+    const body = Buffer.from(response.body).toString();
+    expect(body).toContain("invalid_client");
+    const basic = Buffer.from(`client:${encodeURIComponent(secret)}`).toString("base64");
+    expect(body).not.toContain(basic);
+    expect(body).toContain("[redacted]");
+  });
+
+  it("hands back tokens whose lifetime overflows a uint32 and whose scope holds a NUL, sealed and encodable", async () => {
+    const response = await answering(
+      JSON.stringify({
+        access_token: "NEW_ACCESS_0123456789",
+        refresh_token: "NEW_REFRESH_0123456789",
+        expires_in: 5_000_000_000,
+        scope: "read\u0000write",
+      }),
+    ).execute(undefined);
+    expect(response.error).toBeUndefined();
+    expect(response.rotatedCredentials.length).toBe(2);
+    expect(response.rotatedCredentials[0]?.metadata).toMatchObject({
+      expiresInS: 365 * 24 * 3600,
+      scope: "",
+    });
+    expect(() => ExecuteResponse.encode(response).finish()).not.toThrow();
+  });
+
+  it("never repeats a provider error code that is a value the call opened", async () => {
+    const secret = "lowercase_client_secret_value";
+    const refused = harness({
+      keyring: { current: { keyId: "k1", publicKey }, open: () => secret },
+      checkTicket: async () =>
+        ticket({
+          ...exchangeSpec,
+          exchange: { ...exchangeSpec.exchange!, answerIsExchange: false },
+        }) as Ticket,
+      upstream: {
+        call: async () => ({
+          status: 401,
+          headers: [{ name: "content-type", value: "application/json" }],
+          body: Buffer.from(JSON.stringify({ error: secret })),
+        }),
+        close: async () => {},
+      },
+    });
+    const response = await refused.execute(undefined);
+    expect(response.error?.code).toBe("token_exchange_failed");
+    expect(JSON.stringify(response)).not.toContain(secret);
+    expect(response.error?.message).toContain("provider_error");
   });
 
   it("hands on a provider's error answer as it is", async () => {

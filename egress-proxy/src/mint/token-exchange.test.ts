@@ -147,8 +147,38 @@ describe("readTokenAnswer", () => {
       json({ error: "rt_secret value\nhere" }),
       "http_400",
     ],
+    [
+      "a client secret echoed as the error (Spotify's hex, Google's GOCSPX-)",
+      400,
+      "application/json",
+      json({ error: "3f9a1c0b7d2e4f6a8b9c0d1e2f3a4b5c" }),
+      "http_400",
+    ],
+    [
+      "a GOCSPX- secret as the error",
+      401,
+      "application/json",
+      json({ error: "GOCSPX-AbCdEf_123" }),
+      "http_401",
+    ],
     ["HTML", 502, "text/html", Buffer.from("<html>"), "http_502"],
   ])("refuses %s", (_label, status, contentType, body, code) => {
     expect(readTokenAnswer(status, contentType, body)).toEqual({ ok: false, providerError: code });
+  });
+
+  it("keeps a lifetime that fits its uint32 and a scope the database and console can hold", () => {
+    const read = (fields: Record<string, unknown>) => {
+      const answer = readTokenAnswer(200, "application/json", json({ access_token: "a", ...fields }));
+      if (!answer.ok) throw new Error("not read");
+      return answer.tokens;
+    };
+    expect(read({ expires_in: 5_000_000_000 }).expiresIn).toBe(365 * 24 * 3600);
+    expect(read({ expires_in: 3600, scope: "chat:write,channels:read" })).toMatchObject({
+      expiresIn: 3600,
+      scope: "chat:write,channels:read",
+    });
+    expect(read({ scope: "read\u0000write" }).scope).toBe("");
+    expect(read({ scope: "x".repeat(1025) }).scope).toBe("");
+    expect(read({ scope: 'a"b' }).scope).toBe("");
   });
 });

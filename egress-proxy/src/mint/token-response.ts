@@ -21,8 +21,17 @@ export interface MintedTokens {
 
 export type TokenAnswer = { ok: true; tokens: MintedTokens } | { ok: false; providerError: string };
 
-/** An OAuth error code is a short ASCII token (RFC 6749 5.2); anything else is not repeated. */
-const ERROR_CODE = /^[A-Za-z0-9_.-]{1,64}$/;
+/**
+ * An OAuth error code as providers write them (RFC 6749 5.2: `invalid_grant`, GitHub's
+ * `bad_verification_code`, Slack's `invalid_refresh_token`): lower-case words joined by `_`.
+ * Anything else is not repeated: a value with digits, capitals or dashes could be a client secret
+ * a hostile or broken endpoint echoes as its "error", and the code reaches the agent unredacted.
+ */
+const ERROR_CODE = /^[a-z][a-z_]{0,63}$/;
+/** The longest lifetime kept (a year): it travels as a uint32, and nothing lives longer here. */
+const MAX_EXPIRES_IN_S = 365 * 24 * 3600;
+/** RFC 6749 3.3 scope characters, space-separated (Slack's commas are among them), at most 1 KiB. */
+const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+(?: [\x21\x23-\x5B\x5D-\x7E]+)*$/;
 
 function parseBody(contentType: string, body: Buffer): Record<string, unknown> | undefined {
   const text = body.toString("utf8");
@@ -70,12 +79,19 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
     tokens: {
       accessToken,
       refreshToken: text(source.refresh_token),
-      expiresIn: Number.isFinite(expiresIn) && expiresIn > 0 ? Math.floor(expiresIn) : 0,
-      scope: text(source.scope) ?? "",
+      expiresIn:
+        Number.isFinite(expiresIn) && expiresIn > 0 ? Math.min(Math.floor(expiresIn), MAX_EXPIRES_IN_S) : 0,
+      // Kept as text in the database (which refuses a NUL) and shown in the console: a scope that is
+      // not one is kept as none.
+      scope: scopeOf(source.scope),
       otherSecrets: [...tokenValues(fields), ...tokenValues(user)],
       idToken: text(fields.id_token),
     },
   };
+}
+
+function scopeOf(value: unknown): string {
+  return typeof value === "string" && value.length <= 1024 && SCOPE.test(value) ? value : "";
 }
 
 /** String values of fields named `*token` (`id_token`, `access_token`, ...), not `token_type`. */

@@ -8,12 +8,18 @@ import { validateCallerHeaders } from "@latch/shared/requests/headers";
 import { checkHostname } from "@latch/shared/requests/host";
 import { validateRequestPath } from "@latch/shared/requests/path";
 import { buildTokenRequest } from "../../mint/token-request.ts";
-import { exchangeFailed, type MintedTokens, readTokenAnswer } from "../../mint/token-response.ts";
+import {
+  exchangeFailed,
+  type MintedTokens,
+  readTokenAnswer,
+  type TokenAnswer,
+} from "../../mint/token-response.ts";
 import type { CallStep, OutgoingCall, StepDeps } from "./outgoing-call.ts";
 
-/** Under 12 characters nothing is shown (as for stored values). */
+/** Under 12 characters nothing is shown (as for stored values), nor four that are not printable ASCII. */
 function lastFourOf(token: string): string {
-  return token.length >= 12 ? token.slice(-4) : "";
+  const last = token.slice(-4);
+  return token.length >= 12 && /^[\x21-\x7E]{4}$/.test(last) ? last : "";
 }
 
 export const mintToken: CallStep = async (call, deps) => {
@@ -50,6 +56,14 @@ export const mintToken: CallStep = async (call, deps) => {
     redirectUri: exchange.redirectUri,
     codeVerifier: open(exchange.codeVerifier),
   });
+  // The client's Basic credentials are the secret in another spelling (form-encoded, then base64):
+  // an endpoint that echoes the header must not show them.
+  for (const header of request.headers) {
+    const basic = /^basic\s+(\S+)$/i.exec(header.value);
+    if (header.name.toLowerCase() === "authorization" && basic) {
+      call.redactionValues.push({ secret: basic[1]!, username: undefined });
+    }
+  }
   const headers = [...validateCallerHeaders(exchange.headers), ...request.headers];
   const send = async () => {
     const destination = await deps.resolver.resolve(
@@ -75,7 +89,7 @@ export const mintToken: CallStep = async (call, deps) => {
         throw exchangeFailed(code);
       });
   const contentType = answer.headers.find((h) => h.name === "content-type")?.value ?? "";
-  const read = readTokenAnswer(answer.status, contentType, answer.body);
+  const read = withSafeError(readTokenAnswer(answer.status, contentType, answer.body), call);
 
   if (exchange.idTokenOnly) {
     // An OpenID Connect sign-in: the ID token is the answer; every token is still redacted from
@@ -113,6 +127,19 @@ export const mintToken: CallStep = async (call, deps) => {
     itemName: exchange.accessItemName || call.credential?.itemName || "",
   };
 };
+
+/**
+ * The provider's error code is repeated to the agent, outside redaction: never one that holds a
+ * value this call opened (an endpoint echoing the client secret as its "error").
+ */
+function withSafeError(read: TokenAnswer, call: OutgoingCall): TokenAnswer {
+  if (read.ok) return read;
+  const code = read.providerError;
+  const isSecret = call.redactionValues.some(
+    (v) => v.secret.length > 0 && (code.includes(v.secret) || v.secret.includes(code)),
+  );
+  return isSecret ? { ok: false, providerError: "provider_error" } : read;
+}
 
 function unreadableExchange(providerError: string): AppError {
   return new AppError(
