@@ -19,7 +19,9 @@ const tools: ToolHandlers = {
   },
   list_items: ok("list_items"),
   request_grant: ok("request_grant"),
-  list_grants: ok("list_grants"),
+  list_grants: async () => {
+    throw new AppError("internal", "the saved policy could not be read", { cause: new Error("db gone") });
+  },
 };
 const errors: unknown[] = [];
 const server = createMcpServer({ instructions: "be careful", tools, logError: (e) => errors.push(e) });
@@ -141,6 +143,20 @@ describe("MCP method table", () => {
     expect(JSON.parse(response.result.content[0]!.text)).toEqual({
       error: { code: "host_mismatch", message: "credential X is not allowed for host y" },
     });
+  });
+
+  it("logs a refusal of ours (5xx), never an agent's (4xx), and answers both as error results", async () => {
+    const before = errors.length;
+    await rpc("tools/call", { name: "find_items", arguments: { host: "y" } });
+    expect(errors).toHaveLength(before);
+    const response = (await rpc("tools/call", { name: "list_grants", arguments: {} })) as {
+      result: { isError: boolean; content: { text: string }[] };
+    };
+    expect(response.result.isError).toBe(true);
+    expect(JSON.parse(response.result.content[0]!.text).error.code).toBe("internal");
+    expect(errors).toHaveLength(before + 1);
+    expect((errors.at(-1) as AppError).message).toBe("the saved policy could not be read");
+    errors.length = before;
   });
 
   it("hides an unexpected failure behind -32000 and logs it", async () => {

@@ -72,6 +72,9 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       // The caller's bearer turned out no longer live: the transport answers 401, not a result.
       if (error instanceof BearerNotLive) throw error;
       if (error instanceof AppError) {
+        // Ours, not the agent's (a policy that cannot be read, the proxy unreachable): the operator
+        // must see it too, as the HTTP API's error handler logs every 5xx.
+        if (error.status >= 500) options.logError?.(error);
         // A refusal the agent can act on: an error result carrying the same body as the HTTP API.
         return rpcResult(id, {
           content: [{ type: "text", text: JSON.stringify(error.toBody()) }],
