@@ -450,6 +450,25 @@ describe("hosted", () => {
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ jsonrpc: "2.0", id: 41, error: { code: -32602 } });
     });
+
+    it("a body on /mcp that is not JSON is JSON-RPC's parse error (-32700, id null) with 400", async () => {
+      for (const body of ['{"jsonrpc":"2.0","id":1,', "", "\u0000"]) {
+        const response = await fetch(`${url}/mcp`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${modelToken}`, "content-type": "application/json" },
+          body,
+        });
+        expect(response.status, body).toBe(400);
+        expect(await response.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
+      }
+      // Without a bearer, the body is never read: 401 as before.
+      const anonymous = await fetch(`${url}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{",
+      });
+      expect(anonymous.status).toBe(401);
+    });
   });
 });
 
@@ -646,6 +665,16 @@ describe("local (vault serve)", () => {
       });
       expect(response.status).toBe(200);
       expect(await response.json()).toMatchObject({ jsonrpc: "2.0", id: 42, error: { code: -32602 } });
+    });
+
+    it("a body on /mcp that is not JSON is JSON-RPC's parse error (-32700, id null) with 400", async () => {
+      const response = await fetch(`${url}/mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${tokens.model}`, "content-type": "application/json" },
+        body: '{"jsonrpc":',
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32700 } });
     });
   });
 });

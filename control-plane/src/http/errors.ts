@@ -2,6 +2,7 @@
 // from shared/errors' table. The internal cause is logged, never sent.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { RPC_PARSE_ERROR, rpcError } from "../mcp/jsonrpc.ts";
 import { toValidationAppError } from "./route-schemas.ts";
 
 /** Fastify's own failures before a handler runs, mapped to our codes. */
@@ -74,6 +75,10 @@ export function registerErrorHandling(
     }
     const retryAfter = appError.extra.retry_after;
     if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
+    // JSON-RPC's own answer to a body that is not JSON (-32700, id null), as MCP clients expect it.
+    if (appError.code === "invalid_json" && request.routeOptions.config?.isJsonRpc) {
+      return reply.status(400).send(rpcError(null, RPC_PARSE_ERROR, appError.message));
+    }
     // Spec 5 rule 4 spells this one flat: {error: "mfa_required", enroll_url | verify_url}.
     if (appError.code === "mfa_required") {
       return reply.status(403).send({ error: "mfa_required", message: appError.message, ...appError.extra });

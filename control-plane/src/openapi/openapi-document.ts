@@ -388,7 +388,27 @@ function errorResponse(route: RegisteredRoute, status: number) {
   const envelope = { $ref: "#/components/schemas/Error" };
   let schema: JsonSchema = envelope;
   if (docs.isOAuth) schema = { anyOf: [{ $ref: "#/components/schemas/OAuthError" }, envelope] };
-  else if (status === 403 && route.principals?.includes("operator")) {
+  else if (status === 400 && route.config?.isJsonRpc) {
+    // A body that is not JSON is JSON-RPC's parse error (-32700, id null).
+    schema = {
+      anyOf: [
+        envelope,
+        {
+          type: "object",
+          required: ["jsonrpc", "id", "error"],
+          properties: {
+            jsonrpc: { const: "2.0" },
+            id: { type: "null" },
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              properties: { code: { const: -32700 }, message: { type: "string" } },
+            },
+          },
+        },
+      ],
+    };
+  } else if (status === 403 && route.principals?.includes("operator")) {
     schema = { anyOf: [envelope, { $ref: "#/components/schemas/MfaRequired" }] };
   }
   return {
