@@ -15,6 +15,22 @@ export const hasChromium = existsSync(CHROMIUM);
 export const skipBrowserTests = !hasChromium && !process.env.CI;
 export const SHOTS = fileURLToPath(new URL("../../test-artifacts/browser/", import.meta.url));
 
+/**
+ * Saves a full-page screenshot to test-artifacts/browser/`name`: evidence for a reviewer, never
+ * an assertion. Chromium now and then refuses a full-page capture on a busy machine ("Unable to
+ * capture screenshot"); the visible part is kept instead, and a capture that still fails only warns.
+ */
+export async function saveScreenshot(page: Page, name: string): Promise<void> {
+  const path = `${SHOTS}${name}`;
+  try {
+    await page.screenshot({ path, fullPage: true });
+  } catch {
+    await page.screenshot({ path }).catch((error: unknown) => {
+      console.warn(`screenshot ${name} not saved: ${(error as Error).message.split("\n")[0]}`);
+    });
+  }
+}
+
 export interface BrowserRig {
   h: HostedHarness;
   base: string;

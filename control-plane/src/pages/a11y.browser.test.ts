@@ -16,7 +16,7 @@ import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   signUpInChromium,
   skipBrowserTests,
   startBrowserRig,
@@ -139,7 +139,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
   async function audit(page: Page, name: string): Promise<void> {
     for (const scheme of SCHEMES) {
       await page.emulateMedia({ colorScheme: scheme });
-      await page.screenshot({ path: `${SHOTS}a11y-${name}-${scheme}.png`, fullPage: true });
+      await saveScreenshot(page, `a11y-${name}-${scheme}.png`);
       expect.soft(await seriousViolations(page), `${name} (${scheme})`).toEqual([]);
     }
     // A phone's width (320 CSS px, WCAG 1.4.10 "Reflow"): nothing but a data table is wider than
@@ -148,7 +148,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await page.emulateMedia({ colorScheme: "light" });
     await page.setViewportSize({ width: 320, height: 800 });
     await page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))");
-    await page.screenshot({ path: `${SHOTS}a11y-${name}-narrow.png`, fullPage: true });
+    await saveScreenshot(page, `a11y-${name}-narrow.png`);
     expect
       .soft(await page.evaluate(WIDER_THAN_WINDOW), `${name} at 320 px: wider than the window`)
       .toEqual([]);
@@ -157,7 +157,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     for (const width of [390, 1440]) {
       await page.setViewportSize({ width, height: 900 });
       await page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))");
-      await page.screenshot({ path: `${SHOTS}a11y-${name}-${width}.png`, fullPage: true });
+      await saveScreenshot(page, `a11y-${name}-${width}.png`);
     }
     await page.setViewportSize(size);
   }
@@ -600,7 +600,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await expect.poll(() => focusedOn(page)).toMatchObject({ id: "inbox-heading", visible: true });
     await expect.poll(() => page.locator("#pending-approvals > tbody > tr").count(), SOON).toBe(1);
     await tabTo(page, (f) => f.tag === "button" && f.name.startsWith("Approve once: API_KEY"));
-    await page.screenshot({ path: `${SHOTS}a11y-keyboard-approve-focused.png`, fullPage: true });
+    await saveScreenshot(page, `a11y-keyboard-approve-focused.png`);
     await page.keyboard.press("Space");
     await expect
       .poll(() => page.locator("#status").textContent(), SOON)
@@ -622,7 +622,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await tabTo(page, (f) => f.tag === "button" && f.name.startsWith("Always allow: API_KEY"));
     await page.keyboard.press("Enter");
     await expect.poll(() => focusedOn(page)).toMatchObject({ tag: "input", visible: true });
-    await page.screenshot({ path: `${SHOTS}a11y-keyboard-always-choice.png`, fullPage: true });
+    await saveScreenshot(page, `a11y-keyboard-always-choice.png`);
     await tabTo(page, (f) => f.tag === "button" && f.name.startsWith("Always allow, as chosen"));
     await page.keyboard.press("Space");
     await expect
@@ -661,7 +661,7 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
       .poll(() => page.locator("#status").textContent(), SOON)
       .toBe(`Invited ${colleague} as auditor. The link in their mail works for 7 days.`);
     await expect.poll(() => focusedOn(page)).toMatchObject({ id: "members-heading", visible: true });
-    await page.screenshot({ path: `${SHOTS}a11y-keyboard-members.png`, fullPage: true });
+    await saveScreenshot(page, `a11y-keyboard-members.png`);
 
     // Policies by keyboard: open the section, add a rule, preview it, save it.
     await tabTo(page, (f) => f.tag === "a" && f.name === "Policies", { back: true, limit: 120 });

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   skipBrowserTests,
   startBrowserRig,
 } from "../../test/chromium.ts";
@@ -77,10 +77,10 @@ describe.skipIf(skipBrowserTests)("approvals an operator can read, scope and und
   async function shots(page: Page, name: string) {
     const size = page.viewportSize()!;
     await page.setViewportSize(WIDE);
-    await page.screenshot({ path: `${SHOTS}approvals-${name}-1440.png`, fullPage: true });
+    await saveScreenshot(page, `approvals-${name}-1440.png`);
     await page.setViewportSize(PHONE);
     await page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))");
-    await page.screenshot({ path: `${SHOTS}approvals-${name}-390.png`, fullPage: true });
+    await saveScreenshot(page, `approvals-${name}-390.png`);
     await page.setViewportSize(size);
   }
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   skipBrowserTests,
   startBrowserRig,
 } from "../../test/chromium.ts";
@@ -77,7 +77,7 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
       await host.evaluate((field: { validity: { valueMissing: boolean } }) => field.validity.valueMissing),
     ).toBe(true);
     await host.fill("api.latch.test");
-    await page.screenshot({ path: `${SHOTS}collect-by-name.png`, fullPage: true });
+    await saveScreenshot(page, `collect-by-name.png`);
     await page.getByRole("button", { name: "Store it" }).click();
     await expect
       .poll(() => page.locator("#status").textContent())

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   skipBrowserTests,
   startBrowserRig,
 } from "../../test/chromium.ts";
@@ -103,8 +103,7 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
       await page.goto(`${base}/console#inbox`);
       const connect = page.getByRole("button", { name: `Connect the ${provider.id} account for ${item}` });
       await connect.waitFor({ state: "visible", timeout: 15_000 });
-      if (provider.id === "spotify")
-        await page.screenshot({ path: `${SHOTS}connect-card.png`, fullPage: true });
+      if (provider.id === "spotify") await saveScreenshot(page, `connect-card.png`);
       await connect.click();
       await page.waitForURL(`${base}/console#vault?connected=${provider.id}`, { timeout: 15_000 });
       await expect
@@ -115,7 +114,7 @@ describe.skipIf(skipBrowserTests)("provider connect from the console in Chromium
       expect(retried.origin_status, JSON.stringify(retried)).toBe(200);
       expect(String(retried.body)).toContain("[redacted]");
     }
-    await page.screenshot({ path: `${SHOTS}connect-done.png`, fullPage: true });
+    await saveScreenshot(page, `connect-done.png`);
     expect(problems).toEqual([]);
     const html = await page.content();
     for (const secret of fakes.secrets) expect(html.includes(secret)).toBe(false);

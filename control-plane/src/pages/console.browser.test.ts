@@ -13,6 +13,7 @@ import {
   type BrowserRig,
   openWatchedPage,
   SHOTS,
+  saveScreenshot,
   signUpInChromium,
   skipBrowserTests,
   startBrowserRig,
@@ -54,8 +55,7 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
   const openPage = () =>
     openWatchedPage(browser, { viewport: { width: 1280, height: 900 }, clipboardFor: base });
 
-  const shot = (page: Page, name: string) =>
-    page.screenshot({ path: `${SHOTS}console-${name}.png`, fullPage: true });
+  const shot = (page: Page, name: string) => saveScreenshot(page, `console-${name}.png`);
   const statusOf = (page: Page) => page.locator("#status").textContent();
 
   /** Signs up through the pages and reaches the console; returns the operator's authenticator. */

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   skipBrowserTests,
   startBrowserRig,
 } from "../../test/chromium.ts";
@@ -38,7 +38,7 @@ describe.skipIf(skipBrowserTests)("the sign-in pages in Chromium", () => {
       clipboardFor: base,
     });
 
-  const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const shot = (page: Page, name: string) => saveScreenshot(page, `${name}.png`);
 
   /** The code of the next sign-in mail to `email` (after `before` mails to it). */
   async function nextCode(email: string, before: number): Promise<string> {

@@ -11,7 +11,7 @@ import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   signUpInChromium,
   skipBrowserTests,
   startBrowserRig,
@@ -41,7 +41,7 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
 
   /** A page that fails the test on a script error or anything the CSP refused. */
   const openPage = () => openWatchedPage(rig!.browser);
-  const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const shot = (page: Page, name: string) => saveScreenshot(page, `${name}.png`);
   const status = (page: Page) => page.locator("#status").textContent();
 
   /** A JSON API call from the page's own cookies (Playwright's request context shares them). */

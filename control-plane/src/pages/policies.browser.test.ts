@@ -11,7 +11,7 @@ import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   skipBrowserTests,
   startBrowserRig,
 } from "../../test/chromium.ts";
@@ -53,8 +53,7 @@ describe.skipIf(skipBrowserTests)("policies and the live inbox in Chromium", () 
       session: { cookies: op.cookies, url: base },
     });
   }
-  const shot = (page: Page, name: string) =>
-    page.screenshot({ path: `${SHOTS}policies-${name}.png`, fullPage: true });
+  const shot = (page: Page, name: string) => saveScreenshot(page, `policies-${name}.png`);
   const statusOf = (page: Page) => page.locator("#status").textContent();
 
   it("adds, reorders, disables, previews and saves rules; the agent's next call obeys them", async () => {

@@ -9,7 +9,7 @@ import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   signUpInChromium,
   skipBrowserTests,
   startBrowserRig,
@@ -51,7 +51,7 @@ describe.skipIf(skipBrowserTests)("single sign-on in Chromium", () => {
   /** A page that fails the test on a script error or anything the CSP refused. */
   // The provider's certificate is the test PKI's, which Chromium does not know.
   const openPage = () => openWatchedPage(rig!.browser, { ignoreHTTPSErrors: true });
-  const shot = (page: Page, name: string) => page.screenshot({ path: `${SHOTS}${name}.png`, fullPage: true });
+  const shot = (page: Page, name: string) => saveScreenshot(page, `${name}.png`);
   const status = (page: Page) => page.locator("#status").textContent();
   /** A domain of this run's own: the database may hold other runs' connections. */
   const domain = `corp-${Math.random().toString(16).slice(2, 8)}.latch.test`;

@@ -12,7 +12,7 @@ import { seriousViolations } from "../../test/axe.ts";
 import {
   type BrowserRig,
   openWatchedPage,
-  SHOTS,
+  saveScreenshot,
   skipBrowserTests,
   startBrowserRig,
 } from "../../test/chromium.ts";
@@ -91,7 +91,7 @@ describe.skipIf(skipBrowserTests)("teams in Chromium: invite, join, approve, two
     const { context, page, problems } = await openPage();
     await page.goto(`${base}/invite?token=${token}`);
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toMatch(/^Join /);
-    await page.screenshot({ path: `${SHOTS}teams-invitation.png`, fullPage: true });
+    await saveScreenshot(page, `teams-invitation.png`);
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole("link", { name: "Sign up" }).click();
     await page.waitForURL(/\/sign-up\?return_to=/);
@@ -152,7 +152,7 @@ describe.skipIf(skipBrowserTests)("teams in Chromium: invite, join, approve, two
     await expect
       .poll(() => statusOf(ownerPage), SOON)
       .toMatch(/^Saved\. Every Always allow now needs a second member/);
-    await ownerPage.screenshot({ path: `${SHOTS}teams-members.png`, fullPage: true });
+    await saveScreenshot(ownerPage, `teams-members.png`);
     expect(await seriousViolations(ownerPage)).toEqual([]);
 
     // The owner's Always allow waits, 1 of 2; the colleague sees who approved first and confirms.
@@ -171,7 +171,7 @@ describe.skipIf(skipBrowserTests)("teams in Chromium: invite, join, approve, two
     await expect
       .poll(() => page.locator("p.two-person").textContent(), SOON)
       .toContain(`1 of 2 approvals: ${owner.email} approved always`);
-    await page.screenshot({ path: `${SHOTS}teams-inbox-1-of-2.png`, fullPage: true });
+    await saveScreenshot(page, `teams-inbox-1-of-2.png`);
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole("button", { name: /^Confirm always allow, as approved first: API_KEY/ }).click();
     await expect

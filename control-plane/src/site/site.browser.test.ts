@@ -2,7 +2,7 @@
 // CSP refuses nothing, every image and the stylesheet load, and screenshots of both go to
 // test-artifacts/browser/. Needs Debian's chromium: skipped without it, except on CI.
 import { describe, expect, it } from "vitest";
-import { SHOTS, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
+import { saveScreenshot, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
 
 describe.skipIf(skipBrowserTests)("the public site in Chromium", () => {
   it("shows the landing page and the docs with nothing refused and every image loaded", async () => {
@@ -33,7 +33,7 @@ describe.skipIf(skipBrowserTests)("the public site in Chromium", () => {
             images.filter((image) => !image.complete || image.naturalWidth === 0).map((image) => image.src),
           );
           expect(broken).toEqual([]);
-          await page.screenshot({ path: `${SHOTS}${name}-${scheme}.png`, fullPage: true });
+          await saveScreenshot(page, `${name}-${scheme}.png`);
           expect(problems).toEqual([]);
           await context.close();
         }

@@ -15,7 +15,7 @@ import type {
   OAuthTokens,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BrowserRig, SHOTS, skipBrowserTests, startBrowserRig } from "../chromium.ts";
+import { type BrowserRig, saveScreenshot, skipBrowserTests, startBrowserRig } from "../chromium.ts";
 import { lastCodeFor, signUpOperator, toolAnswer } from "../hosted.ts";
 import { forgetRegistrations } from "./oauth-flow.ts";
 
@@ -150,7 +150,7 @@ describe.skipIf(skipBrowserTests)(
       // The operator picks the environment the agent acts in (issue 21 item 5); staging here.
       expect(await page.locator("#environment option").allTextContents()).toEqual(["staging", "production"]);
       await page.getByLabel("Environment it acts in").selectOption("staging");
-      await page.screenshot({ path: `${SHOTS}oauth-consent.png`, fullPage: true });
+      await saveScreenshot(page, `oauth-consent.png`);
       await page.getByRole("button", { name: "Approve" }).click();
       await expect.poll(() => codes.length).toBe(1);
       expect(problems).toEqual([]);
