@@ -14,6 +14,7 @@ import { requireOperator, requireOrgOperator } from "./auth/operator-guard.ts";
 import { registerPasskeyRoutes } from "./auth/passkeys.routes.ts";
 import { operatorOnly } from "./auth/principal.ts";
 import { sessionCookieNames } from "./auth/sessions.ts";
+import { startAbandonedCallsSchedule } from "./calls/abandoned-calls.ts";
 import { registerClientsRoutes } from "./clients/clients.routes.ts";
 import type { ControlPlaneConfig } from "./config.ts";
 import { registerConnectRoutes } from "./connect/connect.routes.ts";
@@ -362,6 +363,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   await app.ready();
   const stopCheckpoints = startCheckpointSchedule(services.ledger, logger);
   const stopDomainRechecks = startDomainRecheckSchedule(services.sso.domainRecheck, logger);
+  // One-call approvals whose control plane died mid-call (this one before a restart, or a replica).
+  const stopAbandonedCalls = startAbandonedCallsSchedule(services.abandonedCalls, logger);
 
   return {
     app,
@@ -372,6 +375,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     async close() {
       stopCheckpoints();
       stopDomainRechecks();
+      stopAbandonedCalls();
       await app.close();
       await tracing.shutdown();
       mailer.close();

@@ -20,6 +20,7 @@ import { createPasskeysService, relyingPartyOf } from "./auth/passkeys.service.t
 import { isRole, mayPerform } from "./auth/permissions.ts";
 import { createSessionsRepo } from "./auth/sessions.repo.ts";
 import { createTotpService } from "./auth/totp.service.ts";
+import { createAbandonedCalls } from "./calls/abandoned-calls.ts";
 import { createCallContextRepo } from "./calls/call-context.repo.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
@@ -29,6 +30,7 @@ import { createConnectService } from "./connect/connect.service.ts";
 import type { ClientRow, Database } from "./db/schema.ts";
 import { inAdvisoryLock, runInTransaction } from "./db/transaction.ts";
 import type { EgressClient } from "./egress/egress-client.ts";
+import { createSpentTicketsRepo } from "./egress/spent-tickets.repo.ts";
 import type { TicketFence } from "./egress/ticket-fence.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
 import { approvalMail } from "./grants/approval-text.ts";
@@ -223,7 +225,8 @@ function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
     { items, grants, calls, policies, surface: LOCAL_SURFACE },
     { organisationId: variant.organisationId, environment: variant.environments[0]! },
   );
-  return { audit, ledger, items, grants, calls, orgs, policies, tools };
+  const abandonedCalls = createAbandonedCallsFor(db, variant, grantsRepo);
+  return { audit, ledger, items, grants, calls, orgs, policies, tools, abandonedCalls };
 }
 
 export type LocalServices = ReturnType<typeof createLocalServices>;
@@ -430,6 +433,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     items,
     grants,
     calls,
+    abandonedCalls: createAbandonedCallsFor(db, variant, createGrantsRepo),
     orgs,
     sso,
     members,
@@ -480,6 +484,31 @@ export type HostedServices = ReturnType<typeof createHostedServices>;
  * out as a log record in that trace when telemetry is on, and `onEvent` is told of it once written.
  */
 /** The audit append of transaction `trx`: its row commits with the change it records, or neither does. */
+/**
+ * The calls a control plane killed mid-way left unsettled (calls/abandoned-calls.ts), each settled
+ * in a transaction with its fence, its grant and its row. `grantsRepo`: the variant's (the local
+ * vault's goes through its read cache).
+ */
+function createAbandonedCallsFor(
+  db: Kysely<Database>,
+  variant: CommonVariant,
+  grantsRepo: (handle: Kysely<Database>) => GrantsRepo,
+) {
+  return createAbandonedCalls({
+    inTransaction: (fn) =>
+      runInTransaction(db, (trx) =>
+        fn({
+          repo: grantsRepo(trx),
+          recordEvent: auditIn(trx, variant),
+          insertFence: createSpentTicketsRepo(trx).insertFence,
+        }),
+      ),
+    // Without a fence of its own (the local vault's one proxy and its memory), no table can tell.
+    fence: variant.fence ?? { isStoreShared: async () => false },
+    now: variant.now,
+  });
+}
+
 function auditIn(trx: Kysely<Database>, variant: CommonVariant): (event: AuditEvent) => Promise<void> {
   return observeAudit(createAuditRepo(trx), variant.onAuditEvent).insertAuditEvent;
 }

@@ -113,6 +113,8 @@ export async function startHosted(
     pushServiceHosts?: string;
     /** SSO_DNS_URL: the test's DNS-over-HTTPS origin (doh-server.ts; its connect-to in `connectTo`). */
     ssoDnsUrl?: string;
+    /** The proxy spends ticket ids in this database's table (EGRESS_REPLAY_DATABASE_URL). */
+    replayDatabaseUrl?: string;
   } = {},
 ): Promise<HostedHarness> {
   const shared = options.replicaOf;
@@ -123,6 +125,7 @@ export async function startHosted(
       ...(options.closedHosts ? { closedHosts: options.closedHosts } : {}),
       ...(options.connectTo ? { connectTo: options.connectTo } : {}),
       ...(options.otlpEndpoint ? { otlpEndpoint: options.otlpEndpoint } : {}),
+      ...(options.replayDatabaseUrl ? { replayDatabaseUrl: options.replayDatabaseUrl } : {}),
     }));
   const inbox = shared?.inbox ?? (await startSmtpInbox());
   const logs = new LogCapture();

@@ -1,6 +1,12 @@
 // http_request's call path on the control plane: validate, find the credential, check its hosts,
 // mint a ticket for exactly this request, hand it to the proxy, audit, shape the answer.
-import { type CallSpec, type ExecuteResponse, type SignedTicket, TokenKind } from "@latch/proto/egress";
+import {
+  type CallSpec,
+  type ExecuteResponse,
+  type SignedTicket,
+  Ticket,
+  TokenKind,
+} from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { parseRequestTarget } from "@latch/shared/requests/path";
 import type { AuditEvent } from "../audit/audit.repo.ts";
@@ -66,6 +72,10 @@ export interface CallApproval {
   release(): Promise<void>;
   /** A one-call approval, spent for this call; other approvals are never spent by a call. */
   isOneCall?: boolean;
+  /** Remembers the ticket a one-call approval's call goes out under, until `settle`. */
+  noteTicket?(ticketId: string, expiresAt: Date): Promise<void>;
+  /** The call's outcome is written: nothing is left for abandoned-calls.ts to recover. */
+  settle?(): Promise<void>;
 }
 
 /**
@@ -288,6 +298,11 @@ export function createCallsService(deps: CallsDeps) {
           return false;
         }
       };
+      // The outcome is written: a one-call approval forgets its ticket. A lost write only leaves
+      // abandoned-calls.ts a row to look at, which finds the outcome already in the ledger's place.
+      const settle = async () => {
+        await approval.settle?.().catch((error: unknown) => deps.onAuditFailure?.(error));
+      };
       let prepared: ReturnType<typeof prepareCall>;
       let plan: TokenPlan;
       try {
@@ -327,6 +342,12 @@ export function createCallsService(deps: CallsDeps) {
       let isAnswered = false;
       try {
         response = await sendPlanned(plan, spec, scope.organisationId, async (ticket) => {
+          if (approval.noteTicket) {
+            // Written before the ticket leaves: a control plane killed from here on leaves the
+            // spent approval findable (abandoned-calls.ts). A failure here sent nothing.
+            const { id, expiresAtMs } = Ticket.decode(ticket.payload);
+            await approval.noteTicket(id, new Date(expiresAtMs));
+          }
           sentTicket = ticket;
           const answer = await deps.egress.execute(ticket, timeoutMs);
           isAnswered = true;
@@ -341,7 +362,7 @@ export function createCallsService(deps: CallsDeps) {
         if (isAnswered) {
           // The proxy answered and something after it failed (storing a rotated token): the
           // request went out, the approval stays spent, and the attempt is audited.
-          await recordSafely({ ...audit, action: "http_request_failed", reason, detail });
+          if (await recordSafely({ ...audit, action: "http_request_failed", reason, detail })) await settle();
           throw error;
         }
         // No answer (connection lost, UNAVAILABLE, deadline, a ticket refused): fence the ticket.
@@ -354,7 +375,7 @@ export function createCallsService(deps: CallsDeps) {
             detail: { ...detail, fence, ...(isGivenBack ? {} : { approval: "not_given_back" }) },
           });
         const settleLate = async (late: LateFence) => {
-          if (late !== "fenced") return;
+          if (late !== "fenced") return settle();
           await recordNotSent("late", await giveBack());
         };
         const fenced = await fence.fence(sentTicket, (late) => {
@@ -363,14 +384,19 @@ export function createCallsService(deps: CallsDeps) {
         if (fenced === "fenced") {
           const isGivenBack = await giveBack();
           await recordNotSent("won", isGivenBack);
-          if (!isGivenBack) throw withApproval(error, "lost", "not_sent");
+          if (!isGivenBack) {
+            await settle();
+            throw withApproval(error, "lost", "not_sent");
+          }
         } else {
-          await recordSafely({
+          const isRecorded = await recordSafely({
             ...audit,
             action: "call_outcome_unknown",
             reason,
             detail: { ...detail, fence: FENCE_DETAIL[fenced] },
           });
+          // A fence still pending settles when it ends (settleLate).
+          if (isRecorded && fenced !== "pending") await settle();
         }
         throw withApproval(error, approvalAfter(fenced, approval), requestAfter(fenced));
       }
@@ -379,7 +405,7 @@ export function createCallsService(deps: CallsDeps) {
       // row below is the record of the call), so it never stops the answer.
       if (response.reachedOrigin) await deps.noteItemUsed?.(item).catch(() => {});
 
-      await recordSafely({
+      const isRecorded = await recordSafely({
         ...audit,
         action: response.error && !response.reachedOrigin ? "http_request_refused" : "http_request",
         reason: response.error?.code,
@@ -389,6 +415,8 @@ export function createCallsService(deps: CallsDeps) {
           ...(isGivenBack ? {} : { approval: "not_given_back" }),
         },
       });
+      // A row the ledger refused keeps the ticket: abandoned-calls.ts writes the outcome later.
+      if (isRecorded && (response.reachedOrigin || !isGivenBack)) await settle();
       if (plan.kind === "exchange" && plan.clientSecretItem && plan.clientSecretItem.name !== item.name) {
         // Rule 7: an exchange audits both items.
         await recordSafely({
@@ -527,12 +555,17 @@ export function createCallsService(deps: CallsDeps) {
     }
   }
 
-  /** Writes an audit row; a failure is reported (its code only) and never stops the answer. */
-  async function recordSafely(event: AuditEvent): Promise<void> {
+  /**
+   * Writes an audit row; a failure is reported (its code only) and never stops the answer. True
+   * when it was written.
+   */
+  async function recordSafely(event: AuditEvent): Promise<boolean> {
     try {
       await deps.recordEvent(event);
+      return true;
     } catch (error) {
       deps.onAuditFailure?.(error);
+      return false;
     }
   }
 }

@@ -43,6 +43,7 @@ function fakeFence(now: FenceResult) {
   let late: ((outcome: LateFence) => void) | undefined;
   const fence: TicketFence = {
     pending: 0,
+    isStoreShared: async () => false,
     fence: async (_ticket, later) => {
       fenced.push("asked");
       late = later;

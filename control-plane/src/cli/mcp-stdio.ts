@@ -5,6 +5,7 @@
 import { createInterface } from "node:readline";
 import type { Logger } from "pino";
 import { startCheckpointSchedule } from "../audit/ledger.service.ts";
+import { startAbandonedCallsSchedule } from "../calls/abandoned-calls.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
@@ -58,8 +59,11 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
     // The audit ledger's hourly checkpoints, as `vault serve` and the hosted plane sign them: an
     // agent's `vault mcp` may hold the vault for days.
     const stopCheckpoints = startCheckpointSchedule(vault.ledger, logger);
+    // A vault killed mid-call (an MCP client quitting) left its one-call approval's outcome unwritten.
+    const stopAbandonedCalls = startAbandonedCallsSchedule(vault.abandonedCalls, logger);
     close = async () => {
       stopCheckpoints();
+      stopAbandonedCalls();
       await server.close();
       await vault.close();
       lock.release();

@@ -2,6 +2,7 @@
 // lines of their own (DECISIONS.md), then the address.
 import type { Logger } from "pino";
 import { startCheckpointSchedule } from "../audit/ledger.service.ts";
+import { startAbandonedCallsSchedule } from "../calls/abandoned-calls.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { startLocalServer } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
@@ -50,11 +51,14 @@ export async function runServe(dataDir: string, port: number, logger: Logger): P
   );
   // The audit ledger's hourly checkpoints, as the hosted plane signs them.
   const stopCheckpoints = startCheckpointSchedule(vault.ledger, logger);
+  // A vault killed mid-call left its one-call approval's outcome unwritten: the ledger gets it.
+  const stopAbandonedCalls = startAbandonedCallsSchedule(vault.abandonedCalls, logger);
   let isStopping = false;
   const stop = async () => {
     if (isStopping) return;
     isStopping = true;
     stopCheckpoints();
+    stopAbandonedCalls();
     await server.close();
     await vault.close();
     lock.release();

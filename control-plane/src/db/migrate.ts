@@ -28,6 +28,7 @@ import * as ssoDomainRecheck from "./migrations/2026-11-26T1600-sso-domain-reche
 import * as pushSubscriptionSession from "./migrations/2026-11-26T1900-push-subscription-session.ts";
 import * as grantRequested from "./migrations/2026-11-26T2300-grant-requested.ts";
 import * as ledgerGuards from "./migrations/2026-11-26T2320-ledger-guards.ts";
+import * as grantCallTicket from "./migrations/2026-11-27T0100-grant-call-ticket.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -57,6 +58,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-26T1900-push-subscription-session": pushSubscriptionSession,
   "2026-11-26T2300-grant-requested": grantRequested,
   "2026-11-26T2320-ledger-guards": ledgerGuards,
+  "2026-11-27T0100-grant-call-ticket": grantCallTicket,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -178,6 +178,12 @@ export interface GrantsTable {
   first_scope: ColumnType<string | null, string | null | undefined, string | null>;
   /** Asked for by an agent or a request, not written ahead by an operator (2026-11-26T2300): spec 8 counts these. */
   requested: ColumnType<boolean, boolean | undefined, boolean>;
+  /**
+   * A one-call approval's call in flight (migration 2026-11-27T0100): the ticket handed to the
+   * proxy and when it expires, until the call's outcome is settled (calls/abandoned-calls.ts).
+   */
+  call_ticket_id: ColumnType<string | null, string | null | undefined, string | null>;
+  call_ticket_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface OperatorsTable {

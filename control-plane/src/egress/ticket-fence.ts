@@ -20,6 +20,11 @@ export type FenceResult = LateFence | "pending";
 
 export interface TicketFence {
   fence(ticket: SignedTicket, later: (outcome: LateFence) => void): Promise<FenceResult>;
+  /**
+   * Whether the proxies spend ids in this control plane's own table (so a fence can be written
+   * there with no proxy answering); undefined while no proxy has said which store it uses.
+   */
+  isStoreShared(): Promise<boolean | undefined>;
   /** Tickets still waiting for an answer. */
   readonly pending: number;
 }
@@ -42,6 +47,14 @@ const RETRY_MS = 1_000;
  * no proxy spends a ticket after it. Under the minute, for clocks that differ between hosts.
  */
 const SHARED_STORE_GRACE_MS = 45_000;
+/**
+ * The proxies keep each spent id in the shared table this long past its expiry plus skew
+ * (replay-store.ts sweeps with five minutes of grace): a fence within it still tells a spend from
+ * none. abandoned-calls.ts stops trusting the table 30 s before that.
+ */
+export const SHARED_STORE_RETENTION_MS = 5 * 60_000;
+/** When a live control plane has given up on its own fence: abandoned-calls.ts may look after this. */
+export const LIVE_FENCE_HORIZON_MS = TICKET_CLOCK_SKEW_MS + SHARED_STORE_GRACE_MS;
 /** How long the proxies' store id is trusted before GetInfo is asked again. */
 const STORE_INFO_TTL_MS = 60_000;
 
@@ -145,6 +158,11 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
   return {
     get pending() {
       return waiting.size;
+    },
+    async isStoreShared() {
+      if (!deps.spentTickets) return false;
+      const isShared = await isSharedWithProxies();
+      return isShared || proxyStore !== undefined ? isShared : undefined;
     },
     async fence(signed, later) {
       const ticket = Ticket.decode(signed.payload);

@@ -14,6 +14,13 @@ export interface CallAuthorisation {
   release(): Promise<void>;
   /** A one-call grant, spent for this call (a session or standing grant is never spent). */
   isOneCall?: boolean;
+  /**
+   * A one-call grant's call is handed to the proxy under this ticket: kept on the grant until
+   * `settle`, so that a control plane killed in between leaves it to be recovered.
+   */
+  noteTicket?(ticketId: string, expiresAt: Date): Promise<void>;
+  /** The call's outcome is written (or the grant given back): nothing is left to recover. */
+  settle?(): Promise<void>;
 }
 
 export function createCallAuthorisation(deps: { repo: GrantsRepo; now: () => Date }) {
@@ -69,6 +76,8 @@ export function createCallAuthorisation(deps: { repo: GrantsRepo; now: () => Dat
             grant: toPublicGrant(spent, at),
             release: () => deps.repo.updateGrantRestored(row.id),
             isOneCall: true,
+            noteTicket: (ticketId, expiresAt) => deps.repo.updateGrantCallTicket(row.id, ticketId, expiresAt),
+            settle: () => deps.repo.updateGrantCallSettled(row.id),
           };
         }
       }

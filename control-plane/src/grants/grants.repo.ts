@@ -20,6 +20,20 @@ export type ApprovalRow = GrantWithItem & {
   first_approved_by_email: string | null;
 };
 
+/** A one-call approval's call that was never settled (abandoned-calls.ts). */
+export interface UnsettledCall {
+  id: string;
+  organisation_id: string;
+  environment: string;
+  agent_id: string;
+  item_name: string;
+  call_method: string | null;
+  call_host: string | null;
+  call_path: string | null;
+  call_ticket_id: string;
+  call_ticket_expires_at: Date;
+}
+
 export interface CallScope {
   host?: string | null | undefined;
   method?: string | null | undefined;
@@ -88,6 +102,16 @@ export interface GrantsRepo {
   updateGrantConsumed(id: string, now: Date): Promise<boolean>;
   /** consumed -> active: the call never left, so the approval was not used. */
   updateGrantRestored(id: string): Promise<void>;
+  /** A consumed one-call approval's call is handed to the proxy under this ticket (until settled). */
+  updateGrantCallTicket(id: string, ticketId: string, expiresAt: Date): Promise<void>;
+  /** Its call's outcome is known and written: nothing is left to recover. */
+  updateGrantCallSettled(id: string): Promise<void>;
+  /**
+   * Consumed one-call approvals whose call's ticket expired before `expiredBefore` and was never
+   * settled (the control plane that sent it died first), locked for this caller (SKIP LOCKED).
+   * Call inside a transaction.
+   */
+  findUnsettledCalls(expiredBefore: Date, limit: number): Promise<UnsettledCall[]>;
   updateGrantApproved(
     organisationId: string,
     id: string,
@@ -278,10 +302,51 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
     async updateGrantRestored(id) {
       await db
         .updateTable("grants")
-        .set({ status: "active", consumed_at: null })
+        .set({ status: "active", consumed_at: null, call_ticket_id: null, call_ticket_expires_at: null })
         .where("id", "=", id)
         .where("status", "=", "consumed")
         .execute();
+    },
+    async updateGrantCallTicket(id, ticketId, expiresAt) {
+      await db
+        .updateTable("grants")
+        .set({ call_ticket_id: ticketId, call_ticket_expires_at: expiresAt })
+        .where("id", "=", id)
+        .where("status", "=", "consumed")
+        .execute();
+    },
+    async updateGrantCallSettled(id) {
+      await db
+        .updateTable("grants")
+        .set({ call_ticket_id: null, call_ticket_expires_at: null })
+        .where("id", "=", id)
+        .execute();
+    },
+    async findUnsettledCalls(expiredBefore, limit) {
+      const rows = await db
+        .selectFrom("grants")
+        .innerJoin("items", "items.id", "grants.item_id")
+        .select([
+          "grants.id",
+          "grants.organisation_id",
+          "grants.environment",
+          "grants.agent_id",
+          "items.name as item_name",
+          "grants.call_method",
+          "grants.call_host",
+          "grants.call_path",
+          "grants.call_ticket_id",
+          "grants.call_ticket_expires_at",
+        ])
+        .where("grants.call_ticket_id", "is not", null)
+        .where("grants.call_ticket_expires_at", "<", expiredBefore)
+        .where("grants.status", "=", "consumed")
+        .orderBy("grants.call_ticket_expires_at")
+        .limit(limit)
+        .forUpdate("grants")
+        .skipLocked()
+        .execute();
+      return rows as UnsettledCall[];
     },
     async updateGrantApproved(organisationId, id, change) {
       const result = await db

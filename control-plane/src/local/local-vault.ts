@@ -10,6 +10,7 @@ import type { AuditRepo } from "../audit/audit.repo.ts";
 import { openAuditKeys } from "../audit/audit-keys.ts";
 import type { LedgerService } from "../audit/ledger.service.ts";
 import type { AuditKeysDocument } from "../audit/ledger-verify.ts";
+import type { AbandonedCalls } from "../calls/abandoned-calls.ts";
 import type { CallsService } from "../calls/calls.service.ts";
 import { type OpenDatabase, openDatabase } from "../db/database.ts";
 import { connectEgress, type EgressConnection } from "../egress/connect-egress.ts";
@@ -62,6 +63,8 @@ export interface LocalVault {
   calls: CallsService;
   audit: AuditRepo;
   ledger: LedgerService;
+  /** One-call approvals whose call a killed vault left unsettled (calls/abandoned-calls.ts). */
+  abandonedCalls: AbandonedCalls;
   /** The vault's policy rules (`vault policy`, DECISIONS "Policies"): the MCP tools apply them. */
   policies: PoliciesService;
   /** The checkpoint keys' public halves (GET /.well-known/latch-audit-keys.json). */
@@ -92,20 +95,23 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     issuer: "latch-local",
     audience: options.audience ?? "latch-egress",
   });
-  const { audit, ledger, items, grants, calls, orgs, policies, tools } = createServices(database.db, {
-    kind: "local",
-    auditKeys,
-    organisationId,
-    // The embedded database has one writer, this process (local/local-lock.ts); a PostgreSQL one
-    // may have others, so its lookups always read it.
-    readCache: database.kind === "pglite" ? createReadCache() : undefined,
-    environments: [LOCAL_ENVIRONMENT],
-    sealingKey: () => egress.sealingKey(),
-    egress: egress.client,
-    minter,
-    logger: options.logger,
-    now: options.now ?? (() => new Date()),
-  });
+  const { audit, ledger, items, grants, calls, orgs, policies, tools, abandonedCalls } = createServices(
+    database.db,
+    {
+      kind: "local",
+      auditKeys,
+      organisationId,
+      // The embedded database has one writer, this process (local/local-lock.ts); a PostgreSQL one
+      // may have others, so its lookups always read it.
+      readCache: database.kind === "pglite" ? createReadCache() : undefined,
+      environments: [LOCAL_ENVIRONMENT],
+      sealingKey: () => egress.sealingKey(),
+      egress: egress.client,
+      minter,
+      logger: options.logger,
+      now: options.now ?? (() => new Date()),
+    },
+  );
   await orgs.ensureOrganisation({ id: organisationId, name: "Local vault" });
 
   return {
@@ -117,6 +123,7 @@ export async function openLocalVault(options: LocalVaultOptions): Promise<LocalV
     calls,
     audit,
     ledger,
+    abandonedCalls,
     policies,
     auditKeys: auditKeys.published,
     tools,

@@ -87,8 +87,10 @@ export async function createPostgresReplayStore(
       );
       if (Date.now() - lastSweep > 60_000) {
         lastSweep = Date.now();
-        // A minute of grace past each expiry: a fence asked late still finds the spend.
-        pool.query(`DELETE FROM ${TABLE} WHERE expires_at < now() - interval '1 minute'`).catch(() => {});
+        // Five minutes of grace past each expiry: a fence asked late (a control plane's own, or one
+        // recovering the call of a control plane that died, calls/abandoned-calls.ts) still finds
+        // the spend.
+        pool.query(`DELETE FROM ${TABLE} WHERE expires_at < now() - interval '5 minutes'`).catch(() => {});
       }
       return result.rowCount === 1;
     },

@@ -1,0 +1,130 @@
+// The calls of one-call approvals whose control plane died mid-way (DECISIONS "No approval is lost
+// to a fault"): killed after the approval was spent and the ticket handed to a proxy, before the
+// outcome was written. The grant still names its ticket (migration 2026-11-27T0100). Once any live
+// control plane would have given up on its own fence, this fences the ticket in the proxies' shared
+// table, inside the transaction that writes the outcome: fence won, no proxy ran it (and none can:
+// it has expired), so the approval is given back and the ledger says call_not_sent; fence lost, a
+// proxy took it, so it stays spent and the ledger says call_outcome_unknown. Where no shared table
+// can tell (a proxy's own memory, or the table has forgotten by now), the outcome is unknown.
+import { TICKET_CLOCK_SKEW_MS } from "@latch/shared/tickets/ticket-signature";
+import type { Logger } from "pino";
+import type { AuditEvent } from "../audit/audit.repo.ts";
+import {
+  LIVE_FENCE_HORIZON_MS,
+  SHARED_STORE_RETENTION_MS,
+  type TicketFence,
+} from "../egress/ticket-fence.ts";
+import type { GrantsRepo, UnsettledCall } from "../grants/grants.repo.ts";
+
+/** How often a replica looks; each row is taken by one replica (SKIP LOCKED). */
+const ROUND_EVERY_MS = 15_000;
+/** After the live fence's horizon, a margin for clocks that differ between hosts. */
+const LOOK_AFTER_MS = LIVE_FENCE_HORIZON_MS + 10_000;
+/** The table (which keeps a spend until expiry + skew + its retention) is trusted 30 s short of that. */
+const TRUST_UNTIL_MS = TICKET_CLOCK_SKEW_MS + SHARED_STORE_RETENTION_MS - 30_000;
+const ROWS_PER_ROUND = 50;
+
+export interface AbandonedCallsTransaction {
+  repo: Pick<GrantsRepo, "findUnsettledCalls" | "updateGrantRestored" | "updateGrantCallSettled">;
+  recordEvent(event: AuditEvent): Promise<void>;
+  /** Spends `id` in the spent-ticket table on this transaction's connection; true when it was free. */
+  insertFence(id: string, expiresAt: Date): Promise<boolean>;
+}
+
+export interface AbandonedCallsDeps {
+  inTransaction<T>(fn: (tx: AbandonedCallsTransaction) => Promise<T>): Promise<T>;
+  fence: Pick<TicketFence, "isStoreShared">;
+  now: () => Date;
+}
+
+export type AbandonedOutcome = "given_back" | "taken" | "unknown";
+
+export function createAbandonedCalls(deps: AbandonedCallsDeps) {
+  /** What became of one call: its fence decides, and its row says so. */
+  async function settle(
+    tx: AbandonedCallsTransaction,
+    call: UnsettledCall,
+    isStoreShared: boolean,
+  ): Promise<AbandonedOutcome> {
+    const expiresAt = call.call_ticket_expires_at;
+    const isTrusted = deps.now().getTime() <= expiresAt.getTime() + TRUST_UNTIL_MS;
+    const outcome: AbandonedOutcome = !(isTrusted && isStoreShared)
+      ? "unknown"
+      : (await tx.insertFence(call.call_ticket_id, new Date(expiresAt.getTime() + TICKET_CLOCK_SKEW_MS)))
+        ? "given_back"
+        : "taken";
+    if (outcome === "given_back") await tx.repo.updateGrantRestored(call.id);
+    else await tx.repo.updateGrantCallSettled(call.id);
+    await tx.recordEvent({
+      organisationId: call.organisation_id,
+      environment: call.environment,
+      actor: `agent:${call.agent_id}`,
+      action: outcome === "given_back" ? "call_not_sent" : "call_outcome_unknown",
+      itemName: call.item_name,
+      host: call.call_host ?? undefined,
+      // Its control plane stopped before writing the outcome, or the ledger refused that row.
+      reason: "outcome_unwritten",
+      detail: {
+        grant_id: call.id,
+        ...(call.call_method ? { method: call.call_method } : {}),
+        ...(call.call_path ? { path: call.call_path.split("?")[0] } : {}),
+        fence: outcome === "given_back" ? "recovered" : outcome === "taken" ? "lost" : "unknown",
+      },
+    });
+    return outcome;
+  }
+
+  return {
+    /** One round: the calls abandoned long enough ago, each settled in its own transaction. */
+    async sweep(): Promise<AbandonedOutcome[]> {
+      const outcomes: AbandonedOutcome[] = [];
+      // Asked before any transaction opens (it may read the database on its own connection).
+      const isStoreShared = await deps.fence.isStoreShared();
+      for (;;) {
+        const before = new Date(deps.now().getTime() - LOOK_AFTER_MS);
+        const settled = await deps.inTransaction(async (tx) => {
+          const [call] = await tx.repo.findUnsettledCalls(before, 1);
+          if (!call) return undefined;
+          // No proxy has said yet which store it uses (none answers since the restart): a call
+          // the shared table could still tell about waits for the next round.
+          if (isStoreShared === undefined) throw new Error("the egress proxies' store is not known yet");
+          return settle(tx, call, isStoreShared);
+        });
+        if (settled === undefined) return outcomes;
+        outcomes.push(settled);
+        if (outcomes.length >= ROWS_PER_ROUND) return outcomes;
+      }
+    },
+  };
+}
+
+export type AbandonedCalls = ReturnType<typeof createAbandonedCalls>;
+
+/** Runs a round every 15 s; answers the function that stops it. */
+export function startAbandonedCallsSchedule(
+  calls: Pick<AbandonedCalls, "sweep">,
+  logger: Pick<Logger, "error" | "info">,
+  intervalMs = ROUND_EVERY_MS,
+): () => void {
+  let isRunning = false;
+  const timer = setInterval(() => {
+    if (isRunning) return;
+    isRunning = true;
+    calls
+      .sweep()
+      .then((outcomes) => {
+        if (outcomes.length > 0) logger.info({ outcomes }, "calls of a stopped control plane settled");
+      })
+      .catch((error: unknown) =>
+        logger.error(
+          { code: (error as { code?: string }).code ?? "unknown" },
+          "calls of a stopped control plane not settled yet; trying again",
+        ),
+      )
+      .finally(() => {
+        isRunning = false;
+      });
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,276 @@
+// A control plane killed mid-call (SIGKILL) on a one-call approval (DECISIONS "No approval is lost
+// to a fault"): another replica on the same database settles the call once the dead one's fence
+// would have ended. Never read by a proxy: the approval is given back, the ledger says call_not_sent,
+// and the retry goes out once on it. Taken by the proxy (it reached the origin): the approval stays
+// spent, the ledger says call_outcome_unknown. Either way the ledger has the row the dead process
+// never wrote, and a second round finds nothing. On PostgreSQL (two processes, one database, the
+// proxy spending ids in its table); the clock of the surviving replica is the test's.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer, type Server } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HostedHarness, operatorWithClient, startHosted } from "./hosted.ts";
+
+const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
+const databaseUrl = process.env.DATABASE_URL ?? "";
+
+/** An address that takes TCP connections and never answers on them: a proxy that is not there. */
+async function blackhole(): Promise<{ address: string; server: Server }> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, server };
+}
+
+/** A second control plane process on the same database and keys; resolves with its URL. */
+async function startReplica(
+  h: HostedHarness,
+  egressUrl: string,
+): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: "test",
+      BASE_URL: "http://localhost:8787",
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: h.egress.dataDir,
+      EGRESS_URL: egressUrl,
+      PORT: "0",
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start within 60 s:\n${output}`)), 60_000);
+    child.stdout!.on("data", (c: Buffer) => {
+      output += c.toString();
+      const match = /listening on (http:\/\/[^\s;]+);/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+  });
+  return { url, child };
+}
+
+function httpRequest(url: string, token: string, path: string): Promise<Response> {
+  return fetch(`${url}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "http_request", arguments: { method: "POST", path, item_name: "API_KEY" } },
+    }),
+  });
+}
+
+async function answerOf(response: Response): Promise<Record<string, unknown>> {
+  const frame = (await response.json()) as { result: { content: { text: string }[] } };
+  return JSON.parse(frame.result.content[0]!.text) as Record<string, unknown>;
+}
+
+describe.runIf(databaseUrl)("a one-call approval whose control plane was killed mid-call", () => {
+  let h: HostedHarness;
+  let hole: { address: string; server: Server };
+  const arrivals: string[] = [];
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    h = await startHosted({ replayDatabaseUrl: databaseUrl });
+    hole = await blackhole();
+    // /v1/hang reaches the origin and is never answered; anything else is answered at once.
+    h.egress.setHandler((req, res) => {
+      arrivals.push(req.url ?? "");
+      if (req.url?.startsWith("/v1/hang")) return;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"ok":true}');
+    });
+  }, 90_000);
+
+  afterAll(async () => {
+    for (const child of children) child.kill("SIGKILL");
+    hole?.server.close();
+    await h?.close();
+  });
+
+  /** A one-call approval of POST `path`, asked for and approved on the surviving replica. */
+  async function approvedOnce(label: string, path: string) {
+    const made = await operatorWithClient(h, {
+      secret: `sk_live_abandoned_${label}_0123456789`,
+      items: [{ name: "API_KEY" }],
+      clientName: `agent ${label}`,
+    });
+    const asked = await answerOf(
+      await h.app
+        .inject({
+          method: "POST",
+          url: "/mcp",
+          headers: { authorization: `Bearer ${made.token}`, "content-type": "application/json" },
+          payload: {
+            jsonrpc: "2.0",
+            id: 1,
+            method: "tools/call",
+            params: { name: "http_request", arguments: { method: "POST", path, item_name: "API_KEY" } },
+          },
+        })
+        .then((r) => new Response(r.body)),
+    );
+    expect(asked.status).toBe("pending");
+    const grantId = asked.grant_id as string;
+    const approved = await made.op.request("POST", `/api/grants/${grantId}/approve`, { policy: "prompt" });
+    expect(approved.statusCode, approved.body).toBe(200);
+    return { ...made, grantId };
+  }
+
+  async function grantRow(grantId: string) {
+    return h.plane.database.db
+      .selectFrom("grants")
+      .select(["status", "call_ticket_id", "call_ticket_expires_at"])
+      .where("id", "=", grantId)
+      .executeTakeFirstOrThrow();
+  }
+
+  async function rowsOf(op: Awaited<ReturnType<typeof approvedOnce>>["op"], action: string, grantId: string) {
+    const events = (await op.request("GET", `/api/audit?action=${action}`)).json().events as {
+      reason: string | null;
+      detail: Record<string, unknown>;
+    }[];
+    return events.filter((e) => e.detail.grant_id === grantId);
+  }
+
+  /** Kills `child` once `isInFlight` holds, then moves the survivor's clock past the dead one's fence. */
+  async function killMidCall(child: ChildProcess, grantId: string, isInFlight: () => boolean) {
+    await expect
+      .poll(async () => isInFlight() && (await grantRow(grantId)).call_ticket_id !== null, {
+        timeout: 20_000,
+      })
+      .toBe(true);
+    child.kill("SIGKILL");
+    await new Promise((resolve) => child.once("exit", resolve));
+    const { call_ticket_expires_at } = await grantRow(grantId);
+    h.clock.now = new Date(call_ticket_expires_at!.getTime() + 70_000);
+  }
+
+  it("never read by a proxy: given back, call_not_sent, and the retry goes out once", async () => {
+    const t = await approvedOnce("unsent", "/v1/unsent");
+    const replica = await startReplica(h, hole.address);
+    children.push(replica.child);
+    // The replica's only proxy never answers: the ticket waits in a socket nobody reads.
+    const pending = httpRequest(replica.url, t.token, "/v1/unsent").catch(() => undefined);
+    await killMidCall(replica.child, t.grantId, () => true);
+    await pending;
+    expect((await grantRow(t.grantId)).status).toBe("consumed");
+
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["given_back"]);
+    expect(await grantRow(t.grantId)).toMatchObject({ status: "active", call_ticket_id: null });
+    const rows = await rowsOf(t.op, "call_not_sent", t.grantId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ reason: "outcome_unwritten", detail: { fence: "recovered" } });
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual([]);
+
+    // The approval works again, once, on the surviving replica.
+    h.clock.now = new Date();
+    const again = await answerOf(await httpRequest(await listening(), t.token, "/v1/unsent"));
+    expect(again.origin_status).toBe(200);
+    expect(arrivals.filter((p) => p === "/v1/unsent")).toHaveLength(1);
+  }, 120_000);
+
+  it("taken by the proxy (it reached the origin): stays spent, call_outcome_unknown", async () => {
+    const t = await approvedOnce("taken", "/v1/hang-taken");
+    const replica = await startReplica(h, `127.0.0.1:${h.egress.proxy.port}`);
+    children.push(replica.child);
+    const pending = httpRequest(replica.url, t.token, "/v1/hang-taken").catch(() => undefined);
+    await killMidCall(replica.child, t.grantId, () => arrivals.includes("/v1/hang-taken"));
+    await pending;
+
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["taken"]);
+    expect(await grantRow(t.grantId)).toMatchObject({ status: "consumed", call_ticket_id: null });
+    const rows = await rowsOf(t.op, "call_outcome_unknown", t.grantId);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ reason: "outcome_unwritten", detail: { fence: "lost" } });
+    expect(await rowsOf(t.op, "call_not_sent", t.grantId)).toHaveLength(0);
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual([]);
+  }, 120_000);
+
+  let listeningUrl: string | undefined;
+  async function listening(): Promise<string> {
+    listeningUrl ??= await h.app.listen({ host: "127.0.0.1", port: 0 });
+    return listeningUrl;
+  }
+});
+
+describe("a one-call approval whose control plane died mid-call, with the proxy on its own memory", () => {
+  let h: HostedHarness;
+  beforeAll(async () => {
+    h = await startHosted();
+  }, 60_000);
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("cannot be told apart from one the proxy ran: stays spent, and the ledger gets its row once", async () => {
+    const made = await operatorWithClient(h, {
+      secret: "sk_live_abandoned_memory_0123456789",
+      items: [{ name: "API_KEY" }],
+      clientName: "agent memory",
+    });
+    const asked = await h.app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: { authorization: `Bearer ${made.token}`, "content-type": "application/json" },
+      payload: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "http_request",
+          arguments: { method: "POST", path: "/v1/memory", item_name: "API_KEY" },
+        },
+      },
+    });
+    const grantId = JSON.parse(asked.json().result.content[0].text).grant_id as string;
+    expect(
+      (await made.op.request("POST", `/api/grants/${grantId}/approve`, { policy: "prompt" })).statusCode,
+    ).toBe(200);
+    // What a control plane killed after handing the ticket over leaves: the approval spent, its
+    // ticket named, no outcome.
+    const db = h.plane.database.db;
+    const expiresAt = new Date(h.clock.now.getTime() + 12_000);
+    await db
+      .updateTable("grants")
+      .set({
+        status: "consumed",
+        consumed_at: h.clock.now,
+        call_ticket_id: "t".repeat(22),
+        call_ticket_expires_at: expiresAt,
+      })
+      .where("id", "=", grantId)
+      .execute();
+    // Not before the dead process's own fence would have ended.
+    h.clock.advance(12_000 + 30_000);
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual([]);
+    h.clock.advance(40_000);
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["unknown"]);
+    const row = await db
+      .selectFrom("grants")
+      .select(["status", "call_ticket_id"])
+      .where("id", "=", grantId)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: "consumed", call_ticket_id: null });
+    const events = (await made.op.request("GET", "/api/audit?action=call_outcome_unknown")).json().events as {
+      reason: string;
+      detail: Record<string, unknown>;
+    }[];
+    expect(events.filter((e) => e.detail.grant_id === grantId)).toEqual([
+      expect.objectContaining({
+        reason: "outcome_unwritten",
+        detail: expect.objectContaining({ fence: "unknown" }),
+      }),
+    ]);
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual([]);
+  }, 60_000);
+});
