@@ -338,3 +338,39 @@ describe("an approval request whose audit row cannot be written", () => {
     await expect.poll(() => h.inbox.mails.length).toBeGreaterThan(mailsBefore);
   });
 });
+
+describe("a credential request whose audit row cannot be written", () => {
+  it("leaves no pending request behind; the retry asks once, with one row", async () => {
+    const team = await startTeam(h);
+    const ask = () =>
+      h.app.inject({
+        method: "POST",
+        url: "/mcp",
+        headers: { authorization: `Bearer ${team.token}`, "content-type": "application/json" },
+        payload: {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: {
+            name: "http_request",
+            arguments: { method: "GET", path: "https://atomic-need-request.latch.test/v1/x" },
+          },
+        },
+      });
+    const refused = await withAuditRefused(team, "need_requested", ask);
+    expect(JSON.stringify(refused.json())).not.toContain("need_item");
+    const requests = async () =>
+      (await team.owner.browser.request("GET", "/api/inbox")).json().requests as { need_id: string }[];
+    expect(await requests()).toHaveLength(0);
+
+    const retried = JSON.parse((await ask()).json().result.content[0].text) as {
+      status: string;
+      need_id: string;
+    };
+    expect(retried.status).toBe("need_item");
+    expect((await requests()).map((r) => r.need_id)).toEqual([retried.need_id]);
+    expect(
+      (await auditRows(team, "need_requested")).filter((r) => r.detail.need_id === retried.need_id),
+    ).toHaveLength(1);
+  });
+});

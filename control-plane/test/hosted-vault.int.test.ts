@@ -529,7 +529,20 @@ describe("need request outcomes", () => {
       value: SECRET,
       always_allow: true,
     });
-    expect(fulfilled.json().grant).toMatchObject({ policy: "item_standing", status: "active" });
+    // Without a scope, the request's method and host under its path prefix (DECISIONS "The
+    // approval, readable and reversible"): the whole credential only when chosen.
+    expect(fulfilled.json().grant).toMatchObject({
+      policy: "item_standing",
+      status: "active",
+      scope: { method: "GET", host: "api.latch.test", path: "/v1/" },
+    });
+    const outside = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "DELETE", path: "/v1/y", item_name: "ALWAYS_KEY" },
+      }),
+    );
+    expect(outside.status).toBe("pending");
     for (let i = 0; i < 2; i++) {
       const answer = payloadOf(
         await agent.callTool({

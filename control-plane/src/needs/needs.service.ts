@@ -145,36 +145,36 @@ export function createNeedsService(deps: NeedsDeps) {
       kind?: "secret" | "connect";
     }): Promise<NeedView> {
       const now = deps.now();
-      let isNew = false;
-      const row = await deps.repo.inOrganisationLock(input.organisationId, async (repo) => {
-        const existing = await repo.findPendingNeedOfAgent({ ...input, host: input.host ?? null });
-        if (existing) return existing;
-        isNew = true;
-        await checkRequestLimit((since) => repo.findRequestUsageSince(input.organisationId, since), now);
-        const fresh: NeedRequestRow = {
-          id: newId("ned"),
-          organisation_id: input.organisationId,
-          environment: input.environment,
-          kind: input.kind ?? "secret",
-          host: input.host ?? null,
-          suggested_name: input.suggestedName,
-          agent_id: input.agentId,
-          message: input.message ? input.message.slice(0, MAX_TASK_DESCRIPTION) : null,
-          status: "pending",
-          item_id: null,
-          created_at: now,
-          closed_at: null,
-          ...requestedCallColumns(input.requestedCall),
-        };
-        await repo.insertNeed(fresh);
-        return fresh;
-      });
-      if (isNew) {
-        await deps.recordEvent({
-          ...needEvent(row, "need_requested", `agent:${input.agentId}`),
-          organisationId: input.organisationId,
-        });
-      }
+      // The request and its need_requested row in one transaction: a request the ledger does not
+      // name would be found pending by the retry and never announced (no row, no live event).
+      const row = await deps.inTransaction((tx) =>
+        tx.repo.inOrganisationLock(input.organisationId, async (repo) => {
+          const existing = await repo.findPendingNeedOfAgent({ ...input, host: input.host ?? null });
+          if (existing) return existing;
+          await checkRequestLimit((since) => repo.findRequestUsageSince(input.organisationId, since), now);
+          const fresh: NeedRequestRow = {
+            id: newId("ned"),
+            organisation_id: input.organisationId,
+            environment: input.environment,
+            kind: input.kind ?? "secret",
+            host: input.host ?? null,
+            suggested_name: input.suggestedName,
+            agent_id: input.agentId,
+            message: input.message ? input.message.slice(0, MAX_TASK_DESCRIPTION) : null,
+            status: "pending",
+            item_id: null,
+            created_at: now,
+            closed_at: null,
+            ...requestedCallColumns(input.requestedCall),
+          };
+          await repo.insertNeed(fresh);
+          await tx.recordEvent({
+            ...needEvent(fresh, "need_requested", `agent:${input.agentId}`),
+            organisationId: input.organisationId,
+          });
+          return fresh;
+        }),
+      );
       return view(await loadNeed(deps.repo, input.organisationId, row.id));
     },
 
@@ -223,7 +223,10 @@ export function createNeedsService(deps: NeedsDeps) {
         });
         const call = requestedCallOfRow(need);
         const isAlways = body.always_allow === true;
-        if (isAlways && body.scope === "path_prefix" && !call) {
+        // DECISIONS "The approval, readable and reversible": always allow is scoped to the request's
+        // method and host under its path prefix unless the whole credential is chosen explicitly.
+        const scope = body.scope ?? (call ? "path_prefix" : "credential");
+        if (isAlways && scope === "path_prefix" && !call) {
           throw new AppError(
             "invalid_request",
             "this request named no call, so it has no path to scope to; allow the whole credential instead",
@@ -238,10 +241,10 @@ export function createNeedsService(deps: NeedsDeps) {
           actor,
           policy: isAlways ? "item_standing" : "prompt",
           // One call: the call that asked, as the collect page showed it. Always allow covers
-          // that call's method and host under its path's prefix when the operator chose so, else
-          // the whole item (spec 4.3: a standing approval).
+          // that call's method and host under its path's prefix, or the whole item when the
+          // operator chose it (or the request named no call).
           ...(isAlways ? {} : { requestedCall: call }),
-          ...(isAlways && call && body.scope === "path_prefix" ? { callScope: pathPrefixScope(call) } : {}),
+          ...(isAlways && call && scope === "path_prefix" ? { callScope: pathPrefixScope(call) } : {}),
         });
         // Under the two-person rule the standing approval waits for a second member ("1 of 2"):
         // storing the value still approves, once, the request that asked, as it always does.
