@@ -43,7 +43,7 @@ import { createRateLimitRepo } from "./limits/rate-limit.repo.ts";
 import { createRateLimiter } from "./limits/rate-limit.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { createNeedsRepo } from "./needs/needs.repo.ts";
-import { createNeedsService } from "./needs/needs.service.ts";
+import { closeAgentNeeds, createNeedsService } from "./needs/needs.service.ts";
 import { createInvitesRepo } from "./orgs/invites.repo.ts";
 import { createInvitesService } from "./orgs/invites.service.ts";
 import { createMembersService, type MembersLocked } from "./orgs/members.service.ts";
@@ -350,7 +350,21 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     runInTransaction(db, (trx) => fn(createTransactionServices(trx, variant)));
   const clients = createClientsService({
     repo: createClientsRepo(db),
-    inTransaction: (fn) => inTransaction((tx) => fn({ repo: tx.repos.clients, grants: tx.grants })),
+    inTransaction: (fn) =>
+      inTransaction((tx) =>
+        fn({
+          repo: tx.repos.clients,
+          grants: tx.grants,
+          closeAgentNeeds: (organisationId, agentId, actor, at) =>
+            closeAgentNeeds(
+              { repo: tx.repos.needs, recordEvent: tx.audit.insertAuditEvent },
+              organisationId,
+              agentId,
+              actor,
+              at,
+            ),
+        }),
+      ),
     recordEvent: audit.insertAuditEvent,
     ...(variant.onOAuthClientRevoked ? { onOAuthClientRevoked: variant.onOAuthClientRevoked } : {}),
     environments: variant.environments,

@@ -516,6 +516,28 @@ describe("access", () => {
 });
 
 describe("need request outcomes", () => {
+  it("closes a revoked agent's pending requests: none waits for a secret nobody can use", async () => {
+    const { op, token, clientId } = await setUp();
+    const agent = await agentWith(token);
+    const miss = payloadOf(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", path: "/v1/y", host: "api.latch.test", item_name: "REVOKED_AGENT_KEY" },
+      }),
+    );
+    expect(miss.status).toBe("need_item");
+    await agent.close();
+    expect((await op.request("POST", `/api/clients/${clientId}/revoke`, {})).statusCode).toBe(200);
+    expect((await op.request("GET", `/api/need-items/${miss.need_id}`)).json().need.status).toBe("closed");
+    const fulfilled = await op.request("POST", `/api/need-items/${miss.need_id}/fulfill`, { value: SECRET });
+    expect(fulfilled.statusCode).toBe(409);
+    expect(fulfilled.json().error.code).toBe("need_closed");
+    const closed = (await op.request("GET", "/api/audit?action=need_closed")).json().events as {
+      detail: Record<string, unknown>;
+    }[];
+    expect(closed.filter((e) => e.detail.need_id === miss.need_id)).toHaveLength(1);
+  });
+
   it("writes a standing approval with always_allow, denies, and refuses to fulfil a connect request", async () => {
     const { op, token } = await setUp();
     const agent = await agentWith(token);

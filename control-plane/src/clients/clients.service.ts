@@ -27,6 +27,8 @@ const BEARER_SHAPE = /^av[mt]_[A-Za-z0-9_-]{20,100}$/;
 export interface ClientsTransaction {
   repo: ClientsRepo;
   grants: Pick<GrantsService, "revokeAgentGrants">;
+  /** Closes the client's pending credential requests (needs.service.ts closeAgentNeeds). */
+  closeAgentNeeds(organisationId: string, agentId: string, actor: string, at: Date): Promise<void>;
 }
 
 export interface ClientsServiceDeps {
@@ -184,9 +186,10 @@ export function createClientsService(deps: ClientsServiceDeps) {
       const row = await loadClient(organisationId, id);
       const now = deps.now();
       forgetClient(id);
-      const isRevokedNow = await deps.inTransaction(async ({ repo, grants }) => {
+      const isRevokedNow = await deps.inTransaction(async ({ repo, grants, closeAgentNeeds }) => {
         const isRevoked = await repo.updateClientRevoked(id, now);
         await grants.revokeAgentGrants(organisationId, id, now, actor);
+        await closeAgentNeeds(organisationId, id, actor ?? "system", now);
         return isRevoked;
       });
       forgetClient(id);

@@ -30,6 +30,8 @@ export interface NeedsRepo {
   findNeedById(organisationId: string, id: string): Promise<NeedWithClient | undefined>;
   findPendingNeeds(organisationId: string): Promise<NeedWithClient[]>;
   /** pending -> `status`, only if still pending. True for the one caller that won. */
+  /** Closes an agent's pending requests (its client was revoked); answers the rows it closed. */
+  updateAgentNeedsClosed(organisationId: string, agentId: string, closedAt: Date): Promise<NeedRequestRow[]>;
   updateNeedClosed(
     organisationId: string,
     id: string,
@@ -95,6 +97,15 @@ export function createNeedsRepo(db: Kysely<Database>): NeedsRepo {
         .executeTakeFirst();
       return closed.numUpdatedRows === 1n;
     },
+    updateAgentNeedsClosed: (organisationId, agentId, closedAt) =>
+      db
+        .updateTable("need_requests")
+        .set({ status: "closed", closed_at: closedAt })
+        .where("organisation_id", "=", organisationId)
+        .where("agent_id", "=", agentId)
+        .where("status", "=", "pending")
+        .returningAll()
+        .execute(),
     async updateNeedItem(id, itemId) {
       await db.updateTable("need_requests").set({ item_id: itemId }).where("id", "=", id).execute();
     },

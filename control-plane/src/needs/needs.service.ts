@@ -68,6 +68,37 @@ export interface NeedView {
   provider?: string;
 }
 
+/** The audit row of a request's step: which request, for which agent, named as it was asked. */
+const needEvent = (
+  need: Pick<NeedRequestRow, "id" | "environment" | "host" | "suggested_name" | "agent_id" | "kind">,
+  action: string,
+  actor: string,
+): AuditEvent => ({
+  organisationId: "",
+  environment: need.environment,
+  actor,
+  action,
+  itemName: need.suggested_name,
+  host: need.host ?? undefined,
+  detail: { need_id: need.id, agent_id: need.agent_id, kind: need.kind },
+});
+
+/**
+ * Closes every pending request of an agent that was just revoked, each with its need_closed row,
+ * on the revoke's transaction: nobody is asked to paste a secret for a client that can never use it.
+ */
+export async function closeAgentNeeds(
+  tx: { repo: Pick<NeedsRepo, "updateAgentNeedsClosed">; recordEvent(event: AuditEvent): Promise<void> },
+  organisationId: string,
+  agentId: string,
+  actor: string,
+  at: Date,
+): Promise<void> {
+  for (const need of await tx.repo.updateAgentNeedsClosed(organisationId, agentId, at)) {
+    await tx.recordEvent({ ...needEvent(need, "need_closed", actor), organisationId });
+  }
+}
+
 export function createNeedsService(deps: NeedsDeps) {
   const collectUrl = (id: string) => `${deps.baseUrl}/collect/${id}`;
   const view = (row: NeedWithClient): NeedView => ({
@@ -109,21 +140,6 @@ export function createNeedsService(deps: NeedsDeps) {
     const isClosed = await repo.updateNeedClosed(organisationId, id, status, deps.now());
     if (!isClosed) throw new AppError("need_closed", "this request was just answered by someone else");
   }
-
-  /** The audit row of a request's step: which request, for which agent, named as it was asked. */
-  const needEvent = (
-    need: Pick<NeedRequestRow, "id" | "environment" | "host" | "suggested_name" | "agent_id" | "kind">,
-    action: string,
-    actor: string,
-  ): AuditEvent => ({
-    organisationId: "",
-    environment: need.environment,
-    actor,
-    action,
-    itemName: need.suggested_name,
-    host: need.host ?? undefined,
-    detail: { need_id: need.id, agent_id: need.agent_id, kind: need.kind },
-  });
 
   return {
     /**
