@@ -10,6 +10,7 @@ import { buildControlPlane } from "./control-plane.ts";
 import { connectEgress } from "./egress/connect-egress.ts";
 import { loadOrCreateTicketKey } from "./egress/ticket-key.ts";
 import { logDestination } from "./http/human-log.ts";
+import { serializeLoggedError } from "./http/logging.ts";
 import { requestContextFields } from "./http/request-context.ts";
 import { tryLocalLock } from "./local/local-lock.ts";
 import { createControlPlaneMetrics, serveMetrics } from "./metrics/metrics.ts";
@@ -20,6 +21,8 @@ const logger = pino(
     // A LOG_LEVEL pino does not know is refused by loadConfig in one sentence, not by pino here.
     level: Object.hasOwn(pino.levels.values, process.env.LOG_LEVEL ?? "") ? process.env.LOG_LEVEL : "info",
     mixin: requestContextFields,
+    // As the request logger: a raw database error (which quotes parameters) is never written whole.
+    serializers: { err: serializeLoggedError },
   },
   logDestination(1),
 );

@@ -10,6 +10,7 @@ import { AppError } from "@latch/shared/errors";
 import pino from "pino";
 import { describeGrantBody, describeGrantCall, grantDetail } from "../grants/approval-text.ts";
 import { logDestination } from "../http/human-log.ts";
+import { serializeLoggedError } from "../http/logging.ts";
 import { LOCAL_PORT } from "../local/local-server.ts";
 import { runAuditRotateKeys, runAuditVerify } from "./audit-ledger.command.ts";
 import { runKekRotate } from "./kek-rotate.command.ts";
@@ -121,7 +122,11 @@ async function main(argv: string[]): Promise<number> {
   const dataDir = dataDirOf(process.env);
   // The proxy child inherits the level: quiet for one-shot commands, informative for servers.
   process.env.LOG_LEVEL ??= command === "serve" || command === "mcp" ? "info" : "warn";
-  const logger = pino({ name: "vault", level: process.env.LOG_LEVEL }, logDestination(2));
+  const logger = pino(
+    // As the request logger: a raw database error (which quotes parameters) is never written whole.
+    { name: "vault", level: process.env.LOG_LEVEL, serializers: { err: serializeLoggedError } },
+    logDestination(2),
+  );
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(HELP);
     return 0;

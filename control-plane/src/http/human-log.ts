@@ -58,7 +58,12 @@ export function humanLogLine(line: string): string {
   let stack = "";
   const err = fields.err as { stack?: unknown } | undefined;
   if (err && typeof err === "object" && typeof err.stack === "string") {
-    stack = `\n${err.stack.replace(/^/gm, "    ")}`;
+    // The stack starts with the error's message: its control characters are escaped as every
+    // other value's are, so that no text in it starts a fake line or a terminal escape.
+    const escaped = err.stack.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) =>
+      JSON.stringify(c).slice(1, -1),
+    );
+    stack = `\n${escaped.replace(/^/gm, "    ")}`;
     const { stack: _stack, ...rest } = err;
     fields.err = rest;
   }

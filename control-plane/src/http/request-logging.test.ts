@@ -100,6 +100,15 @@ describe("human log lines (a terminal)", () => {
     expect(line).toMatch(/ERROR failed err\.type=Error err\.message=boom\n {4}Error: boom\n {8}at x\n$/);
   });
 
+  it("escapes a terminal escape or a carriage return in an error's stack", () => {
+    const line = humanLogLine(
+      `${JSON.stringify({ level: 50, time: 0, msg: "failed", err: { type: "Error", stack: "Error: a\u001b[2J\rFATAL b\n    at x" } })}\n`,
+    );
+    expect(line).not.toContain("\u001b");
+    expect(line).not.toContain("\r");
+    expect(line).toContain("\\u001b[2J\\rFATAL b");
+  });
+
   it("passes on a line that is not a log entry unchanged", () => {
     expect(humanLogLine("LATCH_EGRESS_READY port=1\n")).toBe("LATCH_EGRESS_READY port=1\n");
   });
