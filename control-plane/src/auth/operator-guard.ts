@@ -72,7 +72,12 @@ export function registerOperatorSessions(
   },
 ): void {
   const ownOrigin = new URL(deps.baseUrl).origin;
-  const cookieName = sessionCookieNames(new URL(deps.baseUrl).protocol === "https:").session;
+  const isSecure = new URL(deps.baseUrl).protocol === "https:";
+  const cookieName = sessionCookieNames(isSecure).session;
+  // Over https only the __Host- name can be ours, and no other site can set it: an unprefixed
+  // latch_session planted by a sibling subdomain or an http page is ignored, never a lockout.
+  // Over http both spellings count, since either could be planted beside the real one.
+  const countedNames = isSecure ? [cookieName] : SESSION_COOKIE_NAMES;
   async function judgeStepUp(session: OperatorSessionRow, rule: StepUpRule) {
     if (!deps.stepUpFactors) return new AppError("internal", "this plane has no step-up");
     const factors = await deps.stepUpFactors(session);
@@ -90,7 +95,7 @@ export function registerOperatorSessions(
     // Two session cookies are one planted beside the real one (a sibling subdomain or an http page
     // can set a cookie the browser then sends along): refused, since whichever a parser keeps
     // first could be the attacker's session. Counted on the raw header, before any parser merges.
-    if (countSessionCookies(request.headers.cookie) > 1) {
+    if (countSessionCookies(request.headers.cookie, countedNames) > 1) {
       throw new AppError(
         "duplicate_session_cookie",
         "this request carries more than one Latch session cookie; clear this site's cookies and sign in again",
@@ -122,13 +127,13 @@ export function registerOperatorSessions(
   app.addHook("onRequest", enforceRouteAccess);
 }
 
-/** How many cookies in a raw Cookie header carry a session cookie name (either spelling). */
-function countSessionCookies(header: string | undefined): number {
+/** How many cookies in a raw Cookie header carry one of `names`. */
+function countSessionCookies(header: string | undefined, names: readonly string[]): number {
   if (!header) return 0;
   let count = 0;
   for (const pair of header.split(";")) {
     const name = pair.slice(0, pair.includes("=") ? pair.indexOf("=") : pair.length).trim();
-    if (SESSION_COOKIE_NAMES.includes(name)) count += 1;
+    if (names.includes(name)) count += 1;
   }
   return count;
 }

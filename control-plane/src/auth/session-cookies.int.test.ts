@@ -89,12 +89,10 @@ describe("over https", () => {
     }
   });
 
-  it("refuses a request carrying the prefixed and the unprefixed session cookie", async () => {
+  it("refuses two prefixed session cookies, and ignores an unprefixed one planted beside it", async () => {
     const { browser } = await signIn(secure, HTTPS_BASE);
     const token = browser.cookies.get("__Host-latch_session")!;
     for (const cookie of [
-      `__Host-latch_session=${token}; latch_session=planted`,
-      `latch_session=planted; __Host-latch_session=${token}`,
       `__Host-latch_session=${token}; __Host-latch_session=planted`,
       `__Host-latch_session=planted; __Host-latch_session=${token}`,
     ]) {
@@ -102,6 +100,21 @@ describe("over https", () => {
       expect(response.statusCode, cookie).toBe(401);
       expect(response.json().error.code).toBe("duplicate_session_cookie");
     }
+    // A sibling subdomain or an http page can plant latch_session, never the __Host- name: the
+    // planted one is not a session here, and it locks nobody out (not even the sign-in page).
+    for (const cookie of [
+      `__Host-latch_session=${token}; latch_session=planted`,
+      `latch_session=planted; __Host-latch_session=${token}`,
+    ]) {
+      const response = await me(secure, HTTPS_BASE, cookie);
+      expect(response.statusCode, cookie).toBe(200);
+    }
+    const signInPage = await secure.app.inject({
+      method: "GET",
+      url: "/sign-in",
+      headers: { host: new URL(HTTPS_BASE).host, cookie: "latch_session=planted" },
+    });
+    expect(signInPage.statusCode).toBe(200);
     expect((await me(secure, HTTPS_BASE, `__Host-latch_session=${token}`)).statusCode).toBe(200);
   });
 });
