@@ -583,4 +583,28 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(problems).toEqual([]);
     await page.context().close();
   }, 180_000);
+
+  it("never lets the browser submit a form itself: a value typed while a script failed to load stays out of the URL", async () => {
+    const { page } = await openPage();
+    await signUp(page);
+    // The vault's script fails to load (a rolling deploy asks a replica that does not have it).
+    await page.route(/\/assets\/console-vault[^/]*\.js/, (route) => route.abort());
+    await page.goto("about:blank");
+    await page.goto(`${base}/console#vault`);
+    const before = page.url();
+    const requests: string[] = [];
+    page.on("request", (request) => requests.push(request.url()));
+    // What pressing Enter in the form does when no script handles it (the page's own script code
+    // is not the test's: a string, as the other browser tests evaluate).
+    await page.evaluate(`(() => {
+      const form = document.querySelector("#add-form");
+      form.querySelector('[name="value"]').value = "sk_live_typed_before_script_0001";
+      form.querySelector('[name="name"]').value = "TYPED_KEY";
+      form.requestSubmit();
+    })()`);
+    await page.waitForTimeout(500);
+    expect(page.url()).toBe(before);
+    expect(requests.filter((url) => url.includes("sk_live_typed"))).toEqual([]);
+    await page.context().close();
+  }, 120_000);
 });

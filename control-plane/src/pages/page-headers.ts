@@ -36,11 +36,13 @@ const STRICT: ReadonlyArray<readonly [Directive, string]> = [
 const CSP_DIFFERENCES = {
   /**
    * Sign-in, sign-up, enrolment, the authenticator step and the console: the enrolment QR code is a
-   * data: image; forms are sent by script, and were one ever submitted it could only reach us.
+   * data: image. Every form is sent by script (fetch), so the browser may submit none itself: a page
+   * whose script did not load (a rolling deploy, a blocked file) would otherwise send a form by GET,
+   * putting what was typed (a credential, a client secret, a code) in the URL, the history and a
+   * proxy's access log.
    */
   account: {
     "img-src": "'self' data:",
-    "form-action": "'self'",
     "worker-src": "'self'",
     "manifest-src": "'self'",
   },

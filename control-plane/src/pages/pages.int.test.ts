@@ -159,7 +159,7 @@ describe("what the pages are made of", () => {
   it("sends the strict CSP with every page and serves the assets with their types", async () => {
     expect(PAGE_CSP).toBe(
       "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
-        "worker-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        "worker-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
     );
     const { anonymous, needsEnrollment, needsVerification, ready } = await browsersInEachState();
     const served = [
