@@ -739,6 +739,43 @@ describe("require single sign-on", () => {
     const refused = await member.request("GET", "/api/items");
     expect(refused.statusCode).toBe(403);
     expect(refused.json().error).toMatchObject({ code: "sso_required", sso_url: `/sso/${slug}` });
+    // Nor reads a request through its approval link: refused, and nothing of the request shown.
+    const stored = await owner.request("POST", "/api/items", {
+      name: "SSO_LINK_KEY",
+      value: "sk_live_sso_link_canary_0123",
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+    });
+    expect(stored.statusCode, stored.body).toBe(201);
+    const agentToken = (
+      await owner.request("POST", "/api/clients/model", { name: "sso link agent", environment: "staging" })
+    ).json().token as string;
+    const mailsBefore = h.inbox.mails.length;
+    const asked = await h.app.inject({
+      method: "POST",
+      url: "/api/grants/request",
+      headers: { authorization: `Bearer ${agentToken}`, "content-type": "application/json" },
+      payload: JSON.stringify({
+        item_name: "SSO_LINK_KEY",
+        host: "api.latch.test",
+        method: "POST",
+        path: "/v1/sso-hidden-path",
+      }),
+    });
+    expect(asked.statusCode, asked.body).toBe(201);
+    await expect.poll(() => h.inbox.mails.slice(mailsBefore).some((m) => m.to === email)).toBe(true);
+    const mail = h.inbox.mails
+      .slice(mailsBefore)
+      .find((m) => m.to === email)!
+      .raw.replace(/=\r?\n/g, "")
+      .replace(/=3D/g, "=");
+    const linkToken = /\/approve\?token=([A-Za-z0-9_-]+)/.exec(mail)?.[1];
+    expect(linkToken, mail).toBeDefined();
+    const linkPage = await member.request("GET", `/approve?token=${linkToken}`);
+    expect(linkPage.statusCode).toBe(403);
+    expect(linkPage.body).toContain("Not approved");
+    expect(linkPage.body).not.toContain("sso-hidden-path");
+    expect(linkPage.body).not.toContain("sso link agent");
     // Nor connects an agent there: the consent page does not offer the organisation, and an
     // approval naming it is refused as if it were not the member's.
     const organisationId = (await owner.request("GET", "/api/auth/me")).json().organisation.id as string;

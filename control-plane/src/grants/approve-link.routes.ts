@@ -96,8 +96,11 @@ export function registerApproveLinkRoutes(app: FastifyInstance, deps: { grants: 
       } catch (error) {
         if (!(error instanceof AppError)) throw error;
         const why = error.message.charAt(0).toUpperCase() + error.message.slice(1);
-        // A link used before still shows its request, and Revoke while that approval is active.
-        return answer(reply.code(error.status), "Not approved", `${why}.`, await requestSection(request));
+        // A link used before still shows its request, and Revoke while that approval is active. Any
+        // other refusal (Require SSO, a role, another organisation) shows nothing of it: the
+        // session that was refused must not read what it could not approve.
+        const section = error.code === "approval_code_used" ? await requestSection(request) : "";
+        return answer(reply.code(error.status), "Not approved", `${why}.`, section);
       }
     },
   );
