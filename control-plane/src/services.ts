@@ -43,7 +43,7 @@ import { createRateLimitRepo } from "./limits/rate-limit.repo.ts";
 import { createRateLimiter } from "./limits/rate-limit.ts";
 import type { Mailer } from "./mail/mailer.ts";
 import { createNeedsRepo } from "./needs/needs.repo.ts";
-import { closeAgentNeeds, createNeedsService } from "./needs/needs.service.ts";
+import { closeAgentNeeds, closeConnectNeedIn, createNeedsService } from "./needs/needs.service.ts";
 import { createInvitesRepo } from "./orgs/invites.repo.ts";
 import { createInvitesService } from "./orgs/invites.service.ts";
 import { createMembersService, type MembersLocked } from "./orgs/members.service.ts";
@@ -390,8 +390,22 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const connect = createConnectService({
     repo: createConnectRepo(db),
     items,
-    grants,
-    needs,
+    inTransaction: (fn) =>
+      inTransaction((tx) =>
+        fn({
+          grants: tx.grants,
+          closeConnectNeed: (organisationId, id, environment, actor) =>
+            closeConnectNeedIn(
+              { repo: tx.repos.needs, recordEvent: tx.audit.insertAuditEvent },
+              organisationId,
+              id,
+              environment,
+              actor,
+              now(),
+            ),
+          recordEvent: tx.audit.insertAuditEvent,
+        }),
+      ),
     isLiveAgent: clients.isLiveAgent,
     sealingKey: () => variant.sealingKey(),
     minter: variant.minter,

@@ -5,6 +5,7 @@
 // agent's user-only call working right after. No token reaches an answer, a log or a row in clear.
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refuseAuditRows } from "./database.ts";
 import { FAKE_PROVIDER_HOSTS, type FakeProviderId, FakeProviders } from "./fake-providers.ts";
 import {
   type Browser,
@@ -219,6 +220,22 @@ describe("an agent and a connect", () => {
     const nobody = await start(op, "spotify", { agent_client_id: "cli_nobody_here", need_id: first.need_id });
     expect(nobody.statusCode, nobody.body).toBe(404);
     expect(nobody.json().error.code).toBe("not_found");
+    // A connect whose last write fails (its `connected` row refused, as a crash there would) closes
+    // nothing and approves nothing: the request still waits, and a second connect finishes it.
+    const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;
+    const restore = await refuseAuditRows(h.plane.database, organisationId, "connected");
+    try {
+      const failing = await start(op, "spotify", { agent_client_id: clientId, need_id: first.need_id });
+      expect(failing.statusCode, failing.body).toBe(200);
+      const refused = await callback(op, fakes.authorize("spotify", failing.json().authorize_url));
+      expect(refused.headers.location).not.toBe("/console#vault?connected=spotify");
+    } finally {
+      await restore();
+    }
+    expect((await op.request("GET", `/api/need-items/${first.need_id}`)).json().need.status).toBe("pending");
+    const grantsOfAgent = (await op.request("GET", "/api/grants")).json().grants as { agent_id: string }[];
+    expect(grantsOfAgent.filter((g) => g.agent_id === clientId)).toEqual([]);
+
     const started = await start(op, "spotify", { agent_client_id: clientId, need_id: first.need_id });
     expect(started.statusCode, started.body).toBe(200);
     const done = await callback(op, fakes.authorize("spotify", started.json().authorize_url));

@@ -16,7 +16,6 @@ import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
-import type { NeedsService } from "../needs/needs.service.ts";
 import { CONNECT_SCOPES } from "../providers/connect-recipe.ts";
 import type { Provider, ProviderId } from "../providers/provider.ts";
 import { getProvider, PROVIDER_IDS, tokenEndpointOf } from "../providers/providers.ts";
@@ -35,8 +34,11 @@ export interface ConnectDeps {
     ItemsService,
     "findCallableByName" | "findCallableById" | "storeSealedItem" | "inItemTokenLock"
   >;
-  grants: Pick<GrantsService, "createActiveGrant">;
-  needs: Pick<NeedsService, "closeConnectNeed">;
+  /**
+   * Runs `fn` in one transaction: closing the connect request, the standing approvals it gives and
+   * the `connected` row are all written, or none is.
+   */
+  inTransaction<T>(fn: (tx: ConnectTransaction) => Promise<T>): Promise<T>;
   /** Whether an id names a live agent (model client) of the organisation in that environment. */
   isLiveAgent(organisationId: string, id: string, environment: string): Promise<boolean>;
   sealingKey(): Promise<SealingPublicKey>;
@@ -46,6 +48,18 @@ export interface ConnectDeps {
   baseUrl: string;
   environments: readonly string[];
   now: () => Date;
+}
+
+export interface ConnectTransaction {
+  grants: Pick<GrantsService, "createActiveGrant">;
+  /** Closes a pending connect request of `environment`; answers the agent that asked (needs.service.ts). */
+  closeConnectNeed(
+    organisationId: string,
+    id: string,
+    environment: string,
+    actor: string,
+  ): Promise<string | undefined>;
+  recordEvent(event: AuditEvent): Promise<void>;
 }
 
 export interface ConnectOperator {
@@ -292,25 +306,28 @@ export function createConnectService(deps: ConnectDeps) {
       }
       // Spec 4.3: need_id closes the Inbox request; the agent named by agent_client_id (else the
       // agent whose request it was) gets a standing approval on the source credential and the
-      // refresh item, so its retry works.
-      const asker = row.need_id
-        ? await deps.needs.closeConnectNeed(operator.organisationId, row.need_id, operator.actor)
-        : undefined;
-      const agentId = row.agent_client_id ?? asker;
-      if (agentId) {
-        for (const itemId of [item.id, stored.id]) {
-          await deps.grants.createActiveGrant({
-            organisationId: operator.organisationId,
-            environment,
-            itemId,
-            agentId,
-            toolId: HTTP_REQUEST_TOOL,
-            actor: operator.actor,
-            policy: "item_standing",
-          });
+      // refresh item, so its retry works. One transaction: a crash between them cannot close the
+      // request and leave its agent without the approvals (nobody could then ask for them again).
+      await deps.inTransaction(async (tx) => {
+        const asker = row.need_id
+          ? await tx.closeConnectNeed(operator.organisationId, row.need_id, environment, operator.actor)
+          : undefined;
+        const agentId = row.agent_client_id ?? asker;
+        if (agentId) {
+          for (const itemId of [item.id, stored.id]) {
+            await tx.grants.createActiveGrant({
+              organisationId: operator.organisationId,
+              environment,
+              itemId,
+              agentId,
+              toolId: HTTP_REQUEST_TOOL,
+              actor: operator.actor,
+              policy: "item_standing",
+            });
+          }
         }
-      }
-      await record(operator, refreshName, provider.id, "connected", environment);
+        await record(operator, refreshName, provider.id, "connected", environment, tx.recordEvent);
+      });
       return { provider: provider.id, ok: true };
     },
   };
@@ -321,8 +338,9 @@ export function createConnectService(deps: ConnectDeps) {
     provider: string,
     action: string,
     environment: string,
+    recordEvent = deps.recordEvent,
   ): Promise<void> {
-    await deps.recordEvent({
+    await recordEvent({
       organisationId: operator.organisationId,
       environment,
       actor: operator.actor,

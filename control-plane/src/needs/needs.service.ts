@@ -99,6 +99,30 @@ export async function closeAgentNeeds(
   }
 }
 
+/**
+ * Spec 3.2: a connect that carries need_id closes that connect request (`closed`), with its
+ * need_closed row, on the connect's own transaction. Answers the agent that asked, or undefined
+ * when there is no such pending connect request in the connect's environment.
+ */
+export async function closeConnectNeedIn(
+  tx: {
+    repo: Pick<NeedsRepo, "findNeedById" | "updateNeedClosed">;
+    recordEvent(event: AuditEvent): Promise<void>;
+  },
+  organisationId: string,
+  id: string,
+  environment: string,
+  actor: string,
+  at: Date,
+): Promise<string | undefined> {
+  const need = await tx.repo.findNeedById(organisationId, id);
+  if (need?.kind !== "connect" || need.status !== "pending" || need.environment !== environment)
+    return undefined;
+  if (!(await tx.repo.updateNeedClosed(organisationId, id, "closed", at))) return undefined;
+  await tx.recordEvent({ ...needEvent(need, "need_closed", actor), organisationId });
+  return need.agent_id;
+}
+
 export function createNeedsService(deps: NeedsDeps) {
   const collectUrl = (id: string) => `${deps.baseUrl}/collect/${id}`;
   const view = (row: NeedWithClient): NeedView => ({
@@ -280,26 +304,6 @@ export function createNeedsService(deps: NeedsDeps) {
         await recordEvent({ ...needEvent(need, "need_fulfilled", actor), organisationId });
         return { item, grant };
       });
-    },
-
-    /**
-     * Spec 3.2: a connect that carries need_id closes the connect request (`closed`). Returns
-     * the agent that asked, whom the connect then allows.
-     */
-    async closeConnectNeed(
-      organisationId: string,
-      id: string,
-      actor = "system",
-    ): Promise<string | undefined> {
-      const need = await deps.repo.findNeedById(organisationId, id);
-      if (need?.kind !== "connect" || need.status !== "pending") return undefined;
-      // The close and its row together (or neither): the live inbox follows the ledger.
-      const isClosed = await deps.inTransaction(async ({ repo, recordEvent }) => {
-        const closed = await repo.updateNeedClosed(organisationId, id, "closed", deps.now());
-        if (closed) await recordEvent({ ...needEvent(need, "need_closed", actor), organisationId });
-        return closed;
-      });
-      return isClosed ? need.agent_id : undefined;
     },
 
     async denyNeed(organisationId: string, id: string, actor = "operator"): Promise<void> {
