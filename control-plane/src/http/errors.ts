@@ -2,8 +2,10 @@
 // from shared/errors' table. The internal cause is logged, never sent.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { RPC_PARSE_ERROR, rpcError } from "../mcp/jsonrpc.ts";
 import { toValidationAppError } from "./route-schemas.ts";
+
+/** JSON-RPC 2.0's "Parse error", the same as mcp/jsonrpc.ts RPC_PARSE_ERROR. */
+const JSON_RPC_PARSE_ERROR = -32700;
 
 /** Fastify's own failures before a handler runs, mapped to our codes. */
 const FASTIFY_ERRORS: Record<string, () => AppError> = {
@@ -75,9 +77,12 @@ export function registerErrorHandling(
     }
     const retryAfter = appError.extra.retry_after;
     if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
-    // JSON-RPC's own answer to a body that is not JSON (-32700, id null), as MCP clients expect it.
+    // JSON-RPC's own answer to a body that is not JSON (-32700, id null; mcp/jsonrpc.ts names the
+    // codes, and the edge imports no feature), as MCP clients expect it.
     if (appError.code === "invalid_json" && request.routeOptions.config?.isJsonRpc) {
-      return reply.status(400).send(rpcError(null, RPC_PARSE_ERROR, appError.message));
+      return reply
+        .status(400)
+        .send({ jsonrpc: "2.0", id: null, error: { code: JSON_RPC_PARSE_ERROR, message: appError.message } });
     }
     // Spec 5 rule 4 spells this one flat: {error: "mfa_required", enroll_url | verify_url}.
     if (appError.code === "mfa_required") {
