@@ -6,18 +6,44 @@
 // never wrote, and a second round finds nothing. On PostgreSQL (two processes, one database, the
 // proxy spending ids in its table); the clock of the surviving replica is the test's.
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer, type Server } from "node:net";
+import { connect, createServer, type Server } from "node:net";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGrantsRepo } from "../src/grants/grants.repo.ts";
 import { type HostedHarness, operatorWithClient, startHosted } from "./hosted.ts";
 
 const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
 const databaseUrl = process.env.DATABASE_URL ?? "";
 
-/** An address that takes TCP connections and never answers on them: a proxy that is not there. */
-async function blackhole(): Promise<{ address: string; server: Server }> {
-  const server = createServer(() => {});
+/**
+ * A TCP relay to the proxy that can stop passing what the control plane sends: after `stall()`,
+ * a call already on its way never reaches the proxy (a silent link), while everything before went
+ * through (the control plane learned which store the proxies spend ids in).
+ */
+async function stallableRelay(port: number): Promise<{ address: string; server: Server; stall(): void }> {
+  let isStalled = false;
+  const server = createServer((socket) => {
+    const upstream = connect(port, "127.0.0.1");
+    socket.on("data", (chunk) => {
+      if (!isStalled) upstream.write(chunk);
+    });
+    upstream.on("data", (chunk) => socket.write(chunk));
+    for (const [a, b] of [
+      [socket, upstream],
+      [upstream, socket],
+    ] as const) {
+      a.on("error", () => b.destroy());
+      a.on("close", () => b.destroy());
+    }
+  });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, server };
+  return {
+    address: `127.0.0.1:${(server.address() as { port: number }).port}`,
+    server,
+    stall: () => {
+      isStalled = true;
+    },
+  };
 }
 
 /** A second control plane process on the same database and keys; resolves with its URL. */
@@ -75,13 +101,13 @@ async function answerOf(response: Response): Promise<Record<string, unknown>> {
 
 describe.runIf(databaseUrl)("a one-call approval whose control plane was killed mid-call", () => {
   let h: HostedHarness;
-  let hole: { address: string; server: Server };
+  let relay: Awaited<ReturnType<typeof stallableRelay>>;
   const arrivals: string[] = [];
   const children: ChildProcess[] = [];
 
   beforeAll(async () => {
     h = await startHosted({ replayDatabaseUrl: databaseUrl });
-    hole = await blackhole();
+    relay = await stallableRelay(h.egress.proxy.port);
     // /v1/hang reaches the origin and is never answered; anything else is answered at once.
     h.egress.setHandler((req, res) => {
       arrivals.push(req.url ?? "");
@@ -93,7 +119,7 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
 
   afterAll(async () => {
     for (const child of children) child.kill("SIGKILL");
-    hole?.server.close();
+    relay?.server.close();
     await h?.close();
   });
 
@@ -157,17 +183,27 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
 
   it("never read by a proxy: given back, call_not_sent, and the retry goes out once", async () => {
     const t = await approvedOnce("unsent", "/v1/unsent");
-    const replica = await startReplica(h, hole.address);
+    const replica = await startReplica(h, relay.address);
     children.push(replica.child);
-    // The replica's only proxy never answers: the ticket waits in a socket nobody reads.
+    // A first call through the replica goes out: it learns that the proxy spends ids in the table.
+    expect((await answerOf(await httpRequest(replica.url, t.token, "/v1/unsent"))).origin_status).toBe(200);
+    const asked = await answerOf(await httpRequest(await listening(), t.token, "/v1/unsent"));
+    expect(asked.status).toBe("pending");
+    const approved = await t.op.request("POST", `/api/grants/${String(asked.grant_id)}/approve`, {
+      policy: "prompt",
+    });
+    expect(approved.statusCode, approved.body).toBe(200);
+    // Then the link goes silent: the second call's ticket never reaches the proxy.
+    relay.stall();
+    const second = String(asked.grant_id);
     const pending = httpRequest(replica.url, t.token, "/v1/unsent").catch(() => undefined);
-    await killMidCall(replica.child, t.grantId, () => true);
+    await killMidCall(replica.child, second, () => true);
     await pending;
-    expect((await grantRow(t.grantId)).status).toBe("consumed");
+    expect((await grantRow(second)).status).toBe("consumed");
 
-    expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["given_back"]);
-    expect(await grantRow(t.grantId)).toMatchObject({ status: "active", call_ticket_id: null });
-    const rows = await rowsOf(t.op, "call_not_sent", t.grantId);
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["not_sent"]);
+    expect(await grantRow(second)).toMatchObject({ status: "active", call_ticket_id: null });
+    const rows = await rowsOf(t.op, "call_not_sent", second);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ reason: "outcome_unwritten", detail: { fence: "recovered" } });
     expect(await h.plane.services.abandonedCalls.sweep()).toEqual([]);
@@ -176,7 +212,8 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
     h.clock.now = new Date();
     const again = await answerOf(await httpRequest(await listening(), t.token, "/v1/unsent"));
     expect(again.origin_status).toBe(200);
-    expect(arrivals.filter((p) => p === "/v1/unsent")).toHaveLength(1);
+    // The first call and this one: the abandoned call never went out.
+    expect(arrivals.filter((p) => p === "/v1/unsent")).toHaveLength(2);
   }, 120_000);
 
   it("taken by the proxy (it reached the origin): stays spent, call_outcome_unknown", async () => {
@@ -195,6 +232,61 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
     expect(await rowsOf(t.op, "call_not_sent", t.grantId)).toHaveLength(0);
     expect(await h.plane.services.abandonedCalls.sweep()).toEqual([]);
   }, 120_000);
+
+  /** What a control plane killed after naming its ticket leaves (no proxy ever saw this one). */
+  async function abandoned(grantId: string, isStoreShared: boolean) {
+    const expiresAt = new Date(Date.now() + 12_000);
+    await h.plane.database.db
+      .updateTable("grants")
+      .set({
+        status: "consumed",
+        consumed_at: new Date(),
+        call_ticket_id: `t${grantId}`.padEnd(22, "x"),
+        call_ticket_expires_at: expiresAt,
+        call_ticket_shared: isStoreShared,
+      })
+      .where("id", "=", grantId)
+      .execute();
+    h.clock.now = new Date(expiresAt.getTime() + 70_000);
+  }
+
+  it("noted while the proxies kept spent ids in their own memory: unknown, even with the table shared now", async () => {
+    const t = await approvedOnce("was-memory", "/v1/was-memory");
+    await abandoned(t.grantId, false);
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["unknown"]);
+    expect(await grantRow(t.grantId)).toMatchObject({ status: "consumed", call_ticket_id: null });
+    h.clock.now = new Date();
+  }, 60_000);
+
+  it("revoked since: never given back, though no proxy ran it; the ledger still gets its row", async () => {
+    const t = await approvedOnce("revoked", "/v1/revoked");
+    await abandoned(t.grantId, true);
+    h.clock.now = new Date();
+    expect((await t.op.request("POST", `/api/grants/${t.grantId}/revoke`)).statusCode).toBe(200);
+    const { call_ticket_expires_at } = await grantRow(t.grantId);
+    h.clock.now = new Date(call_ticket_expires_at!.getTime() + 70_000);
+    expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["not_sent"]);
+    expect(await grantRow(t.grantId)).toMatchObject({ status: "revoked", call_ticket_id: null });
+    const rows = await rowsOf(t.op, "call_not_sent", t.grantId);
+    expect(rows).toEqual([
+      expect.objectContaining({ detail: expect.objectContaining({ approval: "revoked" }) }),
+    ]);
+    h.clock.now = new Date();
+  }, 60_000);
+
+  it("the table keeps a spent id five minutes past its expiry, whatever a proxy's sweep asks", async () => {
+    const db = h.plane.database.db;
+    const young = `keep-young-${Date.now()}`.padEnd(22, "y");
+    const old = `keep-old-${Date.now()}`.padEnd(22, "o");
+    await sql`insert into egress_spent_tickets (id, expires_at) values
+      (${young}, now() - interval '2 minutes'), (${old}, now() - interval '6 minutes')`.execute(db);
+    // A proxy of an earlier release swept after one minute.
+    await sql`delete from egress_spent_tickets where expires_at < now() - interval '1 minute'`.execute(db);
+    const left = await sql<{
+      id: string;
+    }>`select id from egress_spent_tickets where id in (${young}, ${old})`.execute(db);
+    expect(left.rows.map((r) => r.id)).toEqual([young]);
+  });
 
   let listeningUrl: string | undefined;
   async function listening(): Promise<string> {
@@ -272,5 +364,44 @@ describe("a one-call approval whose control plane died mid-call, with the proxy 
       }),
     ]);
     expect(await h.plane.services.abandonedCalls.sweep()).toEqual([]);
+  }, 60_000);
+
+  it("a late give-back or settle of one call never touches the ticket another call named since", async () => {
+    const made = await operatorWithClient(h, {
+      secret: "sk_live_abandoned_late_0123456789",
+      items: [{ name: "API_KEY" }],
+      clientName: "agent late",
+    });
+    const asked = await h.app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: { authorization: `Bearer ${made.token}`, "content-type": "application/json" },
+      payload: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: {
+          name: "http_request",
+          arguments: { method: "POST", path: "/v1/late", item_name: "API_KEY" },
+        },
+      },
+    });
+    const grantId = JSON.parse(asked.json().result.content[0].text).grant_id as string;
+    expect(
+      (await made.op.request("POST", `/api/grants/${grantId}/approve`, { policy: "prompt" })).statusCode,
+    ).toBe(200);
+    const repo = createGrantsRepo(h.plane.database.db);
+    expect(await repo.updateGrantConsumed(grantId, new Date())).toBe(true);
+    await repo.updateGrantCallTicket(grantId, "second-call-ticket-0001", new Date(), true);
+    // The first call's late writes name its own ticket: neither gives back nor clears the second's.
+    await repo.updateGrantRestored(grantId, "first-call-ticket-00001");
+    await repo.updateGrantCallSettled(grantId, "first-call-ticket-00001");
+    await repo.updateGrantRestored(grantId, null);
+    const row = await h.plane.database.db
+      .selectFrom("grants")
+      .select(["status", "call_ticket_id"])
+      .where("id", "=", grantId)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: "consumed", call_ticket_id: "second-call-ticket-0001" });
   }, 60_000);
 });

@@ -127,7 +127,7 @@ describe("the audit (spec 4.3, 6)", () => {
     const revoked = await op.request("POST", `/api/grants/${id}/revoke`);
     expect(revoked.statusCode, revoked.body).toBe(200);
     expect(revoked.json().grant.status).toBe("revoked");
-    await grants.updateGrantRestored(id);
+    await grants.updateGrantRestored(id, null);
     const listed = (await op.request("GET", "/api/grants")).json().grants as {
       grant_id: string;
       status: string;

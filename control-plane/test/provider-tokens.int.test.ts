@@ -108,6 +108,35 @@ const tokenCalls = (provider: FakeProviderId) =>
   fakes.tokenRequests.filter((r) => r.provider === provider).length;
 
 describe("rule 7: refresh-based calls", () => {
+  it("a one-call approval of a refresh-based call sends it once: its ticket is named on the grant before the token lock", async () => {
+    const rig = await startLocalVault(harness, { logs });
+    await storeApp(rig, "github");
+    await storeRefresh(rig, "github", fakes.issueRefreshToken("github"));
+    const agent = await connectLocalAgent(rig.url, "github-once-agent");
+    const args = { method: "GET", host: API_HOSTS.github, path: USER_PATHS.github, item_name: "GITHUB" };
+    const first = toolPayload(await agent.callTool({ name: "http_request", arguments: args }));
+    expect(first.status).toBe("pending");
+    const approved = await localOperator(rig, "POST", "/api/grants", {
+      grant_id: first.grant_id,
+      scope: "once",
+    });
+    expect(approved.status, JSON.stringify(approved.json)).toBe(200);
+    const sent = toolPayload(await agent.callTool({ name: "http_request", arguments: args }));
+    expect(sent.origin_status, JSON.stringify(sent)).toBe(200);
+    expect(sent.refreshed).toBe(true);
+    // Settled: the grant names no ticket any more, and the approval is spent.
+    const row = await rig.vault.database.db
+      .selectFrom("grants")
+      .select(["status", "call_ticket_id"])
+      .where("id", "=", String(first.grant_id))
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: "consumed", call_ticket_id: null });
+    expect(toolPayload(await agent.callTool({ name: "http_request", arguments: args })).status).toBe(
+      "pending",
+    );
+    await agent.close();
+  }, 60_000);
+
   it.each(["spotify", "github", "google", "slack", "stripe"] as const)(
     "%s: mints an access token from <ITEM>_REFRESH with the sibling client secret, redacts it, stores a rotated refresh token and reuses the minted token",
     async (provider) => {

@@ -9,19 +9,13 @@
 import { TICKET_CLOCK_SKEW_MS } from "@latch/shared/tickets/ticket-signature";
 import type { Logger } from "pino";
 import type { AuditEvent } from "../audit/audit.repo.ts";
-import {
-  LIVE_FENCE_HORIZON_MS,
-  SHARED_STORE_RETENTION_MS,
-  type TicketFence,
-} from "../egress/ticket-fence.ts";
+import { LIVE_FENCE_HORIZON_MS, type TicketFence } from "../egress/ticket-fence.ts";
 import type { GrantsRepo, UnsettledCall } from "../grants/grants.repo.ts";
 
 /** How often a replica looks; each row is taken by one replica (SKIP LOCKED). */
 const ROUND_EVERY_MS = 15_000;
 /** After the live fence's horizon, a margin for clocks that differ between hosts. */
 const LOOK_AFTER_MS = LIVE_FENCE_HORIZON_MS + 10_000;
-/** The table (which keeps a spend until expiry + skew + its retention) is trusted 30 s short of that. */
-const TRUST_UNTIL_MS = TICKET_CLOCK_SKEW_MS + SHARED_STORE_RETENTION_MS - 30_000;
 const ROWS_PER_ROUND = 50;
 
 export interface AbandonedCallsTransaction {
@@ -37,7 +31,11 @@ export interface AbandonedCallsDeps {
   now: () => Date;
 }
 
-export type AbandonedOutcome = "given_back" | "taken" | "unknown";
+/**
+ * `not_sent`: the fence won, no proxy ran it (the approval is given back unless it was revoked
+ * since); `taken`: a proxy spent it; `unknown`: no table could tell.
+ */
+export type AbandonedOutcome = "not_sent" | "taken" | "unknown";
 
 export function createAbandonedCalls(deps: AbandonedCallsDeps) {
   /** What became of one call: its fence decides, and its row says so. */
@@ -46,20 +44,25 @@ export function createAbandonedCalls(deps: AbandonedCallsDeps) {
     call: UnsettledCall,
     isStoreShared: boolean,
   ): Promise<AbandonedOutcome> {
-    const expiresAt = call.call_ticket_expires_at;
-    const isTrusted = deps.now().getTime() <= expiresAt.getTime() + TRUST_UNTIL_MS;
-    const outcome: AbandonedOutcome = !(isTrusted && isStoreShared)
-      ? "unknown"
-      : (await tx.insertFence(call.call_ticket_id, new Date(expiresAt.getTime() + TICKET_CLOCK_SKEW_MS)))
-        ? "given_back"
-        : "taken";
-    if (outcome === "given_back") await tx.repo.updateGrantRestored(call.id);
-    else await tx.repo.updateGrantCallSettled(call.id);
+    // The table can tell only if the proxies spent ids in it when the ticket left and still do,
+    // and only while it remembers every spend of this ticket (by the database's clock).
+    const canTell = call.call_ticket_shared === true && isStoreShared && call.is_remembered;
+    const isFenced =
+      canTell &&
+      (await tx.insertFence(
+        call.call_ticket_id,
+        new Date(call.call_ticket_expires_at.getTime() + TICKET_CLOCK_SKEW_MS),
+      ));
+    const outcome: AbandonedOutcome = !canTell ? "unknown" : isFenced ? "not_sent" : "taken";
+    // A grant revoked since is never given back; its call still gets its row.
+    const isRevoked = call.status !== "consumed";
+    if (outcome === "not_sent" && !isRevoked) await tx.repo.updateGrantRestored(call.id, call.call_ticket_id);
+    else await tx.repo.updateGrantCallSettled(call.id, call.call_ticket_id);
     await tx.recordEvent({
       organisationId: call.organisation_id,
       environment: call.environment,
       actor: `agent:${call.agent_id}`,
-      action: outcome === "given_back" ? "call_not_sent" : "call_outcome_unknown",
+      action: outcome === "not_sent" ? "call_not_sent" : "call_outcome_unknown",
       itemName: call.item_name,
       host: call.call_host ?? undefined,
       // Its control plane stopped before writing the outcome, or the ledger refused that row.
@@ -68,7 +71,8 @@ export function createAbandonedCalls(deps: AbandonedCallsDeps) {
         grant_id: call.id,
         ...(call.call_method ? { method: call.call_method } : {}),
         ...(call.call_path ? { path: call.call_path.split("?")[0] } : {}),
-        fence: outcome === "given_back" ? "recovered" : outcome === "taken" ? "lost" : "unknown",
+        fence: outcome === "not_sent" ? "recovered" : outcome === "taken" ? "lost" : "unknown",
+        ...(isRevoked ? { approval: "revoked" } : {}),
       },
     });
     return outcome;

@@ -1,12 +1,6 @@
 // http_request's call path on the control plane: validate, find the credential, check its hosts,
 // mint a ticket for exactly this request, hand it to the proxy, audit, shape the answer.
-import {
-  type CallSpec,
-  type ExecuteResponse,
-  type SignedTicket,
-  Ticket,
-  TokenKind,
-} from "@latch/proto/egress";
+import { type CallSpec, type ExecuteResponse, type SignedTicket, TokenKind } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { parseRequestTarget } from "@latch/shared/requests/path";
 import type { AuditEvent } from "../audit/audit.repo.ts";
@@ -18,6 +12,7 @@ import {
   type TicketFence,
 } from "../egress/ticket-fence.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
+import { newTicketId } from "../egress/tickets.ts";
 import type { CallableItem } from "../items/callable-item.ts";
 import type { ItemTokensRepo, SealedToken } from "../items/item-tokens.repo.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
@@ -72,8 +67,11 @@ export interface CallApproval {
   release(): Promise<void>;
   /** A one-call approval, spent for this call; other approvals are never spent by a call. */
   isOneCall?: boolean;
-  /** Remembers the ticket a one-call approval's call goes out under, until `settle`. */
-  noteTicket?(ticketId: string, expiresAt: Date): Promise<void>;
+  /**
+   * Remembers the ticket a one-call approval's call goes out under (and whether the proxies spent
+   * ids in the shared table then), until `settle`.
+   */
+  noteTicket?(ticketId: string, expiresAt: Date, isStoreShared: boolean): Promise<void>;
   /** The call's outcome is written: nothing is left for abandoned-calls.ts to recover. */
   settle?(): Promise<void>;
 }
@@ -94,6 +92,12 @@ export type ApprovalAfterFault = "kept" | "spent" | "held" | "lost";
 export type RequestAfterFault = "not_sent" | "may_have_reached_api" | "not_known_yet";
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * A call ticket lives as long as the control plane waits for its answer: a proxy that only reads
+ * it after that (stalled, or behind a slow link) refuses it (DECISIONS "Faults").
+ */
+const ticketTtlMs = (spec: CallSpec) => spec.timeoutMs + LINK_OVERHEAD_MS;
 
 /** How the audit row of an unanswered call names its fence. */
 const FENCE_DETAIL: Record<Exclude<FenceResult, "fenced">, string> = {
@@ -341,13 +345,16 @@ export function createCallsService(deps: CallsDeps) {
       let sentTicket: SignedTicket | undefined;
       let isAnswered = false;
       try {
-        response = await sendPlanned(plan, spec, scope.organisationId, async (ticket) => {
-          if (approval.noteTicket) {
-            // Written before the ticket leaves: a control plane killed from here on leaves the
-            // spent approval findable (abandoned-calls.ts). A failure here sent nothing.
-            const { id, expiresAtMs } = Ticket.decode(ticket.payload);
-            await approval.noteTicket(id, new Date(expiresAtMs));
-          }
+        // A one-call approval names its ticket before anything can leave (and before the item's
+        // token lock, whose transaction holds a connection): a control plane killed from here on
+        // leaves the spent approval findable (abandoned-calls.ts). A failure here sent nothing.
+        // The noted expiry is a lower bound: the ticket is minted a moment later, under the lock.
+        const ticketId = approval.noteTicket ? newTicketId() : undefined;
+        if (approval.noteTicket && ticketId) {
+          const isStoreShared = (await fence.isStoreShared().catch(() => false)) === true;
+          await approval.noteTicket(ticketId, new Date(Date.now() + ticketTtlMs(spec)), isStoreShared);
+        }
+        response = await sendPlanned(plan, spec, scope.organisationId, ticketId, async (ticket) => {
           sentTicket = ticket;
           const answer = await deps.egress.execute(ticket, timeoutMs);
           isAnswered = true;
@@ -451,11 +458,11 @@ export function createCallsService(deps: CallsDeps) {
     plan: TokenPlan,
     spec: CallSpec,
     organisationId: string,
+    /** The id a one-call approval named on its grant; else the minter draws one. */
+    ticketId: string | undefined,
     execute: (ticket: SignedTicket) => Promise<ExecuteResponse>,
   ): Promise<ExecuteResponse> {
-    // A call ticket lives as long as the control plane waits for its answer: a proxy that only
-    // reads it after that (stalled, or behind a slow link) refuses it (DECISIONS "Faults").
-    const ttl = { ttlMs: spec.timeoutMs + LINK_OVERHEAD_MS };
+    const ttl = { ttlMs: ticketTtlMs(spec), ...(ticketId ? { id: ticketId } : {}) };
     if (plan.kind === "as_stored") return execute(deps.minter.mintCallTicket(spec, ttl));
     if (plan.kind === "app_secret")
       return execute(deps.minter.mintCallTicket({ ...spec, inject: plan.inject }, ttl));

@@ -184,6 +184,8 @@ export interface GrantsTable {
    */
   call_ticket_id: ColumnType<string | null, string | null | undefined, string | null>;
   call_ticket_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+  /** Whether the proxies spent ids in this database's table when the ticket left. */
+  call_ticket_shared: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
 }
 
 export interface OperatorsTable {

@@ -47,12 +47,6 @@ const RETRY_MS = 1_000;
  * no proxy spends a ticket after it. Under the minute, for clocks that differ between hosts.
  */
 const SHARED_STORE_GRACE_MS = 45_000;
-/**
- * The proxies keep each spent id in the shared table this long past its expiry plus skew
- * (replay-store.ts sweeps with five minutes of grace): a fence within it still tells a spend from
- * none. abandoned-calls.ts stops trusting the table 30 s before that.
- */
-export const SHARED_STORE_RETENTION_MS = 5 * 60_000;
 /** When a live control plane has given up on its own fence: abandoned-calls.ts may look after this. */
 export const LIVE_FENCE_HORIZON_MS = TICKET_CLOCK_SKEW_MS + SHARED_STORE_GRACE_MS;
 /** How long the proxies' store id is trusted before GetInfo is asked again. */

@@ -23,7 +23,8 @@ export interface TicketMinterOptions {
 }
 
 export interface TicketMinter {
-  mintCallTicket(call: CallSpec, options?: { ttlMs?: number }): SignedTicket;
+  /** `id`: one drawn by newTicketId beforehand (a one-call approval names it on its grant first). */
+  mintCallTicket(call: CallSpec, options?: { ttlMs?: number; id?: string }): SignedTicket;
   mintResolveTicket(resolve: ResolveSpec): SignedTicket;
   mintDocumentTicket(document: DocumentSpec): SignedTicket;
   /** One Web Push message (SendPush): no credential, only where it goes and the sealed message. */
@@ -34,6 +35,11 @@ export interface TicketMinter {
 
 const DEFAULT_TTL_MS = 30_000;
 
+/** A ticket's id: 16 random bytes, base64url (the proxies spend it once). */
+export function newTicketId(): string {
+  return pooledRandomBytes(16).toString("base64url");
+}
+
 export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   const now = options.now ?? Date.now;
   const defaultTtl = options.ttlMs ?? DEFAULT_TTL_MS;
@@ -41,10 +47,11 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   function mint(
     body: Partial<Pick<Ticket, "call" | "resolve" | "document" | "push" | "rewrap">>,
     ttlMs: number,
+    id = newTicketId(),
   ): SignedTicket {
     const issuedAtMs = now();
     const payload = Ticket.encode({
-      id: pooledRandomBytes(16).toString("base64url"),
+      id,
       issuer: options.issuer,
       audience: options.audience,
       issuedAtMs,
@@ -60,7 +67,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   }
 
   return {
-    mintCallTicket: (call, opts) => mint({ call, resolve: undefined }, opts?.ttlMs ?? defaultTtl),
+    mintCallTicket: (call, opts) => mint({ call, resolve: undefined }, opts?.ttlMs ?? defaultTtl, opts?.id),
     mintResolveTicket: (resolve) => mint({ call: undefined, resolve }, defaultTtl),
     mintDocumentTicket: (document) => mint({ document }, defaultTtl),
     mintPushTicket: (push) => mint({ push }, defaultTtl),

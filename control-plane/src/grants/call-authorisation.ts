@@ -18,7 +18,7 @@ export interface CallAuthorisation {
    * A one-call grant's call is handed to the proxy under this ticket: kept on the grant until
    * `settle`, so that a control plane killed in between leaves it to be recovered.
    */
-  noteTicket?(ticketId: string, expiresAt: Date): Promise<void>;
+  noteTicket?(ticketId: string, expiresAt: Date, isStoreShared: boolean): Promise<void>;
   /** The call's outcome is written (or the grant given back): nothing is left to recover. */
   settle?(): Promise<void>;
 }
@@ -72,12 +72,19 @@ export function createCallAuthorisation(deps: { repo: GrantsRepo; now: () => Dat
         }
         if (await deps.repo.updateGrantConsumed(row.id, at)) {
           const spent = { ...row, status: "consumed", consumed_at: at };
+          // The ticket this call named on the grant: a give-back or settle touches only its own.
+          let noted: string | null = null;
           return {
             grant: toPublicGrant(spent, at),
-            release: () => deps.repo.updateGrantRestored(row.id),
+            release: () => deps.repo.updateGrantRestored(row.id, noted),
             isOneCall: true,
-            noteTicket: (ticketId, expiresAt) => deps.repo.updateGrantCallTicket(row.id, ticketId, expiresAt),
-            settle: () => deps.repo.updateGrantCallSettled(row.id),
+            noteTicket: async (ticketId, expiresAt, isStoreShared) => {
+              await deps.repo.updateGrantCallTicket(row.id, ticketId, expiresAt, isStoreShared);
+              noted = ticketId;
+            },
+            settle: async () => {
+              if (noted !== null) await deps.repo.updateGrantCallSettled(row.id, noted);
+            },
           };
         }
       }

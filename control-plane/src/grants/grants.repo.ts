@@ -1,6 +1,6 @@
 // Grants in the database. The single-use rule lives here, in one conditional UPDATE: of any number
 // of simultaneous calls on one prompt grant, exactly one sees its row change from active.
-import type { ExpressionBuilder, Kysely } from "kysely";
+import { type ExpressionBuilder, type Kysely, sql } from "kysely";
 import type { Database, GrantRow, NewGrant } from "../db/schema.ts";
 import {
   findRequestUsageSince,
@@ -23,6 +23,15 @@ export type ApprovalRow = GrantWithItem & {
 /** A one-call approval's call that was never settled (abandoned-calls.ts). */
 export interface UnsettledCall {
   id: string;
+  /** `consumed`, or `revoked` by an operator since (never given back then). */
+  status: string;
+  /** The proxies spent ids in the shared table when the ticket left. */
+  call_ticket_shared: boolean | null;
+  /**
+   * By the database's clock, the shared table still remembers every spend of this ticket (it keeps
+   * each five minutes past expiry + skew; this is 30 s short of that).
+   */
+  is_remembered: boolean;
   organisation_id: string;
   environment: string;
   agent_id: string;
@@ -100,12 +109,16 @@ export interface GrantsRepo {
   findUsableGrants(scope: GrantScope, now: Date): Promise<GrantWithItem[]>;
   /** active -> consumed, only if still active. True for the one caller that won. */
   updateGrantConsumed(id: string, now: Date): Promise<boolean>;
-  /** consumed -> active: the call never left, so the approval was not used. */
-  updateGrantRestored(id: string): Promise<void>;
+  /**
+   * consumed -> active: the call never left, so the approval was not used. Only while the grant
+   * still names `ticketId` (null: no ticket was named), so a late give-back of one call can never
+   * give back the approval another call spent since.
+   */
+  updateGrantRestored(id: string, ticketId: string | null): Promise<void>;
   /** A consumed one-call approval's call is handed to the proxy under this ticket (until settled). */
-  updateGrantCallTicket(id: string, ticketId: string, expiresAt: Date): Promise<void>;
-  /** Its call's outcome is known and written: nothing is left to recover. */
-  updateGrantCallSettled(id: string): Promise<void>;
+  updateGrantCallTicket(id: string, ticketId: string, expiresAt: Date, isStoreShared: boolean): Promise<void>;
+  /** Its call's outcome is known and written: the grant forgets `ticketId` (only that one). */
+  updateGrantCallSettled(id: string, ticketId: string): Promise<void>;
   /**
    * Consumed one-call approvals whose call's ticket expired before `expiredBefore` and was never
    * settled (the control plane that sent it died first), locked for this caller (SKIP LOCKED).
@@ -299,27 +312,41 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
-    async updateGrantRestored(id) {
+    async updateGrantRestored(id, ticketId) {
       await db
         .updateTable("grants")
-        .set({ status: "active", consumed_at: null, call_ticket_id: null, call_ticket_expires_at: null })
+        .set({
+          status: "active",
+          consumed_at: null,
+          call_ticket_id: null,
+          call_ticket_expires_at: null,
+          call_ticket_shared: null,
+        })
+        .where("id", "=", id)
+        .where("status", "=", "consumed")
+        .where((eb) =>
+          ticketId === null ? eb("call_ticket_id", "is", null) : eb("call_ticket_id", "=", ticketId),
+        )
+        .execute();
+    },
+    async updateGrantCallTicket(id, ticketId, expiresAt, isStoreShared) {
+      await db
+        .updateTable("grants")
+        .set({
+          call_ticket_id: ticketId,
+          call_ticket_expires_at: expiresAt,
+          call_ticket_shared: isStoreShared,
+        })
         .where("id", "=", id)
         .where("status", "=", "consumed")
         .execute();
     },
-    async updateGrantCallTicket(id, ticketId, expiresAt) {
+    async updateGrantCallSettled(id, ticketId) {
       await db
         .updateTable("grants")
-        .set({ call_ticket_id: ticketId, call_ticket_expires_at: expiresAt })
+        .set({ call_ticket_id: null, call_ticket_expires_at: null, call_ticket_shared: null })
         .where("id", "=", id)
-        .where("status", "=", "consumed")
-        .execute();
-    },
-    async updateGrantCallSettled(id) {
-      await db
-        .updateTable("grants")
-        .set({ call_ticket_id: null, call_ticket_expires_at: null })
-        .where("id", "=", id)
+        .where("call_ticket_id", "=", ticketId)
         .execute();
     },
     async findUnsettledCalls(expiredBefore, limit) {
@@ -328,6 +355,10 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .innerJoin("items", "items.id", "grants.item_id")
         .select([
           "grants.id",
+          "grants.status",
+          "grants.call_ticket_shared",
+          // Expiry + 5 s of skew + 5 minutes kept - 30 s, by the clock the table's trigger reads.
+          sql<boolean>`grants.call_ticket_expires_at > now() - interval '275 seconds'`.as("is_remembered"),
           "grants.organisation_id",
           "grants.environment",
           "grants.agent_id",
@@ -340,7 +371,7 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         ])
         .where("grants.call_ticket_id", "is not", null)
         .where("grants.call_ticket_expires_at", "<", expiredBefore)
-        .where("grants.status", "=", "consumed")
+        .where("grants.status", "in", ["consumed", "revoked"])
         .orderBy("grants.call_ticket_expires_at")
         .limit(limit)
         .forUpdate("grants")
