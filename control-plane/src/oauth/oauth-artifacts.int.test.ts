@@ -2,11 +2,14 @@
 // twice, the second time by a replica that lost the race, ends the whole grant, and says so, so
 // that the Access ledger marks the revocation (spec 6); nothing is stored under the token itself.
 import { randomBytes } from "node:crypto";
+import { sha256Hex } from "@latch/shared/crypto/hash";
 import { describe, expect, it } from "vitest";
 import { testDatabase } from "../../test/database.ts";
 import { createOAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 
 const SECRET = randomBytes(32).toString("base64url");
+/** An 8-letter user code from the device flow's alphabet. */
+const userCodeOf = () => Array.from(randomBytes(8), (b) => "BCDFGHJKLMNPQRSTVWXZ"[b % 20]).join("");
 
 describe("the OAuth artifacts adapter", () => {
   it("ends the grant of a refresh token consumed twice, and reports it once", async () => {
@@ -37,10 +40,16 @@ describe("the OAuth artifacts adapter", () => {
     const repo = createOAuthArtifactsRepo(db, () => new Date(), { deviceCodeSecret: SECRET });
     const adapter = repo.adapterFor("DeviceCode");
     const deviceCode = randomBytes(32).toString("base64url");
-    const userCode = "BCDFGHJK";
+    // Random codes: a PostgreSQL test database is shared by every test file and outlives a run.
+    const userCode = userCodeOf();
     await adapter.upsert(deviceCode, { jti: deviceCode, userCode, kind: "DeviceCode", clientId: "c" }, 600);
 
-    const stored = await db.selectFrom("oauth_artifacts").select(["payload", "user_code_hash"]).execute();
+    const stored = await db
+      .selectFrom("oauth_artifacts")
+      .select(["payload", "user_code_hash"])
+      .where("user_code_hash", "=", sha256Hex(userCode))
+      .execute();
+    expect(stored).toHaveLength(1);
     expect(JSON.stringify(stored)).not.toContain(deviceCode);
     expect(JSON.stringify(stored)).not.toContain(userCode);
     expect(await adapter.findByUserCode?.(userCode)).toMatchObject({
@@ -59,17 +68,13 @@ describe("the OAuth artifacts adapter", () => {
 
     // A sealed id copied onto another device code's row does not open there.
     const second = randomBytes(32).toString("base64url");
-    await adapter.upsert(second, { jti: second, userCode: "ZXWVTSRQ", kind: "DeviceCode" }, 600);
-    const first = await db
-      .selectFrom("oauth_artifacts")
-      .select("payload")
-      .where("user_code_hash", "=", stored[0]!.user_code_hash)
-      .executeTakeFirstOrThrow();
+    const secondCode = userCodeOf();
+    await adapter.upsert(second, { jti: second, userCode: secondCode, kind: "DeviceCode" }, 600);
     await db
       .updateTable("oauth_artifacts")
-      .set({ payload: JSON.stringify({ ...first.payload, kind: "DeviceCode" }) })
-      .where("user_code_hash", "!=", stored[0]!.user_code_hash)
+      .set({ payload: JSON.stringify(stored[0]!.payload) })
+      .where("user_code_hash", "=", sha256Hex(secondCode))
       .execute();
-    expect(await adapter.findByUserCode?.("ZXWVTSRQ")).toBeUndefined();
+    expect(await adapter.findByUserCode?.(secondCode)).toBeUndefined();
   });
 });
