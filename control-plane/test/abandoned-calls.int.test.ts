@@ -99,6 +99,35 @@ async function answerOf(response: Response): Promise<Record<string, unknown>> {
   return JSON.parse(frame.result.content[0]!.text) as Record<string, unknown>;
 }
 
+/** A one-call approval of POST `path` by a new operator's agent, asked for and approved on `h`. */
+async function approvedOnce(h: HostedHarness, label: string, path: string) {
+  const made = await operatorWithClient(h, {
+    secret: `sk_live_abandoned_${label}_0123456789`,
+    items: [{ name: "API_KEY" }],
+    clientName: `agent ${label}`,
+  });
+  const asked = await answerOf(
+    await h.app
+      .inject({
+        method: "POST",
+        url: "/mcp",
+        headers: { authorization: `Bearer ${made.token}`, "content-type": "application/json" },
+        payload: {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "http_request", arguments: { method: "POST", path, item_name: "API_KEY" } },
+        },
+      })
+      .then((r) => new Response(r.body)),
+  );
+  expect(asked.status).toBe("pending");
+  const grantId = asked.grant_id as string;
+  const approved = await made.op.request("POST", `/api/grants/${grantId}/approve`, { policy: "prompt" });
+  expect(approved.statusCode, approved.body).toBe(200);
+  return { ...made, grantId };
+}
+
 describe.runIf(databaseUrl)("a one-call approval whose control plane was killed mid-call", () => {
   let h: HostedHarness;
   let relay: Awaited<ReturnType<typeof stallableRelay>>;
@@ -122,35 +151,6 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
     relay?.server.close();
     await h?.close();
   });
-
-  /** A one-call approval of POST `path`, asked for and approved on the surviving replica. */
-  async function approvedOnce(label: string, path: string) {
-    const made = await operatorWithClient(h, {
-      secret: `sk_live_abandoned_${label}_0123456789`,
-      items: [{ name: "API_KEY" }],
-      clientName: `agent ${label}`,
-    });
-    const asked = await answerOf(
-      await h.app
-        .inject({
-          method: "POST",
-          url: "/mcp",
-          headers: { authorization: `Bearer ${made.token}`, "content-type": "application/json" },
-          payload: {
-            jsonrpc: "2.0",
-            id: 1,
-            method: "tools/call",
-            params: { name: "http_request", arguments: { method: "POST", path, item_name: "API_KEY" } },
-          },
-        })
-        .then((r) => new Response(r.body)),
-    );
-    expect(asked.status).toBe("pending");
-    const grantId = asked.grant_id as string;
-    const approved = await made.op.request("POST", `/api/grants/${grantId}/approve`, { policy: "prompt" });
-    expect(approved.statusCode, approved.body).toBe(200);
-    return { ...made, grantId };
-  }
 
   async function grantRow(grantId: string) {
     return h.plane.database.db
@@ -182,7 +182,7 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
   }
 
   it("never read by a proxy: given back, call_not_sent, and the retry goes out once", async () => {
-    const t = await approvedOnce("unsent", "/v1/unsent");
+    const t = await approvedOnce(h, "unsent", "/v1/unsent");
     const replica = await startReplica(h, relay.address);
     children.push(replica.child);
     // A first call through the replica goes out: it learns that the proxy spends ids in the table.
@@ -217,7 +217,7 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
   }, 120_000);
 
   it("taken by the proxy (it reached the origin): stays spent, call_outcome_unknown", async () => {
-    const t = await approvedOnce("taken", "/v1/hang-taken");
+    const t = await approvedOnce(h, "taken", "/v1/hang-taken");
     const replica = await startReplica(h, `127.0.0.1:${h.egress.proxy.port}`);
     children.push(replica.child);
     const pending = httpRequest(replica.url, t.token, "/v1/hang-taken").catch(() => undefined);
@@ -251,7 +251,7 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
   }
 
   it("noted while the proxies kept spent ids in their own memory: unknown, even with the table shared now", async () => {
-    const t = await approvedOnce("was-memory", "/v1/was-memory");
+    const t = await approvedOnce(h, "was-memory", "/v1/was-memory");
     await abandoned(t.grantId, false);
     expect(await h.plane.services.abandonedCalls.sweep()).toEqual(["unknown"]);
     expect(await grantRow(t.grantId)).toMatchObject({ status: "consumed", call_ticket_id: null });
@@ -259,7 +259,7 @@ describe.runIf(databaseUrl)("a one-call approval whose control plane was killed 
   }, 60_000);
 
   it("revoked since: never given back, though no proxy ran it; the ledger still gets its row", async () => {
-    const t = await approvedOnce("revoked", "/v1/revoked");
+    const t = await approvedOnce(h, "revoked", "/v1/revoked");
     await abandoned(t.grantId, true);
     h.clock.now = new Date();
     expect((await t.op.request("POST", `/api/grants/${t.grantId}/revoke`)).statusCode).toBe(200);
@@ -305,29 +305,8 @@ describe("a one-call approval whose control plane died mid-call, with the proxy 
   });
 
   it("cannot be told apart from one the proxy ran: stays spent, and the ledger gets its row once", async () => {
-    const made = await operatorWithClient(h, {
-      secret: "sk_live_abandoned_memory_0123456789",
-      items: [{ name: "API_KEY" }],
-      clientName: "agent memory",
-    });
-    const asked = await h.app.inject({
-      method: "POST",
-      url: "/mcp",
-      headers: { authorization: `Bearer ${made.token}`, "content-type": "application/json" },
-      payload: {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: {
-          name: "http_request",
-          arguments: { method: "POST", path: "/v1/memory", item_name: "API_KEY" },
-        },
-      },
-    });
-    const grantId = JSON.parse(asked.json().result.content[0].text).grant_id as string;
-    expect(
-      (await made.op.request("POST", `/api/grants/${grantId}/approve`, { policy: "prompt" })).statusCode,
-    ).toBe(200);
+    const made = await approvedOnce(h, "memory", "/v1/memory");
+    const grantId = made.grantId;
     // What a control plane killed after handing the ticket over leaves: the approval spent, its
     // ticket named, no outcome.
     const db = h.plane.database.db;
@@ -367,29 +346,8 @@ describe("a one-call approval whose control plane died mid-call, with the proxy 
   }, 60_000);
 
   it("a late give-back or settle of one call never touches the ticket another call named since", async () => {
-    const made = await operatorWithClient(h, {
-      secret: "sk_live_abandoned_late_0123456789",
-      items: [{ name: "API_KEY" }],
-      clientName: "agent late",
-    });
-    const asked = await h.app.inject({
-      method: "POST",
-      url: "/mcp",
-      headers: { authorization: `Bearer ${made.token}`, "content-type": "application/json" },
-      payload: {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: {
-          name: "http_request",
-          arguments: { method: "POST", path: "/v1/late", item_name: "API_KEY" },
-        },
-      },
-    });
-    const grantId = JSON.parse(asked.json().result.content[0].text).grant_id as string;
-    expect(
-      (await made.op.request("POST", `/api/grants/${grantId}/approve`, { policy: "prompt" })).statusCode,
-    ).toBe(200);
+    const made = await approvedOnce(h, "late", "/v1/late");
+    const grantId = made.grantId;
     const repo = createGrantsRepo(h.plane.database.db);
     expect(await repo.updateGrantConsumed(grantId, new Date())).toBe(true);
     await repo.updateGrantCallTicket(grantId, "second-call-ticket-0001", new Date(), true);
