@@ -4,6 +4,7 @@
 // in flight finish within SHUTDOWN_TIMEOUT_MS, then exits.
 import { resolve } from "node:path";
 import { ensurePrivateDir } from "@latch/shared/files";
+import { logProcessFaults } from "@latch/shared/process";
 import pino from "pino";
 import { ConfigError, loadConfig } from "./config.ts";
 import { buildControlPlane } from "./control-plane.ts";
@@ -43,6 +44,7 @@ async function listenOn<T>(listen: () => Promise<T>, where: string, knob: string
 }
 
 async function main(): Promise<void> {
+  logProcessFaults(logger);
   // Everything this process writes (keys, the embedded database, the outbox) is owner-only.
   process.umask(0o077);
   const config = loadConfig(process.env);

@@ -3,12 +3,18 @@
 // within EGRESS_DRAIN_TIMEOUT_MS, then exit. SIGINT stops at once (a developer's Ctrl-C).
 
 import { AppError } from "@latch/shared/errors";
-import { EXIT_ADDRESS_IN_USE, EXIT_START_REFUSED, SPAWNED_BY_CONTROL_PLANE } from "@latch/shared/process";
+import {
+  EXIT_ADDRESS_IN_USE,
+  EXIT_START_REFUSED,
+  logProcessFaults,
+  SPAWNED_BY_CONTROL_PLANE,
+} from "@latch/shared/process";
 import { EgressConfigError, loadEgressConfig } from "./config.ts";
 import { startEgressProxy } from "./egress-proxy.ts";
 import { createProxyLogger } from "./logger.ts";
 
 const { logger, flush } = createProxyLogger({ level: process.env.LOG_LEVEL ?? "info" });
+logProcessFaults(logger, flush);
 try {
   const config = loadEgressConfig(process.env);
   const proxy = await startEgressProxy(config, logger);

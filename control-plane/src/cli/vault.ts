@@ -7,6 +7,7 @@ import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
 import { AppError } from "@latch/shared/errors";
+import { logProcessFaults } from "@latch/shared/process";
 import pino from "pino";
 import { describeGrantBody, describeGrantCall, grantDetail } from "../grants/approval-text.ts";
 import { logDestination } from "../http/human-log.ts";
@@ -127,6 +128,7 @@ async function main(argv: string[]): Promise<number> {
     { name: "vault", level: process.env.LOG_LEVEL, serializers: { err: serializeLoggedError } },
     logDestination(2),
   );
+  logProcessFaults(logger);
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(HELP);
     return 0;
