@@ -1,5 +1,5 @@
 // What the egress proxy and the control plane that spawns it (npm start, vault serve) agree on
-// about the child process.
+// about the child process, and the last-resort handlers each process installs for its own faults.
 
 /** Set in the spawned proxy's environment: its parent reports a refused start in its own words. */
 export const SPAWNED_BY_CONTROL_PLANE = "LATCH_EGRESS_SPAWNED";
