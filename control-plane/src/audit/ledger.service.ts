@@ -10,6 +10,7 @@ import {
   ledgerTime,
 } from "@latch/shared/ledger/ledger-format";
 import type { Logger } from "pino";
+import { startRounds } from "../rounds.ts";
 import type { AuditSigner } from "./audit-keys.ts";
 import type { LedgerHead, LedgerRepo } from "./ledger.repo.ts";
 import {
@@ -162,31 +163,22 @@ export function startCheckpointSchedule(
   intervalMs = CHECKPOINT_INTERVAL_MS,
   firstAfterMs = CHECKPOINT_FIRST_AFTER_MS,
 ): () => void {
-  const round = () =>
-    ledger.checkpointAll().then(
-      ({ signed, refused }) => {
-        logger.debug({ signed }, "audit checkpoints signed");
-        if (refused > 0) {
-          logger.error(
-            { code: "ledger_broken", refused },
-            "audit ledgers that do not grow from their last checkpoint were not signed; GET /api/audit/verify says where",
-          );
-        }
-      },
-      (error: unknown) =>
-        logger.error(
-          { code: (error as { code?: string }).code ?? "unknown" },
-          "audit checkpoints not signed",
-        ),
-    );
   // A first round soon after start, then hourly: a process that lives less than an hour (a short
   // `vault mcp`, a rolling deploy, a crash loop) still signs what it finds.
-  const first = setTimeout(round, firstAfterMs);
-  const timer = setInterval(round, intervalMs);
-  first.unref();
-  timer.unref();
-  return () => {
-    clearTimeout(first);
-    clearInterval(timer);
-  };
+  return startRounds({
+    everyMs: intervalMs,
+    firstAfterMs,
+    logger,
+    failure: "audit checkpoints not signed",
+    round: async () => {
+      const { signed, refused } = await ledger.checkpointAll();
+      logger.debug({ signed }, "audit checkpoints signed");
+      if (refused > 0) {
+        logger.error(
+          { code: "ledger_broken", refused },
+          "audit ledgers that do not grow from their last checkpoint were not signed; GET /api/audit/verify says where",
+        );
+      }
+    },
+  });
 }

@@ -11,6 +11,7 @@ import type { Logger } from "pino";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { LIVE_FENCE_HORIZON_MS, type TicketFence } from "../egress/ticket-fence.ts";
 import type { GrantsRepo, UnsettledCall } from "../grants/grants.repo.ts";
+import { startRounds } from "../rounds.ts";
 
 /** How often a replica looks; each row is taken by one replica (SKIP LOCKED). */
 const ROUND_EVERY_MS = 15_000;
@@ -110,25 +111,13 @@ export function startAbandonedCallsSchedule(
   logger: Pick<Logger, "error" | "info">,
   intervalMs = ROUND_EVERY_MS,
 ): () => void {
-  let isRunning = false;
-  const timer = setInterval(() => {
-    if (isRunning) return;
-    isRunning = true;
-    calls
-      .sweep()
-      .then((outcomes) => {
-        if (outcomes.length > 0) logger.info({ outcomes }, "calls of a stopped control plane settled");
-      })
-      .catch((error: unknown) =>
-        logger.error(
-          { code: (error as { code?: string }).code ?? "unknown" },
-          "calls of a stopped control plane not settled yet; trying again",
-        ),
-      )
-      .finally(() => {
-        isRunning = false;
-      });
-  }, intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return startRounds({
+    everyMs: intervalMs,
+    logger,
+    failure: "calls of a stopped control plane not settled yet; trying again",
+    round: async () => {
+      const outcomes = await calls.sweep();
+      if (outcomes.length > 0) logger.info({ outcomes }, "calls of a stopped control plane settled");
+    },
+  });
 }

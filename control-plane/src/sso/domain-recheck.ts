@@ -9,6 +9,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { Logger } from "pino";
 import type { Mail } from "../mail/mailer.ts";
+import { startRounds } from "../rounds.ts";
 import { type TxtLookup, verificationRecord } from "./domain-records.ts";
 import type { DomainRecheckRow, SsoRepo } from "./sso.repo.ts";
 import type { SsoTransaction } from "./sso-connections.service.ts";
@@ -172,23 +173,10 @@ export function startDomainRecheckSchedule(
   logger: Pick<Logger, "error">,
   intervalMs = ROUND_EVERY_MS,
 ): () => void {
-  let isRunning = false;
-  const timer = setInterval(() => {
-    // A round still reading (a slow DNS, many connections) is not joined by the next.
-    if (isRunning) return;
-    isRunning = true;
-    recheck
-      .recheckDue()
-      .catch((error: unknown) =>
-        logger.error(
-          { code: (error as { code?: string }).code ?? "unknown" },
-          "SSO domains not checked again",
-        ),
-      )
-      .finally(() => {
-        isRunning = false;
-      });
-  }, intervalMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return startRounds({
+    everyMs: intervalMs,
+    logger,
+    failure: "SSO domains not checked again",
+    round: () => recheck.recheckDue(),
+  });
 }
