@@ -394,12 +394,12 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
       inTransaction((tx) =>
         fn({
           grants: tx.grants,
-          closeConnectNeed: (organisationId, id, environment, actor) =>
+          closeConnectNeed: (organisationId, id, target, actor) =>
             closeConnectNeedIn(
               { repo: tx.repos.needs, recordEvent: tx.audit.insertAuditEvent },
               organisationId,
               id,
-              environment,
+              target,
               actor,
               now(),
             ),
@@ -407,6 +407,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
         }),
       ),
     isLiveAgent: clients.isLiveAgent,
+    isConnectNeedFor: needs.isConnectNeedFor,
     sealingKey: () => variant.sealingKey(),
     minter: variant.minter,
     egress: variant.egress,

@@ -192,6 +192,13 @@ describe("an agent and a connect", () => {
           inject: "client_credentials",
           allowed_hosts: HOSTS.spotify,
         },
+        {
+          name: "SPOTIFY_TEAM",
+          username: fakes.clients.spotify.clientId,
+          kind: "client_secret",
+          inject: "client_credentials",
+          allowed_hosts: HOSTS.spotify,
+        },
       ],
       clientName: "music-agent",
     });
@@ -220,6 +227,11 @@ describe("an agent and a connect", () => {
     const nobody = await start(op, "spotify", { agent_client_id: "cli_nobody_here", need_id: first.need_id });
     expect(nobody.statusCode, nobody.body).toBe(404);
     expect(nobody.json().error.code).toBe("not_found");
+    // The request asks for SPOTIFY_REFRESH: a connect of another credential neither closes it nor
+    // approves its agent for an account the agent did not ask for.
+    const other = await start(op, "spotify", { item_name: "SPOTIFY_TEAM", need_id: first.need_id });
+    expect(other.statusCode, other.body).toBe(404);
+    expect(other.json().error.message).toContain("no pending connect request");
     // A connect whose last write fails (its `connected` row refused, as a crash there would) closes
     // nothing and approves nothing: the request still waits, and a second connect finishes it.
     const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;

@@ -16,6 +16,7 @@ import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
+import type { ConnectTarget } from "../needs/needs.service.ts";
 import { CONNECT_SCOPES } from "../providers/connect-recipe.ts";
 import type { Provider, ProviderId } from "../providers/provider.ts";
 import { getProvider, PROVIDER_IDS, tokenEndpointOf } from "../providers/providers.ts";
@@ -41,6 +42,8 @@ export interface ConnectDeps {
   inTransaction<T>(fn: (tx: ConnectTransaction) => Promise<T>): Promise<T>;
   /** Whether an id names a live agent (model client) of the organisation in that environment. */
   isLiveAgent(organisationId: string, id: string, environment: string): Promise<boolean>;
+  /** Whether a need id names a connect request still waiting for this connect (needs.service.ts). */
+  isConnectNeedFor(organisationId: string, id: string, target: ConnectTarget): Promise<boolean>;
   sealingKey(): Promise<SealingPublicKey>;
   minter: TicketMinter;
   egress: EgressClient;
@@ -52,11 +55,11 @@ export interface ConnectDeps {
 
 export interface ConnectTransaction {
   grants: Pick<GrantsService, "createActiveGrant">;
-  /** Closes a pending connect request of `environment`; answers the agent that asked (needs.service.ts). */
+  /** Closes a connect request waiting for this connect; answers the agent that asked (needs.service.ts). */
   closeConnectNeed(
     organisationId: string,
     id: string,
-    environment: string,
+    target: ConnectTarget,
     actor: string,
   ): Promise<string | undefined>;
   recordEvent(event: AuditEvent): Promise<void>;
@@ -120,6 +123,21 @@ export function createConnectService(deps: ConnectDeps) {
       const item = await deps.items.findCallableByName(operator.organisationId, environment, input.item_name);
       if (!item)
         throw new AppError("not_found", `no credential named ${input.item_name} in this environment`);
+      // A request names the refresh item its agent's retry needs: a connect of another credential
+      // would close it and approve its agent for an account the agent did not ask for.
+      const refreshItemName = `${baseNameOf(item.name)}_REFRESH`;
+      if (
+        input.need_id &&
+        !(await deps.isConnectNeedFor(operator.organisationId, input.need_id, {
+          environment,
+          refreshItemName,
+        }))
+      ) {
+        throw new AppError(
+          "not_found",
+          `no pending connect request ${input.need_id} for ${item.name} in this organisation's ${environment} environment`,
+        );
+      }
       const clientId = input.client_id ?? item.username ?? undefined;
       if (!clientId) {
         throw new AppError(
@@ -310,7 +328,12 @@ export function createConnectService(deps: ConnectDeps) {
       // request and leave its agent without the approvals (nobody could then ask for them again).
       await deps.inTransaction(async (tx) => {
         const asker = row.need_id
-          ? await tx.closeConnectNeed(operator.organisationId, row.need_id, environment, operator.actor)
+          ? await tx.closeConnectNeed(
+              operator.organisationId,
+              row.need_id,
+              { environment, refreshItemName: refreshName },
+              operator.actor,
+            )
           : undefined;
         const agentId = row.agent_client_id ?? asker;
         if (agentId) {

@@ -99,10 +99,30 @@ export async function closeAgentNeeds(
   }
 }
 
+/** What a connect names of the account it connects: its environment and refresh item. */
+export interface ConnectTarget {
+  environment: string;
+  refreshItemName: string;
+}
+
+/**
+ * Whether `need` is a connect request still waiting for this connect: of its environment, and for
+ * its refresh item (the request names the `<ITEM>_REFRESH` its agent's retry needs). A connect of
+ * another credential neither closes it nor gives its agent standing approvals.
+ */
+export function isConnectNeedFor(need: NeedRequestRow | undefined, target: ConnectTarget): boolean {
+  return (
+    need?.kind === "connect" &&
+    need.status === "pending" &&
+    need.environment === target.environment &&
+    need.suggested_name === target.refreshItemName
+  );
+}
+
 /**
  * Spec 3.2: a connect that carries need_id closes that connect request (`closed`), with its
  * need_closed row, on the connect's own transaction. Answers the agent that asked, or undefined
- * when there is no such pending connect request in the connect's environment.
+ * when there is no such pending connect request for this connect (`isConnectNeedFor`).
  */
 export async function closeConnectNeedIn(
   tx: {
@@ -111,13 +131,12 @@ export async function closeConnectNeedIn(
   },
   organisationId: string,
   id: string,
-  environment: string,
+  target: ConnectTarget,
   actor: string,
   at: Date,
 ): Promise<string | undefined> {
   const need = await tx.repo.findNeedById(organisationId, id);
-  if (need?.kind !== "connect" || need.status !== "pending" || need.environment !== environment)
-    return undefined;
+  if (!need || !isConnectNeedFor(need, target)) return undefined;
   if (!(await tx.repo.updateNeedClosed(organisationId, id, "closed", at))) return undefined;
   await tx.recordEvent({ ...needEvent(need, "need_closed", actor), organisationId });
   return need.agent_id;
@@ -148,6 +167,11 @@ export function createNeedsService(deps: NeedsDeps) {
     return { recipe: connectRecipe(provider.id, deps.baseUrl), provider: provider.id };
   };
 
+  /** Whether `id` names a connect request still waiting for a connect of `target` (isConnectNeedFor). */
+  async function isOpenConnectNeed(organisationId: string, id: string, target: ConnectTarget) {
+    return isConnectNeedFor(await deps.repo.findNeedById(organisationId, id), target);
+  }
+
   async function loadNeed(repo: NeedsRepo, organisationId: string, id: string): Promise<NeedWithClient> {
     const row = await repo.findNeedById(organisationId, id);
     if (!row) throw new AppError("not_found", "no such request");
@@ -166,6 +190,7 @@ export function createNeedsService(deps: NeedsDeps) {
   }
 
   return {
+    isConnectNeedFor: isOpenConnectNeed,
     /**
      * The agent's pending request for this host (or, with no host, for this name), or a new one
      * (counted toward 30 per hour).
