@@ -334,7 +334,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
       );
     },
     async onMemberGone(organisationId, operatorId, toOrganisationId) {
-      await sessions.updateSessionsLeavingOrganisation(operatorId, organisationId, toOrganisationId);
+      await sessions.updateSessionsLeavingOrganisation(operatorId, organisationId, toOrganisationId, now());
       await variant.onMemberOAuthEnded?.(organisationId, operatorId);
     },
     now,

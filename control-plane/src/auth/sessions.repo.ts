@@ -103,9 +103,13 @@ export function createSessionsRepo(db: Kysely<Database>) {
         Array.isArray(domains) &&
         domains.includes(domain) &&
         session.sso_organisation_id !== session.organisation_id;
+      // A single sign-on session acts in its own organisation or nowhere, whatever moved it.
+      const isConfined =
+        session.sso_organisation_id === null || session.sso_organisation_id === session.organisation_id;
+      const actsThere = Boolean(role) && isConfined;
       return {
-        session: { ...session, organisation_id: role ? session.organisation_id : null },
-        role,
+        session: { ...session, organisation_id: actsThere ? session.organisation_id : null },
+        role: actsThere ? role : null,
         ssoRequiredSlug: isSsoRequired ? (slug ?? null) : null,
       };
     },
@@ -179,18 +183,29 @@ export function createSessionsRepo(db: Kysely<Database>) {
     },
     /**
      * A member left or was removed: their sessions acting in the organisation move to `toId` (one
-     * they still belong to, or none). Their access there ends with this update.
+     * they still belong to, or none). Their access there ends with this update. A session that
+     * organisation's single sign-on made is ended instead: it acts there alone, and its provider
+     * vouches for no other organisation of the same person (sso-session.ts).
      */
     async updateSessionsLeavingOrganisation(
       operatorId: string,
       organisationId: string,
       toId: string | null,
+      now: Date,
     ): Promise<void> {
+      await db
+        .updateTable("operator_sessions")
+        .set({ revoked_at: now, organisation_id: null })
+        .where("operator_id", "=", operatorId)
+        .where("sso_organisation_id", "=", organisationId)
+        .where("revoked_at", "is", null)
+        .execute();
       await db
         .updateTable("operator_sessions")
         .set({ organisation_id: toId })
         .where("operator_id", "=", operatorId)
         .where("organisation_id", "=", organisationId)
+        .where("sso_organisation_id", "is", null)
         .execute();
     },
     /** Each operator's first and last access through sessions acting in this organisation. */

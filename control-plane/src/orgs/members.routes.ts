@@ -186,8 +186,9 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
       const operator = await operatorOf(request);
       await deps.members.leave(actorOf(operator));
       const next = await deps.orgs.findDefaultOrganisation(operator.operatorId);
-      await deps.sessions.updateSessionOrganisation(operator.session.id, next);
-      const organisation = next ? await deps.orgs.findOrganisation(next) : undefined;
+      // A single sign-on session is not moved: leaving ended it (sessions.repo.ts).
+      const isMoved = await deps.sessions.updateSessionOrganisation(operator.session.id, next);
+      const organisation = next && isMoved ? await deps.orgs.findOrganisation(next) : undefined;
       return { ok: true as const, organisation: organisation ?? null };
     },
   );
