@@ -67,7 +67,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  if (child && child.exitCode === null) {
+  if (child && child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((resolve) => child.once("exit", resolve));
     child.kill("SIGTERM");
     await exited;
@@ -186,4 +186,26 @@ describe("the words of start-up", () => {
       taken.close();
     }
   }, 120_000);
+});
+
+describe("a control plane killed outright", () => {
+  it("takes its egress proxy with it: no proxy holding the opening key outlives it", async () => {
+    // Linux lists a process's children here; the spawned proxy is the control plane's one child.
+    const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, "utf8").trim().split(" ");
+    expect(children).toHaveLength(1);
+    const proxyPid = Number(children[0]);
+    const isAlive = () => {
+      try {
+        process.kill(proxyPid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(isAlive()).toBe(true);
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+    await expect.poll(isAlive, { timeout: 10_000, interval: 100 }).toBe(false);
+  }, 30_000);
 });

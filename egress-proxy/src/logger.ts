@@ -22,6 +22,8 @@ export function createProxyLogger(options: { level: string; file?: string }): {
   logger: Logger;
   /** Writes what is gathered now (synchronously). */
   flush(): void;
+  /** Drops what is gathered and writes nothing more: for when nobody reads the output any more. */
+  discard(): void;
 } {
   // Buffers, not text: sonic-boom measures its pending text again on every line in text mode (the
   // whole batch each time), and keeps only lengths in buffer mode. pino flushes the destination
@@ -38,5 +40,5 @@ export function createProxyLogger(options: { level: string; file?: string }): {
   const writeBuffer = destination.write as unknown as (chunk: Buffer) => boolean;
   const lines = { write: (line: string) => writeBuffer.call(destination, Buffer.from(line)) };
   const logger = pino({ name: "egress-proxy", level: options.level, mixin: callContextFields }, lines);
-  return { logger, flush: () => destination.flushSync() };
+  return { logger, flush: () => destination.flushSync(), discard: () => destination.destroy() };
 }

@@ -13,7 +13,7 @@ import { EgressConfigError, loadEgressConfig } from "./config.ts";
 import { startEgressProxy } from "./egress-proxy.ts";
 import { createProxyLogger } from "./logger.ts";
 
-const { logger, flush } = createProxyLogger({ level: process.env.LOG_LEVEL ?? "info" });
+const { logger, flush, discard } = createProxyLogger({ level: process.env.LOG_LEVEL ?? "info" });
 logProcessFaults(logger, flush);
 try {
   const config = loadEgressConfig(process.env);
@@ -39,10 +39,20 @@ try {
     }
     await proxy.close();
     logger.info({ signal }, "egress proxy stopped");
+    // Our output is a pipe to the process that started us: once that process is gone, writing to it
+    // would hold the exit for ever, and nobody would read the lines.
+    if (signal === "parent gone") discard();
     process.exit(0);
   };
   process.once("SIGINT", () => void stop("SIGINT"));
   process.once("SIGTERM", () => void stop("SIGTERM"));
+  if (process.env[SPAWNED_BY_CONTROL_PLANE] === "1") {
+    // Our standard input is a pipe from the process that started us, which never writes to it:
+    // its end means that process is gone, and nobody is left to send us calls or stop us.
+    process.stdin.on("end", () => void stop("parent gone"));
+    process.stdin.on("error", () => void stop("parent gone"));
+    process.stdin.resume();
+  }
 } catch (error) {
   if ((error as { code?: string }).code === "EADDRINUSE") {
     // Spawned by the control plane (npm start, vault serve), the parent names the setting that

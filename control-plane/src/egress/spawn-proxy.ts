@@ -34,8 +34,13 @@ export function spawnEgressProxy(options: {
       EGRESS_LISTEN: `127.0.0.1:${options.port}`,
       [SPAWNED_BY_CONTROL_PLANE]: "1",
     },
-    stdio: ["ignore", "pipe", "inherit"],
+    // Its standard input is a pipe we never write to: when this process ends, however it ends
+    // (kill -9, the OOM killer, a crash), the pipe closes and the proxy stops with it. No proxy
+    // holding the key that opens secrets outlives the process that started it.
+    stdio: ["pipe", "pipe", "inherit"],
   });
+  // The pipe alone never keeps this process alive.
+  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
