@@ -235,7 +235,7 @@ function createHostedGrants(
   db: Kysely<Database>,
   variant: HostedVariant,
   audit: AuditRepo,
-  orgs: Pick<OrgsService, "findMembers" | "findStandingApprovalsNeed">,
+  orgs: Pick<OrgsService, "findMembers" | "findStandingApprovalsNeed" | "findMemberRole">,
   push?: Pick<PushService, "pushApprovalRequest">,
 ) {
   return createGrantsService({
@@ -251,6 +251,7 @@ function createHostedGrants(
     now: variant.now,
     approvalCodes: { hashCode: variant.keyring.hashCode },
     findStandingApprovalsNeed: orgs.findStandingApprovalsNeed,
+    findMemberRole: orgs.findMemberRole,
     notifyApproval: async ({ organisationId, grant, body, approvalCode, linkToken }) => {
       // The devices first, without waiting: a push goes through the proxy, the mail after it.
       void push?.pushApprovalRequest(organisationId, {

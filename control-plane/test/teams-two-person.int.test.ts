@@ -143,6 +143,42 @@ describe("a standing approval under the two-person rule", () => {
     });
   });
 
+  it("a first approval stops counting once its member is demoted or removed: the next is the first again", async () => {
+    const team = await twoPersonTeam();
+    const approve = (member: { browser: typeof team.owner.browser }, grantId: string) =>
+      member.browser.request("POST", `/api/grants/${grantId}/approve`, { policy: "item_standing" });
+    const demoted = await team.requestGrant();
+    expect((await approve(team.approver, demoted.grant_id)).json().grant.approvals).toBe("1 of 2");
+    const demote = await team.owner.browser.request(
+      "POST",
+      `/api/orgs/members/${team.approver.operatorId}/role`,
+      {
+        role: "auditor",
+      },
+    );
+    expect(demote.statusCode, demote.body).toBe(200);
+    const again = await approve(team.admin, demoted.grant_id);
+    expect(again.statusCode, again.body).toBe(200);
+    expect(again.json().grant).toMatchObject({ status: "pending", approvals: "1 of 2" });
+    expect((await inboxEntry(team, demoted.grant_id))?.first_approval).toMatchObject({
+      email: team.admin.email,
+    });
+    expect(await isCovered(team, "/v1/call-demoted")).toBe(false);
+    const confirmed = await approve(team.owner, demoted.grant_id);
+    expect(confirmed.json().grant).toMatchObject({ status: "active", approvals: "2 of 2" });
+
+    const removed = await team.requestGrant();
+    expect((await approve(team.admin, removed.grant_id)).json().grant.approvals).toBe("1 of 2");
+    const remove = await team.owner.browser.request("DELETE", `/api/orgs/members/${team.admin.operatorId}`);
+    expect(remove.statusCode, remove.body).toBe(200);
+    const next = await approve(team.owner, removed.grant_id);
+    expect(next.json().grant).toMatchObject({ status: "pending", approvals: "1 of 2" });
+    const firsts = (await auditOf(team, removed.grant_id)).filter(
+      (e: { action: string }) => e.action === "grant_first_approved",
+    );
+    expect(firsts).toHaveLength(2);
+  });
+
   it("a prompt or 8-hour approval still needs one member", async () => {
     const team = await twoPersonTeam();
     for (const policy of ["prompt", "session"]) {

@@ -149,7 +149,14 @@ export interface GrantsRepo {
   updateGrantFirstApproval(
     organisationId: string,
     id: string,
-    first: { by: string; at: Date; policy: string; scope: string | null },
+    first: {
+      by: string;
+      at: Date;
+      policy: string;
+      scope: string | null;
+      /** The first approver whose approval no longer counts (null: there is none yet). */
+      replacing?: string | null;
+    },
   ): Promise<boolean>;
   /**
    * Revokes a pending, active or consumed grant; answers which it was (a pending one is denied),
@@ -417,7 +424,7 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
         .where("status", "=", "pending")
-        .where("first_approved_by", "is", null)
+        .where("first_approved_by", first.replacing ? "=" : "is", first.replacing ?? null)
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },

@@ -8,6 +8,7 @@ import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { newEightDigitCode } from "../auth/codes.ts";
+import { isRole, mayPerform } from "../auth/permissions.ts";
 import type { NewGrant } from "../db/schema.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
 import { APPROVAL_CODE_TTL_MS, findPendingByCode } from "./approval-codes.ts";
@@ -63,6 +64,11 @@ export interface GrantsServiceDeps {
    * two-person rule, DECISIONS "Teams"); the local variant has one operator, so one.
    */
   findStandingApprovalsNeed?: (organisationId: string) => Promise<1 | 2>;
+  /**
+   * Hosted: a member's role in the organisation now (undefined: no longer a member). A first
+   * approval of the two-person rule counts only while its member may still give it.
+   */
+  findMemberRole?: (organisationId: string, operatorId: string) => Promise<string | undefined>;
   /** Hosted: tells the organisation's operators about a new pending grant (code and link). */
   notifyApproval?: (notice: {
     organisationId: string;
@@ -160,6 +166,14 @@ export function createGrantsService(deps: GrantsServiceDeps) {
   }
 
   const loadGrant = (organisationId: string, id: string) => findGrantOrFail(deps.repo, organisationId, id);
+
+  /** Whether the member who gave `row`'s first approval may still approve `policy` there. */
+  async function mayStillApprove(row: GrantWithItem, policy: GrantPolicy): Promise<boolean> {
+    if (!deps.findMemberRole || !row.first_approved_by) return true;
+    const role = await deps.findMemberRole(row.organisation_id, row.first_approved_by);
+    const action = policy === "folder_standing" ? "approvals.decide_folder" : "approvals.decide";
+    return isRole(role) && mayPerform(role, action);
+  }
 
   /** Inserts a grant row and audits it under `action`; the row as read back, with its item's name. */
   async function insertRecorded(
@@ -391,7 +405,13 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       // The two-person rule (DECISIONS "Teams"): a standing approval is active only once a second
       // member confirms it; the first leaves it pending, "1 of 2".
       if (approver && (await approvalsNeeded(organisationId, policy)) === 2) {
-        if (row.status === "pending" && !row.first_approved_by) {
+        // A first approval whose member has since been removed or lost the right to give it is
+        // no half of anything: this approval is the first one again.
+        const voidFirst =
+          row.status === "pending" && row.first_approved_by && !(await mayStillApprove(row, policy))
+            ? row.first_approved_by
+            : null;
+        if (row.status === "pending" && (!row.first_approved_by || voidFirst)) {
           const scope = standingScopeOf(row, policy, options.scope);
           const pendingRow = row;
           const isRecorded = await recorded(async (tx) => {
@@ -400,6 +420,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
               at,
               policy,
               scope: options.scope ?? null,
+              replacing: voidFirst,
             });
             if (!isFirst) return false;
             await tx.recordEvent({
