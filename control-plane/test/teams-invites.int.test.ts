@@ -240,12 +240,50 @@ describe("an invitation that cannot be used", () => {
     const void1 = await later.browser.request("POST", "/invite", { token: second.token });
     expect(void1.statusCode).toBe(410);
     expect(void1.json().error.message).toContain("can no longer invite as admin");
+    // Void for good: the listing no longer has it, and promoting the sender again does not bring it back.
+    const listed = (await inviter.request("GET", "/api/orgs/members")).json().invites as { email: string }[];
+    expect(listed.map((i) => i.email)).toEqual([otherSelf.email]);
+    await inviter.request("POST", `/api/orgs/members/${admin.operatorId}/role`, { role: "admin" });
+    const stillVoid = await later.browser.request("POST", "/invite", { token: second.token });
+    expect(stillVoid.statusCode, stillVoid.body).toBe(410);
+    expect(stillVoid.json().error.code).toBe("invite_withdrawn");
     // Removed: what they sent is withdrawn with them, and the listing no longer has it.
     await inviter.request("DELETE", `/api/orgs/members/${admin.operatorId}`);
     expect((await inviter.request("GET", "/api/orgs/members")).json().invites).toEqual([]);
     const void2 = await otherSelf.browser.request("POST", "/invite", { token: sent.token });
     expect(void2.statusCode).toBe(410);
     expect(void2.json().error.code).toBe("invite_withdrawn");
+  });
+
+  it("as owner, to an account that owns ten organisations already, is 402 plan_limit, as a role change and a transfer are", async () => {
+    const { browser: inviter } = await owner();
+    const full = await signUpOperator(h, { label: "full" });
+    for (let n = 2; n <= 10; n++) {
+      const created = await full.browser.request("POST", "/api/orgs", { name: `Owned ${n}` });
+      expect(created.statusCode, created.body).toBe(201);
+    }
+    expect((await full.browser.request("POST", "/api/orgs", { name: "Eleventh" })).statusCode).toBe(402);
+    const asOwner = await invite(inviter, full.email, "owner");
+    const refused = await full.browser.request("POST", "/invite", { token: asOwner.token });
+    expect(refused.statusCode, refused.body).toBe(402);
+    expect(refused.json().error.code).toBe("plan_limit");
+    // Joined as an approver, it may not be made an owner or handed the ownership either.
+    const asApprover = await invite(inviter, full.email, "approver");
+    expect((await full.browser.request("POST", "/invite", { token: asApprover.token })).statusCode).toBe(200);
+    const members = (await inviter.request("GET", "/api/orgs/members")).json().members as {
+      operator_id: string;
+      email: string;
+    }[];
+    const fullId = members.find((m) => m.email === full.email)!.operator_id;
+    const promoted = await inviter.request("POST", `/api/orgs/members/${fullId}/role`, { role: "owner" });
+    expect(promoted.statusCode, promoted.body).toBe(402);
+    const transferred = await inviter.request("POST", "/api/orgs/transfer", { operator_id: fullId });
+    expect(transferred.statusCode, transferred.body).toBe(402);
+    const roles = (await inviter.request("GET", "/api/orgs/members")).json().members as {
+      email: string;
+      role: string;
+    }[];
+    expect(roles.find((m) => m.email === full.email)?.role).toBe("approver");
   });
 
   it("an unknown or malformed token is 404 with a sentence, never a 500", async () => {

@@ -162,7 +162,7 @@ export function registerInviteRoutes(app: FastifyInstance, deps: InviteRouteDeps
     "/invite",
     {
       // The organisation is the invitation's, not the session's: no role is needed to join.
-      ...checkedFirst({ ...operatorOnly("account"), openapi: { errors: [409, 410] } }, operatorOf),
+      ...checkedFirst({ ...operatorOnly("account"), openapi: { errors: [402, 409, 410] } }, operatorOf),
       schema: { body: inviteAcceptance, response: { 200: joined } },
     },
     async (request) => {

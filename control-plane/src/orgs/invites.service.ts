@@ -12,6 +12,7 @@ import type { Mail } from "../mail/mailer.ts";
 import { inviteMail } from "./invite-text.ts";
 import type { InvitesRepo, InviteWithNames } from "./invites.repo.ts";
 import type { MemberActor, MembersLocked } from "./members.service.ts";
+import { refuseOwnerOverLimit } from "./orgs.service.ts";
 
 /** DECISIONS "Teams": an invitation is good for 7 days. */
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
@@ -237,7 +238,7 @@ export function createInvitesService(deps: InvitesDeps) {
       if (!isRole(invite.role)) throw new AppError("not_found", UNKNOWN);
       const joined = await deps.inMembersLock(
         invite.organisation_id,
-        async ({ orgs, invites, recordEvent }) => {
+        async ({ orgs, invites, recordEvent }): Promise<{ role: Role } | { refusal: AppError }> => {
           // The invitation speaks for the member who sent it: once they are gone, or may no longer
           // give that role (removed, demoted), it is void. A removed admin cannot come back in
           // through an invitation they sent to another address of theirs.
@@ -248,11 +249,32 @@ export function createInvitesService(deps: InvitesDeps) {
             !mayPerform(inviterRole, "members.write") ||
             !MANAGED_ROLES[inviterRole].includes(invite.role as Role)
           ) {
+            // Answered, not thrown: the withdrawal commits, so a later promotion of the sender
+            // does not bring the invitation back, and the members list stops showing it.
             await invites.updateInviteWithdrawn(invite.organisation_id, invite.id, invite.invited_by, at);
-            throw new AppError(
-              "invite_withdrawn",
-              `the member who sent this invitation can no longer invite as ${invite.role}; ask for a new one`,
-            );
+            await recordEvent({
+              organisationId: invite.organisation_id,
+              actor: "system",
+              action: "invite_withdrawn",
+              detail: {
+                email: invite.email,
+                role: invite.role,
+                invite_id: invite.id,
+                reason: "sender_cannot_invite",
+              },
+            });
+            return {
+              refusal: new AppError(
+                "invite_withdrawn",
+                `the member who sent this invitation can no longer invite as ${invite.role}; ask for a new one`,
+              ),
+            };
+          }
+          if (
+            invite.role === "owner" &&
+            !(await orgs.findMembership(invite.organisation_id, operator.operatorId))
+          ) {
+            await refuseOwnerOverLimit(orgs, operator.operatorId);
           }
           if (!(await invites.updateInviteAccepted(invite.id, operator.operatorId, at))) {
             const now = await invites.findInviteById(invite.organisation_id, invite.id);
@@ -288,6 +310,7 @@ export function createInvitesService(deps: InvitesDeps) {
           return { role: joinedAs };
         },
       );
+      if ("refusal" in joined) throw joined.refusal;
       return { organisationId: invite.organisation_id, role: joined.role };
     },
   };

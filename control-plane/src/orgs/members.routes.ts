@@ -137,7 +137,7 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
   api.post(
     "/api/orgs/members/:operator_id/role",
     {
-      ...as("members.write", [409], CHANGES_MEMBERS),
+      ...as("members.write", [402, 409], CHANGES_MEMBERS),
       schema: { params: memberParams, body: roleChange, response: { 200: memberAnswer } },
     },
     async (request) => {
@@ -195,7 +195,7 @@ export function registerMembersRoutes(app: FastifyInstance, deps: MembersRouteDe
 
   api.post(
     "/api/orgs/transfer",
-    { ...as("org.manage", [], CHANGES_MEMBERS), schema: { body: transfer, response: { 200: okAnswer } } },
+    { ...as("org.manage", [402], CHANGES_MEMBERS), schema: { body: transfer, response: { 200: okAnswer } } },
     async (request) => {
       const operator = await operatorOf(request);
       await deps.members.transferOwnership(actorOf(operator), request.body.operator_id);

@@ -8,6 +8,7 @@ import type { AuditEvent } from "../audit/audit.repo.ts";
 import { isRole, type Role, requireManagedRole, requirePermission } from "../auth/permissions.ts";
 import type { InvitesRepo } from "./invites.repo.ts";
 import type { OrgsRepo } from "./orgs.repo.ts";
+import { refuseOwnerOverLimit } from "./orgs.service.ts";
 
 /** The repos of one transaction holding an organisation's members lock, and its audit append. */
 export interface MembersLocked {
@@ -133,6 +134,7 @@ export function createMembersService(deps: MembersDeps) {
         if (member.role === "owner" && (await orgs.countOwners(actor.organisationId)) <= 1) {
           throw new AppError("last_owner", LAST_OWNER);
         }
+        if (role === "owner") await refuseOwnerOverLimit(orgs, operatorId);
         await orgs.updateMembershipRole(actor.organisationId, operatorId, role);
         await recordEvent({
           organisationId: actor.organisationId,
@@ -189,6 +191,7 @@ export function createMembersService(deps: MembersDeps) {
           "org.manage",
         );
         const member = await loadMember(orgs, actor.organisationId, operatorId);
+        if (member.role !== "owner") await refuseOwnerOverLimit(orgs, operatorId);
         await orgs.updateMembershipRole(actor.organisationId, operatorId, "owner");
         await orgs.updateMembershipRole(actor.organisationId, actor.operatorId, "admin");
         await recordEvent({

@@ -10,6 +10,20 @@ import { slugOf, uniqueSlug } from "./org-slug.ts";
 import type { OrganisationView, OrgsRepo } from "./orgs.repo.ts";
 
 export const MAX_OWNED_ORGANISATIONS = 10;
+
+/**
+ * Spec 8: an account owns at most ten organisations, however it comes to own one (it creates it,
+ * accepts an invitation as owner, is made owner or is handed the ownership): 402 `plan_limit`
+ * when `operatorId` owns ten already. Takes the operator's lock until `repo`'s transaction ends,
+ * so two replicas making the same account an owner cannot both pass the count.
+ */
+export async function refuseOwnerOverLimit(repo: OrgsRepo, operatorId: string): Promise<void> {
+  await repo.inOperatorLock(operatorId, async (locked) => {
+    if ((await locked.findOwnedCount(operatorId)) >= MAX_OWNED_ORGANISATIONS) {
+      throw new AppError("plan_limit", `an account owns at most ${MAX_OWNED_ORGANISATIONS} organisations`);
+    }
+  });
+}
 /** Tries at a slug when another organisation took the same one at the same moment. */
 const SLUG_ATTEMPTS = 3;
 
@@ -52,11 +66,8 @@ export function createOrgsService(deps: {
   }
 
   async function insertOrganisation(operatorId: string, name: string): Promise<OrganisationAnswer> {
-    // One operator's creations are serialised, so two replicas cannot both pass the count.
     return deps.repo.inOperatorLock(operatorId, async (repo) => {
-      if ((await repo.findOwnedCount(operatorId)) >= MAX_OWNED_ORGANISATIONS) {
-        throw new AppError("plan_limit", `an account owns at most ${MAX_OWNED_ORGANISATIONS} organisations`);
-      }
+      await refuseOwnerOverLimit(repo, operatorId);
       const base = slugOf(name);
       const slug = uniqueSlug(base, await repo.findSlugsLike(base));
       const id = newId("org");
