@@ -29,20 +29,51 @@ async function readAllStdin(): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-function promptHidden(prompt: string): Promise<string> {
-  process.stderr.write(prompt);
+/** A paste arrives in one burst: lines that follow the first within this time are part of it. */
+const PASTE_QUIET_MS = 100;
+
+/**
+ * The value typed (or pasted) at a prompt that echoes nothing. A paste of several lines is refused
+ * whole, its every line read here (none left for the shell to run after we exit); so is a prompt
+ * closed without a line (Ctrl-D), as a cancel.
+ */
+export function promptHidden(
+  prompt: string,
+  input: NodeJS.ReadableStream = process.stdin,
+  errors: NodeJS.WritableStream = process.stderr,
+): Promise<string> {
+  errors.write(prompt);
   // Echo nothing of what is typed; the prompt itself went straight to stderr.
   const muted = new Writable({ write: (_chunk, _enc, done) => done() });
-  const rl = createInterface({ input: process.stdin, output: muted, terminal: true });
+  const rl = createInterface({ input, output: muted, terminal: true });
   return new Promise((resolve, reject) => {
-    rl.once("line", (line) => {
+    const lines: string[] = [];
+    let isSettled = false;
+    let quiet: NodeJS.Timeout | undefined;
+    const settle = (error: Error | undefined) => {
+      if (isSettled) return;
+      isSettled = true;
+      clearTimeout(quiet);
       rl.close();
-      process.stderr.write("\n");
-      resolve(line);
+      errors.write("\n");
+      if (error) reject(error);
+      else resolve(lines[0] ?? "");
+    };
+    rl.on("line", (line) => {
+      lines.push(line);
+      clearTimeout(quiet);
+      quiet = setTimeout(() => {
+        settle(
+          lines.length > 1
+            ? new Error(
+                "the value pasted holds a line break, so nothing was stored: paste it as one line, or pipe it on standard input",
+              )
+            : undefined,
+        );
+      }, PASTE_QUIET_MS);
     });
-    rl.once("SIGINT", () => {
-      rl.close();
-      reject(new Error("cancelled"));
-    });
+    rl.once("SIGINT", () => settle(new Error("cancelled")));
+    // Ctrl-D (or the input closing) before a whole line: nothing to store.
+    rl.once("close", () => settle(lines.length === 1 ? undefined : new Error("cancelled")));
   });
 }
