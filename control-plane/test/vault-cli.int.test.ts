@@ -3,7 +3,7 @@
 // proxy), `vault approve` in "another terminal" reaches it, and a canary never shows up in any
 // output, log or database file.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -234,6 +234,29 @@ describe("the vault CLI and vault mcp", () => {
       }
     };
     await expect.poll(isAlive, { timeout: 10_000 }).toBe(false);
+    outputs.push(stderr);
+  }, 60_000);
+
+  it("vault mcp waits for another vault command that holds the vault, instead of failing to start", async () => {
+    // A `vault set` at work holds the lock for a few seconds: here a process that lives 3 s does.
+    const holder = spawn("sleep", ["3"], { stdio: "ignore" });
+    writeFileSync(join(dataDir, "local", "db.lock"), `${holder.pid}\n`, { mode: 0o600 });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [VAULT, "mcp"],
+      env,
+      stderr: "pipe",
+    });
+    let stderr = "";
+    transport.stderr?.on("data", (c: Buffer) => {
+      stderr += c.toString();
+    });
+    const agent = new Client({ name: "patient-agent", version: "1.0.0" });
+    await agent.connect(transport);
+    expect((await agent.listTools()).tools.length).toBeGreaterThan(0);
+    expect(holder.exitCode ?? holder.signalCode).not.toBeNull();
+    expect(stderr).not.toContain("holds");
+    await agent.close();
     outputs.push(stderr);
   }, 60_000);
 

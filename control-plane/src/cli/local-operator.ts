@@ -8,7 +8,7 @@ import type { AuditEventView } from "../audit/audit.repo.ts";
 import type { PublicGrant } from "../grants/grant-view.ts";
 import type { BodyView } from "../grants/request-body.ts";
 import type { ItemView } from "../items/items.schemas.ts";
-import { tryLocalLock } from "../local/local-lock.ts";
+import { type LocalLock, tryLocalLock } from "../local/local-lock.ts";
 import { readLocalRuntime } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
 import { LOCAL_OPERATOR, openLocalVault } from "../local/local-vault.ts";
@@ -57,21 +57,30 @@ export async function connectLocalOperator(
   logger: Logger,
   progress: (line: string) => void,
 ): Promise<LocalOperator> {
+  const holder = await reachLocalVault(dataDir);
+  if ("url" in holder) return httpOperator(holder.url, loadOrCreateLocalTokens(dataDir).operator);
+  progress(`Opening the local vault in ${dataDir} ...`);
+  try {
+    const vault = await openLocalVault({ dataDir, logger });
+    return directOperator(vault, () => holder.lock.release());
+  } catch (error) {
+    holder.lock.release();
+    throw error;
+  }
+}
+
+/**
+ * Who holds the vault in `dataDir`: a running `vault serve` (its URL), or this process, which took
+ * the lock. While another process holds the lock without serving (a `vault set` at work, a
+ * `vault serve` still starting), waits for it, up to 15 s, then says so in one sentence.
+ */
+export async function reachLocalVault(dataDir: string): Promise<{ url: string } | { lock: LocalLock }> {
   const started = Date.now();
   for (;;) {
     const running = await findRunningServer(dataDir);
-    if (running) return httpOperator(running, loadOrCreateLocalTokens(dataDir).operator);
+    if (running) return { url: running };
     const lock = tryLocalLock(dataDir);
-    if (!("heldBy" in lock)) {
-      progress(`Opening the local vault in ${dataDir} ...`);
-      try {
-        const vault = await openLocalVault({ dataDir, logger });
-        return directOperator(vault, () => lock.release());
-      } catch (error) {
-        lock.release();
-        throw error;
-      }
-    }
+    if (!("heldBy" in lock)) return { lock };
     if (Date.now() - started > WAIT_FOR_HOLDER_MS) {
       throw new Error(
         `another vault process (pid ${lock.heldBy}) holds ${dataDir} and does not answer; stop it or wait for it to finish`,

@@ -6,7 +6,6 @@ import { createInterface } from "node:readline";
 import type { Logger } from "pino";
 import { startCheckpointSchedule } from "../audit/ledger.service.ts";
 import { startAbandonedCallsSchedule } from "../calls/abandoned-calls.ts";
-import { tryLocalLock } from "../local/local-lock.ts";
 import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
 import { openLocalVault } from "../local/local-vault.ts";
@@ -15,23 +14,26 @@ import { RPC_PARSE_ERROR, RPC_TOOL_ERROR, refuseDeepFrame, rpcError } from "../m
 import { createMcpServer } from "../mcp/mcp-server.ts";
 import { agentIdFromClientName } from "../mcp/mcp-sessions.ts";
 import { LOCAL_TOOL_ALIASES } from "../tools/tool-schemas.ts";
+import { reachLocalVault } from "./local-operator.ts";
 
 type FrameHandler = (frame: unknown) => Promise<unknown | undefined>;
 
 export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void> {
   const tokens = loadOrCreateLocalTokens(dataDir);
-  const runtime = readLocalRuntime(dataDir);
+  // A `vault set` or `vault list` at work, or a `vault serve` still starting, is waited for: an
+  // agent's MCP server does not fail to start because the operator ran a command at that moment.
+  const holder = await reachLocalVault(dataDir);
   let handle: FrameHandler;
   let close: () => Promise<void>;
-  if (runtime && (await isUp(runtime.url))) {
-    logger.info({ url: runtime.url }, "relaying MCP to the running vault serve");
+  if ("url" in holder) {
+    const { url } = holder;
+    logger.info({ url }, "relaying MCP to the running vault serve");
     // Checked again before each frame: once that vault serve stops, its port is anyone's, and
     // the model token must not go to whoever listens there next.
-    handle = relayTo(runtime.url, tokens.model, () => readLocalRuntime(dataDir)?.url === runtime.url);
+    handle = relayTo(url, tokens.model, () => readLocalRuntime(dataDir)?.url === url);
     close = async () => {};
   } else {
-    const lock = tryLocalLock(dataDir);
-    if ("heldBy" in lock) throw new Error(`another vault process (pid ${lock.heldBy}) holds ${dataDir}`);
+    const { lock } = holder;
     const vault = await openLocalVault({ dataDir, logger }).catch((error: unknown) => {
       lock.release();
       throw error;
@@ -112,14 +114,6 @@ export async function answerLine(line: string, handle: FrameHandler): Promise<un
 
 function write(frame: unknown): void {
   process.stdout.write(`${JSON.stringify(frame)}\n`);
-}
-
-async function isUp(url: string): Promise<boolean> {
-  try {
-    return (await fetch(`${url}/health`, { signal: AbortSignal.timeout(2000) })).ok;
-  } catch {
-    return false;
-  }
 }
 
 /**
