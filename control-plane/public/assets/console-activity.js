@@ -131,6 +131,8 @@ function exportName(extension) {
  * Downloads the filtered view (every page, not only the ones loaded) as the server writes it
  * (GET /api/audit/export: members and clients by name, no ids or hashes, CSV cells that a
  * spreadsheet would read as formulas made inert). Exporting is an owner's, admin's or auditor's.
+ * One export holds the newest 10,000 events of a view: when the server left older ones out
+ * (X-Latch-Truncated), the message says so, and from when the file starts.
  */
 function exportAudit(control, format, type, label) {
   act(control, () =>
@@ -147,9 +149,15 @@ function exportAudit(control, format, type, label) {
         });
       }
       var count = response.headers.get("x-latch-events") || "0";
+      var isTruncated = response.headers.get("x-latch-truncated") === "true";
+      var oldest = response.headers.get("x-latch-oldest-at");
       return response.text().then((text) => {
         downloadText(exportName(format), text, type);
-        say(`Exported ${count} events as ${label}.`);
+        say(
+          isTruncated
+            ? `Exported ${count} events as ${label}: only the newest ${count} of this view, back to ${oldest ? when(oldest) : "the oldest in the file"}; older events were left out. Narrow the date range (From, To) to export them.`
+            : `Exported ${count} events as ${label}.`,
+        );
       });
     }),
   );

@@ -117,4 +117,38 @@ describe("the offline ledger verifier", () => {
     });
     expect(verify([rows[0], { ...checkpoint }])).toMatchObject({ ok: false, first_bad_seq: 2 });
   });
+
+  it("asks an export, not a live ledger, to end with a checkpoint of its last row", () => {
+    const rows = chain(3);
+    const checkpoint = {
+      type: "checkpoint" as const,
+      organisation_id: "org_a",
+      seq: 2,
+      hash: rows[1]!.hash,
+      at: "2026-11-26T05:00:00.000Z",
+      key_id: "k1",
+      signature: "AAAA",
+    };
+    const closed = (lines: unknown[]) => {
+      const verifier = createLedgerVerifier();
+      for (const line of lines) verifier.push(line as LedgerLine);
+      verifier.requireClosingCheckpoint();
+      return { ...verifier.result(), organisation: verifier.organisation() };
+    };
+    // A live ledger's newest rows wait for the hourly checkpoint: GET /api/audit/verify holds.
+    expect(verify([rows[0], rows[1], checkpoint, rows[2]])).toMatchObject({ ok: true, last_seq: 3 });
+    expect(closed([rows[0], rows[1], checkpoint, rows[2]])).toMatchObject({
+      ok: false,
+      first_bad_seq: 3,
+      organisation: "org_a",
+    });
+    expect(closed([rows[0], rows[1], checkpoint])).toMatchObject({ ok: true, last_seq: 2 });
+    expect(closed(rows)).toMatchObject({ ok: false, first_bad_seq: 1 });
+    expect(closed([])).toMatchObject({ ok: false, first_bad_seq: 1, organisation: undefined });
+    // A chain already broken keeps its first bad seq.
+    expect(closed([rows[0], { ...rows[1]!, action: "changed" }, rows[2]])).toMatchObject({
+      ok: false,
+      first_bad_seq: 2,
+    });
+  });
 });

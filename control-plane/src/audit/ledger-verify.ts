@@ -2,7 +2,9 @@
 // canonical form, each prev_hash the hash before it, seq from the first row on without a gap, one
 // organisation throughout, and each checkpoint naming the hash of the row it follows and (when the
 // published keys are given) signed by one of them. GET /api/audit/verify and `vault audit verify`
-// both run this, so the API and an auditor's offline check agree on the first bad seq.
+// both run this, so the API and an auditor's offline check agree on the first bad seq. A file
+// also has to end with a checkpoint of its last row (`requireClosingCheckpoint`), which a live
+// ledger, whose newest rows wait for the next hourly checkpoint, does not.
 import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import {
   checkpointSigningInput,
@@ -64,6 +66,8 @@ export function createLedgerVerifier(
   const { from } = options;
   const state: LedgerVerification = { ok: true, rows: 0, last_seq: from?.seq ?? 0, last_checkpoint: null };
   let organisationId: string | undefined;
+  /** The organisation the first line names, when it names one. */
+  let namedOrganisation: string | undefined;
   let lastHash = from?.hash ?? ZERO_HASH;
 
   function fail(seq: number, problem: string): void {
@@ -74,7 +78,10 @@ export function createLedgerVerifier(
   }
 
   function checkOrganisation(line: { organisation_id?: unknown }, seq: number): boolean {
-    organisationId ??= String(line.organisation_id);
+    if (organisationId === undefined) {
+      organisationId = String(line.organisation_id);
+      if (typeof line.organisation_id === "string") namedOrganisation = line.organisation_id;
+    }
     if (line.organisation_id === organisationId) return true;
     fail(seq, `seq ${seq} belongs to another organisation`);
     return false;
@@ -163,10 +170,37 @@ export function createLedgerVerifier(
     },
     /** Marks the ledger bad at `seq` for a reason found outside the lines (the head the database holds). */
     fail,
+    /**
+     * After the last line of an export: a checkpoint is signed at the end of every export whose
+     * last row is newer than the last checkpoint (DECISIONS "Ledger and telemetry"), so a genuine
+     * export ends with a checkpoint of its last row. Rows after the last one signed are bad from
+     * the first of them (a file cut short, or rows added to its end, which anyone can hash), and
+     * a file with no rows is no ledger.
+     */
+    requireClosingCheckpoint(): void {
+      if (!state.ok) return;
+      if (state.rows === 0 && !from) {
+        fail(1, "the file holds no rows: it is not a ledger export");
+        return;
+      }
+      const signedSeq = state.last_checkpoint?.seq ?? from?.seq ?? 0;
+      if (signedSeq === state.last_seq) return;
+      const unsigned = state.last_seq - signedSeq;
+      const rows = unsigned === 1 ? "1 row follows it" : `${unsigned} rows follow it`;
+      fail(
+        signedSeq + 1,
+        `the file does not end with a checkpoint of its last row (seq ${state.last_seq}), as every export does: ` +
+          (signedSeq === 0
+            ? `no row is signed (${state.last_seq} rows, no checkpoint); it was cut short or rows were added to its end`
+            : `the last signed seq is ${signedSeq} and ${rows} unsigned; it was cut short or rows were added to its end`),
+      );
+    },
     result(): LedgerVerification {
       return { ...state };
     },
     /** The hash of the last row read (`from`'s, or 64 zeros, before any). */
     lastHash: () => lastHash,
+    /** The organisation_id the first line names (undefined before any, or when it names none). */
+    organisation: () => namedOrganisation,
   };
 }

@@ -387,6 +387,67 @@ describe("the audit ledger", () => {
     expect(third.result()).toMatchObject({ ok: false, first_bad_seq: 2 });
   });
 
+  it("ends an export with the checkpoint an hourly round signed while it read, at its last row or beyond", async () => {
+    const repo = createLedgerRepo(database.db);
+    const keys = await openAuditKeys(dataDir);
+    /**
+     * Three rows, exported by a service whose `atLookup`th checkpoint lookup first runs
+     * `meanwhile(org)` (the first is the export's own, the second the one before it signs).
+     */
+    async function racingExport(meanwhile: (org: string) => Promise<unknown>, atLookup = 1) {
+      const org = await newTestOrganisation(database);
+      for (let i = 1; i <= 3; i++)
+        await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+      // A live ledger whose newest rows no checkpoint covers yet still verifies.
+      expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 3, last_checkpoint: null });
+      let lookups = 0;
+      const racing = createLedgerService({
+        repo: {
+          ...repo,
+          // The export has read its rows and looks for a checkpoint: the round runs now.
+          async findLastCheckpoint(organisationId) {
+            lookups += 1;
+            if (lookups === atLookup) await meanwhile(organisationId);
+            return repo.findLastCheckpoint(organisationId);
+          },
+        },
+        signer: keys.signer,
+        publishedKeys: keys.published,
+        now: () => new Date(),
+      });
+      const lines: LedgerLine[] = [];
+      for await (const line of racing.exportLedger(org)) lines.push(line);
+      const verifier = createLedgerVerifier({ keys: verifyingKeys(keys.published()) });
+      for (const line of lines) verifier.push(line);
+      verifier.requireClosingCheckpoint();
+      return { lines, verified: verifier.result() };
+    }
+    /** The hourly round, for this organisation alone. */
+    const hourlyRound = async (org: string) => ledger.signCheckpoint(org, (await repo.findHead(org))!);
+
+    // The round signs the last row the export read.
+    const atLast = await racingExport(hourlyRound);
+    expect(atLast.lines.at(-1)).toMatchObject({ type: "checkpoint", seq: 3 });
+    expect(atLast.verified).toMatchObject({ ok: true, rows: 3, last_seq: 3 });
+
+    // Rows are appended and the round signs them, after the export read its rows, or while it
+    // checks them before signing (its signature over seq 3 is then refused).
+    const appendAndSign = async (org: string) => {
+      for (let i = 4; i <= 5; i++)
+        await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+      await hourlyRound(org);
+    };
+    for (const atLookup of [1, 2]) {
+      const beyond = await racingExport(appendAndSign, atLookup);
+      expect(beyond.lines.map((line) => [line.type, line.seq]).slice(-3), `lookup ${atLookup}`).toEqual([
+        ["event", 4],
+        ["event", 5],
+        ["checkpoint", 5],
+      ]);
+      expect(beyond.verified).toMatchObject({ ok: true, rows: 5, last_seq: 5 });
+    }
+  });
+
   it("keeps verifying old checkpoints after the key is rotated", async () => {
     const org = await newTestOrganisation(database);
     await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "before rotation" });

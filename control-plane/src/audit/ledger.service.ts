@@ -75,12 +75,36 @@ export function createLedgerService(deps: LedgerServiceDeps) {
     return checkpoint;
   }
 
+  /**
+   * Ends an export whose last row is `last` with the stored checkpoint that covers it, when one
+   * does: the checkpoint of `last` itself, or the rows after it up to a later stored checkpoint and
+   * that checkpoint. False (nothing written) when no stored checkpoint covers `last`.
+   */
+  async function* closeWithStored(
+    organisationId: string,
+    last: LedgerHead,
+  ): AsyncGenerator<LedgerLine, boolean> {
+    const known = await deps.repo.findLastCheckpoint(organisationId);
+    if (!known || known.seq < last.seq) return false;
+    if (known.seq === last.seq) {
+      yield known;
+      return true;
+    }
+    for await (const line of deps.repo.exportLines(organisationId, last.seq)) {
+      if (line.seq > known.seq) break;
+      yield line;
+      if (line.type === "checkpoint" && line.seq === known.seq) return true;
+    }
+    return true;
+  }
+
   return {
     signCheckpoint,
 
     /**
-     * GET /api/audit/ledger: the rows after `sinceSeq` and their checkpoints, in order, then a
-     * checkpoint of the last row when none covers it yet.
+     * GET /api/audit/ledger: the rows after `sinceSeq` and their checkpoints, in order, ending with
+     * a checkpoint of the last row (`vault audit verify` refuses a file that does not): the stored
+     * one, or one signed now.
      */
     async *exportLedger(organisationId: string, sinceSeq = 0): AsyncGenerator<LedgerLine> {
       let last: LedgerHead | undefined;
@@ -91,14 +115,17 @@ export function createLedgerService(deps: LedgerServiceDeps) {
         yield line;
       }
       if (!last || lastCheckpointSeq === last.seq) return;
-      const known = await deps.repo.findLastCheckpoint(organisationId);
-      if (known && known.seq >= last.seq) return;
+      // An hourly round may have signed since the rows were read: at the last row (its checkpoint
+      // is written here), or beyond it, after rows appended since (they are exported up to it).
+      if (yield* closeWithStored(organisationId, last)) return;
       // A chain that does not hold is exported as it is, unsigned: the auditor's check finds where.
       const signed = await signCheckpoint(organisationId, last).catch((error: unknown) => {
         if ((error as { code?: string }).code === "ledger_broken") return undefined;
         throw error;
       });
       if (signed) yield signed;
+      // Refused: the chain is broken, or a round signed beyond the last row while this one checked.
+      else yield* closeWithStored(organisationId, last);
     },
 
     /** GET /api/audit/verify: the whole chain recomputed, its checkpoints and its head checked. */

@@ -1,12 +1,78 @@
 // `vault audit verify` prints sentences that quote the file (a key id, a seq): a tampered export
 // handed to an auditor must not drive their terminal (cursor moves, erased lines) into showing a
 // verdict the exit code contradicts.
+import { generateKeyPairSync, sign } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type LedgerRow, rowHash, ZERO_HASH } from "@latch/shared/ledger/ledger-format";
+import {
+  checkpointSigningInput,
+  type LedgerCheckpoint,
+  type LedgerLine,
+  type LedgerRow,
+  rowHash,
+  ZERO_HASH,
+} from "@latch/shared/ledger/ledger-format";
 import { describe, expect, it } from "vitest";
 import { runAuditVerify } from "./audit-ledger.command.ts";
+
+/** Rows 1 to `count` of org_cut, each checkpointed seq followed by its checkpoint signed with `key`. */
+function signedExport(count: number, checkpointed: number[]) {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const lines: LedgerLine[] = [];
+  let prev = ZERO_HASH;
+  for (let seq = 1; seq <= count; seq++) {
+    const unhashed: Omit<LedgerRow, "hash"> = {
+      type: "event",
+      organisation_id: "org_cut",
+      seq,
+      prev_hash: prev,
+      at: `2026-11-26T10:00:0${seq}.000Z`,
+      environment: null,
+      actor: "system",
+      action: `e${seq}`,
+      item_name: null,
+      host: null,
+      reason: null,
+      detail: {},
+      trace_id: null,
+    };
+    prev = rowHash(unhashed);
+    lines.push({ ...unhashed, hash: prev });
+    if (checkpointed.includes(seq)) {
+      const unsigned: Omit<LedgerCheckpoint, "signature"> = {
+        type: "checkpoint",
+        organisation_id: "org_cut",
+        seq,
+        hash: prev,
+        at: `2026-11-26T11:00:0${seq}.000Z`,
+        key_id: "k1",
+      };
+      lines.push({
+        ...unsigned,
+        signature: sign(null, checkpointSigningInput(unsigned), privateKey).toString("base64url"),
+      });
+    }
+  }
+  const keys = {
+    keys: [
+      { key_id: "k1", alg: "Ed25519", public_key: publicKey.export({ format: "jwk" }).x, created_at: "" },
+    ],
+  };
+  return { lines, keys };
+}
+
+/** Runs `vault audit verify` over `lines` (and the keys, written beside them). */
+async function verifyLines(lines: LedgerLine[], keys: unknown) {
+  const dir = mkdtempSync(join(tmpdir(), "latch-audit-verify-"));
+  const file = join(dir, "export.jsonl");
+  writeFileSync(file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+  const keysFile = join(dir, "keys.json");
+  writeFileSync(keysFile, JSON.stringify(keys));
+  const printed: string[] = [];
+  const code = await runAuditVerify(file, keysFile, (line) => printed.push(line));
+  return { code, printed };
+}
 
 describe("vault audit verify", () => {
   it("prints no control character of the file: a key id carrying terminal escapes is shown inert", async () => {
@@ -47,5 +113,46 @@ describe("vault audit verify", () => {
     expect(printed[0]).toBe("first bad seq 1");
     expect(printed.join("\n")).toContain("which is not published");
     expect(printed.join("\n")).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+  });
+
+  it("holds for a whole export and names its organisation", async () => {
+    const { lines, keys } = signedExport(5, [2, 5]);
+    const { code, printed } = await verifyLines(lines, keys);
+    expect(code).toBe(0);
+    expect(printed[0]).toBe("chain holds: 5 rows of organisation org_cut, seq 1 to 5");
+    expect(printed[1]).toContain("the last covers seq 5");
+  });
+
+  it("refuses an export cut short: its last rows are covered by no checkpoint", async () => {
+    const { lines, keys } = signedExport(5, [2, 5]);
+    // Rows 1 to 3: the checkpoint after row 2 holds, the closing one (after row 5) is gone.
+    const cut = lines.slice(0, lines.findIndex((line) => line.type === "event" && line.seq === 3) + 1);
+    const { code, printed } = await verifyLines(cut, keys);
+    expect(code).toBe(1);
+    expect(printed[0]).toBe("first bad seq 3");
+    expect(printed[1]).toContain("the last signed seq is 2 and 1 row follows it unsigned");
+    expect(printed[2]).toBe("the file's first line names organisation org_cut");
+    expect(printed.join("\n")).not.toContain("chain holds");
+
+    // Rows added after the closing checkpoint (anyone can hash a row) are not signed either.
+    const more = signedExport(7, [2, 5]);
+    const added = await verifyLines(more.lines, more.keys);
+    expect(added.code).toBe(1);
+    expect(added.printed[0]).toBe("first bad seq 6");
+    expect(added.printed[1]).toContain("the last signed seq is 5 and 2 rows follow it unsigned");
+
+    // No checkpoint at all.
+    const none = signedExport(2, []);
+    const unsigned = await verifyLines(none.lines, none.keys);
+    expect(unsigned.code).toBe(1);
+    expect(unsigned.printed[0]).toBe("first bad seq 1");
+    expect(unsigned.printed[1]).toContain("no row is signed");
+  });
+
+  it("refuses an empty file: it is no ledger", async () => {
+    const { keys } = signedExport(1, [1]);
+    const { code, printed } = await verifyLines([], keys);
+    expect(code).toBe(1);
+    expect(printed).toEqual(["first bad seq 1", "the file holds no rows: it is not a ledger export"]);
   });
 });

@@ -1,6 +1,8 @@
 // `vault audit verify FILE [--keys URL|FILE]` checks a ledger export offline (DECISIONS "Ledger and
-// telemetry"): every hash recomputed, the links, the seqs, and with the published keys every
-// checkpoint's signature. Exit 0 when the chain holds, 1 printing `first bad seq N` when not.
+// telemetry"): every hash recomputed, the links, the seqs, with the published keys every
+// checkpoint's signature, and the checkpoint every export ends with over its last row (without it
+// the file was cut short or added to; an empty file is no ledger). Exit 0 when the chain holds,
+// naming its organisation; 1 printing `first bad seq N` when not.
 // Also `vault audit export` and `vault audit-rotate-keys`.
 import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -41,28 +43,26 @@ export async function runAuditVerify(
     }
     verifier.push(line);
   }
+  verifier.requireClosingCheckpoint();
   const result = verifier.result();
+  const organisationId = verifier.organisation();
   if (!result.ok) {
     out(`first bad seq ${result.first_bad_seq}`);
     if (result.problem) out(result.problem);
+    if (organisationId !== undefined) out(`the file's first line names organisation ${organisationId}`);
     return 1;
   }
-  out(
-    result.rows === 0
-      ? "the file holds no rows"
-      : `chain holds: ${result.rows} rows, seq 1 to ${result.last_seq}`,
-  );
+  out(`chain holds: ${result.rows} rows of organisation ${organisationId}, seq 1 to ${result.last_seq}`);
   const checkpoint = result.last_checkpoint;
   if (!keys) {
     out(
       "checkpoint signatures were not checked (no --keys given; pass the service's /.well-known/latch-audit-keys.json URL or a copy of it)",
     );
   } else if (checkpoint) {
+    // Always there: requireClosingCheckpoint refused a file whose last row none covers.
     out(
       `checkpoints verified; the last covers seq ${checkpoint.seq}, signed ${checkpoint.at} by key ${checkpoint.key_id}`,
     );
-  } else {
-    out("the file holds no checkpoint");
   }
   return 0;
 }
