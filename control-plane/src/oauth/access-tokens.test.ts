@@ -46,3 +46,51 @@ describe("the access token verifier", () => {
     expect(await verifier.verify(await stranger.sign())).toBeUndefined();
   });
 });
+
+describe("a key-bound access token (RFC 9449 DPoP, RFC 8705: `cnf`)", () => {
+  it("is never taken as a bearer at /mcp, whatever else holds", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const jwk = { ...(await exportJWK(publicKey)), kid: "k", alg: "RS256", use: "sig" } as JWK;
+    const sign = (extra: Record<string, unknown>) =>
+      new SignJWT({ client_id: "oac_1", org_id: "org_1", grant_id: "g", ...extra })
+        .setProtectedHeader({ alg: "RS256", kid: "k" })
+        .setIssuer(BASE)
+        .setAudience(`${BASE}/mcp`)
+        .setSubject("opr_1")
+        .setJti(`jti-${Math.random()}`)
+        .setIssuedAt()
+        .setExpirationTime("600s")
+        .sign(privateKey);
+    const client = { id: "cli_1", oauth_client_id: "oac_1" };
+    // Every other rule holds: the consent, the grant, the membership and the client are live.
+    const verifier = createAccessTokenVerifier({
+      baseUrl: BASE,
+      readJwks: () => ({ keys: [jwk] }),
+      oauth: {
+        isTokenDenied: async () => false,
+        findConsent: async () => ({
+          organisation_id: "org_1",
+          operator_id: "opr_1",
+          client_row_id: "cli_1",
+          revoked_at: null,
+          created_at: new Date(),
+        }),
+        isMemberSince: async () => true,
+      },
+      artifacts: { isGrantLive: async () => true },
+      findLiveClient: async () => client,
+      now: () => new Date(),
+    } as never);
+    expect(await verifier.authenticate(await sign({}))).toBe(client);
+    expect(
+      await verifier.authenticate(
+        await sign({ cnf: { jkt: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I" } }),
+      ),
+    ).toBeUndefined();
+    expect(
+      await verifier.authenticate(
+        await sign({ cnf: { "x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2" } }),
+      ),
+    ).toBeUndefined();
+  });
+});

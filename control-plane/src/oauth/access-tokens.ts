@@ -1,8 +1,9 @@
 // Spec 5 rule 1 and DECISIONS: /mcp accepts an OAuth access token when its RS256 signature checks
 // against our own keys (no network), `iss` is BASE_URL, `aud` is exactly BASE_URL/mcp, it is
-// within 600 s of issue and not expired (30 s skew), its jti is not denylisted, its grant is alive,
-// its consent is not revoked, and the operator who consented is still a member of the organisation
-// named by `org_id`. The agent behind it is the model client row of that consent.
+// within 600 s of issue and not expired (30 s skew), it is bound to no key (no `cnf`), its jti is
+// not denylisted, its grant is alive, its consent is not revoked, and the operator who consented is
+// still a member of the organisation named by `org_id`, the same membership they consented in. The
+// agent behind it is the model client row of that consent.
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { createLocalJWKSet, type JWK, type JWTPayload, jwtVerify } from "jose";
 import type { ClientRow } from "../db/schema.ts";
@@ -96,6 +97,10 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
       if (!looksLikeJwt(token)) return undefined;
       const claims = await verifySignature(token);
       if (!claims) return undefined;
+      // A sender-constrained token (RFC 9449 DPoP or RFC 8705 mTLS, `cnf`) is one whose holder must
+      // prove a key; /mcp asks no proof, so such a token is never taken as a plain bearer (the
+      // authorization server has DPoP off and mints none).
+      if (claims.cnf !== undefined) return undefined;
       // The lifetime is ours to enforce, whatever a token claims.
       if (claims.exp - claims.iat > ACCESS_TOKEN_TTL_S) return undefined;
       if (typeof claims.org_id !== "string" || typeof claims.grant_id !== "string") return undefined;
@@ -104,7 +109,8 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
       if (!consent || consent.revoked_at) return undefined;
       if (consent.organisation_id !== claims.org_id || consent.operator_id !== claims.sub) return undefined;
       if (!(await deps.artifacts.isGrantLive(claims.grant_id, deps.now()))) return undefined;
-      if (!(await deps.oauth.isMember(consent.organisation_id, consent.operator_id))) return undefined;
+      const { organisation_id: organisationId, operator_id: operatorId, created_at: consentedAt } = consent;
+      if (!(await deps.oauth.isMemberSince(organisationId, operatorId, consentedAt))) return undefined;
       const client = await deps.findLiveClient(consent.client_row_id);
       if (!client || client.oauth_client_id !== claims.client_id) return undefined;
       return client;

@@ -12,7 +12,7 @@ import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import { addressKey } from "../limits/address-key.ts";
 import { CIMD_FETCHES_PER_HOST, CIMD_FETCHES_PER_IP, type RateLimiter } from "../limits/rate-limit.ts";
-import { fetchedMetadataProblem, redirectUriProblem } from "./registration-rules.ts";
+import { boundTokensProblem, fetchedMetadataProblem, redirectUriProblem } from "./registration-rules.ts";
 
 export const CIMD_MAX_BYTES = 1024 * 1024;
 export const CIMD_TIMEOUT_MS = 3_000;
@@ -42,12 +42,15 @@ function documentTarget(url: string): { host: string; path: string } {
 }
 
 /**
- * The registration rules' redirect URI check (spec 5 rule 2) for a document: it gets no more than a
- * dynamic registration would (oidc-provider alone lets, for example, ws: or mailto: through).
+ * The registration rules (spec 5 rule 2: redirect URIs; no other document to fetch; no key-bound
+ * tokens) for a document: it gets no more than a dynamic registration would (oidc-provider alone
+ * lets, for example, ws: or mailto: through).
  */
 export function documentRedirectProblem(document: unknown): string | undefined {
   if (typeof document !== "object" || document === null || Array.isArray(document)) return undefined;
-  const fetched = fetchedMetadataProblem(document as Record<string, unknown>);
+  const fetched =
+    fetchedMetadataProblem(document as Record<string, unknown>) ??
+    boundTokensProblem(document as Record<string, unknown>);
   if (fetched) return fetched;
   const uris = (document as Record<string, unknown>).redirect_uris;
   if (!Array.isArray(uris)) return undefined;

@@ -31,4 +31,22 @@ describe("publisherOf and clientDisplayName", () => {
     expect(clientDisplayName("  ", "fallback")).toBe("fallback");
     expect(clientDisplayName("n".repeat(100), "x")).toHaveLength(80);
   });
+
+  it.each([
+    ["an unterminated right-to-left override", "Probe\u202Eevil", "Probe\uFFFDevil"],
+    ["an embedding and its pop", "A\u202Bb\u202Cc", "A\uFFFDb\uFFFDc"],
+    ["the isolates", "\u2066a\u2067b\u2068c\u2069", "\uFFFDa\uFFFDb\uFFFDc\uFFFD"],
+    ["the direction marks", "L\u200Er\u200Fa\u061C", "L\uFFFDr\uFFFDa\uFFFD"],
+    ["zero-width characters", "Cl\u200Bau\u200Cd\u200De\u2060\uFEFF", "Cl\uFFFDau\uFFFDd\uFFFDe\uFFFD\uFFFD"],
+    ["line and paragraph separators", "one\u2028two\u2029", "one\uFFFDtwo\uFFFD"],
+  ])("shows %s as U+FFFD, never as an invisible character", (_what, raw, shown) => {
+    expect(clientDisplayName(raw, "x")).toBe(shown);
+    expect(clientDisplayName(raw, "x")).not.toMatch(/\p{Cf}/u);
+  });
+
+  it("keeps letters of any script, and never cuts an emoji in half", () => {
+    expect(clientDisplayName("Ассистент 助手 مساعد", "x")).toBe("Ассистент 助手 مساعد");
+    const cut = clientDisplayName(`${"n".repeat(79)}\u{1F600}\u{1F600}`, "x");
+    expect(cut).toBe(`${"n".repeat(79)}\u{1F600}`);
+  });
 });

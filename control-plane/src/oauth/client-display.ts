@@ -10,10 +10,28 @@ export const SELF_NAMED_NOTE = "registered itself with this name (unverified)";
 
 const MAX_TARGET = 200;
 
-/** A name a client chose, as one safe line: control characters become U+FFFD, at most 80 characters. */
+/**
+ * Invisible characters that change how the text around them reads (Unicode category Cf: the bidi
+ * embeddings, overrides and isolates U+202A-U+202E and U+2066-U+2069, the marks U+200E/U+200F and
+ * U+061C, zero-width spaces and joiners, U+FEFF), and line or paragraph separators. A name the
+ * client chose must not reverse the page's sentence around it ("Probe\u202Eevil") nor hide
+ * inside a familiar name ("Cl\u200Baude").
+ */
+const FORMAT_OR_SEPARATOR = /[\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+/**
+ * A name a client chose, as one safe line: control and format characters become U+FFFD (so the
+ * operator sees that something was there), at most 80 characters.
+ *
+ * @example clientDisplayName("Probe\u202Eevil", "x") // "Probe\uFFFDevil"
+ */
 export function clientDisplayName(raw: unknown, fallback: string): string {
-  const text = typeof raw === "string" ? toSafeText(raw.normalize("NFC")).trim().slice(0, 80) : "";
-  return text || fallback;
+  const text =
+    typeof raw === "string"
+      ? toSafeText(raw.normalize("NFC")).replace(FORMAT_OR_SEPARATOR, "\uFFFD").trim()
+      : "";
+  // Cut by code point, so an emoji at the cut is never left half a surrogate pair.
+  return Array.from(text).slice(0, 80).join("").trimEnd() || fallback;
 }
 
 /** The host of an https client_id (the site that publishes its metadata document), else null. */

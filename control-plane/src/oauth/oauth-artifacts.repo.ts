@@ -50,8 +50,25 @@ function deviceCodeSealer(secret: string) {
   };
 }
 
+/**
+ * The client an interaction was started for, as oidc-provider resolved it at /oauth/authorize (or
+ * /device) in its own request, with spec 8's limits: the consent page reads it from here and never
+ * resolves the client again (a client metadata document would be fetched again outside the limits'
+ * request, and on another replica, whose cache is its own).
+ */
+export interface InteractionClient {
+  clientId: string;
+  clientName: string | undefined;
+}
+
+/** Artifacts that are ours, not oidc-provider's: stored like its own, keyed by a hash. */
+const INTERACTION_CLIENT = "InteractionClient";
+
 export interface OAuthArtifactsRepo {
   adapterFor(model: string): Adapter;
+  /** Keeps the client of interaction `uid` for as long as the interaction lives. */
+  saveInteractionClient(uid: string, client: InteractionClient, expiresIn: number): Promise<void>;
+  findInteractionClient(uid: string): Promise<InteractionClient | undefined>;
   /** Destroys every artifact of a grant (its refresh tokens, codes and the grant itself). */
   destroyGrant(grantId: string): Promise<void>;
   /** Whether the grant still exists (not revoked, not expired). */
@@ -210,9 +227,28 @@ export function createOAuthArtifactsRepo(
     };
   }
 
+  const interactionClients = adapterFor(INTERACTION_CLIENT);
+
   return {
     adapterFor,
     destroyGrant,
+    async saveInteractionClient(uid, client, expiresIn) {
+      await interactionClients.upsert(
+        uid,
+        { client_id: client.clientId, client_name: client.clientName } as AdapterPayload,
+        expiresIn,
+      );
+    },
+    async findInteractionClient(uid) {
+      const found = (await interactionClients.find(uid)) as
+        | { client_id?: unknown; client_name?: unknown }
+        | undefined;
+      if (typeof found?.client_id !== "string") return undefined;
+      return {
+        clientId: found.client_id,
+        clientName: typeof found.client_name === "string" ? found.client_name : undefined,
+      };
+    },
     async isGrantLive(grantId, at) {
       const row = await db
         .selectFrom("oauth_artifacts")

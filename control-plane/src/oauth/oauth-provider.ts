@@ -21,6 +21,7 @@ import {
 } from "./oauth-pages.ts";
 
 export const MCP_SCOPE = "mcp";
+const epochSeconds = () => Math.floor(Date.now() / 1000);
 export const ACCESS_TOKEN_TTL_S = 600;
 const REFRESH_TOKEN_IDLE_S = 30 * 86_400;
 /** A grant outlives any single refresh token; its consent row can end it earlier. */
@@ -51,7 +52,10 @@ export interface OAuthProviderDeps {
   baseUrl: string;
   keys: { keys: StoredJwk[]; cookie_keys: string[] };
   artifacts: OAuthArtifactsRepo;
-  /** The organisation and consent a grant was given for (extra access-token claims). */
+  /**
+   * The organisation a grant was given for (extra access-token claims), while its consent holds:
+   * not revoked and its operator still a member there; otherwise undefined (and the grant ended).
+   */
   findConsent(grantId: string): Promise<{ organisation_id: string } | undefined>;
   /** Whether the operator still exists (a deleted account ends its refresh tokens). */
   isOperator(operatorId: string): Promise<boolean>;
@@ -121,6 +125,11 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
     },
     features: {
       devInteractions: { enabled: false },
+      // Access tokens are bearer tokens only (DECISIONS: /mcp checks signature, audience, expiry,
+      // membership and grant, no proof of possession). oidc-provider would otherwise bind a token to
+      // a client's DPoP key (token_type DPoP, cnf.jkt) that /mcp never asks it to prove: with DPoP
+      // off, a DPoP header is ignored (RFC 9449 section 5: the answer says token_type Bearer).
+      dPoP: { enabled: false },
       userinfo: { enabled: false },
       rpInitiatedLogout: { enabled: false },
       introspection: { enabled: false },
@@ -156,7 +165,12 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
           );
         },
         successSource: async (ctx) => {
-          ctx.body = deviceSuccessPage(ctx.oidc.client?.clientName ?? "The device");
+          const client = ctx.oidc.client;
+          ctx.body = deviceSuccessPage(
+            client
+              ? clientDisplayName(client.clientName, publisherOf(client.clientId) ?? "The device")
+              : "The device",
+          );
         },
       },
       resourceIndicators: {
@@ -185,8 +199,10 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
           } catch (error) {
             // A limit's refusal says when to come back, like every other 429 (oidc-provider's error
             // handler keeps the headers already set).
+            // Resolved outside a request of oidc-provider's (never expected: the consent page reads
+            // the client its interaction kept) there is no answer to set a header on.
             const retryAfter = (error as { retry_after?: unknown }).retry_after;
-            if (typeof retryAfter === "number") ctx.set("retry-after", String(retryAfter));
+            if (typeof retryAfter === "number") ctx?.set("retry-after", String(retryAfter));
             throw error;
           }
           return true;
@@ -197,6 +213,9 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
     extraTokenClaims: async (_ctx, token) => {
       const grantId = (token as { grantId?: string }).grantId;
       if (!grantId) return undefined;
+      // The consent must still hold: not revoked, and its operator still a member of its
+      // organisation since before they gave it (a removal that raced the consent, or whose clean-up
+      // failed, ends the grant here; findConsent revokes it).
       const consent = await deps.findConsent(grantId);
       if (!consent) throw new errors.InvalidGrant("the consent for this grant is gone");
       return { org_id: consent.organisation_id, grant_id: grantId };
@@ -206,7 +225,20 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
       return { accountId: sub, claims: async () => ({ sub }) };
     },
     interactions: {
-      url: async (_ctx, interaction) => `${CONSENT_PATH}?uid=${encodeURIComponent(interaction.uid)}`,
+      url: async (ctx, interaction) => {
+        // The client as resolved here, in oidc-provider's request (its document fetched, if at all,
+        // under spec 8's limits): the consent page, on any replica, shows and records this one.
+        const client = ctx.oidc.client;
+        if (client) {
+          const lifetime = typeof interaction.exp === "number" ? interaction.exp - epochSeconds() : 0;
+          await deps.artifacts.saveInteractionClient(
+            interaction.uid,
+            { clientId: client.clientId, clientName: client.clientName },
+            Math.max(lifetime, 1),
+          );
+        }
+        return `${CONSENT_PATH}?uid=${encodeURIComponent(interaction.uid)}`;
+      },
     },
     // Spec 5 rule 6: /oauth reflects the caller's Origin (browser-based MCP clients register and
     // exchange codes from their own pages).

@@ -38,7 +38,11 @@ export interface OAuthServerDeps {
   environments: readonly string[];
   recordEvent(event: AuditEvent): Promise<void>;
   isOperator(operatorId: string): Promise<boolean>;
-  /** Told (its database code only) when a ledger row of an issued or revoked token is not written. */
+  /**
+   * Told (its database code only) when a ledger row of an issued or revoked token is not written,
+   * or a grant found to outlive its member's removal could not be ended (its token is refused all
+   * the same).
+   */
   onLedgerFailure?: (error: unknown) => void;
   now: () => Date;
 }
@@ -60,7 +64,15 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     artifacts,
     findConsent: async (grantId) => {
       const consent = await oauth.findConsent(grantId);
-      return consent && !consent.revoked_at ? consent : undefined;
+      if (!consent || consent.revoked_at) return undefined;
+      if (await oauth.isMemberSince(consent.organisation_id, consent.operator_id, consent.created_at)) {
+        return consent;
+      }
+      // DECISIONS "Teams": removing a member destroys the grants they gave there. A consent recorded
+      // while the removal committed (after its clean-up ran), or whose clean-up failed, is ended now,
+      // before a token is minted from it, even when they have been invited back since.
+      await service.endFormerMemberConsent(consent).catch(onLedgerFailure);
+      return undefined;
     },
     isOperator: deps.isOperator,
     fetchClientMetadata: (url) => documents.fetch(url),

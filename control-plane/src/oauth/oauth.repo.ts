@@ -10,10 +10,16 @@ export interface OAuthRepo {
   findConsent(grantId: string): Promise<ConsentRow | undefined>;
   /** Marks every live consent of a client row revoked; answers their grant ids. */
   updateConsentsRevoked(clientRowId: string, now: Date): Promise<string[]>;
+  /** Marks one consent revoked; answers whether it was live. */
+  updateConsentRevoked(grantId: string, now: Date): Promise<boolean>;
   /** Marks every live consent an operator gave in an organisation revoked; answers their grant ids. */
   updateMemberConsentsRevoked(organisationId: string, operatorId: string, now: Date): Promise<string[]>;
-  /** Whether the operator is still a member of the organisation. */
-  isMember(organisationId: string, operatorId: string): Promise<boolean>;
+  /**
+   * Whether the operator is a member of the organisation and has been since `since` (a consent's
+   * time): a membership begun later is a new one (removed, then invited back), which a consent
+   * given in the old one does not carry over into.
+   */
+  isMemberSince(organisationId: string, operatorId: string, since: Date): Promise<boolean>;
   insertDeniedToken(jtiHash: string, expiresAt: Date): Promise<void>;
   isTokenDenied(jtiHash: string): Promise<boolean>;
 }
@@ -35,6 +41,16 @@ export function createOAuthRepo(db: Kysely<Database>): OAuthRepo {
         .execute();
       return rows.map((r) => r.grant_id);
     },
+    async updateConsentRevoked(grantId, now) {
+      const row = await db
+        .updateTable("oauth_consents")
+        .set({ revoked_at: now })
+        .where("grant_id", "=", grantId)
+        .where("revoked_at", "is", null)
+        .returning("grant_id")
+        .executeTakeFirst();
+      return row !== undefined;
+    },
     async updateMemberConsentsRevoked(organisationId, operatorId, now) {
       const rows = await db
         .updateTable("oauth_consents")
@@ -46,12 +62,13 @@ export function createOAuthRepo(db: Kysely<Database>): OAuthRepo {
         .execute();
       return rows.map((r) => r.grant_id);
     },
-    async isMember(organisationId, operatorId) {
+    async isMemberSince(organisationId, operatorId, since) {
       const row = await db
         .selectFrom("memberships")
         .select("role")
         .where("organisation_id", "=", organisationId)
         .where("operator_id", "=", operatorId)
+        .where("created_at", "<=", since)
         .executeTakeFirst();
       return row !== undefined;
     },

@@ -12,7 +12,7 @@ import type { ClientRow } from "../db/schema.ts";
 import type { OrgsService } from "../orgs/orgs.service.ts";
 import { type AccessTokenVerifier, jtiHash } from "./access-tokens.ts";
 import { clientDisplayName, publisherOf, redirectTarget } from "./client-display.ts";
-import type { OAuthRepo } from "./oauth.repo.ts";
+import type { ConsentRow, OAuthRepo } from "./oauth.repo.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 import { MCP_SCOPE, mcpResource } from "./oauth-provider.ts";
 
@@ -91,9 +91,14 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     if (details.uid !== uid) {
       throw new AppError("not_found", "this authorization request is not the one open in this browser");
     }
-    const clientId = String(details.params.client_id ?? "");
-    const client = await provider.Client.find(clientId);
-    if (!client) throw new AppError("not_found", "the client of this authorization is no longer registered");
+    // The client as /oauth/authorize (or /device) resolved it when this interaction began, never
+    // resolved again here: that would fetch a client metadata document outside oidc-provider's
+    // request (no caller to count, no answer to say Retry-After on) whenever this replica's copy
+    // is gone (another replica, or past its cache).
+    const client = await deps.artifacts.findInteractionClient(details.uid);
+    if (!client || client.clientId !== details.params.client_id) {
+      throw new AppError("not_found", "this authorization request has expired; start again from your agent");
+    }
     return { details, client };
   }
 
@@ -288,6 +293,29 @@ export function createOAuthService(deps: OAuthServiceDeps) {
           actor: "system",
           action: "oauth_grant_revoked",
           detail: { operator_id: operatorId, grants: grantIds.length, reason: "member_removed" },
+        });
+      }
+    },
+
+    /**
+     * A consent whose operator is no longer the member who gave it (removed, perhaps invited back
+     * since): found when a token is about to be minted from it, because the removal's clean-up
+     * (`endMemberConsents`) missed it (the consent was recorded as the removal committed) or failed.
+     * It ends as that clean-up would have ended it; the operator's consents of a later membership stay.
+     */
+    async endFormerMemberConsent(consent: ConsentRow): Promise<void> {
+      const wasLive = await deps.oauth.updateConsentRevoked(consent.grant_id, deps.now());
+      await deps.artifacts.destroyGrant(consent.grant_id);
+      if (wasLive) {
+        await deps.recordEvent({
+          organisationId: consent.organisation_id,
+          actor: "system",
+          action: "oauth_grant_revoked",
+          detail: {
+            client_id: consent.client_row_id,
+            operator_id: consent.operator_id,
+            reason: "member_removed",
+          },
         });
       }
     },

@@ -78,6 +78,24 @@ export function fetchedMetadataProblem(metadata: Record<string, unknown>): strin
     : undefined;
 }
 
+/**
+ * Metadata asking for sender-constrained access tokens (RFC 9449 5.2 `dpop_bound_access_tokens`,
+ * RFC 8705 `tls_client_certificate_bound_access_tokens`): Latch issues bearer tokens only, so a
+ * client that must never hold a bearer token is told so rather than silently given one.
+ */
+const BOUND_TOKEN_METADATA = [
+  "dpop_bound_access_tokens",
+  "tls_client_certificate_bound_access_tokens",
+] as const;
+
+/** Why metadata that asks for key-bound access tokens is refused, or undefined. */
+export function boundTokensProblem(metadata: Record<string, unknown>): string | undefined {
+  const asked = BOUND_TOKEN_METADATA.find((field) => metadata[field] === true);
+  return asked
+    ? `${asked} is not supported: Latch issues bearer access tokens only (no DPoP or certificate binding)`
+    : undefined;
+}
+
 export function checkRegistration(body: unknown): RegistrationCheck {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return {
@@ -96,7 +114,7 @@ export function checkRegistration(body: unknown): RegistrationCheck {
         "only public clients may register (token_endpoint_auth_method none): Latch never issues a client secret",
     };
   }
-  const fetched = fetchedMetadataProblem(metadata);
+  const fetched = fetchedMetadataProblem(metadata) ?? boundTokensProblem(metadata);
   if (fetched) return { ok: false, error: "invalid_client_metadata", description: fetched };
   const uris = metadata.redirect_uris ?? [];
   if (!Array.isArray(uris) || uris.some((u) => typeof u !== "string")) {
