@@ -20,7 +20,7 @@ import type { CallContext, CallContextQuery, CallContextRepo } from "./call-cont
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
 import { encodeRequestBody } from "./form-body.ts";
 import { describeRewrite, rewritePlaylistPath } from "./path-rewrite.ts";
-import { baseNameOf, planTokenCall, type TokenPlan } from "./token-plan.ts";
+import { baseNameOf, planItemNames, planTokenCall, type TokenPlan } from "./token-plan.ts";
 
 export interface CallsDeps {
   findItemByName(
@@ -284,6 +284,12 @@ export function createCallsService(deps: CallsDeps) {
         clientId?: string;
         /** The policy rule that decided the call (DECISIONS "Policies": every row of it names it). */
         policyRule?: { rule_id: string };
+        /**
+         * The credentials the organisation's policy judged this call with (token-plan.ts
+         * `findPlanItems`): a plan made again here that would use another (a sibling stored
+         * since) sends nothing.
+         */
+        judgedItems?: readonly string[];
       },
       args: HttpRequestArgs,
       located: LocatedCredential,
@@ -318,8 +324,18 @@ export function createCallsService(deps: CallsDeps) {
           method: args.method,
           clientId: args.client_id,
         });
+        const unjudged = scope.judgedItems
+          ? planItemNames(plan, item).find((name) => !scope.judgedItems?.includes(name))
+          : undefined;
+        if (unjudged !== undefined) {
+          throw new AppError(
+            "stale_version",
+            `${unjudged} was stored while this call was being checked, and the organisation's policy has not judged it; nothing was sent, call again`,
+          );
+        }
       } catch (error) {
-        // user_connect_required, inject_denied, a bad target: nothing was sent (spec 3.1).
+        // user_connect_required, inject_denied, a bad target, a sibling the policy did not judge:
+        // nothing was sent (spec 3.1).
         await giveBack();
         throw error;
       }
@@ -335,6 +351,9 @@ export function createCallsService(deps: CallsDeps) {
         method: args.method,
         // The path without its query: a query may carry personal data; the audit needs the route.
         path: path.split("?")[0],
+        // The path as the agent asked and the policy judged it too, where a provider's rename
+        // changed it (rule 3): a replay of this row can judge both, as the call was judged.
+        ...(rewritten ? { requested_path: rewritten.from.split("?")[0] } : {}),
         ...(scope.clientId ? { client_id: scope.clientId } : {}),
         ...(scope.policyRule ? { rule_id: scope.policyRule.rule_id } : {}),
       };

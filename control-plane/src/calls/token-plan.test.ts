@@ -2,7 +2,7 @@ import { ClientAuthentication, TokenGrant } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import { describe, expect, it } from "vitest";
 import type { CallableItem } from "../items/callable-item.ts";
-import { planTokenCall } from "./token-plan.ts";
+import { findPlanItems, planItemNames, planTokenCall } from "./token-plan.ts";
 
 function item(
   name: string,
@@ -239,5 +239,50 @@ describe("http_request's client_id (spec 4.2; issue 21 item 7)", () => {
     // A refresh item with its own client ID stored: the same.
     const named = [item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS, "cid")];
     expect((await refusal(plan(named, { ...spotifyUser, clientId: "x" }))).code).toBe("invalid_request");
+  });
+});
+
+describe("findPlanItems: the credentials a call uses, which a policy judges", () => {
+  const app = item("SPOTIFY", "client_credentials", SPOTIFY_HOSTS, "cid");
+  const me = { host: "api.spotify.com", path: "/v1/me" };
+  const catalogue = { host: "api.spotify.com", path: "/v1/browse/new-releases" };
+  const cases: [string, CallableItem[], { item: string; host: string; path: string }, string[]][] = [
+    [
+      "a plain item: itself",
+      [item("TOKEN", "bearer", ["api.example.com"])],
+      { item: "TOKEN", host: "api.example.com", path: "/" },
+      ["TOKEN"],
+    ],
+    ["the app credential alone: itself", [app], { item: "SPOTIFY", ...catalogue }, ["SPOTIFY"]],
+    [
+      "the app credential with a connected account: the refresh token it exchanges too",
+      [app, item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS)],
+      { item: "SPOTIFY", ...me },
+      ["SPOTIFY", "SPOTIFY_REFRESH"],
+    ],
+    [
+      "the refresh token: the sibling client secret its exchange adds",
+      [
+        item("SPOTIFY_SECRET", "client_credentials", SPOTIFY_HOSTS, "cid"),
+        item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS),
+      ],
+      { item: "SPOTIFY_REFRESH", ...me },
+      ["SPOTIFY_REFRESH", "SPOTIFY_SECRET"],
+    ],
+    [
+      "a bearer stored under the refresh name: never exchanged, never listed",
+      [app, item("SPOTIFY_REFRESH", "bearer", SPOTIFY_HOSTS)],
+      { item: "SPOTIFY", ...catalogue },
+      ["SPOTIFY"],
+    ],
+  ];
+
+  it.each(cases)("%s, as the plan uses them", async (_name, stored, call, expected) => {
+    const byName = new Map(stored.map((i) => [i.name, i]));
+    const deps = { findItemByName: async (_o: string, _e: string, name: string) => byName.get(name) };
+    const named = byName.get(call.item)!;
+    expect((await findPlanItems(deps, scope, named)).map((i) => i.name)).toEqual(expected);
+    // The plan made for the call uses the same ones (the send checks it against them).
+    expect(planItemNames(await plan(stored, call), named).sort()).toEqual([...expected].sort());
   });
 });

@@ -67,6 +67,64 @@ function clientIdFor(stored: string | null | undefined, asked: string | undefine
 }
 
 /**
+ * The refresh token and the client secret a call with the provider token item `item` exchanges
+ * with (itself where it is one of them), found by the names of spec 2.1. planTokenCall and the
+ * credentials a policy judges (`findPlanItems`) both read them here, so they never differ.
+ */
+async function findTokenSiblings(
+  deps: TokenPlanDeps,
+  scope: { organisationId: string; environment: string },
+  item: CallableItem,
+): Promise<{ refreshItem: CallableItem | undefined; secretItem: CallableItem | undefined }> {
+  const base = baseNameOf(item.name);
+  const find = (name: string) => deps.findItemByName(scope.organisationId, scope.environment, name);
+  // Spec 2.1: the sibling client secret is <ITEM>_SECRET (or <ITEM>), stored as the provider's
+  // app credential; any other item of that name is never sent to a token URL.
+  const asAppCredential = (found: CallableItem | undefined) =>
+    found?.inject === "client_credentials" ? found : undefined;
+  // Likewise the refresh token is <ITEM>_REFRESH stored as one (inject refresh): another item of
+  // that name (a bearer stored under it) is never posted to a token URL as a refresh token.
+  const asRefreshToken = (found: CallableItem | undefined) =>
+    found?.inject === "refresh" ? found : undefined;
+  const refreshItem = item.inject === "refresh" ? item : asRefreshToken(await find(`${base}_REFRESH`));
+  const secretItem =
+    item.inject === "client_credentials"
+      ? item
+      : (asAppCredential(await find(`${base}_SECRET`)) ??
+        (base === item.name ? undefined : asAppCredential(await find(base))));
+  return { refreshItem, secretItem };
+}
+
+/**
+ * Every credential a call with `item` may use, the item first: for a provider token item also the
+ * `<ITEM>_REFRESH` its plan exchanges (the user's account) and the sibling client secret that
+ * authenticates the exchange, exactly as planTokenCall would find them. An organisation policy
+ * judges each (tools/http-request.tool.ts): a rule on `SPOTIFY_REFRESH` must hold when the agent
+ * names `SPOTIFY`, or only the host, and the plan exchanges the refresh token anyway.
+ */
+export async function findPlanItems(
+  deps: TokenPlanDeps,
+  scope: { organisationId: string; environment: string },
+  item: CallableItem,
+): Promise<CallableItem[]> {
+  if (item.inject !== "client_credentials" && item.inject !== "refresh") return [item];
+  const { refreshItem, secretItem } = await findTokenSiblings(deps, scope, item);
+  // Only the app credential: it is the one used (a client-credentials token, or itself).
+  if (refreshItem === undefined) return [item];
+  const siblings = [refreshItem, secretItem].filter(
+    (found): found is CallableItem => found !== undefined && found.name !== item.name,
+  );
+  return [item, ...siblings];
+}
+
+/** The names of the credentials a plan sends or exchanges with (`item` first), as findPlanItems lists them. */
+export function planItemNames(plan: TokenPlan, item: CallableItem): string[] {
+  if (plan.kind !== "exchange") return [item.name];
+  const names = [item.name, plan.refreshItem?.name, plan.clientSecretItem?.name, plan.tokenItem.name];
+  return [...new Set(names.filter((name) => name !== undefined))];
+}
+
+/**
  * The plan for a call with `item` to `host` `path` (with the agent's `clientId`, spec 4.2, when it
  * named one). Throws `user_connect_required` (a user-only path, or a provider with no app token,
  * with only the app credential stored) or `inject_denied` with `missing_item` (a refresh with no
@@ -90,22 +148,7 @@ export async function planTokenCall(
   const isTokenEndpoint =
     host === token.host && call.path.split("?")[0] === token.path && call.method === "POST";
   const base = baseNameOf(item.name);
-  const find = (name: string) => deps.findItemByName(scope.organisationId, scope.environment, name);
-  // Spec 2.1: the sibling client secret is <ITEM>_SECRET (or <ITEM>), stored as the provider's
-  // app credential; any other item of that name is never sent to a token URL.
-  const asAppCredential = (found: CallableItem | undefined) =>
-    found?.inject === "client_credentials" ? found : undefined;
-  const findSecret = async () =>
-    item.inject === "client_credentials"
-      ? item
-      : (asAppCredential(await find(`${base}_SECRET`)) ??
-        (base === item.name ? undefined : asAppCredential(await find(base))));
-  // Likewise the refresh token is <ITEM>_REFRESH stored as one (inject refresh): another item of
-  // that name (a bearer stored under it) is never posted to a token URL as a refresh token.
-  const asRefreshToken = (found: CallableItem | undefined) =>
-    found?.inject === "refresh" ? found : undefined;
-  const refreshItem = item.inject === "refresh" ? item : asRefreshToken(await find(`${base}_REFRESH`));
-  const secretItem = await findSecret();
+  const { refreshItem, secretItem } = await findTokenSiblings(deps, scope, item);
 
   if (refreshItem === undefined) {
     // Only the app credential is stored.

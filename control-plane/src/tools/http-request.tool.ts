@@ -10,9 +10,10 @@ import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { checkRequestTarget, type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
-import { planTokenCall } from "../calls/token-plan.ts";
+import { findPlanItems, planTokenCall, type TokenPlanDeps } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
+import type { CallableItem } from "../items/callable-item.ts";
 import { ruleReference } from "../policies/policies.service.ts";
 import type { PolicyDecision } from "../policies/policy-match.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
@@ -51,19 +52,19 @@ export async function runHttpRequest(
   const presign = item.inject === "sigv4" ? findPresignParameter(path) : undefined;
   if (presign !== undefined) throw new AppError("invalid_path", presignRefusal(presign));
   const grantScope = httpRequestGrantScope(scope, item);
+  // The siblings a token plan uses, read once for the policy and the plan's refusal below.
+  const findItemByName = readingEachNameOnce(deps.items.findCallableByName);
+  const judgedItems = (await findPlanItems({ findItemByName }, scope, item)).map((used) => used.name);
   // The organisation's policy first (DECISIONS "Policies"): a deny rule beats every grant, and
-  // refuses before anything is asked, spent or sent. The agent is the client the credential
-  // authenticated (its id, and its name as issued or registered), never a name from the call.
-  const policy = await deps.policies.decideCall(
-    scope.organisationId,
+  // refuses before anything is asked, spent or sent.
+  const policy = await decidePolicy(
+    deps,
+    scope,
     {
-      agentId: scope.agentId,
-      agentName: scope.clientName,
-      item: item.name,
+      items: judgedItems,
       host,
       method: args.method,
-      path,
-      environment: scope.environment,
+      paths: [path, rewritePlaylistPath(host, args.method, path, args.body).path],
     },
     context?.policyVersion,
   );
@@ -74,7 +75,9 @@ export async function runHttpRequest(
     return policyDeniedAnswer(policy, { args, itemName: item.name, host, path }, deps.surface);
   }
   // Rule 7 before any approval: a missing connect or sibling is answered without asking for one.
-  const refused = args.dry_run ? undefined : await tokenPlanRefusal(deps, scope, args, located);
+  const refused = args.dry_run
+    ? undefined
+    : await tokenPlanRefusal(deps, scope, args, located, findItemByName);
   if (refused) return refused;
 
   // The call as the operator approves it: method, host, validated path with its query, body digest.
@@ -87,7 +90,7 @@ export async function runHttpRequest(
     const limited = await admitOrRefuse(deps, scope, args, located, policy);
     if (limited) return limited;
     await recordPolicyEvent(deps, scope, "policy_allowed", policy, { itemName: item.name, host, args, path });
-    return sendCall(deps, scope, args, located, { release: async () => {} }, policy);
+    return sendCall(deps, scope, args, located, { release: async () => {} }, policy, judgedItems);
   }
 
   // No rule, or an ask rule: today's approvals decide (an ask rule only names itself in the audit).
@@ -152,7 +155,87 @@ export async function runHttpRequest(
       return limited;
     }
   }
-  return sendCall(deps, scope, args, located, authorisation, policy);
+  return sendCall(deps, scope, args, located, authorisation, policy, judgedItems);
+}
+
+/**
+ * The organisation's policy over one call (DECISIONS "Policies": a rule's `items` are credential
+ * names, and deny refuses the call). A call may use more credentials than the one it names, and
+ * leave by another path than the one it names, so the list is asked once for each view of it:
+ * - each credential it uses, the located one first (calls/token-plan.ts `findPlanItems`: for a
+ *   provider token item also the `<ITEM>_REFRESH` its plan exchanges and the sibling client
+ *   secret it authenticates with), and
+ * - each path it is known by: the validated path (the one the agent named and the operator
+ *   approves) and the path the proxy sends after a provider's rename (calls/path-rewrite.ts, the
+ *   one the http_request row records and a policy preview replays).
+ * Then the strictest answer holds. A deny on any view refuses the call, so a rule on
+ * `SPOTIFY_REFRESH` is not stepped around by naming `SPOTIFY` (or only the host), a rule on
+ * `SPOTIFY_SECRET` by naming `SPOTIFY_REFRESH`, nor a rule on `.../items` by naming the old
+ * `.../tracks`. Else an ask on any view asks. Else an allow holds only where it decides the
+ * located credential on every path: an allow never sends what it was not written for (an allow
+ * on a sibling alone, or on one spelling of the path alone, leaves the call to today's
+ * approvals), while a sibling that no rule names does not take back the located credential's
+ * allow. Among rules of the same effect, the one earliest in the list names the decision.
+ * The agent is the client the credential authenticated (its id, and its name as issued or
+ * registered), never a name from the call.
+ */
+async function decidePolicy(
+  deps: ToolDeps,
+  scope: ToolScope,
+  call: { items: readonly string[]; host: string; method: string; paths: readonly string[] },
+  knownVersion: number | undefined,
+): Promise<PolicyDecision | undefined> {
+  const [located] = call.items;
+  const views: { decision: PolicyDecision | undefined; isLocated: boolean }[] = [];
+  for (const item of new Set(call.items)) {
+    for (const path of new Set(call.paths)) {
+      const decision = await deps.policies.decideCall(
+        scope.organisationId,
+        {
+          agentId: scope.agentId,
+          agentName: scope.clientName,
+          item,
+          host: call.host,
+          method: call.method,
+          path,
+          environment: scope.environment,
+        },
+        knownVersion,
+      );
+      views.push({ decision, isLocated: item === located });
+    }
+  }
+  const earliest = (decisions: (PolicyDecision | undefined)[], effect: PolicyDecision["effect"]) =>
+    decisions
+      .filter((decision): decision is PolicyDecision => decision?.effect === effect)
+      .reduce<PolicyDecision | undefined>(
+        (first, decision) => (first === undefined || decision.index < first.index ? decision : first),
+        undefined,
+      );
+  const all = views.map((view) => view.decision);
+  const refusing = earliest(all, "deny") ?? earliest(all, "ask");
+  if (refusing) return refusing;
+  const onLocated = views.filter((view) => view.isLocated).map((view) => view.decision);
+  return onLocated.every((decision) => decision?.effect === "allow")
+    ? earliest(onLocated, "allow")
+    : undefined;
+}
+
+/**
+ * A name lookup that reads each name once per call: the policy and the token plan's refusal then
+ * judge the same rows (and the plan costs no second read).
+ */
+function readingEachNameOnce(find: TokenPlanDeps["findItemByName"]): TokenPlanDeps["findItemByName"] {
+  const read = new Map<string, Promise<CallableItem | undefined>>();
+  return (organisationId, environment, name) => {
+    const key = JSON.stringify([organisationId, environment, name]);
+    let found = read.get(key);
+    if (!found) {
+      found = find(organisationId, environment, name);
+      read.set(key, found);
+    }
+    return found;
+  };
 }
 
 /** dry_run: what would happen, naming the rule that would decide; nothing written, nothing spent. */
@@ -213,6 +296,8 @@ async function sendCall(
   located: LocatedCredential,
   authorisation: { release(): Promise<void>; isOneCall?: boolean; grant?: { grant_id: string } },
   policy: PolicyDecision | undefined,
+  /** The credentials the policy judged (decidePolicy): the call goes with none other. */
+  judgedItems: readonly string[],
 ): Promise<ToolAnswer> {
   const { item } = located;
   const grantId = authorisation.grant?.grant_id;
@@ -229,6 +314,7 @@ async function sendCall(
         actor: `agent:${scope.agentId}`,
         ...(args.client_id ? { clientId: args.client_id } : {}),
         ...(policy ? { policyRule: ruleReference(policy) } : {}),
+        judgedItems,
       },
       args,
       located,
@@ -254,9 +340,10 @@ async function tokenPlanRefusal(
   scope: ToolScope,
   args: HttpRequestArgs,
   located: LocatedCredential,
+  findItemByName: TokenPlanDeps["findItemByName"],
 ): Promise<ToolAnswer | undefined> {
   try {
-    await planTokenCall({ findItemByName: deps.items.findCallableByName }, scope, {
+    await planTokenCall({ findItemByName }, scope, {
       item: located.item,
       host: located.host,
       path: located.path,
