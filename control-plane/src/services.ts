@@ -140,7 +140,9 @@ function createCoreServices(
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
     defaultEnvironment: variant.environments[0]!,
-    ...(isLocal ? { isHostListOptional: true, isRefreshTypable: true } : {}),
+    ...(isLocal
+      ? { isHostListOptional: true, isRefreshTypable: true }
+      : { hasFolderStanding: createGrantsRepo(db).hasActiveFolderStanding }),
   });
   const calls = createCallsService({
     findItemByName: items.findCallableByName,

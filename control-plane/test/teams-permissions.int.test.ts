@@ -134,6 +134,64 @@ describe("approve folder_standing (spec: owner only)", () => {
   });
 });
 
+describe("put a credential in a folder agents hold a folder_standing approval of (as approving it: owner only)", () => {
+  it("admin: refused, moving one there or storing one there; owner: allowed, and the move is in the audit", async () => {
+    const grant = await team.requestGrant();
+    const approved = await team.owner.browser.request("POST", `/api/grants/${grant.grant_id}/approve`, {
+      policy: "folder_standing",
+      confirm_name: "apis",
+    });
+    expect(approved.json().grant).toMatchObject({ status: "active", policy: "folder_standing" });
+    try {
+      const items = (await team.admin.browser.request("GET", "/api/items")).json().items;
+      const environment = items.find((i: { name: string }) => i.name === "API_KEY").environment as string;
+      const name = `OUTSIDE_${++names}`;
+      const stored = await team.admin.browser.request("POST", "/api/items", {
+        name,
+        value: "v-outside-123456",
+        environment,
+        allowed_hosts: ["api.latch.test"],
+      });
+      expect(stored.statusCode, stored.body).toBe(201);
+      const id = stored.json().item.id as string;
+      const moved = await team.admin.browser.request("POST", `/api/items/${id}/meta`, {
+        folder_name: "apis",
+      });
+      expectStandingRefused(moved);
+      const inside = await team.admin.browser.request("POST", "/api/items", {
+        name: `INSIDE_${++names}`,
+        value: "v-inside-123456",
+        environment,
+        allowed_hosts: ["api.latch.test"],
+        folder_name: "apis",
+      });
+      expectStandingRefused(inside);
+      const after = (await team.admin.browser.request("GET", "/api/items")).json().items;
+      expect(after.find((i: { id: string }) => i.id === id).folder_name).toBeNull();
+      expect(after.map((i: { name: string }) => i.name)).not.toContain(`INSIDE_${names}`);
+
+      const byOwner = await team.owner.browser.request("POST", `/api/items/${id}/meta`, {
+        folder_name: "apis",
+      });
+      expect(byOwner.statusCode, byOwner.body).toBe(200);
+      const events = (await team.owner.browser.request("GET", `/api/audit?item_name=${name}`)).json().events;
+      expect(events.find((e: { action: string }) => e.action === "item_edited").detail.folder).toEqual({
+        from: null,
+        to: "apis",
+      });
+    } finally {
+      await team.owner.browser.request("POST", `/api/grants/${grant.grant_id}/revoke`);
+    }
+  });
+});
+
+function expectStandingRefused(response: { statusCode: number; body: string; json(): unknown }) {
+  expect(response.statusCode, response.body).toBe(403);
+  const error = (response.json() as { error: Record<string, unknown> }).error;
+  expect(error).toMatchObject({ code: "forbidden_role", role: "admin", required_roles: ["owner"] });
+  expect(String(error.message)).toContain("standing approval of every credential in folder apis");
+}
+
 describe("store, delete credentials; fulfil collect; connect providers", () => {
   it.each(["owner", "admin"] as const)("%s: allowed", async (role) => {
     const name = `STORED_${role.toUpperCase()}_${++names}`;

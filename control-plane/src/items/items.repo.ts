@@ -21,6 +21,8 @@ export interface ItemsRepo {
   updateItem(organisationId: string, id: string, change: ItemUpdate): Promise<void>;
   /** Records a use; written only when the stored time is older than `olderThan` (or unset). */
   updateItemUsed(id: string, at: Date, olderThan: Date): Promise<void>;
+  /** The folder's id, or undefined when no folder has that name yet. */
+  findFolderId(organisationId: string, environment: string, name: string): Promise<string | undefined>;
   /** The folder's id, created on first use. */
   findOrInsertFolder(
     organisationId: string,
@@ -137,6 +139,16 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .where("id", "=", id)
         .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", olderThan)]))
         .execute();
+    },
+    async findFolderId(organisationId, environment, name) {
+      const row = await db
+        .selectFrom("folders")
+        .select("id")
+        .where("organisation_id", "=", organisationId)
+        .where("environment", "=", environment)
+        .where("name", "=", name)
+        .executeTakeFirst();
+      return row?.id;
     },
     async findOrInsertFolder(organisationId, environment, name, newId) {
       await db

@@ -53,10 +53,10 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
     "/api/items",
     { ...writeItems, schema: { body: itemInput, response: { 201: itemAnswer } } },
     async (request, reply) => {
-      const { organisationId, actor } = await operatorOf(request);
+      const { organisationId, actor, role } = await operatorOf(request);
       return reply
         .status(201)
-        .send({ item: await deps.items.storeItem(organisationId, actor, request.body) });
+        .send({ item: await deps.items.storeItem(organisationId, actor, request.body, { role }) });
     },
   );
   for (const path of ["/api/items/:id", "/api/items/:id/meta"]) {
@@ -67,9 +67,11 @@ export function registerItemsRoutes(app: FastifyInstance, deps: { items: ItemsSe
         schema: { params: idParams, body: itemEdit, response: { 200: itemAnswer } },
       },
       async (request) => {
-        const { organisationId, actor } = await operatorOf(request);
+        const { organisationId, actor, role } = await operatorOf(request);
         return {
-          item: await deps.items.updateItem(organisationId, actor, request.params.id, request.body),
+          item: await deps.items.updateItem(organisationId, actor, request.params.id, request.body, {
+            role,
+          }),
         };
       },
     );

@@ -8,6 +8,7 @@ import { readAwsSigningScope } from "@latch/shared/inject/aws-host";
 import { formatInjectMode, parseInjectMode } from "@latch/shared/inject/inject-mode";
 import { checkHostname } from "@latch/shared/requests/host";
 import type { AuditEvent } from "../audit/audit.repo.ts";
+import { mayPerform, type Role, rolesFor } from "../auth/permissions.ts";
 import { isUniqueViolation } from "../db/database.ts";
 import { findProviderByHost } from "../providers/providers.ts";
 import type { CallableItem } from "./callable-item.ts";
@@ -48,6 +49,13 @@ export interface ItemsServiceDeps {
    * bare service) the two are written one after the other.
    */
   inTransaction?: <T>(fn: (tx: ItemsTransaction) => Promise<T>) => Promise<T>;
+  /** Hosted: whether an agent holds an active folder_standing approval of the folder. */
+  hasFolderStanding?: (organisationId: string, folderId: string) => Promise<boolean>;
+}
+
+/** Who changes a credential, where a role decides (hosted): what they may put under an approval. */
+export interface ItemWriter {
+  role?: Role | undefined;
 }
 
 /** A credential change's writes: the item's row and its audit row. */
@@ -62,11 +70,17 @@ export interface ItemsService {
     organisationId: string,
     actor: string,
     input: unknown,
-    options?: { replace?: boolean },
+    options?: { replace?: boolean } & ItemWriter,
   ): Promise<ItemView>;
   listItems(organisationId: string, environment?: string): Promise<ItemView[]>;
   /** Edits metadata; a blank or missing value keeps the stored one (spec 4.3). */
-  updateItem(organisationId: string, actor: string, id: string, input: unknown): Promise<ItemView>;
+  updateItem(
+    organisationId: string,
+    actor: string,
+    id: string,
+    input: unknown,
+    writer?: ItemWriter,
+  ): Promise<ItemView>;
   /** Replaces the value only. */
   rotateItem(organisationId: string, actor: string, id: string, value: unknown): Promise<ItemView>;
   createFolder(
@@ -156,6 +170,30 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
   async function seal(value: string) {
     const sealed = await sealValue(await deps.sealingKey(), value);
     return { sealed_value: sealed.sealed, sealing_key_id: sealed.keyId, last4: lastFour(value) };
+  }
+
+  /**
+   * An agent holding a folder_standing approval of `folderName` may call every credential in it
+   * at once: putting one there (storing it there, moving it there) gives standing access, which
+   * is an owner's decision, as approving the folder is (DECISIONS "Teams"), never an admin's alone.
+   */
+  async function refuseFolderStandingWidening(
+    repo: ItemsRepo,
+    organisationId: string,
+    environment: string,
+    folderName: string | null,
+    writer: ItemWriter,
+  ): Promise<void> {
+    const { role } = writer;
+    if (!folderName || role === undefined || mayPerform(role, "approvals.decide_folder")) return;
+    const folderId = await repo.findFolderId(organisationId, environment, folderName);
+    if (!folderId || !(await deps.hasFolderStanding?.(organisationId, folderId))) return;
+    const needed = rolesFor("approvals.decide_folder");
+    throw new AppError(
+      "forbidden_role",
+      `agents hold a standing approval of every credential in folder ${folderName}, so putting one there is an owner's decision, as approving the folder is; you are an ${role} here`,
+      { extra: { required_roles: needed, role } },
+    );
   }
 
   async function loadItem(organisationId: string, id: string): Promise<ItemWithFolder> {
@@ -255,6 +293,13 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
   return {
     async storeItem(organisationId, actor, raw, options = {}) {
       const input = validate(raw);
+      await refuseFolderStandingWidening(
+        deps.repo,
+        organisationId,
+        input.environment,
+        input.folder_name ?? null,
+        options,
+      );
       const sealed = await sealValue(await deps.sealingKey(), input.value);
       const last4 = lastFour(input.value);
       const folderId = input.folder_name
@@ -297,7 +342,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       const stored = await deps.repo.findItemByName(organisationId, input.environment, input.name);
       return toItemView(stored!);
     },
-    async updateItem(organisationId, actor, id, raw) {
+    async updateItem(organisationId, actor, id, raw, writer = {}) {
       const current = await loadItem(organisationId, id);
       const body = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
       const keepValue = body.value === undefined || body.value === null || body.value === "";
@@ -315,16 +360,17 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
         },
         { keepsRefresh: current.inject === "refresh" },
       );
-      const folderId = input.folder_name
-        ? await deps.repo.findOrInsertFolder(
-            organisationId,
-            input.environment,
-            input.folder_name,
-            newId("fld"),
-          )
-        : null;
+      const toFolder = input.folder_name ?? null;
+      const isMoved = toFolder !== current.folder_name || input.environment !== current.environment;
+      if (isMoved) {
+        await refuseFolderStandingWidening(deps.repo, organisationId, input.environment, toFolder, writer);
+      }
       const sealed = keepValue ? {} : await seal(input.value);
       await recorded(async (tx) => {
+        // In the edit's transaction: a refused edit leaves no folder behind.
+        const folderId = toFolder
+          ? await tx.repo.findOrInsertFolder(organisationId, input.environment, toFolder, newId("fld"))
+          : null;
         await refuseDuplicateName(input, () =>
           tx.repo.updateItem(organisationId, id, {
             name: input.name,
@@ -344,7 +390,12 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           actor,
           action: keepValue ? "item_edited" : "item_edited_with_value",
           itemName: input.name,
-          detail: { allowed_hosts: input.hosts, inject: input.inject },
+          detail: {
+            allowed_hosts: input.hosts,
+            inject: input.inject,
+            // A move decides which folder approvals cover the credential: the audit says so.
+            ...(isMoved ? { folder: { from: current.folder_name, to: toFolder } } : {}),
+          },
         });
       });
       return toItemView(await loadItem(organisationId, id));
