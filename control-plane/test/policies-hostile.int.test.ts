@@ -275,3 +275,41 @@ describe("hostile lists", () => {
     await agent.close();
   });
 });
+
+// A review found that 79 deny rules, each with 100 copies of the valid glob `/**/a/…(62 × a)/b`
+// (a body just under 1 MiB), held a replica's event loop for 11 s on every call with an 8 KiB
+// path, and a preview for many minutes. Such a list is now refused at the edge, naming the limit.
+describe("a list whose matching would hold the event loop", () => {
+  const glob = `/**/${Array.from({ length: 62 }, () => "a").join("/")}/b`;
+  const hostile = Array.from({ length: 79 }, (_, i) => ({
+    id: `r${i}`,
+    effect: "deny",
+    match: { paths: Array.from({ length: 100 }, () => glob) },
+  }));
+
+  it("the reviewer's list: 400 invalid_policy naming the limit, for a save and a preview", async () => {
+    const { op } = await setUp();
+    expect(JSON.stringify({ rules: hostile }).length).toBeLessThan(1024 * 1024);
+    for (const answer of [
+      await op.request("PUT", "/api/policies", { rules: hostile }, { "if-match": "*" }),
+      await op.request("POST", "/api/policies/preview", { rules: hostile }),
+    ]) {
+      expect(answer.statusCode, answer.body).toBe(400);
+      expect(answer.json().error).toMatchObject({
+        code: "invalid_policy",
+        field: expect.stringMatching(/^match\.paths\[\d+\]$/),
+      });
+      expect(answer.json().error.message).toMatch(/path globs hold at most 10000 segments in all/);
+    }
+    // 61 + 61 + 7 segments between two `**`: each is searched for along the whole path.
+    const run = `/**/${Array.from({ length: 60 }, () => "a").join("/")}/b/**`;
+    const runs = [{ id: "runs", effect: "deny", match: { paths: [run, run, "/**/c/d/e/f/g/h/i/**"] } }];
+    const refused = await op.request("PUT", "/api/policies", { rules: runs }, { "if-match": "*" });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().error.message).toMatch(
+      /^rule 1 \(runs\): match\.paths\[2\]: .*at most 128 segments between two \*\*/,
+    );
+    expect((await op.request("GET", "/api/policies")).json().version).toBe(0);
+    expect(await changesOf(op)).toEqual([]);
+  });
+});

@@ -3,6 +3,8 @@
 // match in both orders, deny over a standing grant with nothing sent or spent, allow without an
 // approval, globs and suffixes, agents by name (never by a name the agent gives itself), a rate
 // limit of 3 per minute, disabled rules, dry_run and audit rows naming the rule, and the preview.
+import { createHash } from "node:crypto";
+import { canonicalJson } from "@latch/shared/ledger/canonical-json";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refuseAuditRows } from "./database.ts";
@@ -97,6 +99,35 @@ describe("GET and PUT /api/policies", () => {
     const changed = (await auditOf(op)).filter((e) => e.action === "policies_changed");
     expect(changed.map((e) => e.detail.version)).toEqual([2, 1]);
     expect(changed[1]?.detail).toMatchObject({ rules: 1, deny: 1, allow: 0 });
+    await agent.close();
+  });
+
+  it("the policies_changed row holds the saved rules and their digest, so a later reader knows what a rule did", async () => {
+    const { op, agent } = await setUp();
+    const first = await savePolicy(op, [
+      { id: "r1", name: "Reads", effect: "allow", match: { methods: ["GET"], paths: ["/v1/**"] } },
+      { id: "r2", effect: "deny", enabled: false, match: { hosts: ["*.latch.test"] } },
+    ]);
+    await savePolicy(op, [{ id: "r1", effect: "deny" }]);
+    const changed = (await auditOf(op)).filter((e) => e.action === "policies_changed");
+    const row = changed.find((e) => e.detail.version === first.version)!;
+    // The counts stay; the list itself is there although version 1 is overwritten.
+    expect(row.detail).toMatchObject({ version: 1, rules: 2, allow: 1, deny: 0, disabled: 1 });
+    expect(row.detail.saved_rules).toEqual(first.rules);
+    expect(row.detail.saved_rules).toEqual([
+      {
+        id: "r1",
+        name: "Reads",
+        effect: "allow",
+        match: { methods: ["GET"], paths: ["/v1/**"] },
+        enabled: true,
+      },
+      { id: "r2", name: "r2", effect: "deny", match: { hosts: ["*.latch.test"] }, enabled: false },
+    ]);
+    expect(row.detail.rules_sha256).toBe(
+      createHash("sha256").update(canonicalJson(first.rules)).digest("hex"),
+    );
+    expect(changed[0]?.detail.rules_sha256).not.toBe(row.detail.rules_sha256);
     await agent.close();
   });
 
@@ -235,6 +266,33 @@ describe("what a list does to http_request", () => {
     expect(dotted.isError).toBe(true);
     expect(h.egress.origin.requests.length).toBe(before);
     expect((await call(agent, { path: "/administrators" })).origin_status).toBe(200);
+    await agent.close();
+  });
+
+  it("a deny glob is not stepped around by ;params, trailing dots or spaces, or an escape encoded twice", async () => {
+    const { op, agent } = await setUp();
+    await savePolicy(op, [
+      { id: "no-admin", effect: "deny", match: { hosts: ["api.latch.test"], paths: ["/admin/**"] } },
+      { id: "rest", effect: "allow", match: { hosts: ["api.latch.test"] } },
+    ]);
+    const before = h.egress.origin.requests.length;
+    // Tomcat, Spring and Jetty drop `;params`; Windows and IIS trailing dots and spaces; an origin
+    // that decodes twice reads %2561 as "a". Each of these passes the path rules.
+    for (const path of [
+      "/admin;x/users",
+      "/admin;/users",
+      "/admin./users",
+      "/admin%20/users",
+      "/%2561dmin/users",
+      "/public/..%20/admin/users",
+    ]) {
+      expect(await call(agent, { path }), path).toMatchObject({
+        status: "policy_denied",
+        policy: { rule_id: "no-admin" },
+      });
+    }
+    expect(h.egress.origin.requests.length).toBe(before);
+    expect((await call(agent, { path: "/admins;x/users" })).origin_status).toBe(200);
     await agent.close();
   });
 

@@ -35,7 +35,11 @@ export const policyPreviewAnswer = z.object({
   from: z.string(),
   to: z.string(),
   calls: z.number().int().describe("audited calls of the window replayed"),
-  truncated: z.boolean().describe("more calls than a preview replays; the newest were kept"),
+  truncated: z
+    .boolean()
+    .describe(
+      "not every call of the window was replayed: more than 100 000 (the newest were kept), or more matching work than a preview does (the oldest were replayed)",
+    ),
   totals: z.object({
     allow: z.number().int(),
     ask: z.number().int(),

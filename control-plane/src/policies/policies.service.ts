@@ -3,6 +3,8 @@
 // list in force (compiled once per version and cached) with its rate limits held in the database,
 // so that they hold across replicas.
 import { AppError } from "@latch/shared/errors";
+import { canonicalJson } from "@latch/shared/ledger/canonical-json";
+import { sha256Hex } from "@latch/shared/ledger/ledger-format";
 import type { AuditEvent, AuditedCall, AuditRepo } from "../audit/audit.repo.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import type { PoliciesRepo } from "./policies.repo.ts";
@@ -168,6 +170,8 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
           );
         }
         const count = (effect: string) => rules.filter((r) => r.enabled && r.effect === effect).length;
+        // The list itself, and a digest of its canonical form (RFC 8785): versions are overwritten,
+        // so this row is where a later reader finds what rule r1 allowed when a call named it.
         await tx.recordEvent({
           organisationId,
           actor,
@@ -179,6 +183,8 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
             ask: count("ask"),
             deny: count("deny"),
             disabled: rules.filter((r) => !r.enabled).length,
+            rules_sha256: sha256Hex(canonicalJson(rules)),
+            saved_rules: rules,
           },
         });
         return saved;
@@ -204,7 +210,8 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
         const from = new Date(to.getTime() - PREVIEW_DAYS * 86_400_000);
         const saved = await policyInForce(organisationId);
         const { calls, truncated } = await readRecentCalls(organisationId, from);
-        return previewPolicy({
+        // Awaited here, so that the place is freed when the replay ends, not when it starts.
+        return await previewPolicy({
           candidate: { rules, compiled: compilePolicy(rules) },
           saved,
           calls,

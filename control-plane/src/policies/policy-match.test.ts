@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { compilePolicy, decide, type PolicyCall } from "./policy-match.ts";
-import { type PolicyRule, parsePolicyRules } from "./policy-rules.ts";
+import { MAX_LIST_FLOATING_SEGMENTS, MAX_LIST_GLOB_SEGMENTS } from "./policy-patterns.ts";
+import { MAX_RULES, type PolicyRule, parsePolicyRules } from "./policy-rules.ts";
 
 const call: PolicyCall = {
   agentId: "cli_abc123",
@@ -188,5 +189,175 @@ describe("the decision carries the rule", () => {
       index: 1,
       rule: { id: "reads", name: "GitHub reads" },
     });
+  });
+});
+
+// Finding of a review: spellings an origin reads as the same path must not step around a deny or
+// ask rule (Tomcat, Spring and Jetty drop `;params`; Windows and IIS drop trailing dots and spaces;
+// an origin that decodes twice reads `%2561` as `a`), while an allow rule stays exact.
+describe("the loose reading of deny and ask rules", () => {
+  const list = (effect: string) =>
+    compilePolicy(
+      parsePolicyRules([
+        { id: "admin", effect, match: { hosts: ["api.example.com"], paths: ["/admin/**"] } },
+        { id: "rest", effect: "allow", match: { hosts: ["api.example.com"] } },
+      ]),
+    );
+  const at = (path: string) => ({ ...call, host: "api.example.com", path });
+
+  it.each([
+    "/admin/users",
+    "/ADMIN/users",
+    "/%61dmin/users",
+    "/admin;x/users",
+    "/admin;/users",
+    "/admin./users",
+    "/admin%20/users",
+    "/admin.%20./users",
+    "/admin%C2%A0/users",
+    "/%2561dmin/users",
+    "/%252561dmin/users",
+    "/admin/users;jsessionid=1",
+  ])("%s is the admin path to a deny and an ask rule", (path) => {
+    expect(decide(list("deny"), at(path))?.rule.id).toBe("admin");
+    expect(decide(list("ask"), at(path))?.rule.id).toBe("admin");
+  });
+
+  it.each(["/admin;x/users", "/admin./users", "/admin%20/users", "/%2561dmin/users"])(
+    "%s is not the admin path to an allow rule (never widened)",
+    (path) => {
+      expect(effectOf({ effect: "allow", match: { paths: ["/admin/**"] } }, { path })).toBe("none");
+      expect(effectOf({ effect: "allow", match: { paths: ["/admin/**"] } }, { path: "/admin/users" })).toBe(
+        "allow",
+      );
+    },
+  );
+
+  it.each([
+    ["a segment that reads as a dot segment once its trailing space is dropped", "/public/..%20/x"],
+    ["a dot segment encoded three times", "/public/%25252e%25252e/x"],
+    ["a slash encoded three times", "/public%25252fx"],
+    ["an escape that keeps decoding", `/${"%25".repeat(6)}61dmin`],
+    ["an encoded control character, encoded three times", "/x%25252500"],
+  ])("a path that is not one path read loosely matches every deny glob: %s", (_label, path) => {
+    expect(decide(list("deny"), at(path))?.rule.id).toBe("admin");
+    // An allow rule reads it exactly, and the path holds no admin segment.
+    expect(effectOf({ effect: "allow", match: { paths: ["/admin/**"] } }, { path })).toBe("none");
+  });
+
+  it("an unrelated path is still not the admin path", () => {
+    for (const path of ["/administrators", "/admins;x", "/v1/admin", "/adm%69n%2561"])
+      expect(decide(list("deny"), at(path))?.rule.id, path).toBe("rest");
+  });
+
+  it("a glob is read the same way: its ;params, trailing dots and deeper escapes", () => {
+    for (const glob of ["/admin;v=1/**", "/admin./**", "/%2561dmin/**"])
+      expect(effectOf({ effect: "deny", match: { paths: [glob] } }, { path: "/admin/users" }), glob).toBe(
+        "deny",
+      );
+  });
+});
+
+// Finding of a review: a list of 79 rules × 100 copies of `/**/a/…(62 × a)/b` held the event loop
+// for 11 s on one 8 KiB path. Now such a list is refused, and what a list may hold is bounded work.
+describe("the matcher's work is bounded", () => {
+  const run = (length: number) => Array.from({ length }, () => "a").join("/");
+  const longPath = `/${run(4000)}`;
+  const at = (path: string) => ({ ...call, host: "api.example.com", path });
+
+  it("the reviewer's list is refused, naming the limit", () => {
+    const hostile = Array.from({ length: 79 }, (_, i) => ({
+      id: `r${i}`,
+      effect: "deny",
+      match: { paths: Array.from({ length: 100 }, () => `/**/${run(62)}/b`) },
+    }));
+    expect(() => parsePolicyRules(hostile)).toThrow(
+      `a policy's path globs hold at most ${MAX_LIST_GLOB_SEGMENTS} segments in all`,
+    );
+  });
+
+  it("runs between two ** are capped in all, naming the limit", () => {
+    const rules = [
+      {
+        id: "f",
+        effect: "deny",
+        match: { paths: [`/**/${run(62)}/**`, `/**/${run(62)}/**`, `/**/${run(5)}/**`] },
+      },
+    ];
+    expect(() => parsePolicyRules(rules)).toThrow(/at most 128 segments between two \*\* in all/);
+  });
+
+  it("the reviewer's globs, as many as a list may hold, cost their own length, not the path's", () => {
+    const copies = Math.floor(MAX_LIST_GLOB_SEGMENTS / 64);
+    const rules = parsePolicyRules([
+      {
+        id: "suffixes",
+        effect: "deny",
+        match: { hosts: ["api.example.com"], paths: Array.from({ length: 100 }, () => `/**/${run(62)}/b`) },
+      },
+      ...Array.from({ length: Math.ceil(copies / 100) - 1 }, (_, i) => ({
+        id: `more-${i}`,
+        effect: "deny",
+        match: { hosts: ["api.example.com"], paths: Array.from({ length: 50 }, () => `/**/${run(62)}/b`) },
+      })),
+      { id: "rest", effect: "allow" },
+    ]);
+    const meter = { steps: 0 };
+    expect(decide(compilePolicy(rules), at(longPath), meter)?.rule.id).toBe("rest");
+    // One step per glob segment compared and per rule judged: never a step per path segment.
+    expect(meter.steps).toBeLessThanOrEqual(MAX_LIST_GLOB_SEGMENTS + MAX_RULES);
+    // And the same glob still matches where it should.
+    expect(decide(compilePolicy(rules), at(`${longPath}/b`))?.rule.id).toBe("suffixes");
+  });
+
+  it("the costliest list a save accepts stays within (path segments × 128) + its segments", () => {
+    const rules = parsePolicyRules([
+      // Runs between two ** that nearly match everywhere, on a path of a's: searched for at each place.
+      {
+        id: "floating",
+        effect: "deny",
+        match: {
+          hosts: ["api.example.com"],
+          paths: [`/**/${run(61)}/b/**`, `/**/${run(61)}/b/**`, `/**/${run(1)}/b/**`],
+        },
+      },
+      // Empty segments read strictly (allow rules): a path of 8 192 slashes is 8 192 segments.
+      {
+        id: "empty",
+        effect: "allow",
+        match: { hosts: ["api.example.com"], paths: ["/**//b/**"] },
+      },
+      ...Array.from({ length: 150 }, (_, i) => ({
+        id: `s${i}`,
+        effect: "deny",
+        match: { hosts: ["api.example.com"], paths: [`/**/${run(62)}/b`] },
+      })),
+      { id: "rest", effect: "ask" },
+    ]);
+    const policy = compilePolicy(rules);
+    for (const path of [longPath, "/".repeat(8192)]) {
+      const meter = { steps: 0 };
+      expect(decide(policy, at(path), meter)?.rule.id).toBe("rest");
+      const segments = path.split("/").length;
+      expect(meter.steps).toBeLessThanOrEqual(
+        segments * MAX_LIST_FLOATING_SEGMENTS + MAX_LIST_GLOB_SEGMENTS + MAX_RULES,
+      );
+    }
+  });
+
+  it("leftmost placement of runs between ** still finds every match", () => {
+    const cases: [string, string, boolean][] = [
+      ["/**/a/b/**/b/c", "/a/b/b/c", true],
+      ["/**/a/b/**/b/c", "/a/b/c", false],
+      ["/x/**/a/*/**/a/**", "/x/a/q/a", true],
+      ["/x/**/a/*/**/a/**", "/x/a/q", false],
+      ["/**/a/**/a/**/a", "/a/a/a", true],
+      ["/**/a/**/a/**/a", "/a/a", false],
+      ["/a/**/a", "/a", false],
+    ];
+    for (const [glob, path, expected] of cases)
+      expect(effectOf({ effect: "allow", match: { paths: [glob] } }, { path }), `${glob} ${path}`).toBe(
+        expected ? "allow" : "none",
+      );
   });
 });

@@ -6,10 +6,12 @@ import {
   compilePathGlob,
   isHostMatch,
   isPathMatch,
+  type MatchMeter,
   nameKey,
   type PathForms,
   type PathGlob,
   pathForms,
+  UNREADABLE,
 } from "./policy-patterns.ts";
 import type { PolicyEffect, PolicyRule } from "./policy-rules.ts";
 
@@ -110,7 +112,8 @@ interface PreparedCall {
   agentKey(): string;
 }
 
-function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall): boolean {
+function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall, meter: MatchMeter): boolean {
+  meter.steps++;
   if (rule.environments && !rule.environments.has(call.environment)) return false;
   if (rule.items && !rule.items.has(call.item)) return false;
   if (rule.methods && !rule.methods.has(prepared.method)) return false;
@@ -122,7 +125,9 @@ function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall): 
   }
   if (rule.paths) {
     const segments = rule.isStrict ? prepared.forms.strict : prepared.forms.loose();
-    if (!rule.paths.some((glob) => isPathMatch(rule.isStrict ? glob.strict : glob.loose, segments)))
+    // A path that is not one path when read loosely is every path a deny or ask rule names.
+    if (segments === UNREADABLE) return true;
+    if (!rule.paths.some((glob) => isPathMatch(rule.isStrict ? glob.strict : glob.loose, segments, meter)))
       return false;
   }
   return true;
@@ -130,9 +135,15 @@ function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall): 
 
 /**
  * The first enabled rule that matches `call`, or undefined (no rule: today's approvals decide).
+ * `meter` counts the work done (a step per rule judged and per path segment compared): a list
+ * that parsePolicyRules accepted takes a few million steps at most (policy-patterns.ts).
  * @example decide(compilePolicy([{ id: "r", name: "r", effect: "deny", match: {}, enabled: true }]), call)?.effect // "deny"
  */
-export function decide(policy: CompiledPolicy, call: PolicyCall): PolicyDecision | undefined {
+export function decide(
+  policy: CompiledPolicy,
+  call: PolicyCall,
+  meter: MatchMeter = { steps: 0 },
+): PolicyDecision | undefined {
   if (policy.rules.length === 0) return undefined;
   // Hosts are case-insensitive (RFC 4343) and the validated host is lowercase already; methods are
   // uppercase in every call and in every parsed rule. The matcher does not lean on its caller.
@@ -148,7 +159,7 @@ export function decide(policy: CompiledPolicy, call: PolicyCall): PolicyDecision
     },
   };
   for (const compiled of policy.rules) {
-    if (isMatch(compiled, call, prepared)) {
+    if (isMatch(compiled, call, prepared, meter)) {
       return { rule: compiled.rule, effect: compiled.rule.effect, index: compiled.index };
     }
   }

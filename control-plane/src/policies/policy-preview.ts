@@ -1,9 +1,11 @@
 // What a policy list would have decided for the calls an organisation made (POST
 // /api/policies/preview, `vault policy preview FILE`): each audited call of the window is replayed
 // through the matcher, in order, with each rule's rate limit counted as it would have been. Pure:
-// the service reads the rows.
+// the service reads the rows. The replay gives the event loop back every slice of work and stops
+// at a bound of work in all, so that no list, however costly, holds a replica.
 import type { AuditedCall } from "../audit/audit.repo.ts";
 import { type CompiledPolicy, decide, type PolicyCall } from "./policy-match.ts";
+import type { MatchMeter } from "./policy-patterns.ts";
 import { type PolicyEffect, type PolicyRule, rateWindowMs } from "./policy-rules.ts";
 
 /**
@@ -25,6 +27,31 @@ export const CALL_ACTIONS = [
 export const PREVIEW_DAYS = 7;
 /** Calls replayed at most; beyond it the preview says it is `truncated` (the newest are kept). */
 export const MAX_PREVIEW_CALLS = 100_000;
+/**
+ * Matcher steps (policy-match.ts `decide`) between two turns given back to the event loop: about
+ * a millisecond of work. One decision is at most about a million steps (policy-patterns.ts), so the
+ * loop is never held for more than a few milliseconds.
+ */
+export const PREVIEW_SLICE_STEPS = 200_000;
+/**
+ * Matcher steps of one preview in all (some seconds of one core); past them the replay stops and
+ * says it is `truncated`. An ordinary list over 100 000 calls takes a small part of it.
+ */
+export const MAX_PREVIEW_STEPS = 1_000_000_000;
+
+/** How a replay shares the event loop; tests make it small. */
+export interface PreviewWork {
+  sliceSteps: number;
+  maxSteps: number;
+  /** Gives the event loop its turn (setImmediate: I/O waiting runs first). */
+  pause(): Promise<void>;
+}
+
+const defaultWork: PreviewWork = {
+  sliceSteps: PREVIEW_SLICE_STEPS,
+  maxSteps: MAX_PREVIEW_STEPS,
+  pause: () => new Promise((resolve) => setImmediate(resolve)),
+};
 
 export interface RulePreview {
   id: string;
@@ -42,6 +69,7 @@ export interface PolicyPreview {
   to: string;
   /** Audited calls replayed. */
   calls: number;
+  /** Not every call of the window was replayed: over 100 000 (the oldest left out), or over the work bound (the newest). */
   truncated: boolean;
   /** How the calls would have gone: by effect, over a rate limit, or to today's approvals (none). */
   totals: Record<PolicyEffect | "rate_limited" | "none", number>;
@@ -85,10 +113,10 @@ function replayedLimit(calls: number, windowMs: number): (at: number) => boolean
 type Outcome = PolicyEffect | "rate_limited" | "none";
 
 /** Replays calls through one list, each rule's rate limit counted as the calls go by. */
-function replayer(policy: CompiledPolicy) {
+function replayer(policy: CompiledPolicy, meter: MatchMeter) {
   const limits = new Map<number, (at: number) => boolean>();
   return (call: PolicyCall, at: Date): { outcome: Outcome; index?: number } => {
-    const decision = decide(policy, call);
+    const decision = decide(policy, call, meter);
     if (!decision) return { outcome: "none" };
     const limit = decision.rule.rate_limit;
     if (limit) {
@@ -104,16 +132,19 @@ function replayer(policy: CompiledPolicy) {
 }
 
 /**
- * Replays `calls` (oldest first) through `candidate`, and through `saved` to count what changes.
+ * Replays `calls` (oldest first) through `candidate`, and through `saved` to count what changes,
+ * giving the event loop its turn after each slice of work.
  */
-export function previewPolicy(input: {
+export async function previewPolicy(input: {
   candidate: { rules: readonly PolicyRule[]; compiled: CompiledPolicy };
   saved: CompiledPolicy;
   calls: readonly AuditedCall[];
   from: Date;
   to: Date;
   truncated: boolean;
-}): PolicyPreview {
+  work?: PreviewWork;
+}): Promise<PolicyPreview> {
+  const work = input.work ?? defaultWork;
   const rules = input.candidate.rules.map((rule) => ({
     id: rule.id,
     name: rule.name,
@@ -122,12 +153,25 @@ export function previewPolicy(input: {
     calls: 0,
     rate_limited: 0,
   }));
-  const candidate = replayer(input.candidate.compiled);
-  const saved = replayer(input.saved);
+  const meter: MatchMeter = { steps: 0 };
+  const candidate = replayer(input.candidate.compiled, meter);
+  const saved = replayer(input.saved, meter);
   const totals = { allow: 0, ask: 0, deny: 0, rate_limited: 0, none: 0 };
   let replayed = 0;
   let changed = 0;
+  let truncated = input.truncated;
+  let sliceEnd = work.sliceSteps;
   for (const row of input.calls) {
+    // A row costs a step even when it records no call, so that a slice always ends.
+    meter.steps++;
+    if (meter.steps >= sliceEnd) {
+      if (meter.steps >= work.maxSteps) {
+        truncated = true;
+        break;
+      }
+      await work.pause();
+      sliceEnd = meter.steps + work.sliceSteps;
+    }
     const call = callOfAuditRow(row);
     if (!call) continue;
     replayed++;
@@ -143,7 +187,7 @@ export function previewPolicy(input: {
     from: input.from.toISOString(),
     to: input.to.toISOString(),
     calls: replayed,
-    truncated: input.truncated,
+    truncated,
     totals,
     changed,
     rules,

@@ -8,7 +8,13 @@ import { HTTP_METHODS } from "@latch/shared/requests/methods";
 import { safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
 import { ITEM_NAME } from "../items/items.schemas.ts";
-import { checkHostPattern, compilePathGlob } from "./policy-patterns.ts";
+import {
+  checkHostPattern,
+  compilePathGlob,
+  globCost,
+  MAX_LIST_FLOATING_SEGMENTS,
+  MAX_LIST_GLOB_SEGMENTS,
+} from "./policy-patterns.ts";
 
 export const POLICY_EFFECTS = ["allow", "ask", "deny"] as const;
 export type PolicyEffect = (typeof POLICY_EFFECTS)[number];
@@ -152,6 +158,10 @@ export function parsePolicyRules(raw: unknown): PolicyRule[] {
 
   const taken = new Set(inputs.flatMap((rule) => (rule.id ? [rule.id] : [])));
   const seen = new Set<string>();
+  // What matching the list's globs costs, summed over the list (policy-patterns.ts): bounded so
+  // that no list, however written, holds a replica's event loop on a long path.
+  let globSegments = 0;
+  let floatingSegments = 0;
   return inputs.map((input, index) => {
     const id = input.id ?? newRuleId(input.name, taken);
     taken.add(id);
@@ -179,6 +189,23 @@ export function parsePolicyRules(raw: unknown): PolicyRule[] {
         for (const [at, glob] of list.entries()) {
           const checked = compilePathGlob(glob);
           if (!checked.ok) throw refusal(index, id, `match.paths[${at}]`, checked.message);
+          const cost = globCost(checked.value);
+          globSegments += cost.segments;
+          floatingSegments += cost.floating;
+          if (globSegments > MAX_LIST_GLOB_SEGMENTS)
+            throw refusal(
+              index,
+              id,
+              `match.paths[${at}]`,
+              `a policy's path globs hold at most ${MAX_LIST_GLOB_SEGMENTS} segments in all`,
+            );
+          if (floatingSegments > MAX_LIST_FLOATING_SEGMENTS)
+            throw refusal(
+              index,
+              id,
+              `match.paths[${at}]`,
+              `a policy's path globs hold at most ${MAX_LIST_FLOATING_SEGMENTS} segments between two ** in all (each is searched for along the whole path); anchor a glob at its start or end instead, e.g. /admin/** or /**/admin`,
+            );
         }
         match.paths = [...list];
       } else if (field === "methods") {

@@ -1,0 +1,101 @@
+// A preview replays up to 100 000 recorded calls through two lists (a review found one preview of
+// a costly list holding the event loop for minutes): the replay gives the loop its turn after each
+// slice of work, stops at a bound of work in all, and reads paths as enforcement does.
+import { describe, expect, it } from "vitest";
+import type { AuditedCall } from "../audit/audit.repo.ts";
+import { compilePolicy } from "./policy-match.ts";
+import { type PreviewWork, previewPolicy } from "./policy-preview.ts";
+import { parsePolicyRules } from "./policy-rules.ts";
+
+const from = new Date("2026-11-19T06:00:00Z");
+const to = new Date("2026-11-26T06:00:00Z");
+
+function row(seq: number, path: string): AuditedCall {
+  return {
+    seq,
+    at: new Date(from.getTime() + seq * 1000),
+    environment: "production",
+    actor: "agent:cli_abc",
+    actor_name: "agent",
+    action: "http_request",
+    item_name: "API_KEY",
+    host: "api.example.com",
+    detail: { method: "GET", path },
+  };
+}
+
+/** Runs a preview whose turns given back to the event loop are counted. */
+async function preview(rawRules: unknown[], calls: AuditedCall[], work: Omit<PreviewWork, "pause">) {
+  const rules = parsePolicyRules(rawRules);
+  let pauses = 0;
+  const answer = await previewPolicy({
+    candidate: { rules, compiled: compilePolicy(rules) },
+    saved: compilePolicy([]),
+    calls,
+    from,
+    to,
+    truncated: false,
+    work: {
+      ...work,
+      pause: async () => {
+        pauses++;
+      },
+    },
+  });
+  return { answer, pauses };
+}
+
+const run = (length: number) => Array.from({ length }, () => "a").join("/");
+// The costliest runs a list may hold, on the longest path of a's: each decision is real work.
+const costly = [
+  {
+    id: "floating",
+    effect: "deny",
+    match: { paths: [`/**/${run(61)}/b/**`, `/**/${run(61)}/b/**`] },
+  },
+];
+const longPath = `/${run(4000)}`;
+
+describe("a preview shares the event loop", () => {
+  it("gives the loop its turn after each slice of work, and still counts every call", async () => {
+    const calls = Array.from({ length: 20 }, (_, i) => row(i + 1, longPath));
+    const { answer, pauses } = await preview(costly, calls, { sliceSteps: 10_000, maxSteps: 1e9 });
+    expect(answer).toMatchObject({ calls: 20, truncated: false, totals: { deny: 0, none: 20 } });
+    // Each decision on this path is far more than a slice: at least one turn per call.
+    expect(pauses).toBeGreaterThanOrEqual(19);
+  });
+
+  it("stops at its bound of work and says it is truncated", async () => {
+    const calls = Array.from({ length: 50 }, (_, i) => row(i + 1, longPath));
+    const { answer } = await preview(costly, calls, { sliceSteps: 10_000, maxSteps: 200_000 });
+    expect(answer.truncated).toBe(true);
+    expect(answer.calls).toBeLessThan(50);
+    expect(answer.calls).toBeGreaterThan(0);
+  });
+
+  it("a cheap list over many calls is not cut short by the default bound", async () => {
+    const calls = Array.from({ length: 2000 }, (_, i) => row(i + 1, `/v1/items/${i}`));
+    const rules = parsePolicyRules([{ id: "reads", effect: "allow", match: { paths: ["/v1/items/*"] } }]);
+    const answer = await previewPolicy({
+      candidate: { rules, compiled: compilePolicy(rules) },
+      saved: compilePolicy([]),
+      calls,
+      from,
+      to,
+      truncated: false,
+    });
+    expect(answer).toMatchObject({ calls: 2000, truncated: false, totals: { allow: 2000 } });
+  });
+});
+
+describe("a preview reads paths as enforcement does", () => {
+  it("a deny glob catches the spellings an origin reads as the same path", async () => {
+    const paths = ["/admin;x/users", "/admin./users", "/admin%20/users", "/%2561dmin/users", "/public/x"];
+    const { answer } = await preview(
+      [{ id: "no-admin", effect: "deny", match: { paths: ["/admin/**"] } }],
+      paths.map((path, i) => row(i + 1, path)),
+      { sliceSteps: 1e6, maxSteps: 1e9 },
+    );
+    expect(answer.totals).toMatchObject({ deny: 4, none: 1 });
+  });
+});
