@@ -34,8 +34,11 @@ function detailText(detail) {
   return Object.keys(readable)
     .map((key) => {
       var value = readable[key];
+      // A list of words reads as words; a list of objects (a policy's saved rules) as JSON.
       var text = Array.isArray(value)
-        ? value.join(", ")
+        ? value
+            .map((entry) => (typeof entry === "object" && entry !== null ? JSON.stringify(entry) : entry))
+            .join(", ")
         : typeof value === "string"
           ? value
           : JSON.stringify(value);

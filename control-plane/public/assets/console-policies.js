@@ -259,7 +259,9 @@ function policyFailure(error) {
 }
 function previewSummary(preview) {
   var t = preview.totals;
-  var days = preview.truncated ? "the newest calls of the last 7 days" : "the last 7 days";
+  var days = preview.truncated
+    ? "the last 7 days (not every call: the preview stopped at its limit)"
+    : "the last 7 days";
   return (
     `Over ${preview.calls} call${preview.calls === 1 ? "" : "s"} of ${days}, these rules would have allowed ${t.allow}, ` +
     `asked for approval on ${t.ask}, denied ${t.deny} and rate-limited ${t.rate_limited}; ${t.none} matched no rule ` +

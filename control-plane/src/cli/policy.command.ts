@@ -66,7 +66,7 @@ function summarise(rules: readonly PolicyRule[]): string {
 /** The preview as a person reads it: a line per rule, then the totals. */
 export function formatPreview(preview: PolicyPreview): string {
   const lines = [
-    `Over ${preview.calls} audited call${preview.calls === 1 ? "" : "s"} since ${preview.from}${preview.truncated ? " (the newest only)" : ""}:`,
+    `Over ${preview.calls} audited call${preview.calls === 1 ? "" : "s"} since ${preview.from}${preview.truncated ? " (not all of them: the preview stopped at its limit)" : ""}:`,
   ];
   const width = Math.max(4, ...preview.rules.map((r) => r.id.length));
   for (const rule of preview.rules) {

@@ -165,3 +165,38 @@ export function decide(
   }
   return undefined;
 }
+
+/** One view of a call (a credential it uses, a path it is known by) and the rule that decides it. */
+export interface PolicyView<D extends Pick<PolicyDecision, "effect" | "index">> {
+  decision: D | undefined;
+  /** The view of the credential the call names (or, found by host, the one picked). */
+  isLocated: boolean;
+}
+
+/**
+ * The strictest answer over a call's views (tools/http-request.tool.ts `decidePolicy` says which
+ * views a call has, and why). A deny on any view refuses the call; else an ask on any view asks;
+ * else an allow holds only where it decides the located credential on every path: an allow never
+ * sends what it was not written for, while a view that no rule names does not take back the
+ * located credential's allow. Among rules of one effect, the one earliest in the list decides.
+ * The policy preview replays an audited call through this same function, so the two agree.
+ * @example strictestDecision([{ decision: deny, isLocated: false }, { decision: allow, isLocated: true }]) // deny
+ */
+export function strictestDecision<D extends Pick<PolicyDecision, "effect" | "index">>(
+  views: readonly PolicyView<D>[],
+): D | undefined {
+  const earliest = (decisions: (D | undefined)[], effect: PolicyEffect) =>
+    decisions
+      .filter((decision): decision is D => decision?.effect === effect)
+      .reduce<D | undefined>(
+        (first, decision) => (first === undefined || decision.index < first.index ? decision : first),
+        undefined,
+      );
+  const all = views.map((view) => view.decision);
+  const refusing = earliest(all, "deny") ?? earliest(all, "ask");
+  if (refusing) return refusing;
+  const onLocated = views.filter((view) => view.isLocated).map((view) => view.decision);
+  return onLocated.length > 0 && onLocated.every((decision) => decision?.effect === "allow")
+    ? earliest(onLocated, "allow")
+    : undefined;
+}

@@ -99,3 +99,38 @@ describe("a preview reads paths as enforcement does", () => {
     expect(answer.totals).toMatchObject({ deny: 4, none: 1 });
   });
 });
+
+describe("a call sent by another path than it asked for (a provider's rename)", () => {
+  const renamed: AuditedCall = {
+    ...row(1, "/v1/playlists/abc/items"),
+    host: "api.spotify.com",
+    detail: { method: "DELETE", path: "/v1/playlists/abc/items", requested_path: "/v1/playlists/abc/tracks" },
+  };
+  const work = { sliceSteps: 1_000_000, maxSteps: 1_000_000_000 };
+
+  it("is denied by a rule on either path, as enforcement judged it", async () => {
+    for (const path of ["/v1/playlists/*/tracks", "/v1/playlists/*/items"]) {
+      const { answer } = await preview(
+        [{ id: "d", effect: "deny", match: { paths: [path] } }],
+        [renamed],
+        work,
+      );
+      expect(answer.totals.deny, path).toBe(1);
+    }
+  });
+
+  it("is allowed only by a rule on both paths", async () => {
+    const one = await preview(
+      [{ id: "a", effect: "allow", match: { paths: ["/v1/playlists/*/items"] } }],
+      [renamed],
+      work,
+    );
+    expect(one.answer.totals).toMatchObject({ allow: 0, none: 1 });
+    const both = await preview(
+      [{ id: "a", effect: "allow", match: { paths: ["/v1/playlists/**"] } }],
+      [renamed],
+      work,
+    );
+    expect(both.answer.totals).toMatchObject({ allow: 1, none: 0 });
+  });
+});

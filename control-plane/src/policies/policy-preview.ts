@@ -4,7 +4,7 @@
 // the service reads the rows. The replay gives the event loop back every slice of work and stops
 // at a bound of work in all, so that no list, however costly, holds a replica.
 import type { AuditedCall } from "../audit/audit.repo.ts";
-import { type CompiledPolicy, decide, type PolicyCall } from "./policy-match.ts";
+import { type CompiledPolicy, decide, type PolicyCall, strictestDecision } from "./policy-match.ts";
 import type { MatchMeter } from "./policy-patterns.ts";
 import { type PolicyEffect, type PolicyRule, rateWindowMs } from "./policy-rules.ts";
 
@@ -78,10 +78,14 @@ export interface PolicyPreview {
   rules: RulePreview[];
 }
 
-/** The call an audit row records, or undefined when it records no call a rule could judge. */
-export function callOfAuditRow(row: AuditedCall): PolicyCall | undefined {
+/**
+ * The call an audit row records, or undefined when it records no call a rule could judge. A call
+ * sent by another path than it asked for (a provider's rename) is known by both: its row keeps
+ * the one asked as `requested_path`, and enforcement judged both (`strictestDecision`).
+ */
+export function callOfAuditRow(row: AuditedCall): (PolicyCall & { paths: string[] }) | undefined {
   const agentId = /^agent:(.+)$/.exec(row.actor)?.[1];
-  const { method, path } = row.detail;
+  const { method, path, requested_path: requested } = row.detail;
   if (!agentId || !row.item_name || !row.host || typeof method !== "string" || typeof path !== "string")
     return undefined;
   return {
@@ -91,6 +95,7 @@ export function callOfAuditRow(row: AuditedCall): PolicyCall | undefined {
     host: row.host,
     method,
     path,
+    paths: typeof requested === "string" && requested !== path ? [requested, path] : [path],
     environment: row.environment ?? "",
   };
 }
@@ -115,8 +120,13 @@ type Outcome = PolicyEffect | "rate_limited" | "none";
 /** Replays calls through one list, each rule's rate limit counted as the calls go by. */
 function replayer(policy: CompiledPolicy, meter: MatchMeter) {
   const limits = new Map<number, (at: number) => boolean>();
-  return (call: PolicyCall, at: Date): { outcome: Outcome; index?: number } => {
-    const decision = decide(policy, call, meter);
+  return (
+    call: PolicyCall & { paths: readonly string[] },
+    at: Date,
+  ): { outcome: Outcome; index?: number } => {
+    const decision = strictestDecision(
+      call.paths.map((path) => ({ decision: decide(policy, { ...call, path }, meter), isLocated: true })),
+    );
     if (!decision) return { outcome: "none" };
     const limit = decision.rule.rate_limit;
     if (limit) {

@@ -15,7 +15,7 @@ import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { CallableItem } from "../items/callable-item.ts";
 import { ruleReference } from "../policies/policies.service.ts";
-import type { PolicyDecision } from "../policies/policy-match.ts";
+import { type PolicyDecision, strictestDecision } from "../policies/policy-match.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
 import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
@@ -205,20 +205,7 @@ async function decidePolicy(
       views.push({ decision, isLocated: item === located });
     }
   }
-  const earliest = (decisions: (PolicyDecision | undefined)[], effect: PolicyDecision["effect"]) =>
-    decisions
-      .filter((decision): decision is PolicyDecision => decision?.effect === effect)
-      .reduce<PolicyDecision | undefined>(
-        (first, decision) => (first === undefined || decision.index < first.index ? decision : first),
-        undefined,
-      );
-  const all = views.map((view) => view.decision);
-  const refusing = earliest(all, "deny") ?? earliest(all, "ask");
-  if (refusing) return refusing;
-  const onLocated = views.filter((view) => view.isLocated).map((view) => view.decision);
-  return onLocated.every((decision) => decision?.effect === "allow")
-    ? earliest(onLocated, "allow")
-    : undefined;
+  return strictestDecision(views);
 }
 
 /**
