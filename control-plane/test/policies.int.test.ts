@@ -284,13 +284,17 @@ describe("what a list does to http_request", () => {
       "/admin./users",
       "/admin%20/users",
       "/%2561dmin/users",
-      "/public/..%20/admin/users",
     ]) {
       expect(await call(agent, { path }), path).toMatchObject({
         status: "policy_denied",
         policy: { rule_id: "no-admin" },
       });
     }
+    // A dot segment a Windows server would read once its trailing space is dropped is refused
+    // by the path rules themselves, before any policy.
+    expect(await call(agent, { path: "/public/..%20/admin/users" })).toMatchObject({
+      error: { code: "invalid_path" },
+    });
     expect(h.egress.origin.requests.length).toBe(before);
     expect((await call(agent, { path: "/admins;x/users" })).origin_status).toBe(200);
     await agent.close();

@@ -54,6 +54,10 @@ describe("validateRequestPath: path tricks are invalid_path", () => {
     ["/a/..;/b", "invalid_path"], // Tomcat/Spring read "..;" as ".."
     ["/a/.;x=1/b", "invalid_path"],
     ["/a/.../b", "invalid_path"], // Windows servers trim trailing dots
+    ["/a/..%20/b", "invalid_path"], // ... and trailing spaces
+    ["/a/.%20./b", "invalid_path"],
+    ["/public/..%20%20/admin", "invalid_path"],
+    ["/a/.%20;x/b", "invalid_path"],
     // encoded dot and slash inside a segment
     ["/a/%2e%2e/b", "invalid_path"],
     ["/a/%2E%2E/b", "invalid_path"],

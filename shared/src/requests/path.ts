@@ -73,7 +73,8 @@ const TRANSLITERATED_SLASHES: ReadonlyMap<string, string> = new Map([
  * text would differ from the request), raw backslashes anywhere (some parsers and servers read "\" as
  * "/"), and malformed percent escapes.
  * Refused in the path part only (spec 4.2 rule 1): "." and ".." segments (also "..;" which Tomcat
- * reads as "..", and dot-only segments like "..." which Windows servers trim to ".."), "%2f" "%2e" "%5c"
+ * reads as "..", and segments of dots and spaces like "..." or "..%20", which Windows servers trim
+ * to ".."), "%2f" "%2e" "%5c"
  * in any case, encoded control characters ("%0d%0a" is refused even though encoded: it is only ever
  * header-injection bait in a path), those encoded twice, characters outside RFC 3986 pchar, "%3b"
  * in any case, percent escapes that are not strict UTF-8 (overlong "%c0%af", surrogates, cut-short
@@ -275,9 +276,10 @@ function findPathPartProblem(pathPart: string): string | undefined {
   const unicode = findEncodedUnicodeProblem(pathPart);
   if (unicode) return unicode;
   for (const segment of pathPart.split("/").slice(1)) {
-    // "..;jsessionid" is ".." to Tomcat and Spring, so judge the part before any ";".
-    const bare = segment.split(";")[0] ?? "";
-    if (/^\.+$/.test(bare))
+    // "..;jsessionid" is ".." to Tomcat and Spring, so judge the part before any ";". Windows
+    // servers trim a segment's trailing dots and spaces: "..%20" and ". ." are ".." and "." there.
+    const bare = (segment.split(";")[0] ?? "").replace(/%20/gi, " ");
+    if (/^[. ]+$/.test(bare) && bare.includes("."))
       return `The path has a ${quoteUntrusted(segment, 16)} segment; give the resolved path instead.`;
   }
   return undefined;
