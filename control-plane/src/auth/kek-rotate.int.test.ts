@@ -12,6 +12,7 @@ import { createOperatorsRepo } from "./operators.repo.ts";
 import { createTotpService } from "./totp.service.ts";
 
 let database: OpenDatabase;
+const settleAtOnce = async () => undefined;
 beforeAll(async () => {
   database = await testDatabase();
 });
@@ -49,7 +50,12 @@ describe("vault kek-rotate", () => {
     const operators = [await enrolledOperator(file, at), await enrolledOperator(file, at)];
     const oldKey = loadOrCreateKeyring(file).currentId;
     const lines: string[] = [];
-    const report = await rotateKek(createOperatorsRepo(database.db), file, (l) => lines.push(l));
+    const report = await rotateKek(
+      createOperatorsRepo(database.db),
+      file,
+      (l) => lines.push(l),
+      settleAtOnce,
+    );
     expect(report.keyId).not.toBe(oldKey);
     expect(report.retired).toEqual([oldKey]);
     expect(report.rewrapped).toBeGreaterThanOrEqual(2);
@@ -79,10 +85,44 @@ describe("vault kek-rotate", () => {
     const newKey = addKeyringKey(file).currentId;
     expect(await keyIdOf(op.id)).toBe(oldKey);
     const lines: string[] = [];
-    const report = await rotateKek(createOperatorsRepo(database.db), file, (l) => lines.push(l));
+    const report = await rotateKek(
+      createOperatorsRepo(database.db),
+      file,
+      (l) => lines.push(l),
+      settleAtOnce,
+    );
     expect(lines[0]).toContain(`finishing an interrupted rotation to ${newKey}`);
     expect(report.keyId).toBe(newKey);
     expect(await keyIdOf(op.id)).toBe(newKey);
     expect(report.retired).toEqual([oldKey]);
+  });
+
+  it("takes along a write that wrapped under the old key and committed after the first pass", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "latch-kek-")), "kek.json");
+    const at = new Date();
+    const op = await enrolledOperator(file, at);
+    const oldKey = loadOrCreateKeyring(file).currentId;
+    const wrappedEarly = await database.db
+      .selectFrom("operators")
+      .select(["totp_secret", "totp_kek_id"])
+      .where("id", "=", op.id)
+      .executeTakeFirstOrThrow();
+    // An authenticator confirmed just as the rotation began: wrapped under the old key, committed
+    // while the rotation waits between its passes.
+    const lateWrite = async () => {
+      await database.db.updateTable("operators").set(wrappedEarly).where("id", "=", op.id).execute();
+    };
+    const report = await rotateKek(createOperatorsRepo(database.db), file, () => undefined, lateWrite);
+    expect(report.retired).toEqual([oldKey]);
+    expect(await keyIdOf(op.id)).toBe(report.keyId);
+    const later = new Date(at.getTime() + 60_000);
+    const totp = createTotpService({
+      repo: createOperatorsRepo(database.db),
+      keyring: loadOrCreateKeyring(file),
+      now: () => later,
+    });
+    await expect(totp.verify(op.id, op.app.generate({ timestamp: later.getTime() }))).resolves.toMatchObject({
+      usedBackupCode: false,
+    });
   });
 });

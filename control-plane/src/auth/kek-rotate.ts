@@ -1,8 +1,9 @@
-// `vault kek-rotate`: a new key-encryption key, every authenticator secret re-wrapped under it,
-// then the keys no row uses are retired. Safe to interrupt and rerun: each row is re-wrapped by a
+// `vault kek-rotate`: a new key-encryption key, every authenticator secret re-wrapped under it
+// (twice: again after the writes that began under the old key have ended), then the keys no row
+// uses are retired. Safe to interrupt and rerun: each row is re-wrapped by a
 // conditional UPDATE on its old key id, and a rerun that finds rows still under an older key
 // finishes them before it adds another key.
-import { addKeyringKey, loadOrCreateKeyring, retireKeyringKeys } from "./kek.ts";
+import { addKeyringKey, type Keyring, loadOrCreateKeyring, retireKeyringKeys } from "./kek.ts";
 import type { OperatorsRepo } from "./operators.repo.ts";
 
 const ACTIVE = (id: string) => `${id}:totp`;
@@ -16,10 +17,18 @@ export interface RotationReport {
   unknownKeyRows: number;
 }
 
+/**
+ * How long a rotation waits, after its first pass, for writes that read the old key before the
+ * new one was added (an authenticator confirmed at that moment): far longer than such a write.
+ */
+export const SETTLE_MS = 10_000;
+
 export async function rotateKek(
   repo: OperatorsRepo,
   keyringFile: string,
   progress: (line: string) => void,
+  /** Tests: what the rotation waits on between its two passes (default: SETTLE_MS). */
+  settle: () => Promise<void> = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS)),
 ): Promise<RotationReport> {
   let keyring = loadOrCreateKeyring(keyringFile);
   const isKnown = (id: string | null) => id === null || keyring.keyIds().includes(id);
@@ -32,6 +41,29 @@ export async function rotateKek(
   } else {
     progress(`finishing an interrupted rotation to ${keyring.currentId}`);
   }
+  const first = await rewrapBehind(repo, keyring, progress);
+  // A write that wrapped under the old key just before the new one was added may commit after the
+  // pass above: its row would then be under a key about to be deleted, and never open again.
+  progress(`waiting ${Math.round(SETTLE_MS / 1000)} s for writes under the old key to finish`);
+  await settle();
+  const second = await rewrapBehind(repo, keyring, progress);
+  const retired = retireKeyringKeys(keyringFile, await repo.findUsedKeyIds());
+  if (retired.length > 0) progress(`retired ${retired.join(", ")}`);
+  return {
+    keyId: keyring.currentId,
+    rewrapped: first.rewrapped + second.rewrapped,
+    retired,
+    unknownKeyRows: second.unknownKeyRows,
+  };
+}
+
+/** Re-wraps every secret not under the current key (and known to this keyring) under it. */
+async function rewrapBehind(
+  repo: OperatorsRepo,
+  keyring: Keyring,
+  progress: (line: string) => void,
+): Promise<{ rewrapped: number; unknownKeyRows: number }> {
+  const isKnown = (id: string | null) => id === null || keyring.keyIds().includes(id);
   const all = await repo.findOperatorsNotUnderKey(keyring.currentId);
   const rows = all.filter((r) => isKnown(r.totp_kek_id) && isKnown(r.pending_totp_kek_id));
   const unknownKeyRows = all.length - rows.length;
@@ -60,7 +92,5 @@ export async function rotateKek(
     if (rewrapped % 100 === 0 || rewrapped === rows.length)
       progress(`re-wrapped ${rewrapped} of ${rows.length}`);
   }
-  const retired = retireKeyringKeys(keyringFile, await repo.findUsedKeyIds());
-  if (retired.length > 0) progress(`retired ${retired.join(", ")}`);
-  return { keyId: keyring.currentId, rewrapped, retired, unknownKeyRows };
+  return { rewrapped, unknownKeyRows };
 }
