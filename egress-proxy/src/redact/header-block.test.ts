@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { findHeadersSplittingASpelling } from "./header-block.ts";
 import { createRedactor, REDACTED } from "./redactor.ts";
+import { buildSpellingAutomaton, type SpellingAutomaton } from "./spelling-automaton.ts";
 
 // An origin that echoes the credential in pieces across response headers: each piece alone is
 // no spelling, so redacting header by header would let all of them through.
@@ -92,5 +94,38 @@ describe("redactHeaders: a secret split across headers", () => {
     const headers = [{ name: "x-request-id", value: FIRST, extra: 1 }];
     expect(redactor.redactHeaders(headers)).toEqual(headers);
     expect(redactor.redactHeaders([])).toEqual([]);
+  });
+});
+
+describe("findHeadersSplittingASpelling against thousands of allowed values", () => {
+  it("reads a bounded number of pairs and redacts every header instead", () => {
+    const automaton = buildSpellingAutomaton([SECRET])!;
+    let reads = 0;
+    const counting: SpellingAutomaton = {
+      findCoveredRuns: (bytes) => {
+        reads++;
+        return automaton.findCoveredRuns(bytes);
+      },
+      isOpenAtEnd: (bytes) => {
+        reads++;
+        return automaton.isOpenAtEnd(bytes);
+      },
+      release: () => automaton.release(),
+    };
+    // Each value is the beginning of the secret: every pair would have to be read.
+    const values = Array.from({ length: 3_500 }, () => SECRET[0]!);
+    const split = findHeadersSplittingASpelling(counting, values);
+    counting.release();
+    expect(split.size).toBe(values.length);
+    // Linear in the values (a few reads each), not 3,500² pair reads.
+    expect(reads).toBeLessThan(10 * values.length);
+  });
+
+  it("still reads every pair of a bounded header set", () => {
+    const values = [...Array.from({ length: 30 }, () => "x"), FIRST, SECOND];
+    const automaton = buildSpellingAutomaton([SECRET])!;
+    const split = findHeadersSplittingASpelling(automaton, values);
+    automaton.release();
+    expect([...split].sort((a, b) => a - b)).toEqual([30, 31]);
   });
 });

@@ -10,6 +10,15 @@ import type { SpellingAutomaton } from "./spelling-automaton.ts";
 const SEPARATORS: readonly Buffer[] = [Buffer.alloc(0), Buffer.from(", ", "latin1")];
 
 /**
+ * The most pairs one reading reads for one separator. Pairs grow with the square of the headers,
+ * and an origin may send thousands of short allowed values ("link: s" again and again), each the
+ * beginning of a spelling: past this bound every header is redacted whole instead of read in
+ * pairs (safe, and bounded). The proxy keeps at most 32 values (upstream/response-headers.ts),
+ * 32 × 31 pairs, under it.
+ */
+export const MAX_PAIR_READS = 1_024;
+
+/**
  * Indexes of the `values` that hold a piece of a spelling which begins in one header and ends
  * in another: in the values joined in their order (any number of pieces, a header wholly inside
  * a spelling included), and for any two headers in either order (Node groups repeated headers
@@ -83,7 +92,8 @@ function markSplitInJoin(
 /**
  * For each header that ends with the beginning of a spelling (followed by `separator`), reads
  * every other header after it and marks both when a spelling runs across the boundary. Rare:
- * most headers end outside any spelling, and then no pair starting with them is read.
+ * most headers end outside any spelling, and then no pair starting with them is read. More pairs
+ * than MAX_PAIR_READS mark every header.
  */
 function markSplitInPairs(
   automaton: SpellingAutomaton,
@@ -91,9 +101,16 @@ function markSplitInPairs(
   separator: Buffer,
   split: Set<number>,
 ): void {
+  const heads: [number, Buffer, Buffer][] = [];
   for (const [i, first] of reading.entries()) {
     const head = Buffer.concat([first, separator]);
-    if (!automaton.isOpenAtEnd(head)) continue;
+    if (automaton.isOpenAtEnd(head)) heads.push([i, first, head]);
+  }
+  if (heads.length * (reading.length - 1) > MAX_PAIR_READS) {
+    for (let i = 0; i < reading.length; i++) split.add(i);
+    return;
+  }
+  for (const [i, first, head] of heads) {
     for (const [j, second] of reading.entries()) {
       if (j === i) continue;
       const runs = automaton.findCoveredRuns(Buffer.concat([head, second]));

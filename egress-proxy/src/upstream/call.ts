@@ -1,10 +1,17 @@
 // One upstream HTTPS call to a pinned destination: one total deadline, a capped and decoded body,
 // allow-listed response headers, and every failure as an AppError that says whether the origin answered.
+import type { IncomingHttpHeaders } from "node:http";
 import { AppError, type ErrorCode } from "@latch/shared/errors";
 import type { Dispatcher } from "undici";
 import type { Destination } from "../destination/resolve.ts";
 import { decodeBody, MAX_BODY_BYTES } from "./decode.ts";
-import { createPoolSet, DialError, MAX_HEADER_BLOCK_BYTES, type PoolSetOptions } from "./pool.ts";
+import {
+  createPoolSet,
+  DialError,
+  MAX_HEADER_BLOCK_BYTES,
+  type PoolSet,
+  type PoolSetOptions,
+} from "./pool.ts";
 import { filterResponseHeaders, type ResponseHeader } from "./response-headers.ts";
 
 export interface UpstreamRequest {
@@ -57,7 +64,7 @@ const BODY_METHODS: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH"]);
 /** RFC 9110 15.3.5, 15.4.5: these answers have no content. */
 const BODILESS_STATUSES: ReadonlySet<number> = new Set([204, 304]);
 
-/** Reason of the one abort this module makes: the call's deadline. */
+/** Reason of the abort at the call's deadline. */
 class DeadlineReached extends Error {
   constructor() {
     super("the call deadline passed");
@@ -87,67 +94,6 @@ function tooLarge(): AppError {
   );
 }
 
-/**
- * Reads the raw body, stopping as soon as it passes 1 MiB: a larger answer is never buffered.
- * A declared content-length over the cap fails before reading anything. Read with `data` events,
- * not an async iterator (a promise per chunk, measurably dearer on every call).
- */
-function readCappedBody(response: Dispatcher.ResponseData): Promise<Buffer> {
-  const declared = Number(response.headers["content-length"]);
-  const body = response.body;
-  if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) {
-    abandon(body);
-    return Promise.reject(tooLarge());
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const onData = (chunk: Buffer) => {
-      total += chunk.length;
-      if (total > MAX_BODY_BYTES) {
-        settle();
-        abandon(body);
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      settle();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
-    };
-    const onError = (error: Error) => {
-      settle();
-      reject(error);
-    };
-    // Closed with neither an end nor an error: cut short, as the async iterator would report.
-    const onClose = () =>
-      onError(Object.assign(new Error("the body ended early"), { code: "ERR_STREAM_PREMATURE_CLOSE" }));
-    const settle = () => {
-      body.off("data", onData);
-      body.off("end", onEnd);
-      body.off("error", onError);
-      body.off("close", onClose);
-    };
-    body.on("data", onData);
-    body.once("end", onEnd);
-    body.once("error", onError);
-    body.once("close", onClose);
-  });
-}
-
-/**
- * Stops reading a body and gives its connection up. undici's body reports being destroyed as an
- * 'error' event ("Request aborted"); with no listener left that event would be an uncaught
- * exception, and any origin answering over 1 MiB would end the proxy's process.
- */
-function abandon(body: Dispatcher.ResponseData["body"]): void {
-  body.on("error", ignoreAbandonedBodyError);
-  body.destroy();
-}
-
-function ignoreAbandonedBodyError(): void {}
-
 function errorCode(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" ? code : "";
@@ -169,23 +115,13 @@ function codeHint(code: string | undefined): string {
   return code !== undefined && /^[A-Z0-9_]{1,64}$/.test(code) ? ` (${code})` : "";
 }
 
-/** Failures inside the proxy itself, before any byte was written to an origin. */
-function isLocalFailure(error: unknown): boolean {
-  const code = errorCode(error);
-  return code === "UND_ERR_CLOSED" || code === "UND_ERR_DESTROYED" || code === "UND_ERR_INVALID_ARG";
-}
-
-function mapFailure(
-  error: unknown,
-  host: string,
-  timeoutMs: number,
-  isDeadline: boolean,
-  reachedOrigin: boolean,
-): AppError {
-  // Spec 3.1: a one-time approval comes back unspent only when the request never left (DNS,
-  // connect or TLS failure). Once a connection carried the request, the origin may have acted on
-  // it (a payment, a delete) even if no answer came back, so every other failure counts as sent.
-  const hasLeft = reachedOrigin || !(error instanceof DialError || isLocalFailure(error));
+/**
+ * @param hasLeft whether undici handed the request to a socket. Spec 3.1: a one-time approval
+ * comes back unspent only when the request never left (DNS, connect or TLS failure, or a request
+ * still waiting for a connection at the deadline). Once a socket carried it, the origin may have
+ * acted on it (a payment, a delete) even if no answer came back, so the failure counts as sent.
+ */
+function mapFailure(error: unknown, host: string, timeoutMs: number, hasLeft: boolean): AppError {
   const extra = { reachedOrigin: hasLeft };
   if (error instanceof AppError) {
     return new AppError(error.code, error.message, {
@@ -196,6 +132,7 @@ function mapFailure(
   const fail = (code: ErrorCode, message: string) =>
     new AppError(code, message, { cause: safeCause(error), extra });
   const code = errorCode(error);
+  const isDeadline = error instanceof DeadlineReached || (error instanceof DialError && error.isDeadline);
   if (isDeadline || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
     return fail("timeout", `${host} did not answer within ${Math.round(timeoutMs)} ms`);
   }
@@ -227,6 +164,139 @@ function mapFailure(
 }
 
 /**
+ * One request on a pool, as an undici dispatch handler that settles its call once: with the
+ * answer, a failure, or the deadline. The deadline does not wait on undici: a request still
+ * queued for a connection, or whose connect or TLS handshake hangs, is answered at the deadline
+ * as not sent, and undici is stopped from sending it later (`onRequestStart` aborts it). No body
+ * stream: chunks are collected here under the cap, and a larger answer is never buffered.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  /**
+   * Set when undici hands the request to a socket: `onRequestStart` runs right before the first
+   * byte is written, so until then nothing of the request can have reached the origin.
+   */
+  private isWritten = false;
+  private isSettled = false;
+  private controller: Dispatcher.DispatchController | undefined;
+  private status = 0;
+  private headers: IncomingHttpHeaders = {};
+  private readonly chunks: Buffer[] = [];
+  private total = 0;
+  private readonly req: UpstreamRequest;
+  private readonly resolve: (answer: UpstreamResponse) => void;
+  private readonly reject: (error: AppError) => void;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    req: UpstreamRequest,
+    resolve: (answer: UpstreamResponse) => void,
+    reject: (error: AppError) => void,
+  ) {
+    this.req = req;
+    this.resolve = resolve;
+    this.reject = reject;
+    // Armed before dispatching: it covers the wait for a connection, connect, TLS, headers and
+    // every body byte, so an origin dripping one byte at a time is cut at the deadline too.
+    this.timer = setTimeout(() => this.fail(new DeadlineReached()), req.timeoutMs);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // The call already ended (its deadline passed while it waited): the request must not leave.
+    if (this.isSettled) {
+      controller.abort(new DeadlineReached());
+      return;
+    }
+    this.isWritten = true;
+    this.controller = controller;
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ) {
+    // 1xx answers are informational; the final one follows on the same request.
+    if (statusCode < 200 || this.isSettled) return;
+    this.status = statusCode;
+    this.headers = headers;
+    // A declared content-length over the cap fails before reading anything.
+    const declared = Number(headers["content-length"]);
+    if (Number.isFinite(declared) && declared > MAX_BODY_BYTES) this.fail(tooLarge());
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.isSettled) return;
+    this.total += chunk.length;
+    if (this.total > MAX_BODY_BYTES) {
+      this.fail(tooLarge());
+      return;
+    }
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.isSettled) return;
+    this.isSettled = true;
+    clearTimeout(this.timer);
+    try {
+      this.resolve(this.answer());
+    } catch (error) {
+      this.reject(mapFailure(error, this.req.destination.host, this.req.timeoutMs, true));
+    }
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    this.fail(error);
+  }
+
+  /** Ends the call with `error` and stops whatever undici still does for it. */
+  fail(error: unknown): void {
+    if (this.isSettled) return;
+    this.isSettled = true;
+    clearTimeout(this.timer);
+    this.reject(mapFailure(error, this.req.destination.host, this.req.timeoutMs, this.isWritten));
+    // Dispatched: the socket is destroyed with the request. Not yet: onRequestStart refuses it.
+    this.controller?.abort(error instanceof Error ? error : new DeadlineReached());
+  }
+
+  private answer(): UpstreamResponse {
+    const { status, headers } = this;
+    const raw = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.total);
+    return {
+      status,
+      headers: filterResponseHeaders(headers, this.req.keepHeaders),
+      body: BODILESS_STATUSES.has(status) ? Buffer.alloc(0) : decodeBody(raw, headers["content-encoding"]),
+    };
+  }
+}
+
+function callOn(pools: PoolSet, req: UpstreamRequest): Promise<UpstreamResponse> {
+  return new Promise((resolve, reject) => {
+    const exchange = new Exchange(req, resolve, reject);
+    try {
+      // A connection this call opens has what is left of its budget to come up, not undici's
+      // backstop: a listener that never answers the TLS ClientHello is let go at the deadline.
+      pools.dispatch(
+        req.destination,
+        req.timeoutMs,
+        {
+          method: req.method.toUpperCase() as Dispatcher.HttpMethod,
+          path: req.path,
+          headers: buildRequestHeaders(req),
+          body:
+            req.body === undefined
+              ? null
+              : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength),
+        },
+        exchange,
+      );
+    } catch (error) {
+      exchange.fail(error);
+    }
+  });
+}
+
+/**
  * Builds the upstream caller. Each `call` dials `destination.address:port` only (no lookup), with
  * SNI, Host and the certificate check on `destination.host`; redirects come back as they are
  * (3xx, `location` dropped), never followed.
@@ -237,47 +307,8 @@ function mapFailure(
  */
 export function createUpstream(opts: PoolSetOptions): Upstream {
   const pools = createPoolSet(opts);
-
   return {
-    async call(req) {
-      // One controller, armed before connecting: it covers connect, TLS, headers and every body
-      // byte, so an origin dripping one byte at a time is cut at the deadline, not kept alive.
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(new DeadlineReached()), req.timeoutMs);
-      let reachedOrigin = false;
-      try {
-        const response = await pools.poolFor(req.destination).request({
-          method: req.method.toUpperCase() as Dispatcher.HttpMethod,
-          path: req.path,
-          headers: buildRequestHeaders(req),
-          body:
-            req.body === undefined
-              ? null
-              : Buffer.from(req.body.buffer, req.body.byteOffset, req.body.byteLength),
-          signal: controller.signal,
-        });
-        // The status line arrived: the origin answered.
-        reachedOrigin = true;
-        const raw = await readCappedBody(response);
-        clearTimeout(timer);
-        const isBodiless = BODILESS_STATUSES.has(response.statusCode);
-        return {
-          status: response.statusCode,
-          headers: filterResponseHeaders(response.headers, req.keepHeaders),
-          body: isBodiless ? Buffer.alloc(0) : decodeBody(raw, response.headers["content-encoding"]),
-        };
-      } catch (error) {
-        throw mapFailure(
-          error,
-          req.destination.host,
-          req.timeoutMs,
-          controller.signal.aborted,
-          reachedOrigin,
-        );
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+    call: (req) => callOn(pools, req),
     close: () => pools.close(),
   };
 }

@@ -92,6 +92,11 @@ describe("decodeBody", () => {
     expect(decodeBody(Buffer.alloc(0), "gzip").length).toBe(0);
   });
 
+  it("never echoes the origin's coding name in the message (it reaches the agent unredacted)", () => {
+    expect(() => decodeBody(text, "sk-live-echoed-token")).toThrow(AppError);
+    expect(() => decodeBody(text, "sk-live-echoed-token")).not.toThrow(/sk-live/);
+  });
+
   it("never puts body bytes in the message", () => {
     expect(() => decodeBody(Buffer.from("SECRET-TOKEN-123"), "gzip")).toThrow(AppError);
     expect(() => decodeBody(Buffer.from("SECRET-TOKEN-123"), "gzip")).not.toThrow(/SECRET/);

@@ -47,7 +47,8 @@ export function parseContentEncoding(header: string | string[] | undefined): str
  * Undoes `content-encoding` (gzip, x-gzip, deflate, br, identity, and chains such as `gzip, br`,
  * undone last-applied first). Each step may produce at most `MAX_BODY_BYTES`: zlib stops there
  * (`maxOutputLength`) and the call fails with `body_too_large`. An unknown coding, corrupt or
- * truncated data fails with `bad_origin_response` (a cut stream is not silently half-decoded). Messages name the coding, never body bytes.
+ * truncated data fails with `bad_origin_response` (a cut stream is not silently half-decoded). Messages name
+ * only a coding the proxy knows, never the origin's own text or body bytes.
  */
 export function decodeBody(raw: Buffer, contentEncoding: string | string[] | undefined): Buffer {
   const codings = parseContentEncoding(contentEncoding);
@@ -61,9 +62,10 @@ export function decodeBody(raw: Buffer, contentEncoding: string | string[] | und
   }
   for (const coding of codings) {
     if (!DECODERS.has(coding)) {
+      // The coding is the origin's text: it is not echoed to the agent, outside redaction.
       throw new AppError(
         "bad_origin_response",
-        `the origin used an unsupported content-encoding (${coding.slice(0, 32)})`,
+        "the origin used a content-encoding the proxy does not decode (gzip, deflate and br are)",
       );
     }
   }

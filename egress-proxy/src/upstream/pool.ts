@@ -1,8 +1,8 @@
 // Connection pools to origins: one keep-alive HTTP/1.1 undici Pool per pinned (host, address, port),
 // dialling only the checked address, bounded in number and closed when idle.
-import type { LookupFunction } from "node:net";
+import type { LookupFunction, Socket } from "node:net";
 import { createSecureContext, getCACertificates, type SecureContext } from "node:tls";
-import { buildConnector, Pool } from "undici";
+import { buildConnector, type Dispatcher, Pool } from "undici";
 import type { Destination } from "../destination/resolve.ts";
 import { telemetry } from "../telemetry.ts";
 
@@ -18,6 +18,16 @@ export interface PoolSetOptions {
 export interface PoolSet {
   /** The pool for this destination. Dispatch on it in the same tick: eviction closes pools. */
   poolFor(destination: Destination): Pool;
+  /**
+   * Dispatches one request on the destination's pool. A connection this request opens must be
+   * up (TCP and TLS) within `dialBudgetMs`, what is left of the call's own deadline.
+   */
+  dispatch(
+    destination: Destination,
+    dialBudgetMs: number,
+    options: Dispatcher.DispatchOptions,
+    handler: Dispatcher.DispatchHandler,
+  ): void;
   /** How many pools are open (tests and metrics). */
   size(): number;
   close(): Promise<void>;
@@ -25,6 +35,9 @@ export interface PoolSet {
 
 /** The phase a dial failed in: TCP (nothing listening, unreachable) or TLS (handshake, certificate). */
 export type DialPhase = "tcp" | "tls";
+
+/** The code of the error a dial is destroyed with when its budget runs out. */
+const DIAL_DEADLINE_CODE = "ELATCH_DIAL_DEADLINE";
 
 /**
  * A connection failure, tagged with its phase so the caller can say `connect_failed` or
@@ -34,6 +47,8 @@ export class DialError extends Error {
   readonly phase: DialPhase;
   readonly code = "ELATCH_DIAL";
   readonly originalCode: string | undefined;
+  /** The dial outlasted the budget of the call that opened it: the call's deadline, not a fault. */
+  readonly isDeadline: boolean;
 
   constructor(phase: DialPhase, cause: Error) {
     super(`${phase} connection failed: ${cause.message}`, { cause });
@@ -41,6 +56,7 @@ export class DialError extends Error {
     this.phase = phase;
     const code = (cause as { code?: unknown }).code;
     this.originalCode = typeof code === "string" ? code : undefined;
+    this.isDeadline = code === DIAL_DEADLINE_CODE;
   }
 }
 
@@ -51,10 +67,15 @@ const CONNECTIONS_PER_POOL = 16;
 /** Origin response header block limit; undici fails a larger one before we see it. */
 export const MAX_HEADER_BLOCK_BYTES = 32 * 1024;
 /**
- * Backstops only: every call has its own total deadline (spec: at most 30 s) that aborts first.
- * These catch a request that somehow escaped it.
+ * Backstops only: every call has its own total deadline (spec: at most 30 s) that ends it first,
+ * whatever undici is doing. These only bound what undici still holds after that.
  */
 const BACKSTOP_MS = 60_000;
+/**
+ * A dial that no call's dispatch opened (undici reconnecting for a request already queued) is
+ * bounded by the longest call budget (spec 8: timeout_ms at most 30 s).
+ */
+const UNBUDGETED_DIAL_MS = 30_000;
 /** How long an idle keep-alive socket is kept when the origin gives no `Keep-Alive` hint. */
 const KEEP_ALIVE_MS = 30_000;
 
@@ -94,16 +115,36 @@ function createTrustContext(ca: string[] | undefined): TrustContext {
   };
 }
 
-function createDialer(destination: Destination, trust: TrustContext): buildConnector.connector {
+/**
+ * The budget of the dial a dispatch is about to open. undici's client calls its connector
+ * synchronously inside `dispatch` when the request needs a new connection, so the pool set sets
+ * this around that one call; any other dial (a reconnect undici starts on its own) finds it unset.
+ */
+interface DialBudget {
+  ms: number | undefined;
+}
+
+/** undici's connector returns the socket it is dialling, though its type says void. */
+type SocketReturningConnector = (
+  options: buildConnector.Options,
+  callback: buildConnector.Callback,
+) => Socket | undefined;
+
+function createDialer(
+  destination: Destination,
+  trust: TrustContext,
+  budget: DialBudget,
+): buildConnector.connector {
   // undici passes its own options to tls.connect, not the per-dial ones below.
   const secureContext = trust();
   const connect = buildConnector({
     ...(secureContext === undefined ? {} : { secureContext }),
     allowH2: false,
-    timeout: BACKSTOP_MS,
+    timeout: UNBUDGETED_DIAL_MS,
     lookup: refuseLookup,
-  });
+  }) as unknown as SocketReturningConnector;
   return (options, callback) => {
+    const budgetMs = Math.min(budget.ms ?? UNBUDGETED_DIAL_MS, UNBUDGETED_DIAL_MS);
     // A span of the agent call's trace when telemetry is on (a reused connection has none).
     const span = telemetry().startSpan("connect", {
       "server.address": destination.host,
@@ -112,7 +153,8 @@ function createDialer(destination: Destination, trust: TrustContext): buildConne
     });
     // undici would dial the URL's hostname; the pinned address is dialled instead, while SNI and
     // the certificate check stay on the host name (tls checks the identity against `servername`).
-    connect(
+    let budgetTimer: NodeJS.Timeout | undefined;
+    const socket = connect(
       {
         ...options,
         protocol: "https:",
@@ -122,6 +164,7 @@ function createDialer(destination: Destination, trust: TrustContext): buildConne
         servername: destination.host,
       },
       (error, socket) => {
+        clearTimeout(budgetTimer);
         if (error) {
           const failure = new DialError(phaseOf(error), error);
           span.end(failure.phase === "tcp" ? "connect_failed" : "tls_failure");
@@ -132,13 +175,23 @@ function createDialer(destination: Destination, trust: TrustContext): buildConne
         }
       },
     );
+    // A listener that accepts and never finishes TLS must not hold the dial for undici's own
+    // timeout: at the call's deadline the half-open socket is destroyed, and the dial fails.
+    budgetTimer = setTimeout(() => {
+      socket?.destroy(
+        Object.assign(new Error(`the dial did not finish within ${Math.round(budgetMs)} ms`), {
+          code: DIAL_DEADLINE_CODE,
+        }),
+      );
+    }, budgetMs);
+    budgetTimer.unref();
   };
 }
 
-function createPool(destination: Destination, trust: TrustContext): Pool {
+function createPool(destination: Destination, trust: TrustContext, budget: DialBudget): Pool {
   // The origin URL sets the Host header: `https://host` with no port, whatever port is dialled.
   return new Pool(`https://${destination.host}`, {
-    connect: createDialer(destination, trust),
+    connect: createDialer(destination, trust, budget),
     connections: CONNECTIONS_PER_POOL,
     pipelining: 1,
     allowH2: false,
@@ -168,6 +221,7 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   const trust = createTrustContext(ca);
   // Insertion order is recency order: a used entry is moved to the end.
   const pools = new Map<string, { pool: Pool; lastUsed: number }>();
+  const dialBudget: DialBudget = { ms: undefined };
 
   const sweep = setInterval(
     () => {
@@ -183,20 +237,31 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   );
   sweep.unref();
 
+  function poolFor(destination: Destination): Pool {
+    const key = keyOf(destination);
+    const found = pools.get(key);
+    const pool = found?.pool ?? createPool(destination, trust, dialBudget);
+    pools.delete(key);
+    pools.set(key, { pool, lastUsed: Date.now() });
+    while (pools.size > maxPools) {
+      const [oldestKey, oldest] = pools.entries().next().value!;
+      pools.delete(oldestKey);
+      // close() lets requests already dispatched finish; it refuses only new ones.
+      void oldest.pool.close().catch(() => {});
+    }
+    return pool;
+  }
+
   return {
-    poolFor(destination) {
-      const key = keyOf(destination);
-      const found = pools.get(key);
-      const pool = found?.pool ?? createPool(destination, trust);
-      pools.delete(key);
-      pools.set(key, { pool, lastUsed: Date.now() });
-      while (pools.size > maxPools) {
-        const [oldestKey, oldest] = pools.entries().next().value!;
-        pools.delete(oldestKey);
-        // close() lets requests already dispatched finish; it refuses only new ones.
-        void oldest.pool.close().catch(() => {});
+    poolFor,
+    dispatch(destination, dialBudgetMs, options, handler) {
+      const pool = poolFor(destination);
+      dialBudget.ms = dialBudgetMs;
+      try {
+        pool.dispatch(options, handler);
+      } finally {
+        dialBudget.ms = undefined;
       }
-      return pool;
     },
     size: () => pools.size,
     async close() {

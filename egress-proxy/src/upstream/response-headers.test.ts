@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { filterResponseHeaders, isAllowedResponseHeader } from "./response-headers.ts";
+import {
+  filterResponseHeaders,
+  isAllowedResponseHeader,
+  MAX_KEPT_VALUES,
+  MAX_VALUES_PER_NAME,
+} from "./response-headers.ts";
 
 describe("filterResponseHeaders", () => {
   it("keeps only the allow-list, lowercased, one entry per value", () => {
@@ -49,5 +54,47 @@ describe("filterResponseHeaders", () => {
     expect(isAllowedResponseHeader("X-Ratelimit-Used")).toBe(true);
     expect(isAllowedResponseHeader("Location")).toBe(false);
     expect(isAllowedResponseHeader("x-ratelimit")).toBe(false);
+  });
+
+  it("keeps x-ratelimit-* names of a rate limit's shape only, never one that could carry a token", () => {
+    for (const name of [
+      "x-ratelimit-limit",
+      "x-ratelimit-resource",
+      "x-ratelimit-reset-after",
+      "x-ratelimit-limit-requests",
+      "x-ratelimit-remaining-tokens",
+    ]) {
+      expect(isAllowedResponseHeader(name), name).toBe(true);
+    }
+    for (const name of [
+      "x-ratelimit-sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+      "x-ratelimit-4ec39hqlyjwdarjtt1zdp7dc",
+      "x-ratelimit-12345678901234567890",
+      "x-ratelimit-abcdefghijklmnopqrstuvwxyz",
+      "x-ratelimit-a-b-c-d-e",
+      "x-ratelimit--limit",
+      "x-ratelimit-limit-",
+    ]) {
+      expect(isAllowedResponseHeader(name), name).toBe(false);
+    }
+  });
+});
+
+describe("filterResponseHeaders against an origin repeating allowed headers", () => {
+  it("keeps a few values of one name out of thousands", () => {
+    const kept = filterResponseHeaders({
+      link: Array.from({ length: 3_500 }, () => "s"),
+      "x-request-id": "r",
+    });
+    expect(kept.filter((h) => h.name === "link")).toHaveLength(MAX_VALUES_PER_NAME);
+    expect(kept.at(-1)).toEqual({ name: "x-request-id", value: "r" });
+  });
+
+  it("keeps a bounded number of values in all, over many names", () => {
+    const words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
+    const headers: Record<string, string[]> = {};
+    for (const a of words) for (const b of words) headers[`x-ratelimit-${a}-${b}`] = ["1", "2"];
+    const kept = filterResponseHeaders(headers);
+    expect(kept).toHaveLength(MAX_KEPT_VALUES);
   });
 });

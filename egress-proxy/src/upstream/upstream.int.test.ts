@@ -1,4 +1,4 @@
-import { createServer } from "node:net";
+import { createServer, type Socket } from "node:net";
 import { gzipSync } from "node:zlib";
 import { AppError } from "@latch/shared/errors";
 import { EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from "undici";
@@ -204,6 +204,75 @@ describe("deadline", () => {
     expect(error.code).toBe("timeout");
     expect(error.extra.reachedOrigin).toBe(true);
     expect(elapsed).toBeLessThan(3_000);
+  });
+});
+
+/**
+ * A TCP listener that accepts and never answers the TLS ClientHello: the dial hangs in TLS. It
+ * records each accepted socket and when the client side let it go.
+ */
+async function startSilentListener(): Promise<{ port: number; accepted: Socket[]; closed: number[] }> {
+  const accepted: Socket[] = [];
+  const closed: number[] = [];
+  const server = createServer((socket) => {
+    accepted.push(socket);
+    // Read (and drop) what arrives, so that the client letting go is seen as a close.
+    socket.resume();
+    socket.on("error", () => {});
+    socket.on("close", () => closed.push(performance.now()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  origins.push({
+    port: 0,
+    url: "",
+    requests: [],
+    connections: 0,
+    close: async () => {
+      for (const socket of accepted) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  });
+  return { port: (server.address() as { port: number }).port, accepted, closed };
+}
+
+describe("deadline before anything was sent", () => {
+  it("ends a call whose TLS handshake hangs at its deadline, as not sent, and lets the dial go", async () => {
+    const silent = await startSilentListener();
+    const started = performance.now();
+    const error = await failure(get(silent.port, { method: "POST", timeoutMs: 1_000 }));
+    const elapsed = performance.now() - started;
+    expect(error.code).toBe("timeout");
+    // Nothing of the request left: the control plane gives a one-time approval back.
+    expect(error.extra.reachedOrigin).toBe(false);
+    expect(elapsed).toBeGreaterThanOrEqual(900);
+    expect(elapsed).toBeLessThan(2_000);
+    expect(silent.accepted).toHaveLength(1);
+    // The half-open connection is not kept for undici's own connect timeout.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(silent.closed).toHaveLength(1);
+    expect(silent.closed[0]! - started).toBeLessThan(1_500);
+  });
+
+  it("ends a call still queued behind a full pool at its deadline, as not sent, and never sends it", async () => {
+    const o = await origin((req, res) => {
+      if (req.url === "/slow") setTimeout(() => res.end("late"), 2_500);
+      else res.end("queued answer");
+    });
+    // Every connection of the pool (16) busy with a slow call.
+    const slow = Array.from({ length: 16 }, () => get(o.port, { path: "/slow", timeoutMs: 10_000 }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = performance.now();
+    const error = await failure(get(o.port, { method: "POST", path: "/v1/pay", timeoutMs: 1_000 }));
+    const elapsed = performance.now() - started;
+    expect(error.code).toBe("timeout");
+    expect(error.extra.reachedOrigin).toBe(false);
+    expect(elapsed).toBeLessThan(2_000);
+    for (const answer of await Promise.all(slow)) expect(answer.body.toString()).toBe("late");
+    // A connection freed after the deadline must not carry the abandoned request.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(o.requests.filter((r) => r.url === "/v1/pay")).toHaveLength(0);
+    // The pool still serves calls afterwards.
+    expect((await get(o.port)).body.toString()).toBe("queued answer");
   });
 });
 
