@@ -226,6 +226,11 @@ describe("an invitation that cannot be used", () => {
     expect((await invited.browser.request("POST", "/invite", { token: first.token })).statusCode).toBe(410);
     const joined = await invited.browser.request("POST", "/invite", { token: second.token });
     expect(joined.json().organisation.role).toBe("approver");
+    // The replaced invitation's end is in the audit, naming the one that replaced it.
+    const events = (await inviter.request("GET", "/api/audit?action=invite_withdrawn")).json().events;
+    expect(events.map((e: { detail: unknown }) => e.detail)).toContainEqual(
+      expect.objectContaining({ invite_id: first.invite.id, replaced_by: second.invite.id }),
+    );
   });
 
   it("speaks for its sender: a removed admin's invitation is withdrawn, a demoted one's no longer works", async () => {
@@ -247,9 +252,13 @@ describe("an invitation that cannot be used", () => {
     const stillVoid = await later.browser.request("POST", "/invite", { token: second.token });
     expect(stillVoid.statusCode, stillVoid.body).toBe(410);
     expect(stillVoid.json().error.code).toBe("invite_withdrawn");
-    // Removed: what they sent is withdrawn with them, and the listing no longer has it.
+    // Removed: what they sent is withdrawn with them (each with its row), and the listing no longer has it.
     await inviter.request("DELETE", `/api/orgs/members/${admin.operatorId}`);
     expect((await inviter.request("GET", "/api/orgs/members")).json().invites).toEqual([]);
+    const withdrawn = (await inviter.request("GET", "/api/audit?action=invite_withdrawn")).json().events;
+    expect(withdrawn.map((e: { detail: unknown }) => e.detail)).toContainEqual(
+      expect.objectContaining({ invite_id: sent.invite.id, reason: "sender_removed" }),
+    );
     const void2 = await otherSelf.browser.request("POST", "/invite", { token: sent.token });
     expect(void2.statusCode).toBe(410);
     expect(void2.json().error.code).toBe("invite_withdrawn");

@@ -22,14 +22,25 @@ export interface InvitesRepo {
   /** Marks it withdrawn, only if still open; true when it was. */
   updateInviteWithdrawn(organisationId: string, id: string, operatorId: string, now: Date): Promise<boolean>;
   /** Withdraws the open invitations a member sent (they are gone from the organisation). */
-  updateInvitesWithdrawnBySender(organisationId: string, senderId: string, now: Date): Promise<void>;
+  updateInvitesWithdrawnBySender(
+    organisationId: string,
+    senderId: string,
+    now: Date,
+  ): Promise<WithdrawnInvite[]>;
   /** Withdraws the open invitations of one address (a new one replaces them). */
   updateInvitesWithdrawnForEmail(
     organisationId: string,
     email: string,
     operatorId: string,
     now: Date,
-  ): Promise<void>;
+  ): Promise<WithdrawnInvite[]>;
+}
+
+/** An invitation a withdrawal closed, as its `invite_withdrawn` row names it. */
+export interface WithdrawnInvite {
+  id: string;
+  email: string;
+  role: string;
 }
 
 export function createInvitesRepo(db: Kysely<Database>): InvitesRepo {
@@ -90,25 +101,25 @@ export function createInvitesRepo(db: Kysely<Database>): InvitesRepo {
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },
-    async updateInvitesWithdrawnBySender(organisationId, senderId, now) {
-      await db
+    updateInvitesWithdrawnBySender: (organisationId, senderId, now) =>
+      db
         .updateTable("org_invites")
         .set({ withdrawn_at: now, withdrawn_by: senderId })
         .where("organisation_id", "=", organisationId)
         .where("invited_by", "=", senderId)
         .where("accepted_at", "is", null)
         .where("withdrawn_at", "is", null)
-        .execute();
-    },
-    async updateInvitesWithdrawnForEmail(organisationId, email, operatorId, now) {
-      await db
+        .returning(["id", "email", "role"])
+        .execute(),
+    updateInvitesWithdrawnForEmail: (organisationId, email, operatorId, now) =>
+      db
         .updateTable("org_invites")
         .set({ withdrawn_at: now, withdrawn_by: operatorId })
         .where("organisation_id", "=", organisationId)
         .where("email", "=", email)
         .where("accepted_at", "is", null)
         .where("withdrawn_at", "is", null)
-        .execute();
-    },
+        .returning(["id", "email", "role"])
+        .execute(),
   };
 }

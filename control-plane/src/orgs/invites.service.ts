@@ -134,8 +134,21 @@ export function createInvitesService(deps: InvitesDeps) {
               { extra: { retry_after: retryAfter } },
             );
           }
-          await invites.updateInvitesWithdrawnForEmail(actor.organisationId, email, actor.operatorId, at);
           const id = newId("inv");
+          const replaced = await invites.updateInvitesWithdrawnForEmail(
+            actor.organisationId,
+            email,
+            actor.operatorId,
+            at,
+          );
+          for (const old of replaced) {
+            await recordEvent({
+              organisationId: actor.organisationId,
+              actor: actor.actor,
+              action: "invite_withdrawn",
+              detail: { email, role: old.role, invite_id: old.id, replaced_by: id },
+            });
+          }
           await invites.insertInvite({
             id,
             organisation_id: actor.organisationId,

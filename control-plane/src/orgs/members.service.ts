@@ -84,7 +84,19 @@ export function createMembersService(deps: MembersDeps) {
       throw new AppError("last_owner", LAST_OWNER);
     }
     await locked.orgs.deleteMembership(organisationId, gone.operatorId);
-    await locked.invites.updateInvitesWithdrawnBySender(organisationId, gone.operatorId, deps.now());
+    const withdrawn = await locked.invites.updateInvitesWithdrawnBySender(
+      organisationId,
+      gone.operatorId,
+      deps.now(),
+    );
+    for (const invite of withdrawn) {
+      await locked.recordEvent({
+        organisationId,
+        actor: actor.actor,
+        action: "invite_withdrawn",
+        detail: { email: invite.email, role: invite.role, invite_id: invite.id, reason: "sender_removed" },
+      });
+    }
     await locked.recordEvent({
       organisationId,
       actor: actor.actor,
