@@ -263,7 +263,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
             // Signed out, switched away or removed: the stream ends at the next check.
             isStillAllowed: async (request, organisationId) => {
               const token = request.cookies[sessionCookie];
-              const live = token ? await sessions.findLiveSessionByToken(token) : undefined;
+              const live = token ? await sessions.findLiveSessionByToken(token, now()) : undefined;
               return Boolean(
                 live?.session.is_mfa_passed && live.session.organisation_id === organisationId && live.role,
               );

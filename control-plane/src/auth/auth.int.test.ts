@@ -273,6 +273,31 @@ describe("authenticator rules", () => {
     expect(statuses.slice(-1)).toEqual([429]);
   });
 
+  it("ends a session that passed the email code but not the authenticator after 30 minutes", async () => {
+    const { email, totp } = await signUp();
+    const browser = new Browser(h.app);
+    await signInWithEmail(browser, email);
+    // Until then it reads what the verify page needs, and nothing of the account's organisations.
+    const pending = (await browser.request("GET", "/api/auth/me")).json();
+    expect(pending).toMatchObject({ session_ready: false, totp_enabled: true, organisation: null });
+    expect(pending.organisations).toEqual([]);
+    expect(pending.permissions).toEqual([]);
+    h.clock.advance(29 * 60_000);
+    expect((await browser.request("GET", "/api/auth/me")).statusCode).toBe(200);
+    h.clock.advance(2 * 60_000);
+    // One code read from a mailbox does not buy the second step, or a lock of the account, for ever.
+    expect((await browser.request("GET", "/api/auth/me")).statusCode).toBe(401);
+    const late = await browser.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) });
+    expect(late.statusCode).toBe(401);
+    // A fresh sign-in goes on as ever.
+    const again = new Browser(h.app);
+    await signInWithEmail(again, email);
+    h.clock.advance(31_000);
+    expect((await again.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) })).statusCode).toBe(
+      200,
+    );
+  });
+
   it("lets an enrolment wait 10 minutes, then answers 404 no_pending_enrollment", async () => {
     const browser = new Browser(h.app);
     await signInWithEmail(browser, uniqueEmail("pending"));

@@ -205,6 +205,22 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   api.get("/api/auth/me", { ...signedInOnly, schema: { response: { 200: me } } }, async (request) => {
     const context = await requireOperator(request, { mfa: false });
     const operator = await deps.totp.getOperator(context.operatorId);
+    if (!context.session.is_mfa_passed) {
+      // Spec 5 rule 4: before its authenticator step a session reads nothing of the account's
+      // organisations, roles or codes; only what the verify and enrol pages need.
+      return {
+        permissions: [],
+        email: operator.email,
+        totp_enabled: operator.totp_enabled,
+        passkeys: await deps.passkeys.count(context.operatorId),
+        backup_codes_remaining: 0,
+        created_at: operator.created_at.toISOString(),
+        session_ready: false,
+        organisation: null,
+        organisations: [],
+        signed_in_with_sso: context.session.sso_organisation_id !== null,
+      };
+    }
     const organisation = context.organisationId
       ? await deps.orgs.findOrganisation(context.organisationId)
       : undefined;

@@ -103,7 +103,7 @@ export function registerOperatorSessions(
     }
     // Only the name this plane sets counts: over https an unprefixed latch_session is not ours.
     const token = request.cookies[cookieName];
-    const live = token ? await deps.sessions.findLiveSessionByToken(token) : undefined;
+    const live = token ? await deps.sessions.findLiveSessionByToken(token, deps.now()) : undefined;
     const session = live?.session;
     request.operatorSession = session ?? null;
     // One principal per request, from the bearer if one was sent, else from this session.

@@ -6,6 +6,13 @@ import { newId } from "@latch/shared/ids";
 import type { Kysely } from "kysely";
 import type { Database, OperatorSessionRow, VerifiedMethod } from "../db/schema.ts";
 
+/**
+ * How long a session that passed its email code but not the authenticator step lives: long enough
+ * to wait out the authenticator's 15-minute lock and go on, never more; the next sign-in asks the
+ * mailbox again (spec 3.3).
+ */
+export const PENDING_SESSION_MS = 30 * 60_000;
+
 /** A live session and the operator's role in the organisation it acts in (null: none). */
 export interface LiveSession {
   session: OperatorSessionRow;
@@ -67,7 +74,7 @@ export function createSessionsRepo(db: Kysely<Database>) {
      * it acts in. A session whose operator is no longer a member there (removed, or left in another
      * browser) acts in no organisation: membership is read on every request, never remembered.
      */
-    async findLiveSessionByToken(token: string): Promise<LiveSession | undefined> {
+    async findLiveSessionByToken(token: string, now: Date): Promise<LiveSession | undefined> {
       const row = await db
         .selectFrom("operator_sessions")
         .leftJoin("memberships", (join) =>
@@ -96,6 +103,11 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .where("operator_sessions.revoked_at", "is", null)
         .executeTakeFirst();
       if (!row) return undefined;
+      // Past its email code but not its authenticator: it lives as long as a sign-in takes, so one
+      // code read from a mailbox does not buy the second step (or a lock of the account) for ever.
+      if (!row.is_mfa_passed && now.getTime() - row.created_at.getTime() > PENDING_SESSION_MS) {
+        return undefined;
+      }
       const { role, email, verified_domains: domains, slug, ...session } = row;
       const domain = email.slice(email.lastIndexOf("@") + 1);
       const isSsoRequired =
