@@ -38,7 +38,12 @@ const schema = z.object({
   BASE_URL: z
     .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
     .default("http://localhost:8787")
-    .transform((v) => v.replace(/\/+$/, "")),
+    // Scheme and host as the URL standard writes them ("HTTPS://Latch.Example" is
+    // "https://latch.example"): every check of BASE_URL (https cookies, Origin, RP id) reads alike.
+    .transform((v) => {
+      const url = new URL(v);
+      return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+    }),
   HOST: z.string().min(1, notEmpty).default("127.0.0.1"),
   PORT: port(8787),
   DATA_DIR: z.string().min(1, notEmpty).default("./.latch"),
