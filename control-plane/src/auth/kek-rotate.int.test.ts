@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@latch/shared/ids";
@@ -6,8 +6,8 @@ import * as OTPAuth from "otpauth";
 import { beforeAll, describe, expect, it } from "vitest";
 import { testDatabase } from "../../test/database.ts";
 import type { OpenDatabase } from "../db/database.ts";
-import { addKeyringKey, loadOrCreateKeyring } from "./kek.ts";
-import { rotateKek } from "./kek-rotate.ts";
+import { addKeyringKey, loadOrCreateKeyring, stageKeyringKey } from "./kek.ts";
+import { retireKek, rotateKek } from "./kek-rotate.ts";
 import { createOperatorsRepo } from "./operators.repo.ts";
 import { createTotpService } from "./totp.service.ts";
 
@@ -50,12 +50,9 @@ describe("vault kek-rotate", () => {
     const operators = [await enrolledOperator(file, at), await enrolledOperator(file, at)];
     const oldKey = loadOrCreateKeyring(file).currentId;
     const lines: string[] = [];
-    const report = await rotateKek(
-      createOperatorsRepo(database.db),
-      file,
-      (l) => lines.push(l),
-      settleAtOnce,
-    );
+    const report = await rotateKek(createOperatorsRepo(database.db), file, (l) => lines.push(l), {
+      settle: settleAtOnce,
+    });
     expect(report.keyId).not.toBe(oldKey);
     expect(report.retired).toEqual([oldKey]);
     expect(report.rewrapped).toBeGreaterThanOrEqual(2);
@@ -85,12 +82,9 @@ describe("vault kek-rotate", () => {
     const newKey = addKeyringKey(file).currentId;
     expect(await keyIdOf(op.id)).toBe(oldKey);
     const lines: string[] = [];
-    const report = await rotateKek(
-      createOperatorsRepo(database.db),
-      file,
-      (l) => lines.push(l),
-      settleAtOnce,
-    );
+    const report = await rotateKek(createOperatorsRepo(database.db), file, (l) => lines.push(l), {
+      settle: settleAtOnce,
+    });
     expect(lines[0]).toContain(`finishing an interrupted rotation to ${newKey}`);
     expect(report.keyId).toBe(newKey);
     expect(await keyIdOf(op.id)).toBe(newKey);
@@ -112,7 +106,9 @@ describe("vault kek-rotate", () => {
     const lateWrite = async () => {
       await database.db.updateTable("operators").set(wrappedEarly).where("id", "=", op.id).execute();
     };
-    const report = await rotateKek(createOperatorsRepo(database.db), file, () => undefined, lateWrite);
+    const report = await rotateKek(createOperatorsRepo(database.db), file, () => undefined, {
+      settle: lateWrite,
+    });
     expect(report.retired).toEqual([oldKey]);
     expect(await keyIdOf(op.id)).toBe(report.keyId);
     const later = new Date(at.getTime() + 60_000);
@@ -124,5 +120,43 @@ describe("vault kek-rotate", () => {
     await expect(totp.verify(op.id, op.app.generate({ timestamp: later.getTime() }))).resolves.toMatchObject({
       usedBackupCode: false,
     });
+  });
+
+  it("hosted, in three steps: no replica meets a secret under a key its copy of the file lacks", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "latch-kek-")), "kek.json");
+    const at = new Date();
+    const op = await enrolledOperator(file, at);
+    const oldKey = loadOrCreateKeyring(file).currentId;
+    const repo = createOperatorsRepo(database.db);
+    const hosted = { isHosted: true, settle: settleAtOnce };
+    // Nothing staged: refused, nothing moved (the replicas could not open the new key).
+    await expect(rotateKek(repo, file, () => undefined, hosted)).rejects.toThrow(/no key is staged/);
+    expect(await keyIdOf(op.id)).toBe(oldKey);
+
+    const staged = stageKeyringKey(file);
+    expect(stageKeyringKey(file)).toBe(staged);
+    // A replica given the staged file still wraps under the old key and opens the staged one.
+    const replicaFile = join(mkdtempSync(join(tmpdir(), "latch-kek-replica-")), "kek.json");
+    copyFileSync(file, replicaFile);
+    expect(loadOrCreateKeyring(replicaFile).currentId).toBe(oldKey);
+
+    const switched = await rotateKek(repo, file, () => undefined, hosted);
+    expect(switched).toMatchObject({ keyId: staged, retired: [] });
+    expect(await keyIdOf(op.id)).toBe(staged);
+    // The replica (not rolled yet) opens the re-wrapped secret with its staged copy.
+    const later = new Date(at.getTime() + 60_000);
+    const replicaTotp = createTotpService({
+      repo,
+      keyring: loadOrCreateKeyring(replicaFile),
+      now: () => later,
+    });
+    await expect(
+      replicaTotp.verify(op.id, op.app.generate({ timestamp: later.getTime() })),
+    ).resolves.toMatchObject({ usedBackupCode: false });
+    expect(readFileSync(file, "utf8")).toContain(oldKey);
+
+    const retired = await retireKek(repo, file, () => undefined, settleAtOnce);
+    expect(retired.retired).toEqual([oldKey]);
+    expect(readFileSync(file, "utf8")).not.toContain(oldKey);
   });
 });

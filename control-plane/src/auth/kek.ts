@@ -13,6 +13,8 @@ const keyringFile = z.object({
   current: z.string(),
   keys: z.record(z.string(), z.string()),
   pepper: z.string(),
+  /** A key every replica is given before anything is wrapped under it (`vault kek-rotate --stage`). */
+  staged: z.string().optional(),
 });
 type KeyringFile = z.infer<typeof keyringFile>;
 
@@ -92,22 +94,48 @@ function keyringAt(path: string): Keyring {
 }
 
 /**
- * Step one of a rotation: a new current key, the old ones kept so that rows not yet re-wrapped
- * still open. Rerunning after an interruption reuses a new key that no row uses yet.
+ * A rotation's key made current, the old ones kept so that rows not yet re-wrapped still open: the
+ * staged key when there is one (every replica has it already), else a new one. Rerunning after an
+ * interruption reuses a new key that no row uses yet.
  */
 export function addKeyringKey(path: string): Keyring {
   const file = readKeyringFile(path);
-  const id = newKeyId();
-  file.keys[id] = randomBytes(32).toString("base64");
+  const staged = file.staged !== undefined && file.keys[file.staged] ? file.staged : undefined;
+  const id = staged ?? newKeyId();
+  if (!staged) file.keys[id] = randomBytes(32).toString("base64");
   file.current = id;
+  delete file.staged;
   writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
   return keyringAt(path);
+}
+
+/**
+ * A hosted rotation's first step: a new key in the file, not yet current, so that the replicas
+ * given this file can open what is re-wrapped under it before anything is. Answers its id (the
+ * one already staged, on a rerun).
+ */
+export function stageKeyringKey(path: string): string {
+  const file = readKeyringFile(path);
+  if (file.staged !== undefined && file.keys[file.staged]) return file.staged;
+  const id = newKeyId();
+  file.keys[id] = randomBytes(32).toString("base64");
+  file.staged = id;
+  writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
+  return id;
+}
+
+/** The staged key's id, if a rotation staged one. */
+export function stagedKeyringKey(path: string): string | undefined {
+  const file = readKeyringFile(path);
+  return file.staged !== undefined && file.keys[file.staged] ? file.staged : undefined;
 }
 
 /** Last step of a rotation: drop keys no row uses any more. */
 export function retireKeyringKeys(path: string, stillUsed: ReadonlySet<string>): string[] {
   const file = readKeyringFile(path);
-  const retired = Object.keys(file.keys).filter((id) => id !== file.current && !stillUsed.has(id));
+  const retired = Object.keys(file.keys).filter(
+    (id) => id !== file.current && id !== file.staged && !stillUsed.has(id),
+  );
   for (const id of retired) delete file.keys[id];
   writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
   return retired;

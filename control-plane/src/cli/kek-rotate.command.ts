@@ -1,8 +1,8 @@
 // `vault kek-rotate` against the hosted control plane's database and DATA_DIR (the same
 // configuration `npm start` reads). With the embedded database the service must be stopped first:
 // one process at a time holds PGlite.
-import { keyringPath } from "../auth/kek.ts";
-import { rotateKek } from "../auth/kek-rotate.ts";
+import { keyringPath, stageKeyringKey } from "../auth/kek.ts";
+import { retireKek, rotateKek } from "../auth/kek-rotate.ts";
 import { createOperatorsRepo } from "../auth/operators.repo.ts";
 import { loadConfig } from "../config.ts";
 import { withServiceDatabase } from "./service-database.ts";
@@ -10,12 +10,36 @@ import { withServiceDatabase } from "./service-database.ts";
 export async function runKekRotate(
   env: NodeJS.ProcessEnv,
   progress: (line: string) => void,
+  step: "rotate" | "stage" | "retire" = "rotate",
 ): Promise<number> {
   const config = loadConfig(env);
+  // With PostgreSQL the service keeps running, each replica with its own copy of the file: the
+  // rotation goes in steps with a roll between them. The embedded service is stopped: one go.
+  const isHosted = config.DATABASE_URL !== undefined;
+  if (step !== "rotate" && !isHosted) {
+    throw new Error(
+      `--${step} is a step of a rotation on PostgreSQL; on the embedded database, run vault kek-rotate alone`,
+    );
+  }
   return withServiceDatabase(config, async (database, dataDir) => {
     const path = config.KEK_KEYRING_FILE ?? keyringPath(dataDir);
+    const repo = createOperatorsRepo(database.db);
+    if (step === "stage") {
+      const id = stageKeyringKey(path);
+      progress(
+        `staged ${id} in ${path}: put this kek.json in the control plane's Secret and roll it, then run vault kek-rotate`,
+      );
+      return 0;
+    }
+    if (step === "retire") {
+      const report = await retireKek(repo, path, progress);
+      progress(
+        `done: ${report.rewrapped} operator(s) moved under ${report.keyId}; put this kek.json in the Secret and roll the control plane`,
+      );
+      return report.unknownKeyRows > 0 ? 1 : 0;
+    }
     progress(`rotating the key-encryption key in ${path}`);
-    const report = await rotateKek(createOperatorsRepo(database.db), path, progress);
+    const report = await rotateKek(repo, path, progress, { isHosted });
     progress(`done: ${report.rewrapped} operator(s) now under ${report.keyId}`);
     return report.unknownKeyRows > 0 ? 1 : 0;
   });

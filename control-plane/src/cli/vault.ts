@@ -48,9 +48,12 @@ Usage: vault <command> [options]
                                 check a ledger export offline (this vault's or a hosted service's):
                                 exit 0 when the chain holds, 1 naming the first bad seq; with --keys
                                 (the service's /.well-known/latch-audit-keys.json) checkpoints too
-  kek-rotate                    hosted service: a new key-encryption key, every authenticator secret
+  kek-rotate [--stage | --retire]
+                                hosted service: a new key-encryption key, every authenticator secret
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
-                                safe to interrupt and rerun)
+                                safe to interrupt and rerun). On PostgreSQL in three steps, rolling
+                                the control plane with the new kek.json after each: --stage, then
+                                no flag (switch and re-wrap), then --retire
   reset-passkeys --email ADDRESS [--even-the-last-factor]
                                 hosted service: an operator lost their passkey (every step-up takes
                                 it): remove the account's passkeys, end its sessions, audit it and
@@ -332,9 +335,15 @@ async function main(argv: string[]): Promise<number> {
         }),
       );
     }
-    case "kek-rotate":
-      parse({});
-      return runKekRotate(process.env, progress);
+    case "kek-rotate": {
+      const { values } = parse({ stage: { type: "boolean" }, retire: { type: "boolean" } });
+      if (values.stage && values.retire) throw new UsageError("usage: vault kek-rotate [--stage | --retire]");
+      return runKekRotate(
+        process.env,
+        progress,
+        values.stage ? "stage" : values.retire ? "retire" : "rotate",
+      );
+    }
     case "reset-passkeys": {
       const { values, positionals } = parse({
         email: { type: "string" },
