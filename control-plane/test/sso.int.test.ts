@@ -422,6 +422,57 @@ describe("a session begun with single sign-on", () => {
   });
 });
 
+// Before "require single sign-on" below, which turns it on for this organisation: the person here
+// also signs in with an email code.
+describe("a session begun with single sign-on, when its member leaves or is removed", () => {
+  it("ends: it never moves to another organisation of the same person", async () => {
+    const email = corpEmail("leaver");
+    const sso = newBrowser();
+    await signInWithSso(sso, email);
+    expect((await sso.request("GET", "/api/auth/me")).json().organisation.id).toBe(organisationId);
+    // The same person also owns an organisation of their own, signed in with an email code.
+    const own = await signInWithEmailCode(h, newBrowser(), email);
+    const started = (await own.request("POST", "/api/auth/totp/start", {})).json();
+    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+    const confirmed = await own.request("POST", "/api/auth/totp/confirm", {
+      code: totp.generate({ timestamp: h.clock.now.getTime() }),
+    });
+    expect(confirmed.statusCode, confirmed.body).toBe(200);
+    const created = await own.request("POST", "/api/orgs", { name: "Own things" });
+    expect(created.statusCode, created.body).toBe(201);
+    const ownId = created.json().organisation.id as string;
+
+    // A session the provider made that was moved there by any write still acts nowhere.
+    const ssoSessions = h.plane.database.db
+      .updateTable("operator_sessions")
+      .where("sso_organisation_id", "=", organisationId)
+      .where(
+        "operator_id",
+        "=",
+        (
+          await h.plane.database.db
+            .selectFrom("operators")
+            .select("id")
+            .where("email", "=", email)
+            .executeTakeFirstOrThrow()
+        ).id,
+      );
+    await ssoSessions.set({ organisation_id: ownId }).execute();
+    const moved = await sso.request("GET", "/api/orgs/settings");
+    expect(moved.statusCode, moved.body).not.toBe(200);
+    expect((await sso.request("POST", "/api/clients/model", { name: "escaped" })).statusCode).not.toBe(201);
+    await ssoSessions.set({ organisation_id: organisationId }).execute();
+
+    // Leaving the organisation ends the provider's session; the email-code one still works.
+    const left = await sso.request("POST", "/api/orgs/leave", {});
+    expect(left.statusCode, left.body).toBe(200);
+    expect(left.json().organisation).toBeNull();
+    expect((await sso.request("GET", "/api/auth/me")).statusCode).toBe(401);
+    expect((await sso.request("GET", "/api/orgs/settings")).statusCode).toBe(401);
+    expect((await own.request("GET", "/api/orgs/settings")).json().organisation.id).toBe(ownId);
+  });
+});
+
 describe("a sign-in started by another site's page (login CSRF)", () => {
   it("is not started: the page asks to continue, and Continue from it starts the flow", async () => {
     const browser = newBrowser();
@@ -840,54 +891,5 @@ describe("require single sign-on", () => {
         })
       ).statusCode,
     ).toBe(200);
-  });
-});
-
-describe("a session begun with single sign-on, when its member leaves or is removed", () => {
-  it("ends: it never moves to another organisation of the same person", async () => {
-    const email = corpEmail("leaver");
-    const sso = newBrowser();
-    await signInWithSso(sso, email);
-    expect((await sso.request("GET", "/api/auth/me")).json().organisation.id).toBe(organisationId);
-    // The same person also owns an organisation of their own, signed in with an email code.
-    const own = await signInWithEmailCode(h, newBrowser(), email);
-    const started = (await own.request("POST", "/api/auth/totp/start", {})).json();
-    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
-    const confirmed = await own.request("POST", "/api/auth/totp/confirm", {
-      code: totp.generate({ timestamp: h.clock.now.getTime() }),
-    });
-    expect(confirmed.statusCode, confirmed.body).toBe(200);
-    const created = await own.request("POST", "/api/orgs", { name: "Own things" });
-    expect(created.statusCode, created.body).toBe(201);
-    const ownId = created.json().organisation.id as string;
-
-    // A session the provider made that was moved there by any write still acts nowhere.
-    const ssoSessions = h.plane.database.db
-      .updateTable("operator_sessions")
-      .where("sso_organisation_id", "=", organisationId)
-      .where(
-        "operator_id",
-        "=",
-        (
-          await h.plane.database.db
-            .selectFrom("operators")
-            .select("id")
-            .where("email", "=", email)
-            .executeTakeFirstOrThrow()
-        ).id,
-      );
-    await ssoSessions.set({ organisation_id: ownId }).execute();
-    const moved = await sso.request("GET", "/api/orgs/settings");
-    expect(moved.statusCode, moved.body).not.toBe(200);
-    expect((await sso.request("POST", "/api/clients/model", { name: "escaped" })).statusCode).not.toBe(201);
-    await ssoSessions.set({ organisation_id: organisationId }).execute();
-
-    // Leaving the organisation ends the provider's session; the email-code one still works.
-    const left = await sso.request("POST", "/api/orgs/leave", {});
-    expect(left.statusCode, left.body).toBe(200);
-    expect(left.json().organisation).toBeNull();
-    expect((await sso.request("GET", "/api/auth/me")).statusCode).toBe(401);
-    expect((await sso.request("GET", "/api/orgs/settings")).statusCode).toBe(401);
-    expect((await own.request("GET", "/api/orgs/settings")).json().organisation.id).toBe(ownId);
   });
 });
