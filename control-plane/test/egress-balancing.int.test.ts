@@ -8,6 +8,7 @@ import { credentials, Metadata, type ServiceError, status } from "@grpc/grpc-js"
 import { EgressProxyClient } from "@latch/proto/egress";
 import { HealthCheckResponse_ServingStatus, HealthClient } from "@latch/proto/health";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTicketFence } from "../src/egress/ticket-fence.ts";
 import { type ProxyFleet, type ProxyProcess, SERVICE_NAME, startProxyFleet } from "./proxy-fleet.ts";
 
 let fleet: ProxyFleet;
@@ -100,6 +101,44 @@ describe("the control plane balances over every proxy replica", () => {
     );
     expect(await check(health, "something.Else")).toBe("error 5");
     health.close();
+  });
+
+  it("asks GetInfo of each replica by its address, with the call channel's certificate check", async () => {
+    const replicas = fleet.client.replicas?.() ?? [];
+    expect(replicas.map((r) => r.address).sort()).toEqual([
+      `127.0.0.1:${fleet.port}`,
+      `127.0.0.2:${fleet.port}`,
+    ]);
+    const idsOf = async () =>
+      Promise.all(replicas.map(async (r) => (await fleet.client.getInfoOf!(r.address)).replicaId));
+    const first = await idsOf();
+    // Two replicas, two ids, and the same replica each time it is asked (not round robin's pick).
+    expect(new Set(first).size).toBe(2);
+    expect(await idsOf()).toEqual(first);
+    // An address with no replica behind it does not answer.
+    await expect(fleet.client.getInfoOf!(`127.0.0.9:${fleet.port}`)).rejects.toMatchObject({
+      code: "egress_unavailable",
+    });
+  });
+
+  it("fences nothing in a table while the replicas keep spent ids in their own memory", async () => {
+    // Two real replicas, each on its memory store: each is asked by address, neither reports the
+    // table, so an unanswered call's fence concludes nothing (one may have run the ticket).
+    let inserts = 0;
+    const fence = createTicketFence({
+      egress: fleet.client,
+      spentTickets: {
+        findStoreId: async () => "store:balancing",
+        insertFence: async () => {
+          inserts += 1;
+          return true;
+        },
+      },
+    });
+    const ticket = fleet.minter.mintCallTicket(await fleet.callSpec("/v1/echo?tag=fence&delay=0"));
+    expect(await fence.fence(ticket, () => {})).toBe("unknown");
+    expect(await fence.isStoreShared()).toBe(false);
+    expect(inserts).toBe(0);
   });
 
   it("carries the request id to the replica's log lines", async () => {

@@ -246,6 +246,23 @@ describe("vault seal-rewrap", () => {
     expect(await opened(id)).toBe("ghr_rotated_refresh_0002");
   });
 
+  it("seals again a hundred values of the largest size, in tickets under the proxy's 2 MiB cap", async () => {
+    const org = await newTestOrganisation(database);
+    const key = await currentKey();
+    const na = await readySodium();
+    // 32 KiB each, the longest value stored: one ticket of the hundred would be about 3.3 MB.
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const value = `sk_large_${String(i).padStart(3, "0")}_`.padEnd(32 * 1024, "x");
+      const sealed = na.crypto_box_seal(new TextEncoder().encode(value), key.publicKey);
+      ids.push(await storeItem(org, `LARGE_${i}`, key.keyId, sealed));
+    }
+    expect(await rewrap(org)).toEqual({ keyId: key.keyId, rewrapped: 100, changedMeanwhile: 0, unopened: 0 });
+    expect(splitEnvelope((await stored(ids[99]!)).sealed_value)).toBeDefined();
+    expect((await opened(ids[99]!)).startsWith("sk_large_099_")).toBe(true);
+    expect(await rewrap(org)).toMatchObject({ rewrapped: 0 });
+  });
+
   it("leaves a value the proxy cannot open, and keeps a value written meanwhile", async () => {
     const org = await newTestOrganisation(database);
     const key = await currentKey();

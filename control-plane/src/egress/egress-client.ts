@@ -67,6 +67,12 @@ export interface EgressClient {
   /** One Web Push message to a push service (SendPush). */
   sendPush(ticket: SignedTicket, deadlineMs: number): Promise<SendPushResponse>;
   getInfo(): Promise<GetInfoResponse>;
+  /**
+   * GetInfo of one replica by its address (one of `replicas()`), not of whichever replica the
+   * rotation picks: the fence asks each replica which store it spends ids in. Absent where there is
+   * no rotation to ask (the local vault's one spawned proxy).
+   */
+  getInfoOf?(address: string): Promise<GetInfoResponse>;
   /** Asks a proxy to fence a ticket whose Execute did not answer (DECISIONS "Faults and isolation"). */
   fence(ticket: SignedTicket): Promise<FenceOutcome>;
   /** Stored values sealed again under the proxy's current key (vault seal-rewrap). */
@@ -74,6 +80,8 @@ export interface EgressClient {
   isHealthy(): Promise<boolean>;
   /** Every replica the service name resolved to, as the rotation sees it now. */
   replicaStates(): ReplicaState[];
+  /** The same replicas with their addresses (absent with getInfoOf). */
+  replicas?(): { address: string; state: ReplicaState }[];
   close(): void;
 }
 
@@ -85,6 +93,11 @@ export interface EgressClient {
 export const LINK_OVERHEAD_MS = 1_500;
 const SHORT_DEADLINE_MS = 5_000;
 const PROBE_DEADLINE_MS = 900;
+/**
+ * A replica asked which store it spends ids in answers within this, or counts as not sharing the
+ * control plane's (the fence then concludes nothing rather than wait on a stalled replica).
+ */
+const REPLICA_INFO_DEADLINE_MS = 1_500;
 /** How often the mTLS files are read again unless the configuration says otherwise. */
 const TLS_REFRESH_MS = 30_000;
 /** A replica's probe channel unused this long (it left the DNS answer) is closed. */
@@ -153,42 +166,45 @@ function serviceHost(address: string): string {
 }
 
 /**
- * Asks one replica by address, over a small channel of its own kept per address; the certificate
- * is checked against the service name, as on the call channel.
+ * Asks one replica by address (its health, and GetInfo), over a small channel of its own kept per
+ * address; the certificate is checked against the service name, as on the call channel.
  */
 function createReplicaProbe(
   creds: ChannelCredentials,
   options: ChannelOptions,
   name: string,
-): { probe: ReplicaProbe; close(): void } {
-  const clients = new Map<string, { client: HealthClient; usedAt: number }>();
+): { probe: ReplicaProbe; getInfo(address: string): Promise<GetInfoResponse>; close(): void } {
+  const clients = new Map<string, { health: HealthClient; egress: EgressProxyClient; usedAt: number }>();
   const sweep = (now: number) => {
     for (const [address, entry] of clients) {
       if (now - entry.usedAt > PROBE_IDLE_MS) {
-        entry.client.close();
+        entry.health.close();
         clients.delete(address);
       }
     }
   };
-  const probe: ReplicaProbe = (address) => {
+  /** The clients of one replica, made on first use. */
+  const clientsOf = (address: string) => {
     const now = Date.now();
     sweep(now);
     let entry = clients.get(address);
     if (!entry) {
-      const client = new HealthClient(
-        address.startsWith("[") ? `ipv6:${address}` : `ipv4:${address}`,
-        creds,
-        {
-          ...options,
-          "grpc.ssl_target_name_override": name,
-          "grpc.default_authority": name,
-        },
-      );
-      entry = { client, usedAt: now };
+      const target = address.startsWith("[") ? `ipv6:${address}` : `ipv4:${address}`;
+      const health = new HealthClient(target, creds, {
+        ...options,
+        "grpc.ssl_target_name_override": name,
+        "grpc.default_authority": name,
+      });
+      // The same channel (closed with the health client): one connection per replica.
+      const egress = new EgressProxyClient(target, creds, { channelOverride: getClientChannel(health) });
+      entry = { health, egress, usedAt: now };
       clients.set(address, entry);
     }
     entry.usedAt = now;
-    const { client } = entry;
+    return entry;
+  };
+  const probe: ReplicaProbe = (address) => {
+    const client = clientsOf(address).health;
     return new Promise((resolve) => {
       client.check(
         { service: "" },
@@ -201,10 +217,22 @@ function createReplicaProbe(
       );
     });
   };
+  const getInfo = (address: string) => {
+    const client = clientsOf(address).egress;
+    return new Promise<GetInfoResponse>((resolve, reject) => {
+      client.getInfo(
+        {},
+        new Metadata(),
+        { deadline: new Date(Date.now() + REPLICA_INFO_DEADLINE_MS) },
+        (error, response) => (error ? reject(toAppError(error)) : resolve(response)),
+      );
+    });
+  };
   return {
     probe,
+    getInfo,
     close: () => {
-      for (const entry of clients.values()) entry.client.close();
+      for (const entry of clients.values()) entry.health.close();
       clients.clear();
     },
   };
@@ -229,6 +257,7 @@ function createReplicaLog(logger: EgressClientOptions["logger"]) {
   const states = new Map<string, ReplicaState>();
   return {
     states: () => [...states.values()],
+    replicas: () => [...states].map(([address, state]) => ({ address, state })),
     watcher: {
       onState(address: string, state: ReplicaState, reason: string) {
         const was = states.get(address);
@@ -368,7 +397,9 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
         SHORT_DEADLINE_MS,
         undefined,
       ),
+    getInfoOf: (address) => replicas.getInfo(address),
     replicaStates: () => replicaLog.states(),
+    replicas: () => replicaLog.replicas(),
     isHealthy: () =>
       new Promise((resolve) => {
         const deadline = new Date(Date.now() + 2_000);

@@ -8,12 +8,12 @@ import { createTicketFence, type LateFence } from "./ticket-fence.ts";
 
 const NOW = 1_800_000_000_000;
 
-function ticket(id: string, expiresAtMs = NOW + 3_500): SignedTicket {
+function ticket(id: string, expiresAtMs = NOW + 3_500, issuedAtMs = NOW): SignedTicket {
   const payload = Ticket.encode({
     id,
     issuer: "t",
     audience: "latch-egress",
-    issuedAtMs: NOW,
+    issuedAtMs,
     expiresAtMs,
     call: undefined,
     resolve: undefined,
@@ -39,25 +39,47 @@ function fakeStore(storeId: string) {
   return { repo, spent, setDown: (down: boolean) => (isDown = down) };
 }
 
-function fakeProxies(answer: () => FenceOutcome, replayStoreId: string, replicas = 1) {
+/**
+ * A rotation of replicas by address, each with the store it reports (undefined: it does not
+ * answer); `fence` reaches whichever replica round robin picks.
+ */
+function fakeFleet(answer: () => FenceOutcome, stores: Record<string, string | undefined>) {
   const asked: string[] = [];
+  const infoAsked: string[] = [];
   let isUp = true;
   return {
     asked,
+    infoAsked,
+    stores,
     setUp: (up: boolean) => (isUp = up),
     egress: {
-      replicaStates: () => Array.from({ length: replicas }, () => "serving" as const),
+      replicaStates: () => Object.keys(stores).map(() => "serving" as const),
+      replicas: () => Object.keys(stores).map((address) => ({ address, state: "serving" as const })),
+      async getInfoOf(address: string) {
+        infoAsked.push(address);
+        const replayStoreId = stores[address];
+        if (!isUp || replayStoreId === undefined) throw new Error("unavailable");
+        return { replayStoreId, replicaId: address } as GetInfoResponse;
+      },
+      /** Whichever replica round robin picks (here the last): no way to learn the whole fleet's store. */
+      async getInfo() {
+        const replayStoreId = Object.values(stores).at(-1);
+        if (!isUp || replayStoreId === undefined) throw new Error("unavailable");
+        return { replayStoreId } as GetInfoResponse;
+      },
       async fence(signed: SignedTicket) {
         if (!isUp) throw new Error("unavailable");
         asked.push(Ticket.decode(signed.payload).id);
         return answer();
       },
-      async getInfo() {
-        if (!isUp) throw new Error("unavailable");
-        return { replayStoreId } as GetInfoResponse;
-      },
     },
   };
+}
+
+function fakeProxies(answer: () => FenceOutcome, replayStoreId: string, replicas = 1) {
+  const stores: Record<string, string> = {};
+  for (let i = 1; i <= replicas; i++) stores[`10.0.0.${i}:8443`] = replayStoreId;
+  return fakeFleet(answer, stores);
 }
 
 describe("fencing from the control plane", () => {
@@ -120,10 +142,12 @@ describe("fencing from the control plane", () => {
   });
 
   it("in the shared table, still concludes after the ticket expired, and waits out a database blip there", async () => {
-    let clock = NOW + 3_500 + 5_001;
+    let clock = NOW;
     const store = fakeStore("store:abc");
     const proxies = fakeProxies(() => FenceOutcome.FENCE_OUTCOME_UNKNOWN, "store:abc");
     const fence = createTicketFence({ egress: proxies.egress, spentTickets: store.repo, now: () => clock });
+    expect(await fence.isStoreShared()).toBe(true);
+    clock = NOW + 3_500 + 5_001;
     expect(await fence.fence(ticket("t-hhhhhhhhhhhhhhhh"), () => {})).toBe("fenced");
     store.spent.add("t-iiiiiiiiiiiiiiii");
     expect(await fence.fence(ticket("t-iiiiiiiiiiiiiiii"), () => {})).toBe("taken");
@@ -158,5 +182,73 @@ describe("fencing from the control plane", () => {
     expect(await fence.fence(ticket("t-llllllllllllllll"), () => {})).toBe("unknown");
     expect(proxies.asked).toEqual([]);
     expect(store.spent.size).toBe(0);
+  });
+});
+
+// A rolling switch from the proxies' memory stores to the shared table (DECISIONS "Faults and
+// isolation"): for a while some replicas spend ids in memory and some in the table, and a ticket a
+// memory replica ran is in no table. The table speaks for the fleet only when every replica says so.
+describe("fencing while the replicas do not all spend ids in the shared table", () => {
+  it("with one replica on its memory and one on the table, fences nothing (the memory one may have run it)", async () => {
+    const store = fakeStore("store:abc");
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, {
+      "10.0.0.1:8443": "",
+      "10.0.0.2:8443": "store:abc",
+    });
+    const fence = createTicketFence({ egress: fleet.egress, spentTickets: store.repo, now: () => NOW });
+    expect(await fence.fence(ticket("t-mmmmmmmmmmmmmmmm"), () => {})).toBe("unknown");
+    // Each replica asked by its address; no Fence RPC, nothing written to the table.
+    expect(fleet.infoAsked.sort()).toEqual(["10.0.0.1:8443", "10.0.0.2:8443"]);
+    expect(fleet.asked).toEqual([]);
+    expect(store.spent.size).toBe(0);
+    expect(await fence.isStoreShared()).toBe(false);
+  });
+
+  it("a replica that does not answer counts as not sharing the table", async () => {
+    const store = fakeStore("store:abc");
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, {
+      "10.0.0.1:8443": undefined,
+      "10.0.0.2:8443": "store:abc",
+    });
+    const fence = createTicketFence({ egress: fleet.egress, spentTickets: store.repo, now: () => NOW });
+    expect(await fence.fence(ticket("t-nnnnnnnnnnnnnnnn"), () => {})).toBe("unknown");
+    expect(fleet.asked).toEqual([]);
+    expect(store.spent.size).toBe(0);
+    // Not known (rather than "not shared") for the recovery of abandoned calls, which asks later.
+    expect(await fence.isStoreShared()).toBeUndefined();
+  });
+
+  it("asks again when the set of replicas changes, within the cache's minute", async () => {
+    const store = fakeStore("store:abc");
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, { "10.0.0.1:8443": "store:abc" });
+    const fence = createTicketFence({ egress: fleet.egress, spentTickets: store.repo, now: () => NOW });
+    expect(await fence.fence(ticket("t-oooooooooooooooo"), () => {})).toBe("fenced");
+    // A replica on its memory joins the rotation (a rollback, or the switch's first step).
+    fleet.stores["10.0.0.2:8443"] = "";
+    expect(await fence.fence(ticket("t-pppppppppppppppp"), () => {})).toBe("unknown");
+    expect(store.spent.has("t-pppppppppppppppp")).toBe(false);
+    expect(fleet.asked).toEqual([]);
+  });
+
+  it("once the switch is over, a ticket issued before it is still not fenced; one issued after is", async () => {
+    let clock = NOW;
+    const store = fakeStore("store:abc");
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, {
+      "10.0.0.1:8443": "",
+      "10.0.0.2:8443": "store:abc",
+    });
+    const fence = createTicketFence({ egress: fleet.egress, spentTickets: store.repo, now: () => clock });
+    expect(await fence.isStoreShared()).toBe(false);
+    // The memory replica ran this ticket, then left the rotation; only the table's replica is left,
+    // and it would say FENCED of a ticket it never saw.
+    const before = ticket("t-qqqqqqqqqqqqqqqq", NOW + 3_500, NOW);
+    delete fleet.stores["10.0.0.1:8443"];
+    clock = NOW + 1_000;
+    expect(await fence.fence(before, () => {})).toBe("unknown");
+    expect(fleet.asked).toEqual([]);
+    expect(store.spent.size).toBe(0);
+    const after = ticket("t-rrrrrrrrrrrrrrrr", NOW + 4_500, NOW + 1_000);
+    expect(await fence.fence(after, () => {})).toBe("fenced");
+    expect(store.spent.has("t-rrrrrrrrrrrrrrrr")).toBe(true);
   });
 });

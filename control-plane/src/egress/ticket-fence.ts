@@ -3,7 +3,8 @@
 // spend ids in before they dial; whichever insert came first wins. Fence won: no proxy ran the
 // ticket and none ever will, so a one-call approval can be given back. Fence lost: a proxy took it
 // and may have reached the origin. Where it cannot ask yet (the database or the only proxy does not
-// answer) it keeps asking every second until the proxies would have forgotten the ticket.
+// answer) it keeps asking every second until the proxies would have forgotten the ticket. The
+// table (or a proxy's Fence) speaks for the fleet only when every replica said it spends ids there.
 import { FenceOutcome, type SignedTicket, Ticket } from "@latch/proto/egress";
 import { TICKET_CLOCK_SKEW_MS } from "@latch/shared/tickets/ticket-signature";
 import type { Logger } from "pino";
@@ -30,7 +31,7 @@ export interface TicketFence {
 }
 
 export interface TicketFenceDeps {
-  egress: Pick<EgressClient, "fence" | "getInfo" | "replicaStates">;
+  egress: Pick<EgressClient, "fence" | "replicaStates" | "replicas" | "getInfoOf">;
   /**
    * The control plane's own spent-ticket table, used when the proxies report the same store (the
    * `store:` row of its migration): the one fence that needs no proxy to answer.
@@ -49,34 +50,84 @@ const RETRY_MS = 1_000;
 const SHARED_STORE_GRACE_MS = 45_000;
 /** When a live control plane has given up on its own fence: abandoned-calls.ts may look after this. */
 export const LIVE_FENCE_HORIZON_MS = TICKET_CLOCK_SKEW_MS + SHARED_STORE_GRACE_MS;
-/** How long the proxies' store id is trusted before GetInfo is asked again. */
+/** How long the replicas' store ids are trusted before each is asked again (sooner if the set changes). */
 const STORE_INFO_TTL_MS = 60_000;
+
+/** What the replicas of the rotation said of their stores, asked each by address. */
+interface FleetView {
+  /** The replicas' addresses, sorted: the fleet this view is of. */
+  key: string;
+  at: number;
+  size: number;
+  /** The one shared store every replica reported; undefined when any reported another or none. */
+  sharedStoreId: string | undefined;
+  /** Some replica did not answer (so the view may change once it does). */
+  hasSilent: boolean;
+}
 
 export function createTicketFence(deps: TicketFenceDeps): TicketFence {
   const now = deps.now ?? Date.now;
   const waiting = new Map<
     string,
-    { ticket: SignedTicket; expiresAtMs: number; horizonMs: number; later: (outcome: LateFence) => void }
+    {
+      ticket: SignedTicket;
+      issuedAtMs: number;
+      expiresAtMs: number;
+      horizonMs: number;
+      later: (outcome: LateFence) => void;
+    }
   >();
   let timer: NodeJS.Timeout | undefined;
   let ownStoreId: string | undefined;
-  let proxyStore: { id: string; at: number } | undefined;
+  let view: FleetView | undefined;
+  /**
+   * Since when the replicas have, at each look, all spent ids in one shared store; undefined while
+   * the last look found otherwise. A ticket issued before it may have gone to a replica of its own
+   * memory that has left the rotation since (a rolling switch to the shared table), whose spend
+   * neither the table nor any replica knows: such a ticket is never fenced as won.
+   */
+  let sharedSinceMs: number | undefined;
+  const startedAtMs = now();
 
-  /** Whether the proxies spend ids in this control plane's own table (asked, then cached). */
-  async function isSharedWithProxies(): Promise<boolean> {
-    if (!deps.spentTickets) return false;
-    if (ownStoreId === undefined) ownStoreId = (await deps.spentTickets.findStoreId()) ?? "";
-    if (!proxyStore || now() - proxyStore.at > STORE_INFO_TTL_MS) {
-      try {
-        const info = await deps.egress.getInfo();
-        proxyStore = { id: info.replayStoreId, at: now() };
-      } catch {
-        // No proxy answers: what they said last still holds (a fleet does not move its store).
-        if (!proxyStore) return false;
-      }
-    }
-    return ownStoreId !== "" && proxyStore.id === ownStoreId;
+  /**
+   * Asks every replica of the rotation which store it spends ids in, each by its address (not
+   * whichever one round robin picks: during a rolling switch, some spend in memory and some in the
+   * table). Cached per fleet: asked again when the set of replicas changes, or after a minute.
+   */
+  async function viewFleet(): Promise<FleetView | undefined> {
+    const getInfoOf = deps.egress.getInfoOf;
+    const addresses = (deps.egress.replicas?.() ?? []).map((r) => r.address).sort();
+    if (!getInfoOf || addresses.length === 0) return undefined;
+    const key = addresses.join(" ");
+    if (view && view.key === key && now() - view.at <= STORE_INFO_TTL_MS) return view;
+    const ids = await Promise.all(
+      addresses.map((address) =>
+        getInfoOf(address).then(
+          (info) => info.replayStoreId,
+          () => undefined,
+        ),
+      ),
+    );
+    const first = ids[0];
+    const sharedStoreId = first && ids.every((id) => id === first) ? first : undefined;
+    if (sharedStoreId === undefined) sharedSinceMs = undefined;
+    // The first look speaks for the time since this control plane started (no look said otherwise);
+    // a later change to one shared store only from now.
+    else if (!view) sharedSinceMs = startedAtMs;
+    else if (sharedStoreId !== view.sharedStoreId || sharedSinceMs === undefined) sharedSinceMs = now();
+    view = { key, at: now(), size: addresses.length, sharedStoreId, hasSilent: ids.includes(undefined) };
+    return view;
   }
+
+  /** This control plane's own store id (its table's `store:` row), read once. */
+  async function findOwnStoreId(): Promise<string> {
+    if (!deps.spentTickets) return "";
+    if (ownStoreId === undefined) ownStoreId = (await deps.spentTickets.findStoreId()) ?? "";
+    return ownStoreId;
+  }
+
+  /** How many replicas the rotation holds (the view's, else the states'). */
+  const fleetSize = (fleet: FleetView | undefined) => fleet?.size ?? deps.egress.replicaStates().length;
 
   let hasWarnedUnshared = false;
   const warnUnshared = () => {
@@ -95,31 +146,49 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
   async function attempt(
     ticket: SignedTicket,
     id: string,
+    issuedAtMs: number,
     expiresAtMs: number,
   ): Promise<LateFence | undefined> {
     // Past this, a proxy's store may have swept the id of a ticket it ran: a fence that "won" then
     // could send a request twice, so the approval stays spent.
     if (now() > horizonOf(expiresAtMs)) return "unknown";
-    let isShared: boolean | undefined;
-    try {
-      isShared = await isSharedWithProxies();
-      if (isShared) {
-        const isWon = await deps.spentTickets!.insertFence(id, new Date(expiresAtMs + TICKET_CLOCK_SKEW_MS));
-        return isWon ? "fenced" : "taken";
+    const fleet = await viewFleet();
+    // Every replica spends ids in one shared store, and did since before this ticket was issued:
+    // that store knows every spend of it. Otherwise a replica of its own memory (or one that did
+    // not answer) may have run the ticket, and only a lone replica can still be asked (its Fence
+    // knows whether its store saw the whole ticket).
+    const isOneStore =
+      fleet?.sharedStoreId !== undefined && sharedSinceMs !== undefined && issuedAtMs >= sharedSinceMs;
+    let isShared: boolean | undefined = false;
+    if (isOneStore) {
+      try {
+        isShared = fleet.sharedStoreId === (await findOwnStoreId());
+        if (isShared) {
+          const isWon = await deps.spentTickets!.insertFence(
+            id,
+            new Date(expiresAtMs + TICKET_CLOCK_SKEW_MS),
+          );
+          return isWon ? "fenced" : "taken";
+        }
+      } catch {
+        // The database did not answer: ask a proxy below (its Fence spends in the same store), or later.
+        isShared = undefined;
       }
-    } catch {
-      // The database did not answer: ask a proxy below, or later.
     }
     // Past the ticket's expiry (plus skew) a proxy answers UNKNOWN to a fence: its memory may have
     // forgotten the spend. Only the shared table can still tell, so wait for the database to answer
     // (until the horizon) when it is, or may be, the proxies' store.
     if (now() > expiresAtMs + TICKET_CLOCK_SKEW_MS) return isShared === false ? "unknown" : undefined;
-    // Several proxies, each spending ids in its own memory: the one a fence reaches may never have
-    // seen the ticket another ran, and would say FENCED. Only a shared store can tell.
-    if (isShared === false && deps.egress.replicaStates().length > 1) {
-      warnUnshared();
+    // Several proxies not all on one shared store (each on its own memory, or a rolling switch to
+    // the table): the one a fence reaches may never have seen the ticket another ran, and would say
+    // FENCED. Only a store every replica spends in can tell.
+    if (!isOneStore && fleetSize(fleet) > 1) {
+      if (fleet?.sharedStoreId === undefined) warnUnshared();
       return "unknown";
     }
+    // One replica, whose store only held part of this ticket's life (it replaced a replica of its
+    // own memory since the ticket was issued): it would say FENCED of a ticket it never saw.
+    if (!isOneStore && fleet?.sharedStoreId !== undefined) return "unknown";
     try {
       const outcome = await deps.egress.fence(ticket);
       if (outcome === FenceOutcome.FENCE_OUTCOME_FENCED) return "fenced";
@@ -135,7 +204,7 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     timer = setTimeout(async () => {
       timer = undefined;
       for (const [id, entry] of [...waiting]) {
-        const outcome = await attempt(entry.ticket, id, entry.expiresAtMs);
+        const outcome = await attempt(entry.ticket, id, entry.issuedAtMs, entry.expiresAtMs);
         if (outcome === undefined && now() <= entry.horizonMs) continue;
         waiting.delete(id);
         deps.logger?.info(
@@ -155,12 +224,15 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     },
     async isStoreShared() {
       if (!deps.spentTickets) return false;
-      const isShared = await isSharedWithProxies();
-      return isShared || proxyStore !== undefined ? isShared : undefined;
+      const fleet = await viewFleet();
+      // Nobody to ask yet, or a replica that did not answer: not known (asked again later).
+      if (!fleet || (fleet.sharedStoreId === undefined && fleet.hasSilent)) return undefined;
+      const ownId = await findOwnStoreId();
+      return ownId !== "" && fleet.sharedStoreId === ownId;
     },
     async fence(signed, later) {
       const ticket = Ticket.decode(signed.payload);
-      const outcome = await attempt(signed, ticket.id, ticket.expiresAtMs);
+      const outcome = await attempt(signed, ticket.id, ticket.issuedAtMs, ticket.expiresAtMs);
       if (outcome !== undefined) return outcome;
       deps.logger?.warn(
         { ticket: ticket.id.slice(0, 8) },
@@ -168,6 +240,7 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
       );
       waiting.set(ticket.id, {
         ticket: signed,
+        issuedAtMs: ticket.issuedAtMs,
         expiresAtMs: ticket.expiresAtMs,
         horizonMs: horizonOf(ticket.expiresAtMs),
         later,

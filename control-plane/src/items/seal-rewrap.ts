@@ -9,8 +9,35 @@ import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import { SEALED_TABLES, type SealedValuesRepo } from "./sealed-values.repo.ts";
 
-/** Values per ticket (the proxy takes at most 500). */
+/** Values read at a time, and at most per ticket (the proxy takes at most 500). */
 const BATCH = 100;
+/**
+ * Sealed bytes per ticket at most: the proxy refuses a ticket over 2 MiB (verify.ts), and 100
+ * values of up to 32 KiB (more once UTF-8 encoded) would pass it, refused on the same first rows at
+ * every run. One value always goes, however large: a ticket is never empty.
+ */
+export const MAX_TICKET_SEALED_BYTES = 1024 * 1024;
+
+/** Consecutive runs of `rows`, each under `maxBytes` of sealed values (or one value alone). */
+export function splitBySealedBytes<T extends { sealedValue: Uint8Array }>(
+  rows: T[],
+  maxBytes: number,
+): T[][] {
+  const batches: T[][] = [];
+  let batch: T[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    if (batch.length > 0 && bytes + row.sealedValue.length > maxBytes) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(row);
+    bytes += row.sealedValue.length;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
 
 export interface RewrapReport {
   keyId: string;
@@ -38,45 +65,47 @@ export async function rewrapSealedValues(deps: {
     let after = "";
     let done = 0;
     for (;;) {
-      const rows = await deps.repo.findToRewrap(table, current.keyId, after, BATCH);
-      if (rows.length === 0) break;
-      const answer = await deps.egress.rewrap(
-        deps.minter.mintRewrapTicket({
-          values: rows.map((row) => ({
-            itemName: row.name,
-            keyId: row.keyId,
-            sealedValue: Buffer.from(row.sealedValue),
-            username: "",
-          })),
-        }),
-      );
-      if (answer.values.length !== rows.length) {
-        throw new Error(`the egress proxy answered ${answer.values.length} values for ${rows.length}`);
-      }
-      for (const [i, row] of rows.entries()) {
-        const value = answer.values[i]!;
-        if (value.errorCode) {
-          report.unopened++;
-          deps.progress(
-            `${table}: ${row.name} could not be opened by the proxy (${value.errorCode}); left as it is`,
-          );
-          continue;
+      const page = await deps.repo.findToRewrap(table, current.keyId, after, BATCH);
+      if (page.length === 0) break;
+      for (const rows of splitBySealedBytes(page, MAX_TICKET_SEALED_BYTES)) {
+        const answer = await deps.egress.rewrap(
+          deps.minter.mintRewrapTicket({
+            values: rows.map((row) => ({
+              itemName: row.name,
+              keyId: row.keyId,
+              sealedValue: Buffer.from(row.sealedValue),
+              username: "",
+            })),
+          }),
+        );
+        if (answer.values.length !== rows.length) {
+          throw new Error(`the egress proxy answered ${answer.values.length} values for ${rows.length}`);
         }
-        if (value.keyId !== current.keyId) {
-          // The proxy's key moved during the run: stop; a new run starts from the new key.
-          throw new Error(
-            `the egress proxy's sealing key changed during the run (${value.keyId}); run it again`,
-          );
+        for (const [i, row] of rows.entries()) {
+          const value = answer.values[i]!;
+          if (value.errorCode) {
+            report.unopened++;
+            deps.progress(
+              `${table}: ${row.name} could not be opened by the proxy (${value.errorCode}); left as it is`,
+            );
+            continue;
+          }
+          if (value.keyId !== current.keyId) {
+            // The proxy's key moved during the run: stop; a new run starts from the new key.
+            throw new Error(
+              `the egress proxy's sealing key changed during the run (${value.keyId}); run it again`,
+            );
+          }
+          const isStored = await deps.repo.updateRewrapped(table, row.id, row.sealedValue, {
+            keyId: value.keyId,
+            sealedValue: value.sealedValue,
+          });
+          if (isStored) report.rewrapped++;
+          else report.changedMeanwhile++;
         }
-        const isStored = await deps.repo.updateRewrapped(table, row.id, row.sealedValue, {
-          keyId: value.keyId,
-          sealedValue: value.sealedValue,
-        });
-        if (isStored) report.rewrapped++;
-        else report.changedMeanwhile++;
+        done += rows.length;
       }
-      done += rows.length;
-      after = rows.at(-1)!.id;
+      after = page.at(-1)!.id;
       deps.progress(`${table}: ${done} of ${total}`);
     }
   }

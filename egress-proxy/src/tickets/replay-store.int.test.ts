@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { createMemoryReplayStore, createPostgresReplayStore } from "./replay-store.ts";
 
@@ -29,6 +30,25 @@ describe.runIf(process.env.DATABASE_URL)("PostgreSQL replay store across replica
       }
     } finally {
       await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("fails a spend the table holds back within seconds, instead of waiting for it", async () => {
+    const url = process.env.DATABASE_URL!;
+    const store = await createPostgresReplayStore(url, { isProduction: false });
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
+    try {
+      // Another session holds the table: every insert waits behind it (a stalled database).
+      await locker.query("BEGIN");
+      await locker.query("LOCK TABLE egress_spent_tickets IN ACCESS EXCLUSIVE MODE");
+      const started = Date.now();
+      await expect(store.spend(randomBytes(16).toString("base64url"), Date.now() + 60_000)).rejects.toThrow();
+      expect(Date.now() - started).toBeLessThan(4_000);
+    } finally {
+      await locker.query("ROLLBACK").catch(() => {});
+      await locker.end();
+      await store.close();
     }
   });
 });

@@ -45,6 +45,16 @@ export function createMemoryReplayStore(now: () => number = Date.now): ReplaySto
 }
 
 const TABLE = "egress_spent_tickets";
+/**
+ * A spend waits this long at most for a connection, then for its statement: under the shortest
+ * ticket's lifetime (a 1 s timeout_ms plus the link's 1.5 s), so a stalled database fails the call
+ * rather than holding it until its ticket is long expired (the expiry is read again after the
+ * spend all the same, verify.ts).
+ */
+const CONNECT_TIMEOUT_MS = 2_000;
+const STATEMENT_TIMEOUT_MS = 2_000;
+/** The client's own bound, a little past the server's: a link that went silent answers nothing. */
+const QUERY_TIMEOUT_MS = 2_500;
 
 export interface PostgresReplayStoreOptions {
   /** NODE_ENV=production: a role that can read more than its table refuses the start. */
@@ -64,7 +74,13 @@ export async function createPostgresReplayStore(
   connectionString: string,
   options: PostgresReplayStoreOptions,
 ): Promise<ReplayStore> {
-  const pool = new pg.Pool({ connectionString, max: 8 });
+  const pool = new pg.Pool({
+    connectionString,
+    max: 8,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: QUERY_TIMEOUT_MS,
+  });
   // A connection that breaks while idle is dropped by the pool; without a listener it would
   // throw from the pool's event emitter and end the process.
   pool.on("error", () => {});

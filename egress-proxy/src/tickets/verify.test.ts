@@ -4,7 +4,7 @@ import { AppError } from "@latch/shared/errors";
 import { deriveTicketKeyId, rawEd25519PublicKey } from "@latch/shared/tickets/ticket-signature";
 import { describe, expect, it } from "vitest";
 import { createTicketMinter } from "../../../control-plane/src/egress/tickets.ts";
-import { createMemoryReplayStore } from "./replay-store.ts";
+import { createMemoryReplayStore, type ReplayStore } from "./replay-store.ts";
 import { createTicketVerifier } from "./verify.ts";
 
 function newKey() {
@@ -141,5 +141,41 @@ describe("call ticket verification", () => {
     const codes = await Promise.all(Array.from({ length: 8 }, () => codeOf(verify(signed))));
     expect(codes.filter((code) => code === "accepted")).toHaveLength(1);
     expect(codes.filter((code) => code === "ticket_replayed")).toHaveLength(7);
+  });
+
+  it("refuses a ticket whose spend waited on a stalled store past its expiry: spent, never sent late", async () => {
+    const key = newKey();
+    let clock = 1_800_000_000_000;
+    const now = () => clock;
+    const minter = createTicketMinter({ key, issuer: "test", audience: "latch-egress", now });
+    // The shared store stalls: the insert lands, but answers 7 s later, past expiry plus skew.
+    const memory = createMemoryReplayStore(now);
+    const stalled: ReplayStore = {
+      ...memory,
+      async spend(id, expiresAtMs) {
+        const isSpent = await memory.spend(id, expiresAtMs);
+        clock += 7_000;
+        return isSpent;
+      },
+    };
+    const verify = createTicketVerifier({
+      trustedKeys: new Map([[key.keyId, key.publicKey]]),
+      audience: "latch-egress",
+      replayStore: stalled,
+      now,
+    });
+    const signed = minter.mintCallTicket(call, { ttlMs: 1_000 });
+    expect(await codeOf(verify(signed))).toBe("ticket_expired");
+    // Spent: a replica handed it again refuses it before its spend.
+    expect(await memory.spend(Ticket.decode(signed.payload).id, clock)).toBe(false);
+    // A fresh ticket through the same stalled store is refused the same way, never accepted late.
+    expect(await codeOf(verify(minter.mintCallTicket(call, { ttlMs: 1_000 })))).toBe("ticket_expired");
+  });
+
+  it("keeps a spend that answered in time", async () => {
+    const { minter, verify } = setup();
+    const signed = minter.mintCallTicket(call);
+    await verify(signed);
+    expect(await codeOf(verify(signed))).toBe("ticket_replayed");
   });
 });

@@ -60,7 +60,8 @@ export type TicketChecker = (
 ) => Promise<Ticket>;
 /**
  * Spends a checked ticket's id right before anything leaves: throws `ticket_expired` when it has
- * expired since, `ticket_replayed` when it was spent before (run by a replica, or fenced).
+ * expired since (before the spend, or while the spend waited on a stalled store),
+ * `ticket_replayed` when it was spent before (run by a replica, or fenced).
  */
 export type TicketSpender = (ticket: Pick<Ticket, "id" | "expiresAtMs">) => Promise<void>;
 
@@ -107,8 +108,9 @@ export function createTicketChecker(options: Omit<TicketVerifierOptions, "replay
 
 /**
  * Single use: the id is remembered until the ticket could no longer pass the lifetime check. The
- * expiry is read again first: a ticket that waited in a stalled process (or behind a slow DNS
- * answer) past its expiry never leaves late, when the control plane has stopped waiting for it.
+ * expiry is read again first, and again once the spend returns: a ticket that waited in a stalled
+ * process, behind a slow DNS answer or on a stalled shared store past its expiry never leaves late,
+ * when the control plane has stopped waiting for it (DECISIONS "Faults and isolation").
  */
 export function createTicketSpender(
   options: Pick<TicketVerifierOptions, "replayStore" | "skewMs" | "now">,
@@ -121,6 +123,11 @@ export function createTicketSpender(
     }
     if (!(await options.replayStore.spend(ticket.id, ticket.expiresAtMs + skew))) {
       throw new AppError("ticket_replayed", "the call ticket was already used");
+    }
+    if (ticket.expiresAtMs + skew < now()) {
+      // The spend waited (a stalled shared store) until the control plane stopped waiting: the id
+      // stays spent (the table keeps every spend five minutes past expiry), and nothing is sent.
+      throw new AppError("ticket_expired", "the call ticket expired before it could be sent");
     }
   };
 }
