@@ -125,7 +125,13 @@ describe("vault seal-rewrap", () => {
     expect(await opened(bare)).toBe("sk_live_bare_before_envelopes");
 
     // The bare boxes become envelopes; the envelope is already what it should be.
-    expect(await rewrap(org)).toEqual({ keyId: first.keyId, rewrapped: 2, changedMeanwhile: 0, unopened: 0 });
+    expect(await rewrap(org)).toEqual({
+      keyId: first.keyId,
+      rewrapped: 2,
+      changedMeanwhile: 0,
+      unopened: 0,
+      left: 0,
+    });
     expect(splitEnvelope((await stored(bare)).sealed_value)).toBeDefined();
     expect(await opened(bare)).toBe("sk_live_bare_before_envelopes");
     expect(Buffer.from((await stored(enveloped)).sealed_value)).toEqual(Buffer.from(envelope.sealed));
@@ -133,7 +139,13 @@ describe("vault seal-rewrap", () => {
 
     // A rotation: every value is sealed again under the new key, an envelope's value untouched.
     const second = await rotate();
-    expect(await rewrap(org)).toEqual({ keyId: second, rewrapped: 3, changedMeanwhile: 0, unopened: 0 });
+    expect(await rewrap(org)).toEqual({
+      keyId: second,
+      rewrapped: 3,
+      changedMeanwhile: 0,
+      unopened: 0,
+      left: 0,
+    });
     const after = await stored(enveloped);
     expect(after.sealing_key_id).toBe(second);
     const before = splitEnvelope(envelope.sealed)!;
@@ -144,7 +156,8 @@ describe("vault seal-rewrap", () => {
 
     // The old key retired: nothing stored needs it any more.
     await rotate(false);
-    expect(await rewrap(org)).toMatchObject({ unopened: 3 });
+    // What no key opens is left, and said so: the run does not give the all-clear.
+    expect(await rewrap(org)).toMatchObject({ unopened: 3, left: 3 });
   });
 
   it("opens every value after the old key is gone, once they were sealed again", async () => {
@@ -257,7 +270,13 @@ describe("vault seal-rewrap", () => {
       const sealed = na.crypto_box_seal(new TextEncoder().encode(value), key.publicKey);
       ids.push(await storeItem(org, `LARGE_${i}`, key.keyId, sealed));
     }
-    expect(await rewrap(org)).toEqual({ keyId: key.keyId, rewrapped: 100, changedMeanwhile: 0, unopened: 0 });
+    expect(await rewrap(org)).toEqual({
+      keyId: key.keyId,
+      rewrapped: 100,
+      changedMeanwhile: 0,
+      unopened: 0,
+      left: 0,
+    });
     expect(splitEnvelope((await stored(ids[99]!)).sealed_value)).toBeDefined();
     expect((await opened(ids[99]!)).startsWith("sk_large_099_")).toBe(true);
     expect(await rewrap(org)).toMatchObject({ rewrapped: 0 });

@@ -29,7 +29,14 @@ export async function runSealRewrap(
       (report.changedMeanwhile > 0 ? `, ${report.changedMeanwhile} written meanwhile (kept)` : "") +
       (report.unopened > 0 ? `, ${report.unopened} the proxy could not open (left as they are)` : ""),
   );
-  return report.unopened > 0 ? 1 : 0;
+  // Written under the old key during the run (a control plane or proxy that had not read the new
+  // key yet): the old key must stay until a run ends with none.
+  progress(
+    report.left === 0
+      ? "nothing is left under an older key: the old sealing keys may leave the file"
+      : `${report.left} value(s) are still under an older key: keep the old keys, and run it again in a few minutes`,
+  );
+  return report.unopened > 0 || report.left > 0 ? 1 : 0;
 }
 
 async function rewrapLocal(

@@ -47,6 +47,12 @@ export interface RewrapReport {
   changedMeanwhile: number;
   /** The proxy could not open them (a key it no longer holds, a damaged value): left, reported. */
   unopened: number;
+  /**
+   * Counted again once the run is over: values still under an older key, the unopened ones and
+   * those written during the run by a control plane or proxy that had not yet read the new key.
+   * Zero is the all-clear to take the old keys out of the file.
+   */
+  left: number;
 }
 
 export async function rewrapSealedValues(deps: {
@@ -57,7 +63,13 @@ export async function rewrapSealedValues(deps: {
   progress(line: string): void;
 }): Promise<RewrapReport> {
   const current = await deps.sealingKey();
-  const report: RewrapReport = { keyId: current.keyId, rewrapped: 0, changedMeanwhile: 0, unopened: 0 };
+  const report: RewrapReport = {
+    keyId: current.keyId,
+    rewrapped: 0,
+    changedMeanwhile: 0,
+    unopened: 0,
+    left: 0,
+  };
   for (const table of SEALED_TABLES) {
     const total = await deps.repo.countToRewrap(table, current.keyId);
     if (total === 0) continue;
@@ -109,5 +121,6 @@ export async function rewrapSealedValues(deps: {
       deps.progress(`${table}: ${done} of ${total}`);
     }
   }
+  for (const table of SEALED_TABLES) report.left += await deps.repo.countToRewrap(table, current.keyId);
   return report;
 }
