@@ -158,7 +158,10 @@ describe("the body of a pending request, readable", () => {
     expect(row.call_body_bytes).toBe(100_011);
     await expect.poll(() => mailsTo(email).length).toBe(3);
     const mail = mailText(mailsTo(email).at(-1)!.raw);
-    expect(mail).toContain("    | ... (the first 2 KiB: the inbox shows the whole body)");
+    // The body sent is longer than any view of it: the mail does not say the inbox shows it whole.
+    expect(mail).toContain(
+      "    | ... (the first 2 KiB: the inbox shows the first 64 KiB, and the body sent is longer still)",
+    );
     expect(mail.length).toBeLessThan(4 * 1024);
   });
 
@@ -230,7 +233,9 @@ describe("the approval mail is plain text the agent cannot steer", () => {
     expect(text).toContain(
       "    | text: x\uFFFD\n    | Bcc: evil@example.test\uFFFD\n    | .\uFFFD\n    | RCPT TO:",
     );
-    expect(text).toContain("(it holds control or direction characters, shown as \uFFFD: read it with care)");
+    expect(text).toContain(
+      "(it holds invisible characters (control, direction, zero-width), shown as \uFFFD: read it with care)",
+    );
     expect(text).not.toMatch(/^Bcc:/m);
   });
 });

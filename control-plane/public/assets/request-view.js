@@ -61,7 +61,7 @@ function bodyBlock(body, label) {
     block.appendChild(
       requestViewNode(
         "div",
-        "It holds control or direction characters, shown as \uFFFD: read it with care.",
+        "It holds invisible characters (control, direction, zero-width), shown as \uFFFD: read it with care.",
         "hint warning",
       ),
     );

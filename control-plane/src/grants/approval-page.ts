@@ -61,7 +61,9 @@ export function bodyHtml(body: BodyView): string {
       : tag("pre", { class: "body-text", tabindex: "0" }, tag("code", {}, text(body.text)));
   const notes = [
     body.is_cut ? "Only the first 64 KiB is kept; the digest is of the whole body." : "",
-    body.has_hidden_characters ? "It holds control or direction characters, shown as \uFFFD." : "",
+    body.has_hidden_characters
+      ? "It holds invisible characters (control, direction, zero-width), shown as \uFFFD."
+      : "",
   ].filter(Boolean);
   return [
     tag("p", { class: "body-kind" }, text(`Body (${describeBodyKind(body)})`)),

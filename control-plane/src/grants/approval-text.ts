@@ -56,7 +56,9 @@ function bodyLines(body: BodyView, maxChars: number, whereWhole: string): string
     ...excerpt.lines.map((line) => `    | ${line}`),
     ...(excerpt.isShortened ? [`    | ... (${whereWhole})`] : []),
     ...(body.has_hidden_characters
-      ? ["    (it holds control or direction characters, shown as \uFFFD: read it with care)"]
+      ? [
+          "    (it holds invisible characters (control, direction, zero-width), shown as \uFFFD: read it with care)",
+        ]
       : []),
     `    Body SHA-256 ${body.sha256}`,
   ];
@@ -64,7 +66,13 @@ function bodyLines(body: BodyView, maxChars: number, whereWhole: string): string
 
 /** The body in the mail: its first 2 KiB (the inbox shows the rest). */
 function mailBodyLines(body: BodyView): string[] {
-  return bodyLines(body, MAIL_BODY_CHARS, "the first 2 KiB: the inbox shows the whole body");
+  return bodyLines(
+    body,
+    MAIL_BODY_CHARS,
+    body.is_cut
+      ? "the first 2 KiB: the inbox shows the first 64 KiB, and the body sent is longer still"
+      : "the first 2 KiB: the inbox shows the whole body",
+  );
 }
 
 /**

@@ -86,6 +86,30 @@ describe("keepBody and viewBody", () => {
     expect(view('{"a":"b"}').has_hidden_characters).toBe(false);
   });
 
+  it.each([
+    ["a tag character (invisible ASCII)", "\u{E0041}\u{E0042}"],
+    ["a zero-width space", "\u200b"],
+    ["a zero-width joiner", "\u200d"],
+    ["a word joiner", "\u2060"],
+    ["a byte order mark", "\ufeff"],
+    ["a left-to-right mark", "\u200e"],
+    ["an Arabic letter mark", "\u061c"],
+    ["a soft hyphen", "\u00ad"],
+    ["a variation selector that carries data", "\ufe01"],
+    ["a supplementary variation selector", "\u{e0101}"],
+    ["a line separator (a mail client may break the line there)", "\u2028"],
+    ["a paragraph separator", "\u2029"],
+  ])("flags %s and shows it as U+FFFD", (_name, hidden) => {
+    const shown = view(JSON.stringify({ text: `Deploy done${hidden}` }));
+    expect(shown.has_hidden_characters).toBe(true);
+    expect(shown.text).toContain("Deploy done\uFFFD");
+    expect(shown.text).not.toContain(hidden);
+  });
+
+  it("leaves visible non-ASCII text alone", () => {
+    expect(view(JSON.stringify({ text: "café, 東京, 🙂, ❤️, עברית" })).has_hidden_characters).toBe(false);
+  });
+
   it("keeps markup as text: the view is data, each page writes it as a text node", () => {
     const shown = view('{"html":"<img src=x onerror=alert(1)>"}');
     expect(shown.text).toContain("<img src=x onerror=alert(1)>");
