@@ -77,6 +77,16 @@ describe("setup", () => {
     });
     const inbox = (await op.request("GET", "/api/inbox")).json();
     expect(inbox.approvals).toEqual([]);
+    // Spec 6: answered by the standing approval, and audited so, as POST /api/grants/request is.
+    const events = (await op.request("GET", "/api/audit?action=auto_approved")).json().events;
+    expect(events).toContainEqual(
+      expect.objectContaining({
+        action: "auto_approved",
+        item_name: "SECOND_KEY",
+        host: "second.latch.test",
+        detail: expect.objectContaining({ grant_id: pending.grant_id, policy: "folder_standing" }),
+      }),
+    );
     await agent.close();
   });
 

@@ -105,15 +105,14 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       if (covering && isStandingPolicy(covering.policy)) {
         // Spec 6: the audit lists auto_approved with the name and host. The host is the one asked
         // for, or the credential's only host when the request named none.
-        const host = callScope.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined);
-        await deps.audit.insertAuditEvent({
+        await deps.grants.recordAutoApproved({
           organisationId: scope.organisationId,
           environment: scope.environment,
           actor: scope.actor,
-          action: "auto_approved",
+          agentId: scope.agentId,
           itemName: item.name,
-          host,
-          detail: { grant_id: covering.grant_id, agent_id: scope.agentId, policy: covering.policy },
+          host: callScope.host ?? (item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined),
+          grant: covering,
         });
         return { grant: covering };
       }

@@ -323,6 +323,31 @@ export function createGrantsService(deps: GrantsServiceDeps) {
      * A pending grant for the scope: the one already waiting, or a new one. Repeated requests do
      * not fill the operator's inbox.
      */
+    /**
+     * Spec 6: a request a standing approval already covers is answered with it and audited
+     * `auto_approved`, with the credential's name and the host (the one asked for, or the
+     * credential's only host): the same row whichever way it was asked (API or MCP tool).
+     */
+    async recordAutoApproved(event: {
+      organisationId: string;
+      environment: string;
+      actor: string;
+      agentId: string;
+      itemName: string;
+      host: string | undefined;
+      grant: Pick<PublicGrant, "grant_id" | "policy">;
+    }): Promise<void> {
+      await deps.recordEvent({
+        organisationId: event.organisationId,
+        environment: event.environment,
+        actor: event.actor,
+        action: "auto_approved",
+        itemName: event.itemName,
+        host: event.host,
+        detail: { grant_id: event.grant.grant_id, agent_id: event.agentId, policy: event.grant.policy },
+      });
+    },
+
     async requestGrant(request: GrantRequest): Promise<GrantRequestOutcome> {
       if (deps.approvalCodes) return requestCodedGrant(request, deps.approvalCodes);
       const at = now();

@@ -19,7 +19,18 @@ export async function runRequestGrant(
   // Spec 3.1: a standing approval that covers the agent is returned at once as the covering grant;
   // a session approval is not one (it covers the calls it was given for, not a new request).
   const covering = await deps.grants.findUsableGrant(grantScope);
-  if (covering && isStandingPolicy(covering.policy)) return { payload: { ...covering } };
+  if (covering && isStandingPolicy(covering.policy)) {
+    await deps.grants.recordAutoApproved({
+      organisationId: scope.organisationId,
+      environment: scope.environment,
+      actor: `agent:${scope.agentId}`,
+      agentId: scope.agentId,
+      itemName: item.name,
+      host: item.allowedHosts.length === 1 ? item.allowedHosts[0] : undefined,
+      grant: covering,
+    });
+    return { payload: { ...covering } };
+  }
   const { grant, approvalCode, notifyFailed, deniedAt } = await deps.grants.requestGrant({
     ...grantScope,
     environment: scope.environment,
