@@ -452,10 +452,15 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("id", "=", id)
         .execute();
     },
+    // Codes are 8 digits: an old decided grant may hold the code a pending one was just given.
+    // The pending one is the one meant (the decided one only says "already used").
     findGrantByCodeHash: (organisationId, codeHash) =>
       selectGrants()
         .where("grants.organisation_id", "=", organisationId)
         .where("grants.approval_code_hash", "=", codeHash)
+        .orderBy(sql`grants.status = 'pending'`, "desc")
+        .orderBy("grants.created_at", "desc")
+        .limit(1)
         .executeTakeFirst(),
     findGrantByLinkHash: (organisationId, tokenHash) =>
       selectGrants()
