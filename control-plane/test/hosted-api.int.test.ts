@@ -314,35 +314,6 @@ describe("the hourly request limit (spec 8)", () => {
   });
 });
 
-describe("an approval code an old decided approval also held", () => {
-  it("approves the pending request it was just given, not the old one", async () => {
-    const { op } = await setUp();
-    const ask = (agent: string) =>
-      op.request("POST", "/api/grants/request", { item_name: "API_KEY", agent_id: agent });
-    const old = (await ask("agent-old")).json();
-    const denied = await op.request("POST", `/api/grants/${old.grant.grant_id}/revoke`);
-    expect(denied.statusCode, denied.body).toBe(200);
-    const fresh = (await ask("agent-new")).json();
-    // 8 digits repeat: the old approval holds the code the new one was given.
-    const { approval_code_hash } = await h.plane.database.db
-      .selectFrom("grants")
-      .select("approval_code_hash")
-      .where("id", "=", fresh.grant.grant_id)
-      .executeTakeFirstOrThrow();
-    await h.plane.database.db
-      .updateTable("grants")
-      .set({ approval_code_hash })
-      .where("id", "=", old.grant.grant_id)
-      .execute();
-    const approved = await op.request("POST", "/api/grants/approve-by-code", {
-      code: fresh.approval_code,
-      policy: "prompt",
-    });
-    expect(approved.statusCode, approved.body).toBe(200);
-    expect(approved.json().grant).toMatchObject({ grant_id: fresh.grant.grant_id, status: "active" });
-  });
-});
-
 describe("the approval link (spec 3.1, 4.3)", () => {
   it("sends a signed-out browser to sign in and back to the link; a signed-in operator approves with the agent named", async () => {
     const { op, token } = await setUp();
