@@ -25,7 +25,11 @@ type CoverageRow = {
  * path's prefix up to its last `/`). Standing policies keep only the scope the operator gave.
  */
 export function isCovering(row: CoverageRow, call: CallTarget | undefined): boolean {
-  return isInsideScope(row, call) && isInsideApprovedCall(row, call);
+  // A one-call or 8-hour approval of a named call covers what its approved call says (the inbox
+  // words it so); the scope its request carried (the exact path, asked outside a standing scope)
+  // would narrow an 8-hour approval to that one path.
+  const isCallBound = (row.policy === "prompt" || row.policy === "session") && Boolean(row.call_method);
+  return (isCallBound || isInsideScope(row, call)) && isInsideApprovedCall(row, call);
 }
 
 function withoutQuery(path: string): string {

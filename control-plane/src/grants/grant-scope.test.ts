@@ -85,3 +85,30 @@ describe("an approval bound to the call it was asked for (DECISIONS Approvals)",
     ).toBe(true);
   });
 });
+
+describe("an approval asked outside a standing scope (its request carries the exact path as scope)", () => {
+  const outside = {
+    scope_host: "api.example.com",
+    scope_method: "GET",
+    scope_path: "/v1/users/me",
+    call_method: "GET",
+    call_host: "api.example.com",
+    call_path: "/v1/users/me",
+    call_body_sha256: null,
+  };
+  it("an 8-hour approval covers the host and method under the path's prefix, as the inbox says", () => {
+    const later = { host: "api.example.com", method: "GET", path: "/v1/users/other" };
+    expect(isCovering({ ...outside, policy: "session" }, later)).toBe(true);
+    expect(isCovering({ ...outside, policy: "session" }, { ...later, path: "/v1/repos/x" })).toBe(false);
+    expect(isCovering({ ...outside, policy: "session" }, { ...later, method: "DELETE" })).toBe(false);
+  });
+  it("a one-call approval covers that call alone", () => {
+    const exact = { host: "api.example.com", method: "GET", path: "/v1/users/me" };
+    expect(isCovering({ ...outside, policy: "prompt" }, exact)).toBe(true);
+    expect(isCovering({ ...outside, policy: "prompt" }, { ...exact, path: "/v1/users/other" })).toBe(false);
+  });
+  it("a standing approval keeps the scope it was given", () => {
+    const other = { host: "api.example.com", method: "GET", path: "/v1/users/other" };
+    expect(isCovering({ ...outside, policy: "item_standing" }, other)).toBe(false);
+  });
+});
