@@ -1,11 +1,13 @@
 // Redaction of an origin's answer: every byte that spells a credential (in any encoding that
 // secret-encodings.ts lists) becomes "[redacted]" before the answer leaves the proxy, in the body
 // and in the allowed response headers.
+import { BASE64_ESCAPE_FAMILIES } from "./base64-escapes.ts";
 import { findHeadersSplittingASpelling } from "./header-block.ts";
 import {
   type AnswerShape,
   addSecretEncodings,
   FAMILY_MARKERS,
+  NUL,
   type RedactionValue,
 } from "./secret-encodings.ts";
 import { buildSpellingAutomaton } from "./spelling-automaton.ts";
@@ -35,29 +37,41 @@ export interface Redactor {
 
 const REDACTED_BYTES = Buffer.from(REDACTED, "latin1");
 
-/** Each byte's classes: BASE64 when base64 or base64url writes it, HEX for hex digits and separators. */
+/**
+ * Each byte's classes: BASE64 when base64 or base64url writes it, HEX for hex digits and
+ * separators, ESCAPED_BASE64 for those of base64 and the bytes its JSON, URL and HTML escapes add.
+ */
 const BASE64 = 1;
 const HEX = 2;
-const CHARACTER_CLASSES: Uint8Array = (() => {
+const ESCAPED_BASE64 = 4;
+const BASE64_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=";
+
+function buildCharacterClasses(isNulRead: boolean): Uint8Array {
   const table = new Uint8Array(256);
   const add = (characters: string, bit: number) => {
     for (const character of characters) table[character.charCodeAt(0)]! |= bit;
   };
-  add("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=", BASE64);
+  add(BASE64_CHARACTERS, BASE64 | ESCAPED_BASE64);
+  add("\\%&#;", ESCAPED_BASE64);
   add("0123456789abcdefABCDEF:- ", HEX);
-  // The scan reads through line breaks: they continue a run of either class.
-  add("\r\n", BASE64 | HEX);
+  // The scan reads through line breaks: they continue a run of any class.
+  add("\r\n", BASE64 | HEX | ESCAPED_BASE64);
+  // In an answer with a NUL, a run may be UTF-16 text: read through its NULs too.
+  if (isNulRead) add("\x00", BASE64 | HEX | ESCAPED_BASE64);
   return table;
-})();
+}
+
+const CHARACTER_CLASSES = buildCharacterClasses(false);
+const CHARACTER_CLASSES_THROUGH_NUL = buildCharacterClasses(true);
 
 /** The longest runs of `body` in each class, in one pass. */
-function longestRuns(body: Buffer): { base64: number; hex: number } {
+function longestRuns(body: Buffer, classesOf: Uint8Array): { base64: number; hex: number } {
   let base64 = 0;
   let hex = 0;
   let base64Run = 0;
   let hexRun = 0;
   for (let i = 0; i < body.length; i++) {
-    const classes = CHARACTER_CLASSES[body[i]!]!;
+    const classes = classesOf[body[i]!]!;
     if (classes & BASE64) {
       if (++base64Run > base64) base64 = base64Run;
     } else base64Run = 0;
@@ -69,21 +83,66 @@ function longestRuns(body: Buffer): { base64: number; hex: number } {
 }
 
 /**
+ * longestRuns, and the longest run of ESCAPED_BASE64, in the same pass: for a body that holds an
+ * escape's marker. Every byte of BASE64 is of ESCAPED_BASE64 too, so only a byte outside BASE64
+ * can end an escaped run, and the run is measured from where it began, not counted byte by byte.
+ */
+function longestRunsWithEscapes(
+  body: Buffer,
+  classesOf: Uint8Array,
+): { base64: number; hex: number; escaped: number } {
+  let base64 = 0;
+  let hex = 0;
+  let escaped = 0;
+  let base64Run = 0;
+  let hexRun = 0;
+  let escapedStart = 0;
+  for (let i = 0; i < body.length; i++) {
+    const classes = classesOf[body[i]!]!;
+    if (classes & BASE64) {
+      if (++base64Run > base64) base64 = base64Run;
+    } else {
+      base64Run = 0;
+      if ((classes & ESCAPED_BASE64) === 0) {
+        if (i - escapedStart > escaped) escaped = i - escapedStart;
+        escapedStart = i + 1;
+      }
+    }
+    if (classes & HEX) {
+      if (++hexRun > hex) hex = hexRun;
+    } else hexRun = 0;
+  }
+  if (body.length - escapedStart > escaped) escaped = body.length - escapedStart;
+  return { base64, hex, escaped };
+}
+
+/** The markers of the escaped base64 spellings, as bytes and as a test of text. */
+const ESCAPE_MARKERS: readonly number[] = [...new Set(BASE64_ESCAPE_FAMILIES.map((family) => family.marker))];
+const ESCAPE_CHARACTERS = new RegExp(
+  `[${ESCAPE_MARKERS.map((byte) => `\\x${byte.toString(16).padStart(2, "0")}`).join("")}]`,
+);
+
+/**
  * What an answer can hold, for a redactor built for it alone (secret-encodings.ts AnswerShape):
  * which of the bytes that mark a family of spellings (FAMILY_MARKERS: the backslash of JSON
  * escapes, the "&" of HTML references, the "%" and "+" of URL encodings, the separators of hex
- * dumps) occur, found by the native byte search, a handful of passes that stop at the first hit;
- * and the longest runs of base64 and of hex characters a spelling could lie in. A header counts
- * whole, and so do all of them joined with ", " (a spelling split across headers is found in
- * their join): their joined length bounds every run in them.
+ * dumps, the NUL of UTF-16 text) occur, found by the native byte search, a handful of passes that
+ * stop at the first hit; and the longest runs of base64 characters, of hex ones, and of base64
+ * ones and the bytes of their escapes (only where an escape's marker occurs), that a spelling
+ * could lie in, read through NULs when the answer holds one (UTF-16 text). A header
+ * counts whole, and so do all of them joined with ", " (a spelling split across headers is found
+ * in their join): their joined length bounds every run in them.
  */
 export function answerShape(body: Buffer, headerValues: readonly string[]): AnswerShape {
   const markers = new Uint8Array(256);
   const isJoined = headerValues.length > 1;
+  let isEscapeInBody = false;
   for (const byte of FAMILY_MARKERS) {
     const char = String.fromCharCode(byte);
-    if (
-      body.indexOf(byte) !== -1 ||
+    if (body.indexOf(byte) !== -1) {
+      markers[byte] = 1;
+      if (ESCAPE_MARKERS.includes(byte)) isEscapeInBody = true;
+    } else if (
       (isJoined && (char === "," || char === " ")) ||
       headerValues.some((value) => value.includes(char))
     ) {
@@ -92,11 +151,18 @@ export function answerShape(body: Buffer, headerValues: readonly string[]): Answ
   }
   let joined = 2 * Math.max(0, headerValues.length - 1);
   for (const value of headerValues) joined += Buffer.byteLength(value, "utf8");
-  const runs = longestRuns(body);
+  const classes = markers[NUL] === 1 ? CHARACTER_CLASSES_THROUGH_NUL : CHARACTER_CLASSES;
+  const runs = isEscapeInBody
+    ? longestRunsWithEscapes(body, classes)
+    : { ...longestRuns(body, classes), escaped: 0 };
+  // Headers none of which holds an escape's marker hold no escaped spelling, not even one split
+  // across them (its marker would be in one of them): their length does not count.
+  const isEscapeInHeaders = headerValues.some((value) => ESCAPE_CHARACTERS.test(value));
   return {
     markers,
     longestBase64Run: Math.max(runs.base64, joined),
     longestHexRun: Math.max(runs.hex, joined),
+    longestEscapedBase64Run: isEscapeInHeaders ? Math.max(runs.escaped, joined) : runs.escaped,
   };
 }
 

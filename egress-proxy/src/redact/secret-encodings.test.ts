@@ -89,7 +89,7 @@ describe("listSecretEncodings", () => {
 
   it("leaves out, for an answer's markers, only spellings that cannot occur in it (5000 secrets)", () => {
     const next = random(20261126);
-    // Answers with and without each family's marker ("%", "+", "\\", "&", ":", "-", " ").
+    // Answers with and without each family's marker ("%", "+", "\\", "&", ":", "-", " ", NUL).
     const answers = [
       '{"a":"plain json","b":[1,2,3]}',
       "text with % and + but nothing else",
@@ -97,6 +97,8 @@ describe("listSecretEncodings", () => {
       "aa:bb-cc dd",
       "",
       "every byte %+\\&:- \r\nABCDEFXabcdefx0123456789",
+      // UTF-16 text (NUL) and the bytes of escaped base64 ("#", ";", "/", "=").
+      "\u0000a\u0000b &#43;&#x2f;&plus;\\u002b\\/%3d ABCDEFXabcdefx0123456789+/=_",
     ].map((text) => {
       const markers = new Uint8Array(256);
       for (const byte of FAMILY_MARKERS) if (text.includes(String.fromCharCode(byte))) markers[byte] = 1;
@@ -108,6 +110,7 @@ describe("listSecretEncodings", () => {
           markers,
           longestBase64Run: Number.POSITIVE_INFINITY,
           longestHexRun: Number.POSITIVE_INFINITY,
+          longestEscapedBase64Run: Number.POSITIVE_INFINITY,
         },
         canOccur: (spelling: string) => [...normalizeSpelling(spelling)].every((c) => read.has(c)),
       };

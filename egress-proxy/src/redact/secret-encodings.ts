@@ -1,7 +1,11 @@
 // The spellings of one credential that an origin may echo back: raw, hex, URL and form encoded
 // (url-encodings.ts), JSON escaped (json-escapes.ts), HTML escaped (html-escapes.ts), base64
-// (whole, inside a longer base64 text, and as an HTTP Basic pair). Spellings that differ only in
-// hex case or line breaks are one for the scan (spelling-automaton.ts), so each is listed once.
+// (whole, inside a longer base64 text, and as an HTTP Basic pair), each base64 one also with its
+// "+", "/" and "=" escaped for JSON, a URL or HTML (base64-escapes.ts); as UTF-8 bytes (and
+// latin1), and the raw, JSON and base64 ones as UTF-16 too (either byte order). Spellings that
+// differ only in hex case or line breaks are one for the scan (spelling-automaton.ts), so each
+// is listed once.
+import { BASE64_ESCAPE_FAMILIES, BASE64_ESCAPED, listEscapedBase64 } from "./base64-escapes.ts";
 import { listHtmlEscapes } from "./html-escapes.ts";
 import { listJsonEscapes } from "./json-escapes.ts";
 import { listUrlEncodings } from "./url-encodings.ts";
@@ -30,6 +34,12 @@ export interface AnswerShape {
   longestBase64Run: number;
   /** The same for hex digits and the hex separators (":", "-", " "). */
   longestHexRun: number;
+  /**
+   * The same for base64 characters and the bytes of their JSON, URL and HTML escapes ("\\",
+   * "%", "&", "#", ";"), counting only the parts of the answer that hold one of "\\", "%" and
+   * "&" (0 when none does). With a NUL in the answer, every run reads through NULs too (UTF-16).
+   */
+  longestEscapedBase64Run: number;
 }
 
 /**
@@ -48,8 +58,17 @@ const PERCENT = 0x25;
 const PLUS = 0x2b;
 /** ":", "-" and " ": what hex dumps, fingerprints and debug logs put between bytes. */
 const HEX_SEPARATORS: readonly number[] = [0x3a, 0x2d, 0x20];
+/** Every UTF-16 spelling of an ASCII or latin1 text holds one (the high byte of each unit). */
+export const NUL = 0x00;
 /** The bytes whose absence from an answer rules a family of spellings out (addSecretEncodings). */
-export const FAMILY_MARKERS: readonly number[] = [BACKSLASH, AMPERSAND, PERCENT, PLUS, ...HEX_SEPARATORS];
+export const FAMILY_MARKERS: readonly number[] = [
+  BACKSLASH,
+  AMPERSAND,
+  PERCENT,
+  PLUS,
+  ...HEX_SEPARATORS,
+  NUL,
+];
 
 /**
  * Appends every byte spelling of `value` to `spellings` as a byte string (its bytes read as
@@ -59,54 +78,105 @@ export const FAMILY_MARKERS: readonly number[] = [BACKSLASH, AMPERSAND, PERCENT,
  * With `shape` (redactor.ts answerShape: what the answer holds), a spelling that cannot occur in
  * that answer is not listed: each JSON escape that is not the secret itself holds a backslash,
  * each HTML one an "&", each URL one a "%" or a "+" (a space), each separated hex one its
- * separator; a hex spelling is nothing but hex digits and separators, and a base64 one nothing
- * but base64 characters, so neither fits in an answer whose longest run of those is shorter.
- * Only spellings that cannot occur are left out (secret-encodings.test.ts compares with the whole
- * list for thousands of secrets and answers).
+ * separator, each escaped base64 one its family's marker, each UTF-16 one of a text with an ASCII
+ * or latin1 character a NUL; a hex spelling is nothing but hex digits and separators, a base64
+ * one nothing but base64 characters, and an escaped base64 one nothing but those and its escapes'
+ * bytes, so none fits in an answer whose longest run of those is shorter. Only spellings that
+ * cannot occur are left out (secret-encodings.test.ts compares with the whole list for thousands
+ * of secrets and answers).
  */
 export function addSecretEncodings(value: RedactionValue, spellings: string[], shape?: AnswerShape): void {
   const secret = value.secret;
   if (typeof secret !== "string" || secret.length === 0) return;
   const has = (byte: number) => shape === undefined || shape.markers[byte] === 1;
+  // A body of UTF-16 text (a hostile origin need not answer in UTF-8) reaches the agent read as
+  // UTF-8, where dropping the NULs is all it takes to read it. The secret, its JSON escapes and
+  // its base64 spellings (an echoed Authorization header) are listed so too, in an answer with a
+  // NUL; without one, only a text whose every UTF-16 unit has two non-zero bytes (addText).
+  const isUtf16 = has(NUL);
+  const addAscii = (texts: readonly string[], isAlsoUtf16: boolean) => {
+    for (const text of texts) spellings.push(text);
+    if (isAlsoUtf16) for (const text of texts) addUtf16(spellings, text);
+  };
   // The secret itself, its JSON escapes and its HTML escapes can hold non-ASCII; every other
   // spelling is ASCII, and so are the escapes of an ASCII secret.
-  addText(spellings, secret);
-  const escapes = [
-    ...(has(BACKSLASH) ? listJsonEscapes(secret) : []),
-    ...(has(AMPERSAND) ? listHtmlEscapes(secret) : []),
-  ];
-  if (ASCII.test(secret)) spellings.push(...escapes);
-  else for (const text of escapes) addText(spellings, text);
+  const isAscii = ASCII.test(secret);
+  addText(spellings, secret, isUtf16);
+  if (has(BACKSLASH)) {
+    const escapes = listJsonEscapes(secret);
+    if (isAscii) addAscii(escapes, isUtf16);
+    else for (const text of escapes) addText(spellings, text, isUtf16);
+  }
+  if (has(AMPERSAND)) {
+    const escapes = listHtmlEscapes(secret);
+    if (isAscii) addAscii(escapes, false);
+    else for (const text of escapes) addText(spellings, text, false);
+  }
   const bytes = Buffer.from(secret, "utf8");
-  if (has(PERCENT) || has(PLUS)) spellings.push(...listUrlEncodings(secret, bytes));
+  if (has(PERCENT) || has(PLUS)) addAscii(listUrlEncodings(secret, bytes), false);
   // Plain hex is 2 characters a byte; separated, 3 less one.
   const hexRun = shape?.longestHexRun ?? Number.POSITIVE_INFINITY;
-  if (hexRun >= 2 * bytes.length) spellings.push(...listHexEncodings(bytes, has, hexRun));
+  if (hexRun >= 2 * bytes.length) addAscii(listHexEncodings(bytes, has, hexRun), false);
   const base64Run = shape?.longestBase64Run ?? Number.POSITIVE_INFINITY;
+  const escapedRun = shape?.longestEscapedBase64Run ?? Number.POSITIVE_INFINITY;
   // The shortest base64 spelling of a value is the core of its embedded form, at least
-  // 4/3 of its bytes less 2 characters: an answer with no run that long holds none of them.
-  if (base64Run >= Math.floor((4 * bytes.length) / 3) - 2) {
-    const base64 = [
-      ...listBase64Encodings(bytes),
-      ...listEmbeddedBase64(bytes),
-      ...listBase64Encodings(Buffer.from(`${secret}:`, "utf8")),
-    ];
-    if (value.username !== undefined && value.username.length > 0) {
-      base64.push(...listBase64Encodings(Buffer.from(`${value.username}:${secret}`, "utf8")));
-    }
-    for (const spelling of base64) if (spelling.length <= base64Run) spellings.push(spelling);
+  // 4/3 of its bytes less 2 characters (longer still with an escape in it): an answer with no
+  // run that long holds none of them.
+  const shortestBase64 = Math.floor((4 * bytes.length) / 3) - 2;
+  if (base64Run < shortestBase64 && escapedRun < shortestBase64) return;
+  const base64 = [
+    ...listBase64Encodings(bytes),
+    ...listEmbeddedBase64(bytes),
+    ...listBase64Encodings(Buffer.from(`${secret}:`, "utf8")),
+  ];
+  if (value.username !== undefined && value.username.length > 0) {
+    base64.push(...listBase64Encodings(Buffer.from(`${value.username}:${secret}`, "utf8")));
   }
+  const listed: string[] = [];
+  for (const spelling of base64) {
+    if (spelling.length <= base64Run) listed.push(spelling);
+    // Each escape is longer than the character it writes.
+    if (spelling.length >= escapedRun || !BASE64_ESCAPED.test(spelling)) continue;
+    for (const family of BASE64_ESCAPE_FAMILIES) {
+      if (!has(family.marker)) continue;
+      for (const text of listEscapedBase64(spelling, family)) {
+        if (text.length <= escapedRun) listed.push(text);
+      }
+    }
+  }
+  addAscii(listed, isUtf16);
 }
 
-function addText(spellings: string[], text: string): void {
+/**
+ * Appends `text` as UTF-8 bytes; as latin1 bytes too when it fits (a body in a single-byte
+ * charset carries each non-ASCII character as one byte); and as UTF-16 when `isUtf16`, or when
+ * its UTF-16 holds no NUL (then an answer without one may hold it all the same).
+ */
+function addText(spellings: string[], text: string, isUtf16: boolean): void {
   if (ASCII.test(text)) {
     // An ASCII text: UTF-8 and latin1 spell it alike, so it is its own byte string.
     spellings.push(text);
+    if (isUtf16) addUtf16(spellings, text);
     return;
   }
   spellings.push(Buffer.from(text, "utf8").toString("latin1"));
-  // A body in a single-byte charset carries each non-ASCII character as one byte.
   if (LATIN1.test(text)) spellings.push(text);
+  if (isUtf16 || !hasNulInUtf16(text)) addUtf16(spellings, text);
+}
+
+/** Appends the UTF-16LE and UTF-16BE bytes of `text`, each unit whole. */
+function addUtf16(spellings: string[], text: string): void {
+  const little = Buffer.from(text, "utf16le");
+  spellings.push(little.toString("latin1"), little.swap16().toString("latin1"));
+}
+
+/** Whether a UTF-16 unit of `text` has a zero byte (each one up to U+00FF, and every U+xx00). */
+function hasNulInUtf16(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit <= 0xff || (unit & 0xff) === 0) return true;
+  }
+  return false;
 }
 
 const ASCII = /^[\x00-\x7f]*$/;
