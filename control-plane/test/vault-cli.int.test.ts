@@ -43,6 +43,23 @@ function vault(args: string[], stdin?: string, ownEnv?: Record<string, string>):
   return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
 }
 
+/** The official MCP SDK client on `vault mcp` over stdio, and what the process wrote to stderr so far. */
+async function stdioAgent(name: string): Promise<{ agent: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [VAULT, "mcp"],
+    env,
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const agent = new Client({ name, version: "1.0.0" });
+  await agent.connect(transport);
+  return { agent, stderr: () => stderr };
+}
+
 function payloadOf(result: Awaited<ReturnType<Client["callTool"]>>): Record<string, unknown> {
   return JSON.parse((result.content as { text: string }[])[0]!.text) as Record<string, unknown>;
 }
@@ -94,18 +111,7 @@ describe("the vault CLI and vault mcp", () => {
   }, 60_000);
 
   it("runs the approval cycle over stdio with the MCP SDK client, approved from another process", async () => {
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [VAULT, "mcp"],
-      env,
-      stderr: "pipe",
-    });
-    let stderr = "";
-    transport.stderr?.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    const agent = new Client({ name: "stdio-agent", version: "1.0.0" });
-    await agent.connect(transport);
+    const { agent, stderr } = await stdioAgent("stdio-agent");
 
     const pending = payloadOf(
       await agent.callTool({
@@ -186,8 +192,8 @@ describe("the vault CLI and vault mcp", () => {
     expect(audit.stdout).toMatch(/agent:stdio-agent\s+http_request\s+GITHUB_TOKEN\s+api\.latch\.test/);
     outputs.push(grants.stdout, approved.stdout, audit.stdout, JSON.stringify([pending, answer, mine]));
     await agent.close();
-    outputs.push(stderr);
-    expect(stderr).toContain("egress proxy listening");
+    outputs.push(stderr());
+    expect(stderr()).toContain("egress proxy listening");
   }, 90_000);
 
   it("stops on SIGTERM as at the end of its input: the vault, its proxy and the lock closed", async () => {
@@ -241,23 +247,12 @@ describe("the vault CLI and vault mcp", () => {
     // A `vault set` at work holds the lock for a few seconds: here a process that lives 3 s does.
     const holder = spawn("sleep", ["3"], { stdio: "ignore" });
     writeFileSync(join(dataDir, "local", "db.lock"), `${holder.pid}\n`, { mode: 0o600 });
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [VAULT, "mcp"],
-      env,
-      stderr: "pipe",
-    });
-    let stderr = "";
-    transport.stderr?.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    const agent = new Client({ name: "patient-agent", version: "1.0.0" });
-    await agent.connect(transport);
+    const { agent, stderr } = await stdioAgent("patient-agent");
     expect((await agent.listTools()).tools.length).toBeGreaterThan(0);
     expect(holder.exitCode ?? holder.signalCode).not.toBeNull();
-    expect(stderr).not.toContain("holds");
+    expect(stderr()).not.toContain("holds");
     await agent.close();
-    outputs.push(stderr);
+    outputs.push(stderr());
   }, 60_000);
 
   it("left the canary nowhere: outputs, logs and the database files", async () => {

@@ -34,6 +34,21 @@ async function enrolledOperator(keyringFile: string, at: Date) {
   return { id, app };
 }
 
+/** Whether `op`'s authenticator still verifies a minute later, read with the keyring in `file`. */
+async function stillVerifies(
+  file: string,
+  op: { id: string; app: OTPAuth.TOTP },
+  at: Date,
+): Promise<{ usedBackupCode: boolean; totpStep?: number }> {
+  const later = new Date(at.getTime() + 60_000);
+  const totp = createTotpService({
+    repo: createOperatorsRepo(database.db),
+    keyring: loadOrCreateKeyring(file),
+    now: () => later,
+  });
+  return totp.verify(op.id, op.app.generate({ timestamp: later.getTime() }));
+}
+
 async function keyIdOf(id: string): Promise<string | null> {
   const row = await database.db
     .selectFrom("operators")
@@ -61,15 +76,9 @@ describe("vault kek-rotate", () => {
     for (const op of operators) {
       expect(await keyIdOf(op.id)).toBe(report.keyId);
       // The secret still verifies: same authenticator, later code.
-      const later = new Date(at.getTime() + 60_000);
-      const totp = createTotpService({
-        repo: createOperatorsRepo(database.db),
-        keyring: loadOrCreateKeyring(file),
-        now: () => later,
-      });
-      await expect(totp.verify(op.id, op.app.generate({ timestamp: later.getTime() }))).resolves.toEqual({
+      await expect(stillVerifies(file, op, at)).resolves.toEqual({
         usedBackupCode: false,
-        totpStep: Math.floor(later.getTime() / 30_000),
+        totpStep: Math.floor((at.getTime() + 60_000) / 30_000),
       });
     }
   });
@@ -111,15 +120,7 @@ describe("vault kek-rotate", () => {
     });
     expect(report.retired).toEqual([oldKey]);
     expect(await keyIdOf(op.id)).toBe(report.keyId);
-    const later = new Date(at.getTime() + 60_000);
-    const totp = createTotpService({
-      repo: createOperatorsRepo(database.db),
-      keyring: loadOrCreateKeyring(file),
-      now: () => later,
-    });
-    await expect(totp.verify(op.id, op.app.generate({ timestamp: later.getTime() }))).resolves.toMatchObject({
-      usedBackupCode: false,
-    });
+    await expect(stillVerifies(file, op, at)).resolves.toMatchObject({ usedBackupCode: false });
   });
 
   it("hosted, in three steps: no replica meets a secret under a key its copy of the file lacks", async () => {
@@ -144,15 +145,7 @@ describe("vault kek-rotate", () => {
     expect(switched).toMatchObject({ keyId: staged, retired: [] });
     expect(await keyIdOf(op.id)).toBe(staged);
     // The replica (not rolled yet) opens the re-wrapped secret with its staged copy.
-    const later = new Date(at.getTime() + 60_000);
-    const replicaTotp = createTotpService({
-      repo,
-      keyring: loadOrCreateKeyring(replicaFile),
-      now: () => later,
-    });
-    await expect(
-      replicaTotp.verify(op.id, op.app.generate({ timestamp: later.getTime() })),
-    ).resolves.toMatchObject({ usedBackupCode: false });
+    await expect(stillVerifies(replicaFile, op, at)).resolves.toMatchObject({ usedBackupCode: false });
     expect(readFileSync(file, "utf8")).toContain(oldKey);
 
     const retired = await retireKek(repo, file, () => undefined, settleAtOnce);

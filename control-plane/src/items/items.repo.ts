@@ -57,6 +57,16 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
       .selectAll("items")
       .select("folders.name as folder_name");
 
+  const findFolderId = async (organisationId: string, environment: string, name: string) => {
+    const row = await db
+      .selectFrom("folders")
+      .select("id")
+      .where("organisation_id", "=", organisationId)
+      .where("environment", "=", environment)
+      .where("name", "=", name)
+      .executeTakeFirst();
+    return row?.id;
+  };
   return {
     async insertItem(item) {
       await db.insertInto("items").values(item).execute();
@@ -140,30 +150,16 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", olderThan)]))
         .execute();
     },
-    async findFolderId(organisationId, environment, name) {
-      const row = await db
-        .selectFrom("folders")
-        .select("id")
-        .where("organisation_id", "=", organisationId)
-        .where("environment", "=", environment)
-        .where("name", "=", name)
-        .executeTakeFirst();
-      return row?.id;
-    },
+    findFolderId,
     async findOrInsertFolder(organisationId, environment, name, newId) {
       await db
         .insertInto("folders")
         .values({ id: newId, organisation_id: organisationId, environment, name })
         .onConflict((c) => c.constraint("folders_name_unique").doNothing())
         .execute();
-      const row = await db
-        .selectFrom("folders")
-        .select("id")
-        .where("organisation_id", "=", organisationId)
-        .where("environment", "=", environment)
-        .where("name", "=", name)
-        .executeTakeFirstOrThrow();
-      return row.id;
+      const id = await findFolderId(organisationId, environment, name);
+      if (id === undefined) throw new Error(`folder ${name} was neither inserted nor found`);
+      return id;
     },
   };
 }

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
-import { authorizeAndConsent, BASE, form, pkcePair, RESOURCE, register } from "./oauth-flow.ts";
+import { authorizeAndConsent, BASE, form, mcpWith, pkcePair, RESOURCE, register } from "./oauth-flow.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -39,14 +39,7 @@ async function tokenWithProof(fields: Record<string, string>) {
   });
 }
 
-async function mcp(accessToken: string) {
-  return h.app.inject({
-    method: "POST",
-    url: "/mcp",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
-    payload: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
-  });
-}
+const mcp = (accessToken: string, method?: string) => mcpWith(h.app, accessToken, method);
 
 describe("a DPoP proof at /oauth/token", () => {
   it("is ignored: the code and the refresh give Bearer tokens with no cnf, which /mcp takes", async () => {

@@ -11,6 +11,7 @@ import { joinAs, type Member } from "../teams.ts";
 import {
   approveAndExchange,
   authorizeAndConsent,
+  mcpWith,
   pkcePair,
   RESOURCE,
   register,
@@ -27,14 +28,7 @@ afterAll(async () => {
 
 const REDIRECT = "http://127.0.0.1:33418/callback";
 
-async function mcp(accessToken: string) {
-  return h.app.inject({
-    method: "POST",
-    url: "/mcp",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
-    payload: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
-  });
-}
+const mcp = (accessToken: string, method?: string) => mcpWith(h.app, accessToken, method);
 
 /** An owner's organisation with an admin in it, and an OAuth client registered. */
 async function adminWithClient() {

@@ -37,6 +37,16 @@ export async function register(
   });
 }
 
+/** One JSON-RPC call to /mcp with an OAuth access token (tools/list unless said). */
+export function mcpWith(app: FastifyInstance, accessToken: string, method = "tools/list") {
+  return app.inject({
+    method: "POST",
+    url: "/mcp",
+    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
+    payload: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: {} }),
+  });
+}
+
 export async function token(app: FastifyInstance, fields: Record<string, string>) {
   return app.inject({
     method: "POST",

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { jtiHash } from "../../src/oauth/access-tokens.ts";
 import { type HostedHarness, readyOperator, startHosted } from "../hosted.ts";
-import { approveAndExchange, BASE, pkcePair, RESOURCE, register, token } from "./oauth-flow.ts";
+import { approveAndExchange, BASE, mcpWith, pkcePair, RESOURCE, register, token } from "./oauth-flow.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -15,14 +15,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function mcp(accessToken: string, method = "tools/list") {
-  return h.app.inject({
-    method: "POST",
-    url: "/mcp",
-    headers: { authorization: `Bearer ${accessToken}`, "content-type": "application/json" },
-    payload: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: {} }),
-  });
-}
+const mcp = (accessToken: string, method?: string) => mcpWith(h.app, accessToken, method);
 
 /** A refresh at /oauth/token with `refreshToken`, as client `clientId`. */
 const refresh = (clientId: string, refreshToken: string) =>
