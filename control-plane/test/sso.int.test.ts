@@ -738,6 +738,42 @@ describe("the domains a connection lists", () => {
   });
 });
 
+describe("a connection moved to another provider (issuer or client)", () => {
+  it("keeps no proof: its domains are proven again, for a new token, before anyone signs in", async () => {
+    h.clock.advance(30_000);
+    const code = ownerTotp.generate({ timestamp: h.clock.now.getTime() });
+    expect((await owner.request("POST", "/api/auth/totp/verify", { code })).statusCode).toBe(200);
+    const before = (await owner.request("GET", "/api/orgs/sso")).json().connection.domains[0];
+    expect(before.verified).toBe(true);
+    const moveTo = (clientId: string, clientSecret: string) =>
+      owner.request("PUT", "/api/orgs/sso", {
+        issuer: IDP_ISSUER,
+        client_id: clientId,
+        client_secret: clientSecret,
+        email_domains: [DOMAIN],
+      });
+    // An owner's own client (any provider the owner runs): the proof made for the other does not carry over.
+    const moved = await moveTo("an-owners-own-client", "its-own-secret-value-123");
+    expect(moved.statusCode, moved.body).toBe(200);
+    const after = moved.json().connection.domains[0];
+    expect(after.verified).toBe(false);
+    expect(after.record.value).not.toBe(before.record.value);
+    // The record published for the old connection proves nothing now.
+    const check = await owner.request("POST", "/api/orgs/sso/verify-domains", {});
+    expect(check.json().checked).toEqual([
+      { domain: DOMAIN, verified: false, reason: expect.stringContaining("do not carry") },
+    ]);
+
+    // Back to the organisation's provider: proven again once its new record is published.
+    const back = await moveTo(idp.clientId, idp.clientSecret);
+    const record = back.json().connection.domains[0].record;
+    expect(back.json().connection.domains[0].verified).toBe(false);
+    rig!.doh.publish(record.name, record.value);
+    const proven = await owner.request("POST", "/api/orgs/sso/verify-domains", {});
+    expect(proven.json().checked).toEqual([{ domain: DOMAIN, verified: true }]);
+  });
+});
+
 describe("a domain check that finds the connection made again", () => {
   it("proves nothing: the records it read carried the old connection's token", async () => {
     const repo = createSsoRepo(h.plane.database.db);

@@ -97,17 +97,25 @@ export function createSsoRepo(db: Kysely<Database>) {
         .execute(),
 
     async upsertConnection(write: ConnectionWrite): Promise<void> {
+      // A proof vouches for the provider it was made for: another issuer or client (an owner's own
+      // provider, say) starts with no proven domain and a new token, so its records are read anew.
+      const isSameProvider = sql<boolean>`(sso_connections.issuer = ${write.issuer} and sso_connections.client_id = ${write.clientId})`;
       const common = {
         issuer: write.issuer,
         client_id: write.clientId,
         email_domains: write.emailDomains,
-        // A domain taken off the list stops counting at once; listed again, it is checked again.
-        verified_domains: sql<
-          string[]
-        >`array(select d from unnest(sso_connections.verified_domains) as d where d = any(${write.emailDomains}::text[]))`,
         default_role: write.defaultRole,
         require_sso: write.requireSso,
         updated_at: write.at,
+      };
+      // What an edit keeps of the proofs (an insert starts with none).
+      const proofs = {
+        // A domain taken off the list stops counting at once; listed again, it is checked again.
+        verified_domains: sql<
+          string[]
+        >`case when ${isSameProvider} then array(select d from unnest(sso_connections.verified_domains) as d where d = any(${write.emailDomains}::text[])) else '{}'::text[] end`,
+        domain_token: sql<string>`case when ${isSameProvider} then sso_connections.domain_token else ${write.domainToken} end`,
+        domain_misses: sql<string>`case when ${isSameProvider} then sso_connections.domain_misses else '{}'::jsonb end`,
       };
       const secret = write.secret
         ? {
@@ -127,13 +135,13 @@ export function createSsoRepo(db: Kysely<Database>) {
             ...secret,
             created_at: write.at,
           })
-          .onConflict((c) => c.column("organisation_id").doUpdateSet({ ...common, ...secret }))
+          .onConflict((c) => c.column("organisation_id").doUpdateSet({ ...common, ...proofs, ...secret }))
           .execute();
         return;
       }
       await db
         .updateTable("sso_connections")
-        .set(common)
+        .set({ ...common, ...proofs })
         .where("organisation_id", "=", write.organisationId)
         .execute();
     },
