@@ -220,7 +220,8 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
           emailDomains,
           defaultRole,
           requireSso,
-          // Kept across edits (its records stay valid); a domain no longer listed stops counting.
+          // Kept across edits of the same provider (its records stay valid); a domain no longer
+          // listed stops counting; another issuer or client starts anew (sso.repo.ts).
           domainToken: randomBytes(18).toString("base64url"),
           at,
         });
