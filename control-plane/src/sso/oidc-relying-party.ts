@@ -27,6 +27,21 @@ const FETCH_TIMEOUT_MS = 5_000;
 const DOCUMENT_MAX_BYTES = 1024 * 1024;
 /** Discovery and keys are kept this long; an unknown key id fetches the keys again at once. */
 const CACHE_MS = 10 * 60_000;
+/**
+ * Documents kept at most, per cache: any owner may name any issuer, so an unbounded cache would let
+ * one account fill a replica's memory with megabyte documents. The oldest leaves first.
+ */
+export const MAX_CACHED_DOCUMENTS = 256;
+
+/** Keeps `value` under `key`, newest last, dropping the oldest entries past MAX_CACHED_DOCUMENTS. */
+export function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+  cache.delete(key);
+  cache.set(key, value);
+  for (const oldest of cache.keys()) {
+    if (cache.size <= MAX_CACHED_DOCUMENTS) break;
+    cache.delete(oldest);
+  }
+}
 /** Signatures an ID token may carry: asymmetric only (an HMAC would be keyed by the client secret, which the control plane never holds), never "none". */
 const SIGNING_ALGORITHMS = [
   "RS256",
@@ -221,7 +236,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
       if (typeof value !== "string") throw new AppError("sso_failed", `the provider names no ${what}`);
       httpsTarget(value, what);
     }
-    discovered.set(issuer, { until: Date.now() + CACHE_MS, metadata });
+    remember(discovered, issuer, { until: Date.now() + CACHE_MS, metadata });
     return metadata;
   }
 
@@ -242,7 +257,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     if (response.status !== 200 || !jwks || !Array.isArray(jwks.keys)) {
       throw new AppError("sso_failed", "the provider's JWKS is not a key set");
     }
-    keySets.set(uri, { until: Date.now() + CACHE_MS, jwks });
+    remember(keySets, uri, { until: Date.now() + CACHE_MS, jwks });
     return jwks;
   }
 
