@@ -28,7 +28,8 @@ function loadInbox(isBackground) {
       say(count === 1 ? "1 request is waiting in the inbox." : `${count} requests are waiting in the inbox.`);
     }
     waitingCount = count;
-    var snapshot = JSON.stringify(answer) + environment;
+    // What is drawn depends on the rows, the environment and the role (which decisions show).
+    var snapshot = JSON.stringify([answer, environment, me ? me.permissions : null]);
     if (snapshot !== lastInbox) {
       lastInbox = snapshot;
       drawInbox(approvals, requests, count);

@@ -39,7 +39,9 @@ function openLiveInbox() {
   if (!("EventSource" in window) || live.source) return;
   var source = new EventSource("/api/inbox/stream");
   live.source = source;
-  var refresh = () => loadInbox(true).catch(fail);
+  // The stream may say "ready" before the account is known: the rows wait for the role, which
+  // decides the buttons they carry.
+  var refresh = () => meReady.then(() => loadInbox(true)).catch(fail);
   source.addEventListener("open", () => {
     live.isOpen = true;
     live.failures = 0;

@@ -349,6 +349,26 @@ describe.skipIf(skipBrowserTests)("approvals an operator can read, scope and und
     await page.context().close();
   }, 120_000);
 
+  it("a live inbox drawn before the account is known still gets its decisions once the role is", async () => {
+    const { op, agent } = await setUp("slow account agent");
+    expect((await http(agent, { method: "GET", path: "/v1/slow" })).status).toBe("pending");
+    const { page, problems } = await openAs(op);
+    // The account answers late: the live stream's "ready" (and its redraw) comes first.
+    await page.route("**/api/auth/me", async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      await route.continue();
+    });
+    await page.goto(`${base}/console#inbox`);
+    await expect.poll(() => page.locator("#pending-approvals > tbody > tr").count(), SOON).toBeGreaterThan(0);
+    // Well inside the minute after which the live inbox polls again on its own.
+    const once = page.getByRole("button", { name: "Approve once: API_KEY for slow account agent" });
+    await once.waitFor({ state: "visible", timeout: 8_000 });
+    expect(await page.getByText("Waiting for a member who may approve").count()).toBe(0);
+    expect(problems).toEqual([]);
+    await agent.close();
+    await page.context().close();
+  }, 120_000);
+
   it("the collect page shows the request and the provider's steps, takes one answer for a double submit, and sends a signed-out reader to sign in", async () => {
     const { op, agent } = await setUp("collect agent");
     const miss = toolAnswer(
