@@ -251,4 +251,38 @@ describe("fencing while the replicas do not all spend ids in the shared table", 
     expect(await fence.fence(after, () => {})).toBe("fenced");
     expect(store.spent.has("t-rrrrrrrrrrrrrrrr")).toBe(true);
   });
+  it("past half its minute, looks at the fleet again in the background: a call never waits on a silent replica", async () => {
+    let clock = NOW;
+    const store = fakeStore("store:abc");
+    const fleet = fakeProxies(() => FenceOutcome.FENCE_OUTCOME_FENCED, "store:abc", 2);
+    // From the second look on, one replica holds its answer until released (a silent link).
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const egress = {
+      ...fleet.egress,
+      async getInfoOf(address: string) {
+        if (fleet.infoAsked.length >= 2 && address === "10.0.0.2:8443") await held;
+        return fleet.egress.getInfoOf(address);
+      },
+    };
+    const fence = createTicketFence({ egress, spentTickets: store.repo, now: () => clock });
+    expect(await fence.isStoreShared()).toBe(true);
+    expect(fleet.infoAsked).toHaveLength(2);
+    clock = NOW + 31_000;
+    const inTime = (answer: Promise<boolean | undefined>) =>
+      Promise.race([answer, new Promise((resolve) => setTimeout(() => resolve("waited"), 200))]);
+    // Answered from the view it has while the next look waits on the silent replica; asked once.
+    expect(await inTime(fence.isStoreShared())).toBe(true);
+    expect(await inTime(fence.isStoreShared())).toBe(true);
+    expect(fleet.infoAsked).toHaveLength(3);
+    // Past the minute the view is too old to speak: the caller waits for the look under way.
+    clock = NOW + 61_000;
+    const late = fence.isStoreShared();
+    expect(await inTime(late)).toBe("waited");
+    release();
+    expect(await late).toBe(true);
+    expect(fleet.infoAsked).toHaveLength(4);
+  });
 });

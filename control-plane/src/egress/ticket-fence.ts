@@ -92,14 +92,34 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
   /**
    * Asks every replica of the rotation which store it spends ids in, each by its address (not
    * whichever one round robin picks: during a rolling switch, some spend in memory and some in the
-   * table). Cached per fleet: asked again when the set of replicas changes, or after a minute.
+   * table). Cached per fleet: asked again when the set of replicas changes, or after a minute. Past
+   * half the minute the next look starts in the background, so a one-call approval's call does not
+   * wait on it (a silent replica holds a look up to its deadline); one look runs at a time.
    */
   async function viewFleet(): Promise<FleetView | undefined> {
-    const getInfoOf = deps.egress.getInfoOf;
     const addresses = (deps.egress.replicas?.() ?? []).map((r) => r.address).sort();
-    if (!getInfoOf || addresses.length === 0) return undefined;
+    if (!deps.egress.getInfoOf || addresses.length === 0) return undefined;
     const key = addresses.join(" ");
-    if (view && view.key === key && now() - view.at <= STORE_INFO_TTL_MS) return view;
+    if (view && view.key === key && now() - view.at <= STORE_INFO_TTL_MS) {
+      if (now() - view.at > STORE_INFO_TTL_MS / 2) lookAt(key, addresses).catch(() => {});
+      return view;
+    }
+    return lookAt(key, addresses);
+  }
+
+  let look: { key: string; done: Promise<FleetView> } | undefined;
+  /** One look at the fleet `key` names, shared by whoever asks while it runs. */
+  function lookAt(key: string, addresses: string[]): Promise<FleetView> {
+    if (look?.key === key) return look.done;
+    const done = askFleet(key, addresses).finally(() => {
+      if (look?.done === done) look = undefined;
+    });
+    look = { key, done };
+    return done;
+  }
+
+  async function askFleet(key: string, addresses: string[]): Promise<FleetView> {
+    const getInfoOf = deps.egress.getInfoOf!;
     const ids = await Promise.all(
       addresses.map((address) =>
         getInfoOf(address).then(
