@@ -45,6 +45,16 @@ describe("compose.yaml", () => {
     expect(compose.networks.tiers.internal).toBe(true);
     expect(services.postgres!.networks).toEqual(["database"]);
     expect(services["control-plane"]!.networks).not.toContain("internet");
+    // Its one network with a route out is `mail`, and the README keeps that to the SMTP server.
+    const routed = (services["control-plane"]!.networks as string[]).filter(
+      (name) => compose.networks[name]?.internal !== true,
+    );
+    expect(routed).toEqual(["mail"]);
+    const readme = readFileSync(here("../README.md"), "utf8");
+    expect(readme).toContain("iptables -I DOCKER-USER -s <the latch_mail subnet> -j DROP");
+    expect(readme).toContain(
+      "iptables -I DOCKER-USER -s <the latch_mail subnet> -d <your SMTP server> -p tcp --dport <its port> -j ACCEPT",
+    );
     // biome-ignore lint/suspicious/noTemplateCurlyInString: compose's own interpolation, as written.
     expect(services["control-plane"]!.ports).toEqual(["${LATCH_BIND:-127.0.0.1}:${LATCH_PORT:-8787}:8787"]);
   });
