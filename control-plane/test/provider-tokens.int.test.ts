@@ -382,6 +382,48 @@ describe("app credentials only", () => {
     await agent.close();
   });
 
+  it("calls with a minted token already stored do not wait for each other: the token lock is let go before the call is sent", async () => {
+    const rig = await startLocalVault(harness, { logs });
+    await storeApp(rig, "spotify");
+    const agent = await connectLocalAgent(rig.url, "parallel-agent");
+    const args = {
+      method: "GET",
+      host: "api.spotify.com",
+      path: "/v1/browse/categories",
+      item_name: "SPOTIFY",
+    };
+    // The first call mints the app token and stores it; the 8-hour approval covers the rest.
+    expect((await callApproved(rig, agent, args)).origin_status).toBe(200);
+    // The origin answers two held calls only once both have arrived (or alone after 5 s).
+    const held: (() => void)[] = [];
+    harness.setHandler((req, res, recorded) => {
+      if (!req.url?.startsWith("/v1/browse/held")) return fakes.handler(req, res, recorded);
+      const answer = (how: string) => () => {
+        if (res.headersSent) return;
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ how }));
+      };
+      held.push(answer("together"));
+      if (held.length === 2) for (const release of held.splice(0)) release();
+      else setTimeout(answer("alone"), 5_000);
+    });
+    try {
+      const both = await Promise.all(
+        [1, 2].map(() =>
+          agent.callTool({ name: "http_request", arguments: { ...args, path: "/v1/browse/held" } }),
+        ),
+      );
+      const payloads = both.map((answer) => toolPayload(answer));
+      expect(
+        payloads.map((p) => String(p.body)),
+        JSON.stringify(payloads),
+      ).toEqual([JSON.stringify({ how: "together" }), JSON.stringify({ how: "together" })]);
+    } finally {
+      harness.setHandler(fakes.handler);
+    }
+    await agent.close();
+  });
+
   it("stripe: the platform key is the bearer; google: every path needs a user", async () => {
     const rig = await startLocalVault(harness, { logs });
     await storeApp(rig, "stripe");

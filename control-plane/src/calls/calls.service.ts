@@ -14,7 +14,7 @@ import {
 import type { TicketMinter } from "../egress/tickets.ts";
 import { newTicketId } from "../egress/tickets.ts";
 import type { CallableItem } from "../items/callable-item.ts";
-import type { ItemTokensRepo, SealedToken } from "../items/item-tokens.repo.ts";
+import type { ItemTokensRepo, MintedToken, SealedToken } from "../items/item-tokens.repo.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
 import type { CallContext, CallContextQuery, CallContextRepo } from "./call-context.repo.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
@@ -470,8 +470,9 @@ export function createCallsService(deps: CallsDeps) {
 
   /**
    * Sends the call as its token plan says. An exchange runs under the item's token lock: a second
-   * replica waits, then reuses the access token the first one minted, or exchanges the refresh
-   * token the first one stored; whatever the proxy rotated is stored before the lock is let go.
+   * replica waits, then reuses the access token the first one minted (sent once the lock is let
+   * go), or exchanges the refresh token the first one stored; whatever the proxy rotated is stored
+   * before the lock is let go.
    */
   async function sendPlanned(
     plan: TokenPlan,
@@ -487,67 +488,73 @@ export function createCallsService(deps: CallsDeps) {
       return execute(deps.minter.mintCallTicket({ ...spec, inject: plan.inject }, ttl));
     if (!deps.inItemTokenLock) throw new AppError("internal", "the item token store is not wired");
     const now = deps.now ?? Date.now;
-    return deps.inItemTokenLock(plan.tokenItem.id, async (locked) => {
-      if (!plan.answerIsExchange) {
-        const cached = await locked.findAccessToken(
-          plan.tokenItem.id,
-          new Date(now() + TOKEN_REUSE_MARGIN_MS),
-        );
-        if (cached) {
-          const credential = {
-            itemName: plan.tokenItem.name,
-            keyId: cached.sealingKeyId,
-            sealedValue: Buffer.from(cached.sealedValue),
-            username: "",
-          };
-          return execute(deps.minter.mintCallTicket({ ...spec, credential, inject: "bearer" }, ttl));
+    // A minted token still good is read under the lock (so a call waits out an exchange under way
+    // and reuses its token), and sent after the lock is let go: calls that only reuse it never
+    // wait for each other's origin, nor hold a database connection while they do.
+    const locked = await deps.inItemTokenLock<{ cached: MintedToken } | { response: ExecuteResponse }>(
+      plan.tokenItem.id,
+      async (locked) => {
+        if (!plan.answerIsExchange) {
+          const cached = await locked.findAccessToken(
+            plan.tokenItem.id,
+            new Date(now() + TOKEN_REUSE_MARGIN_MS),
+          );
+          if (cached) return { cached };
         }
-      }
-      // Read again under the lock: another replica may have rotated it since the plan was made.
-      const refresh = plan.refreshItem ? await locked.findSealedValue(plan.refreshItem.id) : undefined;
-      if (plan.refreshItem && !refresh)
-        throw new AppError("not_found", `${plan.refreshItem.name} was deleted`);
-      const response = await execute(
-        deps.minter.mintCallTicket(
-          {
-            ...spec,
-            inject: "bearer",
-            exchange: {
-              grant: plan.grant,
-              tokenHost: plan.tokenHost,
-              tokenPath: plan.tokenPath,
-              clientAuthentication: plan.clientAuthentication,
-              clientId: plan.clientId,
-              clientSecret: plan.clientSecretItem ? sealedOf(plan.clientSecretItem) : undefined,
-              refreshToken:
-                plan.refreshItem && refresh
-                  ? {
-                      itemName: plan.refreshItem.name,
-                      keyId: refresh.sealingKeyId,
-                      sealedValue: Buffer.from(refresh.sealedValue),
-                      username: "",
-                    }
-                  : undefined,
-              headers: Object.entries(plan.provider.oauth.tokenHeaders).map(([name, value]) => ({
-                name,
-                value,
-              })),
-              scope: "",
-              answerIsExchange: plan.answerIsExchange,
-              idTokenOnly: false,
-              accessItemName: plan.tokenItem.name,
-              code: "",
-              redirectUri: "",
-              codeVerifier: undefined,
-              refreshItemName: plan.refreshItem?.name ?? "",
+        // Read again under the lock: another replica may have rotated it since the plan was made.
+        const refresh = plan.refreshItem ? await locked.findSealedValue(plan.refreshItem.id) : undefined;
+        if (plan.refreshItem && !refresh)
+          throw new AppError("not_found", `${plan.refreshItem.name} was deleted`);
+        const response = await execute(
+          deps.minter.mintCallTicket(
+            {
+              ...spec,
+              inject: "bearer",
+              exchange: {
+                grant: plan.grant,
+                tokenHost: plan.tokenHost,
+                tokenPath: plan.tokenPath,
+                clientAuthentication: plan.clientAuthentication,
+                clientId: plan.clientId,
+                clientSecret: plan.clientSecretItem ? sealedOf(plan.clientSecretItem) : undefined,
+                refreshToken:
+                  plan.refreshItem && refresh
+                    ? {
+                        itemName: plan.refreshItem.name,
+                        keyId: refresh.sealingKeyId,
+                        sealedValue: Buffer.from(refresh.sealedValue),
+                        username: "",
+                      }
+                    : undefined,
+                headers: Object.entries(plan.provider.oauth.tokenHeaders).map(([name, value]) => ({
+                  name,
+                  value,
+                })),
+                scope: "",
+                answerIsExchange: plan.answerIsExchange,
+                idTokenOnly: false,
+                accessItemName: plan.tokenItem.name,
+                code: "",
+                redirectUri: "",
+                codeVerifier: undefined,
+                refreshItemName: plan.refreshItem?.name ?? "",
+              },
             },
-          },
-          ttl,
-        ),
-      );
-      await storeRotated(locked, plan, organisationId, refresh, response);
-      return response;
-    });
+            ttl,
+          ),
+        );
+        await storeRotated(locked, plan, organisationId, refresh, response);
+        return { response };
+      },
+    );
+    if ("response" in locked) return locked.response;
+    const credential = {
+      itemName: plan.tokenItem.name,
+      keyId: locked.cached.sealingKeyId,
+      sealedValue: Buffer.from(locked.cached.sealedValue),
+      username: "",
+    };
+    return execute(deps.minter.mintCallTicket({ ...spec, credential, inject: "bearer" }, ttl));
   }
 
   async function storeRotated(
