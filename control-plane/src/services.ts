@@ -140,9 +140,7 @@ function createCoreServices(
     recordEvent: audit.insertAuditEvent,
     environments: variant.environments,
     defaultEnvironment: variant.environments[0]!,
-    ...(isLocal
-      ? { isHostListOptional: true, isRefreshTypable: true }
-      : { hasFolderStanding: createGrantsRepo(db).hasActiveFolderStanding }),
+    ...(isLocal ? { isHostListOptional: true, isRefreshTypable: true } : {}),
   });
   const calls = createCallsService({
     findItemByName: items.findCallableByName,

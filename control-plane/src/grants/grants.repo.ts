@@ -78,8 +78,6 @@ export interface GrantScope {
 }
 
 export interface GrantsRepo {
-  /** Whether an agent holds an active folder_standing approval of this folder. */
-  hasActiveFolderStanding(organisationId: string, folderId: string): Promise<boolean>;
   insertGrant(row: NewGrant): Promise<void>;
   /** One grant, with its item's hosts and who approved it. */
   findGrantById(organisationId: string, id: string): Promise<ApprovalRow | undefined>;
@@ -290,18 +288,6 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("id", "=", id)
         .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", olderThan)]))
         .execute();
-    },
-    async hasActiveFolderStanding(organisationId, folderId) {
-      const row = await db
-        .selectFrom("grants")
-        .select("id")
-        .where("organisation_id", "=", organisationId)
-        .where("folder_id", "=", folderId)
-        .where("policy", "=", "folder_standing")
-        .where("status", "=", "active")
-        .limit(1)
-        .executeTakeFirst();
-      return row !== undefined;
     },
     async findUsableGrants(scope, now) {
       const rows = await selectGrants()

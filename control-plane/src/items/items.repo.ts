@@ -23,6 +23,15 @@ export interface ItemsRepo {
   updateItemUsed(id: string, at: Date, olderThan: Date): Promise<void>;
   /** The folder's id, or undefined when no folder has that name yet. */
   findFolderId(organisationId: string, environment: string, name: string): Promise<string | undefined>;
+  /**
+   * Whether an agent holds an active folder_standing approval of the folder, decided under locks
+   * held until the caller's transaction ends (call inside it): the folder's row, so that an
+   * approval bound to the folder after this read waits for the caller to commit; and every pending
+   * or active approval already bound to it, so that an approval being activated meanwhile is
+   * waited for and then read as it committed. A move or store into the folder checked here is
+   * one decision with its write (PostgreSQL; PGlite runs one transaction at a time anyway).
+   */
+  findFolderStandingForUpdate(organisationId: string, folderId: string): Promise<boolean>;
   /** The folder's id, created on first use. */
   findOrInsertFolder(
     organisationId: string,
@@ -151,6 +160,28 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .execute();
     },
     findFolderId,
+    async findFolderStandingForUpdate(organisationId, folderId) {
+      // FOR UPDATE, not a weaker lock: it conflicts with the KEY SHARE lock the foreign key check
+      // takes when a grant's folder_id is written (bindFolderStanding), so that write waits.
+      await db
+        .selectFrom("folders")
+        .select("id")
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", folderId)
+        .forUpdate()
+        .execute();
+      // A pending approval too: its activation (pending -> active, one UPDATE of this row) is
+      // waited for here, and PostgreSQL then returns the row as that approval committed it.
+      const bound = await db
+        .selectFrom("grants")
+        .select(["policy", "status"])
+        .where("organisation_id", "=", organisationId)
+        .where("folder_id", "=", folderId)
+        .where("status", "in", ["pending", "active"])
+        .forUpdate()
+        .execute();
+      return bound.some((grant) => grant.policy === "folder_standing" && grant.status === "active");
+    },
     async findOrInsertFolder(organisationId, environment, name, newId) {
       await db
         .insertInto("folders")

@@ -49,8 +49,6 @@ export interface ItemsServiceDeps {
    * bare service) the two are written one after the other.
    */
   inTransaction?: <T>(fn: (tx: ItemsTransaction) => Promise<T>) => Promise<T>;
-  /** Hosted: whether an agent holds an active folder_standing approval of the folder. */
-  hasFolderStanding?: (organisationId: string, folderId: string) => Promise<boolean>;
 }
 
 /** Who changes a credential, where a role decides (hosted): what they may put under an approval. */
@@ -173,25 +171,26 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
   }
 
   /**
-   * An agent holding a folder_standing approval of `folderName` may call every credential in it
-   * at once: putting one there (storing it there, moving it there) gives standing access, which
-   * is an owner's decision, as approving the folder is (DECISIONS "Teams"), never an admin's alone.
+   * An agent holding a folder_standing approval of `folder` may call every credential in it at
+   * once: putting one there (storing it there, moving it there) gives standing access, which is an
+   * owner's decision, as approving the folder is (DECISIONS "Teams"), never an admin's alone.
+   * Called in the write's transaction, before the write: the check locks the folder and its
+   * approvals (findFolderStandingForUpdate), so an owner approving the folder at the same moment
+   * either commits first and is seen here, or waits until this write has committed.
    */
   async function refuseFolderStandingWidening(
     repo: ItemsRepo,
     organisationId: string,
-    environment: string,
-    folderName: string | null,
+    folder: { id: string; name: string } | null,
     writer: ItemWriter,
   ): Promise<void> {
     const { role } = writer;
-    if (!folderName || role === undefined || mayPerform(role, "approvals.decide_folder")) return;
-    const folderId = await repo.findFolderId(organisationId, environment, folderName);
-    if (!folderId || !(await deps.hasFolderStanding?.(organisationId, folderId))) return;
+    if (!folder || role === undefined || mayPerform(role, "approvals.decide_folder")) return;
+    if (!(await repo.findFolderStandingForUpdate(organisationId, folder.id))) return;
     const needed = rolesFor("approvals.decide_folder");
     throw new AppError(
       "forbidden_role",
-      `agents hold a standing approval of every credential in folder ${folderName}, so putting one there is an owner's decision, as approving the folder is; you are an ${role} here`,
+      `agents hold a standing approval of every credential in folder ${folder.name}, so putting one there is an owner's decision, as approving the folder is; you are an ${role} here`,
       { extra: { required_roles: needed, role } },
     );
   }
@@ -293,38 +292,35 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
   return {
     async storeItem(organisationId, actor, raw, options = {}) {
       const input = validate(raw);
-      await refuseFolderStandingWidening(
-        deps.repo,
-        organisationId,
-        input.environment,
-        input.folder_name ?? null,
-        options,
-      );
       const sealed = await sealValue(await deps.sealingKey(), input.value);
       const last4 = lastFour(input.value);
-      const folderId = input.folder_name
-        ? await deps.repo.findOrInsertFolder(
-            organisationId,
-            input.environment,
-            input.folder_name,
-            newId("fld"),
-          )
-        : null;
-      const row = {
-        id: newId("itm"),
-        organisation_id: organisationId,
-        environment: input.environment,
-        name: input.name,
-        kind: input.kind,
-        sealed_value: sealed.sealed,
-        sealing_key_id: sealed.keyId,
-        last4,
-        allowed_hosts: input.hosts,
-        inject: input.inject,
-        username: input.username,
-        folder_id: folderId,
-      };
+      const folderName = input.folder_name ?? null;
       await recorded(async (tx) => {
+        // In the store's transaction: a refused store leaves no folder behind, and the folder's
+        // approvals are checked under the lock the write is made under.
+        const folderId = folderName
+          ? await tx.repo.findOrInsertFolder(organisationId, input.environment, folderName, newId("fld"))
+          : null;
+        await refuseFolderStandingWidening(
+          tx.repo,
+          organisationId,
+          folderId && folderName ? { id: folderId, name: folderName } : null,
+          options,
+        );
+        const row = {
+          id: newId("itm"),
+          organisation_id: organisationId,
+          environment: input.environment,
+          name: input.name,
+          kind: input.kind,
+          sealed_value: sealed.sealed,
+          sealing_key_id: sealed.keyId,
+          last4,
+          allowed_hosts: input.hosts,
+          inject: input.inject,
+          username: input.username,
+          folder_id: folderId,
+        };
         const isNew = await refuseDuplicateName(input, async () => {
           if (options.replace) return (await tx.repo.upsertItemByName(row)).isNew;
           await tx.repo.insertItem(row);
@@ -362,15 +358,21 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       );
       const toFolder = input.folder_name ?? null;
       const isMoved = toFolder !== current.folder_name || input.environment !== current.environment;
-      if (isMoved) {
-        await refuseFolderStandingWidening(deps.repo, organisationId, input.environment, toFolder, writer);
-      }
       const sealed = keepValue ? {} : await seal(input.value);
       await recorded(async (tx) => {
-        // In the edit's transaction: a refused edit leaves no folder behind.
+        // In the edit's transaction: a refused edit leaves no folder behind, and a move is checked
+        // under the lock it is written under.
         const folderId = toFolder
           ? await tx.repo.findOrInsertFolder(organisationId, input.environment, toFolder, newId("fld"))
           : null;
+        if (isMoved && folderId && toFolder) {
+          await refuseFolderStandingWidening(
+            tx.repo,
+            organisationId,
+            { id: folderId, name: toFolder },
+            writer,
+          );
+        }
         await refuseDuplicateName(input, () =>
           tx.repo.updateItem(organisationId, id, {
             name: input.name,
