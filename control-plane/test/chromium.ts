@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import * as OTPAuth from "otpauth";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { expect } from "vitest";
-import { type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
+import { forgetEmailCodeSends, type HostedHarness, lastCodeFor, startHosted, uniqueEmail } from "./hosted.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 export const hasChromium = existsSync(CHROMIUM);
@@ -137,6 +137,8 @@ export async function startBrowserRig(
     ...(prepared.ssoDnsUrl ? { ssoDnsUrl: prepared.ssoDnsUrl } : {}),
   });
   await h.app.listen({ host: "127.0.0.1", port });
+  // Chromium's requests really come from 127.0.0.1: earlier rigs' email codes must not count.
+  await forgetEmailCodeSends("127.0.0.1");
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ["--no-sandbox", ...(options.chromiumArgs ?? []), ...(prepared.chromiumArgs ?? [])],

@@ -9,6 +9,11 @@ function loadPasskeys() {
   return Promise.all([api("GET", "/api/auth/passkeys"), api("GET", "/api/auth/me")]).then((answers) => {
     var passkeys = answers[0].passkeys;
     accountFactors = { totp: answers[1].totp_enabled, passkeys: passkeys.length };
+    // The app removed or added meanwhile: the backup codes form asks for what the account has.
+    if (me) {
+      me.totp_enabled = answers[1].totp_enabled;
+      showRegenForm(me);
+    }
     fillTable(
       "passkeys",
       passkeys.map((passkey) => {

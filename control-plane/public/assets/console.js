@@ -264,13 +264,28 @@ orgSwitch.addEventListener("change", () => {
 /* ---------- backup codes ---------- */
 var newCodes = [];
 var regenForm = byId("regen-form");
+/**
+ * An account without an authenticator app (a passkey alone) has no code to give: its passkey,
+ * asked for by the step-up prompt, confirms the new codes instead.
+ */
+function showRegenForm(account) {
+  var hasApp = Boolean(account.totp_enabled);
+  byId("regen-code").hidden = !hasApp;
+  byId("regen-code").required = hasApp;
+  regenForm.querySelector('label[for="regen-code"]').hidden = !hasApp;
+  regenForm.querySelector(".hint").textContent = hasApp
+    ? "Replaces every unused backup code. Confirm with a code from your authenticator app."
+    : "Replaces every unused backup code. Confirm with your passkey.";
+}
 onSubmit(regenForm, () => {
   var field = byId("regen-code"),
-    code = field.value.replace(/\s+/g, "");
-  if (!/^\d{6}$/.test(code)) return refuse(field, "Enter the 6-digit code your authenticator app shows.");
+    code = field.value.replace(/\s+/g, ""),
+    hasApp = Boolean(me?.totp_enabled);
+  if (hasApp && !/^\d{6}$/.test(code))
+    return refuse(field, "Enter the 6-digit code your authenticator app shows.");
   busy(
     regenForm,
-    api("POST", "/api/auth/backup-codes/regenerate", { code: code }).then((answer) => {
+    api("POST", "/api/auth/backup-codes/regenerate", hasApp ? { code: code } : {}).then((answer) => {
       field.value = "";
       newCodes = answer.backup_codes.slice();
       var list = byId("new-backup-codes");
@@ -375,6 +390,7 @@ function showAccount(account) {
   byId("organisation").textContent = me.organisation ? me.organisation.name : "None yet";
   showDeleteOrganisation(me);
   byId("backup-left").textContent = String(me.backup_codes_remaining);
+  showRegenForm(me);
   // Backup codes stand in for the account's own factors; an account that signs in only through
   // its organisation's provider has none to run short of.
   if (me.backup_codes_remaining < 3 && (me.totp_enabled || me.passkeys > 0)) {

@@ -96,7 +96,8 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     "/api/auth/otp/send",
     { schema: { body: otpSend, response: { 200: okAnswer } } },
     async (request) => {
-      await deps.emailCodes.sendCode(request.body.email);
+      // request.ip as Fastify judged it (TRUST_PROXY included), like the other per-address limits.
+      await deps.emailCodes.sendCode(request.body.email, request.ip);
       return { ok: true as const };
     },
   );

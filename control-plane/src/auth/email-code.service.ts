@@ -1,12 +1,16 @@
 // Sign-in step one (spec 3.3, 4.3, 8): an 8-digit code by email, valid 10 minutes, single use,
 // voided by five wrong attempts, replaced by a new send, at most 5 sends per email per 15
-// minutes. Every count lives in the database under a per-email advisory lock, so the limits hold
-// across replicas. Known and unknown addresses get the same answer.
+// minutes, and at most 30 per 15 minutes asked for from one client address. Every count lives in
+// the database under an advisory lock, so the limits hold across replicas. Known and unknown
+// addresses get the same answer.
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
+import type { Logger } from "pino";
 import { z } from "zod";
+import { createRateLimiter, type RateLimit } from "../limits/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
+import { startRounds } from "../rounds.ts";
 import { isSameHash, newEightDigitCode } from "./codes.ts";
 import type { EmailCodesRepo } from "./email-codes.repo.ts";
 import type { Keyring } from "./kek.ts";
@@ -15,6 +19,26 @@ export const EMAIL_CODE_TTL_MS = 10 * 60 * 1000;
 export const MAX_WRONG_EMAIL_CODES = 5;
 export const MAX_SENDS = 5;
 export const SEND_WINDOW_MS = 15 * 60 * 1000;
+
+/**
+ * Sends one client address may ask for, whatever the email: without it one caller mails codes to
+ * thousands of addresses (mail bombing them, and spending the sender's reputation), 5 each. Generous
+ * for an office behind one NAT signing in at nine.
+ */
+export const EMAIL_CODE_SENDS_PER_IP: RateLimit = {
+  name: "email_code_send:ip",
+  limit: 30,
+  windowMs: SEND_WINDOW_MS,
+  what: "email codes asked for from one address",
+};
+
+/**
+ * Send rows, challenges and counted client sends older than this count for nothing (the longest
+ * window is 15 minutes, a code lives 10): a day's margin, so a replica whose clock runs ahead
+ * never prunes what another still counts.
+ */
+export const EMAIL_CODE_ROWS_KEPT_MS = 24 * 60 * 60 * 1000;
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 const email = z.email().max(254);
 
@@ -33,9 +57,17 @@ export interface EmailCodeDeps {
 }
 
 export function createEmailCodeService(deps: EmailCodeDeps) {
+  const limiter = createRateLimiter(deps.repo.rateLimits, deps.now);
   return {
-    async sendCode(rawEmail: unknown): Promise<void> {
+    /**
+     * Mails a code to `rawEmail`, asked for by the caller at `clientAddress` (request.ip). The
+     * client's place is taken before the address is looked at, so a refusal says nothing of
+     * whether the email has an account.
+     */
+    async sendCode(rawEmail: unknown, clientAddress: string): Promise<void> {
       const address = normaliseEmail(rawEmail);
+      // Its own transaction, before the email's: PGlite has one connection, so no nesting.
+      await limiter.takeForAddress(EMAIL_CODE_SENDS_PER_IP, clientAddress);
       const code = newEightDigitCode();
       const now = deps.now();
       let isSignUp = false;
@@ -125,7 +157,35 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
       }
       return { operatorId: outcome.operatorId, isNew: outcome.isNew };
     },
+
+    /** Deletes the rows no limit or code reads any more (EMAIL_CODE_ROWS_KEPT_MS); answers how many. */
+    pruneExpired(): Promise<number> {
+      return deps.repo.deleteExpired(
+        new Date(deps.now().getTime() - EMAIL_CODE_ROWS_KEPT_MS),
+        EMAIL_CODE_SENDS_PER_IP.name,
+      );
+    },
   };
+}
+
+/**
+ * Prunes the email-code rows every hour until stopped: they are written on every send and read for
+ * 15 minutes at most. A failed round is logged and tried again. No round at start: the rows wait a
+ * day anyway, and a test's plane whose clock was moved days ahead never prunes what others count.
+ *
+ * @example const stop = startEmailCodePruneSchedule(services.emailCodes, logger);
+ */
+export function startEmailCodePruneSchedule(
+  emailCodes: Pick<EmailCodeService, "pruneExpired">,
+  logger: Pick<Logger, "error">,
+  intervalMs = PRUNE_EVERY_MS,
+): () => void {
+  return startRounds({
+    everyMs: intervalMs,
+    logger,
+    failure: "expired email codes not pruned",
+    round: () => emailCodes.pruneExpired(),
+  });
 }
 
 export type EmailCodeService = ReturnType<typeof createEmailCodeService>;

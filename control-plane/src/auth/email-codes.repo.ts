@@ -1,9 +1,11 @@
 // Email sign-in codes in the database: the sends per address, the one live challenge per address,
 // and the operator a first sign-in creates. Each flow runs under the address's advisory lock, so
-// replicas count sends and wrong attempts as one.
+// replicas count sends and wrong attempts as one. The sends per client address are counted by the
+// limits' own table (limits/rate-limit.repo.ts), in this database.
 import type { Kysely, Selectable } from "kysely";
 import type { Database, EmailChallengesTable } from "../db/schema.ts";
 import { inAdvisoryLock } from "../db/transaction.ts";
+import { createRateLimitRepo, type RateLimitRepo } from "../limits/rate-limit.repo.ts";
 
 export type EmailChallengeRow = Selectable<EmailChallengesTable>;
 
@@ -20,10 +22,19 @@ export interface EmailCodesRepo {
   deleteChallenge(address: string): Promise<void>;
   findOperatorIdByEmail(address: string): Promise<string | undefined>;
   insertOperator(operator: { id: string; email: string; createdAt: Date }): Promise<void>;
+  /** The counted per-address limits (limits/): the sends one client address asks for. */
+  readonly rateLimits: RateLimitRepo;
+  /**
+   * Deletes the send rows sent before `before`, the challenges that expired before it, and the
+   * counted client-address sends (bucket family `clientSendBucket`) taken before it. Answers how many
+   * rows went.
+   */
+  deleteExpired(before: Date, clientSendBucket: string): Promise<number>;
 }
 
 export function createEmailCodesRepo(db: Kysely<Database>): EmailCodesRepo {
   return {
+    rateLimits: createRateLimitRepo(db),
     inEmailLock: (address, fn) =>
       inAdvisoryLock(db, `email:${address}`, (trx) => fn(createEmailCodesRepo(trx))),
     async findSendTimesSince(address, since) {
@@ -77,6 +88,22 @@ export function createEmailCodesRepo(db: Kysely<Database>): EmailCodesRepo {
         .insertInto("operators")
         .values({ id: operator.id, email: operator.email, created_at: operator.createdAt })
         .execute();
+    },
+    async deleteExpired(before, clientSendBucket) {
+      const sends = await db.deleteFrom("email_sends").where("sent_at", "<", before).executeTakeFirst();
+      // A challenge being replaced right now has a new expires_at, which the DELETE reads again.
+      const challenges = await db
+        .deleteFrom("email_challenges")
+        .where("expires_at", "<", before)
+        .executeTakeFirst();
+      // Only this family's buckets: a prefix with LIKE's wildcards escaped.
+      const prefix = `${clientSendBucket.replace(/[\\%_]/g, (c) => `\\${c}`)}:%`;
+      const hits = await db
+        .deleteFrom("rate_limit_hits")
+        .where("bucket", "like", prefix)
+        .where("at", "<", before)
+        .executeTakeFirst();
+      return Number(sends.numDeletedRows + challenges.numDeletedRows + hits.numDeletedRows);
     },
   };
 }

@@ -8,6 +8,7 @@ import type { OperatorRow, OperatorSessionRow } from "../db/schema.ts";
 import { BACKUP_CODE_COUNT, isSameHash, newBackupCode, normaliseBackupCode } from "./codes.ts";
 import type { Keyring } from "./kek.ts";
 import type { OperatorsRepo } from "./operators.repo.ts";
+import { isFreshlyVerified } from "./step-up.ts";
 
 export const ENROLLMENT_TTL_MS = 10 * 60 * 1000;
 export const MAX_TOTP_FAILURES = 10;
@@ -266,6 +267,13 @@ export function createTotpService(deps: TotpDeps) {
     /**
      * New backup codes for a current authenticator code; every unused old one stops working. The
      * code this `session` has just stepped up with counts (isSessionsStepUpCode).
+     *
+     * An account without an authenticator app (a passkey alone: DELETE /api/auth/totp) has no such
+     * code. For it the route's step-up is the proof: a passkey verification of the last 5 minutes
+     * (DECISIONS "Step-up": with a passkey, only a passkey), the stronger factor, checked again here.
+     * `code` is then not read: asking for one of the old backup codes instead would lock out the
+     * very operator who lost them, the one who most needs new ones, and adds nothing a thief of
+     * the session could not also have once past the passkey.
      */
     async regenerateBackupCodes(
       operatorId: string,
@@ -273,6 +281,20 @@ export function createTotpService(deps: TotpDeps) {
       session?: VerifiedSession,
     ): Promise<string[]> {
       const operator = await loadOperator(operatorId);
+      if (!operator.totp_enabled) {
+        const isPasskeyFresh =
+          session !== undefined &&
+          (await hasPasskey(operatorId)) &&
+          isFreshlyVerified(session, ["passkey"], deps.now());
+        if (!isPasskeyFresh) {
+          throw new AppError(
+            "step_up_required",
+            "making new backup codes needs a verification of the last 5 minutes: confirm with your passkey",
+            { extra: { methods: ["passkey"] } },
+          );
+        }
+        return deps.repo.inTransaction((repo) => replaceBackupCodes(repo, operatorId));
+      }
       checkNotLocked(operator);
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
       const attempt = await takeAttempt(operatorId);

@@ -440,5 +440,19 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await page.getByLabel("Or a backup code").fill(operator.backupCodes[0]!);
     await page.getByRole("button", { name: "Continue" }).click();
     await page.waitForURL(`${base}/console`);
+
+    // New backup codes with no authenticator app: no code is asked for, the passkey confirms them.
+    await page.goto(`${base}/console#access`);
+    await expect
+      .poll(() => page.locator("#regen-form .hint").textContent())
+      .toBe("Replaces every unused backup code. Confirm with your passkey.");
+    expect(await page.locator("#regen-code").isVisible()).toBe(false);
+    h.clock.advance(6 * 60_000);
+    await page.getByRole("button", { name: "Make new backup codes" }).click();
+    await dialog.getByRole("button", { name: "Confirm with your passkey" }).click();
+    await expect
+      .poll(() => status(page))
+      .toBe("New backup codes made. Save them now: they are shown only once.");
+    expect(await page.locator("#new-backup-codes li").count()).toBe(10);
   }, 120_000);
 });
