@@ -4,6 +4,7 @@
 // endpoint, client credentials, the PKCE public-client exchange, user_connect_required,
 // inject_denied with missing_item, a refused exchange, and each provider's client
 // authentication. Every secret the fakes hold or issue is then looked for everywhere.
+import { randomBytes } from "node:crypto";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -208,6 +209,58 @@ describe("rule 7: refresh-based calls", () => {
     // The sibling client secret was added by the proxy, in form fields (Google's way).
     expect(fakes.tokenRequests.at(-1)).toEqual({ provider: "google", grantType: "refresh_token", ok: true });
     await agent.close();
+  });
+
+  it("the agent's post to the token endpoint never shows a token the reader could miss: a name given twice is refused, a nested token in an error redacted", async () => {
+    const rig = await startLocalVault(harness, { logs });
+    await storeApp(rig, "google", "GOOGLE_SECRET");
+    await storeRefresh(rig, "google", fakes.issueRefreshToken("google"));
+    const agent = await connectLocalAgent(rig.url, "token-answer-agent");
+    const [access, firstCopy, nested] = ["google_at_", "google_rt_first_", "google_rt_nested_"].map(
+      (prefix) => `${prefix}${randomBytes(12).toString("hex")}`,
+    ) as [string, string, string];
+    fakes.secrets.push(access, firstCopy, nested);
+    // The token endpoint answers once as given (fake-providers.ts writes well-formed answers only).
+    const answerOnce = (status: number, body: string) =>
+      harness.setHandler((req, res, recorded) => {
+        if (String(req.headers.host ?? "").replace(/:\d+$/, "") !== "oauth2.googleapis.com") {
+          fakes.handler(req, res, recorded);
+          return;
+        }
+        harness.setHandler(fakes.handler);
+        res.writeHead(status, { "content-type": "application/json" });
+        res.end(body);
+      });
+    const post = () =>
+      callApproved(rig, agent, {
+        method: "POST",
+        host: "oauth2.googleapis.com",
+        path: "/token",
+        item_name: "GOOGLE_REFRESH",
+        content_type: "application/x-www-form-urlencoded",
+        body: { grant_type: "refresh_token" },
+      });
+    try {
+      // JSON.parse keeps the last copy; the first would have reached the agent.
+      answerOnce(
+        200,
+        `{"access_token":"${access}","refresh_token":"${firstCopy}","refresh_token":"","expires_in":3600}`,
+      );
+      const repeated = await post();
+      expect(repeated.error, JSON.stringify(repeated)).toMatchObject({ code: "token_exchange_failed" });
+      expect(String((repeated.error as { message: string }).message)).toContain("repeated_parameter");
+      expect(JSON.stringify(repeated)).not.toContain(firstCopy);
+      // An error answer is handed on, without the token nested in it.
+      answerOnce(400, `{"error":"invalid_grant","team":{"refresh_token":"${nested}"}}`);
+      const refused = await post();
+      expect(refused.origin_status, JSON.stringify(refused)).toBe(400);
+      expect(String(refused.body)).toContain("invalid_grant");
+      expect(String(refused.body)).toContain("[redacted]");
+      expect(JSON.stringify(refused)).not.toContain(nested);
+    } finally {
+      harness.setHandler(fakes.handler);
+      await agent.close();
+    }
   });
 
   it("without the sibling, a PKCE provider gets the public-client exchange (client_id only)", async () => {

@@ -163,7 +163,11 @@ describe("readTokenAnswer", () => {
     ],
     ["HTML", 502, "text/html", Buffer.from("<html>"), "http_502"],
   ])("refuses %s", (_label, status, contentType, body, code) => {
-    expect(readTokenAnswer(status, contentType, body)).toEqual({ ok: false, providerError: code });
+    expect(readTokenAnswer(status, contentType, body)).toEqual({
+      ok: false,
+      providerError: code,
+      secrets: [],
+    });
   });
 
   it("keeps a lifetime that fits its uint32 and a scope the database and console can hold", () => {
@@ -180,5 +184,194 @@ describe("readTokenAnswer", () => {
     expect(read({ scope: "read\u0000write" }).scope).toBe("");
     expect(read({ scope: "x".repeat(1025) }).scope).toBe("");
     expect(read({ scope: 'a"b' }).scope).toBe("");
+  });
+});
+
+describe("readTokenAnswer lists every token in the answer (spec 4.2 rule 7: the agent may read it)", () => {
+  const raw = (text: string) => Buffer.from(text);
+  const listed = (answer: ReturnType<typeof readTokenAnswer>) =>
+    answer.ok ? answer.tokens.otherSecrets : answer.secrets;
+
+  it("refuses a name given twice (RFC 6749 3.1), listing every copy: JSON.parse keeps only the last", () => {
+    const body = raw('{"access_token":"AAAA0000","refresh_token":"RRRR1111","refresh_token":""}');
+    const answer = readTokenAnswer(200, "application/json", body);
+    expect(answer).toMatchObject({ ok: false, providerError: "repeated_parameter" });
+    expect(listed(answer)).toEqual(["AAAA0000", "RRRR1111"]);
+  });
+
+  it("a repeated name nested or in an error answer: refused, every copy listed, no error code repeated", () => {
+    const nested = readTokenAnswer(
+      200,
+      "application/json",
+      raw('{"access_token":"a","team":{"id":"T1","id":"T2","bot_token":"xoxb-9"}}'),
+    );
+    expect(nested).toMatchObject({ ok: false, providerError: "repeated_parameter" });
+    expect(listed(nested)).toEqual(["a", "xoxb-9"]);
+    const error = readTokenAnswer(
+      400,
+      "application/json",
+      raw('{"error":"invalid_grant","refresh_token":"R-first","refresh_token":"R-last"}'),
+    );
+    expect(error).toEqual({ ok: false, providerError: "http_400", secrets: ["R-first", "R-last"] });
+  });
+
+  it("refuses a form-encoded answer (GitHub without Accept: json) with a field given twice", () => {
+    const answer = readTokenAnswer(
+      200,
+      "application/x-www-form-urlencoded",
+      raw("access_token=gho_a&refresh_token=ghr_first&token_type=bearer&refresh_token="),
+    );
+    expect(answer).toEqual({
+      ok: false,
+      providerError: "repeated_parameter",
+      secrets: ["gho_a", "ghr_first"],
+    });
+  });
+
+  it("lists tokens at any depth, not only at the top and under authed_user", () => {
+    const answer = readTokenAnswer(
+      200,
+      "application/json",
+      raw(
+        '{"access_token":"a","team":{"id":"T1","refresh_token":"nested-rt"},"extra":[{"id_token":"deep-id"}]}',
+      ),
+    );
+    expect(answer.ok).toBe(true);
+    expect(listed(answer)).toEqual(["a", "nested-rt", "deep-id"]);
+  });
+
+  it("lists a token that is not a string: a number as written, everything inside an object or list", () => {
+    const answer = readTokenAnswer(
+      200,
+      "application/json",
+      raw(
+        '{"access_token":"a","refresh_token":12345678901234,"tokens":{"bot":"xoxb-1","all":["t-1",2e9]},"token_type":"Bearer","expires_in":3600}',
+      ),
+    );
+    expect(answer.ok).toBe(true);
+    expect(listed(answer)).toEqual(["a", "12345678901234", "bot", "xoxb-1", "all", "t-1", "2e9"]);
+  });
+
+  it("lists other credential names: id_token, *_secret, *_key, camelCase, Slack's incoming_webhook", () => {
+    const answer = readTokenAnswer(
+      200,
+      "application/json",
+      raw(
+        JSON.stringify({
+          access_token: "a",
+          id_token: "eyJ.id",
+          client_secret: "cs-1",
+          api_key: "key-1",
+          refreshToken: "camel-rt",
+          incoming_webhook: { channel: "#general", url: "https://hooks.slack.com/services/T/B/X" },
+          token_type: "Bearer",
+          refresh_token_expires_in: 15897600,
+          scope: "read",
+        }),
+      ),
+    );
+    expect(listed(answer)).toEqual([
+      "a",
+      "eyJ.id",
+      "cs-1",
+      "key-1",
+      "camel-rt",
+      "channel",
+      "#general",
+      "url",
+      "https://hooks.slack.com/services/T/B/X",
+    ]);
+  });
+
+  it("lists a token escaped in a way no encoder writes in its spelling in the answer too", () => {
+    const answer = readTokenAnswer(
+      200,
+      "application/json",
+      raw('{"access_token":"a","refresh_token":"R\\u0052RR1111"}'),
+    );
+    expect(listed(answer)).toEqual(["a", "RRRR1111", "R\\u0052RR1111"]);
+    const form = readTokenAnswer(
+      200,
+      "application/x-www-form-urlencoded",
+      raw("access_token=a&refresh_token=RR%FF11"),
+    );
+    expect(listed(form)).toEqual(["a", "RR\uFFFD11", "RR%FF11"]);
+  });
+
+  it("refuses an answer that is not UTF-8: its tokens could not be spelled as they are written", () => {
+    const body = Buffer.concat([
+      raw('{"access_token":"a","refresh_token":"RR'),
+      Buffer.from([0xff]),
+      raw('11"}'),
+    ]);
+    expect(readTokenAnswer(200, "application/json", body)).toEqual({
+      ok: false,
+      providerError: "unreadable_response",
+      secrets: [],
+    });
+  });
+
+  it("still reads what the providers send: Slack's bot and user tokens, Stripe connect, GitHub's form", () => {
+    const slack = readTokenAnswer(
+      200,
+      "application/json",
+      raw(
+        JSON.stringify({
+          ok: true,
+          app_id: "A1",
+          authed_user: {
+            id: "U1",
+            scope: "chat:write",
+            access_token: "xoxp-1",
+            token_type: "user",
+            refresh_token: "xoxe-1",
+            expires_in: 43200,
+          },
+          scope: "commands",
+          token_type: "bot",
+          access_token: "xoxb-1",
+          bot_user_id: "U2",
+          refresh_token: "xoxe-2",
+          expires_in: 43200,
+          team: { id: "T1", name: "Acme" },
+          enterprise: null,
+          is_enterprise_install: false,
+        }),
+      ),
+    );
+    expect(slack).toMatchObject({ ok: true, tokens: { accessToken: "xoxb-1", refreshToken: "xoxe-2" } });
+    expect(listed(slack)).toEqual(["xoxp-1", "xoxe-1", "xoxb-1", "xoxe-2"]);
+    const stripe = readTokenAnswer(
+      200,
+      "application/json",
+      raw(
+        JSON.stringify({
+          access_token: "sk_test_1",
+          livemode: false,
+          refresh_token: "rt_1",
+          token_type: "bearer",
+          stripe_publishable_key: "pk_test_1",
+          stripe_user_id: "acct_1",
+          scope: "read_write",
+        }),
+      ),
+    );
+    expect(stripe).toMatchObject({
+      ok: true,
+      tokens: { accessToken: "sk_test_1", refreshToken: "rt_1", expiresIn: 0 },
+    });
+    expect(listed(stripe)).toEqual(["sk_test_1", "rt_1", "pk_test_1"]);
+    const github = readTokenAnswer(
+      200,
+      "application/x-www-form-urlencoded",
+      raw(
+        "access_token=gho_1&expires_in=28800&refresh_token=ghr_1&refresh_token_expires_in=15897600&scope=&token_type=bearer",
+      ),
+    );
+    expect(github).toMatchObject({
+      ok: true,
+      tokens: { accessToken: "gho_1", refreshToken: "ghr_1", expiresIn: 28800 },
+    });
+    expect(listed(github)).toEqual(["gho_1", "ghr_1"]);
   });
 });

@@ -2,6 +2,7 @@
 // (GitHub without Accept: application/json), Slack's `ok: false` with 200, GitHub's `error` with
 // 200, and Slack's user token under `authed_user`. Errors keep only the provider's error code.
 import { AppError } from "@latch/shared/errors";
+import { type AnswerSecrets, findFormSecrets, findJsonSecrets } from "./answer-secrets.ts";
 
 export interface MintedTokens {
   accessToken: string;
@@ -11,15 +12,23 @@ export interface MintedTokens {
   expiresIn: number;
   scope: string;
   /**
-   * Every other token-like value in the answer (Google's `id_token`, Slack's bot token beside the
-   * user one): not kept, but redacted, since the agent may read this answer.
+   * Every token-like value in the answer at any depth (Google's `id_token`, Slack's bot token
+   * beside the user one, each copy of a repeated name): not kept, but redacted, since the agent
+   * may read this answer (answer-secrets.ts).
    */
   otherSecrets: string[];
   /** OpenID Connect's `id_token` (a JWT), when the answer has one. */
   idToken: string | undefined;
 }
 
-export type TokenAnswer = { ok: true; tokens: MintedTokens } | { ok: false; providerError: string };
+export type TokenAnswer =
+  | { ok: true; tokens: MintedTokens }
+  | {
+      ok: false;
+      providerError: string;
+      /** The token-like values of an answer that could be parsed: an error answer is handed on. */
+      secrets: string[];
+    };
 
 /**
  * An OAuth error code as providers write them (RFC 6749 5.2: `invalid_grant`, GitHub's
@@ -33,20 +42,39 @@ const MAX_EXPIRES_IN_S = 365 * 24 * 3600;
 /** RFC 6749 3.3 scope characters, space-separated (Slack's commas are among them), at most 1 KiB. */
 const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+(?: [\x21\x23-\x5B\x5D-\x7E]+)*$/;
 
-function parseBody(contentType: string, body: Buffer): Record<string, unknown> | undefined {
-  const text = body.toString("utf8");
+interface ReadBody {
+  /** The answer's object; undefined for JSON that is not one. */
+  fields: Record<string, unknown> | undefined;
+  found: AnswerSecrets;
+}
+
+/**
+ * Undefined for a body that is neither JSON nor a form, or not UTF-8 (RFC 8259 8.1): a token in
+ * bytes that do not decode would be listed in a spelling the answer does not hold.
+ */
+function parseBody(contentType: string, body: Buffer): ReadBody | undefined {
+  let text: string;
+  try {
+    // The byte-order mark is kept, so that an answer opening with one stays unreadable JSON.
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(body);
+  } catch {
+    return undefined;
+  }
   if (contentType.includes("json") || text.trimStart().startsWith("{")) {
+    let parsed: unknown;
     try {
-      const parsed: unknown = JSON.parse(text);
-      return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)
-        ? (parsed as Record<string, unknown>)
-        : undefined;
+      parsed = JSON.parse(text);
     } catch {
       return undefined;
     }
+    const isObject = typeof parsed === "object" && parsed !== null && !Array.isArray(parsed);
+    return {
+      fields: isObject ? (parsed as Record<string, unknown>) : undefined,
+      found: findJsonSecrets(text),
+    };
   }
   if (contentType.includes("application/x-www-form-urlencoded") || /^[\w.-]+=/.test(text)) {
-    return Object.fromEntries(new URLSearchParams(text));
+    return { fields: Object.fromEntries(new URLSearchParams(text)), found: findFormSecrets(text) };
   }
   return undefined;
 }
@@ -58,11 +86,21 @@ const text = (value: unknown) => (typeof value === "string" && value.length > 0 
  *   // { ok: true, tokens: { accessToken: "a", refreshToken: undefined, expiresIn: 3600, scope: "" } }
  */
 export function readTokenAnswer(status: number, contentType: string, body: Buffer): TokenAnswer {
-  const fields = parseBody(contentType, body);
-  if (!fields) return { ok: false, providerError: status >= 400 ? `http_${status}` : "unreadable_response" };
+  const read = parseBody(contentType, body);
+  const isSuccess = status >= 200 && status < 300;
+  const secrets = read?.found.secrets ?? [];
+  if (!read?.fields) {
+    return { ok: false, providerError: status >= 400 ? `http_${status}` : "unreadable_response", secrets };
+  }
+  const { fields } = read;
+  // RFC 6749 3.1: a name given twice is not an answer. Readers disagree on which copy counts (the
+  // refresh token kept could be the one the provider did not mean), so none is read.
+  if (read.found.hasRepeatedName) {
+    return { ok: false, providerError: isSuccess ? "repeated_parameter" : `http_${status}`, secrets };
+  }
   const error = text(fields.error);
-  if (error !== undefined || fields.ok === false || status < 200 || status >= 300) {
-    return { ok: false, providerError: error && ERROR_CODE.test(error) ? error : `http_${status}` };
+  if (error !== undefined || fields.ok === false || !isSuccess) {
+    return { ok: false, providerError: error && ERROR_CODE.test(error) ? error : `http_${status}`, secrets };
   }
   // Slack's oauth.v2.access with user scopes puts the user token under authed_user.
   const user =
@@ -70,7 +108,7 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
       ? (fields.authed_user as Record<string, unknown>)
       : {};
   const accessToken = text(fields.access_token) ?? text(user.access_token);
-  if (accessToken === undefined) return { ok: false, providerError: "no_access_token" };
+  if (accessToken === undefined) return { ok: false, providerError: "no_access_token", secrets };
   const fromTop = text(fields.access_token) !== undefined;
   const source = fromTop ? fields : user;
   const expiresIn = Number(source.expires_in ?? 0);
@@ -84,7 +122,7 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
       // Kept as text in the database (which refuses a NUL) and shown in the console: a scope that is
       // not one is kept as none.
       scope: scopeOf(source.scope),
-      otherSecrets: [...tokenValues(fields), ...tokenValues(user)],
+      otherSecrets: secrets,
       idToken: text(fields.id_token),
     },
   };
@@ -92,13 +130,6 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
 
 function scopeOf(value: unknown): string {
   return typeof value === "string" && value.length <= 1024 && SCOPE.test(value) ? value : "";
-}
-
-/** String values of fields named `*token` (`id_token`, `access_token`, ...), not `token_type`. */
-function tokenValues(fields: Record<string, unknown>): string[] {
-  return Object.entries(fields)
-    .filter(([name, value]) => /token$/i.test(name) && typeof value === "string" && value.length > 0)
-    .map(([, value]) => value as string);
 }
 
 /** The refusal of a call whose token exchange failed: the approved request was never sent. */

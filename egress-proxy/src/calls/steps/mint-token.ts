@@ -95,7 +95,10 @@ export const mintToken: CallStep = async (call, deps) => {
     // An OpenID Connect sign-in: the ID token is the answer; every token is still redacted from
     // the body (which is not returned), and none is sealed or kept.
     call.answer = answer;
-    if (!read.ok) return;
+    if (!read.ok) {
+      listSecrets(call, read.secrets);
+      return;
+    }
     for (const secret of new Set([read.tokens.accessToken, ...read.tokens.otherSecrets])) {
       call.redactionValues.push({ secret, username: undefined });
     }
@@ -112,10 +115,13 @@ export const mintToken: CallStep = async (call, deps) => {
       await keepTokens(call, deps, read.tokens);
       return;
     }
-    // A success this proxy cannot read (a byte-order mark, tokens nested elsewhere, a type it
-    // does not know) may hold tokens it could not list for redaction, a rotated refresh token
-    // among them: it is not handed on. The request did reach the provider (the answer is set).
+    // A success this proxy cannot read (a byte-order mark, a name given twice, a type it does
+    // not know) may hold tokens it could not list for redaction, or could not tell which copy
+    // to keep, a rotated refresh token among them: it is not handed on. The request did reach
+    // the provider (the answer is set).
     if (answer.status >= 200 && answer.status < 300) throw unreadableExchange(read.providerError);
+    // An error answer is handed on, without any token-like value it holds.
+    listSecrets(call, read.secrets);
     return;
   }
   if (!read.ok) throw exchangeFailed(read.providerError);
@@ -138,7 +144,11 @@ function withSafeError(read: TokenAnswer, call: OutgoingCall): TokenAnswer {
   const isSecret = call.redactionValues.some(
     (v) => v.secret.length > 0 && (code.includes(v.secret) || v.secret.includes(code)),
   );
-  return isSecret ? { ok: false, providerError: "provider_error" } : read;
+  return isSecret ? { ok: false, providerError: "provider_error", secrets: read.secrets } : read;
+}
+
+function listSecrets(call: OutgoingCall, secrets: readonly string[]): void {
+  for (const secret of secrets) call.redactionValues.push({ secret, username: undefined });
 }
 
 function unreadableExchange(providerError: string): AppError {

@@ -1,0 +1,141 @@
+// Every value a token URL's answer holds under a credential's name, read from the answer's own
+// text rather than from the parsed object: JSON.parse and Object.fromEntries keep only the last of
+// two members with one name, so a list made from their result alone leaves the first copy in the
+// body an agent posting to the token endpoint reads (spec 4.2 rule 7). Also tells whether a name
+// repeats, which RFC 6749 3.1 forbids ("response parameters MUST NOT be included more than once").
+
+/**
+ * Names whose value is a credential, in any case and either spelling: `access_token`, `id_token`,
+ * `refreshToken`, `client_secret`, `api_key`, `password`, Slack's `incoming_webhook` (its URL
+ * posts to the channel). Not `token_type`, nor `refresh_token_expires_in`. Everything inside such a
+ * value (an object or a list under the name) counts, its member names too.
+ */
+const SECRET_NAME = /(?:token|secret|password|passphrase|key|credential|signature|webhook)s?\W*$/i;
+/** A JSON number as RFC 8259 6 writes it, read where it starts. */
+const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+
+export interface AnswerSecrets {
+  /**
+   * Each value under a credential's name at any depth, every copy of a repeated name, numbers as
+   * written; for one escaped or percent-encoded in an unusual way, its spelling in the answer too,
+   * so redaction finds it whatever the encoder chose.
+   */
+  secrets: string[];
+  /** A name given twice in one object, or twice in the form. */
+  hasRepeatedName: boolean;
+}
+
+interface Frame {
+  /** The member names so far; undefined in a list. */
+  names: Set<string> | undefined;
+  /** Inside a value under a credential's name. */
+  isSecret: boolean;
+  /** The member whose value comes next. */
+  name: string;
+  isNameNext: boolean;
+}
+
+/**
+ * Reads `text`, which JSON.parse has accepted, member by member.
+ * @example findJsonSecrets('{"refresh_token":"r1","refresh_token":"r2","token_type":"Bearer"}')
+ *   // { secrets: ["r1", "r2"], hasRepeatedName: true }
+ */
+export function findJsonSecrets(text: string): AnswerSecrets {
+  const secrets = new Set<string>();
+  let hasRepeatedName = false;
+  // Iterative, so that a deeply nested answer cannot overflow the stack.
+  const frames: Frame[] = [];
+  const isSecretValue = () => {
+    const frame = frames.at(-1);
+    if (!frame) return false;
+    return frame.isSecret || (frame.names !== undefined && SECRET_NAME.test(frame.name));
+  };
+  const add = (value: string, spelling: string) => {
+    if (value.length > 0) secrets.add(value);
+    if (spelling !== value && spelling.length > 0) secrets.add(spelling);
+  };
+  let i = 0;
+  while (i < text.length) {
+    const char = text[i];
+    if (char === "{" || char === "[") {
+      const isSecret = isSecretValue();
+      frames.push({
+        names: char === "{" ? new Set() : undefined,
+        isSecret,
+        name: "",
+        isNameNext: char === "{",
+      });
+      i += 1;
+    } else if (char === "}" || char === "]") {
+      frames.pop();
+      i += 1;
+    } else if (char === ",") {
+      const frame = frames.at(-1);
+      if (frame?.names) frame.isNameNext = true;
+      i += 1;
+    } else if (char === '"') {
+      const end = endOfString(text, i);
+      const spelling = text.slice(i + 1, end - 1);
+      const value = JSON.parse(text.slice(i, end)) as string;
+      i = end;
+      const frame = frames.at(-1);
+      if (frame?.names && frame.isNameNext) {
+        if (frame.names.has(value)) hasRepeatedName = true;
+        frame.names.add(value);
+        frame.name = value;
+        frame.isNameNext = false;
+        if (frame.isSecret) add(value, spelling);
+      } else if (isSecretValue()) {
+        add(value, spelling);
+      }
+    } else {
+      NUMBER.lastIndex = i;
+      const number =
+        char === "-" || (char !== undefined && char >= "0" && char <= "9") ? NUMBER.exec(text) : null;
+      if (number) {
+        if (isSecretValue()) add(number[0], number[0]);
+        i += number[0].length;
+      } else {
+        // White space, ":", and the letters of true, false and null: none is a credential.
+        i += 1;
+      }
+    }
+  }
+  return { secrets: [...secrets], hasRepeatedName };
+}
+
+/** The index just past the closing quote of the string that opens at `start`. */
+function endOfString(text: string, start: number): number {
+  let i = start + 1;
+  while (i < text.length) {
+    if (text[i] === "\\") i += 2;
+    else if (text[i] === '"') return i + 1;
+    else i += 1;
+  }
+  return text.length;
+}
+
+/**
+ * Reads a form-encoded answer pair by pair, each decoded as URLSearchParams decodes it.
+ * @example findFormSecrets("access_token=a&token_type=bearer&access_token=b")
+ *   // { secrets: ["a", "b"], hasRepeatedName: true }
+ */
+export function findFormSecrets(text: string): AnswerSecrets {
+  const secrets = new Set<string>();
+  const names = new Set<string>();
+  let hasRepeatedName = false;
+  for (const pair of text.split("&")) {
+    const [entry] = new URLSearchParams(pair);
+    if (!entry) continue;
+    const [name, value] = entry;
+    if (names.has(name)) hasRepeatedName = true;
+    names.add(name);
+    if (!SECRET_NAME.test(name)) continue;
+    if (value.length > 0) secrets.add(value);
+    // The value as written, when decoding changed it in a way the redactor may not spell back
+    // (an invalid percent sequence becomes U+FFFD).
+    const spelling = pair.slice(pair.indexOf("=") + 1);
+    if (pair.includes("=") && spelling !== value && spelling.length > 0) secrets.add(spelling);
+  }
+  return { secrets: [...secrets], hasRepeatedName };
+}
