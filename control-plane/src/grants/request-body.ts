@@ -63,7 +63,7 @@ export function keepBody(bytes: Buffer, contentType: string): KeptBody {
 const HIDDEN =
   /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]|[\u{fe00}-\u{fe0d}]|[\u{e0100}-\u{e01ef}]/gu;
 
-function showHidden(text: string): { text: string; isHidden: boolean } {
+export function showHidden(text: string): { text: string; isHidden: boolean } {
   const shown = text.replace(HIDDEN, "\uFFFD");
   return { text: shown, isHidden: shown !== text };
 }

@@ -8,6 +8,12 @@ import {
   withOrganisationRequestLock,
 } from "../limits/request-limit.repo.ts";
 
+/**
+ * A need request never expires, so an organisation whose agents keep asking could grow the inbox
+ * without end: it lists the newest this many, as the pending approvals are listed.
+ */
+export const MAX_PENDING_NEEDS = 500;
+
 /** A need request with the requesting client's name, when the agent is a client. */
 export type NeedWithClient = NeedRequestRow & { client_label?: string | null };
 
@@ -28,6 +34,7 @@ export interface NeedsRepo {
   }): Promise<NeedRequestRow | undefined>;
   insertNeed(row: NeedRequestRow): Promise<void>;
   findNeedById(organisationId: string, id: string): Promise<NeedWithClient | undefined>;
+  /** The inbox's pending requests, newest first, at most MAX_PENDING_NEEDS of them. */
   findPendingNeeds(organisationId: string): Promise<NeedWithClient[]>;
   /** pending -> `status`, only if still pending. True for the one caller that won. */
   /** Closes an agent's pending requests (its client was revoked); answers the rows it closed. */
@@ -86,6 +93,8 @@ export function createNeedsRepo(db: Kysely<Database>): NeedsRepo {
         .where("need_requests.organisation_id", "=", organisationId)
         .where("need_requests.status", "=", "pending")
         .orderBy("need_requests.created_at", "desc")
+        .orderBy("need_requests.id", "desc")
+        .limit(MAX_PENDING_NEEDS)
         .execute(),
     async updateNeedClosed(organisationId, id, status, closedAt) {
       const closed = await db

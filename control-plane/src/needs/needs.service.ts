@@ -15,7 +15,7 @@ import {
 } from "../grants/grant-view.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import { type GrantsService, MAX_TASK_DESCRIPTION } from "../grants/grants.service.ts";
-import type { BodyView } from "../grants/request-body.ts";
+import { type BodyView, showHidden } from "../grants/request-body.ts";
 import { pathPrefixScope } from "../grants/standing-scope.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
@@ -210,11 +210,20 @@ export function createNeedsService(deps: NeedsDeps) {
       kind?: "secret" | "connect";
     }): Promise<NeedView> {
       const now = deps.now();
+      // The agent wrote these and the collect page, the inbox and the mail show them: a direction
+      // override, isolate or zero-width character ("Trojan Source") would make them read as
+      // something else, so each is written as U+FFFD, as the request body is shown.
+      const suggestedName = showHidden(input.suggestedName).text;
+      const message = input.message ? showHidden(input.message.slice(0, MAX_TASK_DESCRIPTION)).text : null;
       // The request and its need_requested row in one transaction: a request the ledger does not
       // name would be found pending by the retry and never announced (no row, no live event).
       const row = await deps.inTransaction((tx) =>
         tx.repo.inOrganisationLock(input.organisationId, async (repo) => {
-          const existing = await repo.findPendingNeedOfAgent({ ...input, host: input.host ?? null });
+          const existing = await repo.findPendingNeedOfAgent({
+            ...input,
+            host: input.host ?? null,
+            suggestedName,
+          });
           if (existing) return existing;
           await checkRequestLimit((since) => repo.findRequestUsageSince(input.organisationId, since), now);
           const fresh: NeedRequestRow = {
@@ -223,9 +232,9 @@ export function createNeedsService(deps: NeedsDeps) {
             environment: input.environment,
             kind: input.kind ?? "secret",
             host: input.host ?? null,
-            suggested_name: input.suggestedName,
+            suggested_name: suggestedName,
             agent_id: input.agentId,
-            message: input.message ? input.message.slice(0, MAX_TASK_DESCRIPTION) : null,
+            message,
             status: "pending",
             item_id: null,
             created_at: now,
@@ -312,8 +321,10 @@ export function createNeedsService(deps: NeedsDeps) {
           ...(isAlways && call && scope === "path_prefix" ? { callScope: pathPrefixScope(call) } : {}),
         });
         // Under the two-person rule the standing approval waits for a second member ("1 of 2"):
-        // storing the value still approves, once, the request that asked, as it always does.
-        if (grant.status === "pending" && call) {
+        // storing the value still approves, once, the request that asked, as it always does (spec
+        // 3.1: fulfilling activates the requesting agent's approval), bound to its call when it
+        // named one and to any one call of the item when it named none, as without Always.
+        if (grant.status === "pending") {
           await grants.createActiveGrant({
             organisationId,
             environment: need.environment,

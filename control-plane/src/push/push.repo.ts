@@ -1,6 +1,6 @@
 // Web Push subscriptions in the database: one row per browser endpoint, owned by the operator who
 // subscribed it last (a browser profile has one endpoint per application server key).
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 
 export interface PushSubscriptionRow {
@@ -18,10 +18,10 @@ export interface PushSubscriptionRow {
 export interface PushRepo {
   /** Stores the subscription; an endpoint subscribed before (by anyone) is replaced by this one. */
   upsertSubscription(row: PushSubscriptionRow): Promise<PushSubscriptionRow>;
-  /** The operators' subscriptions whose session still lives (not revoked, not deleted). */
   /**
    * The devices of `operatorIds` that may hear of `organisationId`'s requests: made in a session
-   * still live, and not one begun with another organisation's single sign-on.
+   * still live, not one begun with another organisation's single sign-on, and, when the
+   * organisation requires its single sign-on of the operator's address, one begun with it.
    */
   findSubscriptionsOf(operatorIds: readonly string[], organisationId: string): Promise<PushSubscriptionRow[]>;
   /** Deletes the operator's own subscription; false when it has none by that id. */
@@ -59,11 +59,32 @@ export function createPushRepo(db: Kysely<Database>): PushRepo {
       // signed out everywhere) or gone. A session begun with an organisation's single sign-on acts
       // in that organisation alone (auth/sso-session.ts): its device hears of no other's requests,
       // or a provider run by a hostile owner could read another organisation's.
+      // "Require SSO" as the session lookup judges it (auth/sessions.repo.ts): a member whose address
+      // is in a domain the organisation proved acts there only in a session begun with its sign-on;
+      // every route answers any other session 403 sso_required, so its device hears nothing either.
       return db
         .selectFrom("push_subscriptions")
+        .innerJoin("operators", "operators.id", "push_subscriptions.operator_id")
         .leftJoin("operator_sessions", "operator_sessions.id", "push_subscriptions.session_id")
         .selectAll("push_subscriptions")
         .where("push_subscriptions.operator_id", "in", [...operatorIds])
+        .where((eb) =>
+          eb.or([
+            eb("operator_sessions.sso_organisation_id", "=", organisationId),
+            eb.not(
+              eb.exists(
+                eb
+                  .selectFrom("sso_connections")
+                  .select("sso_connections.organisation_id")
+                  .where("sso_connections.organisation_id", "=", organisationId)
+                  .where("sso_connections.require_sso", "=", true)
+                  .where(
+                    sql<boolean>`lower(substring(operators.email from '[^@]*$')) = any(sso_connections.verified_domains)`,
+                  ),
+              ),
+            ),
+          ]),
+        )
         .where((eb) =>
           eb.or([
             eb("push_subscriptions.session_id", "is", null),

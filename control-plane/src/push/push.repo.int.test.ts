@@ -1,0 +1,133 @@
+// Which devices hear of an organisation's requests (push.repo.ts findSubscriptionsOf), against the
+// real database: "Require SSO" shuts a member's email-code session out of every route of the
+// organisation (403 sso_required), so a device subscribed from that session hears nothing of it
+// either: no agent, item, method, host or path of a request the member may not open.
+import { newId } from "@latch/shared/ids";
+import { beforeAll, describe, expect, it } from "vitest";
+import { newTestOrganisation, testDatabase } from "../../test/database.ts";
+import type { OpenDatabase } from "../db/database.ts";
+import { createPushRepo } from "./push.repo.ts";
+
+let database: OpenDatabase;
+beforeAll(async () => {
+  database = await testDatabase();
+});
+
+/** An organisation with a single sign-on connection listing `listed`, of which `verified` are proven. */
+async function ssoOrganisation(options: { requireSso: boolean; listed: string[]; verified: string[] }) {
+  const organisationId = await newTestOrganisation(database);
+  const at = new Date();
+  await database.db
+    .insertInto("sso_connections")
+    .values({
+      organisation_id: organisationId,
+      issuer: "https://idp.example.test",
+      client_id: "latch",
+      sealed_client_secret: Buffer.from("sealed"),
+      sealing_key_id: "sk_test",
+      client_secret_last4: "cret",
+      email_domains: options.listed,
+      require_sso: options.requireSso,
+      verified_domains: options.verified,
+      created_at: at,
+      updated_at: at,
+    })
+    .execute();
+  return organisationId;
+}
+
+/** A member of `organisationIds` at `domain`, and one device of theirs per kind of session. */
+async function memberWithDevices(domain: string, organisationIds: string[], ssoOrganisationId: string) {
+  const operatorId = newId("opr");
+  const at = new Date();
+  await database.db
+    .insertInto("operators")
+    .values({ id: operatorId, email: `${operatorId}@${domain}`, created_at: at })
+    .execute();
+  for (const organisationId of organisationIds) {
+    await database.db
+      .insertInto("memberships")
+      .values({ organisation_id: organisationId, operator_id: operatorId, role: "approver", created_at: at })
+      .execute();
+  }
+  const device = async (sso: string | null | "no session") => {
+    let sessionId: string | null = null;
+    if (sso !== "no session") {
+      sessionId = newId("ses");
+      await database.db
+        .insertInto("operator_sessions")
+        .values({
+          id: sessionId,
+          token_hash: newId("ses"),
+          csrf_hash: newId("ses"),
+          operator_id: operatorId,
+          organisation_id: sso ?? organisationIds[0]!,
+          is_mfa_passed: true,
+          user_agent: null,
+          created_at: at,
+          last_seen_at: at,
+          revoked_at: null,
+          sso_organisation_id: sso,
+        })
+        .execute();
+    }
+    const id = newId("psh");
+    await database.db
+      .insertInto("push_subscriptions")
+      .values({
+        id,
+        operator_id: operatorId,
+        endpoint: `https://push.latch.test/push/${id}`,
+        p256dh: "p256dh",
+        auth: "auth",
+        created_at: at,
+        last_pushed_at: null,
+        session_id: sessionId,
+      })
+      .execute();
+    return id;
+  };
+  return {
+    operatorId,
+    emailCode: await device(null),
+    ssoHere: await device(ssoOrganisationId),
+    beforeSessions: await device("no session"),
+  };
+}
+
+async function devicesHearing(operatorId: string, organisationId: string): Promise<string[]> {
+  const rows = await createPushRepo(database.db).findSubscriptionsOf([operatorId], organisationId);
+  return rows.map((row) => row.id).sort();
+}
+
+describe("findSubscriptionsOf under Require SSO", () => {
+  it("pushes to a member whose proven domain it requires only on devices of its own sign-on", async () => {
+    const organisationId = await ssoOrganisation({
+      requireSso: true,
+      listed: ["corp.test"],
+      verified: ["corp.test"],
+    });
+    const elsewhere = await newTestOrganisation(database);
+    const member = await memberWithDevices("corp.test", [organisationId, elsewhere], organisationId);
+    expect(await devicesHearing(member.operatorId, organisationId)).toEqual([member.ssoHere]);
+    // The same member's email-code device still hears of an organisation that requires nothing.
+    expect(await devicesHearing(member.operatorId, elsewhere)).toEqual(
+      [member.emailCode, member.beforeSessions].sort(),
+    );
+  });
+
+  it("pushes to every live device when the address is not required: another domain, one only listed, or no requirement", async () => {
+    const cases = [
+      { requireSso: true, listed: ["corp.test"], verified: ["corp.test"], domain: "other.test" },
+      { requireSso: true, listed: ["corp.test"], verified: [], domain: "corp.test" },
+      { requireSso: false, listed: ["corp.test"], verified: ["corp.test"], domain: "corp.test" },
+    ];
+    for (const { domain, ...connection } of cases) {
+      const organisationId = await ssoOrganisation(connection);
+      const member = await memberWithDevices(domain, [organisationId], organisationId);
+      expect(await devicesHearing(member.operatorId, organisationId), JSON.stringify(connection)).toEqual(
+        [member.emailCode, member.ssoHere, member.beforeSessions].sort(),
+      );
+    }
+  });
+});
