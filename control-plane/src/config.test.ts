@@ -12,3 +12,22 @@ it("writes BASE_URL's scheme and host as the URL standard does, without a traili
   expect(loadConfig({}).BASE_URL).toBe("http://localhost:8787");
   expect(() => loadConfig({ BASE_URL: "ftp://latch.example.com" })).toThrow(/BASE_URL/);
 });
+
+it("refuses, in production, to start a proxy of its own or to turn certificate checks off", () => {
+  const production = { NODE_ENV: "production", SMTP_URL: "smtp://127.0.0.1:2525" };
+  expect(() => loadConfig(production)).toThrow(
+    "Latch cannot start: the egress proxy runs as its own process in production; set EGRESS_URL.",
+  );
+  const withProxy = { ...production, EGRESS_URL: "127.0.0.1:50051" };
+  expect(loadConfig(withProxy).EGRESS_URL).toBe("127.0.0.1:50051");
+  for (const value of ["0", "", "false"]) {
+    expect(() => loadConfig({ ...withProxy, NODE_TLS_REJECT_UNAUTHORIZED: value }), value).toThrow(
+      "Latch cannot start: NODE_TLS_REJECT_UNAUTHORIZED other than 1 turns certificate checks off and is refused when NODE_ENV=production.",
+    );
+  }
+  expect(loadConfig({ ...withProxy, NODE_TLS_REJECT_UNAUTHORIZED: "1" }).NODE_ENV).toBe("production");
+  // A laptop starts its proxy alongside, whatever it does with its own TLS.
+  expect(
+    loadConfig({ NODE_ENV: "development", NODE_TLS_REJECT_UNAUTHORIZED: "0" }).EGRESS_URL,
+  ).toBeUndefined();
+});

@@ -205,6 +205,19 @@ export function loadConfig(env: NodeJS.ProcessEnv): ControlPlaneConfig {
     // Without SMTP, sign-in codes are files in DATA_DIR/outbox: fine on a laptop, no mail in production.
     problems.push("SMTP_URL is required when NODE_ENV=production");
   }
+  if (c.NODE_ENV === "production" && !c.EGRESS_URL) {
+    // Unset, this process would start a proxy of its own, sharing its user and DATA_DIR with the
+    // sealing keyring: the control plane never holds a key that opens a stored secret.
+    problems.push("the egress proxy runs as its own process in production; set EGRESS_URL");
+  }
+  const rejectUnauthorized = env.NODE_TLS_REJECT_UNAUTHORIZED;
+  if (c.NODE_ENV === "production" && rejectUnauthorized !== undefined && rejectUnauthorized !== "1") {
+    // Any value but "1" lets a TLS peer that skipped the question (SMTP's STARTTLS, the telemetry
+    // exporter) go unchecked: a relay in the middle reads every sign-in code.
+    problems.push(
+      "NODE_TLS_REJECT_UNAUTHORIZED other than 1 turns certificate checks off and is refused when NODE_ENV=production",
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({ ...c, LATCH_ENVIRONMENTS: Object.freeze([...new Set(c.LATCH_ENVIRONMENTS)]) });
 }

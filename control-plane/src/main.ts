@@ -1,14 +1,14 @@
 // The control plane process: config -> keys -> egress proxy (spawned on loopback unless
-// EGRESS_URL is set) -> database -> services -> listen. The only place that wires. On SIGTERM
-// it stops listening (requests that still arrive on open connections get 503), lets the requests
-// in flight finish within SHUTDOWN_TIMEOUT_MS, then exits.
+// EGRESS_URL is set, which production requires) -> database -> services -> listen. The only place
+// that wires. On SIGTERM it stops listening (requests that still arrive on open connections get
+// 503), lets the requests in flight finish within SHUTDOWN_TIMEOUT_MS, then exits.
 import { resolve } from "node:path";
 import { ensurePrivateDir } from "@latch/shared/files";
 import { logProcessFaults } from "@latch/shared/process";
 import pino from "pino";
 import { ConfigError, loadConfig } from "./config.ts";
 import { buildControlPlane } from "./control-plane.ts";
-import { connectEgress } from "./egress/connect-egress.ts";
+import { connectEgress, findReadableSealingKeyring } from "./egress/connect-egress.ts";
 import { loadOrCreateTicketKey } from "./egress/ticket-key.ts";
 import { logDestination } from "./http/human-log.ts";
 import { serializeLoggedError } from "./http/logging.ts";
@@ -51,6 +51,8 @@ async function main(): Promise<void> {
   logger.level = config.LOG_LEVEL;
   const dataDir = resolve(config.DATA_DIR);
   ensurePrivateDir(dataDir);
+  const keyring = config.NODE_ENV === "production" ? findReadableSealingKeyring(dataDir) : undefined;
+  if (keyring) throw new StartRefused(`Latch cannot start: ${keyring}.`);
   // PGlite is single-process: of two processes on one DATA_DIR, the second stops here.
   const lock = config.DATABASE_URL ? undefined : tryLocalLock(dataDir);
   if (lock && "heldBy" in lock) {

@@ -1,49 +1,26 @@
 // The control plane's own database role holds no more than it needs (the guide's least privilege):
-// in production it refuses to start as a superuser, in one sentence that never names the URL; a
-// role that only owns its database runs every migration and starts. On PostgreSQL only.
-import { spawn } from "node:child_process";
+// in production it refuses to start as a superuser, or as a role that can reach the server's files
+// or programs, make roles or bypass row security, in one sentence that never names the URL; a
+// role that only owns its database runs every migration and starts. On PostgreSQL only; the
+// control plane starts as production starts it, with a proxy of its own at EGRESS_URL.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ProductionProxy,
+  startControlPlaneInProduction,
+  startProductionProxy,
+} from "./production-start.ts";
 
-const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
 const databaseUrl = process.env.DATABASE_URL ?? "";
+let proxy: ProductionProxy;
 
-/** Starts main.ts in production; resolves with how it ended (or that it came up) and what it said. */
+/** Starts main.ts in production on `url`; resolves with how it ended (or that it came up) and what it said. */
 function startInProduction(url: string) {
-  const child = spawn(process.execPath, [MAIN], {
-    env: {
-      PATH: process.env.PATH,
-      NODE_ENV: "production",
-      BASE_URL: "http://localhost:8787",
-      SMTP_URL: "smtp://127.0.0.1:2525",
-      DATABASE_URL: url,
-      DATA_DIR: mkdtempSync(join(tmpdir(), "latch-db-role-")),
-      PORT: "0",
-      EGRESS_PORT: "0",
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-  return new Promise<{ outcome: "ready" | number | null; stdout: string; stderr: string }>((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    child.stdout.on("data", () => {
-      if (!stdout.includes("Latch is running")) return;
-      clearTimeout(timer);
-      child.kill("SIGTERM");
-      resolve({ outcome: "ready", stdout, stderr });
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ outcome: code, stdout, stderr });
-    });
+  return startControlPlaneInProduction({
+    DATABASE_URL: url,
+    EGRESS_URL: proxy.address,
+    TICKET_SIGNING_KEY_FILE: proxy.ticketKeyFile,
   });
 }
 
@@ -53,16 +30,24 @@ describe.runIf(databaseUrl)("the control plane's database role", () => {
   let admin: pg.Client;
 
   beforeAll(async () => {
+    proxy = await startProductionProxy();
     admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
     await admin.query(`CREATE ROLE ${role} LOGIN NOSUPERUSER PASSWORD '${password}'`);
     await admin.query(`CREATE DATABASE ${role} OWNER ${role}`);
-  });
+    // A role that owns its database and can also read the server's files and make roles.
+    await admin.query(`CREATE ROLE ${role}_x LOGIN NOSUPERUSER CREATEROLE PASSWORD '${password}'`);
+    await admin.query(`GRANT pg_read_server_files TO ${role}_x`);
+    await admin.query(`CREATE DATABASE ${role}_x OWNER ${role}_x`);
+  }, 60_000);
 
   afterAll(async () => {
     await admin.query(`DROP DATABASE IF EXISTS ${role} WITH (FORCE)`).catch(() => {});
+    await admin.query(`DROP DATABASE IF EXISTS ${role}_x WITH (FORCE)`).catch(() => {});
     await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+    await admin.query(`DROP ROLE IF EXISTS ${role}_x`).catch(() => {});
     await admin?.end();
+    await proxy?.stop();
   });
 
   it("refuses, in production, to start as a superuser, in one sentence without the URL", async () => {
@@ -74,12 +59,26 @@ describe.runIf(databaseUrl)("the control plane's database role", () => {
     expect(refused.stderr).not.toContain(new URL(databaseUrl).host);
   }, 120_000);
 
-  it("starts in production as a role that only owns its database, migrations and all", async () => {
+  /** DATABASE_URL as `name`, on the database of the same name. */
+  function asRole(name: string): string {
     const url = new URL(databaseUrl);
-    url.username = role;
+    url.username = name;
     url.password = password;
-    url.pathname = `/${role}`;
-    const started = await startInProduction(url.toString());
+    url.pathname = `/${name}`;
+    return url.toString();
+  }
+
+  it("refuses, in production, a role that reads the server's files or makes roles, naming both", async () => {
+    const refused = await startInProduction(asRole(`${role}_x`));
+    expect(refused.outcome).toBe(1);
+    expect(refused.stderr.trim()).toBe(
+      'Latch cannot start: DATABASE_URL connects as a role with membership of pg_read_server_files (reads any file on the database server), CREATEROLE (makes roles and grants them); give the control plane a role that owns the latch database and nothing more (README "Deployment").',
+    );
+    expect(refused.stderr).not.toContain(password);
+  }, 120_000);
+
+  it("starts in production as a role that only owns its database, migrations and all", async () => {
+    const started = await startInProduction(asRole(role));
     expect(started.outcome, started.stderr).toBe("ready");
     expect(started.stderr).not.toContain("superuser");
   }, 120_000);

@@ -1,7 +1,8 @@
 // Each NetworkPolicy and isolation problem of issue 20 is caught by the chart's rules: a rule with
 // no peers, the proxies without IPv6 or its special ranges, DNS at any pod of a namespace or at an
 // unconfigured resolver, the database over a whole network, the control plane reaching
-// everywhere, the proxies on the control plane's database credentials, no zone spread, no alerts.
+// everywhere, the proxies on the control plane's database credentials, keys or mTLS Secret, no zone
+// spread, no alerts.
 import { describe, expect, it } from "vitest";
 import { ChartRuleError, checkNetworkPolicies, checkTiers, type Manifest } from "./chart-rules.ts";
 
@@ -14,7 +15,13 @@ const dnsRule = (peer: object = dnsPods) => ({
   ports: [{ port: 53 }, { port: 53, protocol: "TCP" }],
 });
 
-function deployment(name: string, env: object[]): Manifest {
+/** The key and mTLS Secrets a tier mounts, each its own. */
+const secretVolumes = (tier: string) => [
+  { name: "keys", secret: { secretName: `latch-${tier}-keys` } },
+  { name: "mtls", secret: { secretName: `latch-${tier}-mtls` } },
+];
+
+function deployment(name: string, env: object[], volumes: object[]): Manifest {
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -26,6 +33,7 @@ function deployment(name: string, env: object[]): Manifest {
           serviceAccountName: name,
           topologySpreadConstraints: [{ topologyKey: "topology.kubernetes.io/zone" }],
           containers: [{ env }],
+          volumes,
         },
       },
     },
@@ -34,14 +42,23 @@ function deployment(name: string, env: object[]): Manifest {
 
 function valid(): Manifest[] {
   return [
-    deployment("latch-control-plane", [
-      { name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "latch-database" } } },
-    ]),
-    deployment("latch-egress", [
-      { name: "EGRESS_LISTEN", value: "0.0.0.0:50051" },
-      { name: "EGRESS_CLIENT_IDENTITY", value: "latch-control-plane" },
-      { name: "EGRESS_REPLAY_DATABASE_URL", valueFrom: { secretKeyRef: { name: "latch-egress-database" } } },
-    ]),
+    deployment(
+      "latch-control-plane",
+      [{ name: "DATABASE_URL", valueFrom: { secretKeyRef: { name: "latch-database" } } }],
+      secretVolumes("control-plane"),
+    ),
+    deployment(
+      "latch-egress",
+      [
+        { name: "EGRESS_LISTEN", value: "0.0.0.0:50051" },
+        { name: "EGRESS_CLIENT_IDENTITY", value: "latch-control-plane" },
+        {
+          name: "EGRESS_REPLAY_DATABASE_URL",
+          valueFrom: { secretKeyRef: { name: "latch-egress-database" } },
+        },
+      ],
+      secretVolumes("egress"),
+    ),
     {
       apiVersion: "v1",
       kind: "ServiceAccount",
@@ -190,6 +207,19 @@ describe("the chart's rules", () => {
       verdict((d) => (env(d, "egress")[2]!.valueFrom = { secretKeyRef: { name: "latch-database" } })),
     ).toMatch(/Secret of their own/);
     expect(verdict((d) => env(d, "egress").splice(1, 1))).toMatch(/client's identity/);
+  });
+
+  it("refuse the proxies mounting the control plane's key or mTLS Secret", () => {
+    const volumes = (d: Manifest[], tier: string) =>
+      d.find((x) => x.kind === "Deployment" && x.metadata.name === `latch-${tier}`)!.spec.template.spec
+        .volumes as { name: string; secret: { secretName: string } }[];
+    expect(verdict((d) => (volumes(d, "egress")[0]!.secret.secretName = "latch-control-plane-keys"))).toMatch(
+      /keys come from a Secret of their own/,
+    );
+    expect(verdict((d) => (volumes(d, "egress")[1]!.secret.secretName = "latch-control-plane-mtls"))).toMatch(
+      /mTLS certificate comes from a Secret of its own/,
+    );
+    expect(verdict((d) => volumes(d, "egress").splice(0, 1))).toMatch(/keys come from a Secret/);
   });
 
   it("refuse pods without a checksum, a zone spread, or with a token-mounting ServiceAccount", () => {

@@ -54,6 +54,13 @@ function envOf(deployment: Manifest | undefined, name: string) {
     | undefined;
 }
 
+/** The Secret a pod's volume of this name mounts. */
+function secretVolumeOf(deployment: Manifest | undefined, name: string): string | undefined {
+  const volumes: { name: string; secret?: { secretName?: string } }[] =
+    deployment?.spec?.template?.spec?.volumes ?? [];
+  return volumes.find((v) => v.name === name)?.secret?.secretName;
+}
+
 /** The NetworkPolicies' promises (DECISIONS "Faults and isolation in deployments"). */
 export function checkNetworkPolicies(docs: Manifest[], valuesName: string): void {
   const policies = docs.filter((d) => d.kind === "NetworkPolicy");
@@ -148,6 +155,16 @@ export function checkTiers(docs: Manifest[], valuesName: string): void {
   const egressSecret = envOf(egress, "EGRESS_REPLAY_DATABASE_URL")?.valueFrom?.secretKeyRef?.name;
   if (!egressSecret || egressSecret === cpSecret) {
     fail(valuesName, "the proxies' database credentials come from a Secret of their own");
+  }
+  // Each tier mounts only its own keys and certificate (DECISIONS "Faults and isolation"): the
+  // proxies' key Secret holds the sealing keyring, which the control plane must never hold.
+  const egressKeys = secretVolumeOf(egress, "keys");
+  if (!egressKeys || egressKeys === secretVolumeOf(controlPlane, "keys")) {
+    fail(valuesName, "the proxies' keys come from a Secret of their own");
+  }
+  const egressMtls = secretVolumeOf(egress, "mtls");
+  if (!egressMtls || egressMtls === secretVolumeOf(controlPlane, "mtls")) {
+    fail(valuesName, "the proxies' mTLS certificate comes from a Secret of its own");
   }
   if (!envOf(egress, "EGRESS_CLIENT_IDENTITY")?.value)
     fail(valuesName, "the proxies check the client's identity");

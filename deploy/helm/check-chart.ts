@@ -4,8 +4,8 @@
 // and Prometheus Operator models), then the rules this chart promises: headless egress Service,
 // internet egress for the proxies only, keys from Secrets only, non-root read-only containers with
 // probes, an HPA and a PDB per tier, and chart-rules.ts (the NetworkPolicies, each tier's own
-// database credentials, identities, checksums, zones, alerts). Then each broken setting of
-// BROKEN must be refused, by values.schema.json, by the templates, or by the rules.
+// database credentials, keys and mTLS Secrets, identities, checksums, zones, alerts). Then each
+// broken setting of BROKEN must be refused, by values.schema.json, by the templates, or by the rules.
 //   node deploy/helm/check-chart.ts HELM_BINARY
 // Exits 1 on the first failing values file, naming the manifest and the rule.
 import { execFileSync } from "node:child_process";
@@ -102,8 +102,9 @@ const DEFAULT_ADDRESSES = ["--set", "database.cidrs={10.20.0.5/32}", "--set", "s
 
 /**
  * Settings the chart must refuse, each over a valid base: a misspelt key, a database rule with no
- * peers or over a whole network, the proxies on the control plane's credentials, an IPv6 rule
- * without its special ranges, DNS at any pod of kube-system, the control plane reaching everywhere.
+ * peers or over a whole network, the proxies on the control plane's credentials, keys or mTLS
+ * certificate, an IPv6 rule without its special ranges, DNS at any pod of kube-system, the control
+ * plane reaching everywhere.
  */
 const BROKEN: { name: string; args: string[] }[] = [
   { name: "a misspelt key", args: ["--set", "egress.replica=3"] },
@@ -113,6 +114,14 @@ const BROKEN: { name: string; args: string[] }[] = [
   {
     name: "the proxies on the control plane's database Secret",
     args: ["--set", "database.egressExistingSecret=latch-database"],
+  },
+  {
+    name: "the proxies on the control plane's key Secret",
+    args: ["--set", "keys.egressSecret=latch-control-plane-keys"],
+  },
+  {
+    name: "the proxies on the control plane's mTLS Secret",
+    args: ["--set", "mtls.egressSecret=latch-control-plane-mtls"],
   },
   {
     name: "IPv6 internet without its special ranges",

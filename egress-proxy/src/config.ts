@@ -65,6 +65,49 @@ export type EgressConfig = Readonly<z.infer<typeof schema>> & {
 /** The three development/test knobs that bend the destination policy. */
 const DEV_KNOBS = ["EGRESS_CONNECT_TO", "EGRESS_ALLOW_CIDRS", "EGRESS_EXTRA_CA"] as const;
 
+/**
+ * Node's own ways to change whom an origin's certificate must chain to, or to weaken the TLS an
+ * injected credential travels over: each would undo the production ban on EGRESS_EXTRA_CA (a
+ * self-signed origin receiving `authorization: Bearer ...`). The NODE_OPTIONS flags refused:
+ * - `--use-openssl-ca`, `--use-system-ca`: trust the host's store (and SSL_CERT_FILE/SSL_CERT_DIR)
+ *   instead of, or besides, Node's bundled roots. `--use-bundled-ca` is the default and is fine.
+ * - `--openssl-config`, `--openssl-shared-config`, `--openssl-legacy-provider`: an OpenSSL
+ *   configuration (or its legacy algorithms) the proxy's TLS did not choose; OPENSSL_CONF too.
+ * - `--tls-*` (`--tls-min-v1.0`, `--tls-max-v1.2`, `--tls-cipher-list`, `--tls-keylog`, ...):
+ *   older protocols or weaker ciphers, or every session's keys written to a file.
+ * NODE_TLS_REJECT_UNAUTHORIZED other than "1" turns certificate checks off wherever a caller did
+ * not ask for them (the upstream connector asks, upstream/pool.ts); NODE_EXTRA_CA_CERTS adds CAs.
+ */
+const REFUSED_NODE_OPTIONS =
+  /^--(use-openssl-ca|use-system-ca|openssl-config|openssl-shared-config|openssl-legacy-provider|tls-[a-z0-9.-]+)$/;
+
+/**
+ * The Node settings in `env` (and the flags node was started with) that bend TLS toward origins,
+ * named, never with their values.
+ */
+function findTlsOverrides(env: NodeJS.ProcessEnv, execArgv: readonly string[] = []): string[] {
+  const found: string[] = [];
+  const reject = env.NODE_TLS_REJECT_UNAUTHORIZED;
+  if (reject !== undefined && reject !== "1") found.push("NODE_TLS_REJECT_UNAUTHORIZED (other than 1)");
+  if (env.NODE_EXTRA_CA_CERTS !== undefined) found.push("NODE_EXTRA_CA_CERTS");
+  if (env.OPENSSL_CONF !== undefined) found.push("OPENSSL_CONF");
+  // Node reads `--a_b` as `--a-b`, and a value may follow an `=` or the next word.
+  const refusedIn = (words: readonly string[]) => [
+    ...new Set(
+      words
+        .map((word) => word.replace(/^"|"$/g, ""))
+        .filter((word) => word.startsWith("--"))
+        .map((word) => word.split("=")[0]!.replaceAll("_", "-"))
+        .filter((flag) => REFUSED_NODE_OPTIONS.test(flag)),
+    ),
+  ];
+  const inOptions = refusedIn((env.NODE_OPTIONS ?? "").split(/\s+/));
+  if (inOptions.length > 0) found.push(`NODE_OPTIONS ${inOptions.join(" ")}`);
+  const onCommandLine = refusedIn(execArgv);
+  if (onCommandLine.length > 0) found.push(`the node flag ${onCommandLine.join(" ")}`);
+  return found;
+}
+
 function splitHostPort(value: string): { host: string; port: number } {
   const at = value.lastIndexOf(":");
   return { host: value.slice(0, at).replace(/^\[|\]$/g, ""), port: Number(value.slice(at + 1)) };
@@ -85,7 +128,11 @@ export class EgressConfigError extends Error {
   }
 }
 
-export function loadEgressConfig(env: NodeJS.ProcessEnv): EgressConfig {
+/** `execArgv`: the flags node was started with, checked as NODE_OPTIONS is (tests pass their own). */
+export function loadEgressConfig(
+  env: NodeJS.ProcessEnv,
+  execArgv: readonly string[] = process.execArgv,
+): EgressConfig {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     throw new EgressConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
@@ -95,6 +142,12 @@ export function loadEgressConfig(env: NodeJS.ProcessEnv): EgressConfig {
   const devKnobs = DEV_KNOBS.filter((k) => c[k] !== undefined);
   if (c.NODE_ENV === "production" && devKnobs.length > 0) {
     problems.push(`${devKnobs.join(", ")}: development/test knobs are refused when NODE_ENV=production`);
+  }
+  const tlsOverrides = findTlsOverrides(env, execArgv);
+  if (c.NODE_ENV === "production" && tlsOverrides.length > 0) {
+    problems.push(
+      `${tlsOverrides.join(", ")}: Node settings that change which origins' certificates are trusted are refused when NODE_ENV=production, as EGRESS_EXTRA_CA is`,
+    );
   }
   if (c.EGRESS_ALLOW_CIDRS) {
     try {

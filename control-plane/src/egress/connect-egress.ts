@@ -1,4 +1,6 @@
 // Reaching the egress proxy: the one at EGRESS_URL, or a child process on loopback.
+import { accessSync, constants } from "node:fs";
+import { join } from "node:path";
 import type { SealingPublicKey } from "@latch/shared/crypto/seal";
 import { deriveSealingKeyId } from "@latch/shared/crypto/seal";
 import type { Logger } from "pino";
@@ -25,6 +27,26 @@ export interface EgressSettings {
 const DEFAULT_EGRESS_PORT = 50051;
 /** How long the proxies' sealing key is used before GetInfo is asked again. */
 const SEALING_KEY_REFRESH_MS = 60_000;
+
+/**
+ * Where a proxy started on this DATA_DIR keeps its sealing keyring (egress-proxy/src/keys/
+ * sealing-keys.ts `sealingKeyPath`): a development proxy shares the directory with its parent.
+ */
+export const SHARED_KEYRING_PATH = join("egress", "sealing-keys.json");
+
+/**
+ * In production the control plane holds no key that opens a stored secret (DECISIONS "The two
+ * tiers"): a sealing keyring this process can read in its DATA_DIR (left by a development proxy,
+ * or a volume shared with the proxies) is refused. Answers the sentence that refuses, or nothing.
+ */
+export function findReadableSealingKeyring(dataDir: string): string | undefined {
+  try {
+    accessSync(join(dataDir, SHARED_KEYRING_PATH), constants.R_OK);
+  } catch {
+    return undefined;
+  }
+  return `DATA_DIR holds the egress proxy's sealing keyring (${SHARED_KEYRING_PATH}) and this process can read it, but the control plane never holds a key that opens a stored secret; keep the keyring on the proxies' own volume only`;
+}
 
 export async function connectEgress(
   settings: EgressSettings,

@@ -139,6 +139,9 @@ function createDialer(
   const secureContext = trust();
   const connect = buildConnector({
     ...(secureContext === undefined ? {} : { secureContext }),
+    // Said outright: tls.connect's default follows NODE_TLS_REJECT_UNAUTHORIZED, and "0" there
+    // would hand an injected credential to any certificate. No setting turns this check off.
+    rejectUnauthorized: true,
     allowH2: false,
     timeout: UNBUDGETED_DIAL_MS,
     lookup: refuseLookup,

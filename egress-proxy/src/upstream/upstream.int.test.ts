@@ -335,6 +335,33 @@ describe("failure mapping", () => {
     expect(o.requests).toHaveLength(0);
   });
 
+  it("refuses an untrusted certificate even with NODE_TLS_REJECT_UNAUTHORIZED=0 set", async () => {
+    const o = await origin((_req, res) => res.end("should not be reached"), "untrusted");
+    const plain = createUpstream({});
+    const before = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = "0";
+    try {
+      // With extra CAs (a trust context of our own) and without (tls.connect's default store).
+      for (const through of [upstream, plain]) {
+        const error = await failure(
+          through.call({
+            destination: await destinationFor(o.port),
+            method: "GET",
+            path: "/",
+            headers: [{ name: "authorization", value: "Bearer SECRET" }],
+            timeoutMs: 5_000,
+          }),
+        );
+        expect(error.code).toBe("tls_failure");
+      }
+    } finally {
+      if (before === undefined) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      else process.env.NODE_TLS_REJECT_UNAUTHORIZED = before;
+      await plain.close();
+    }
+    expect(o.requests).toHaveLength(0);
+  });
+
   it("trusts the test CA only through extraCa", async () => {
     const o = await origin((_req, res) => res.end("should not be reached"));
     const plain = createUpstream({});

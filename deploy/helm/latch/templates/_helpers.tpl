@@ -42,6 +42,22 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.database.egressExistingSecret -}}
 {{- end -}}
 
+{{/* The proxies' key files (the sealing keyring): never in the control plane's Secret, which would hand it the key that opens every stored secret. */}}
+{{- define "latch.egressKeysSecret" -}}
+{{- if eq .Values.keys.egressSecret .Values.keys.controlPlaneSecret -}}
+{{- fail "keys.egressSecret must name a Secret of its own: it holds the sealing keyring, and the control plane never holds a key that opens a stored secret" -}}
+{{- end -}}
+{{- .Values.keys.egressSecret -}}
+{{- end -}}
+
+{{/* The proxies' mTLS identity: never the control plane's Secret, or either tier could act as the other. */}}
+{{- define "latch.egressMtlsSecret" -}}
+{{- if eq .Values.mtls.egressSecret .Values.mtls.controlPlaneSecret -}}
+{{- fail "mtls.egressSecret must name a Secret of its own: each tier holds only its own certificate and key" -}}
+{{- end -}}
+{{- .Values.mtls.egressSecret -}}
+{{- end -}}
+
 {{/* DNS at the cluster DNS pods only (their namespace and their labels together), never at any pod of kube-system. */}}
 {{- define "latch.clusterDnsRule" -}}
 - to:

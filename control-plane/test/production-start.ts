@@ -1,0 +1,97 @@
+// Test harness: the two tiers started as production starts them, each its own process with its own
+// DATA_DIR: an egress proxy that trusts the control plane's ticket key, and main.ts at EGRESS_URL.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadOrCreateTicketKey, ticketKeyPaths } from "../src/egress/ticket-key.ts";
+
+const CONTROL_PLANE_MAIN = new URL("../src/main.ts", import.meta.url).pathname;
+const PROXY_MAIN = new URL("../../egress-proxy/src/main.ts", import.meta.url).pathname;
+
+export interface ProductionProxy {
+  /** EGRESS_URL for the control plane. */
+  address: string;
+  /** TICKET_SIGNING_KEY_FILE: the key the proxy trusts, mounted as the chart mounts it. */
+  ticketKeyFile: string;
+  stop(): Promise<void>;
+}
+
+/** An egress proxy in production on loopback, its keyring in its own DATA_DIR. */
+export async function startProductionProxy(): Promise<ProductionProxy> {
+  const keys = mkdtempSync(join(tmpdir(), "latch-prod-keys-"));
+  loadOrCreateTicketKey(keys);
+  const child = spawn(process.execPath, [PROXY_MAIN], {
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: "production",
+      DATA_DIR: mkdtempSync(join(tmpdir(), "latch-prod-egress-")),
+      EGRESS_LISTEN: "127.0.0.1:0",
+      EGRESS_TICKET_PUBLIC_KEYS: readFileSync(ticketKeyPaths(keys).publicPath, "utf8").trim(),
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  const port = await new Promise<string>((resolve, reject) => {
+    let stdout = "";
+    child.stdout!.on("data", (c: Buffer) => {
+      stdout += c.toString();
+      const ready = /LATCH_EGRESS_READY port=(\d+)/.exec(stdout);
+      if (ready) resolve(ready[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`the proxy exited with ${code}: ${stderr}`)));
+  });
+  return {
+    address: `127.0.0.1:${port}`,
+    ticketKeyFile: ticketKeyPaths(keys).privatePath,
+    stop: () => stopChild(child),
+  };
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((done) => {
+    if (child.exitCode !== null || child.signalCode !== null) return done();
+    child.once("exit", () => done());
+    child.kill("SIGTERM");
+  });
+}
+
+/**
+ * Starts main.ts in production with `env` over a minimal production environment (no EGRESS_URL
+ * unless given); resolves with how it ended (or that it came up, then stops it) and what it said.
+ */
+export function startControlPlaneInProduction(env: Record<string, string>) {
+  const child = spawn(process.execPath, [CONTROL_PLANE_MAIN], {
+    env: {
+      PATH: process.env.PATH,
+      NODE_ENV: "production",
+      BASE_URL: "http://localhost:8787",
+      SMTP_URL: "smtp://127.0.0.1:2525",
+      DATA_DIR: mkdtempSync(join(tmpdir(), "latch-prod-cp-")),
+      PORT: "0",
+      LOG_LEVEL: "warn",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+  return new Promise<{ outcome: "ready" | number | null; stdout: string; stderr: string }>((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+    let isReady = false;
+    child.stdout.on("data", () => {
+      if (isReady || !stdout.includes("Latch is running")) return;
+      isReady = true;
+      child.kill("SIGTERM");
+    });
+    // Resolved once it has exited, so no process outlives the test.
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ outcome: isReady ? "ready" : code, stdout, stderr });
+    });
+  });
+}
