@@ -3,9 +3,11 @@
 // authorize page is the fake approving the URL the start returned), the four error reasons, the
 // single-use state bound to the operator's session, the alias, agent_client_id and need_id, and an
 // agent's user-only call working right after. No token reaches an answer, a log or a row in clear.
+import { setTimeout as sleep } from "node:timers/promises";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { refuseAuditRows } from "./database.ts";
+import { lockItemTokens } from "../src/items/item-tokens.repo.ts";
+import { isPostgresRun, refuseAuditRows } from "./database.ts";
 import { FAKE_PROVIDER_HOSTS, type FakeProviderId, FakeProviders } from "./fake-providers.ts";
 import {
   type Browser,
@@ -267,6 +269,175 @@ describe("an agent and a connect", () => {
     expect(fakes.tokenRequests.length).toBe(exchanges);
     expect(String(retried.body)).toContain("Bearer [redacted]");
     await agent.close();
+  });
+});
+
+describe("the app credential a start connects with", () => {
+  /** Hosted POST /api/items of Spotify's app credential as `name`, or of another inject mode. */
+  async function storeSpotify(op: Browser, name: string, inject = "client_credentials"): Promise<void> {
+    const created = await op.request("POST", "/api/items", {
+      name,
+      value: fakes.clients.spotify.clientSecret,
+      username: fakes.clients.spotify.clientId,
+      kind: "client_secret",
+      inject,
+      environment: "staging",
+      allowed_hosts: HOSTS.spotify,
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    answers.push(created.body);
+  }
+
+  it("spec 2.1: the Inbox and collect pages name the request's base (SPOTIFY for SPOTIFY_REFRESH); the client secret stored as SPOTIFY_SECRET is found and SPOTIFY_REFRESH stored", async () => {
+    const { op, token } = await operatorWithClient(h, {
+      secret: fakes.clients.spotify.clientSecret,
+      items: [
+        {
+          name: "SPOTIFY_SECRET",
+          username: fakes.clients.spotify.clientId,
+          kind: "client_secret",
+          inject: "client_credentials",
+          allowed_hosts: HOSTS.spotify,
+        },
+      ],
+      clientName: "secret-agent",
+    });
+    const agent = await connectAgent(url, token, "secret-agent");
+    const args = { method: "GET", host: "api.spotify.com", path: "/v1/me", item_name: "SPOTIFY_SECRET" };
+    const first = toolAnswer(await agent.callTool({ name: "http_request", arguments: args }));
+    answers.push(JSON.stringify(first));
+    expect(first).toMatchObject({ status: "user_connect_required", refresh_item_name: "SPOTIFY_REFRESH" });
+    // What console-inbox.js and collect.js send: the request's suggested name without _REFRESH.
+    const need = (await op.request("GET", `/api/need-items/${first.need_id}`)).json().need as {
+      suggested_name: string;
+      need_id: string;
+    };
+    const started = await start(op, "spotify", {
+      item_name: need.suggested_name.replace(/_REFRESH$/, ""),
+      need_id: first.need_id,
+    });
+    expect(started.statusCode, started.body).toBe(200);
+    const done = await callback(op, fakes.authorize("spotify", started.json().authorize_url));
+    expect(done.headers.location).toBe("/console#vault?connected=spotify");
+    const items = (await op.request("GET", "/api/items?environment=staging")).json().items as {
+      name: string;
+      inject: string;
+    }[];
+    expect(items.find((i) => i.name === "SPOTIFY_REFRESH")).toMatchObject({ inject: "refresh" });
+    expect((await op.request("GET", `/api/need-items/${first.need_id}`)).json().need.status).toBe("closed");
+    await agent.close();
+  });
+
+  it("a start on an item of another inject mode is refused (400 invalid_request); <ITEM>_SECRET of another mode is passed over for <ITEM>", async () => {
+    const op = await readyOperator(h);
+    await storeSpotify(op, "SPOTIFY_BEARER", "bearer");
+    const refused = await start(op, "spotify", { item_name: "SPOTIFY_BEARER" });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().error.code).toBe("invalid_request");
+    expect(refused.json().error.message).toContain("inject client_credentials");
+
+    await storeSpotify(op, "SPOTIFY_SECRET", "bearer");
+    await storeSpotify(op, "SPOTIFY");
+    const started = await start(op, "spotify", { item_name: "SPOTIFY_SECRET" });
+    expect(started.statusCode, started.body).toBe(200);
+    expect(
+      (await callback(op, fakes.authorize("spotify", started.json().authorize_url))).headers.location,
+    ).toBe("/console#vault?connected=spotify");
+  });
+
+  it("spec 4.3 client_id: the client ID stored with the secret, or refused (the exchange authenticates as that client)", async () => {
+    const op = await readyOperator(h);
+    await storeApp(op, "github");
+    const other = await start(op, "github", { client_id: "another-client" });
+    expect(other.statusCode, other.body).toBe(400);
+    expect(other.json().error.code).toBe("invalid_request");
+    expect(other.json().error.message).toContain("client_id");
+    const same = await start(op, "github", { client_id: fakes.clients.github.clientId });
+    expect(same.statusCode, same.body).toBe(200);
+    const authorizeUrl = new URL(same.json().authorize_url);
+    expect(authorizeUrl.searchParams.get("client_id")).toBe(fakes.clients.github.clientId);
+    expect((await callback(op, fakes.authorize("github", authorizeUrl.href))).headers.location).toBe(
+      "/console#vault?connected=github",
+    );
+  });
+
+  it("an exchange whose ticket the proxy refuses outright (no answer to read) is exchange_failed with a connect_failed row", async () => {
+    const op = await readyOperator(h);
+    await storeApp(op, "spotify");
+    const started = await start(op, "spotify");
+    expect(started.statusCode, started.body).toBe(200);
+    // A verifier past the ticket's 2 MiB: the proxy refuses the ticket itself (a gRPC error, as a
+    // replica gone would be), so Execute throws rather than answering the provider's refusal.
+    const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;
+    await sql`update connect_states set sealed_verifier = ${Buffer.alloc(2 * 1024 * 1024 + 1)}
+      where organisation_id = ${organisationId} and used_at is null`.execute(h.plane.database.db);
+    const done = await callback(op, fakes.authorize("spotify", started.json().authorize_url));
+    expect(done.headers.location).toBe("/console#vault?connect_error=spotify&reason=exchange_failed");
+    const events = (await op.request("GET", "/api/audit?action=connect_failed")).json().events as {
+      item_name: string;
+      detail: Record<string, unknown>;
+    }[];
+    expect(events).toEqual([
+      expect.objectContaining({ item_name: "SPOTIFY", detail: { provider: "spotify" } }),
+    ]);
+  });
+});
+
+describe.runIf(isPostgresRun())("two connects of one item at once", () => {
+  it("a connect whose refresh token another connect replaced while it waited for the item's token lock stores no access token beside the other's", async () => {
+    const op = await readyOperator(h);
+    await storeApp(op, "spotify");
+    const authorized = async () =>
+      fakes.authorize("spotify", (await start(op, "spotify")).json().authorize_url);
+    expect((await callback(op, await authorized())).headers.location).toBe(
+      "/console#vault?connected=spotify",
+    );
+    const db = h.plane.database.db;
+    const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;
+    const refreshItem = () =>
+      db
+        .selectFrom("items")
+        .select(["id", "sealed_value"])
+        .where("organisation_id", "=", organisationId)
+        .where("name", "=", "SPOTIFY_REFRESH")
+        .executeTakeFirstOrThrow();
+    const first = await refreshItem();
+    const second = await authorized();
+    // Stand-ins for a third connect that lands between the second one's two writes: its refresh
+    // token and access token, written while this test holds the item's token lock.
+    const otherRefresh = Buffer.from("the sealed refresh token of another connect");
+    const otherAccess = Buffer.from("the sealed access token of another connect");
+    let finishing: ReturnType<typeof callback> | undefined;
+    await db.transaction().execute(async (trx) => {
+      await lockItemTokens(trx, first.id);
+      finishing = callback(op, second);
+      // The second connect has stored its refresh token once the stored value moves; it then
+      // waits for the lock before storing its access token.
+      while (Buffer.from((await refreshItem()).sealed_value).equals(Buffer.from(first.sealed_value))) {
+        await sleep(20);
+      }
+      await trx.updateTable("items").set({ sealed_value: otherRefresh }).where("id", "=", first.id).execute();
+      const token = {
+        sealed_value: otherAccess,
+        sealing_key_id: "kid-other",
+        token_last4: "othr",
+        scope: "",
+        expires_at: new Date(Date.now() + 3_600_000),
+      };
+      await trx
+        .insertInto("item_tokens")
+        .values({ item_id: first.id, organisation_id: organisationId, ...token })
+        .onConflict((c) => c.column("item_id").doUpdateSet(token))
+        .execute();
+    });
+    expect((await finishing)?.headers.location).toBe("/console#vault?connected=spotify");
+    const kept = await db
+      .selectFrom("item_tokens")
+      .select("sealed_value")
+      .where("item_id", "=", first.id)
+      .executeTakeFirstOrThrow();
+    expect(Buffer.from(kept.sealed_value).equals(otherAccess)).toBe(true);
+    expect(Buffer.from((await refreshItem()).sealed_value).equals(otherRefresh)).toBe(true);
   });
 });
 

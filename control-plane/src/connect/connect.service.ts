@@ -14,6 +14,7 @@ import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
+import type { CallableItem } from "../items/callable-item.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
 import type { ConnectTarget } from "../needs/needs.service.ts";
@@ -120,9 +121,7 @@ export function createConnectService(deps: ConnectDeps) {
           `no agent client ${input.agent_client_id} in this organisation's ${environment} environment`,
         );
       }
-      const item = await deps.items.findCallableByName(operator.organisationId, environment, input.item_name);
-      if (!item)
-        throw new AppError("not_found", `no credential named ${input.item_name} in this environment`);
+      const item = await findAppCredential(operator.organisationId, environment, input.item_name);
       // A request names the refresh item its agent's retry needs: a connect of another credential
       // would close it and approve its agent for an account the agent did not ask for.
       const refreshItemName = `${baseNameOf(item.name)}_REFRESH`;
@@ -138,13 +137,7 @@ export function createConnectService(deps: ConnectDeps) {
           `no pending connect request ${input.need_id} for ${item.name} in this organisation's ${environment} environment`,
         );
       }
-      const clientId = input.client_id ?? item.username ?? undefined;
-      if (!clientId) {
-        throw new AppError(
-          "invalid_request",
-          `${item.name} needs the OAuth client ID in username (or give client_id)`,
-        );
-      }
+      const clientId = clientIdOf(item, input.client_id);
       const token = tokenEndpointOf(provider);
       if (!item.allowedHosts.includes(token.host)) {
         throw new AppError(
@@ -223,7 +216,9 @@ export function createConnectService(deps: ConnectDeps) {
       if (query.error !== undefined || !query.code)
         return { provider: provider.id, ok: false, reason: "provider_denied" };
       const item = await deps.items.findCallableById(operator.organisationId, row.item_id);
-      if (!item) return { provider: provider.id, ok: false, reason: "exchange_failed" };
+      // Edited or deleted since the start: only an app credential is sent to a token URL.
+      if (item?.inject !== "client_credentials")
+        return { provider: provider.id, ok: false, reason: "exchange_failed" };
       const token = tokenEndpointOf(provider);
       const refreshName = `${baseNameOf(item.name)}_REFRESH`;
       const clientId = item.username ?? "";
@@ -283,6 +278,9 @@ export function createConnectService(deps: ConnectDeps) {
           EXCHANGE_TIMEOUT_MS + 1000,
         );
       } catch {
+        // The proxy refused the ticket or never answered (a replica gone or silent): a failed
+        // connect all the same, recorded like the provider's refusal below.
+        await record(operator, item.name, provider.id, "connect_failed", environment);
         return { provider: provider.id, ok: false, reason: "exchange_failed" };
       }
       const minted = response.rotatedCredentials.find((r) => r.kind === TokenKind.TOKEN_KIND_ACCESS);
@@ -312,15 +310,27 @@ export function createConnectService(deps: ConnectDeps) {
       if (minted.credential) {
         const issuedAt = Number(minted.metadata?.issuedAtMs) || deps.now().getTime();
         const access = minted.credential;
-        await deps.items.inItemTokenLock(stored.id, (locked) =>
-          locked.upsertAccessToken(stored.id, operator.organisationId, {
+        const ours = refresh.credential;
+        await deps.items.inItemTokenLock(stored.id, async (locked) => {
+          // Only beside the refresh token this connect stored: another connect of the item may
+          // have replaced it since, and its access token (another account, perhaps) stays. The
+          // conditional UPDATE writes the same value back, so it also holds the item's row until
+          // this transaction ends: a store landing now waits, then drops this access token with
+          // the refresh token it replaces.
+          const isStillOurs = await locked.updateRotatedValue(stored.id, ours.sealedValue, {
+            sealedValue: ours.sealedValue,
+            sealingKeyId: ours.keyId,
+            last4: stored.last4,
+          });
+          if (!isStillOurs) return;
+          await locked.upsertAccessToken(stored.id, operator.organisationId, {
             sealedValue: access.sealedValue,
             sealingKeyId: access.keyId,
             tokenLast4: minted.metadata?.tokenLast4 ?? "",
             scope: minted.metadata?.scope ?? "",
             expiresAt: tokenExpiresAt(issuedAt, expiresInS),
-          }),
-        );
+          });
+        });
       }
       // Spec 4.3: need_id closes the Inbox request; the agent named by agent_client_id (else the
       // agent whose request it was) gets a standing approval on the source credential and the
@@ -354,6 +364,54 @@ export function createConnectService(deps: ConnectDeps) {
       return { provider: provider.id, ok: true };
     },
   };
+
+  /**
+   * Spec 2.1: the app credential a connect of `itemName` authenticates with is `<ITEM>_SECRET`,
+   * else `<ITEM>` (the Inbox and collect pages name a request's base: `SPOTIFY` for
+   * `SPOTIFY_REFRESH`), and only as a client secret (inject client_credentials), exactly as
+   * token-plan.ts finds the sibling a call exchanges with: another item of that name (a bearer)
+   * is never sent to a token URL as a client secret.
+   */
+  async function findAppCredential(
+    organisationId: string,
+    environment: string,
+    itemName: string,
+  ): Promise<CallableItem> {
+    const base = baseNameOf(itemName);
+    const found: CallableItem[] = [];
+    for (const name of [`${base}_SECRET`, base]) {
+      const item = await deps.items.findCallableByName(organisationId, environment, name);
+      if (item) found.push(item);
+    }
+    const app = found.find((item) => item.inject === "client_credentials");
+    if (app) return app;
+    const [other] = found;
+    if (!other) {
+      throw new AppError("not_found", `no credential named ${base}_SECRET or ${base} in this environment`);
+    }
+    throw new AppError(
+      "invalid_request",
+      `${other.name} is stored with inject ${other.inject}; a connect needs the provider's app credential (inject client_credentials, the OAuth client ID in username)`,
+    );
+  }
+
+  /**
+   * Spec 2.1: a client secret belongs to one OAuth client, the one in its username; the exchange
+   * at the callback authenticates as that client, so a start may name it (client_id) but no other:
+   * a code issued to another client would never be redeemed by this secret.
+   */
+  function clientIdOf(item: CallableItem, asked: string | undefined): string {
+    if (!item.username) {
+      throw new AppError("invalid_request", `${item.name} needs the OAuth client ID in username`);
+    }
+    if (asked !== undefined && asked !== item.username) {
+      throw new AppError(
+        "invalid_request",
+        `client_id is not the client ID stored with ${item.name}; a client secret belongs to one client (leave client_id out to use the stored one)`,
+      );
+    }
+    return item.username;
+  }
 
   async function record(
     operator: ConnectOperator,
