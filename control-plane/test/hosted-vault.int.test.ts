@@ -435,6 +435,36 @@ describe("need_item and the collect page", () => {
   });
 });
 
+describe("approval codes an agent asks again for", () => {
+  it("keep the code first given and mailed while it lives; an expired one is replaced, and the old one no longer approves", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const before = h.inbox.mails.length;
+    const pending = await call(agent);
+    expect(pending.approval_code).toMatch(/^\d{8}$/);
+    expect(h.inbox.mails.slice(before).some((m) => m.raw.includes(pending.approval_code!))).toBe(true);
+    // An agent retrying while the operator reads the mail: the same request, the same code.
+    h.clock.advance(10 * 60_000);
+    for (let i = 0; i < 3; i++) {
+      const again = await call(agent);
+      expect(again.grant_id).toBe(pending.grant_id);
+      expect(again.approval_code).toBe(pending.approval_code);
+    }
+    // Past its hour the code expires; the agent's next ask draws a new one for the same request.
+    h.clock.advance(51 * 60_000);
+    const renewed = await call(agent);
+    expect(renewed.grant_id).toBe(pending.grant_id);
+    expect(renewed.approval_code).toMatch(/^\d{8}$/);
+    expect(renewed.approval_code).not.toBe(pending.approval_code);
+    const old = await op.request("POST", "/api/grants/approve-by-code", { code: pending.approval_code });
+    expect(old.statusCode).toBe(400);
+    expect((await call(agent)).approval_code).toBe(renewed.approval_code);
+    const approved = await op.request("POST", "/api/grants/approve-by-code", { code: renewed.approval_code });
+    expect(approved.statusCode, approved.body).toBe(200);
+    await agent.close();
+  });
+});
+
 describe("approval code limits", () => {
   it("voids an approval's code after five wrong tries naming it, and refuses a 21st wrong code in 15 minutes", async () => {
     const { op, token } = await setUp();

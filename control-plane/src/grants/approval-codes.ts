@@ -11,6 +11,23 @@ export const WRONG_CODE_WINDOW_MS = 15 * 60 * 1000;
 export const APPROVAL_CODE_TTL_MS = 60 * 60 * 1000;
 
 /**
+ * The 8-digit code of grant `grantId` whose code expires at `expiresAt`: derived under the
+ * keyring's pepper (a different label from the stored `approval:<code>` hashes), so that an
+ * agent's repeat of a request still waiting answers the very code it was first given and mailed,
+ * without the code being stored anywhere. A new expiry (the code expired, or was voided) is a new
+ * code.
+ */
+export function approvalCodeFor(
+  codes: { hashCode(code: string): string },
+  grantId: string,
+  expiresAt: Date,
+): string {
+  const digest = codes.hashCode(`approval-code-of:${grantId}:${expiresAt.getTime()}`);
+  // 64 bits of the peppered digest, taken modulo 10^8: a bias below 10^-10.
+  return (BigInt(`0x${digest.slice(0, 16)}`) % 100_000_000n).toString().padStart(8, "0");
+}
+
+/**
  * The pending grant `rawCode` approves, or the refusal: a code matching nothing (or not the grant
  * named by `grantId`) counts as wrong before anything else is said.
  */

@@ -7,11 +7,10 @@ import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
-import { newEightDigitCode } from "../auth/codes.ts";
 import { isRole, mayPerform } from "../auth/permissions.ts";
 import type { NewGrant } from "../db/schema.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
-import { APPROVAL_CODE_TTL_MS, findPendingByCode } from "./approval-codes.ts";
+import { APPROVAL_CODE_TTL_MS, approvalCodeFor, findPendingByCode } from "./approval-codes.ts";
 import { createCallAuthorisation } from "./call-authorisation.ts";
 import { isStandingPolicy } from "./grant-coverage.ts";
 import { createGrantListings, findGrantOrFail } from "./grant-listings.ts";
@@ -229,40 +228,54 @@ export function createGrantsService(deps: GrantsServiceDeps) {
     return denied?.revoked_at ?? null;
   }
 
-  /** Hosted requests: a fresh code each time, the hourly limit counted under the organisation lock. */
+  /**
+   * Hosted requests: the hourly limit counted under the organisation lock. A repeat of a request
+   * still waiting answers the code it was first given (and mailed) while that code lives; once it
+   * has expired or was voided, a new one (spec 8: its wrong-attempt count is kept).
+   */
   async function requestCodedGrant(
     request: GrantRequest,
     codes: { hashCode(code: string): string },
   ): Promise<GrantRequestOutcome & { approvalCode: string; notifyFailed: boolean }> {
     const at = now();
-    const code = newEightDigitCode();
     const linkToken = randomBytes(32).toString("base64url");
-    const codeHash = codes.hashCode(`approval:${code}`);
     const expiresAt = new Date(at.getTime() + APPROVAL_CODE_TTL_MS);
+    /** A new code for `grantId`: the one its row's hash and expiry name. */
+    const newCode = (grantId: string) => {
+      const code = approvalCodeFor(codes, grantId, expiresAt);
+      return { code, hash: codes.hashCode(`approval:${code}`) };
+    };
     // The request and its audit row in one transaction: a request the ledger does not name would
     // be found pending by the retry and never announced (no row, no live event, no mail).
-    const { row, isNew } = await recorded((tx) =>
+    const { row, isNew, code } = await recorded((tx) =>
       tx.repo.inOrganisationLock(request.organisationId, async (repo) => {
         const existing = await repo.findPendingGrant(request);
         if (existing) {
-          // A new code replaces the old one; its wrong-attempt count is kept (spec 8).
-          await repo.updateApprovalCode(existing.id, codeHash, expiresAt);
-          return { row: await findGrantOrFail(repo, request.organisationId, existing.id), isNew: false };
+          const liveUntil = existing.approval_code_expires_at;
+          if (existing.approval_code_hash !== null && liveUntil !== null && liveUntil > at) {
+            const row = await findGrantOrFail(repo, request.organisationId, existing.id);
+            return { row, isNew: false, code: approvalCodeFor(codes, existing.id, liveUntil) };
+          }
+          const fresh = newCode(existing.id);
+          await repo.updateApprovalCode(existing.id, fresh.hash, expiresAt);
+          const row = await findGrantOrFail(repo, request.organisationId, existing.id);
+          return { row, isNew: false, code: fresh.code };
         }
         await checkRequestLimit((since) => repo.findRequestUsageSince(request.organisationId, since), at);
-        const fresh = newGrantRow(request, at, {
+        const row = newGrantRow(request, at, {
           policy: "prompt",
           status: "pending",
           requested: true,
-          approval_code_hash: codeHash,
+          approval_code_hash: null,
           approval_code_expires_at: expiresAt,
           approval_token_hash: sha256Hex(linkToken),
           after_deny_at: await findRecentDeny(repo, request, at),
         });
-        await repo.insertGrant(fresh);
-        const inserted = await findGrantOrFail(repo, request.organisationId, fresh.id);
+        const fresh = newCode(row.id);
+        await repo.insertGrant({ ...row, approval_code_hash: fresh.hash });
+        const inserted = await findGrantOrFail(repo, request.organisationId, row.id);
         await recordRequested(tx.recordEvent, request, inserted);
-        return { row: inserted, isNew: true };
+        return { row: inserted, isNew: true, code: fresh.code };
       }),
     );
     const grant = toPublicGrant(row, at);
