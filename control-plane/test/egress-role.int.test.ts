@@ -2,7 +2,6 @@
 // control plane's migrations make egress_spent_tickets, the proxy runs no DDL, it serves calls with
 // a role that may only SELECT, INSERT and DELETE that table, and in production it refuses to start
 // with a role that can read anything else, naming a table it could read. On PostgreSQL only.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +14,7 @@ import { openDatabase } from "../src/db/database.ts";
 import { createSpentTicketsRepo } from "../src/egress/spent-tickets.repo.ts";
 import { loadOrCreateTicketKey } from "../src/egress/ticket-key.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
+import { runUntilReady } from "./production-start.ts";
 
 const PROXY_MAIN = new URL("../../egress-proxy/src/main.ts", import.meta.url).pathname;
 const databaseUrl = process.env.DATABASE_URL ?? "";
@@ -31,27 +31,12 @@ function asRole(role: string): string {
 function startProxyProcess(env: Record<string, string>) {
   const dataDir = mkdtempSync(join(tmpdir(), "latch-role-"));
   loadOrCreateTicketKey(dataDir);
-  const child = spawn(process.execPath, [PROXY_MAIN], {
-    env: { PATH: process.env.PATH, DATA_DIR: dataDir, EGRESS_LISTEN: "127.0.0.1:0", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-  return new Promise<{ outcome: "ready" | number | null; stdout: string; stderr: string }>((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-    child.stdout.on("data", () => {
-      if (!stdout.includes("LATCH_EGRESS_READY")) return;
-      clearTimeout(timer);
-      child.kill("SIGINT");
-      resolve({ outcome: "ready", stdout, stderr });
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ outcome: code, stdout, stderr });
-    });
-  });
+  return runUntilReady(
+    PROXY_MAIN,
+    { PATH: process.env.PATH, DATA_DIR: dataDir, EGRESS_LISTEN: "127.0.0.1:0", ...env },
+    "LATCH_EGRESS_READY",
+    30_000,
+  );
 }
 
 describe.runIf(databaseUrl)("the egress proxy's database role", () => {

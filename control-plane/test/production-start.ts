@@ -59,12 +59,38 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 /**
+ * Starts `main` with `env`; resolves once it has exited (so no process outlives the test) with how
+ * it ended, or "ready" when it printed `readyText` first (then it was stopped), and what it said.
+ */
+export function runUntilReady(main: string, env: NodeJS.ProcessEnv, readyText: string, timeoutMs: number) {
+  const child = spawn(process.execPath, [main], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+  return new Promise<{ outcome: "ready" | number | null; stdout: string; stderr: string }>((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    let isReady = false;
+    child.stdout.on("data", () => {
+      if (isReady || !stdout.includes(readyText)) return;
+      isReady = true;
+      child.kill("SIGTERM");
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ outcome: isReady ? "ready" : code, stdout, stderr });
+    });
+  });
+}
+
+/**
  * Starts main.ts in production with `env` over a minimal production environment (no EGRESS_URL
  * unless given); resolves with how it ended (or that it came up, then stops it) and what it said.
  */
 export function startControlPlaneInProduction(env: Record<string, string>) {
-  const child = spawn(process.execPath, [CONTROL_PLANE_MAIN], {
-    env: {
+  return runUntilReady(
+    CONTROL_PLANE_MAIN,
+    {
       PATH: process.env.PATH,
       NODE_ENV: "production",
       BASE_URL: "http://localhost:8787",
@@ -74,24 +100,7 @@ export function startControlPlaneInProduction(env: Record<string, string>) {
       LOG_LEVEL: "warn",
       ...env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-  child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-  return new Promise<{ outcome: "ready" | number | null; stdout: string; stderr: string }>((resolve) => {
-    const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-    let isReady = false;
-    child.stdout.on("data", () => {
-      if (isReady || !stdout.includes("Latch is running")) return;
-      isReady = true;
-      child.kill("SIGTERM");
-    });
-    // Resolved once it has exited, so no process outlives the test.
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ outcome: isReady ? "ready" : code, stdout, stderr });
-    });
-  });
+    "Latch is running",
+    90_000,
+  );
 }
