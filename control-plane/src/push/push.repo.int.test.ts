@@ -2,10 +2,13 @@
 // real database: "Require SSO" shuts a member's email-code session out of every route of the
 // organisation (403 sso_required), so a device subscribed from that session hears nothing of it
 // either: no agent, item, method, host or path of a request the member may not open.
+import { PGlite } from "@electric-sql/pglite";
 import { newId } from "@latch/shared/ids";
+import { Kysely, PGliteDialect, sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newTestOrganisation, testDatabase } from "../../test/database.ts";
 import type { OpenDatabase } from "../db/database.ts";
+import { migrateTo, migrateToLatest } from "../db/migrate.ts";
 import { createPushRepo } from "./push.repo.ts";
 
 let database: OpenDatabase;
@@ -111,9 +114,7 @@ describe("findSubscriptionsOf under Require SSO", () => {
     const member = await memberWithDevices("corp.test", [organisationId, elsewhere], organisationId);
     expect(await devicesHearing(member.operatorId, organisationId)).toEqual([member.ssoHere]);
     // The same member's email-code device still hears of an organisation that requires nothing.
-    expect(await devicesHearing(member.operatorId, elsewhere)).toEqual(
-      [member.emailCode, member.beforeSessions].sort(),
-    );
+    expect(await devicesHearing(member.operatorId, elsewhere)).toEqual([member.emailCode]);
   });
 
   it("pushes to every live device when the address is not required: another domain, one only listed, or no requirement", async () => {
@@ -126,8 +127,29 @@ describe("findSubscriptionsOf under Require SSO", () => {
       const organisationId = await ssoOrganisation(connection);
       const member = await memberWithDevices(domain, [organisationId], organisationId);
       expect(await devicesHearing(member.operatorId, organisationId), JSON.stringify(connection)).toEqual(
-        [member.emailCode, member.ssoHere, member.beforeSessions].sort(),
+        [member.emailCode, member.ssoHere].sort(),
       );
+    }
+  });
+});
+
+describe("devices subscribed before sessions were recorded", () => {
+  it("hear nothing, and the migration drops them; a device of a live session stays", async () => {
+    const pglite = new PGlite();
+    const db = new Kysely<unknown>({ dialect: new PGliteDialect({ pglite }) });
+    try {
+      await migrateTo(db, "2026-11-27T0100-grant-call-ticket");
+      await sql`insert into operators (id, email, created_at) values ('opr_old', 'old@example.test', now())`.execute(
+        db,
+      );
+      await sql`insert into push_subscriptions (id, operator_id, endpoint, p256dh, auth, session_id, created_at)
+        values ('psh_before', 'opr_old', 'https://push.latch.test/a', 'k', 'a', null, now()),
+               ('psh_session', 'opr_old', 'https://push.latch.test/b', 'k', 'a', 'ses_1', now())`.execute(db);
+      await migrateToLatest(db);
+      const left = await sql<{ id: string }>`select id from push_subscriptions order by id`.execute(db);
+      expect(left.rows.map((row) => row.id)).toEqual(["psh_session"]);
+    } finally {
+      await db.destroy();
     }
   });
 });

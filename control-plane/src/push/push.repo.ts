@@ -62,43 +62,42 @@ export function createPushRepo(db: Kysely<Database>): PushRepo {
       // "Require SSO" as the session lookup judges it (auth/sessions.repo.ts): a member whose address
       // is in a domain the organisation proved acts there only in a session begun with its sign-on;
       // every route answers any other session 403 sso_required, so its device hears nothing either.
-      return db
-        .selectFrom("push_subscriptions")
-        .innerJoin("operators", "operators.id", "push_subscriptions.operator_id")
-        .leftJoin("operator_sessions", "operator_sessions.id", "push_subscriptions.session_id")
-        .selectAll("push_subscriptions")
-        .where("push_subscriptions.operator_id", "in", [...operatorIds])
-        .where((eb) =>
-          eb.or([
-            eb("operator_sessions.sso_organisation_id", "=", organisationId),
-            eb.not(
-              eb.exists(
-                eb
-                  .selectFrom("sso_connections")
-                  .select("sso_connections.organisation_id")
-                  .where("sso_connections.organisation_id", "=", organisationId)
-                  .where("sso_connections.require_sso", "=", true)
-                  .where(
-                    sql<boolean>`lower(substring(operators.email from '[^@]*$')) = any(sso_connections.verified_domains)`,
-                  ),
+      return (
+        db
+          .selectFrom("push_subscriptions")
+          .innerJoin("operators", "operators.id", "push_subscriptions.operator_id")
+          .leftJoin("operator_sessions", "operator_sessions.id", "push_subscriptions.session_id")
+          .selectAll("push_subscriptions")
+          .where("push_subscriptions.operator_id", "in", [...operatorIds])
+          .where((eb) =>
+            eb.or([
+              eb("operator_sessions.sso_organisation_id", "=", organisationId),
+              eb.not(
+                eb.exists(
+                  eb
+                    .selectFrom("sso_connections")
+                    .select("sso_connections.organisation_id")
+                    .where("sso_connections.organisation_id", "=", organisationId)
+                    .where("sso_connections.require_sso", "=", true)
+                    .where(
+                      sql<boolean>`lower(substring(operators.email from '[^@]*$')) = any(sso_connections.verified_domains)`,
+                    ),
+                ),
               ),
-            ),
-          ]),
-        )
-        .where((eb) =>
-          eb.or([
-            eb("push_subscriptions.session_id", "is", null),
-            eb.and([
-              eb("operator_sessions.id", "is not", null),
-              eb("operator_sessions.revoked_at", "is", null),
-              eb.or([
-                eb("operator_sessions.sso_organisation_id", "is", null),
-                eb("operator_sessions.sso_organisation_id", "=", organisationId),
-              ]),
             ]),
-          ]),
-        )
-        .execute();
+          )
+          // A device that names no live session hears nothing (those made before sessions were
+          // recorded were dropped: migration 2026-11-27T0900).
+          .where("operator_sessions.id", "is not", null)
+          .where("operator_sessions.revoked_at", "is", null)
+          .where((eb) =>
+            eb.or([
+              eb("operator_sessions.sso_organisation_id", "is", null),
+              eb("operator_sessions.sso_organisation_id", "=", organisationId),
+            ]),
+          )
+          .execute()
+      );
     },
     async deleteOwnSubscription(operatorId, id) {
       const deleted = await db
