@@ -4,8 +4,17 @@ import { AppError } from "@latch/shared/errors";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { toValidationAppError } from "./route-schemas.ts";
 
-/** JSON-RPC 2.0's "Parse error", the same as mcp/jsonrpc.ts RPC_PARSE_ERROR. */
-const JSON_RPC_PARSE_ERROR = -32700;
+/**
+ * On a JSON-RPC route (/mcp, config.isJsonRpc) a body refused before the handler is answered as
+ * JSON-RPC, as MCP clients read it: an error object with id null, the HTTP status kept. A body
+ * that cannot be read as JSON is "Parse error"; one over the limit is "Invalid Request". The
+ * codes are mcp/jsonrpc.ts's RPC_PARSE_ERROR and RPC_INVALID_REQUEST (the edge imports no feature).
+ */
+const JSON_RPC_BODY_ERRORS: Readonly<Partial<Record<string, number>>> = {
+  invalid_json: -32700,
+  unsupported_media_type: -32700,
+  payload_too_large: -32600,
+};
 
 /** Fastify's own failures before a handler runs, mapped to our codes. */
 const FASTIFY_ERRORS: Record<string, () => AppError> = {
@@ -77,12 +86,11 @@ export function registerErrorHandling(
     }
     const retryAfter = appError.extra.retry_after;
     if (typeof retryAfter === "number") reply.header("retry-after", String(retryAfter));
-    // JSON-RPC's own answer to a body that is not JSON (-32700, id null; mcp/jsonrpc.ts names the
-    // codes, and the edge imports no feature), as MCP clients expect it.
-    if (appError.code === "invalid_json" && request.routeOptions.config?.isJsonRpc) {
+    const rpcCode = request.routeOptions.config?.isJsonRpc ? JSON_RPC_BODY_ERRORS[appError.code] : undefined;
+    if (rpcCode !== undefined) {
       return reply
-        .status(400)
-        .send({ jsonrpc: "2.0", id: null, error: { code: JSON_RPC_PARSE_ERROR, message: appError.message } });
+        .status(appError.status)
+        .send({ jsonrpc: "2.0", id: null, error: { code: rpcCode, message: appError.message } });
     }
     // Spec 5 rule 4 spells this one flat: {error: "mfa_required", enroll_url | verify_url}.
     if (appError.code === "mfa_required") {

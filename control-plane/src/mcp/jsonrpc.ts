@@ -27,10 +27,21 @@ export function rpcError(id: RpcId, code: number, message: string, data?: unknow
   return { jsonrpc: "2.0", id, error: data === undefined ? { code, message } : { code, message, data } };
 }
 
+/**
+ * Whether a number parsed from JSON is one JSON-RPC can echo as it came: an integer outside
+ * ±(2^53 - 1) came in rounded (123456789012345678901234567890 is 1.2345678901234568e+29 here), so
+ * its answer would carry an id its client never sent and the client waits for ever. A fraction is
+ * allowed (JSON-RPC discourages it) when it is finite.
+ */
+function isExactId(id: number): boolean {
+  return Number.isInteger(id) ? Number.isSafeInteger(id) : Number.isFinite(id);
+}
+
 /** The id of a frame, when it has a usable one. */
 function idOf(frame: Record<string, unknown>): RpcId | undefined {
   const id = frame.id;
-  return typeof id === "string" || typeof id === "number" || id === null ? id : undefined;
+  if (typeof id === "number") return isExactId(id) ? id : undefined;
+  return typeof id === "string" || id === null ? id : undefined;
 }
 
 /**
@@ -67,6 +78,18 @@ export function parseRpcRequest(
   if (tooDeep) return { ok: false, response: tooDeep };
   const f = frame as Record<string, unknown>;
   const id = idOf(f);
+  // An id we cannot echo exactly is no id at all (JSON-RPC 2.0 section 5: id null when it cannot
+  // be detected); the frame is refused, never run or taken for a notification.
+  if (id === undefined && f.id !== undefined) {
+    return {
+      ok: false,
+      response: rpcError(
+        null,
+        RPC_INVALID_REQUEST,
+        "id must be a string, null, or a number sent exactly (an integer within ±9007199254740991)",
+      ),
+    };
+  }
   if (f.jsonrpc !== "2.0" || typeof f.method !== "string") {
     return {
       ok: false,

@@ -67,8 +67,42 @@ describe("MCP method table", () => {
     expect(http.required.sort()).toEqual(["method", "path"]);
   });
 
-  it("gives notifications no response", async () => {
-    expect(await rpc("notifications/initialized")).toBeUndefined();
+  it("gives notifications (no id) no response, and answers a notifications/ method sent with an id", async () => {
+    expect(
+      await server.handle({ jsonrpc: "2.0", method: "notifications/initialized" }, caller),
+    ).toBeUndefined();
+    // A frame with an id is a request: its client waits for the answer.
+    expect(await rpc("notifications/initialized", undefined, 7)).toMatchObject({
+      id: 7,
+      error: { code: -32601 },
+    });
+  });
+
+  it("refuses an id JSON cannot carry exactly with -32600 and id null", async () => {
+    for (const id of [
+      JSON.parse("123456789012345678901234567890") as number,
+      2 ** 53,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+    ]) {
+      expect(await rpc("ping", undefined, id)).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: expect.stringContaining("id") },
+      });
+    }
+    for (const id of [true, {}, [1]]) {
+      expect(await server.handle({ jsonrpc: "2.0", id, method: "notifications/x" }, caller)).toMatchObject({
+        id: null,
+        error: { code: -32600 },
+      });
+    }
+    expect(await rpc("ping", undefined, 2 ** 53 - 1)).toEqual({
+      jsonrpc: "2.0",
+      id: 2 ** 53 - 1,
+      result: {},
+    });
+    expect(await rpc("ping", undefined, 0.5)).toEqual({ jsonrpc: "2.0", id: 0.5, result: {} });
   });
 
   it("refuses a request without an id with -32600 and does not run the tool", async () => {

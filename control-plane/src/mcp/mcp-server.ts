@@ -91,7 +91,10 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       const parsed = parseRpcRequest(frame);
       if (!parsed.ok) return parsed.response;
       const { request } = parsed;
-      if (request.method.startsWith("notifications/")) return undefined;
+      // A notification is a frame without an id (JSON-RPC 2.0 section 4.1): nothing answers it. A
+      // frame with an id is a request whatever its method, and is answered (an unknown
+      // notifications/... with -32601), or its client waits for ever.
+      if (request.id === undefined && request.method.startsWith("notifications/")) return undefined;
       // Every MCP method other than a notification is a request and carries an id: a frame without
       // one is refused, never run (a tool call nobody can receive the answer of).
       if (request.id === undefined || request.id === null) {

@@ -2,8 +2,10 @@
 // /mcp/tools. A model client's avm_ bearer names the organisation and environment; the agent is
 // the client. No bearer: 401 with WWW-Authenticate pointing at the protected-resource document.
 import type { ServerResponse } from "node:http";
+import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { decodeJwt } from "jose";
 import { BearerNotLive, clientOf, type RouteAccess } from "../auth/principal.ts";
 import type { ClientRow } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
@@ -18,8 +20,13 @@ import { createMcpServer } from "./mcp-server.ts";
 const KEEPALIVE_MS = 25_000;
 /** How often an open stream checks that its bearer still authenticates the same client. */
 const RECHECK_MS = 60_000;
-/** Keepalive streams one client may hold; more is 429, so one token cannot hold the process open. */
-const MAX_STREAMS_PER_CLIENT = 8;
+/** Keepalive streams one bearer may hold; more is 429, so one token cannot hold the process open. */
+const MAX_STREAMS_PER_BEARER = 8;
+/**
+ * Keepalive streams one organisation may hold on this replica, so that one organisation (its
+ * members, its agents) cannot take the whole process's MAX_STREAMS from every other.
+ */
+const MAX_STREAMS_PER_ORGANISATION = 200;
 /** Keepalive streams one process holds at most. */
 const MAX_STREAMS = 2_000;
 
@@ -35,9 +42,44 @@ export interface McpRouteDeps {
   isBearerLive?(clientId: string, bearerHash: string): Promise<boolean>;
   /**
    * The client a bearer (avm_ or OAuth access token) authenticates now, or undefined: asked again
-   * while a keepalive stream is open, which ends when its bearer was revoked or has expired.
+   * while a keepalive stream is open on an OAuth access token, which ends when it was revoked or
+   * has expired (an avm_ bearer's stream asks `isBearerLive`, which marks no use).
    */
   authenticateBearer?(token: string): Promise<ClientRow | undefined>;
+}
+
+/**
+ * Who holds a keepalive stream, for its cap: an avm_ bearer by its hash; an OAuth access token by
+ * the operator who signed in (its `sub`) and the client row, as every member of an organisation
+ * using one app shares that row (clients.service.ts ensureOAuthClient) and each refresh brings a
+ * new token. The token was verified by the principal hook before this reads its claims.
+ */
+function streamHolderOf(token: string, client: ClientRow): string {
+  if (!token.startsWith("av")) {
+    try {
+      const { sub } = decodeJwt(token);
+      if (typeof sub === "string") return `oauth:${client.id}:${sub}`;
+    } catch {
+      // Not a JWT after all: counted by its hash as a bearer is.
+    }
+  }
+  return `bearer:${sha256Hex(token)}`;
+}
+
+/** Open streams counted by a key (a holder, an organisation); a key at zero is forgotten. */
+function createStreamCounts() {
+  const counts = new Map<string, number>();
+  return {
+    of: (key: string) => counts.get(key) ?? 0,
+    add(key: string) {
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    },
+    remove(key: string) {
+      const left = (counts.get(key) ?? 1) - 1;
+      if (left > 0) counts.set(key, left);
+      else counts.delete(key);
+    },
+  };
 }
 
 /** A tools/call of http_request (or its alias): the frames that confirm the bearer themselves. */
@@ -143,20 +185,33 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
 
   // Keepalive streams are hijacked from Fastify, so closing the server must end them itself.
   const streams = new Set<ServerResponse>();
-  const perClient = new Map<string, number>();
+  const perHolder = createStreamCounts();
+  const perOrganisation = createStreamCounts();
   app.addHook("preClose", async () => {
     for (const stream of streams) stream.end();
   });
 
   app.get("/mcp", modelOnly, async (request, reply) => {
     const client = clientOf(request);
-    const open = perClient.get(client.id) ?? 0;
-    if (open >= MAX_STREAMS_PER_CLIENT || streams.size >= MAX_STREAMS) {
-      throw new AppError("rate_limited", "too many keepalive streams are open for this client", {
-        extra: { retry_after: 30 },
-      });
+    // The principal hook let a model client in, so there is a bearer.
+    const token = bearerOf(request.headers.authorization) ?? "";
+    const holder = streamHolderOf(token, client);
+    const organisationId = client.organisation_id;
+    if (
+      perHolder.of(holder) >= MAX_STREAMS_PER_BEARER ||
+      perOrganisation.of(organisationId) >= MAX_STREAMS_PER_ORGANISATION ||
+      streams.size >= MAX_STREAMS
+    ) {
+      throw new AppError(
+        "rate_limited",
+        "too many keepalive streams are open for this bearer or its organisation",
+        {
+          extra: { retry_after: 30 },
+        },
+      );
     }
-    perClient.set(client.id, open + 1);
+    perHolder.add(holder);
+    perOrganisation.add(organisationId);
     reply.hijack();
     const raw = reply.raw;
     streams.add(raw);
@@ -174,17 +229,22 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     write(": latch keepalive\n\n");
     const keepalive = setInterval(() => write(": latch keepalive\n\n"), KEEPALIVE_MS);
     // The bearer was checked when the stream opened; a revoked client or an expired access token
-    // must not keep it open for ever.
-    const token = bearerOf(request.headers.authorization);
+    // must not keep it open for ever. An idle stream is no use of the client: an avm_ bearer is
+    // asked about without marking it used (last_used_at), or an unused agent would look active.
+    const bearerHash = token.startsWith("av") ? sha256Hex(token) : undefined;
+    const isStillLive = async (): Promise<boolean | undefined> => {
+      if (bearerHash !== undefined && deps.isBearerLive) return deps.isBearerLive(client.id, bearerHash);
+      if (!deps.authenticateBearer) return undefined;
+      return (await deps.authenticateBearer(token))?.id === client.id;
+    };
     let isChecking = false;
     const recheck = setInterval(() => {
-      if (isChecking || !token || !deps.authenticateBearer) return;
+      if (isChecking || !token) return;
       isChecking = true;
-      deps
-        .authenticateBearer(token)
+      isStillLive()
         .then(
-          (now) => {
-            if (now?.id !== client.id) raw.end();
+          (isLive) => {
+            if (isLive === false) raw.end();
           },
           // The database is down: keep the stream; the next check decides.
           () => {},
@@ -197,9 +257,8 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
       clearInterval(keepalive);
       clearInterval(recheck);
       streams.delete(raw);
-      const left = (perClient.get(client.id) ?? 1) - 1;
-      if (left > 0) perClient.set(client.id, left);
-      else perClient.delete(client.id);
+      perHolder.remove(holder);
+      perOrganisation.remove(organisationId);
     });
   });
 

@@ -388,8 +388,9 @@ function errorResponse(route: RegisteredRoute, status: number) {
   const envelope = { $ref: "#/components/schemas/Error" };
   let schema: JsonSchema = envelope;
   if (docs.isOAuth) schema = { anyOf: [{ $ref: "#/components/schemas/OAuthError" }, envelope] };
-  else if (status === 400 && route.config?.isJsonRpc) {
-    // A body that is not JSON is JSON-RPC's parse error (-32700, id null).
+  else if ([400, 413, 415].includes(status) && route.config?.isJsonRpc) {
+    // A body refused before the handler is a JSON-RPC error with id null: not JSON or another
+    // media type (-32700), over the size limit (-32600).
     schema = {
       anyOf: [
         envelope,
@@ -402,7 +403,7 @@ function errorResponse(route: RegisteredRoute, status: number) {
             error: {
               type: "object",
               required: ["code", "message"],
-              properties: { code: { const: -32700 }, message: { type: "string" } },
+              properties: { code: { enum: [-32700, -32600] }, message: { type: "string" } },
             },
           },
         },
