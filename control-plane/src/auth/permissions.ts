@@ -19,7 +19,7 @@ export const ACTIONS = {
   "approvals.decide_folder": "approving a folder-standing approval",
   /** Store, edit, delete credentials; fulfil a credential request; connect providers. */
   "credentials.write": "storing, changing or deleting credentials",
-  /** Issue, rotate, revoke clients (an OAuth consent issues one); edit policies. */
+  /** Issue, rotate, revoke clients (an OAuth consent issues one). */
   "clients.write": "issuing, rotating or revoking clients",
   /** Edit the organisation's policy rules (a preview is a read). */
   "policies.write": "changing the organisation's policies",

@@ -75,7 +75,9 @@ Usage: vault <command> [options]
                                 hosted service, or with --local of this vault; old keys stay published
 
 Inject modes: bearer (default), basic (with --username), header:<Name>, query:<param>, cookie:<name>,
-sigv4 (AWS; --username is the access key id), hmac:stripe_sig, hmac:slack_sig, hmac:github_sig.
+sigv4 (AWS; --username is the access key id), hmac:stripe_sig, hmac:slack_sig, hmac:github_sig,
+client_credentials (a provider app credential; --username is the client id), refresh (for
+<ITEM>_REFRESH: a user refresh token, with the client secret stored as <ITEM>_SECRET or <ITEM>).
 Data lives in DATA_DIR (default ~/.latch), owner-only. LOG_LEVEL sets the log level (stderr).
 `;
 
