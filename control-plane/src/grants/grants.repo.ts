@@ -29,7 +29,8 @@ export interface UnsettledCall {
   call_ticket_shared: boolean | null;
   /**
    * By the database's clock, the shared table still remembers every spend of this ticket (it keeps
-   * each five minutes past expiry + skew; this is 30 s short of that).
+   * each five minutes past expiry + skew; this is 30 s short of that), and has the trigger that
+   * makes it keep them.
    */
   is_remembered: boolean;
   organisation_id: string;
@@ -193,6 +194,8 @@ export interface GrantsRepo {
     since: Date,
   ): Promise<{ count: number; oldest: Date | null }>;
   insertCodeFailure(organisationId: string, at: Date): Promise<void>;
+  /** Deletes at most `limit` wrong-code rows of any organisation from before `before`; answers how many. */
+  deleteCodeFailuresBefore(before: Date, limit: number): Promise<number>;
 }
 
 // Session and standing approvals are not spent by a call; use them before a one-call approval.
@@ -364,8 +367,12 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
           "grants.id",
           "grants.status",
           "grants.call_ticket_shared",
-          // Expiry + 5 s of skew + 5 minutes kept - 30 s, by the clock the table's trigger reads.
-          sql<boolean>`grants.call_ticket_expires_at > now() - interval '275 seconds'`.as("is_remembered"),
+          // Expiry + 5 s of skew + 5 minutes kept - 30 s, by the clock the table's trigger reads;
+          // never where the trigger is missing (a table a proxy made itself: migration 0100).
+          sql<boolean>`grants.call_ticket_expires_at > now() - interval '275 seconds' and exists (
+            select 1 from pg_catalog.pg_trigger
+            where tgname = 'egress_spent_tickets_keep'
+              and tgrelid = to_regclass('egress_spent_tickets'))`.as("is_remembered"),
           "grants.organisation_id",
           "grants.environment",
           "grants.agent_id",
@@ -473,6 +480,21 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       ),
     async insertCodeFailure(organisationId, at) {
       await db.insertInto("approval_code_failures").values({ organisation_id: organisationId, at }).execute();
+    },
+    async deleteCodeFailuresBefore(before, limit) {
+      const result = await db
+        .deleteFrom("approval_code_failures")
+        .where("id", "in", (eb) =>
+          eb
+            .selectFrom("approval_code_failures")
+            .select("id")
+            .where("at", "<", before)
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
     },
     async updateAgentGrantsRevoked(organisationId, agentId, now, revokedBy) {
       await db
