@@ -1,6 +1,7 @@
 // The tokens of connected items: minted access tokens (item_tokens) and the in-place rotation of
 // a stored refresh token, under one per-item lock so that replicas refreshing the same item take
 // turns (DECISIONS "Providers": two replicas refreshing at once never lose the newer token).
+import { setTimeout } from "node:timers/promises";
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 
@@ -52,13 +53,30 @@ export async function lockItemTokens(trx: Kysely<Database>, itemId: string): Pro
   await sql`select pg_advisory_xact_lock(hashtextextended(${`item-token:${itemId}`}, 0))`.execute(trx);
 }
 
+/** Between two tries of a held lock: from 25 ms, doubling, at most 400 ms. */
+const RETRY_FIRST_MS = 25;
+const RETRY_MOST_MS = 400;
+
 export function createItemTokensRepo(db: Kysely<Database>): ItemTokensRepo {
   return {
-    inItemTokenLock(itemId, fn) {
-      return db.transaction().execute(async (trx) => {
-        await lockItemTokens(trx, itemId);
-        return fn(createItemTokensRepo(trx));
-      });
+    /**
+     * The lock is tried, not waited for, in its transaction: while another call holds it (for as
+     * long as its exchange and call take), a waiting call holds no database connection. Waiting
+     * inside `pg_advisory_xact_lock` would: ten calls on one item would take the whole pool from
+     * every other organisation's calls on the replica.
+     */
+    async inItemTokenLock(itemId, fn) {
+      const key = `item-token:${itemId}`;
+      for (let waitMs = RETRY_FIRST_MS; ; waitMs = Math.min(waitMs * 2, RETRY_MOST_MS)) {
+        const outcome = await db.transaction().execute(async (trx) => {
+          const tried = await sql<{ is_taken: boolean }>`
+            select pg_try_advisory_xact_lock(hashtextextended(${key}, 0)) as is_taken`.execute(trx);
+          if (!tried.rows[0]?.is_taken) return undefined;
+          return { value: await fn(createItemTokensRepo(trx)) };
+        });
+        if (outcome) return outcome.value;
+        await setTimeout(waitMs);
+      }
     },
     async findAccessToken(itemId, notBefore) {
       const row = await db
