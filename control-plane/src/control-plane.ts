@@ -48,6 +48,7 @@ import { registerInviteRoutes } from "./orgs/invite.routes.ts";
 import { registerMembersRoutes } from "./orgs/members.routes.ts";
 import { registerPageRoutes } from "./pages/pages.routes.ts";
 import { registerPolicyRoutes } from "./policies/policies.routes.ts";
+import { createPrunes, startPruneSchedule } from "./prune-rounds.ts";
 import { registerPushRoutes } from "./push/push.routes.ts";
 import { loadOrCreateVapidKeys } from "./push/vapid-keys.ts";
 import { registerResolveRoutes } from "./resolve/resolve.routes.ts";
@@ -365,6 +366,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   const stopCheckpoints = startCheckpointSchedule(services.ledger, logger);
   const stopDomainRechecks = startDomainRecheckSchedule(services.sso.domainRecheck, logger);
   const stopEmailCodePrunes = startEmailCodePruneSchedule(services.emailCodes, logger);
+  const stopPrunes = startPruneSchedule(createPrunes(db, now), logger);
   // One-call approvals whose control plane died mid-call (this one before a restart, or a replica).
   const stopAbandonedCalls = startAbandonedCallsSchedule(services.abandonedCalls, logger);
 
@@ -378,6 +380,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       stopCheckpoints();
       stopDomainRechecks();
       stopEmailCodePrunes();
+      stopPrunes();
       stopAbandonedCalls();
       await app.close();
       await tracing.shutdown();

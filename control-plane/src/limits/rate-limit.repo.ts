@@ -22,6 +22,11 @@ export interface RateLimitRepo {
     limit: number,
     since: Date,
   ): Promise<{ full: false } | { full: true; oldest: Date }>;
+  /**
+   * Deletes at most `limit` counted attempts of any bucket taken before `before`; answers how many
+   * went. Rows another transaction holds are skipped (the next round takes them).
+   */
+  deleteHitsBefore(before: Date, limit: number): Promise<number>;
 }
 
 export function createRateLimitRepo(db: Kysely<Database>): RateLimitRepo {
@@ -54,5 +59,22 @@ export function createRateLimitRepo(db: Kysely<Database>): RateLimitRepo {
           .execute();
         return { full: false as const };
       }),
+    async deleteHitsBefore(before, limit) {
+      // takePlace above prunes only the bucket it counts in; a bucket never used again (a device
+      // code typed once, a host or an IPv6 /64 an attacker picks) is only ever pruned here.
+      const result = await db
+        .deleteFrom("rate_limit_hits")
+        .where("id", "in", (eb) =>
+          eb
+            .selectFrom("rate_limit_hits")
+            .select("id")
+            .where("at", "<", before)
+            .limit(limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
   };
 }

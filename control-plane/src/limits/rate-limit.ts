@@ -13,6 +13,13 @@ export interface RateLimit {
   what: string;
 }
 
+/**
+ * No limit counts further back than this (every RateLimit's `windowMs`, here and in auth/, sso/ and
+ * policies/, is an hour at most; the limiter refuses a longer one): the table-wide prune of
+ * counted attempts (prune-rounds.ts) keeps rows this long, and a day more for replica clocks.
+ */
+export const LONGEST_WINDOW_MS = 3_600_000;
+
 export const OAUTH_REGISTER_PER_IP: RateLimit = {
   name: "oauth_register:ip",
   limit: 20,
@@ -54,6 +61,14 @@ export const CIMD_FETCHES_PER_IP: RateLimit = {
   what: "client metadata document fetches asked for by one address",
 };
 
+/** The bucket of `key` under `limit`, whose window the prune must never cut into. */
+function bucketOf(limit: RateLimit, key: string): string {
+  if (limit.windowMs > LONGEST_WINDOW_MS) {
+    throw new Error(`the window of ${limit.name} is longer than LONGEST_WINDOW_MS, which the prune keeps`);
+  }
+  return `${limit.name}:${key}`;
+}
+
 export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
   const limiter = {
     /**
@@ -67,7 +82,7 @@ export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
     async take(limit: RateLimit, key: string): Promise<void> {
       const at = now();
       const result = await repo.takePlace(
-        `${limit.name}:${key}`,
+        bucketOf(limit, key),
         limit.limit,
         new Date(at.getTime() - limit.windowMs),
         at,
@@ -78,7 +93,7 @@ export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
     async holds(limit: RateLimit, key: string): Promise<boolean> {
       const at = now();
       const result = await repo.findFullness(
-        `${limit.name}:${key}`,
+        bucketOf(limit, key),
         1,
         new Date(at.getTime() - limit.windowMs),
       );
@@ -88,7 +103,7 @@ export function createRateLimiter(repo: RateLimitRepo, now: () => Date) {
     async check(limit: RateLimit, key: string): Promise<void> {
       const at = now();
       const result = await repo.findFullness(
-        `${limit.name}:${key}`,
+        bucketOf(limit, key),
         limit.limit,
         new Date(at.getTime() - limit.windowMs),
       );

@@ -4,7 +4,8 @@
 // ever in the database in plaintext. Consuming is one conditional UPDATE, so two replicas spending
 // the same refresh token at once cannot both win (the loser is reuse: the whole grant is revoked).
 // A device code is the one id the adapter must give back from another key (its user code): it is
-// stored encrypted under a key the database does not hold, bound to its own row.
+// stored encrypted under a key the database does not hold, bound to its own row. Expired rows are
+// deleted by the hourly prune (oauth-expiry.repo.ts).
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import type { Kysely } from "kysely";
@@ -75,8 +76,6 @@ export interface OAuthArtifactsRepo {
   isGrantLive(grantId: string, now: Date): Promise<boolean>;
   /** Destroys the operator's OAuth sign-in sessions (sign-out ends them too). */
   destroySessionsOf(accountId: string): Promise<void>;
-  /** Drops expired artifacts. */
-  sweep(now: Date): Promise<void>;
 }
 
 export interface OAuthArtifactsOptions {
@@ -265,9 +264,6 @@ export function createOAuthArtifactsRepo(
         .where("model", "=", "Session")
         .where("account_id", "=", accountId)
         .execute();
-    },
-    async sweep(at) {
-      await db.deleteFrom("oauth_artifacts").where("expires_at", "<", at).execute();
     },
   };
 }
