@@ -463,6 +463,23 @@ describe("approval codes an agent asks again for", () => {
     expect(approved.statusCode, approved.body).toBe(200);
     await agent.close();
   });
+
+  it("replace a live code this derivation did not make (an earlier release's random one) with one that approves", async () => {
+    const { op, token } = await setUp();
+    const agent = await agentWith(token);
+    const pending = await call(agent);
+    // As an older replica left it during an upgrade: a random code's hash under the same expiry.
+    await h.plane.database.db
+      .updateTable("grants")
+      .set({ approval_code_hash: "an earlier release's hash" })
+      .where("id", "=", pending.grant_id!)
+      .execute();
+    const again = await call(agent);
+    expect(again.grant_id).toBe(pending.grant_id);
+    const approved = await op.request("POST", "/api/grants/approve-by-code", { code: again.approval_code });
+    expect(approved.statusCode, approved.body).toBe(200);
+    await agent.close();
+  });
 });
 
 describe("approval code limits", () => {

@@ -97,10 +97,15 @@ describe("POST /mcp frames", () => {
     expect(notification.json()).toMatchObject({ id: null, error: { code: -32600 } });
   });
 
-  it("echoes ids JSON carries exactly: the largest safe integer, a fraction, a string", async () => {
-    for (const id of ["9007199254740991", "-9007199254740991", "1.5", '"abc"']) {
+  it("echoes ids JSON carries exactly: the largest safe integers, a string; a fraction is refused", async () => {
+    for (const id of ["9007199254740991", "-9007199254740991", '"abc"']) {
       const response = await post(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`);
       expect(response.body).toBe(`{"jsonrpc":"2.0","id":${id},"result":{}}`);
+    }
+    // 0.12345678901234567890 would come back as 0.12345678901234568: no fraction is echoed.
+    for (const id of ["1.5", "0.12345678901234567890"]) {
+      const response = await post(`{"jsonrpc":"2.0","id":${id},"method":"ping"}`);
+      expect(response.json()).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } });
     }
   });
 });

@@ -252,9 +252,13 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         const existing = await repo.findPendingGrant(request);
         if (existing) {
           const liveUntil = existing.approval_code_expires_at;
-          if (existing.approval_code_hash !== null && liveUntil !== null && liveUntil > at) {
+          // The live code, if it is one this derivation made (not a random code of an earlier
+          // release, nor one an older replica drew during an upgrade): then it is the one mailed.
+          const live =
+            liveUntil !== null && liveUntil > at ? approvalCodeFor(codes, existing.id, liveUntil) : undefined;
+          if (live !== undefined && existing.approval_code_hash === codes.hashCode(`approval:${live}`)) {
             const row = await findGrantOrFail(repo, request.organisationId, existing.id);
-            return { row, isNew: false, code: approvalCodeFor(codes, existing.id, liveUntil) };
+            return { row, isNew: false, code: live };
           }
           const fresh = newCode(existing.id);
           await repo.updateApprovalCode(existing.id, fresh.hash, expiresAt);

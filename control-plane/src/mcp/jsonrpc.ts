@@ -30,11 +30,11 @@ export function rpcError(id: RpcId, code: number, message: string, data?: unknow
 /**
  * Whether a number parsed from JSON is one JSON-RPC can echo as it came: an integer outside
  * ±(2^53 - 1) came in rounded (123456789012345678901234567890 is 1.2345678901234568e+29 here), so
- * its answer would carry an id its client never sent and the client waits for ever. A fraction is
- * allowed (JSON-RPC discourages it) when it is finite.
+ * its answer would carry an id its client never sent and the client waits for ever; a fraction may
+ * have been rounded too (0.12345678901234567890), and JSON-RPC says ids SHOULD NOT have one.
  */
 function isExactId(id: number): boolean {
-  return Number.isInteger(id) ? Number.isSafeInteger(id) : Number.isFinite(id);
+  return Number.isSafeInteger(id);
 }
 
 /** The id of a frame, when it has a usable one. */
