@@ -35,6 +35,9 @@ describe("Node's TLS settings in production", () => {
     expect(refused).toMatch(/NODE_EXTRA_CA_CERTS: Node settings/);
     expect(refused).not.toContain("/secret");
     expect(verdict({ ...production, OPENSSL_CONF: "/etc/ssl/weak.cnf" })).toMatch(/OPENSSL_CONF/);
+    // --use-system-ca by its environment name, which also reads SSL_CERT_FILE.
+    expect(verdict({ ...production, NODE_USE_SYSTEM_CA: "1" })).toMatch(/NODE_USE_SYSTEM_CA: Node settings/);
+    expect(verdict({ ...production, NODE_USE_SYSTEM_CA: "0" })).toBe("started");
   });
 
   it("refuses NODE_OPTIONS that swap the trust store or weaken TLS, and allows the bundled CAs", () => {

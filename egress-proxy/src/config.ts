@@ -91,6 +91,9 @@ function findTlsOverrides(env: NodeJS.ProcessEnv, execArgv: readonly string[] = 
   if (reject !== undefined && reject !== "1") found.push("NODE_TLS_REJECT_UNAUTHORIZED (other than 1)");
   if (env.NODE_EXTRA_CA_CERTS !== undefined) found.push("NODE_EXTRA_CA_CERTS");
   if (env.OPENSSL_CONF !== undefined) found.push("OPENSSL_CONF");
+  // --use-system-ca by another name; the upstream trust store ignores it anyway (upstream/pool.ts).
+  if (env.NODE_USE_SYSTEM_CA !== undefined && env.NODE_USE_SYSTEM_CA !== "0")
+    found.push("NODE_USE_SYSTEM_CA");
   // Node reads `--a_b` as `--a-b`, and a value may follow an `=` or the next word.
   const refusedIn = (words: readonly string[]) => [
     ...new Set(

@@ -100,16 +100,17 @@ const refuseLookup: LookupFunction = (hostname, _options, callback) => {
 };
 
 /**
- * The trust store for origins when extra CAs are configured: built once, when the first pool is
- * created, and shared by every connection (tls.connect would otherwise parse the whole CA list
- * again for each new connection). Without extra CAs tls.connect uses Node's default store.
+ * The trust store for origins: Node's bundled roots (plus EGRESS_EXTRA_CA where development allows
+ * it), never Node's "default" store, which NODE_EXTRA_CA_CERTS, NODE_USE_SYSTEM_CA, SSL_CERT_FILE
+ * or --use-openssl-ca change from outside: no setting of the environment decides which origin
+ * receives an injected credential. Built once, when the first pool is created, and shared by every
+ * connection (tls.connect would otherwise parse the whole CA list again for each).
  */
-type TrustContext = () => SecureContext | undefined;
+type TrustContext = () => SecureContext;
 
-function createTrustContext(ca: string[] | undefined): TrustContext {
+function createTrustContext(ca: string[]): TrustContext {
   let context: SecureContext | undefined;
   return () => {
-    if (ca === undefined) return undefined;
     context ??= createSecureContext({ ca });
     return context;
   };
@@ -138,7 +139,7 @@ function createDialer(
   // undici passes its own options to tls.connect, not the per-dial ones below.
   const secureContext = trust();
   const connect = buildConnector({
-    ...(secureContext === undefined ? {} : { secureContext }),
+    secureContext,
     // Said outright: tls.connect's default follows NODE_TLS_REJECT_UNAUTHORIZED, and "0" there
     // would hand an injected credential to any certificate. No setting turns this check off.
     rejectUnauthorized: true,
@@ -219,8 +220,8 @@ function keyOf(destination: Destination): string {
 export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   const maxPools = opts.maxPools ?? DEFAULT_MAX_POOLS;
   const idleMs = opts.idleMs ?? DEFAULT_IDLE_MS;
-  // `ca` replaces Node's trust store, so the defaults go in first: extraCa adds, never replaces.
-  const ca = opts.extraCa === undefined ? undefined : [...getCACertificates("default"), opts.extraCa];
+  // `ca` replaces Node's trust store: the bundled roots go in first; extraCa adds, never replaces.
+  const ca = [...getCACertificates("bundled"), ...(opts.extraCa === undefined ? [] : [opts.extraCa])];
   const trust = createTrustContext(ca);
   // Insertion order is recency order: a used entry is moved to the end.
   const pools = new Map<string, { pool: Pool; lastUsed: number }>();

@@ -1,4 +1,5 @@
 import { createServer, type Socket } from "node:net";
+import { getCACertificates, setDefaultCACertificates } from "node:tls";
 import { gzipSync } from "node:zlib";
 import { AppError } from "@latch/shared/errors";
 import { EnvHttpProxyAgent, getGlobalDispatcher, setGlobalDispatcher } from "undici";
@@ -377,6 +378,30 @@ describe("failure mapping", () => {
       );
       expect(error.code).toBe("tls_failure");
     } finally {
+      await plain.close();
+    }
+    expect(o.requests).toHaveLength(0);
+  });
+
+  it("trusts Node's bundled roots only: a CA put into Node's default store from outside is not trusted", async () => {
+    const o = await origin((_req, res) => res.end("should not be reached"));
+    // What NODE_EXTRA_CA_CERTS, NODE_USE_SYSTEM_CA or SSL_CERT_FILE do at start, done here at once.
+    const before = getCACertificates("default");
+    setDefaultCACertificates([...before, readTestCa()]);
+    const plain = createUpstream({});
+    try {
+      const error = await failure(
+        plain.call({
+          destination: await destinationFor(o.port),
+          method: "GET",
+          path: "/",
+          headers: [{ name: "authorization", value: "Bearer SECRET" }],
+          timeoutMs: 5_000,
+        }),
+      );
+      expect(error.code).toBe("tls_failure");
+    } finally {
+      setDefaultCACertificates(before);
       await plain.close();
     }
     expect(o.requests).toHaveLength(0);
