@@ -285,4 +285,46 @@ describe("fencing while the replicas do not all spend ids in the shared table", 
     expect(await late).toBe(true);
     expect(fleet.infoAsked).toHaveLength(4);
   });
+  it("a slow look at an older fleet, ending after a newer look found a memory replica, never makes the fleet shared again", async () => {
+    let clock = NOW;
+    const store = fakeStore("store:abc");
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, {
+      "10.0.0.1:8443": "store:abc",
+      "10.0.0.2:8443": "store:abc",
+    });
+    let release: () => void = () => {};
+    let isHeld = false;
+    const egress = {
+      ...fleet.egress,
+      async getInfoOf(address: string) {
+        if (isHeld && address === "10.0.0.2:8443") {
+          isHeld = false;
+          await new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        }
+        return fleet.egress.getInfoOf(address);
+      },
+    };
+    const fence = createTicketFence({ egress, spentTickets: store.repo, now: () => clock });
+    expect(await fence.isStoreShared()).toBe(true);
+    // Past half the minute: the background look of the two replicas starts, and one holds it.
+    clock = NOW + 35_000;
+    isHeld = true;
+    expect(await fence.isStoreShared()).toBe(true);
+    // A replica on its own memory joins: the look of the new fleet finds it not shared.
+    fleet.stores["10.0.0.3:8443"] = "";
+    clock = NOW + 36_000;
+    expect(await fence.isStoreShared()).toBe(false);
+    // The older look ends last: it speaks of the fleet before the memory replica joined.
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // A ticket issued now may go to the memory replica, which runs it and then leaves.
+    clock = NOW + 38_000;
+    const issued = ticket("t-ssssssssssssssss", clock + 3_500, clock);
+    delete fleet.stores["10.0.0.3:8443"];
+    clock = NOW + 38_500;
+    expect(await fence.fence(issued, () => {})).toBe("unknown");
+    expect(store.spent.has("t-ssssssssssssssss")).toBe(false);
+  });
 });

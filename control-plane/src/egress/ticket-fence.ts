@@ -118,8 +118,13 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     return done;
   }
 
+  /** Looks are numbered as they start; the view is only ever moved forward by a later one. */
+  let looksStarted = 0;
+  let lookApplied = 0;
+
   async function askFleet(key: string, addresses: string[]): Promise<FleetView> {
     const getInfoOf = deps.egress.getInfoOf!;
+    const number = ++looksStarted;
     const ids = await Promise.all(
       addresses.map((address) =>
         getInfoOf(address).then(
@@ -130,12 +135,24 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     );
     const first = ids[0];
     const sharedStoreId = first && ids.every((id) => id === first) ? first : undefined;
+    const seen = {
+      key,
+      at: now(),
+      size: addresses.length,
+      sharedStoreId,
+      hasSilent: ids.includes(undefined),
+    };
+    // A look that started before the one last applied (a slow replica held it) speaks of an older
+    // fleet: applied, it could make the fleet look shared again since now, after a newer look found
+    // a replica of its own memory in it.
+    if (number < lookApplied) return seen;
+    lookApplied = number;
     if (sharedStoreId === undefined) sharedSinceMs = undefined;
     // The first look speaks for the time since this control plane started (no look said otherwise);
     // a later change to one shared store only from now.
     else if (!view) sharedSinceMs = startedAtMs;
     else if (sharedStoreId !== view.sharedStoreId || sharedSinceMs === undefined) sharedSinceMs = now();
-    view = { key, at: now(), size: addresses.length, sharedStoreId, hasSilent: ids.includes(undefined) };
+    view = seen;
     return view;
   }
 
