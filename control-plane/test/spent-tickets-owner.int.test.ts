@@ -81,5 +81,26 @@ describe.runIf(databaseUrl)("a spent-ticket table the proxies' role made", () =>
     } finally {
       await database.close();
     }
+    // Handed over to the control plane's role, as README "Deployment" says: the next start puts
+    // the trigger on, and the table speaks for abandoned calls again.
+    const superuserHere = new URL(databaseUrl);
+    superuserHere.pathname = `/${name}`;
+    const handing = new pg.Client({ connectionString: superuserHere.toString() });
+    await handing.connect();
+    await handing.query(`ALTER TABLE egress_spent_tickets OWNER TO ${name}`);
+    await handing.end();
+    const again = await openDatabase({ databaseUrl: asRole(name), dataDir: "" });
+    try {
+      const triggers = await sql<{ n: string }>`select count(*) as n from pg_catalog.pg_trigger
+        where tgname = 'egress_spent_tickets_keep'`.execute(again.db);
+      expect(Number(triggers.rows[0]!.n)).toBe(1);
+      const unsettled = await createGrantsRepo(again.db).findUnsettledCalls(
+        new Date(Date.now() + 3_600_000),
+        10,
+      );
+      expect(unsettled.find((row) => row.id === "grt_owner")?.is_remembered).toBe(true);
+    } finally {
+      await again.close();
+    }
   }, 120_000);
 });

@@ -8,6 +8,7 @@ import pg from "pg";
 import { withSafeDatabaseErrors } from "./database-error.ts";
 import { migrateToLatest } from "./migrate.ts";
 import type { Database } from "./schema.ts";
+import { ensureSpentTicketsKeep } from "./spent-tickets-keep.ts";
 
 export type DatabaseKind = "pglite" | "postgres";
 
@@ -48,7 +49,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenDataba
   // Errors leave the driver as DatabaseError (SQLSTATE and statement name): a pg or PGlite error
   // quotes SQL, parameters and values, and any catch block may log what it caught.
   const db = new Kysely<Database>({ dialect: withSafeDatabaseErrors(dialect) });
-  if (options.migrate !== false) await migrateToLatest(db as unknown as Kysely<unknown>);
+  if (options.migrate !== false) {
+    await migrateToLatest(db as unknown as Kysely<unknown>);
+    await ensureSpentTicketsKeep(db as unknown as Kysely<unknown>);
+  }
   const ownsPglite = pglite !== undefined && options.pglite === undefined;
 
   return {
