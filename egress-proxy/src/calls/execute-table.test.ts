@@ -198,6 +198,15 @@ describe("an agent's own call to a token endpoint (rule 7)", () => {
     }
   });
 
+  it("hands back an error answer crowded with token-like values only as a refusal, never its body", async () => {
+    const values = Array.from({ length: 300 }, (_, i) => `"NEW_TOKEN_${String(i).padStart(6, "0")}"`);
+    const body = `{"error":"invalid_grant","tokens":[${values.join(",")}]}`;
+    const response = await answering(body, 400).execute(undefined);
+    expect(response.error?.code).toBe("token_exchange_failed");
+    expect(response.reachedOrigin).toBe(true);
+    expect(JSON.stringify(response)).not.toContain("NEW_TOKEN");
+  });
+
   it("answers a readable one redacted, its tokens sealed for the store", async () => {
     const response = await answering(
       '{"access_token":"NEW_ACCESS_0123456789","refresh_token":"NEW_REFRESH_0123456789","expires_in":3600}',

@@ -14,6 +14,15 @@ const SECRET_NAME = /(?:token|secret|password|passphrase|key|credential|signatur
 /** A JSON number as RFC 8259 6 writes it, read where it starts. */
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 
+/** Values an answer may list at most: a provider sends a few; thousands only make redaction slow. */
+export const MAX_ANSWER_SECRETS = 256;
+/**
+ * The shortest value listed that is not a credential name's own value: a string or number inside
+ * an object or list under such a name (a webhook's "#general", a channel id), short words that
+ * would otherwise be redacted wherever the answer says them.
+ */
+const MIN_NESTED_SECRET = 16;
+
 export interface AnswerSecrets {
   /**
    * Each value under a credential's name at any depth, every copy of a repeated name, numbers as
@@ -23,6 +32,8 @@ export interface AnswerSecrets {
   secrets: string[];
   /** A name given twice in one object, or twice in the form. */
   hasRepeatedName: boolean;
+  /** More than MAX_ANSWER_SECRETS values: the list stops there, and the answer is not readable. */
+  isCrowded: boolean;
 }
 
 interface Frame {
@@ -43,16 +54,23 @@ interface Frame {
 export function findJsonSecrets(text: string): AnswerSecrets {
   const secrets = new Set<string>();
   let hasRepeatedName = false;
+  let isCrowded = false;
   // Iterative, so that a deeply nested answer cannot overflow the stack.
   const frames: Frame[] = [];
-  const isSecretValue = () => {
+  /** A credential name's own value (its string at once), not one inside it. */
+  const isNamedValue = () => {
     const frame = frames.at(-1);
-    if (!frame) return false;
-    return frame.isSecret || (frame.names !== undefined && SECRET_NAME.test(frame.name));
+    return (
+      frame !== undefined && !frame.isSecret && frame.names !== undefined && SECRET_NAME.test(frame.name)
+    );
   };
-  const add = (value: string, spelling: string) => {
-    if (value.length > 0) secrets.add(value);
-    if (spelling !== value && spelling.length > 0) secrets.add(spelling);
+  const isSecretValue = () => frames.at(-1)?.isSecret === true || isNamedValue();
+  const add = (value: string, spelling: string, shortest: number) => {
+    for (const each of new Set([value, spelling])) {
+      if (each.length < Math.max(shortest, 1)) continue;
+      if (secrets.size >= MAX_ANSWER_SECRETS) isCrowded = true;
+      else secrets.add(each);
+    }
   };
   let i = 0;
   while (i < text.length) {
@@ -84,16 +102,15 @@ export function findJsonSecrets(text: string): AnswerSecrets {
         frame.names.add(value);
         frame.name = value;
         frame.isNameNext = false;
-        if (frame.isSecret) add(value, spelling);
       } else if (isSecretValue()) {
-        add(value, spelling);
+        add(value, spelling, isNamedValue() ? 1 : MIN_NESTED_SECRET);
       }
     } else {
       NUMBER.lastIndex = i;
       const number =
         char === "-" || (char !== undefined && char >= "0" && char <= "9") ? NUMBER.exec(text) : null;
       if (number) {
-        if (isSecretValue()) add(number[0], number[0]);
+        if (isSecretValue()) add(number[0], number[0], isNamedValue() ? 1 : MIN_NESTED_SECRET);
         i += number[0].length;
       } else {
         // White space, ":", and the letters of true, false and null: none is a credential.
@@ -101,7 +118,7 @@ export function findJsonSecrets(text: string): AnswerSecrets {
       }
     }
   }
-  return { secrets: [...secrets], hasRepeatedName };
+  return { secrets: [...secrets], hasRepeatedName, isCrowded };
 }
 
 /** The index just past the closing quote of the string that opens at `start`. */
@@ -124,7 +141,12 @@ export function findFormSecrets(text: string): AnswerSecrets {
   const secrets = new Set<string>();
   const names = new Set<string>();
   let hasRepeatedName = false;
+  let isCrowded = false;
   for (const pair of text.split("&")) {
+    if (secrets.size >= MAX_ANSWER_SECRETS) {
+      isCrowded = true;
+      break;
+    }
     const [entry] = new URLSearchParams(pair);
     if (!entry) continue;
     const [name, value] = entry;
@@ -137,5 +159,5 @@ export function findFormSecrets(text: string): AnswerSecrets {
     const spelling = pair.slice(pair.indexOf("=") + 1);
     if (pair.includes("=") && spelling !== value && spelling.length > 0) secrets.add(spelling);
   }
-  return { secrets: [...secrets], hasRepeatedName };
+  return { secrets: [...secrets], hasRepeatedName, isCrowded };
 }

@@ -95,6 +95,8 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
   const { fields } = read;
   // RFC 6749 3.1: a name given twice is not an answer. Readers disagree on which copy counts (the
   // refresh token kept could be the one the provider did not mean), so none is read.
+  // Hundreds of token-like values are no token answer, and would make redaction slow: not read.
+  if (read.found.isCrowded) return { ok: false, providerError: "too_many_tokens", secrets: [] };
   if (read.found.hasRepeatedName) {
     return { ok: false, providerError: isSuccess ? "repeated_parameter" : `http_${status}`, secrets };
   }

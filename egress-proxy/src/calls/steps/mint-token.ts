@@ -119,7 +119,9 @@ export const mintToken: CallStep = async (call, deps) => {
     // not know) may hold tokens it could not list for redaction, or could not tell which copy
     // to keep, a rotated refresh token among them: it is not handed on. The request did reach
     // the provider (the answer is set).
-    if (answer.status >= 200 && answer.status < 300) throw unreadableExchange(read.providerError);
+    if ((answer.status >= 200 && answer.status < 300) || read.providerError === "too_many_tokens") {
+      throw unreadableExchange(read.providerError);
+    }
     // An error answer is handed on, without any token-like value it holds.
     listSecrets(call, read.secrets);
     return;
