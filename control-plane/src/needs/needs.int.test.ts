@@ -86,6 +86,15 @@ describe("what the agent writes into a request", () => {
     // The agent's retry finds the same request, not a second one.
     const again = await requestGrant(team, { item_name: name, task_description: message });
     expect(again.need_id).toBe(asked.need_id);
+    // A request written before names were shown this way (the name as the agent wrote it) too.
+    await h.plane.database.db
+      .updateTable("need_requests")
+      .set({ suggested_name: name })
+      .where("id", "=", asked.need_id)
+      .execute();
+    expect((await requestGrant(team, { item_name: name, task_description: message })).need_id).toBe(
+      asked.need_id,
+    );
   });
 });
 

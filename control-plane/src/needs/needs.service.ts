@@ -219,11 +219,11 @@ export function createNeedsService(deps: NeedsDeps) {
       // name would be found pending by the retry and never announced (no row, no live event).
       const row = await deps.inTransaction((tx) =>
         tx.repo.inOrganisationLock(input.organisationId, async (repo) => {
-          const existing = await repo.findPendingNeedOfAgent({
-            ...input,
-            host: input.host ?? null,
-            suggestedName,
-          });
+          const scope = { ...input, host: input.host ?? null };
+          // A request written before names were shown this way keeps the name as the agent wrote it.
+          const existing =
+            (await repo.findPendingNeedOfAgent({ ...scope, suggestedName })) ??
+            (suggestedName !== input.suggestedName ? await repo.findPendingNeedOfAgent(scope) : undefined);
           if (existing) return existing;
           await checkRequestLimit((since) => repo.findRequestUsageSince(input.organisationId, since), now);
           const fresh: NeedRequestRow = {
