@@ -220,6 +220,22 @@ function approve(grant, label, policy, scope) {
     return inboxChanged(`Approved ${label} ${POLICY_TEXT[policy]}.`);
   });
 }
+/**
+ * Approves from the decision `opener`. A body over 64 KiB is shown cut: approving it approves what
+ * the operator could not read, so that is asked first.
+ */
+function approveFrom(opener, grant, label, policy, scope) {
+  if (!grant.body?.is_cut) {
+    act(opener, () => approve(grant, label, policy, scope));
+    return;
+  }
+  confirmStep(
+    opener,
+    "Only the first 64 KiB of this request's body is shown. Approve it without reading the rest?",
+    "Approve unread",
+    () => approve(grant, label, policy, scope),
+  );
+}
 /** Deny: a pending request is refused (the grant endpoint's revoke); it never becomes usable. */
 function denyButton(grant, label) {
   var deny = button("Deny", `Deny: ${label}`, true);
@@ -255,7 +271,7 @@ function decisionButtons(grant, label) {
           .catch(fail);
         return;
       }
-      act(b, () => approve(grant, label, decision[0]));
+      approveFrom(b, grant, label, decision[0]);
     });
     return b;
   });
@@ -308,7 +324,7 @@ function alwaysChooser(grant, label) {
   var confirm = button("Always allow", `Always allow, as chosen: ${label}`, false);
   confirm.setAttribute("data-key", `${grant.grant_id}:always-confirm`);
   confirm.addEventListener("click", () => {
-    act(confirm, () => approve(grant, label, "item_standing", alwaysOpen.scope));
+    approveFrom(confirm, grant, label, "item_standing", alwaysOpen.scope);
   });
   var cancel = button("Cancel", `Cancel always allow: ${label}`, true);
   cancel.addEventListener("click", () => {

@@ -349,6 +349,35 @@ describe.skipIf(skipBrowserTests)("approvals an operator can read, scope and und
     await page.context().close();
   }, 120_000);
 
+  it("a body over 64 KiB, shown cut, is approved only after the operator says it approves it unread", async () => {
+    const { op, agent } = await setUp("big body agent");
+    const body = { head: "Ship it", padding: "x".repeat(70 * 1024), tail: "and then delete everything" };
+    const asked = await http(agent, { method: "POST", path: "/v1/big", body });
+    expect(asked.status).toBe("pending");
+    const { page, problems } = await openAs(op);
+    await page.goto(`${base}/console#inbox`);
+    const once = page.getByRole("button", { name: "Approve once: API_KEY for big body agent" });
+    await once.waitFor({ state: "visible", timeout: SOON.timeout });
+    await once.click();
+    const question =
+      "Only the first 64 KiB of this request's body is shown. Approve it without reading the rest?";
+    await page.getByRole("group", { name: question }).waitFor({ state: "visible" });
+    // Nothing is approved yet: Cancel gives the decisions back.
+    const grant = async () =>
+      ((await op.request("GET", "/api/grants")).json().grants as { grant_id: string; status: string }[]).find(
+        (g) => g.grant_id === asked.grant_id,
+      )!;
+    expect((await grant()).status).toBe("pending");
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await once.click();
+    await page.getByRole("button", { name: "Approve unread" }).click();
+    await expect.poll(() => statusOf(page), SOON).toBe("Approved API_KEY for big body agent for one call.");
+    expect((await grant()).status).toBe("active");
+    expect(problems).toEqual([]);
+    await agent.close();
+    await page.context().close();
+  }, 120_000);
+
   it("a live inbox drawn before the account is known still gets its decisions once the role is", async () => {
     const { op, agent } = await setUp("slow account agent");
     expect((await http(agent, { method: "GET", path: "/v1/slow" })).status).toBe("pending");
