@@ -161,6 +161,8 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
       logger,
       "access ledger row not written; the token was still issued or revoked",
     ),
+    onServerError: (err) =>
+      logger.error({ err }, "the OAuth server failed a request (answered server_error)"),
     now,
   });
   oauthServer = oauth;

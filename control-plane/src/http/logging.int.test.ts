@@ -88,6 +88,30 @@ describe("serializeLoggedError", () => {
     expect(String(serialized.stack)).toContain("boom");
   });
 
+  it("drops the raw request bytes an HTTP parse error carries (its bearer, its cookies)", async () => {
+    const { connect } = await import("node:net");
+    const seen = new LogCapture();
+    const traced = Fastify(requestLogging(pino({ level: "trace" }, seen))) as unknown as FastifyInstance;
+    await traced.listen({ host: "127.0.0.1", port: 0 });
+    try {
+      const { port } = traced.server.address() as { port: number };
+      await new Promise<void>((resolve) => {
+        const socket = connect(port, "127.0.0.1", () => {
+          socket.write(
+            `GET /x HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer avm_${CANARY}\r\nBad Header: x\r\n\r\n`,
+          );
+        });
+        socket.on("data", () => socket.end());
+        socket.on("close", () => resolve());
+      });
+      await expect.poll(() => seen.text()).toContain("HPE_INVALID_HEADER_TOKEN");
+      expect(seen.text()).not.toContain("rawPacket");
+      expect(seen.text()).not.toContain(CANARY);
+    } finally {
+      await traced.close();
+    }
+  });
+
   it("cuts a raw database error found in the cause chain", () => {
     const raw = Object.assign(new Error(`Key (name)=(${CANARY}) already exists.`), {
       code: "23505",

@@ -89,7 +89,13 @@ export function loggedPath(url: string): string {
  */
 export function serializeLoggedError(error: unknown): unknown {
   const raw = findRawDatabaseError(error);
-  if (raw === undefined) return stdSerializers.err(error as Error);
+  if (raw === undefined) {
+    const serialized = stdSerializers.err(error as Error) as unknown as Record<string, unknown>;
+    // Node's HTTP parse errors (Fastify logs them at trace) carry the request's bytes as they came:
+    // its bearer, its cookies, its query. The code and message say what went wrong.
+    if (serialized && typeof serialized === "object") delete serialized.rawPacket;
+    return serialized;
+  }
   return {
     type: "DatabaseError",
     message: `database error ${databaseErrorCode(raw)} in database`,

@@ -44,6 +44,11 @@ export interface OAuthServerDeps {
    * the same).
    */
   onLedgerFailure?: (error: unknown) => void;
+  /**
+   * An error inside oidc-provider's own routes: it answers `server_error` (500) and says nothing
+   * else, so this is the operator's only sight of the cause (a database outage, an adapter fault).
+   */
+  onServerError?: (error: unknown) => void;
   now: () => Date;
 }
 
@@ -101,6 +106,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     now: deps.now,
   });
 
+  provider.on("server_error", (_ctx: unknown, error: unknown) => deps.onServerError?.(error));
   recordGrantRevoked = service.recordGrantRevoked;
   provider.on("grant.revoked", (_ctx: unknown, grantId: string) => {
     void service.recordGrantRevoked(grantId).catch(onLedgerFailure);
