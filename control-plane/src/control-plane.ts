@@ -9,7 +9,6 @@ import { openAuditKeys } from "./audit/audit-keys.ts";
 import { registerLedgerRoutes } from "./audit/ledger.routes.ts";
 import { startCheckpointSchedule } from "./audit/ledger.service.ts";
 import { registerAuthRoutes } from "./auth/auth.routes.ts";
-import { startEmailCodePruneSchedule } from "./auth/email-code.service.ts";
 import { keyringPath, loadOrCreateKeyring } from "./auth/kek.ts";
 import { requireOperator, requireOrgOperator } from "./auth/operator-guard.ts";
 import { registerPasskeyRoutes } from "./auth/passkeys.routes.ts";
@@ -367,8 +366,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
   await app.ready();
   const stopCheckpoints = startCheckpointSchedule(services.ledger, logger);
   const stopDomainRechecks = startDomainRecheckSchedule(services.sso.domainRecheck, logger);
-  const stopEmailCodePrunes = startEmailCodePruneSchedule(services.emailCodes, logger);
-  const stopPrunes = startPruneSchedule(createPrunes(db, now), logger);
+  const stopPrunes = startPruneSchedule(createPrunes(db, now, services.emailCodes), logger);
   // One-call approvals whose control plane died mid-call (this one before a restart, or a replica).
   const stopAbandonedCalls = startAbandonedCallsSchedule(services.abandonedCalls, logger);
 
@@ -381,7 +379,6 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     async close() {
       stopCheckpoints();
       stopDomainRechecks();
-      stopEmailCodePrunes();
       stopPrunes();
       stopAbandonedCalls();
       await app.close();

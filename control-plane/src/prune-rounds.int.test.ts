@@ -198,7 +198,9 @@ describe("the hourly prune", () => {
 
   it("is started by the control plane, and stopped when it closes", () => {
     const wiring = readFileSync(new URL("./control-plane.ts", import.meta.url), "utf8");
-    expect(wiring).toContain("const stopPrunes = startPruneSchedule(createPrunes(db, now), logger);");
+    expect(wiring).toContain(
+      "const stopPrunes = startPruneSchedule(createPrunes(db, now, services.emailCodes), logger);",
+    );
     expect(wiring).toMatch(/async close\(\) \{[^}]*stopPrunes\(\);/);
   });
 });

@@ -5,6 +5,7 @@
 // batch, so a round holds no long lock and two replicas skip each other's rows.
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
+import type { EmailCodeService } from "./auth/email-code.service.ts";
 import type { Database } from "./db/schema.ts";
 import { WRONG_CODE_WINDOW_MS } from "./grants/approval-codes.ts";
 import { createGrantsRepo } from "./grants/grants.repo.ts";
@@ -23,6 +24,7 @@ export const PRUNE_BATCH = 10_000;
 export const CLOCK_MARGIN_MS = 24 * 60 * 60 * 1000;
 
 export interface PruneCounts {
+  emailCodes: number;
   rateLimitHits: number;
   oauthArtifacts: number;
   deniedTokens: number;
@@ -39,7 +41,15 @@ async function deleteAll(deleteBatch: (limit: number) => Promise<number>): Promi
   }
 }
 
-export function createPrunes(db: Kysely<Database>, now: () => Date) {
+/**
+ * The prunes of `db` relative to `now()`; `emailCodes` (the sign-in service, which knows its own
+ * rows' lives) prunes its sends and challenges in the same round.
+ */
+export function createPrunes(
+  db: Kysely<Database>,
+  now: () => Date,
+  emailCodes?: Pick<EmailCodeService, "pruneExpired">,
+) {
   const rateLimits = createRateLimitRepo(db);
   const oauth = createOAuthExpiryRepo(db);
   const grants = createGrantsRepo(db);
@@ -49,6 +59,7 @@ export function createPrunes(db: Kysely<Database>, now: () => Date) {
       const at = now().getTime();
       const before = (keptMs: number) => new Date(at - keptMs - CLOCK_MARGIN_MS);
       return {
+        emailCodes: (await emailCodes?.pruneExpired()) ?? 0,
         rateLimitHits: await deleteAll((limit) =>
           rateLimits.deleteHitsBefore(before(LONGEST_WINDOW_MS), limit),
         ),
@@ -71,7 +82,7 @@ export type Prunes = ReturnType<typeof createPrunes>;
  * at start: nothing is due within the hour, and a test's plane whose clock was moved days ahead
  * never prunes what other test files still read.
  *
- * @example const stop = startPruneSchedule(createPrunes(db, now), logger);
+ * @example const stop = startPruneSchedule(createPrunes(db, now, services.emailCodes), logger);
  */
 export function startPruneSchedule(
   prunes: Pick<Prunes, "pruneOnce">,

@@ -6,7 +6,8 @@ import { randomBytes } from "node:crypto";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Browser, type HostedHarness, signUpOperator, startHosted, uniqueEmail } from "../../test/hosted.ts";
-import { EMAIL_CODE_SENDS_PER_IP, startEmailCodePruneSchedule } from "./email-code.service.ts";
+import { createPrunes, startPruneSchedule } from "../prune-rounds.ts";
+import { EMAIL_CODE_SENDS_PER_IP } from "./email-code.service.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -97,7 +98,11 @@ describe("pruning the email-code rows", () => {
     expect(await rowsOf(old.email, old.address)).toEqual({ sends: 1, challenges: 1, hits: 1 });
     expect(await rowsOf(live.email, live.address)).toEqual({ sends: 1, challenges: 1, hits: 1 });
 
-    const stop = startEmailCodePruneSchedule(h.plane.services.emailCodes, pino({ level: "silent" }), 20);
+    const stop = startPruneSchedule(
+      createPrunes(h.plane.database.db, () => h.clock.now, h.plane.services.emailCodes),
+      pino({ level: "silent" }),
+      20,
+    );
     try {
       await expect
         .poll(() => rowsOf(old.email, old.address), { timeout: 10_000 })

@@ -6,11 +6,9 @@
 import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
-import type { Logger } from "pino";
 import { z } from "zod";
 import { createRateLimiter, type RateLimit } from "../limits/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { startRounds } from "../rounds.ts";
 import { isSameHash, newEightDigitCode } from "./codes.ts";
 import type { EmailCodesRepo } from "./email-codes.repo.ts";
 import type { Keyring } from "./kek.ts";
@@ -38,7 +36,6 @@ export const EMAIL_CODE_SENDS_PER_IP: RateLimit = {
  * never prunes what another still counts.
  */
 export const EMAIL_CODE_ROWS_KEPT_MS = 24 * 60 * 60 * 1000;
-const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 const email = z.email().max(254);
 
@@ -166,26 +163,6 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
       );
     },
   };
-}
-
-/**
- * Prunes the email-code rows every hour until stopped: they are written on every send and read for
- * 15 minutes at most. A failed round is logged and tried again. No round at start: the rows wait a
- * day anyway, and a test's plane whose clock was moved days ahead never prunes what others count.
- *
- * @example const stop = startEmailCodePruneSchedule(services.emailCodes, logger);
- */
-export function startEmailCodePruneSchedule(
-  emailCodes: Pick<EmailCodeService, "pruneExpired">,
-  logger: Pick<Logger, "error">,
-  intervalMs = PRUNE_EVERY_MS,
-): () => void {
-  return startRounds({
-    everyMs: intervalMs,
-    logger,
-    failure: "expired email codes not pruned",
-    round: () => emailCodes.pruneExpired(),
-  });
 }
 
 export type EmailCodeService = ReturnType<typeof createEmailCodeService>;

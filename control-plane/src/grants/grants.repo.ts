@@ -1,6 +1,7 @@
 // Grants in the database. The single-use rule lives here, in one conditional UPDATE: of any number
 // of simultaneous calls on one prompt grant, exactly one sees its row change from active.
 import { type ExpressionBuilder, type Kysely, sql } from "kysely";
+import { deleteRowsBefore } from "../db/delete-batch.ts";
 import type { Database, GrantRow, NewGrant } from "../db/schema.ts";
 import {
   findRequestUsageSince,
@@ -481,21 +482,8 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
     async insertCodeFailure(organisationId, at) {
       await db.insertInto("approval_code_failures").values({ organisation_id: organisationId, at }).execute();
     },
-    async deleteCodeFailuresBefore(before, limit) {
-      const result = await db
-        .deleteFrom("approval_code_failures")
-        .where("id", "in", (eb) =>
-          eb
-            .selectFrom("approval_code_failures")
-            .select("id")
-            .where("at", "<", before)
-            .limit(limit)
-            .forUpdate()
-            .skipLocked(),
-        )
-        .executeTakeFirst();
-      return Number(result.numDeletedRows);
-    },
+    deleteCodeFailuresBefore: (before, limit) =>
+      deleteRowsBefore(db, "approval_code_failures", before, limit),
     async updateAgentGrantsRevoked(organisationId, agentId, now, revokedBy) {
       await db
         .updateTable("grants")

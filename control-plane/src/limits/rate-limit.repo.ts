@@ -2,6 +2,7 @@
 // metadata document's host, a browser session): one row per counted attempt, counted and taken
 // under an advisory lock on the bucket, so two replicas cannot both take the last place.
 import type { Kysely } from "kysely";
+import { deleteRowsBefore } from "../db/delete-batch.ts";
 import type { Database } from "../db/schema.ts";
 import { inAdvisoryLock } from "../db/transaction.ts";
 
@@ -59,22 +60,8 @@ export function createRateLimitRepo(db: Kysely<Database>): RateLimitRepo {
           .execute();
         return { full: false as const };
       }),
-    async deleteHitsBefore(before, limit) {
-      // takePlace above prunes only the bucket it counts in; a bucket never used again (a device
-      // code typed once, a host or an IPv6 /64 an attacker picks) is only ever pruned here.
-      const result = await db
-        .deleteFrom("rate_limit_hits")
-        .where("id", "in", (eb) =>
-          eb
-            .selectFrom("rate_limit_hits")
-            .select("id")
-            .where("at", "<", before)
-            .limit(limit)
-            .forUpdate()
-            .skipLocked(),
-        )
-        .executeTakeFirst();
-      return Number(result.numDeletedRows);
-    },
+    // takePlace above prunes only the bucket it counts in; a bucket never used again (a device
+    // code typed once, a host or an IPv6 /64 an attacker picks) is only ever pruned here.
+    deleteHitsBefore: (before, limit) => deleteRowsBefore(db, "rate_limit_hits", before, limit),
   };
 }
