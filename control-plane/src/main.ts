@@ -8,6 +8,7 @@ import { logProcessFaults } from "@latch/shared/process";
 import pino from "pino";
 import { ConfigError, loadConfig } from "./config.ts";
 import { buildControlPlane } from "./control-plane.ts";
+import { buildOnlineIndexes } from "./db/online-indexes.ts";
 import { connectEgress, findReadableSealingKeyring } from "./egress/connect-egress.ts";
 import { loadOrCreateTicketKey } from "./egress/ticket-key.ts";
 import { logDestination } from "./http/human-log.ts";
@@ -94,6 +95,14 @@ async function main(): Promise<void> {
   });
   const { egress, plane, metricsServer, address } = started;
   logger.info({ address, database: plane.databaseKind, egress: egress.address }, "control plane listening");
+  // The indexes no migration builds without stopping writes (db/online-indexes.ts), while serving.
+  buildOnlineIndexes(plane.database.db, plane.databaseKind === "postgres").then(
+    (built) => {
+      if (built.length > 0) logger.info({ indexes: built }, "indexes built while serving");
+    },
+    (err: unknown) =>
+      logger.warn({ err }, "indexes not built; the queries they serve stay slower until the next start"),
+  );
   // BASE_URL is the address that works: the pages check Origin against it, and the bind address
   // may be 0.0.0.0 or a port a load balancer maps.
   process.stdout.write(
