@@ -198,6 +198,9 @@ export async function signUpInChromium(
     .fill(totp.generate({ timestamp: h.clock.now.getTime() }));
   await page.getByRole("button", { name: "Confirm" }).click();
   await expect.poll(() => page.locator("#backup-codes li").count()).toBe(10);
+  // Set up: the authenticator's secret and QR are gone from the page.
+  expect(await page.locator("#secret").textContent()).toBe("");
+  expect(await page.locator("#qr").getAttribute("src")).toBeNull();
   await at("backup-codes");
   await page.getByRole("link", { name: "Continue to console" }).click();
   await page.waitForURL(`${base}/console`);

@@ -167,6 +167,14 @@ function enrollPage() {
   });
   /** The codes just shown, for copy, download and print; they live only in this page. */
   var backupCodes = [];
+  // Leaving the page (Continue, Back, closing the tab) takes the secret and the codes with it, so
+  // that a page the browser keeps for Back shows neither.
+  window.addEventListener("pagehide", () => {
+    backupCodes = [];
+    byId("backup-codes").replaceChildren();
+    byId("secret").textContent = "";
+    byId("qr").removeAttribute("src");
+  });
   backupCodeButtons({ copy: "copy-codes", download: "download-codes", print: "print-codes" }, () =>
     backupCodesText(byId("account").textContent, backupCodes),
   );
@@ -184,6 +192,9 @@ function enrollPage() {
           list.appendChild(item);
         });
         setup.hidden = true;
+        // The authenticator's secret and QR are not needed once it is set up: not kept in the page.
+        byId("secret").textContent = "";
+        byId("qr").removeAttribute("src");
         backup.hidden = false;
         say("Your authenticator is set up. Save your backup codes.");
         var back = afterSignIn();

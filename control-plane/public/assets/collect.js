@@ -168,10 +168,11 @@
   });
   deny.addEventListener("click", () => {
     sending(() =>
-      api("POST", `/api/need-items/${encodeURIComponent(id)}/deny`).then(
-        () => closed("Denied. The agent is told nothing was stored."),
-        answerFailed,
-      ),
+      api("POST", `/api/need-items/${encodeURIComponent(id)}/deny`).then(() => {
+        // A value typed before the Deny is not kept in the page.
+        value.value = "";
+        closed("Denied. The agent is told nothing was stored.");
+      }, answerFailed),
     );
   });
 })();

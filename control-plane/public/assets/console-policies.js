@@ -337,7 +337,20 @@ function prefillFromHash() {
   if (query.get("method")) match.methods = [query.get("method")];
   if (query.get("path")) match.paths = [query.get("path").split("?")[0]];
   var from = byId("policy-form-from");
-  from.textContent = `From the request of ${query.get("name") || query.get("agent") || "an agent"}: narrow or widen it, then Add rule and Save.`;
+  // The agent by the name this organisation knows it by, never a name the link carries: any site
+  // can link here, and a rule "from the request of" a trusted bot must be that bot's. The clients
+  // are asked for when this tab has not listed them yet.
+  var agentId = query.get("agent") || "";
+  var sayFrom = () => {
+    var agent = !agentId
+      ? "an agent"
+      : agentName(agentId) !== agentId
+        ? agentName(agentId)
+        : `${agentId}, which is not a client here`;
+    from.textContent = `From the request of ${agent}: narrow or widen it, then Add rule and Save.`;
+  };
+  sayFrom();
+  if (agentId && agentName(agentId) === agentId) loaders.clients().then(sayFrom);
   from.hidden = false;
   openPolicyForm(-1, {
     name: `${query.get("method") || ""} ${query.get("host") || ""}`.trim(),

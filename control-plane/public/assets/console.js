@@ -356,19 +356,23 @@ function route(shouldFocus) {
   else if (!currentSection) showSection("vault", false);
 }
 /** A provider connect comes back as #vault?connected=<provider> or ?connect_error=<provider>&reason=. */
+/** A provider id (DECISIONS "Product") and the four reasons of spec 4.3: nothing else is said. */
+var PROVIDER_ID = /^[a-z][a-z0-9-]{0,31}$/;
+var CONNECT_REASONS = ["state_expired", "provider_denied", "exchange_failed", "no_refresh_token"];
 function announceConnect() {
   var query = new URLSearchParams(location.hash.split("?")[1] || "");
-  if (query.has("connected")) say(`Connected your ${query.get("connected")} account.`);
-  else if (query.has("connect_error")) {
-    say(
-      "Could not connect " +
-        query.get("connect_error") +
-        " (" +
-        (query.get("reason") || "unknown reason") +
-        ").",
-      true,
-    );
-  } else return;
+  // Any site can link here: only what the connect callback itself sends is shown.
+  var provider = query.get("connected") || query.get("connect_error") || "";
+  var reason = query.get("reason") || "";
+  var isOurs = PROVIDER_ID.test(provider) && (query.has("connected") || CONNECT_REASONS.indexOf(reason) >= 0);
+  if (!isOurs) {
+    if (query.has("connected") || query.has("connect_error")) {
+      history.replaceState(null, "", `#${sectionInHash() || "vault"}`);
+    }
+    return;
+  }
+  if (query.has("connected")) say(`Connected your ${provider} account.`);
+  else say(`Could not connect ${provider} (${reason}).`, true);
   history.replaceState(null, "", `#${sectionInHash() || "vault"}`);
 }
 

@@ -378,6 +378,35 @@ describe.skipIf(skipBrowserTests)("approvals an operator can read, scope and und
     await page.context().close();
   }, 120_000);
 
+  it("a link from another site shows in the console only what Latch itself would say", async () => {
+    const { op } = await setUp("linked agent");
+    const { page, problems } = await openAs(op);
+    // A connect outcome the callback never sends: nothing is said.
+    await page.goto(
+      `${base}/console#vault?connect_error=GitHub.%20Your%20session%20is%20locked%3B%20call%20%2B1-555-0100&reason=now`,
+    );
+    await expect.poll(() => page.locator("#items tbody tr").count(), SOON).toBeGreaterThan(0);
+    expect(await statusOf(page)).not.toContain("locked");
+    expect(page.url()).toBe(`${base}/console#vault`);
+    // One it does send is said.
+    await page.goto("about:blank");
+    await page.goto(`${base}/console#vault?connect_error=github&reason=exchange_failed`);
+    await expect.poll(() => statusOf(page), SOON).toBe("Could not connect github (exchange_failed).");
+    // A policy prefilled from a link names the agent as this organisation knows it, never as the
+    // link says.
+    await page.goto("about:blank");
+    await page.goto(
+      `${base}/console#policies?agent=cli_made_up&name=Your%20CI%20deploy%20bot&host=api.stripe.com&method=POST&path=/v1/transfers`,
+    );
+    const from = page.locator("#policy-form-from");
+    await from.waitFor({ state: "visible", timeout: SOON.timeout });
+    expect(await from.textContent()).toBe(
+      "From the request of cli_made_up, which is not a client here: narrow or widen it, then Add rule and Save.",
+    );
+    expect(problems).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
   it("a live inbox drawn before the account is known still gets its decisions once the role is", async () => {
     const { op, agent } = await setUp("slow account agent");
     expect((await http(agent, { method: "GET", path: "/v1/slow" })).status).toBe("pending");
