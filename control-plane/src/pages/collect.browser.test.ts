@@ -97,6 +97,26 @@ describe.skipIf(skipBrowserTests)("the collect page in Chromium", () => {
     await context.close();
   }, 120_000);
 
+  it("a Deny after a value was typed leaves the value nowhere in the page", async () => {
+    const { base, browser } = rig!;
+    const { op, agent, miss } = await agentAsking("deny agent", "DENY_KEY");
+    const { context, page, problems } = await openWatchedPage(browser, {
+      viewport: { width: 900, height: 900 },
+      session: { cookies: op.cookies, url: base },
+    });
+    await page.goto(String(miss.collect_url));
+    await page.locator("#collect").waitFor({ state: "visible" });
+    await page.getByLabel("Value").fill(SECRET);
+    await page.getByRole("button", { name: "Deny" }).click();
+    await expect
+      .poll(() => page.locator("#status").textContent())
+      .toBe("Denied. The agent is told nothing was stored.");
+    expect(await page.locator("#value").inputValue()).toBe("");
+    expect(problems).toEqual([]);
+    await agent.close();
+    await context.close();
+  }, 120_000);
+
   it("asks for the authenticator code in place when an Always allow comes more than 5 minutes after the sign-in", async () => {
     const { h, base, browser } = rig!;
     const { op, totp, agent, miss } = await agentAsking("step-up agent", "ALWAYS_KEY");
