@@ -308,6 +308,10 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
           logError: (error) => logger.error({ err: error }, "tool failed"),
           isBearerLive: clients.isBearerLive,
           authenticateBearer,
+          recheckBearer: (token: string) =>
+            looksLikeJwt(token)
+              ? oauth.tokens.authenticate(token, { isUse: false })
+              : clients.authenticate(token),
         }),
       (app) =>
         registerResolveRoutes(app, {

@@ -172,4 +172,32 @@ describe("GET /mcp's minute re-check", () => {
     while (!rest.done) rest = await stream.reader!.read();
     expect(rest.done).toBe(true);
   });
+  it("does not mark an idle OAuth stream's client used either", async () => {
+    const owner = await readyOperator(h, "owner");
+    const organisationId = (await owner.request("GET", "/api/auth/me")).json().organisation.id as string;
+    const redirectUri = "http://127.0.0.1:33418/callback";
+    const registered = await register(h.app, { client_name: "Idle OAuth app", redirect_uris: [redirectUri] });
+    const clientId = registered.json().client_id as string;
+    const { tokens } = await approveAndExchange(owner, h.app, { clientId, redirectUri, organisationId });
+    const lastAccess = async () => {
+      const clients = (await owner.request("GET", "/api/access")).json().clients as {
+        oauth: boolean;
+        name: string;
+        last_access_at: string | null;
+      }[];
+      return clients.find((c) => c.oauth && c.name === "Idle OAuth app")?.last_access_at ?? null;
+    };
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const stream = await openStream(tokens.access_token);
+    expect(stream.status).toBe(200);
+    const opened = await lastAccess();
+    // Five idle minutes (the access token lives ten), a re-check in each.
+    for (let minute = 0; minute < 5; minute++) {
+      h.clock.advance(60_000);
+      vi.advanceTimersByTime(60_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await lastAccess()).toBe(opened);
+    stream.close();
+  });
 });

@@ -244,10 +244,13 @@ export function createClientsService(deps: ClientsServiceDeps) {
       return row !== undefined && row.kind === "model" && !row.revoked_at && row.environment === environment;
     },
 
-    /** The live client row an access token names, marking its use like a bearer's. */
-    async findLiveClientForToken(id: string): Promise<ClientRow | undefined> {
+    /** The live client row an access token names, marking its use like a bearer's (unless not `isUse`). */
+    async findLiveClientForToken(
+      id: string,
+      options: { isUse?: boolean } = {},
+    ): Promise<ClientRow | undefined> {
       const row = await deps.repo.findLiveClient(id);
-      if (!row) return undefined;
+      if (!row || options.isUse === false) return row;
       const now = deps.now();
       if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > USE_WRITE_INTERVAL_MS) {
         await deps.repo.updateClientUsed(row.id, { lastUsedAt: now, firstUsedAt: row.first_used_at ?? now });

@@ -46,6 +46,8 @@ export interface McpRouteDeps {
    * has expired (an avm_ bearer's stream asks `isBearerLive`, which marks no use).
    */
   authenticateBearer?(token: string): Promise<ClientRow | undefined>;
+  /** As authenticateBearer, without marking the client used: an open stream's re-check. */
+  recheckBearer?(token: string): Promise<ClientRow | undefined>;
 }
 
 /**
@@ -234,8 +236,9 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     const bearerHash = token.startsWith("av") ? sha256Hex(token) : undefined;
     const isStillLive = async (): Promise<boolean | undefined> => {
       if (bearerHash !== undefined && deps.isBearerLive) return deps.isBearerLive(client.id, bearerHash);
-      if (!deps.authenticateBearer) return undefined;
-      return (await deps.authenticateBearer(token))?.id === client.id;
+      const recheck = deps.recheckBearer ?? deps.authenticateBearer;
+      if (!recheck) return undefined;
+      return (await recheck(token))?.id === client.id;
     };
     let isChecking = false;
     const recheck = setInterval(() => {

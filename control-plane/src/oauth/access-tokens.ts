@@ -45,7 +45,8 @@ export interface AccessTokenDeps {
   ownJwks?: { keys: JWK[] };
   oauth: OAuthRepo;
   artifacts: OAuthArtifactsRepo;
-  findLiveClient(id: string): Promise<ClientRow | undefined>;
+  /** The live client row; `isUse` false reads it without marking its use (a stream's re-check). */
+  findLiveClient(id: string, options?: { isUse?: boolean }): Promise<ClientRow | undefined>;
   now: () => Date;
 }
 
@@ -92,8 +93,11 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
       return verifySignature(token);
     },
 
-    /** The live model client an access token acts as, or undefined for any failed rule. */
-    async authenticate(token: string): Promise<ClientRow | undefined> {
+    /**
+     * The live model client an access token acts as, or undefined for any failed rule. `isUse`
+     * false checks every rule without marking the client used (an idle stream's re-check).
+     */
+    async authenticate(token: string, options: { isUse?: boolean } = {}): Promise<ClientRow | undefined> {
       if (!looksLikeJwt(token)) return undefined;
       const claims = await verifySignature(token);
       if (!claims) return undefined;
@@ -111,7 +115,7 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
       if (!(await deps.artifacts.isGrantLive(claims.grant_id, deps.now()))) return undefined;
       const { organisation_id: organisationId, operator_id: operatorId, created_at: consentedAt } = consent;
       if (!(await deps.oauth.isMemberSince(organisationId, operatorId, consentedAt))) return undefined;
-      const client = await deps.findLiveClient(consent.client_row_id);
+      const client = await deps.findLiveClient(consent.client_row_id, options);
       if (!client || client.oauth_client_id !== claims.client_id) return undefined;
       return client;
     },
