@@ -23,6 +23,7 @@ import { createTotpService } from "./auth/totp.service.ts";
 import { createAbandonedCalls } from "./calls/abandoned-calls.ts";
 import { createCallContextRepo } from "./calls/call-context.repo.ts";
 import { createCallsService } from "./calls/calls.service.ts";
+import { findPlanItems } from "./calls/token-plan.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
 import { createClientsService } from "./clients/clients.service.ts";
 import { createConnectRepo } from "./connect/connect.repo.ts";
@@ -38,7 +39,7 @@ import { createGrantsRepo, type GrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
 import { createItemTokensRepo, type ItemTokensRepo } from "./items/item-tokens.repo.ts";
 import { createItemsRepo, type ItemsRepo } from "./items/items.repo.ts";
-import { createItemsService } from "./items/items.service.ts";
+import { createItemsService, type ItemsService } from "./items/items.service.ts";
 import { createRateLimitRepo } from "./limits/rate-limit.repo.ts";
 import { createRateLimiter } from "./limits/rate-limit.ts";
 import type { Mailer } from "./mail/mailer.ts";
@@ -178,6 +179,7 @@ function createPolicies(
   db: Kysely<Database>,
   variant: CommonVariant,
   audit: AuditRepo,
+  items: Pick<ItemsService, "findCallableByName">,
   isSoleWriter: boolean,
 ) {
   return createPoliciesService({
@@ -192,6 +194,14 @@ function createPolicies(
     recordEvent: audit.insertAuditEvent,
     rateLimiter: createRateLimiter(createRateLimitRepo(db), variant.now),
     findCallsBefore: audit.findCallsBefore,
+    // The siblings enforcement judges a call by (tools/http-request.tool.ts), read as it reads them.
+    findJudgedItems: async (organisationId, environment, itemName) => {
+      const scope = { organisationId, environment };
+      const item = await items.findCallableByName(organisationId, environment, itemName);
+      if (!item) return [itemName];
+      const judged = await findPlanItems({ findItemByName: items.findCallableByName }, scope, item);
+      return judged.map((used) => used.name);
+    },
     now: variant.now,
     isSoleWriter,
   });
@@ -220,7 +230,7 @@ function createLocalServices(db: Kysely<Database>, variant: LocalVariant) {
       runInTransaction(db, (trx) => fn({ repo: grantsRepo(trx), recordEvent: auditIn(trx, variant) })),
     now: variant.now,
   });
-  const policies = createPolicies(db, variant, audit, Boolean(variant.readCache));
+  const policies = createPolicies(db, variant, audit, items, Boolean(variant.readCache));
   const tools = createToolHandlers(
     { items, grants, calls, policies, surface: LOCAL_SURFACE },
     { organisationId: variant.organisationId, environment: variant.environments[0]! },
@@ -315,7 +325,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     now,
   });
   const grants = createHostedGrants(db, variant, audit, orgs, push);
-  const policies = createPolicies(db, variant, audit, false);
+  const policies = createPolicies(db, variant, audit, items, false);
   const sessions = createSessionsRepo(db);
   /**
    * One transaction holding an organisation's members lock, with its members' and invitations'

@@ -115,14 +115,21 @@ describe("a rule's items hold for every credential the call uses", () => {
     expect(JSON.parse(String(sent.body)).kind).toBe("user");
     expect(spotifyTraffic().api).toBeGreaterThan(0);
 
-    await savePolicy(op, [
-      {
-        id: "no-user-account",
-        name: "Not the user's account",
-        effect: "deny",
-        match: { items: ["SPOTIFY_REFRESH"] },
-      },
-    ]);
+    const rule = {
+      id: "no-user-account",
+      name: "Not the user's account",
+      effect: "deny",
+      match: { items: ["SPOTIFY_REFRESH"] },
+    };
+    // The preview counts the calls above (the request, then the call), whose rows name SPOTIFY, as
+    // the rule will judge them: by the refresh token their plan exchanges too.
+    const preview = await op.request("POST", "/api/policies/preview", { rules: [rule] });
+    expect(preview.statusCode, preview.body).toBe(200);
+    expect(preview.json()).toMatchObject({
+      totals: { deny: 2, none: 0 },
+      rules: [{ id: "no-user-account", calls: 2 }],
+    });
+    await savePolicy(op, [rule]);
     const before = spotifyTraffic();
     for (const args of [{ ...me, item_name: "SPOTIFY" }, me]) {
       const denied = await call(agent, args);

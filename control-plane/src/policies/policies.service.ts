@@ -33,6 +33,13 @@ export interface PoliciesServiceDeps {
   recordEvent(event: AuditEvent): Promise<void>;
   rateLimiter: Pick<RateLimiter, "take" | "check">;
   findCallsBefore: AuditRepo["findCallsBefore"];
+  /**
+   * Every credential a call naming `itemName` is judged by today, that one first (token-plan.ts
+   * `findPlanItems`: a provider's refresh token and client secret beside its app credential), so
+   * that a preview counts a rule on `SPOTIFY_REFRESH` for the calls that named `SPOTIFY`, as
+   * enforcement does. Without it a preview judges the named credential alone.
+   */
+  findJudgedItems?(organisationId: string, environment: string, itemName: string): Promise<readonly string[]>;
   now: () => Date;
   /**
    * The local vault: this process alone writes the list (local/local-lock.ts), so a cached
@@ -55,8 +62,14 @@ export type ExpectedVersion = number | "any";
 const MAX_CACHED_LISTS = 10_000;
 /** Previews one process computes at once, across organisations. */
 export const MAX_PREVIEWS_AT_ONCE = 4;
+/** Named credentials whose siblings a preview reads (readJudgedItems). */
+const MAX_PREVIEW_JUDGED_NAMES = 1_000;
 /** Rows read per page when a preview walks the ledger back. */
 const PREVIEW_PAGE = 5_000;
+
+function judgedKey(environment: string | null, itemName: string): string {
+  return `${environment ?? ""}\0${itemName}`;
+}
 
 /** How a call a rule decided is named in its audit rows and answers. */
 export function ruleReference(decision: PolicyDecision): { rule_id: string; rule_name: string } {
@@ -110,6 +123,24 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
       windowMs: rateWindowMs(rule.rate_limit),
       what: `calls under policy rule ${rule.id}`,
     };
+  }
+
+  /**
+   * The credentials each named credential of `calls` is judged by, read once per name and
+   * environment, for the first 1 000 names (a name no longer stored, or past them, is judged alone:
+   * an agent's made-up names must not turn one preview into a read per row).
+   */
+  async function readJudgedItems(organisationId: string, calls: readonly AuditedCall[]) {
+    const judged = new Map<string, readonly string[]>();
+    if (!deps.findJudgedItems) return judged;
+    for (const row of calls) {
+      if (!row.item_name) continue;
+      const key = judgedKey(row.environment, row.item_name);
+      if (judged.has(key)) continue;
+      if (judged.size >= MAX_PREVIEW_JUDGED_NAMES) break;
+      judged.set(key, await deps.findJudgedItems(organisationId, row.environment ?? "", row.item_name));
+    }
+    return judged;
   }
 
   async function readRecentCalls(organisationId: string, since: Date) {
@@ -210,6 +241,7 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
         const from = new Date(to.getTime() - PREVIEW_DAYS * 86_400_000);
         const saved = await policyInForce(organisationId);
         const { calls, truncated } = await readRecentCalls(organisationId, from);
+        const judged = await readJudgedItems(organisationId, calls);
         // Awaited here, so that the place is freed when the replay ends, not when it starts.
         return await previewPolicy({
           candidate: { rules, compiled: compilePolicy(rules) },
@@ -218,6 +250,7 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
           from,
           to,
           truncated,
+          judgedItems: (row) => judged.get(judgedKey(row.environment, row.item_name)),
         });
       } finally {
         previewing.delete(organisationId);

@@ -25,7 +25,12 @@ function row(seq: number, path: string): AuditedCall {
 }
 
 /** Runs a preview whose turns given back to the event loop are counted. */
-async function preview(rawRules: unknown[], calls: AuditedCall[], work: Omit<PreviewWork, "pause">) {
+async function preview(
+  rawRules: unknown[],
+  calls: AuditedCall[],
+  work: Omit<PreviewWork, "pause">,
+  judgedItems?: (row: AuditedCall & { item_name: string }) => readonly string[] | undefined,
+) {
   const rules = parsePolicyRules(rawRules);
   let pauses = 0;
   const answer = await previewPolicy({
@@ -35,6 +40,7 @@ async function preview(rawRules: unknown[], calls: AuditedCall[], work: Omit<Pre
     from,
     to,
     truncated: false,
+    ...(judgedItems ? { judgedItems } : {}),
     work: {
       ...work,
       pause: async () => {
@@ -132,5 +138,34 @@ describe("a call sent by another path than it asked for (a provider's rename)", 
       work,
     );
     expect(both.answer.totals).toMatchObject({ allow: 1, none: 0 });
+  });
+});
+
+describe("a call is judged by every credential its plan uses", () => {
+  const named = { ...row(1, "/v1/me"), item_name: "SPOTIFY", host: "api.spotify.com" };
+  const siblings = (r: { item_name: string }) =>
+    r.item_name === "SPOTIFY" ? ["SPOTIFY", "SPOTIFY_REFRESH", "SPOTIFY_SECRET"] : undefined;
+  const work = { sliceSteps: 1_000_000, maxSteps: 1_000_000_000 };
+
+  it("is denied or asked by a rule on a sibling, as enforcement judges it", async () => {
+    for (const effect of ["deny", "ask"] as const) {
+      const rules = [{ id: "r", effect, match: { items: ["SPOTIFY_REFRESH"] } }];
+      expect((await preview(rules, [named], work, siblings)).answer.totals[effect], effect).toBe(1);
+      // Without the siblings, the row's credential alone: the rule is not seen.
+      expect((await preview(rules, [named], work)).answer.totals.none, effect).toBe(1);
+    }
+  });
+
+  it("is allowed only by a rule on the credential it named: an allow on a sibling alone sends nothing", async () => {
+    const onSibling = [{ id: "a", effect: "allow", match: { items: ["SPOTIFY_REFRESH"] } }];
+    expect((await preview(onSibling, [named], work, siblings)).answer.totals).toMatchObject({
+      allow: 0,
+      none: 1,
+    });
+    const onNamed = [{ id: "a", effect: "allow", match: { items: ["SPOTIFY"] } }];
+    expect((await preview(onNamed, [named], work, siblings)).answer.totals).toMatchObject({
+      allow: 1,
+      none: 0,
+    });
   });
 });

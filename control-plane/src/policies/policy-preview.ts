@@ -78,12 +78,21 @@ export interface PolicyPreview {
   rules: RulePreview[];
 }
 
+/** A replayed call: every path and every credential enforcement judged it by. */
+export type ReplayedCall = PolicyCall & { paths: string[]; items: readonly string[] };
+
 /**
  * The call an audit row records, or undefined when it records no call a rule could judge. A call
  * sent by another path than it asked for (a provider's rename) is known by both: its row keeps
- * the one asked as `requested_path`, and enforcement judged both (`strictestDecision`).
+ * the one asked as `requested_path`, and enforcement judged both (`strictestDecision`). A row
+ * names the credential the call named; `judgedItems` gives every credential a call with it is
+ * judged by (the provider's refresh token and client secret beside it, token-plan.ts
+ * `findPlanItems`), the named one first.
  */
-export function callOfAuditRow(row: AuditedCall): (PolicyCall & { paths: string[] }) | undefined {
+export function callOfAuditRow(
+  row: AuditedCall,
+  judgedItems?: (row: AuditedCall & { item_name: string }) => readonly string[] | undefined,
+): ReplayedCall | undefined {
   const agentId = /^agent:(.+)$/.exec(row.actor)?.[1];
   const { method, path, requested_path: requested } = row.detail;
   if (!agentId || !row.item_name || !row.host || typeof method !== "string" || typeof path !== "string")
@@ -96,6 +105,7 @@ export function callOfAuditRow(row: AuditedCall): (PolicyCall & { paths: string[
     method,
     path,
     paths: typeof requested === "string" && requested !== path ? [requested, path] : [path],
+    items: judgedItems?.({ ...row, item_name: row.item_name }) ?? [row.item_name],
     environment: row.environment ?? "",
   };
 }
@@ -120,13 +130,15 @@ type Outcome = PolicyEffect | "rate_limited" | "none";
 /** Replays calls through one list, each rule's rate limit counted as the calls go by. */
 function replayer(policy: CompiledPolicy, meter: MatchMeter) {
   const limits = new Map<number, (at: number) => boolean>();
-  return (
-    call: PolicyCall & { paths: readonly string[] },
-    at: Date,
-  ): { outcome: Outcome; index?: number } => {
-    const decision = strictestDecision(
-      call.paths.map((path) => ({ decision: decide(policy, { ...call, path }, meter), isLocated: true })),
+  return (call: ReplayedCall, at: Date): { outcome: Outcome; index?: number } => {
+    // As tools/http-request.tool.ts judges a call: each credential on each path.
+    const views = call.items.flatMap((item) =>
+      call.paths.map((path) => ({
+        decision: decide(policy, { ...call, item, path }, meter),
+        isLocated: item === call.item,
+      })),
     );
+    const decision = strictestDecision(views);
     if (!decision) return { outcome: "none" };
     const limit = decision.rule.rate_limit;
     if (limit) {
@@ -152,6 +164,8 @@ export async function previewPolicy(input: {
   from: Date;
   to: Date;
   truncated: boolean;
+  /** Every credential a call with the row's is judged by (callOfAuditRow); the row's alone without. */
+  judgedItems?: (row: AuditedCall & { item_name: string }) => readonly string[] | undefined;
   work?: PreviewWork;
 }): Promise<PolicyPreview> {
   const work = input.work ?? defaultWork;
@@ -182,7 +196,7 @@ export async function previewPolicy(input: {
       await work.pause();
       sliceEnd = meter.steps + work.sliceSteps;
     }
-    const call = callOfAuditRow(row);
+    const call = callOfAuditRow(row, input.judgedItems);
     if (!call) continue;
     replayed++;
     const { outcome, index } = candidate(call, row.at);
