@@ -56,8 +56,8 @@ const egress = new EgressProxyClient(
   { "grpc.service_config": JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }) },
 );
 
-function execute(spec: CallSpec): Promise<ExecuteResponse> {
-  const ticket = minter.mintCallTicket(spec, { ttlMs: spec.timeoutMs + 1_500 });
+function execute(organisationId: string, spec: CallSpec): Promise<ExecuteResponse> {
+  const ticket = minter.mintCallTicket(spec, { organisationId, ttlMs: spec.timeoutMs + 1_500 });
   return new Promise((resolve, reject) =>
     egress.execute(
       { ticket },
@@ -102,7 +102,7 @@ app.post("/mcp", async (request, reply) => {
   if (context.grantsOf(item.id).length === 0)
     return reply.status(403).send({ error: { code: "forbidden", message: "no grant" } });
   const host = item.allowedHosts[0]!;
-  const answer = await execute({
+  const answer = await execute(client.organisation_id, {
     credential: {
       itemName: item.name,
       keyId: item.sealingKeyId,

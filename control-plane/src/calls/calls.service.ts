@@ -482,7 +482,7 @@ export function createCallsService(deps: CallsDeps) {
     ticketId: string | undefined,
     execute: (ticket: SignedTicket) => Promise<ExecuteResponse>,
   ): Promise<ExecuteResponse> {
-    const ttl = { ttlMs: ticketTtlMs(spec), ...(ticketId ? { id: ticketId } : {}) };
+    const ttl = { ttlMs: ticketTtlMs(spec), organisationId, ...(ticketId ? { id: ticketId } : {}) };
     if (plan.kind === "as_stored") return execute(deps.minter.mintCallTicket(spec, ttl));
     if (plan.kind === "app_secret")
       return execute(deps.minter.mintCallTicket({ ...spec, inject: plan.inject }, ttl));

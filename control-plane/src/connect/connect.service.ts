@@ -226,55 +226,61 @@ export function createConnectService(deps: ConnectDeps) {
       let response: ExecuteResponse;
       try {
         response = await deps.egress.execute(
-          deps.minter.mintCallTicket({
-            credential: {
-              itemName: item.name,
-              keyId: item.sealingKeyId,
-              sealedValue: Buffer.from(item.sealedValue),
-              username: clientId,
-            },
-            inject: "bearer",
-            host: token.host,
-            allowedHosts: [...item.allowedHosts],
-            method: "POST",
-            path: token.path,
-            body: Buffer.alloc(0),
-            contentType: "",
-            timeoutMs: EXCHANGE_TIMEOUT_MS,
-            headers: [],
-            redact: [],
-            exchange: {
-              grant: TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE,
-              tokenHost: token.host,
-              tokenPath: token.path,
-              clientAuthentication: CLIENT_AUTH[provider.oauth.clientAuthentication],
-              clientId,
-              clientSecret: {
+          deps.minter.mintCallTicket(
+            {
+              credential: {
                 itemName: item.name,
                 keyId: item.sealingKeyId,
                 sealedValue: Buffer.from(item.sealedValue),
-                username: "",
+                username: clientId,
               },
-              refreshToken: undefined,
-              headers: Object.entries(provider.oauth.tokenHeaders).map(([name, value]) => ({ name, value })),
-              scope: "",
-              answerIsExchange: true,
-              idTokenOnly: false,
-              accessItemName: refreshName,
-              code: query.code,
-              redirectUri: row.redirect_uri,
-              codeVerifier:
-                row.sealed_verifier && row.sealing_key_id
-                  ? {
-                      itemName: refreshName,
-                      keyId: row.sealing_key_id,
-                      sealedValue: Buffer.from(row.sealed_verifier),
-                      username: "",
-                    }
-                  : undefined,
-              refreshItemName: refreshName,
+              inject: "bearer",
+              host: token.host,
+              allowedHosts: [...item.allowedHosts],
+              method: "POST",
+              path: token.path,
+              body: Buffer.alloc(0),
+              contentType: "",
+              timeoutMs: EXCHANGE_TIMEOUT_MS,
+              headers: [],
+              redact: [],
+              exchange: {
+                grant: TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE,
+                tokenHost: token.host,
+                tokenPath: token.path,
+                clientAuthentication: CLIENT_AUTH[provider.oauth.clientAuthentication],
+                clientId,
+                clientSecret: {
+                  itemName: item.name,
+                  keyId: item.sealingKeyId,
+                  sealedValue: Buffer.from(item.sealedValue),
+                  username: "",
+                },
+                refreshToken: undefined,
+                headers: Object.entries(provider.oauth.tokenHeaders).map(([name, value]) => ({
+                  name,
+                  value,
+                })),
+                scope: "",
+                answerIsExchange: true,
+                idTokenOnly: false,
+                accessItemName: refreshName,
+                code: query.code,
+                redirectUri: row.redirect_uri,
+                codeVerifier:
+                  row.sealed_verifier && row.sealing_key_id
+                    ? {
+                        itemName: refreshName,
+                        keyId: row.sealing_key_id,
+                        sealedValue: Buffer.from(row.sealed_verifier),
+                        username: "",
+                      }
+                    : undefined,
+                refreshItemName: refreshName,
+              },
             },
-          }),
+            { organisationId: operator.organisationId },
+          ),
           EXCHANGE_TIMEOUT_MS + 1000,
         );
       } catch {

@@ -20,6 +20,7 @@ function ticket(id: string, expiresAtMs = NOW + 3_500, issuedAtMs = NOW): Signed
     document: undefined,
     push: undefined,
     rewrap: undefined,
+    organisationId: "",
   }).finish();
   return { payload: Buffer.from(payload), signature: Buffer.alloc(64), keyId: "k" };
 }

@@ -22,15 +22,24 @@ export interface TicketMinterOptions {
   now?: () => number;
 }
 
+/**
+ * The organisation a ticket acts for (Ticket.organisation_id): the proxy keeps each organisation's
+ * upstream connections apart by it, so one organisation's slow calls never queue another's. Left
+ * out only for a ticket of no organisation (a client metadata document), which share one pool.
+ */
+export interface TicketOwner {
+  organisationId?: string;
+}
+
 export interface TicketMinter {
   /** `id`: one drawn by newTicketId beforehand (a one-call approval names it on its grant first). */
-  mintCallTicket(call: CallSpec, options?: { ttlMs?: number; id?: string }): SignedTicket;
-  mintResolveTicket(resolve: ResolveSpec): SignedTicket;
-  mintDocumentTicket(document: DocumentSpec): SignedTicket;
+  mintCallTicket(call: CallSpec, options?: TicketOwner & { ttlMs?: number; id?: string }): SignedTicket;
+  mintResolveTicket(resolve: ResolveSpec, owner?: TicketOwner): SignedTicket;
+  mintDocumentTicket(document: DocumentSpec, owner?: TicketOwner): SignedTicket;
   /** One Web Push message (SendPush): no credential, only where it goes and the sealed message. */
-  mintPushTicket(push: PushSpec): SignedTicket;
+  mintPushTicket(push: PushSpec, owner?: TicketOwner): SignedTicket;
   /** For Rewrap: stored values to seal again under the proxy's current key (vault seal-rewrap). */
-  mintRewrapTicket(rewrap: RewrapSpec): SignedTicket;
+  mintRewrapTicket(rewrap: RewrapSpec, owner?: TicketOwner): SignedTicket;
 }
 
 const DEFAULT_TTL_MS = 30_000;
@@ -47,6 +56,7 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
   function mint(
     body: Partial<Pick<Ticket, "call" | "resolve" | "document" | "push" | "rewrap">>,
     ttlMs: number,
+    owner: TicketOwner | undefined,
     id = newTicketId(),
   ): SignedTicket {
     const issuedAtMs = now();
@@ -61,16 +71,18 @@ export function createTicketMinter(options: TicketMinterOptions): TicketMinter {
       document: body.document,
       push: body.push,
       rewrap: body.rewrap,
+      organisationId: owner?.organisationId ?? "",
     }).finish();
     const signature = sign(null, ticketSigningInput(payload), options.key.privateKey);
     return { payload: Buffer.from(payload), signature, keyId: options.key.keyId };
   }
 
   return {
-    mintCallTicket: (call, opts) => mint({ call, resolve: undefined }, opts?.ttlMs ?? defaultTtl, opts?.id),
-    mintResolveTicket: (resolve) => mint({ call: undefined, resolve }, defaultTtl),
-    mintDocumentTicket: (document) => mint({ document }, defaultTtl),
-    mintPushTicket: (push) => mint({ push }, defaultTtl),
-    mintRewrapTicket: (rewrap) => mint({ rewrap }, defaultTtl),
+    mintCallTicket: (call, opts) =>
+      mint({ call, resolve: undefined }, opts?.ttlMs ?? defaultTtl, opts, opts?.id),
+    mintResolveTicket: (resolve, owner) => mint({ call: undefined, resolve }, defaultTtl, owner),
+    mintDocumentTicket: (document, owner) => mint({ document }, defaultTtl, owner),
+    mintPushTicket: (push, owner) => mint({ push }, defaultTtl, owner),
+    mintRewrapTicket: (rewrap, owner) => mint({ rewrap }, defaultTtl, owner),
   };
 }

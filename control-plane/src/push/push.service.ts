@@ -51,7 +51,11 @@ export function createPushService(deps: PushServiceDeps) {
     created_at: row.created_at.toISOString(),
   });
 
-  async function pushTo(row: PushSubscriptionRow, payload: ApprovalPushPayload): Promise<PushOutcome> {
+  async function pushTo(
+    organisationId: string,
+    row: PushSubscriptionRow,
+    payload: ApprovalPushPayload,
+  ): Promise<PushOutcome> {
     let target: ReturnType<typeof checkPushEndpoint>;
     try {
       // Checked again at send: PUSH_SERVICE_HOSTS may have narrowed since it subscribed.
@@ -61,7 +65,10 @@ export function createPushService(deps: PushServiceDeps) {
       return "gone";
     }
     const spec = pushSpecFor(row, target, payload, { ...deps.keys, subject: deps.subject });
-    const answer = await deps.egress.sendPush(deps.minter.mintPushTicket(spec), spec.timeoutMs);
+    const answer = await deps.egress.sendPush(
+      deps.minter.mintPushTicket(spec, { organisationId }),
+      spec.timeoutMs,
+    );
     const status = answer.originStatus;
     // RFC 8030 8.3: 404 and 410 say the subscription expired or was withdrawn.
     if (status === 404 || status === 410) {
@@ -121,7 +128,7 @@ export function createPushService(deps: PushServiceDeps) {
       try {
         const approvers = await deps.findApprovers(organisationId);
         const rows = await deps.repo.findSubscriptionsOf(approvers, organisationId);
-        const settled = await Promise.allSettled(rows.map((row) => pushTo(row, payload)));
+        const settled = await Promise.allSettled(rows.map((row) => pushTo(organisationId, row, payload)));
         return settled.map((result) => {
           if (result.status === "fulfilled") return result.value;
           deps.logger.warn({ err: result.reason }, "push failed");

@@ -32,14 +32,17 @@ export function registerResolveRoutes(app: FastifyInstance, deps: ResolveDeps): 
       );
       if (!item)
         throw new AppError("not_found", `no credential named ${input.item_name} in ${client.environment}`);
-      const ticket = deps.minter.mintResolveTicket({
-        credential: {
-          itemName: item.name,
-          keyId: item.sealingKeyId,
-          sealedValue: Buffer.from(item.sealedValue),
-          username: item.username ?? "",
+      const ticket = deps.minter.mintResolveTicket(
+        {
+          credential: {
+            itemName: item.name,
+            keyId: item.sealingKeyId,
+            sealedValue: Buffer.from(item.sealedValue),
+            username: item.username ?? "",
+          },
         },
-      });
+        { organisationId: client.organisation_id },
+      );
       const value = await deps.egress.resolve(ticket);
       await deps.recordEvent({
         organisationId: client.organisation_id,

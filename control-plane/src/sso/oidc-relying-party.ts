@@ -68,6 +68,8 @@ export interface ConnectionKeys {
   clientId: string;
   /** The client secret, sealed to the proxy. */
   clientSecret: SealedCredential;
+  /** The connection's organisation: its code exchanges go out on its own upstream connections. */
+  organisationId?: string;
 }
 
 /** An https URL on port 443 split into what a ticket names, or a refusal naming `what`. */
@@ -155,37 +157,40 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     let answer: ExecuteResponse;
     try {
       answer = await deps.egress.execute(
-        deps.minter.mintCallTicket({
-          credential: keys.clientSecret,
-          inject: "bearer",
-          host: token.host,
-          allowedHosts: [token.host],
-          method: "POST",
-          path: token.path,
-          body: Buffer.alloc(0),
-          contentType: "",
-          timeoutMs: FETCH_TIMEOUT_MS,
-          headers: [],
-          redact: [],
-          exchange: {
-            grant: TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE,
-            tokenHost: token.host,
-            tokenPath: token.path,
-            clientAuthentication: authentication,
-            clientId: keys.clientId,
-            clientSecret: keys.clientSecret,
-            refreshToken: undefined,
+        deps.minter.mintCallTicket(
+          {
+            credential: keys.clientSecret,
+            inject: "bearer",
+            host: token.host,
+            allowedHosts: [token.host],
+            method: "POST",
+            path: token.path,
+            body: Buffer.alloc(0),
+            contentType: "",
+            timeoutMs: FETCH_TIMEOUT_MS,
             headers: [],
-            scope: "",
-            answerIsExchange: true,
-            idTokenOnly: true,
-            accessItemName: "",
-            code: request.code,
-            redirectUri: request.redirectUri,
-            codeVerifier: verifier,
-            refreshItemName: "",
+            redact: [],
+            exchange: {
+              grant: TokenGrant.TOKEN_GRANT_AUTHORIZATION_CODE,
+              tokenHost: token.host,
+              tokenPath: token.path,
+              clientAuthentication: authentication,
+              clientId: keys.clientId,
+              clientSecret: keys.clientSecret,
+              refreshToken: undefined,
+              headers: [],
+              scope: "",
+              answerIsExchange: true,
+              idTokenOnly: true,
+              accessItemName: "",
+              code: request.code,
+              redirectUri: request.redirectUri,
+              codeVerifier: verifier,
+              refreshItemName: "",
+            },
           },
-        }),
+          { organisationId: keys.organisationId },
+        ),
         FETCH_TIMEOUT_MS + 2_000,
       );
     } catch (cause) {

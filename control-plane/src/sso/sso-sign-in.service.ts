@@ -102,6 +102,7 @@ function keysOf(row: SsoConnectionRow): ConnectionKeys {
       sealedValue: Buffer.from(row.sealed_client_secret),
       username: "",
     },
+    organisationId: row.organisation_id,
   };
 }
 

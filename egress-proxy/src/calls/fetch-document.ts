@@ -42,6 +42,7 @@ export function createFetchDocument(
       const destination = await deps.resolver.resolve(target.host, spec.timeoutMs);
       const remainingMs = Math.max(1, spec.timeoutMs - (performance.now() - startedAt));
       const answer = await deps.upstream.call({
+        organisationId: ticket.organisationId,
         destination,
         method: "GET",
         path: target.path,

@@ -71,6 +71,7 @@ export function createSendPush(
       const destination = await deps.resolver.resolve(target.host, AbortSignal.timeout(spec.timeoutMs));
       const remainingMs = Math.max(1, spec.timeoutMs - (performance.now() - startedAt));
       const answer = await deps.upstream.call({
+        organisationId: ticket.organisationId,
         destination,
         method: "POST",
         path: target.path,

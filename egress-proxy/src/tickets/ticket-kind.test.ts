@@ -14,6 +14,7 @@ const base: Ticket = {
   document: undefined,
   push: undefined,
   rewrap: undefined,
+  organisationId: "",
 };
 
 function refusal(run: () => unknown): string {

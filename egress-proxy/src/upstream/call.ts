@@ -15,6 +15,12 @@ import {
 import { filterResponseHeaders, type ResponseHeader } from "./response-headers.ts";
 
 export interface UpstreamRequest {
+  /**
+   * The ticket's organisation (Ticket.organisation_id): whose connections carry the call.
+   * Organisations never share a connection, nor wait for each other's (pool.ts). Every call of a
+   * ticket passes it; "" or absent is the one pool of no organisation.
+   */
+  organisationId?: string;
   destination: Destination;
   method: string;
   path: string;
@@ -167,7 +173,7 @@ function mapFailure(error: unknown, host: string, timeoutMs: number, hasLeft: bo
  * One request on a pool, as an undici dispatch handler that settles its call once: with the
  * answer, a failure, or the deadline. The deadline does not wait on undici: a request still
  * queued for a connection, or whose connect or TLS handshake hangs, is answered at the deadline
- * as not sent, and undici is stopped from sending it later (`onRequestStart` aborts it). No body
+ * as not sent, and undici is stopped from sending it later (`onRequestStart` refuses it). No body
  * stream: chunks are collected here under the cap, and a larger answer is never buffered.
  */
 class Exchange implements Dispatcher.DispatchHandler {
@@ -202,10 +208,11 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     // The call already ended (its deadline passed while it waited): the request must not leave.
-    if (this.isSettled) {
-      controller.abort(new DeadlineReached());
-      return;
-    }
+    // Thrown, not `controller.abort()`: undici's abort here destroys the connection it was about
+    // to write on (client-h1 writeH1), so every call that gave up in the queue would cost its
+    // organisation a live keep-alive connection, or a dial, when its turn came. A throw from
+    // onRequestStart errors the request alone: undici drops it unsent and keeps the socket.
+    if (this.isSettled) throw new DeadlineReached();
     this.isWritten = true;
     this.controller = controller;
   }
@@ -277,6 +284,7 @@ function callOn(pools: PoolSet, req: UpstreamRequest): Promise<UpstreamResponse>
       // A connection this call opens has what is left of its budget to come up, not undici's
       // backstop: a listener that never answers the TLS ClientHello is let go at the deadline.
       pools.dispatch(
+        req.organisationId ?? "",
         req.destination,
         req.timeoutMs,
         {
@@ -303,7 +311,7 @@ function callOn(pools: PoolSet, req: UpstreamRequest): Promise<UpstreamResponse>
  *
  * @example
  * const upstream = createUpstream({});
- * const answer = await upstream.call({ destination, method: "GET", path: "/v1/me", headers: [], timeoutMs: 10_000 });
+ * const answer = await upstream.call({ organisationId, destination, method: "GET", path: "/v1/me", headers: [], timeoutMs: 10_000 });
  */
 export function createUpstream(opts: PoolSetOptions): Upstream {
   const pools = createPoolSet(opts);

@@ -13,23 +13,36 @@ afterEach(() => {
 describe("createPoolSet", () => {
   it("reuses one pool per (host, address, port) and separates the rest", async () => {
     const pools = createPoolSet();
-    const a = pools.poolFor(destination("a.example"));
-    expect(pools.poolFor(destination("a.example"))).toBe(a);
-    expect(pools.poolFor(destination("a.example", "192.0.2.11"))).not.toBe(a);
-    expect(pools.poolFor({ ...destination("a.example"), port: 8443 })).not.toBe(a);
-    expect(pools.poolFor(destination("b.example"))).not.toBe(a);
+    const a = pools.poolFor("org-a", destination("a.example"));
+    expect(pools.poolFor("org-a", destination("a.example"))).toBe(a);
+    expect(pools.poolFor("org-a", destination("a.example", "192.0.2.11"))).not.toBe(a);
+    expect(pools.poolFor("org-a", { ...destination("a.example"), port: 8443 })).not.toBe(a);
+    expect(pools.poolFor("org-a", destination("b.example"))).not.toBe(a);
     expect(pools.size()).toBe(4);
     await pools.close();
     expect(pools.size()).toBe(0);
     expect(a.closed).toBe(true);
   });
 
-  it("closes the least recently used pool beyond the bound", async () => {
+  it("keeps each organisation's pool for an origin apart; tickets of none share one", async () => {
+    const pools = createPoolSet();
+    const a = pools.poolFor("org-a", destination("api.example"));
+    const b = pools.poolFor("org-b", destination("api.example"));
+    expect(b).not.toBe(a);
+    expect(pools.poolFor("org-a", destination("api.example"))).toBe(a);
+    const none = pools.poolFor("", destination("api.example"));
+    expect(none).not.toBe(a);
+    expect(pools.poolFor("", destination("api.example"))).toBe(none);
+    expect(pools.size()).toBe(3);
+    await pools.close();
+  });
+
+  it("closes the least recently used idle pool beyond the bound, whatever its organisation", async () => {
     const pools = createPoolSet({ maxPools: 2 });
-    const a = pools.poolFor(destination("a.example"));
-    const b = pools.poolFor(destination("b.example"));
-    pools.poolFor(destination("a.example")); // a is now the most recent
-    pools.poolFor(destination("c.example"));
+    const a = pools.poolFor("org-a", destination("api.example"));
+    const b = pools.poolFor("org-b", destination("api.example"));
+    pools.poolFor("org-a", destination("api.example")); // a is now the most recent
+    pools.poolFor("org-c", destination("api.example"));
     expect(pools.size()).toBe(2);
     expect(b.closed).toBe(true);
     expect(a.closed).toBe(false);
@@ -39,9 +52,9 @@ describe("createPoolSet", () => {
   it("closes pools left idle", async () => {
     vi.useFakeTimers();
     const pools = createPoolSet({ idleMs: 2_000 });
-    const idle = pools.poolFor(destination("idle.example"));
+    const idle = pools.poolFor("org-a", destination("idle.example"));
     vi.advanceTimersByTime(1_500);
-    const busy = pools.poolFor(destination("busy.example"));
+    const busy = pools.poolFor("org-a", destination("busy.example"));
     vi.advanceTimersByTime(1_000);
     expect(idle.closed).toBe(true);
     expect(busy.closed).toBe(false);

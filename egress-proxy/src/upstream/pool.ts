@@ -1,5 +1,5 @@
-// Connection pools to origins: one keep-alive HTTP/1.1 undici Pool per pinned (host, address, port),
-// dialling only the checked address, bounded in number and closed when idle.
+// Connection pools to origins: one keep-alive HTTP/1.1 undici Pool per organisation and pinned
+// (host, address, port), dialling only the checked address, bounded in number and closed when idle.
 import type { LookupFunction, Socket } from "node:net";
 import { createSecureContext, getCACertificates, type SecureContext } from "node:tls";
 import { buildConnector, type Dispatcher, Pool } from "undici";
@@ -9,20 +9,28 @@ import { telemetry } from "../telemetry.ts";
 export interface PoolSetOptions {
   /** PEM of extra CAs trusted for origins (development/test), added to Node's defaults. */
   extraCa?: string;
-  /** Most pools kept at once; the least recently used is closed beyond it. Default 256. */
+  /**
+   * Most pools kept at once; beyond it the least recently used pool with nothing in flight is
+   * closed. A pool with a call in it is never closed for the bound. Default 256.
+   */
   maxPools?: number;
   /** A pool unused this long, with nothing in flight, is closed. Default 60 s. */
   idleMs?: number;
 }
 
 export interface PoolSet {
-  /** The pool for this destination. Dispatch on it in the same tick: eviction closes pools. */
-  poolFor(destination: Destination): Pool;
   /**
-   * Dispatches one request on the destination's pool. A connection this request opens must be
-   * up (TCP and TLS) within `dialBudgetMs`, what is left of the call's own deadline.
+   * The pool of this organisation (Ticket.organisation_id; "" for none) for this destination.
+   * Dispatch on it in the same tick: eviction closes pools.
+   */
+  poolFor(organisationId: string, destination: Destination): Pool;
+  /**
+   * Dispatches one request on the organisation's pool for the destination. A connection this
+   * request opens must be up (TCP and TLS) within `dialBudgetMs`, what is left of the call's own
+   * deadline.
    */
   dispatch(
+    organisationId: string,
     destination: Destination,
     dialBudgetMs: number,
     options: Dispatcher.DispatchOptions,
@@ -62,7 +70,7 @@ export class DialError extends Error {
 
 const DEFAULT_MAX_POOLS = 256;
 const DEFAULT_IDLE_MS = 60_000;
-/** Concurrent connections to one pinned origin; more calls queue. */
+/** Concurrent connections of one organisation to one pinned origin; more of its calls queue. */
 const CONNECTIONS_PER_POOL = 16;
 /** Origin response header block limit; undici fails a larger one before we see it. */
 export const MAX_HEADER_BLOCK_BYTES = 32 * 1024;
@@ -208,14 +216,31 @@ function createPool(destination: Destination, trust: TrustContext, budget: DialB
   });
 }
 
-function keyOf(destination: Destination): string {
-  return `${destination.host}|${destination.address}|${destination.port}`;
+/** One kept pool; the entry is reused on every call, so choosing a pool allocates only its key. */
+interface PoolEntry {
+  readonly pool: Pool;
+  lastUsed: number;
 }
 
 /**
- * Pools keyed by (host, address, port) so a socket only ever carries requests for the host and
- * address it was opened and verified for. Never the global dispatcher and never a proxy agent:
- * HTTPS_PROXY and friends must not move a credential-bearing request elsewhere.
+ * Only the organisation may hold a `|`: a checked host name (LDH labels), an address and a port
+ * never do, so a key reads one way from the right and no two (organisation, origin) share one.
+ */
+function keyOf(organisationId: string, destination: Destination): string {
+  return `${organisationId}|${destination.host}|${destination.address}|${destination.port}`;
+}
+
+/**
+ * Pools keyed by (organisation, host, address, port). The host, address and port, so a socket
+ * only ever carries requests for the host and address it was opened and verified for. The
+ * organisation, so that tenants never share connections: each has at most CONNECTIONS_PER_POOL to
+ * an origin, and one organisation's slow calls (an agent with a standing approval calling an
+ * origin that answers late) fill only its own, never making another organisation's calls queue
+ * until their deadline. Memory stays bounded: at most `maxPools` pools with nothing in flight are
+ * kept (the least recently used closed first) and each is closed once idle for `idleMs`; past the
+ * bound, only pools with a call in them, so their number is bounded by the calls in flight. Never
+ * the global dispatcher and never a proxy agent: HTTPS_PROXY and friends must not move a
+ * credential-bearing request elsewhere.
  */
 export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   const maxPools = opts.maxPools ?? DEFAULT_MAX_POOLS;
@@ -224,7 +249,7 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   const ca = [...getCACertificates("bundled"), ...(opts.extraCa === undefined ? [] : [opts.extraCa])];
   const trust = createTrustContext(ca);
   // Insertion order is recency order: a used entry is moved to the end.
-  const pools = new Map<string, { pool: Pool; lastUsed: number }>();
+  const pools = new Map<string, PoolEntry>();
   const dialBudget: DialBudget = { ms: undefined };
 
   const sweep = setInterval(
@@ -241,25 +266,40 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   );
   sweep.unref();
 
-  function poolFor(destination: Destination): Pool {
-    const key = keyOf(destination);
-    const found = pools.get(key);
-    const pool = found?.pool ?? createPool(destination, trust, dialBudget);
-    pools.delete(key);
-    pools.set(key, { pool, lastUsed: Date.now() });
-    while (pools.size > maxPools) {
-      const [oldestKey, oldest] = pools.entries().next().value!;
-      pools.delete(oldestKey);
-      // close() lets requests already dispatched finish; it refuses only new ones.
-      void oldest.pool.close().catch(() => {});
+  /**
+   * Closes the least recently used pools with nothing in flight until the bound holds again, never
+   * `kept` (the pool about to be dispatched on). A busy pool is passed over: closing it would let
+   * its organisation open a second set of connections to the same origin beside the one draining.
+   */
+  function closeIdleBeyondBound(kept: PoolEntry): void {
+    for (const [key, entry] of pools) {
+      if (pools.size <= maxPools) return;
+      if (entry !== kept && entry.pool.stats.size === 0) {
+        pools.delete(key);
+        void entry.pool.close().catch(() => {});
+      }
     }
-    return pool;
+  }
+
+  function poolFor(organisationId: string, destination: Destination): Pool {
+    const key = keyOf(organisationId, destination);
+    let entry = pools.get(key);
+    if (entry === undefined) {
+      entry = { pool: createPool(destination, trust, dialBudget), lastUsed: 0 };
+      pools.set(key, entry);
+      if (pools.size > maxPools) closeIdleBeyondBound(entry);
+    } else {
+      pools.delete(key);
+      pools.set(key, entry);
+    }
+    entry.lastUsed = Date.now();
+    return entry.pool;
   }
 
   return {
     poolFor,
-    dispatch(destination, dialBudgetMs, options, handler) {
-      const pool = poolFor(destination);
+    dispatch(organisationId, destination, dialBudgetMs, options, handler) {
+      const pool = poolFor(organisationId, destination);
       dialBudget.ms = dialBudgetMs;
       try {
         pool.dispatch(options, handler);

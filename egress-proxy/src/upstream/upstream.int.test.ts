@@ -277,6 +277,32 @@ describe("deadline before anything was sent", () => {
   });
 });
 
+describe("a call that gave up in the queue", () => {
+  it("costs its organisation no connection when its turn comes, and is never sent", async () => {
+    const o = await origin((req, res) => {
+      if (req.url === "/slow") setTimeout(() => res.end("late"), 1_500);
+      else res.end("ok");
+    });
+    const org = { organisationId: "org-queue" };
+    // Every connection of the organisation's pool (16) busy with a slow call, then one call that
+    // gives up while it waits for one of them.
+    const slow = Array.from({ length: 16 }, () => get(o.port, { ...org, path: "/slow", timeoutMs: 10_000 }));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const error = await failure(get(o.port, { ...org, method: "POST", path: "/v1/pay", timeoutMs: 300 }));
+    expect(error.code).toBe("timeout");
+    expect(error.extra.reachedOrigin).toBe(false);
+    for (const answer of await Promise.all(slow)) expect(answer.body.toString()).toBe("late");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(o.connections).toBe(16);
+    // The 16 keep-alive connections are all still there: 16 calls at once reuse them. Had the
+    // abandoned call's turn destroyed the connection it came to, one of these would dial again.
+    const again = await Promise.all(Array.from({ length: 16 }, () => get(o.port, org)));
+    for (const answer of again) expect(answer.body.toString()).toBe("ok");
+    expect(o.connections).toBe(16);
+    expect(o.requests.filter((r) => r.url === "/v1/pay")).toHaveLength(0);
+  });
+});
+
 describe("size limits", () => {
   it("refuses a declared plain body of 1 MiB + 1", async () => {
     const o = await origin((_req, res) => res.end(Buffer.alloc(MAX_BODY_BYTES + 1)));

@@ -68,6 +68,7 @@ export function checkCall(ticket: CallTicket, clock: { now: () => number; starte
   return {
     ticketId: ticket.id,
     ticketExpiresAtMs: ticket.expiresAtMs,
+    organisationId: ticket.organisationId,
     spec,
     now: clock.now,
     startedAt: clock.startedAt,

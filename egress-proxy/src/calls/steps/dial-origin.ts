@@ -7,6 +7,7 @@ export const dialOrigin: CallStep = async (call, deps) => {
   // What is left of the call's budget after the ticket checks and DNS.
   const remainingMs = Math.max(1, call.timeoutMs - (performance.now() - call.startedAt));
   call.answer = await deps.upstream.call({
+    organisationId: call.organisationId,
     destination,
     method: call.method,
     path: call.path,

@@ -71,6 +71,7 @@ export const mintToken: CallStep = async (call, deps) => {
       call.timeoutMs - (performance.now() - call.startedAt),
     );
     return deps.upstream.call({
+      organisationId: call.organisationId,
       destination,
       method: "POST",
       path: path.path,

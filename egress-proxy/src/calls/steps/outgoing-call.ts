@@ -25,6 +25,8 @@ export interface OutgoingCall {
   readonly ticketId: string;
   /** The ticket's expiry, read again when the ticket is claimed right before anything is sent. */
   readonly ticketExpiresAtMs: number;
+  /** The ticket's organisation ("" for none): whose upstream connections carry the call. */
+  readonly organisationId: string;
   /** The call spec as the control plane signed it; steps read the sealed values from it. */
   readonly spec: CallSpec;
   /** Wall-clock milliseconds, for what a signer dates (SigV4 X-Amz-Date, HMAC timestamps). */

@@ -353,7 +353,15 @@ export interface Ticket {
     | PushSpec
     | undefined;
   /** set for Rewrap */
-  rewrap: RewrapSpec | undefined;
+  rewrap:
+    | RewrapSpec
+    | undefined;
+  /**
+   * The organisation the ticket acts for: the proxy keeps each organisation's upstream connections
+   * apart by it. Empty for a ticket of no organisation (a client metadata document) and from a
+   * control plane that predates it; those share one pool.
+   */
+  organisationId: string;
 }
 
 /** A credential as stored: sealed to the proxy's public key. */
@@ -749,6 +757,7 @@ function createBaseTicket(): Ticket {
     document: undefined,
     push: undefined,
     rewrap: undefined,
+    organisationId: "",
   };
 }
 
@@ -783,6 +792,9 @@ export const Ticket: MessageFns<Ticket> = {
     }
     if (message.rewrap !== undefined) {
       RewrapSpec.encode(message.rewrap, writer.uint32(82).fork()).join();
+    }
+    if (message.organisationId !== "") {
+      writer.uint32(90).string(message.organisationId);
     }
     return writer;
   },
@@ -880,6 +892,14 @@ export const Ticket: MessageFns<Ticket> = {
             message.rewrap = RewrapSpec.decode(reader, reader.uint32());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.organisationId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -912,6 +932,11 @@ export const Ticket: MessageFns<Ticket> = {
       document: isSet(object.document) ? DocumentSpec.fromJSON(object.document) : undefined,
       push: isSet(object.push) ? PushSpec.fromJSON(object.push) : undefined,
       rewrap: isSet(object.rewrap) ? RewrapSpec.fromJSON(object.rewrap) : undefined,
+      organisationId: isSet(object.organisationId)
+        ? globalThis.String(object.organisationId)
+        : isSet(object.organisation_id)
+        ? globalThis.String(object.organisation_id)
+        : "",
     };
   },
 
@@ -947,6 +972,9 @@ export const Ticket: MessageFns<Ticket> = {
     if (message.rewrap !== undefined) {
       obj.rewrap = RewrapSpec.toJSON(message.rewrap);
     }
+    if (message.organisationId !== "") {
+      obj.organisationId = message.organisationId;
+    }
     return obj;
   },
 
@@ -971,6 +999,7 @@ export const Ticket: MessageFns<Ticket> = {
     message.rewrap = (object.rewrap !== undefined && object.rewrap !== null)
       ? RewrapSpec.fromPartial(object.rewrap)
       : undefined;
+    message.organisationId = object.organisationId ?? "";
     return message;
   },
 };
