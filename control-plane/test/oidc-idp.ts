@@ -5,8 +5,11 @@
 // in whoever the test names next, and can spoil the ID token its token endpoint answers (another
 // nonce, audience or issuer, expired, unsigned, signed with a key it never published, or with HMAC
 // keyed by the client secret) so that the relying party's checks are tried for real, or hang at its
-// token endpoint (the egress proxy's time limit ends the wait). `IdpBrowser` walks the browser's part (the redirects
-// through the provider) with its own cookies.
+// token endpoint (the egress proxy's time limit ends the wait). Like oidc-provider, it names itself
+// in its answers at the redirect URI (`iss`, RFC 9207) and says so in its discovery document; a test
+// may have it do neither, as many providers still do. Another host of the test PKI's names gives a
+// second provider (the mix-up attack needs two). `IdpBrowser` walks the browser's part (the
+// redirects through the provider) with its own cookies.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -48,6 +51,9 @@ export interface RecordedIdpRequest {
 }
 
 export interface TestIdp {
+  /** Its host (IDP_HOST unless started with another) and its issuer, https://host. */
+  host: string;
+  issuer: string;
   port: number;
   /** `host:443:127.0.0.1:port`, for EGRESS_CONNECT_TO. */
   connectTo: string;
@@ -60,10 +66,23 @@ export interface TestIdp {
   tamperNext(how: IdTokenTamper): void;
   /** The next token request is read and never answered (a provider that hangs). */
   hangNextTokenRequest(): void;
+  /** Whether its answers at the redirect URI carry `iss` (RFC 9207; oidc-provider's own do). */
+  sendIssInAnswers(isSent: boolean): void;
   close(): Promise<void>;
 }
 
-export async function startTestIdp(options: { redirectUri: string }): Promise<TestIdp> {
+export async function startTestIdp(options: {
+  redirectUri: string;
+  /** Another name than IDP_HOST under the test PKI's *.latch.test: a second provider. */
+  host?: string;
+  /**
+   * false: its discovery document leaves out `authorization_response_iss_parameter_supported`
+   * (a control plane keeps the document 10 minutes, so this is chosen once, at the start).
+   */
+  advertisesIss?: boolean;
+}): Promise<TestIdp> {
+  const host = options.host ?? IDP_HOST;
+  const issuer = `https://${host}`;
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
   const signingJwk: JWK = { ...(await exportJWK(privateKey)), kid: "idp-key-1", alg: "RS256", use: "sig" };
   const clientId = "latch-test-client";
@@ -71,9 +90,11 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
   let account: IdpAccount = { sub: "sub-0", email: "nobody@corp.latch.test", email_verified: true };
   let tamper: IdTokenTamper | undefined;
   let isHanging = false;
+  let isSendingIss = true;
+  const isAdvertisingIss = options.advertisesIss ?? true;
   const requests: RecordedIdpRequest[] = [];
 
-  const provider = new Provider(IDP_ISSUER, {
+  const provider = new Provider(issuer, {
     clients: [
       {
         client_id: clientId,
@@ -147,6 +168,24 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
       isHanging = false;
       return; // Read, never answered: the connection stays open until the caller gives up.
     }
+    if (!isAdvertisingIss && path === "/.well-known/openid-configuration") {
+      rewriteJson(res, (document) => {
+        delete document.authorization_response_iss_parameter_supported;
+        return document;
+      });
+    }
+    if (!isSendingIss) {
+      // The redirect back to the redirect URI, without the provider's name in it.
+      const setHeader = res.setHeader.bind(res);
+      res.setHeader = ((name: string, value: number | string | readonly string[]) => {
+        if (name.toLowerCase() !== "location" || !String(value).startsWith(options.redirectUri)) {
+          return setHeader(name, value);
+        }
+        const location = new URL(String(value));
+        location.searchParams.delete("iss");
+        return setHeader(name, location.href);
+      }) as typeof res.setHeader;
+    }
     if (req.method === "POST" && path === "/token" && tamper) {
       // The provider's own answer, its ID token spoiled on the way out.
       const setHeader = res.setHeader.bind(res);
@@ -181,8 +220,10 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   return {
+    host,
+    issuer,
     port,
-    connectTo: `${IDP_HOST}:443:127.0.0.1:${port}`,
+    connectTo: `${host}:443:127.0.0.1:${port}`,
     clientId,
     clientSecret,
     requests,
@@ -195,11 +236,26 @@ export async function startTestIdp(options: { redirectUri: string }): Promise<Te
     hangNextTokenRequest() {
       isHanging = true;
     },
+    sendIssInAnswers(isSent) {
+      isSendingIss = isSent;
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The JSON answer oidc-provider writes to `res`, changed by `change` on the way out. */
+function rewriteJson(res: ServerResponse, change: (json: Record<string, unknown>) => unknown): void {
+  const setHeader = res.setHeader.bind(res);
+  const end = res.end.bind(res) as (chunk?: unknown) => ServerResponse;
+  res.setHeader = ((name: string, value: number | string | readonly string[]) =>
+    name.toLowerCase() === "content-length" ? res : setHeader(name, value)) as typeof res.setHeader;
+  res.end = ((chunk?: unknown) => {
+    if (chunk === undefined) return end(chunk);
+    return end(JSON.stringify(change(JSON.parse(String(chunk)) as Record<string, unknown>)));
+  }) as typeof res.end;
 }
 
 /** oidc-provider reads a form body itself: one already read is handed over parsed, as a framework would. */
@@ -226,7 +282,7 @@ export class IdpBrowser {
   async walk(authorizationUrl: string): Promise<URL> {
     let next = new URL(authorizationUrl);
     for (let hop = 0; hop < 10; hop++) {
-      if (next.hostname !== IDP_HOST) return next;
+      if (next.hostname !== this.idp.host) return next;
       const answer = await this.get(next);
       if (!answer.location)
         throw new Error(`the provider answered ${answer.status} at ${next.pathname}: ${answer.body}`);
@@ -241,12 +297,12 @@ export class IdpBrowser {
         {
           host: "127.0.0.1",
           port: this.idp.port,
-          servername: IDP_HOST,
+          servername: this.idp.host,
           ca: pki("trusted-ca.pem"),
           method: "GET",
           path: `${url.pathname}${url.search}`,
           headers: {
-            host: IDP_HOST,
+            host: this.idp.host,
             ...(this.cookies.size
               ? { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ") }
               : {}),

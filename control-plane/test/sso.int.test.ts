@@ -332,7 +332,11 @@ describe("signing in with the organisation's provider", () => {
     const browser = newBrowser();
     const started = await browser.request("GET", `/sso/${slug}`);
     const state = new URL(String(started.headers.location)).searchParams.get("state");
-    const declined = await browser.request("GET", `/sso/callback?error=access_denied&state=${state}`);
+    // Named as the provider names its answers (RFC 9207): its discovery document says it always does.
+    const declined = await browser.request(
+      "GET",
+      `/sso/callback?error=access_denied&state=${state}&iss=${encodeURIComponent(IDP_ISSUER)}`,
+    );
     expect(declined.statusCode).toBe(401);
     expect(declined.body).toContain("did not sign you in (access_denied)");
     const unknown = await browser.request("GET", "/sso/no-such-organisation");

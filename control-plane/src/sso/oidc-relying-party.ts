@@ -325,9 +325,38 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     },
 
     /**
-     * The provider's answer at the redirect URI: state and iss (RFC 9207) checked, the code
-     * exchanged in the proxy, the ID token's claims checked by openid-client (iss, aud, exp, iat,
-     * nonce) and its signature here. Answers the ID token's verified claims.
+     * RFC 9207 at the redirect URI, before anything reads the answer (an error answer too): an
+     * `iss` must be the connection's issuer, compared as a string (section 2.4), and a provider
+     * whose discovery document says it sends one (`authorization_response_iss_parameter_supported`)
+     * must have sent it. Every connection shares one redirect URI, so an answer naming another
+     * issuer is another provider's carried to this sign-in's state (the mix-up attack, RFC 9700
+     * 4.4): its code goes to no token endpoint and its error is not this provider's to show. The
+     * flag is read from the discovery document the callback uses anyway (kept 10 minutes), the one
+     * `finish` then reads for the token endpoint: no request of its own.
+     */
+    async checkAnswerIssuer(keys: ConnectionKeys, callbackUrl: URL): Promise<void> {
+      const named = callbackUrl.searchParams.getAll("iss");
+      if (named.length > 1 || (named.length === 1 && named[0] !== keys.issuer)) {
+        throw new AppError(
+          "sso_failed",
+          `this answer names another identity provider than this organisation's (${keys.issuer}), so it was not used: start again`,
+        );
+      }
+      if (named.length === 1) return;
+      const metadata = await serverMetadata(keys.issuer);
+      if (metadata.authorization_response_iss_parameter_supported === true) {
+        throw new AppError(
+          "sso_failed",
+          `this answer does not name its identity provider (iss), which ${keys.issuer} says it always does, so it was not used: start again`,
+        );
+      }
+    },
+
+    /**
+     * The provider's answer at the redirect URI, its iss checked by checkAnswerIssuer first: state
+     * and iss (again) checked by openid-client, the code exchanged in the proxy, the ID token's
+     * claims checked by openid-client (iss, aud, exp, iat, nonce) and its signature here. Answers
+     * the ID token's verified claims.
      */
     async finish(
       keys: ConnectionKeys,

@@ -73,7 +73,7 @@ function returnPathKey(browserToken: string): Buffer {
 
 export interface SsoSignInDeps {
   repo: SsoRepo;
-  relyingParty: Pick<RelyingParty, "authorizationUrl" | "finish">;
+  relyingParty: Pick<RelyingParty, "authorizationUrl" | "checkAnswerIssuer" | "finish">;
   sealingKey(): Promise<SealingPublicKey>;
   /** One transaction: its repo, and its audit append (the row commits with the change, or neither). */
   inTransaction<T>(fn: (tx: SsoTransaction) => Promise<T>): Promise<T>;
@@ -173,6 +173,9 @@ export function createSsoSignInService(deps: SsoSignInDeps) {
       const connection = await deps.repo.findConnection(flow.organisation_id);
       if (!connection)
         throw new AppError("sso_failed", "this organisation no longer signs in with single sign-on");
+      // The answer is this provider's (RFC 9207) before its code or its error is read: one redirect
+      // URI serves every organisation, so another provider's answer may arrive with this state.
+      await deps.relyingParty.checkAnswerIssuer(keysOf(connection), input.callbackUrl);
       const providerError = input.callbackUrl.searchParams.get("error");
       if (providerError) {
         const code = /^[A-Za-z0-9_.-]{1,64}$/.test(providerError) ? providerError : "error";
