@@ -9,9 +9,9 @@ import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildLocalApp } from "../src/local/local-app.ts";
+import { createLocalMcpSessions } from "../src/local/local-mcp-sessions.ts";
 import type { LocalTokens } from "../src/local/local-tokens.ts";
 import { type LocalVault, openLocalVault } from "../src/local/local-vault.ts";
-import { createMcpSessionStore } from "../src/mcp/mcp-sessions.ts";
 import { newTestOrganisation, testDatabase } from "./database.ts";
 import { LogCapture, startEgressHarness } from "./egress-harness.ts";
 import {
@@ -503,7 +503,7 @@ describe("local (vault serve)", () => {
       egress: { client: harness.client, sealingKey: async () => harness.proxy.sealingKey },
       organisationId: await newTestOrganisation(database),
     });
-    app = buildLocalApp({ vault, tokens, sessions: createMcpSessionStore(), logger });
+    app = buildLocalApp({ vault, tokens, sessions: createLocalMcpSessions(), logger });
     url = await app.listen({ host: "127.0.0.1", port: 0 });
     const stored = await operator("POST", "/api/items", {
       name: "API_KEY",

@@ -5,9 +5,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { buildLocalApp } from "../src/local/local-app.ts";
+import { createLocalMcpSessions } from "../src/local/local-mcp-sessions.ts";
 import type { LocalTokens } from "../src/local/local-tokens.ts";
 import { type LocalVault, openLocalVault } from "../src/local/local-vault.ts";
-import { createMcpSessionStore } from "../src/mcp/mcp-sessions.ts";
 import { newTestOrganisation, testDatabase } from "./database.ts";
 import { type EgressHarness, LogCapture } from "./egress-harness.ts";
 
@@ -40,7 +40,7 @@ export async function startLocalVault(
     organisationId: await newTestOrganisation(database),
     ...(options.now ? { now: options.now } : {}),
   });
-  const sessions = createMcpSessionStore(options.sessionClock ?? (() => Date.now()));
+  const sessions = createLocalMcpSessions(options.sessionClock ?? (() => Date.now()));
   const app = buildLocalApp({ vault, tokens: LOCAL_TOKENS, sessions, logger });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return { vault, app, url };

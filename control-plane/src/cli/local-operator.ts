@@ -9,9 +9,10 @@ import type { PublicGrant } from "../grants/grant-view.ts";
 import type { BodyView } from "../grants/request-body.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import { type LocalLock, tryLocalLock } from "../local/local-lock.ts";
-import { readLocalRuntime } from "../local/local-server.ts";
+import { type LocalRuntime, readLocalRuntime } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
-import { LOCAL_OPERATOR, openLocalVault } from "../local/local-vault.ts";
+import { LOCAL_OPERATOR, localRuntimePath, openLocalVault } from "../local/local-vault.ts";
+import { askServerProof } from "../local/server-proof.ts";
 import { etagOf } from "../policies/policies.routes.ts";
 import type { ExpectedVersion, PolicyList } from "../policies/policies.service.ts";
 import type { PolicyPreview } from "../policies/policy-preview.ts";
@@ -70,7 +71,7 @@ export async function connectLocalOperator(
 }
 
 /**
- * Who holds the vault in `dataDir`: a running `vault serve` (its URL), or this process, which took
+ * Who holds the vault in `dataDir`: a running `vault serve` (its URL, once it proved itself), or this process, which took
  * the lock. While another process holds the lock without serving (a `vault set` at work, a
  * `vault serve` still starting), waits for it, up to 15 s, then says so in one sentence.
  */
@@ -78,7 +79,7 @@ export async function reachLocalVault(dataDir: string): Promise<{ url: string } 
   const started = Date.now();
   for (;;) {
     const running = await findRunningServer(dataDir);
-    if (running) return { url: running };
+    if (running) return { url: running.url };
     const lock = tryLocalLock(dataDir);
     if (!("heldBy" in lock)) return { lock };
     if (Date.now() - started > WAIT_FOR_HOLDER_MS) {
@@ -90,16 +91,25 @@ export async function reachLocalVault(dataDir: string): Promise<{ url: string } 
   }
 }
 
-async function findRunningServer(dataDir: string): Promise<string | undefined> {
+/**
+ * The URL of the `vault serve` / `vault mcp` that runtime.json names, once it has proved it holds
+ * the file's key (once per command: every later call of the command goes to that URL). Something
+ * else answering there (a dead server's port taken by another program) gets no bearer: the command
+ * stops with one sentence, unless runtime.json changed meanwhile (a server restarting), which is
+ * read again.
+ */
+async function findRunningServer(dataDir: string): Promise<LocalRuntime | undefined> {
   const runtime = readLocalRuntime(dataDir);
   if (!runtime) return undefined;
-  try {
-    const response = await fetch(`${runtime.url}/health`, { signal: AbortSignal.timeout(2000) });
-    return response.ok ? runtime.url : undefined;
-  } catch {
-    return undefined;
-  }
+  const proof = await askServerProof(runtime.url, runtime.proofKey);
+  if (proof === "proven") return runtime;
+  if (proof === "unreachable" || isReplaced(runtime, readLocalRuntime(dataDir))) return undefined;
+  throw new Error(
+    `the program listening on ${runtime.url} could not prove it is the vault serve that wrote ${localRuntimePath(dataDir)}, so nothing was sent to it; stop that program, or, if no vault serve or vault mcp runs, delete that file and db.lock beside it`,
+  );
 }
+
+const isReplaced = (read: LocalRuntime, now: LocalRuntime | undefined) => now?.proofKey !== read.proofKey;
 
 function directOperator(
   vault: Awaited<ReturnType<typeof openLocalVault>>,

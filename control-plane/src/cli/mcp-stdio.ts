@@ -9,6 +9,7 @@ import { startAbandonedCallsSchedule } from "../calls/abandoned-calls.ts";
 import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
 import { openLocalVault } from "../local/local-vault.ts";
+import { askServerProof } from "../local/server-proof.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
 import { RPC_PARSE_ERROR, RPC_TOOL_ERROR, refuseDeepFrame, rpcError } from "../mcp/jsonrpc.ts";
 import { createMcpServer } from "../mcp/mcp-server.ts";
@@ -29,8 +30,13 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
     const { url } = holder;
     logger.info({ url }, "relaying MCP to the running vault serve");
     // Checked again before each frame: once that vault serve stops, its port is anyone's, and
-    // the model token must not go to whoever listens there next.
-    handle = relayTo(url, tokens.model, () => readLocalRuntime(dataDir)?.url === url);
+    // the model token must not go to whoever listens there next. The relay may live for days,
+    // across restarts of that server (each writes a new key), so each frame asks the server at
+    // that address for the proof of the key runtime.json holds now: one loopback round trip.
+    handle = relayTo(url, tokens.model, async () => {
+      const runtime = readLocalRuntime(dataDir);
+      return runtime?.url === url && (await askServerProof(url, runtime.proofKey)) === "proven";
+    });
     close = async () => {};
   } else {
     const { lock } = holder;
@@ -122,8 +128,14 @@ function write(frame: unknown): void {
  * and sends the frame again once. Any other HTTP refusal, a failed connection, or a `vault serve`
  * no longer running there (`isStillServing`, asked before each frame) becomes a JSON-RPC error for
  * the frame's id, so the MCP client gets an answer rather than silence or a foreign body on stdout.
+ * `isStillServing` has the server prove it is the one the relay started with before the model
+ * token is sent again.
  */
-export function relayTo(baseUrl: string, modelToken: string, isStillServing: () => boolean): FrameHandler {
+export function relayTo(
+  baseUrl: string,
+  modelToken: string,
+  isStillServing: () => boolean | Promise<boolean>,
+): FrameHandler {
   let sessionId: string | undefined;
   let initializeFrame: unknown;
   const post = (frame: unknown) =>
@@ -147,7 +159,7 @@ export function relayTo(baseUrl: string, modelToken: string, isStillServing: () 
     const id = typeof request.id === "string" || typeof request.id === "number" ? request.id : null;
     const refuse = (message: string) =>
       request.id === undefined ? undefined : rpcError(id, RPC_TOOL_ERROR, message);
-    if (!isStillServing()) {
+    if (!(await isStillServing())) {
       return refuse("the vault serve this relay was started for has stopped; restart vault mcp");
     }
     if (request.method === "initialize") initializeFrame = frame;

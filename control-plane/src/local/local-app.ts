@@ -15,6 +15,7 @@ import { registerLocalGuards } from "./local-guards.ts";
 import { registerLocalMcpRoutes } from "./local-mcp.routes.ts";
 import { createTokenChecker, type LocalTokens } from "./local-tokens.ts";
 import type { LocalVault } from "./local-vault.ts";
+import { answerChallenge, CHALLENGE_HEADER, isProofToken, PROOF_HEADER } from "./server-proof.ts";
 
 /** The local console polls these three every 5 s (public/local/assets/console.js); /health is a probe. */
 const LOCAL_QUIET_GET_PATHS: ReadonlySet<string> = new Set([
@@ -29,6 +30,11 @@ export interface LocalAppDeps {
   tokens: LocalTokens;
   sessions: McpSessionStore;
   logger: Logger;
+  /**
+   * This start's key from runtime.json: /health answers a CLI's challenge with its MAC, so the CLI
+   * knows this is the vault that wrote the file before it sends a bearer (`server-proof.ts`).
+   */
+  proofKey?: string;
 }
 
 export function buildLocalApp(deps: LocalAppDeps): FastifyInstance {
@@ -47,10 +53,13 @@ export function buildLocalApp(deps: LocalAppDeps): FastifyInstance {
     reply.header("cache-control", "no-store");
     reply.header("x-frame-options", "DENY");
   });
-  app.get("/health", { schema: { response: { 200: liveness } } }, async () => ({
-    ok: true,
-    product: PRODUCT_NAME,
-  }));
+  app.get("/health", { schema: { response: { 200: liveness } } }, async (request, reply) => {
+    const challenge = request.headers[CHALLENGE_HEADER];
+    if (deps.proofKey && typeof challenge === "string" && isProofToken(challenge)) {
+      reply.header(PROOF_HEADER, answerChallenge(deps.proofKey, challenge));
+    }
+    return { ok: true, product: PRODUCT_NAME };
+  });
   registerLocalConsole(app);
   registerLocalApiRoutes(app, deps.vault);
   const mcp = createMcpServer({

@@ -8,12 +8,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readLocalRuntime } from "./local-server.ts";
 
 let dataDir: string;
+const PROOF_KEY = "k".repeat(43);
 
 function write(runtimePid: number, lockPid: number | undefined): void {
   mkdirSync(join(dataDir, "local"), { recursive: true });
   writeFileSync(
     join(dataDir, "local", "runtime.json"),
-    JSON.stringify({ pid: runtimePid, url: "http://127.0.0.1:8788" }),
+    JSON.stringify({ pid: runtimePid, url: "http://127.0.0.1:8788", proof_key: PROOF_KEY }),
   );
   if (lockPid !== undefined) writeFileSync(join(dataDir, "local", "db.lock"), `${lockPid}\n`);
 }
@@ -34,7 +35,20 @@ afterEach(() => {
 describe("readLocalRuntime", () => {
   it("trusts a live server of ours that holds the vault lock", () => {
     write(process.pid, process.pid);
-    expect(readLocalRuntime(dataDir)).toEqual({ pid: process.pid, url: "http://127.0.0.1:8788" });
+    expect(readLocalRuntime(dataDir)).toEqual({
+      pid: process.pid,
+      url: "http://127.0.0.1:8788",
+      proofKey: PROOF_KEY,
+    });
+  });
+
+  it("ignores a file without this start's proof key (the CLI could not tell the server from another)", () => {
+    write(process.pid, process.pid);
+    writeFileSync(
+      join(dataDir, "local", "runtime.json"),
+      JSON.stringify({ pid: process.pid, url: "http://127.0.0.1:8788" }),
+    );
+    expect(readLocalRuntime(dataDir)).toBeUndefined();
   });
 
   it("ignores a file left by a server that died (another user may hold the freed port)", () => {

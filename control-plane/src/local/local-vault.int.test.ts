@@ -651,6 +651,32 @@ describe("the walls of vault serve", () => {
     expect(idle.statusCode).toBe(404);
   });
 
+  it("lets no holder of the model bearer end or crowd out another agent's session", async () => {
+    const open = (name: string) =>
+      raw("/mcp", {
+        method: "POST",
+        headers: mcpHeaders,
+        body: { ...initialize, params: { ...initialize.params, clientInfo: { name } } },
+      });
+    const ping = { jsonrpc: "2.0", id: 2, method: "ping" };
+    const victim = (await open("victim-agent")).headers["mcp-session-id"] as string;
+    // Past the 1,000 sessions the store once kept by dropping the least recently used.
+    for (let i = 0; i <= 1000; i++) expect((await open(`flood-${i}`)).statusCode).toBe(200);
+    // One name re-initializing in a loop fills its own share (100), not the store.
+    for (let i = 0; i < 100; i++) expect((await open("flood-loop")).statusCode).toBe(200);
+    const refused = await open("flood-loop");
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().error.code).toBe("rate_limited");
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    const stillThere = await raw("/mcp", {
+      method: "POST",
+      headers: { ...mcpHeaders, "mcp-session-id": victim },
+      body: ping,
+    });
+    expect(stillThere.statusCode).toBe(200);
+    expect((await open("another-agent")).statusCode).toBe(200);
+  });
+
   it("serves the console page with a strict CSP and no values", async () => {
     await storeSecret(v, "CONSOLE_TOKEN");
     const page = await raw("/");
