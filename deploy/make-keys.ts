@@ -21,6 +21,7 @@ import {
   loadOrCreateSealingKeyring,
   sealingKeyPath,
 } from "../egress-proxy/src/keys/sealing-keys.ts";
+import { KeyFileBusyError } from "../shared/src/key-file-lock.ts";
 
 const out = process.argv[2];
 const isRotation = process.argv[3] === "--new-sealing-key";
@@ -39,7 +40,14 @@ const sealing = await loadOrCreateSealingKeyring(dir);
 let sealingKeyId = sealing.current.keyId;
 sealing.close();
 if (isRotation) {
-  sealingKeyId = addSealingKey(sealingKeyPath(dir));
+  try {
+    sealingKeyId = addSealingKey(sealingKeyPath(dir));
+  } catch (error) {
+    // Another rotation holds the keyring: say so in its one sentence, nothing was changed.
+    if (!(error instanceof KeyFileBusyError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
   process.stdout.write(`new sealing key ${sealingKeyId} first; the keys before it kept after it\n`);
 }
 process.stdout.write(

@@ -1,5 +1,17 @@
 // Writing key material and other private files: owner-only permissions, never half-written.
-import { chmodSync, linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  fchmodSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname } from "node:path";
 
 /**
@@ -24,14 +36,38 @@ export function ensurePrivateDir(dir: string): void {
 
 /**
  * Writes a file with mode 0600 through a temporary file and a rename, so that a crash never
- * leaves a truncated key behind and no other user can read it at any moment.
+ * leaves a truncated key behind and no other user can read it at any moment. The temporary file
+ * is flushed to disk before the rename and the folder after it: without the first, a power cut
+ * soon after a rotation can leave the renamed file empty (the rename reached the disk, its
+ * content did not), and the keyring with it. A process killed before the rename leaves the old
+ * file as it was (and a `.tmp` file, removed by the next write of the same process id).
  */
 export function writePrivateFileAtomic(path: string, data: string): void {
   ensurePrivateDir(dirname(path));
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, data, { mode: 0o600, flag: "w" });
-  chmodSync(tmp, 0o600);
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+    writeFileSync(fd, data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
   renameSync(tmp, path);
+  syncDir(dirname(path));
+}
+
+/** Flushes a folder's entries (a rename in it) to disk; a platform that cannot is left as it is. */
+function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, "r");
+    fsyncSync(fd);
+  } catch {
+    // Not every platform opens a folder for fsync (Windows); the rename itself is still atomic.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /**

@@ -2,11 +2,15 @@
 // DATA_DIR/audit/signing-keys.json (or AUDIT_SIGNING_KEYS_FILE, mounted from a secret store),
 // shared by replicas like the other key files, created on first start. The first key signs;
 // `vault audit-rotate-keys` puts a new key first and strips the private half of the others, whose
-// public halves stay published for ever: a checkpoint must verify as long as its ledger exists.
+// public halves stay published for ever (a checkpoint must verify as long as its ledger exists),
+// each with its `retired_at`: a checkpoint it signs after that time does not verify, so a copy of
+// a retired key taken before its private half was stripped cannot sign the rows that came after.
 import { createPrivateKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
+import { withKeyFileLock } from "@latch/shared/key-file-lock";
+import { ledgerTime } from "@latch/shared/ledger/ledger-format";
 import { calculateJwkThumbprint } from "jose";
 import type { AuditKeysDocument } from "./ledger-verify.ts";
 
@@ -24,9 +28,18 @@ interface AuditKeysFile {
   keys: StoredAuditKey[];
 }
 
-export interface AuditSigner {
+export interface AuditSigningKey {
   keyId: string;
   sign(data: Buffer): string;
+}
+
+export interface AuditSigner {
+  /**
+   * The key that signs now, read from the file again: a rotation (on this file, or another
+   * replica's on a shared one) is signed with at once, never the retired key, whose checkpoints
+   * after its retirement would not verify.
+   */
+  signingKey(): AuditSigningKey;
 }
 
 /** DATA_DIR/audit/signing-keys.json, or `keyFile`. */
@@ -64,8 +77,8 @@ export async function loadOrCreateAuditKeys(dataDir: string, keyFile?: string): 
   return readKeys(path);
 }
 
-/** What signs checkpoints: the first key. */
-export function auditSigner(file: AuditKeysFile): AuditSigner {
+/** What signs checkpoints: the first key of `file`. */
+export function auditSigningKey(file: AuditKeysFile): AuditSigningKey {
   const key = file.keys[0]!;
   const privateKey: KeyObject = createPrivateKey({
     key: { kty: "OKP", crv: "Ed25519", x: key.public_key, d: key.private_key! },
@@ -74,7 +87,10 @@ export function auditSigner(file: AuditKeysFile): AuditSigner {
   return { keyId: key.key_id, sign: (data) => sign(null, data, privateKey).toString("base64url") };
 }
 
-/** GET /.well-known/latch-audit-keys.json: every key's public half, the signing key first. */
+/**
+ * GET /.well-known/latch-audit-keys.json: every key's public half, the signing key first, and a
+ * retired key's `retired_at` (after which its checkpoints do not verify: ledger-verify.ts).
+ */
 export function publishedAuditKeys(file: AuditKeysFile): AuditKeysDocument {
   return {
     keys: file.keys.map((key) => ({
@@ -82,6 +98,7 @@ export function publishedAuditKeys(file: AuditKeysFile): AuditKeysDocument {
       alg: "Ed25519" as const,
       public_key: key.public_key,
       created_at: key.created_at,
+      ...(key.retired_at === undefined ? {} : { retired_at: key.retired_at }),
     })),
   };
 }
@@ -101,30 +118,49 @@ export async function rotateAuditKeys(
   keyFile?: string,
 ): Promise<{ newKeyId: string; retiredKeyIds: string[] }> {
   const path = auditKeysPath(dataDir, keyFile);
-  const file = await loadOrCreateAuditKeys(dataDir, keyFile);
+  await loadOrCreateAuditKeys(dataDir, keyFile);
   const fresh = await newKey(now);
-  const retiredKeyIds: string[] = [];
-  const kept = file.keys.map(({ private_key, ...key }) => {
-    if (private_key !== undefined) retiredKeyIds.push(key.key_id);
-    return { ...key, retired_at: key.retired_at ?? now.toISOString() };
+  // Read, changed and written under the file's lock: two rotations at once would otherwise each
+  // write back the keys they read, and the later would drop the earlier's key from the published
+  // ones (its checkpoints would no longer verify).
+  return withKeyFileLock(path, () => {
+    const file = readKeys(path);
+    const retiredKeyIds: string[] = [];
+    const kept = file.keys.map(({ private_key, ...key }) => {
+      if (private_key !== undefined) retiredKeyIds.push(key.key_id);
+      return { ...key, retired_at: key.retired_at ?? ledgerTime(now) };
+    });
+    writePrivateFileAtomic(path, `${JSON.stringify({ keys: [fresh, ...kept] }, null, 2)}\n`);
+    return { newKeyId: fresh.key_id, retiredKeyIds };
   });
-  writePrivateFileAtomic(path, `${JSON.stringify({ keys: [fresh, ...kept] }, null, 2)}\n`);
-  return { newKeyId: fresh.key_id, retiredKeyIds };
 }
 
 /**
- * What a plane needs: the signer loaded once (a rotation signs after a restart, as with the other
- * keys), and the published keys read again on each request, so a key another replica rotated in
- * is listed at once.
+ * What a plane needs: the signer and the published keys, both read from the file again each time,
+ * so a key rotated in (here, or by another replica on a shared file) signs the next checkpoint and
+ * is listed at once. A file that cannot be read meanwhile leaves the last keys read in use.
  */
 export async function openAuditKeys(
   dataDir: string,
   keyFile?: string,
 ): Promise<{ signer: AuditSigner; published(): AuditKeysDocument }> {
+  const path = auditKeysPath(dataDir, keyFile);
   const file = await loadOrCreateAuditKeys(dataDir, keyFile);
   const atStart = publishedAuditKeys(file);
+  let signing = auditSigningKey(file);
   return {
-    signer: auditSigner(file),
+    signer: {
+      signingKey() {
+        let first: StoredAuditKey | undefined;
+        try {
+          first = readKeys(path).keys[0];
+        } catch {
+          return signing;
+        }
+        if (first && first.key_id !== signing.keyId) signing = auditSigningKey({ keys: [first] });
+        return signing;
+      },
+    },
     published() {
       try {
         return readPublishedAuditKeys(dataDir, keyFile);

@@ -118,6 +118,77 @@ describe("the offline ledger verifier", () => {
     expect(verify([rows[0], { ...checkpoint }])).toMatchObject({ ok: false, first_bad_seq: 2 });
   });
 
+  it("refuses a retired key's checkpoint after its retirement and keeps its older ones", () => {
+    // Rows 1-2 before the rotation at 06:00, rows 3-4 after it.
+    const rows = chain(4).map((row) => ({ ...row }));
+    let prev = ZERO_HASH;
+    for (const [i, row] of rows.entries()) {
+      const { hash: _hash, ...rest } = {
+        ...row,
+        prev_hash: prev,
+        at: i < 2 ? "2026-11-26T04:00:00.000Z" : "2026-11-26T07:00:00.000Z",
+      };
+      prev = rowHash(rest as LedgerRow);
+      rows[i] = { ...rest, hash: prev } as LedgerRow;
+    }
+    const retired = generateKeyPairSync("ed25519");
+    const current = generateKeyPairSync("ed25519");
+    const signed = (seq: number, at: string, keyId: string, privateKey: typeof retired.privateKey) => {
+      const unsigned = {
+        type: "checkpoint" as const,
+        organisation_id: "org_a",
+        seq,
+        hash: rows[seq - 1]!.hash,
+        at,
+        key_id: keyId,
+      };
+      return {
+        ...unsigned,
+        signature: sign(null, checkpointSigningInput(unsigned), privateKey).toString("base64url"),
+      };
+    };
+    const published = (retiredAt: string) => ({
+      keys: [
+        {
+          key_id: "k_new",
+          alg: "Ed25519" as const,
+          public_key: current.publicKey.export({ format: "jwk" }).x!,
+          created_at: "2026-11-26T06:00:00.000Z",
+        },
+        {
+          key_id: "k_old",
+          alg: "Ed25519" as const,
+          public_key: retired.publicKey.export({ format: "jwk" }).x!,
+          created_at: "2026-11-01T00:00:00.000Z",
+          retired_at: retiredAt,
+        },
+      ],
+    });
+    const keys = published("2026-11-26T06:00:00.000Z");
+    const before = signed(2, "2026-11-26T05:00:00.000Z", "k_old", retired.privateKey);
+    // Old evidence: signed before the retirement, over rows from before it.
+    expect(verify([rows[0], rows[1], before], keys)).toMatchObject({ ok: true, last_checkpoint: before });
+    // The new key signs the later rows.
+    const after = signed(4, "2026-11-26T07:30:00.000Z", "k_new", current.privateKey);
+    expect(verify([rows[0], rows[1], before, rows[2], rows[3], after], keys)).toMatchObject({
+      ok: true,
+      last_checkpoint: after,
+    });
+    // A thief holding the retired key signs the later rows: refused, whether the checkpoint says
+    // when it was made or claims a time before the retirement (its row is still after it).
+    for (const at of ["2026-11-26T07:30:00.000Z", "2026-11-26T05:30:00.000Z", "not a time"]) {
+      const forged = signed(4, at, "k_old", retired.privateKey);
+      const result = verify([rows[0], rows[1], before, rows[2], rows[3], forged], keys);
+      expect(result, at).toMatchObject({ ok: false, first_bad_seq: 4, last_checkpoint: before });
+      expect(result.problem).toContain("after its retirement");
+    }
+    // A retirement that does not read as a time publishes no key.
+    expect(verify([rows[0], rows[1], before], published("soon"))).toMatchObject({
+      ok: false,
+      first_bad_seq: 2,
+    });
+  });
+
   it("asks an export, not a live ledger, to end with a checkpoint of its last row", () => {
     const rows = chain(3);
     const checkpoint = {

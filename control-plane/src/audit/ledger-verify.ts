@@ -2,7 +2,9 @@
 // canonical form, each prev_hash the hash before it, seq from the first row on without a gap, one
 // organisation throughout, and each checkpoint naming the hash of the row it follows and (when the
 // published keys are given) signed by one of them. GET /api/audit/verify and `vault audit verify`
-// both run this, so the API and an auditor's offline check agree on the first bad seq. A file
+// both run this, so the API and an auditor's offline check agree on the first bad seq. A checkpoint
+// signed by a retired key verifies only when it and the row it covers are from before the key's
+// `retired_at` (old evidence keeps verifying; a stolen retired key vouches for nothing newer). A file
 // also has to end with a checkpoint of its last row (`requireClosingCheckpoint`), which a live
 // ledger, whose newest rows wait for the next hourly checkpoint, does not.
 import { createPublicKey, type KeyObject, verify } from "node:crypto";
@@ -29,27 +31,52 @@ export interface LedgerVerification {
   last_checkpoint: LedgerCheckpoint | null;
 }
 
-/** The published keys (GET /.well-known/latch-audit-keys.json). */
+/**
+ * The published keys (GET /.well-known/latch-audit-keys.json). A retired key carries `retired_at`
+ * (RFC 3339): it signed nothing after that time, so a checkpoint it signs later does not verify.
+ */
 export interface AuditKeysDocument {
-  keys: { key_id: string; alg: "Ed25519"; public_key: string; created_at: string }[];
+  keys: { key_id: string; alg: "Ed25519"; public_key: string; created_at: string; retired_at?: string }[];
+}
+
+/** A published key as the verifier uses it: its public half, and when it was retired (ms), if it was. */
+export interface VerifyingKey {
+  key: KeyObject;
+  retiredAt?: number;
 }
 
 /** Public keys by key id, from the published document. */
-export function verifyingKeys(document: AuditKeysDocument): Map<string, KeyObject> {
-  const keys = new Map<string, KeyObject>();
+export function verifyingKeys(document: AuditKeysDocument): Map<string, VerifyingKey> {
+  const keys = new Map<string, VerifyingKey>();
   for (const key of document.keys ?? []) {
     if (key?.alg !== "Ed25519" || typeof key.key_id !== "string" || typeof key.public_key !== "string")
       continue;
+    // A retirement that does not read as a time is no key: its checkpoints are reported as
+    // unpublished rather than taken as never retired.
+    const retiredAt = key.retired_at === undefined ? undefined : Date.parse(String(key.retired_at));
+    if (retiredAt !== undefined && !Number.isFinite(retiredAt)) continue;
     try {
-      keys.set(
-        key.key_id,
-        createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key.public_key }, format: "jwk" }),
-      );
+      keys.set(key.key_id, {
+        key: createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key.public_key }, format: "jwk" }),
+        ...(retiredAt === undefined ? {} : { retiredAt }),
+      });
     } catch {
       // Not an Ed25519 public key: a checkpoint naming this key id is then reported as unpublished.
     }
   }
   return keys;
+}
+
+/**
+ * Whether a checkpoint made at `checkpointAt`, over a row written at `rowAt` (when the rows were
+ * read), comes from before its key's retirement. Both are in the signed lines: a checkpoint that
+ * claims an early time still covers a row whose time is in the chain. A time that does not read as
+ * one is not before anything.
+ */
+function isBeforeRetirement(checkpointAt: unknown, rowAt: unknown, retiredAt: number): boolean {
+  const signedAt = Date.parse(String(checkpointAt));
+  if (!(signedAt <= retiredAt)) return false;
+  return rowAt === undefined || Date.parse(String(rowAt)) <= retiredAt;
 }
 
 /**
@@ -59,7 +86,7 @@ export function verifyingKeys(document: AuditKeysDocument): Map<string, KeyObjec
  */
 export function createLedgerVerifier(
   options: {
-    keys?: ReadonlyMap<string, KeyObject> | undefined;
+    keys?: ReadonlyMap<string, VerifyingKey> | undefined;
     from?: { seq: number; hash: string } | undefined;
   } = {},
 ) {
@@ -69,6 +96,8 @@ export function createLedgerVerifier(
   /** The organisation the first line names, when it names one. */
   let namedOrganisation: string | undefined;
   let lastHash = from?.hash ?? ZERO_HASH;
+  /** The `at` of the last row read (undefined before any). */
+  let lastRowAt: unknown;
 
   function fail(seq: number, problem: string): void {
     if (!state.ok) return;
@@ -117,6 +146,7 @@ export function createLedgerVerifier(
     }
     state.last_seq = seq;
     lastHash = typeof line.hash === "string" ? line.hash : "";
+    lastRowAt = line.at;
   }
 
   function checkpoint(line: LedgerCheckpoint): void {
@@ -146,7 +176,12 @@ export function createLedgerVerifier(
       }
       let isValid = false;
       try {
-        isValid = verify(null, checkpointSigningInput(line), key, Buffer.from(line.signature, "base64url"));
+        isValid = verify(
+          null,
+          checkpointSigningInput(line),
+          key.key,
+          Buffer.from(line.signature, "base64url"),
+        );
       } catch {
         isValid = false;
       }
@@ -154,6 +189,16 @@ export function createLedgerVerifier(
         fail(
           seq,
           `the checkpoint of seq ${seq} has a signature that does not verify with key ${line.key_id}`,
+        );
+        return;
+      }
+      if (key.retiredAt !== undefined && !isBeforeRetirement(line.at, lastRowAt, key.retiredAt)) {
+        // A retired key's private half may outlive its retirement in a copy somewhere: whoever
+        // holds it must not vouch for rows written after it stopped signing.
+        fail(
+          seq,
+          `the checkpoint of seq ${seq} is signed by key ${line.key_id} after its retirement ` +
+            `(${new Date(key.retiredAt).toISOString()}): a retired key signs nothing newer`,
         );
         return;
       }

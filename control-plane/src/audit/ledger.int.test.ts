@@ -2,7 +2,7 @@
 // recomputed from the documented canonical form, linkage, one chain per organisation, the trigger,
 // tampering found at its seq, checkpoints, and two replicas appending at once.
 import { createHash, generateKeyPairSync, sign } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
@@ -15,7 +15,7 @@ import { type OpenDatabase, openDatabase } from "../db/database.ts";
 import { migrateTo, migrateToLatest } from "../db/migrate.ts";
 import type { Database } from "../db/schema.ts";
 import { type AuditRepo, createAuditRepo } from "./audit.repo.ts";
-import { openAuditKeys, rotateAuditKeys } from "./audit-keys.ts";
+import { auditKeysPath, auditSigningKey, openAuditKeys, rotateAuditKeys } from "./audit-keys.ts";
 import { createLedgerRepo } from "./ledger.repo.ts";
 import { createLedgerService, type LedgerService } from "./ledger.service.ts";
 import { createLedgerVerifier, verifyingKeys } from "./ledger-verify.ts";
@@ -461,6 +461,62 @@ describe("the audit ledger", () => {
     expect(lines.at(-1)).toMatchObject({ type: "checkpoint", seq: 2, key_id: rotation.newKeyId });
     expect(await rotated.verify(org)).toMatchObject({ ok: true, rows: 2 });
     expect((await openAuditKeys(dataDir)).published().keys).toHaveLength(2);
+  });
+
+  it("refuses a checkpoint a retired key signs over rows after its retirement, and keeps its older ones", async () => {
+    const keysDir = mkdtempSync(join(tmpdir(), "latch-ledger-retired-"));
+    const keys = await openAuditKeys(keysDir);
+    // A copy of the signing key taken before the rotation (a backup, a leaked Secret).
+    const stolen = JSON.parse(readFileSync(auditKeysPath(keysDir), "utf8"));
+    const service = createLedgerService({
+      repo: createLedgerRepo(database.db),
+      signer: keys.signer,
+      publishedKeys: keys.published,
+      now: () => new Date(),
+    });
+    const org = await newTestOrganisation(database);
+    const repo = createLedgerRepo(database.db);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "before rotation" });
+    const before = await service.signCheckpoint(org, (await repo.findHead(org))!);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const rotation = await rotateAuditKeys(keysDir);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "after rotation" });
+    const thief = createLedgerService({
+      repo,
+      signer: { signingKey: () => auditSigningKey(stolen) },
+      publishedKeys: keys.published,
+      now: () => new Date(),
+    });
+    const forged = await thief.signCheckpoint(org, (await repo.findHead(org))!);
+    expect(forged.key_id).toBe(before.key_id);
+    expect(forged.key_id).not.toBe(rotation.newKeyId);
+    expect(await service.verify(org)).toMatchObject({ ok: false, first_bad_seq: 2, last_checkpoint: before });
+    // The published document says when that key was retired.
+    expect(keys.published().keys.find((key) => key.key_id === before.key_id)).toHaveProperty("retired_at");
+  });
+
+  it("keeps verifying a retired key's checkpoints and signs after the rotation with the new key", async () => {
+    const keysDir = mkdtempSync(join(tmpdir(), "latch-ledger-retired-"));
+    const keys = await openAuditKeys(keysDir);
+    const service = createLedgerService({
+      repo: createLedgerRepo(database.db),
+      signer: keys.signer,
+      publishedKeys: keys.published,
+      now: () => new Date(),
+    });
+    const repo = createLedgerRepo(database.db);
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "before rotation" });
+    const before = await service.signCheckpoint(org, (await repo.findHead(org))!);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const rotation = await rotateAuditKeys(keysDir);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "after rotation" });
+    // The same service, not restarted, signs with the new key.
+    const after = await service.signCheckpoint(org, (await repo.findHead(org))!);
+    expect(after.key_id).toBe(rotation.newKeyId);
+    expect(await service.verify(org)).toMatchObject({ ok: true, rows: 2, last_checkpoint: after });
+    expect(before.key_id).not.toBe(after.key_id);
   });
 
   it("signs the hourly checkpoints for every head no checkpoint covers", async () => {

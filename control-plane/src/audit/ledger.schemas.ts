@@ -62,6 +62,12 @@ export const auditKeysDocument = z.object({
       alg: z.literal("Ed25519"),
       public_key: z.string().describe("base64url, 32 bytes"),
       created_at: z.string(),
+      retired_at: z
+        .string()
+        .optional()
+        .describe(
+          "RFC 3339; a retired key: a checkpoint it signed after this time, or over a row written after it, does not verify",
+        ),
     }),
   ),
 });

@@ -62,15 +62,16 @@ export function createLedgerService(deps: LedgerServiceDeps) {
 
   async function signCheckpoint(organisationId: string, head: LedgerHead): Promise<LedgerCheckpoint> {
     await checkGrowth(organisationId, head);
+    const key = deps.signer.signingKey();
     const unsigned = {
       type: "checkpoint" as const,
       organisation_id: organisationId,
       seq: head.seq,
       hash: head.hash,
       at: ledgerTime(deps.now()),
-      key_id: deps.signer.keyId,
+      key_id: key.keyId,
     };
-    const checkpoint = { ...unsigned, signature: deps.signer.sign(checkpointSigningInput(unsigned)) };
+    const checkpoint = { ...unsigned, signature: key.sign(checkpointSigningInput(unsigned)) };
     await deps.repo.insertCheckpoint(checkpoint);
     return checkpoint;
   }

@@ -8,6 +8,7 @@ import { testDatabase } from "../../test/database.ts";
 import type { OpenDatabase } from "../db/database.ts";
 import { addKeyringKey, loadOrCreateKeyring, stageKeyringKey } from "./kek.ts";
 import { retireKek, rotateKek } from "./kek-rotate.ts";
+import { KekRotationBusyError, withKekRotationLock } from "./kek-rotation-lock.repo.ts";
 import { createOperatorsRepo } from "./operators.repo.ts";
 import { createTotpService } from "./totp.service.ts";
 
@@ -59,6 +60,35 @@ async function keyIdOf(id: string): Promise<string | null> {
 }
 
 describe("vault kek-rotate", () => {
+  // On PostgreSQL each operator or job rotates with its own copy of kek.json: a second rotation
+  // must not re-wrap the rows under a key the first's copy never gets. (The embedded database is
+  // held by one process at a time already, and PGlite's one session would re-enter the lock.)
+  it.skipIf(!process.env.DATABASE_URL)(
+    "refuses a second hosted rotation while one holds the database's rotation lock",
+    async () => {
+      let entered!: () => void;
+      let finish!: () => void;
+      const isIn = new Promise<void>((resolve) => (entered = resolve));
+      const first = withKekRotationLock(database.db, async () => {
+        entered();
+        await new Promise<void>((resolve) => (finish = resolve));
+        return "first";
+      });
+      await isIn;
+      let secondRan = false;
+      await expect(
+        withKekRotationLock(database.db, async () => {
+          secondRan = true;
+        }),
+      ).rejects.toBeInstanceOf(KekRotationBusyError);
+      expect(secondRan).toBe(false);
+      finish();
+      await expect(first).resolves.toBe("first");
+      // Released: the next rotation runs.
+      await expect(withKekRotationLock(database.db, async () => "next")).resolves.toBe("next");
+    },
+  );
+
   it("re-wraps every authenticator secret under a new key and retires the old one", async () => {
     const file = join(mkdtempSync(join(tmpdir(), "latch-kek-")), "kek.json");
     const at = new Date();

@@ -7,6 +7,7 @@ import { createCipheriv, createDecipheriv, createHmac, randomBytes } from "node:
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
+import { withKeyFileLock } from "@latch/shared/key-file-lock";
 import { z } from "zod";
 
 const keyringFile = z.object({
@@ -99,14 +100,29 @@ function keyringAt(path: string): Keyring {
  * interruption reuses a new key that no row uses yet.
  */
 export function addKeyringKey(path: string): Keyring {
-  const file = readKeyringFile(path);
-  const staged = file.staged !== undefined && file.keys[file.staged] ? file.staged : undefined;
-  const id = staged ?? newKeyId();
-  if (!staged) file.keys[id] = randomBytes(32).toString("base64");
-  file.current = id;
-  delete file.staged;
-  writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
+  changeKeyringFile(path, (file) => {
+    const staged = file.staged !== undefined && file.keys[file.staged] ? file.staged : undefined;
+    const id = staged ?? newKeyId();
+    if (!staged) file.keys[id] = randomBytes(32).toString("base64");
+    file.current = id;
+    delete file.staged;
+  });
   return keyringAt(path);
+}
+
+/**
+ * One read-modify-write of the keyring, under its lock (`@latch/shared/key-file-lock`): two
+ * changes at once (two shells, `make-keys` beside a rotation) would otherwise each write back the
+ * keyring it read, and the later would drop the key the earlier added, with every secret wrapped
+ * under it. Written whole or not at all.
+ */
+function changeKeyringFile<T>(path: string, change: (file: KeyringFile) => T): T {
+  return withKeyFileLock(path, () => {
+    const file = readKeyringFile(path);
+    const result = change(file);
+    writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
+    return result;
+  });
 }
 
 /**
@@ -115,13 +131,13 @@ export function addKeyringKey(path: string): Keyring {
  * one already staged, on a rerun).
  */
 export function stageKeyringKey(path: string): string {
-  const file = readKeyringFile(path);
-  if (file.staged !== undefined && file.keys[file.staged]) return file.staged;
-  const id = newKeyId();
-  file.keys[id] = randomBytes(32).toString("base64");
-  file.staged = id;
-  writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
-  return id;
+  return changeKeyringFile(path, (file) => {
+    if (file.staged !== undefined && file.keys[file.staged]) return file.staged;
+    const id = newKeyId();
+    file.keys[id] = randomBytes(32).toString("base64");
+    file.staged = id;
+    return id;
+  });
 }
 
 /** The staged key's id, if a rotation staged one. */
@@ -132,11 +148,11 @@ export function stagedKeyringKey(path: string): string | undefined {
 
 /** Last step of a rotation: drop keys no row uses any more. */
 export function retireKeyringKeys(path: string, stillUsed: ReadonlySet<string>): string[] {
-  const file = readKeyringFile(path);
-  const retired = Object.keys(file.keys).filter(
-    (id) => id !== file.current && id !== file.staged && !stillUsed.has(id),
-  );
-  for (const id of retired) delete file.keys[id];
-  writePrivateFileAtomic(path, `${JSON.stringify(file, null, 2)}\n`);
-  return retired;
+  return changeKeyringFile(path, (file) => {
+    const retired = Object.keys(file.keys).filter(
+      (id) => id !== file.current && id !== file.staged && !stillUsed.has(id),
+    );
+    for (const id of retired) delete file.keys[id];
+    return retired;
+  });
 }

@@ -110,7 +110,7 @@ export async function runAuditRotateKeys(
   progress(
     localDataDir
       ? "restart vault serve (or vault mcp) so that it signs with the new key"
-      : "restart or roll the control plane so that it signs with the new key",
+      : "a control plane that reads this file signs with the new key at its next checkpoint; roll the ones given a copy of it",
   );
   return 0;
 }

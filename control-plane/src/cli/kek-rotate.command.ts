@@ -3,8 +3,10 @@
 // one process at a time holds PGlite.
 import { keyringPath, stageKeyringKey } from "../auth/kek.ts";
 import { retireKek, rotateKek } from "../auth/kek-rotate.ts";
+import { withKekRotationLock } from "../auth/kek-rotation-lock.repo.ts";
 import { createOperatorsRepo } from "../auth/operators.repo.ts";
 import { loadConfig } from "../config.ts";
+import type { OpenDatabase } from "../db/database.ts";
 import { withServiceDatabase } from "./service-database.ts";
 
 export async function runKekRotate(
@@ -21,7 +23,16 @@ export async function runKekRotate(
       `--${step} is a step of a rotation on PostgreSQL; on the embedded database, run vault kek-rotate alone`,
     );
   }
-  return withServiceDatabase(config, async (database, dataDir) => {
+  return withServiceDatabase(config, (database, dataDir) =>
+    // One rotation at a time: the embedded database's own lock already keeps a second command out;
+    // on PostgreSQL another operator's or job's rotation, with its own copy of the file, would
+    // re-wrap the same rows under a key this copy never gets (kek-rotation-lock.repo.ts).
+    isHosted
+      ? withKekRotationLock(database.db, () => runStep(database, dataDir))
+      : runStep(database, dataDir),
+  );
+
+  async function runStep(database: OpenDatabase, dataDir: string): Promise<number> {
     const path = config.KEK_KEYRING_FILE ?? keyringPath(dataDir);
     const repo = createOperatorsRepo(database.db);
     if (step === "stage") {
@@ -42,5 +53,5 @@ export async function runKekRotate(
     const report = await rotateKek(repo, path, progress, { isHosted });
     progress(`done: ${report.rewrapped} operator(s) now under ${report.keyId}`);
     return report.unknownKeyRows > 0 ? 1 : 0;
-  });
+  }
 }

@@ -14,6 +14,7 @@ export async function runOAuthRotateKeys(
   const config = loadConfig(env);
   const dataDir = resolve(config.DATA_DIR);
   progress(`rotating the OAuth signing keys in ${oauthKeysPath(dataDir, config.OAUTH_JWKS_FILE)}`);
+  // One rotation at a time (rotateOAuthKeys holds the key file's lock).
   const result = await rotateOAuthKeys(dataDir, Date.now(), config.OAUTH_JWKS_FILE);
   progress(`new signing key ${result.newKid}`);
   for (const kid of result.retiredKids) progress(`retired (still listed for 11 minutes): ${kid}`);

@@ -6,6 +6,7 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
+import { withKeyFileLock } from "@latch/shared/key-file-lock";
 import { calculateJwkThumbprint, type JWK } from "jose";
 
 /** Access tokens live 600 s with 30 s of skew; a retired key stays listed a little longer. */
@@ -89,8 +90,22 @@ export async function rotateOAuthKeys(
   keyFile?: string,
 ): Promise<RotationResult> {
   const path = oauthKeysPath(dataDir, keyFile);
-  const file = await loadOrCreateOAuthKeys(dataDir, keyFile);
   const fresh = await newSigningKey();
+  // One rotation at a time: two at once would each write back the keys they read plus their own,
+  // and the later write would drop the key the earlier one added (its tokens would stop verifying
+  // once a replica restarts). The lock is held from the read until the file is written.
+  return withKeyFileLock(path, async () => {
+    const file = await loadOrCreateOAuthKeys(dataDir, keyFile);
+    return rotated(path, file, fresh, now);
+  });
+}
+
+function rotated(
+  path: string,
+  file: Awaited<ReturnType<typeof loadOrCreateOAuthKeys>>,
+  fresh: StoredJwk,
+  now: number,
+): RotationResult {
   const kept: StoredJwk[] = [];
   const retiredKids: string[] = [];
   const droppedKids: string[] = [];

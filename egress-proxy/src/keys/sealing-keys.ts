@@ -19,6 +19,7 @@ import {
 import { deriveSealingKeyId } from "@latch/shared/crypto/sealing-key-id";
 import { AppError } from "@latch/shared/errors";
 import { createPrivateFileExclusive, readPrivateJson, writePrivateFileAtomic } from "@latch/shared/files";
+import { withKeyFileLock } from "@latch/shared/key-file-lock";
 import sodium from "sodium-native";
 import { createDataKeyCache, type DataKeyCache } from "./data-key-cache.ts";
 
@@ -80,10 +81,16 @@ function newStoredKey(): StoredKey {
  * key; `vault seal-rewrap` then moves every stored value to it, after which the old keys can go.
  */
 export function addSealingKey(path: string): string {
-  const parsed = readPrivateJson(path) as { keys?: StoredKey[] };
-  const key = newStoredKey();
-  writePrivateFileAtomic(path, `${JSON.stringify({ keys: [key, ...(parsed.keys ?? [])] }, null, 2)}\n`);
-  return key.keyId;
+  // Under the key file's lock: two rotations at once would each write back the keys they read
+  // plus their own, and the later write would drop the earlier key and every value sealed to it.
+  return withKeyFileLock(path, () => {
+    const parsed = readPrivateJson(path) as { keys?: StoredKey[] };
+    if (!Array.isArray(parsed.keys) || parsed.keys.length === 0)
+      throw new Error(`${path} holds no sealing key`);
+    const key = newStoredKey();
+    writePrivateFileAtomic(path, `${JSON.stringify({ keys: [key, ...parsed.keys] }, null, 2)}\n`);
+    return key.keyId;
+  });
 }
 
 interface KeyPair {
