@@ -1,16 +1,16 @@
 // The MCP sessions of `vault serve` (spec 4.4): initialize hands out an Mcp-Session-Id that every
 // later frame sends back; a session idle for 8 hours is forgotten (404).
 //
-// Every MCP client of one vault holds the same model bearer, so the store must not let one of them
-// end or crowd out another's session. It once dropped the least recently used session beyond a
-// cap, so any holder of the bearer could end every other agent's session with a loop of
-// initialize. Now nothing ends a session but its own DELETE or 8 idle hours: a full store refuses
-// the new session instead (429 rate_limited, retry_after the time until the oldest one in the way
-// idles out), and each agent name may hold only a share of it, so one client re-initializing in a
-// loop fills its own share and not the store.
+// Every MCP client of one vault holds the same model bearer and names itself, so the store must not
+// let one of them end or crowd out another's session. It once dropped the least recently used
+// session beyond a cap, so any holder of the bearer could end every other agent's session with a
+// loop of initialize; refusing new sessions when full instead let a holder that spread its sessions
+// over many names lock every other client out for 8 hours. So room is made at the expense of whoever
+// holds the most: an agent name at its share gives up its own least recently used session, and a
+// full store takes the least recently used session of the name holding the most. A client with a
+// few sessions in use is never the one to lose one while a flooder holds more.
 
 import { randomBytes } from "node:crypto";
-import { AppError } from "@latch/shared/errors";
 import { type McpSession, type McpSessionStore, SESSION_IDLE_MS } from "../mcp/mcp-sessions.ts";
 
 export interface SessionLimits {
@@ -47,32 +47,37 @@ export function createLocalMcpSessions(
     }
   }
 
+  /** The least recently used session of `agentId` (the map is in order of use). */
   function oldestOf(agentId: string): McpSession | undefined {
     for (const session of sessions.values()) if (session.agentId === agentId) return session;
     return undefined;
   }
 
-  function refuse(oldestInTheWay: McpSession | undefined, message: string): never {
-    const waitMs = oldestInTheWay ? oldestInTheWay.lastSeenMs + SESSION_IDLE_MS - now() : SESSION_IDLE_MS;
-    throw new AppError("rate_limited", message, {
-      extra: { retry_after: Math.max(1, Math.ceil(waitMs / 1000)) },
-    });
+  /** The name holding the most sessions: the one that makes room when the store is full. */
+  function largestHolder(): string | undefined {
+    let largest: string | undefined;
+    let most = 0;
+    for (const [agentId, count] of countOf) {
+      if (count > most) {
+        largest = agentId;
+        most = count;
+      }
+    }
+    return largest;
   }
 
   return {
     open(agentId) {
       forgetIdle();
-      if (sessions.size >= limits.total) {
-        refuse(
-          sessions.values().next().value,
-          `this vault holds ${limits.total} MCP sessions, as many as it keeps; a client ends its own with DELETE /mcp, and one idle 8 hours is forgotten`,
-        );
-      }
+      // An agent name at its share makes room from its own sessions, never from another's.
       if ((countOf.get(agentId) ?? 0) >= limits.perAgent) {
-        refuse(
-          oldestOf(agentId),
-          `the agent ${agentId} holds ${limits.perAgent} MCP sessions, as many as one agent name may; end one with DELETE /mcp or reuse it`,
-        );
+        const own = oldestOf(agentId);
+        if (own) forget(own);
+      }
+      if (sessions.size >= limits.total) {
+        const largest = largestHolder();
+        const taken = largest === undefined ? undefined : oldestOf(largest);
+        if (taken) forget(taken);
       }
       const session = { id: randomBytes(24).toString("base64url"), agentId, lastSeenMs: now() };
       sessions.set(session.id, session);

@@ -662,12 +662,8 @@ describe("the walls of vault serve", () => {
     const victim = (await open("victim-agent")).headers["mcp-session-id"] as string;
     // Past the 1,000 sessions the store once kept by dropping the least recently used.
     for (let i = 0; i <= 1000; i++) expect((await open(`flood-${i}`)).statusCode).toBe(200);
-    // One name re-initializing in a loop fills its own share (100), not the store.
-    for (let i = 0; i < 100; i++) expect((await open("flood-loop")).statusCode).toBe(200);
-    const refused = await open("flood-loop");
-    expect(refused.statusCode).toBe(429);
-    expect(refused.json().error.code).toBe("rate_limited");
-    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    // One name re-initializing in a loop gives up its own oldest past its share (100), never another's.
+    for (let i = 0; i < 150; i++) expect((await open("flood-loop")).statusCode).toBe(200);
     const stillThere = await raw("/mcp", {
       method: "POST",
       headers: { ...mcpHeaders, "mcp-session-id": victim },
