@@ -263,12 +263,16 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
               const operator = await requireOrgOperator(request);
               return { organisationId: operator.organisationId, sessionId: operator.session.id };
             },
-            // Signed out, switched away or removed: the stream ends at the next check.
+            // Signed out, switched away, removed, or shut out by "Require SSO" (as every other
+            // route answers sso_required): the stream ends at the next check.
             isStillAllowed: async (request, organisationId) => {
               const token = request.cookies[sessionCookie];
               const live = token ? await sessions.findLiveSessionByToken(token, now()) : undefined;
               return Boolean(
-                live?.session.is_mfa_passed && live.session.organisation_id === organisationId && live.role,
+                live?.session.is_mfa_passed &&
+                  live.session.organisation_id === organisationId &&
+                  live.role &&
+                  !live.ssoRequiredSlug,
               );
             },
           },

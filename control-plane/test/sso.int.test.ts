@@ -22,6 +22,7 @@ import {
 } from "./hosted.ts";
 import { consentUid, openAuthorize, register } from "./oauth/oauth-flow.ts";
 import { IDP_HOST, IDP_ISSUER, IdpBrowser, type IdTokenTamper, type TestIdp } from "./oidc-idp.ts";
+import { openEventStream } from "./sse.ts";
 import { type SsoRig, startSsoRig } from "./sso-rig.ts";
 import { lastInviteTokenFor } from "./teams.ts";
 
@@ -932,4 +933,48 @@ describe("require single sign-on", () => {
       ).statusCode,
     ).toBe(200);
   });
+  it("ends a live inbox stream an email-code session opened before it was turned on", async () => {
+    const stepUp = async () => {
+      h.clock.advance(30_000);
+      const verified = await owner.request("POST", "/api/auth/totp/verify", {
+        code: ownerTotp.generate({ timestamp: h.clock.now.getTime() }),
+      });
+      expect(verified.statusCode, verified.body).toBe(200);
+    };
+    const requireSso = async (on: boolean) => {
+      await stepUp();
+      const changed = await owner.request("PUT", "/api/orgs/sso", {
+        issuer: IDP_ISSUER,
+        client_id: idp.clientId,
+        email_domains: [DOMAIN],
+        require_sso: on,
+      });
+      expect(changed.statusCode, changed.body).toBe(200);
+    };
+    await requireSso(false);
+    // A member of the domain, in with the email code and the authenticator.
+    const email = corpEmail("streaming");
+    const invited = await owner.request("POST", "/api/orgs/members/invite", { email, role: "approver" });
+    expect(invited.statusCode, invited.body).toBe(201);
+    const inviteToken = lastInviteTokenFor(h.inbox, email);
+    const member = newBrowser();
+    await member.request("POST", "/api/auth/otp/send", { email });
+    await member.request("POST", "/api/auth/otp/verify", { email, otp: lastCodeFor(h.inbox, email) });
+    const started = (await member.request("POST", "/api/auth/totp/start", {})).json();
+    const totp = OTPAuth.URI.parse(started.otpauth_url) as OTPAuth.TOTP;
+    await member.request("POST", "/api/auth/totp/confirm", {
+      code: totp.generate({ timestamp: h.clock.now.getTime() }),
+    });
+    const joined = await member.request("POST", "/invite", { token: inviteToken });
+    expect(joined.statusCode, joined.body).toBe(200);
+
+    const url = await h.app.listen({ host: "127.0.0.1", port: 0 });
+    const stream = await openEventStream(`${url}/api/inbox/stream`, member);
+    expect(stream.status).toBe(200);
+    await stream.next("ready");
+    await requireSso(true);
+    // As every other route answers that session sso_required, the stream ends at its next check.
+    await expect.poll(() => stream.isEnded, { timeout: 15_000, interval: 100 }).toBe(true);
+    stream.close();
+  }, 30_000);
 });

@@ -233,6 +233,27 @@ describe("an invitation that cannot be used", () => {
     );
   });
 
+  it("an admin may not replace an owner's invitation: inviting the same address again is refused and the owner's link still works", async () => {
+    const { browser: inviter } = await owner();
+    const admin = await joinAs(h, inviter, "admin");
+    const invited = await signUpOperator(h, { label: "owner-to-be" });
+    const asOwner = await invite(inviter, invited.email, "owner");
+    const replacing = await admin.browser.request("POST", "/api/orgs/members/invite", {
+      email: invited.email,
+      role: "auditor",
+    });
+    expect(replacing.statusCode, replacing.body).toBe(403);
+    expect(replacing.json().error.code).toBe("forbidden_role");
+    // Nothing was withdrawn, and nothing sent in its place.
+    const events = (await inviter.request("GET", "/api/audit?action=invite_withdrawn")).json().events;
+    expect(events.map((e: { detail: { invite_id?: string } }) => e.detail.invite_id)).not.toContain(
+      asOwner.invite.id,
+    );
+    const joined = await invited.browser.request("POST", "/invite", { token: asOwner.token });
+    expect(joined.statusCode, joined.body).toBe(200);
+    expect(joined.json().organisation.role).toBe("owner");
+  });
+
   it("speaks for its sender: a removed admin's invitation is withdrawn, a demoted one's no longer works", async () => {
     const { browser: inviter } = await owner();
     const admin = await joinAs(h, inviter, "admin");

@@ -142,6 +142,9 @@ export function createInvitesService(deps: InvitesDeps) {
             at,
           );
           for (const old of replaced) {
+            // Replacing is withdrawing: an admin may not end an owner's invitation by inviting the
+            // same address again (the throw rolls the whole change back, withdrawals included).
+            requireManagedRole(me.role, isRole(old.role) ? old.role : "owner", "replacing the invitation of");
             await recordEvent({
               organisationId: actor.organisationId,
               actor: actor.actor,
