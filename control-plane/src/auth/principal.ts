@@ -39,6 +39,12 @@ export type Principal =
        * it itself, `confirmsBearer`): the SHA-256 the route must still find on the live client.
        */
       unconfirmedBearerHash?: string;
+      /**
+       * Whether the bearer still names this live client, asked of the database now: a route that
+       * waited on something slow (the proxy opening a value) asks before it answers, since a
+       * revoke may have landed meanwhile.
+       */
+      isStillLive(): Promise<boolean>;
     };
 
 /** What a route declares about its callers (Fastify route `config`). */
@@ -76,6 +82,7 @@ export interface PrincipalSources {
   /** The operator's role in the session's organisation, as stored. */
   role: string | null;
   ssoRequiredSlug?: string | null;
+  /** The live client a bearer belongs to on this plane (one of an environment it serves), or undefined. */
   authenticateBearer(token: string): Promise<ClientRow | undefined>;
   /**
    * For a route that confirms the bearer itself: the client a bearer was found live for within
@@ -101,18 +108,24 @@ export class BearerNotLive extends Error {
 
 /** The caller behind a request: its bearer when it sent one, else its operator session. */
 export async function resolvePrincipal(sources: PrincipalSources): Promise<Principal> {
-  if (sources.bearer) {
-    const recalled = await sources.recallBearer?.(sources.bearer);
+  const bearer = sources.bearer;
+  if (bearer) {
+    const isStillLiveAs = (client: ClientRow) => async () =>
+      (await sources.authenticateBearer(bearer))?.id === client.id;
+    const recalled = await sources.recallBearer?.(bearer);
     if (recalled && (recalled.client.kind === "model" || recalled.client.kind === "trusted")) {
       return {
         kind: recalled.client.kind,
         client: recalled.client,
         unconfirmedBearerHash: recalled.bearerHash,
+        isStillLive: isStillLiveAs(recalled.client),
       };
     }
-    const client = await sources.authenticateBearer(sources.bearer);
+    const client = await sources.authenticateBearer(bearer);
     if (!client) return { kind: "invalid_bearer" };
-    if (client.kind === "model" || client.kind === "trusted") return { kind: client.kind, client };
+    if (client.kind === "model" || client.kind === "trusted") {
+      return { kind: client.kind, client, isStillLive: isStillLiveAs(client) };
+    }
     return { kind: "invalid_bearer" };
   }
   const session = sources.session;

@@ -1,6 +1,7 @@
 // Model (avm_) and trusted (avt_) clients (spec 2.6, 3.4): a bearer shown once, stored only as its
 // SHA-256; rotating replaces the hash (the old token stops at once); revoking stops the token and
-// revokes the client's approvals.
+// revokes the client's approvals. A client of an environment this plane does not serve is not live
+// here, whatever its bearer.
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
@@ -72,6 +73,15 @@ export function clientView(row: ClientRow) {
 
 export function createClientsService(deps: ClientsServiceDeps) {
   const newToken = (kind: ClientKind) => `${PREFIX[kind]}${randomBytes(32).toString("base64url")}`;
+  /**
+   * Spec 4.3: on staging, production does not exist. A plane that shares its database with one
+   * serving other environments (LATCH_ENVIRONMENTS) finds their clients' rows too; their bearers
+   * must not act here (a production avt_ would read production values off a staging plane), so
+   * every lookup of a bearer or of an access token's client passes through this (a recalled
+   * bearer is one `authenticate` let through). Refused as not live, 401, on every bearer route.
+   */
+  const isServedHere = (row: ClientRow | undefined): row is ClientRow =>
+    row !== undefined && deps.environments.includes(row.environment);
   /** Bearers found live (by their SHA-256), oldest first: see RECALL_MS. Hashes and rows only. */
   const recalled = new Map<string, { row: ClientRow; at: number }>();
   const remember = (bearerHash: string, row: ClientRow) => {
@@ -250,7 +260,8 @@ export function createClientsService(deps: ClientsServiceDeps) {
       options: { isUse?: boolean } = {},
     ): Promise<ClientRow | undefined> {
       const row = await deps.repo.findLiveClient(id);
-      if (!row || options.isUse === false) return row;
+      if (!isServedHere(row)) return undefined;
+      if (options.isUse === false) return row;
       const now = deps.now();
       if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > USE_WRITE_INTERVAL_MS) {
         await deps.repo.updateClientUsed(row.id, { lastUsedAt: now, firstUsedAt: row.first_used_at ?? now });
@@ -258,12 +269,12 @@ export function createClientsService(deps: ClientsServiceDeps) {
       return row;
     },
 
-    /** The live client a bearer belongs to, or undefined. */
+    /** The live client a bearer belongs to, of an environment this plane serves, or undefined. */
     async authenticate(token: string): Promise<ClientRow | undefined> {
       if (!BEARER_SHAPE.test(token)) return undefined;
       const bearerHash = sha256Hex(token);
       const row = await deps.repo.findLiveClientByTokenHash(bearerHash);
-      if (!row) {
+      if (!isServedHere(row)) {
         recalled.delete(bearerHash);
         return undefined;
       }
@@ -291,7 +302,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
      */
     async isBearerLive(id: string, bearerHash: string): Promise<boolean> {
       const row = await deps.repo.findLiveClientByTokenHash(bearerHash);
-      if (row?.id === id) return true;
+      if (isServedHere(row) && row.id === id) return true;
       recalled.delete(bearerHash);
       return false;
     },
