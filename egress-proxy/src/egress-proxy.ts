@@ -8,6 +8,7 @@ import { parseTrustedTicketKeys } from "@latch/shared/tickets/ticket-signature";
 import type { Logger } from "pino";
 import { createExecute } from "./calls/execute.ts";
 import { createFetchDocument } from "./calls/fetch-document.ts";
+import { createOrganisationCalls } from "./calls/organisation-calls.ts";
 import { createResolve } from "./calls/resolve.ts";
 import { createRewrap } from "./calls/rewrap.ts";
 import { createSendPush } from "./calls/send-push.ts";
@@ -47,6 +48,15 @@ export interface RunningEgressProxy {
   close(): Promise<void>;
 }
 
+/** What the process takes from no setting; tests set it. */
+export interface EgressProxyOptions {
+  /**
+   * Calls in flight of one organisation across Execute, FetchDocument and SendPush in this
+   * replica (calls/organisation-calls.ts); MAX_CALLS_PER_ORGANISATION unless a test sets it small.
+   */
+  maxCallsPerOrganisation?: number;
+}
+
 export const EGRESS_VERSION = "0.1.0";
 
 const FENCE_LABELS: Partial<Record<FenceOutcome, string>> = {
@@ -79,7 +89,11 @@ function serverCredentials(config: EgressConfig): { credentials: ServerCredentia
   return { credentials: ServerCredentials.createInsecure(), loaded: Promise.resolve() };
 }
 
-export async function startEgressProxy(config: EgressConfig, logger: Logger): Promise<RunningEgressProxy> {
+export async function startEgressProxy(
+  config: EgressConfig,
+  logger: Logger,
+  options: EgressProxyOptions = {},
+): Promise<RunningEgressProxy> {
   for (const knob of config.devKnobs) {
     logger.warn(
       `${knob} is set: a development/test knob that bends the destination policy. Never use it in production.`,
@@ -128,7 +142,27 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     extraCa: config.EGRESS_EXTRA_CA ? readFileSync(config.EGRESS_EXTRA_CA, "utf8") : undefined,
   });
   const metrics = createMetrics();
-  const execute = createExecute({ checkTicket, spendTicket, keyring, resolver, upstream, metrics, logger });
+  // One budget per organisation for every kind of ticket that dials.
+  const organisationCalls = createOrganisationCalls({
+    maxCalls: options.maxCallsPerOrganisation,
+    onRefused: (organisationId) => {
+      metrics.countDenial("organisation_calls_in_flight");
+      logger.warn(
+        { organisation: organisationId.slice(0, 64) },
+        "call refused unspent: its organisation has as many calls in flight as a replica takes",
+      );
+    },
+  });
+  const execute = createExecute({
+    checkTicket,
+    spendTicket,
+    keyring,
+    resolver,
+    upstream,
+    metrics,
+    logger,
+    organisationCalls,
+  });
   const resolve = createResolve({ checkTicket, spendTicket, keyring, logger });
   const rewrap = createRewrap({ checkTicket, spendTicket, keyring, logger });
   const fetchDocument = createFetchDocument({
@@ -138,8 +172,17 @@ export async function startEgressProxy(config: EgressConfig, logger: Logger): Pr
     upstream,
     metrics,
     logger,
+    organisationCalls,
   });
-  const sendPush = createSendPush({ checkTicket, spendTicket, resolver, upstream, metrics, logger });
+  const sendPush = createSendPush({
+    checkTicket,
+    spendTicket,
+    resolver,
+    upstream,
+    metrics,
+    logger,
+    organisationCalls,
+  });
   let isServing = true;
 
   const isTls = Boolean(config.EGRESS_TLS_CERT);

@@ -148,8 +148,16 @@ function readErrorCode(metadata: Metadata | undefined): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
+/**
+ * The proxy refused the call before spending its ticket: UNAVAILABLE while it drains (the balancer
+ * then takes it out of the rotation), RESOURCE_EXHAUSTED when the ticket's organisation has as
+ * many calls in flight there as a replica takes from one (it stays in the rotation for the rest).
+ */
 function isNotStarted(error: ServiceError): boolean {
-  return error.code === status.UNAVAILABLE && error.metadata?.get(NOT_STARTED_TRAILER)[0] === "1";
+  return (
+    (error.code === status.UNAVAILABLE || error.code === status.RESOURCE_EXHAUSTED) &&
+    error.metadata?.get(NOT_STARTED_TRAILER)[0] === "1"
+  );
 }
 
 /** `name:port` becomes a `dns:///` target so that every address of the name is used. */
@@ -314,7 +322,7 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
   const health = new HealthClient(target, creds, { channelOverride: getClientChannel(client) });
 
   /**
-   * Runs a unary call, and once more when the replica refused it before reading the ticket (the
+   * Runs a unary call, and once more when the replica refused it before spending the ticket (the
    * one case where nothing can have been spent or sent); both tries share one deadline.
    */
   function callOnce<T>(
@@ -327,7 +335,8 @@ export function createEgressClient(options: EgressClientOptions): EgressClient {
       const attempt = (isRetry: boolean) =>
         send(callMetadata(context), deadline, (error, value) => {
           if (!error) return resolve(value as T);
-          // On the next turn: the balancer has then taken the refusing replica out of the rotation.
+          // On the next turn: a draining replica is then out of the rotation, and round_robin's
+          // next pick is another replica (when there is one) for a refusal of the organisation cap.
           if (!isRetry && isNotStarted(error)) return void setImmediate(() => attempt(true));
           reject(toAppError(error));
         });

@@ -47,10 +47,10 @@ export interface RecheckRound {
 }
 
 export function createDomainRecheck(deps: DomainRecheckDeps) {
-  async function findRecord(domain: string, token: string): Promise<Finding> {
+  async function findRecord(domain: string, token: string, organisationId: string): Promise<Finding> {
     const record = verificationRecord(domain, token);
     try {
-      const texts = await deps.lookUpTxt(record.name);
+      const texts = await deps.lookUpTxt(record.name, organisationId);
       return texts.includes(record.value) ? "found" : "missing";
     } catch (error) {
       const code = error instanceof AppError ? error.code : "unknown";
@@ -67,7 +67,7 @@ export function createDomainRecheck(deps: DomainRecheckDeps) {
     const findings = await Promise.all(
       row.verified_domains.map(async (domain) => ({
         domain,
-        finding: await findRecord(domain, row.domain_token),
+        finding: await findRecord(domain, row.domain_token, organisationId),
       })),
     );
     // Misses of the domains still proven only (one taken off the list forgets its count).

@@ -20,8 +20,11 @@ export function verificationRecord(domain: string, token: string): { name: strin
   return { name: `${RECORD_PREFIX}.${domain}`, value: `${VALUE_PREFIX}${token}` };
 }
 
-/** The TXT texts published at `name` (none when it does not exist). */
-export type TxtLookup = (name: string) => Promise<string[]>;
+/**
+ * The TXT texts published at `name` (none when it does not exist), read on a ticket of
+ * `organisationId`, the organisation proving the domain.
+ */
+export type TxtLookup = (name: string, organisationId: string) => Promise<string[]>;
 
 /**
  * A TXT record's text as the JSON API gives it: one or more quoted strings (a long record is cut
@@ -43,14 +46,17 @@ export function createTxtLookup(deps: {
   dnsUrl: string;
 }): TxtLookup {
   const base = new URL(deps.dnsUrl);
-  return async (name) => {
+  return async (name, organisationId) => {
     const query = new URLSearchParams({ name, type: "TXT" });
-    const ticket = deps.minter.mintDocumentTicket({
-      host: base.hostname,
-      path: `${base.pathname}?${query}`,
-      timeoutMs: TIMEOUT_MS,
-      maxBytes: MAX_ANSWER_BYTES,
-    });
+    const ticket = deps.minter.mintDocumentTicket(
+      {
+        host: base.hostname,
+        path: `${base.pathname}?${query}`,
+        timeoutMs: TIMEOUT_MS,
+        maxBytes: MAX_ANSWER_BYTES,
+      },
+      { organisationId },
+    );
     const answer = await deps.egress.fetchDocument(ticket, TIMEOUT_MS + 1_000).catch((cause: unknown) => {
       throw dnsFailure(`the DNS records of ${name} could not be read`, cause);
     });

@@ -68,7 +68,10 @@ export interface ConnectionKeys {
   clientId: string;
   /** The client secret, sealed to the proxy. */
   clientSecret: SealedCredential;
-  /** The connection's organisation: its code exchanges go out on its own upstream connections. */
+  /**
+   * The connection's organisation: its discovery, JWKS and code exchanges go out as its own
+   * (Ticket.organisation_id: its own upstream connections, its own calls in flight in the proxy).
+   */
   organisationId?: string;
 }
 
@@ -95,14 +98,22 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
   const discovered = new Map<string, { until: number; metadata: oidc.ServerMetadata }>();
   const keySets = new Map<string, { until: number; jwks: JSONWebKeySet }>();
 
-  async function fetchDocument(url: string, what: string): Promise<Response> {
+  /** A GET through the proxy, on a ticket of the organisation whose connection asks for it. */
+  async function fetchDocument(
+    url: string,
+    what: string,
+    organisationId: string | undefined,
+  ): Promise<Response> {
     const target = httpsTarget(url, what);
-    const ticket = deps.minter.mintDocumentTicket({
-      host: target.host,
-      path: target.path,
-      timeoutMs: FETCH_TIMEOUT_MS,
-      maxBytes: DOCUMENT_MAX_BYTES,
-    });
+    const ticket = deps.minter.mintDocumentTicket(
+      {
+        host: target.host,
+        path: target.path,
+        timeoutMs: FETCH_TIMEOUT_MS,
+        maxBytes: DOCUMENT_MAX_BYTES,
+      },
+      { organisationId },
+    );
     const answer = await deps.egress
       .fetchDocument(ticket, FETCH_TIMEOUT_MS + 1_000)
       .catch((cause: unknown) => {
@@ -127,7 +138,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     verifier: SealedCredential | undefined,
   ) {
     return async (url: string, options: oidc.CustomFetchOptions): Promise<Response> => {
-      if (options.method === "GET") return fetchDocument(url, "document");
+      if (options.method === "GET") return fetchDocument(url, "document", keys.organisationId);
       if (options.method !== "POST" || url !== metadata.token_endpoint || !verifier) {
         throw new AppError("sso_failed", "the sign-in asked for a request it never makes");
       }
@@ -214,14 +225,18 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     );
   }
 
-  async function serverMetadata(issuer: string): Promise<oidc.ServerMetadata> {
+  /**
+   * The issuer's discovery document, fetched as `organisationId`'s (the connection's, or the one
+   * saving it). Kept by issuer: a cached document is not fetched again for another organisation.
+   */
+  async function serverMetadata(issuer: string, organisationId?: string): Promise<oidc.ServerMetadata> {
     const cached = discovered.get(issuer);
     if (cached && cached.until > Date.now()) return cached.metadata;
     const config = await oidc
       .discovery(new URL(issuer), "latch-discovery", undefined, oidc.None(), {
         [oidc.customFetch]: (url: string, options: oidc.CustomFetchOptions) => {
           if (options.method !== "GET") throw new AppError("sso_failed", "discovery only reads");
-          return fetchDocument(url, "discovery document");
+          return fetchDocument(url, "discovery document", organisationId);
         },
         timeout: FETCH_TIMEOUT_MS / 1000,
       })
@@ -253,11 +268,15 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     return config;
   }
 
-  async function keySet(metadata: oidc.ServerMetadata, isFresh: boolean): Promise<JSONWebKeySet> {
+  async function keySet(
+    metadata: oidc.ServerMetadata,
+    isFresh: boolean,
+    organisationId: string | undefined,
+  ): Promise<JSONWebKeySet> {
     const uri = String(metadata.jwks_uri);
     const cached = keySets.get(uri);
     if (!isFresh && cached && cached.until > Date.now()) return cached.jwks;
-    const response = await fetchDocument(uri, "JWKS");
+    const response = await fetchDocument(uri, "JWKS", organisationId);
     const jwks = (await response.json().catch(() => undefined)) as JSONWebKeySet | undefined;
     if (response.status !== 200 || !jwks || !Array.isArray(jwks.keys)) {
       throw new AppError("sso_failed", "the provider's JWKS is not a key set");
@@ -279,12 +298,24 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
       clockTolerance: 30,
     };
     try {
-      return (await jwtVerify(idToken, createLocalJWKSet(await keySet(metadata, false)), options)).payload;
+      return (
+        await jwtVerify(
+          idToken,
+          createLocalJWKSet(await keySet(metadata, false, keys.organisationId)),
+          options,
+        )
+      ).payload;
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code !== "ERR_JWKS_NO_MATCHING_KEY") throw refusedToken(error);
       try {
-        return (await jwtVerify(idToken, createLocalJWKSet(await keySet(metadata, true)), options)).payload;
+        return (
+          await jwtVerify(
+            idToken,
+            createLocalJWKSet(await keySet(metadata, true, keys.organisationId)),
+            options,
+          )
+        ).payload;
       } catch (again) {
         throw refusedToken(again);
       }
@@ -309,7 +340,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
         maxAge?: number;
       },
     ): Promise<URL> {
-      const config = configurationOf(keys, await serverMetadata(keys.issuer));
+      const config = configurationOf(keys, await serverMetadata(keys.issuer, keys.organisationId));
       return oidc.buildAuthorizationUrl(config, {
         redirect_uri: params.redirectUri,
         scope: "openid email profile",
@@ -343,7 +374,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
         );
       }
       if (named.length === 1) return;
-      const metadata = await serverMetadata(keys.issuer);
+      const metadata = await serverMetadata(keys.issuer, keys.organisationId);
       if (metadata.authorization_response_iss_parameter_supported === true) {
         throw new AppError(
           "sso_failed",
@@ -363,7 +394,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
       callbackUrl: URL,
       checks: { state: string; nonce: string; verifier: SealedCredential; maxAge?: number },
     ): Promise<JWTPayload> {
-      const metadata = await serverMetadata(keys.issuer);
+      const metadata = await serverMetadata(keys.issuer, keys.organisationId);
       const config = configurationOf(keys, metadata, checks.verifier);
       let idToken: string | undefined;
       try {

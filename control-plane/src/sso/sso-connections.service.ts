@@ -196,10 +196,12 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
       if (typeof requireSso !== "boolean")
         throw new AppError("invalid_request", "require_sso is true or false");
       // The discovery document names the issuer exactly; it is kept as the provider spells it.
-      const metadata = await deps.relyingParty.serverMetadata(issuer).catch((error: unknown) => {
-        const why = error instanceof AppError ? error.message : "it could not be read";
-        throw new AppError("invalid_request", `the issuer's discovery document was refused: ${why}`);
-      });
+      const metadata = await deps.relyingParty
+        .serverMetadata(issuer, organisationId)
+        .catch((error: unknown) => {
+          const why = error instanceof AppError ? error.message : "it could not be read";
+          throw new AppError("invalid_request", `the issuer's discovery document was refused: ${why}`);
+        });
       let secret: { sealed: Uint8Array; keyId: string; last4: string } | undefined;
       if (hasSecret) {
         const value = text("client_secret", input.client_secret, 4096);
@@ -259,7 +261,7 @@ export function createSsoConnectionsService(deps: SsoConnectionsDeps) {
         unproven.map(async (domain): Promise<DomainCheck> => {
           const record = verificationRecord(domain, row.domain_token);
           try {
-            const texts = await deps.lookUpTxt(record.name);
+            const texts = await deps.lookUpTxt(record.name, organisationId);
             if (texts.includes(record.value)) return { domain, verified: true };
             return {
               domain,

@@ -11,6 +11,7 @@ import type { Metrics } from "../metrics/metrics.ts";
 import { telemetry } from "../telemetry.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
+import { createOrganisationCalls, type OrganisationCalls } from "./organisation-calls.ts";
 import { checkCall } from "./steps/check-call.ts";
 import { claimTicket } from "./steps/claim-ticket.ts";
 import { dialOrigin } from "./steps/dial-origin.ts";
@@ -37,6 +38,11 @@ export interface ExecuteDeps {
   logger: Logger;
   /** Wall clock for signing steps; Date.now unless a test fixes it. */
   now?: () => number;
+  /**
+   * The cap on each organisation's calls in flight, shared with FetchDocument and SendPush
+   * (egress-proxy.ts); one of Execute's own when not given.
+   */
+  organisationCalls?: OrganisationCalls;
 }
 
 /**
@@ -148,13 +154,25 @@ export function createExecute(
   deps: ExecuteDeps,
 ): (signed: SignedTicket | undefined) => Promise<ExecuteResponse> {
   const now = deps.now ?? Date.now;
+  const organisationCalls = deps.organisationCalls ?? createOrganisationCalls();
   return async (signed) => {
     const startedAt = performance.now();
     // Ticket failures are errors of the link, not of the call: they propagate as gRPC errors, so
     // a replayed or fenced ticket is never reported as a request that did not leave (which would
     // give its approval back). Verified before spent, so an unsigned ticket never burns an id.
     const ticket = await verifyTicket(signed, deps);
+    // Past its organisation's cap the call is refused as not started (a gRPC error, like a
+    // draining replica's), before DNS and before the ticket is spent.
+    const release = organisationCalls.admit(ticket.organisationId);
+    try {
+      return await runCall(ticket, startedAt);
+    } finally {
+      release();
+    }
+  };
 
+  /** The call of a verified ticket, from the spec check to its answer or its refusal. */
+  async function runCall(ticket: CallTicket, startedAt: number): Promise<ExecuteResponse> {
     let call: OutgoingCall | undefined;
     try {
       call = checkCall(ticket, { now, startedAt });
@@ -191,7 +209,7 @@ export function createExecute(
     } catch (caught) {
       return refused(ticket, call, caught, startedAt);
     }
-  };
+  }
 
   /**
    * One row of the table, a span of the call's trace when it is one of TRACED_STEPS; a promise

@@ -5,7 +5,7 @@
 // address), TLS to the host, redirects returned and never followed, one deadline, a body cap.
 // Nothing is opened and nothing is redacted: the ticket carries no credential.
 
-import type { FetchDocumentResponse, SignedTicket } from "@latch/proto/egress";
+import type { FetchDocumentResponse, SignedTicket, Ticket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
@@ -14,6 +14,7 @@ import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { checkTarget } from "./check-target.ts";
+import { createOrganisationCalls, type OrganisationCalls } from "./organisation-calls.ts";
 
 /** The raw body cap of upstream/ is 1 MiB; a document may ask for less, never more. */
 export const MAX_DOCUMENT_BYTES = 1024 * 1024;
@@ -25,15 +26,33 @@ export interface FetchDocumentDeps {
   upstream: Upstream;
   metrics: Metrics;
   logger: Logger;
+  /** The cap on each organisation's calls in flight, shared with Execute; its own when not given. */
+  organisationCalls?: OrganisationCalls;
 }
 
 export function createFetchDocument(
   deps: FetchDocumentDeps,
 ): (signed: SignedTicket | undefined) => Promise<FetchDocumentResponse> {
+  const organisationCalls = deps.organisationCalls ?? createOrganisationCalls();
   return async (signed) => {
     const startedAt = performance.now();
     const ticket = await deps.checkTicket(signed);
     const spec = partOfKind(ticket, "document", "the ticket carries no document fetch");
+    // Past its organisation's cap: refused as not started (organisation-calls.ts), unspent.
+    const release = organisationCalls.admit(ticket.organisationId);
+    try {
+      return await fetchDocument(ticket, spec, startedAt);
+    } finally {
+      release();
+    }
+  };
+
+  /** The document fetch of a verified ticket: spent, then sent. */
+  async function fetchDocument(
+    ticket: Ticket,
+    spec: NonNullable<Ticket["document"]>,
+    startedAt: number,
+  ): Promise<FetchDocumentResponse> {
     await deps.spendTicket(ticket);
     let reachedOrigin = false;
     try {
@@ -93,5 +112,5 @@ export function createFetchDocument(
         durationMs: Math.round(performance.now() - startedAt),
       };
     }
-  };
+  }
 }

@@ -6,7 +6,7 @@
 // classified, TLS to the host, redirects never followed, one deadline. Only the headers a push
 // message needs go out, and only a body a push service must accept (4096 bytes).
 
-import type { SendPushResponse, SignedTicket } from "@latch/proto/egress";
+import type { SendPushResponse, SignedTicket, Ticket } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import type { Logger } from "pino";
 import type { DestinationResolver } from "../destination/resolve.ts";
@@ -15,6 +15,7 @@ import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { checkTarget } from "./check-target.ts";
+import { createOrganisationCalls, type OrganisationCalls } from "./organisation-calls.ts";
 
 /** RFC 8030 7.2: a push service must accept a message of at most 4096 octets. */
 export const MAX_PUSH_BYTES = 4096;
@@ -37,6 +38,8 @@ export interface SendPushDeps {
   upstream: Upstream;
   metrics: Metrics;
   logger: Logger;
+  /** The cap on each organisation's calls in flight, shared with Execute; its own when not given. */
+  organisationCalls?: OrganisationCalls;
 }
 
 /** The push message's headers, each one of PUSH_HEADERS and of its form; anything else refused. */
@@ -56,10 +59,26 @@ function checkPushHeaders(headers: readonly { name: string; value: string }[]) {
 export function createSendPush(
   deps: SendPushDeps,
 ): (signed: SignedTicket | undefined) => Promise<SendPushResponse> {
+  const organisationCalls = deps.organisationCalls ?? createOrganisationCalls();
   return async (signed) => {
     const startedAt = performance.now();
     const ticket = await deps.checkTicket(signed);
     const spec = partOfKind(ticket, "push", "the ticket carries no push message");
+    // Past its organisation's cap: refused as not started (organisation-calls.ts), unspent.
+    const release = organisationCalls.admit(ticket.organisationId);
+    try {
+      return await sendPush(ticket, spec, startedAt);
+    } finally {
+      release();
+    }
+  };
+
+  /** The push message of a verified ticket: spent, then sent. */
+  async function sendPush(
+    ticket: Ticket,
+    spec: NonNullable<Ticket["push"]>,
+    startedAt: number,
+  ): Promise<SendPushResponse> {
     await deps.spendTicket(ticket);
     let reachedOrigin = false;
     try {
@@ -115,5 +134,5 @@ export function createSendPush(
         retryAfterS: 0,
       };
     }
-  };
+  }
 }

@@ -1,7 +1,7 @@
 // The proxy's gRPC surface: EgressProxy (Execute, Resolve, FetchDocument, GetInfo) and
 // grpc.health.v1, and the drain of a rolling update: NOT_SERVING at once, new calls refused before
 // their ticket is read (the control plane sends them to another replica), calls in flight
-// finished, then exit.
+// finished, then exit. A call past its organisation's cap is refused as not started too.
 import {
   type handleUnaryCall,
   logVerbosity,
@@ -69,12 +69,22 @@ const GRPC_STATUS: Partial<Record<ErrorCode, status>> = {
   credential_unavailable: status.FAILED_PRECONDITION,
 };
 
+/** The trailer of a call refused before anything was spent or sent: another replica may take it. */
+const NOT_STARTED_TRAILER = "latch-call-not-started";
+
 /** An AppError as a gRPC error; the machine code travels in the `latch-error-code` trailer. */
 function toServiceError(error: unknown, logger: Logger): Partial<ServiceError> {
   const appError = error instanceof AppError ? error : new AppError("internal", "the egress proxy failed");
   if (!(error instanceof AppError)) logger.error({ err: error }, "unexpected failure in a gRPC handler");
   const metadata = new Metadata();
   metadata.set("latch-error-code", appError.code);
+  if (appError.extra.callNotStarted === true) {
+    // An organisation past its calls in flight (calls/organisation-calls.ts): not started, like a
+    // draining replica's refusal, but RESOURCE_EXHAUSTED rather than UNAVAILABLE, which takes the
+    // whole replica out of the control plane's rotation; one tenant's burst must not do that.
+    metadata.set(NOT_STARTED_TRAILER, "1");
+    return { code: status.RESOURCE_EXHAUSTED, details: appError.message, metadata };
+  }
   return { code: GRPC_STATUS[appError.code] ?? status.INTERNAL, details: appError.message, metadata };
 }
 
@@ -88,7 +98,7 @@ const HEALTH_SERVICES = new Set(["", "latch.egress.v1.EgressProxy"]);
 function drainingError(): Partial<ServiceError> {
   const metadata = new Metadata();
   metadata.set("latch-error-code", "egress_unavailable");
-  metadata.set("latch-call-not-started", "1");
+  metadata.set(NOT_STARTED_TRAILER, "1");
   return { code: status.UNAVAILABLE, details: "this egress proxy replica is shutting down", metadata };
 }
 

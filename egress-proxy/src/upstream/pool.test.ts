@@ -49,6 +49,29 @@ describe("createPoolSet", () => {
     await pools.close();
   });
 
+  it("keeps a new pool's bound check short while many pools have calls in flight", async () => {
+    const pools = createPoolSet({ maxPools: 4 });
+    let reads = 0;
+    /** A pool with a call in it, counting how often anyone asks whether it has one. */
+    const holdBusy = (pool: ReturnType<typeof pools.poolFor>) =>
+      Object.defineProperty(pool, "stats", {
+        get: () => {
+          reads++;
+          return { size: 1 };
+        },
+      });
+    // One organisation's calls to a host whose DNS answers a new address each time: a busy pool each.
+    for (let i = 0; i < 400; i++)
+      holdBusy(pools.poolFor("org-a", destination("ttl0.example", `10.0.${i >> 8}.${i & 255}`)));
+    reads = 0;
+    for (let i = 0; i < 400; i++)
+      holdBusy(pools.poolFor("org-a", destination("ttl0.example", `10.1.${i >> 8}.${i & 255}`)));
+    // Each new pool looks at a few pools, not at every busy one (400 × 600 reads before).
+    expect(reads).toBeLessThanOrEqual(400 * 32);
+    expect(pools.size()).toBe(800);
+    await pools.close();
+  });
+
   it("closes pools left idle", async () => {
     vi.useFakeTimers();
     const pools = createPoolSet({ idleMs: 2_000 });

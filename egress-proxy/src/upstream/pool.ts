@@ -70,6 +70,13 @@ export class DialError extends Error {
 
 const DEFAULT_MAX_POOLS = 256;
 const DEFAULT_IDLE_MS = 60_000;
+/**
+ * Pools one new pool's bound check looks at, at most. Pools with calls in flight are passed over
+ * and moved to the recent end (they are in use), so the next check starts past them; the sweep
+ * restores the bound in full. Without this, one organisation holding many busy pools (a host whose
+ * DNS answers a new address each time) made every new pool read the whole map.
+ */
+const BOUND_SCAN_STEPS = 32;
 /** Concurrent connections of one organisation to one pinned origin; more of its calls queue. */
 const CONNECTIONS_PER_POOL = 16;
 /** Origin response header block limit; undici fails a larger one before we see it. */
@@ -237,10 +244,11 @@ function keyOf(organisationId: string, destination: Destination): string {
  * an origin, and one organisation's slow calls (an agent with a standing approval calling an
  * origin that answers late) fill only its own, never making another organisation's calls queue
  * until their deadline. Memory stays bounded: at most `maxPools` pools with nothing in flight are
- * kept (the least recently used closed first) and each is closed once idle for `idleMs`; past the
- * bound, only pools with a call in them, so their number is bounded by the calls in flight. Never
- * the global dispatcher and never a proxy agent: HTTPS_PROXY and friends must not move a
- * credential-bearing request elsewhere.
+ * kept (the least recently used closed first: a new pool looks at BOUND_SCAN_STEPS of them, the
+ * sweep at all) and each is closed once idle for `idleMs`; past the bound, only pools with a call
+ * in them, so their number is bounded by the calls in flight (and those of one organisation by
+ * calls/organisation-calls.ts). Never the global dispatcher and never a proxy agent: HTTPS_PROXY
+ * and friends must not move a credential-bearing request elsewhere.
  */
 export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
   const maxPools = opts.maxPools ?? DEFAULT_MAX_POOLS;
@@ -261,6 +269,8 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
           void entry.pool.close().catch(() => {});
         }
       }
+      // The bound in full, where new pools' short looks (BOUND_SCAN_STEPS) left it over.
+      closeIdleBeyondBound(undefined, pools.size);
     },
     Math.max(1_000, Math.floor(idleMs / 2)),
   );
@@ -268,15 +278,23 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
 
   /**
    * Closes the least recently used pools with nothing in flight until the bound holds again, never
-   * `kept` (the pool about to be dispatched on). A busy pool is passed over: closing it would let
-   * its organisation open a second set of connections to the same origin beside the one draining.
+   * `kept` (the pool about to be dispatched on), looking at no more than `steps` pools. A busy pool
+   * is passed over, and moved to the recent end: closing it would let its organisation open a
+   * second set of connections to the same origin beside the one draining, and looking at it again
+   * on every new pool would make each new pool cost as much as the pools in flight.
    */
-  function closeIdleBeyondBound(kept: PoolEntry): void {
+  function closeIdleBeyondBound(kept: PoolEntry | undefined, steps: number): void {
+    // Each pool looked at once at most: one moved to the end would otherwise come round again.
+    const most = Math.min(steps, pools.size);
+    let looked = 0;
     for (const [key, entry] of pools) {
-      if (pools.size <= maxPools) return;
-      if (entry !== kept && entry.pool.stats.size === 0) {
-        pools.delete(key);
+      if (pools.size <= maxPools || looked++ >= most) return;
+      if (entry === kept) continue;
+      pools.delete(key);
+      if (entry.pool.stats.size === 0) {
         void entry.pool.close().catch(() => {});
+      } else {
+        pools.set(key, entry);
       }
     }
   }
@@ -287,7 +305,7 @@ export function createPoolSet(opts: PoolSetOptions = {}): PoolSet {
     if (entry === undefined) {
       entry = { pool: createPool(destination, trust, dialBudget), lastUsed: 0 };
       pools.set(key, entry);
-      if (pools.size > maxPools) closeIdleBeyondBound(entry);
+      if (pools.size > maxPools) closeIdleBeyondBound(entry, BOUND_SCAN_STEPS);
     } else {
       pools.delete(key);
       pools.set(key, entry);
