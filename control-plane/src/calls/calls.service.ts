@@ -99,6 +99,38 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  */
 const ticketTtlMs = (spec: CallSpec) => spec.timeoutMs + LINK_OVERHEAD_MS;
 
+/**
+ * The least life a one-call approval's ticket is minted with: enough to reach a proxy and be
+ * claimed there. With less left before the expiry named on its grant, nothing is minted.
+ */
+const MIN_TICKET_LIFE_MS = 1_000;
+/**
+ * A call waiting for its item's token lock gives up this long before the expiry named on its grant,
+ * so that a lock taken at the last moment still leaves its ticket MIN_TICKET_LIFE_MS to live.
+ */
+const LOCK_GIVE_UP_MARGIN_MS = 2_000;
+
+/**
+ * The ticket a one-call approval named on its grant before anything could leave: its id, and the
+ * expiry abandoned-calls.ts trusts (a ticket past it can never be sent). The ticket is minted
+ * under that id and never lives past that expiry.
+ */
+interface NamedTicket {
+  id: string;
+  expiresAtMs: number;
+}
+
+/** A call that could not be sent before its named ticket's expiry: nothing left, nothing will. */
+class NotSentInTime extends AppError {}
+
+function notSentInTime(itemName: string, why: string): NotSentInTime {
+  return new NotSentInTime("timeout", `the call could not be sent in time (${why}); nothing was sent`, {
+    extra: {
+      hint: `Another call on ${itemName} held its token for longer than this call could wait, so this request was not sent. Retry in a few seconds with next.arguments.`,
+    },
+  });
+}
+
 /** How the audit row of an unanswered call names its fence. */
 const FENCE_DETAIL: Record<Exclude<FenceResult, "fenced">, string> = {
   taken: "lost",
@@ -368,12 +400,18 @@ export function createCallsService(deps: CallsDeps) {
         // token lock, whose transaction holds a connection): a control plane killed from here on
         // leaves the spent approval findable (abandoned-calls.ts). A failure here sent nothing.
         // The noted expiry is a lower bound: the ticket is minted a moment later, under the lock.
-        const ticketId = approval.noteTicket ? newTicketId() : undefined;
-        if (approval.noteTicket && ticketId) {
+        // The noted expiry is the latest the ticket may live: it is minted later (under the lock)
+        // with what is left of it, or not at all (sendPlanned), so a ticket past it can never be
+        // sent and the sweep's fence of it proves the call never left.
+        let named: NamedTicket | undefined;
+        if (approval.noteTicket) {
+          const id = newTicketId();
           const isStoreShared = (await fence.isStoreShared().catch(() => false)) === true;
-          await approval.noteTicket(ticketId, new Date(Date.now() + ticketTtlMs(spec)), isStoreShared);
+          const expiresAtMs = Date.now() + ticketTtlMs(spec);
+          await approval.noteTicket(id, new Date(expiresAtMs), isStoreShared);
+          named = { id, expiresAtMs };
         }
-        response = await sendPlanned(plan, spec, scope.organisationId, ticketId, async (ticket) => {
+        response = await sendPlanned(plan, spec, scope.organisationId, named, async (ticket) => {
           sentTicket = ticket;
           const answer = await deps.egress.execute(ticket, timeoutMs);
           isAnswered = true;
@@ -381,7 +419,11 @@ export function createCallsService(deps: CallsDeps) {
         });
       } catch (error) {
         if (!sentTicket) {
-          await giveBack();
+          const isGivenBack = await giveBack();
+          // Out of time before anything was minted: the answer says the request was not sent and
+          // where the approval stands, as an unanswered call's does.
+          if (error instanceof NotSentInTime)
+            throw withApproval(error, isGivenBack ? "kept" : "lost", "not_sent");
           throw error;
         }
         const reason = error instanceof AppError ? error.code : "internal";
@@ -478,21 +520,36 @@ export function createCallsService(deps: CallsDeps) {
     plan: TokenPlan,
     spec: CallSpec,
     organisationId: string,
-    /** The id a one-call approval named on its grant; else the minter draws one. */
-    ticketId: string | undefined,
+    /** The ticket a one-call approval named on its grant; else the minter draws an id. */
+    named: NamedTicket | undefined,
     execute: (ticket: SignedTicket) => Promise<ExecuteResponse>,
   ): Promise<ExecuteResponse> {
-    const ttl = { ttlMs: ticketTtlMs(spec), organisationId, ...(ticketId ? { id: ticketId } : {}) };
-    if (plan.kind === "as_stored") return execute(deps.minter.mintCallTicket(spec, ttl));
-    if (plan.kind === "app_secret")
-      return execute(deps.minter.mintCallTicket({ ...spec, inject: plan.inject }, ttl));
+    const itemName = plan.kind === "exchange" ? plan.tokenItem.name : spec.credential?.itemName;
+    const mint = (call: CallSpec) => deps.minter.mintCallTicket(call, ticketOptions());
+    /**
+     * A named ticket lives only until the expiry its grant names (the minter takes a lifetime, so
+     * it is given what is left of it, by the same clock), and with too little left it is not
+     * minted at all: the call gives its approval back, and nothing ever leaves under that id.
+     */
+    function ticketOptions() {
+      if (!named) return { ttlMs: ticketTtlMs(spec), organisationId };
+      const leftMs = named.expiresAtMs - Date.now();
+      if (leftMs < MIN_TICKET_LIFE_MS)
+        throw notSentInTime(itemName ?? "this credential", "its ticket's time ran out before it was minted");
+      return { ttlMs: leftMs, organisationId, id: named.id };
+    }
+    if (plan.kind === "as_stored") return execute(mint(spec));
+    if (plan.kind === "app_secret") return execute(mint({ ...spec, inject: plan.inject }));
     if (!deps.inItemTokenLock) throw new AppError("internal", "the item token store is not wired");
     const now = deps.now ?? Date.now;
     // A minted token still good is read under the lock (so a call waits out an exchange under way
     // and reuses its token), and sent after the lock is let go: calls that only reuse it never
     // wait for each other's origin, nor hold a database connection while they do.
-    const locked = await deps.inItemTokenLock<{ cached: MintedToken } | { response: ExecuteResponse }>(
+    const locked = await inTokenLockUntil<{ cached: MintedToken } | { response: ExecuteResponse }>(
+      deps.inItemTokenLock,
       plan.tokenItem.id,
+      named ? named.expiresAtMs - LOCK_GIVE_UP_MARGIN_MS : undefined,
+      () => notSentInTime(plan.tokenItem.name, "another call held its token lock"),
       async (locked) => {
         if (!plan.answerIsExchange) {
           const cached = await locked.findAccessToken(
@@ -506,42 +563,39 @@ export function createCallsService(deps: CallsDeps) {
         if (plan.refreshItem && !refresh)
           throw new AppError("not_found", `${plan.refreshItem.name} was deleted`);
         const response = await execute(
-          deps.minter.mintCallTicket(
-            {
-              ...spec,
-              inject: "bearer",
-              exchange: {
-                grant: plan.grant,
-                tokenHost: plan.tokenHost,
-                tokenPath: plan.tokenPath,
-                clientAuthentication: plan.clientAuthentication,
-                clientId: plan.clientId,
-                clientSecret: plan.clientSecretItem ? sealedOf(plan.clientSecretItem) : undefined,
-                refreshToken:
-                  plan.refreshItem && refresh
-                    ? {
-                        itemName: plan.refreshItem.name,
-                        keyId: refresh.sealingKeyId,
-                        sealedValue: Buffer.from(refresh.sealedValue),
-                        username: "",
-                      }
-                    : undefined,
-                headers: Object.entries(plan.provider.oauth.tokenHeaders).map(([name, value]) => ({
-                  name,
-                  value,
-                })),
-                scope: "",
-                answerIsExchange: plan.answerIsExchange,
-                idTokenOnly: false,
-                accessItemName: plan.tokenItem.name,
-                code: "",
-                redirectUri: "",
-                codeVerifier: undefined,
-                refreshItemName: plan.refreshItem?.name ?? "",
-              },
+          mint({
+            ...spec,
+            inject: "bearer",
+            exchange: {
+              grant: plan.grant,
+              tokenHost: plan.tokenHost,
+              tokenPath: plan.tokenPath,
+              clientAuthentication: plan.clientAuthentication,
+              clientId: plan.clientId,
+              clientSecret: plan.clientSecretItem ? sealedOf(plan.clientSecretItem) : undefined,
+              refreshToken:
+                plan.refreshItem && refresh
+                  ? {
+                      itemName: plan.refreshItem.name,
+                      keyId: refresh.sealingKeyId,
+                      sealedValue: Buffer.from(refresh.sealedValue),
+                      username: "",
+                    }
+                  : undefined,
+              headers: Object.entries(plan.provider.oauth.tokenHeaders).map(([name, value]) => ({
+                name,
+                value,
+              })),
+              scope: "",
+              answerIsExchange: plan.answerIsExchange,
+              idTokenOnly: false,
+              accessItemName: plan.tokenItem.name,
+              code: "",
+              redirectUri: "",
+              codeVerifier: undefined,
+              refreshItemName: plan.refreshItem?.name ?? "",
             },
-            ttl,
-          ),
+          }),
         );
         await storeRotated(locked, plan, organisationId, refresh, response);
         return { response };
@@ -554,7 +608,7 @@ export function createCallsService(deps: CallsDeps) {
       sealedValue: Buffer.from(locked.cached.sealedValue),
       username: "",
     };
-    return execute(deps.minter.mintCallTicket({ ...spec, credential, inject: "bearer" }, ttl));
+    return execute(mint({ ...spec, credential, inject: "bearer" }));
   }
 
   async function storeRotated(
@@ -600,6 +654,49 @@ export function createCallsService(deps: CallsDeps) {
       deps.onAuditFailure?.(error);
       return false;
     }
+  }
+}
+
+/**
+ * Runs `fn` under the item's token lock, or gives up waiting for it at `giveUpAtMs` (the lock's
+ * own wait has no end: another call holds it for as long as its exchange and call take). Once
+ * given up, the lock, when it comes, runs nothing; once `fn` has begun, it is never given up, so
+ * a call whose ticket may be on its way is never answered "not sent".
+ */
+async function inTokenLockUntil<T>(
+  inItemTokenLock: ItemTokensRepo["inItemTokenLock"],
+  itemId: string,
+  giveUpAtMs: number | undefined,
+  giveUp: () => AppError,
+  fn: (locked: ItemTokensRepo) => Promise<T>,
+): Promise<T> {
+  if (giveUpAtMs === undefined) return inItemTokenLock(itemId, fn);
+  let state: "waiting" | "inside" | "given_up" = "waiting";
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => {
+        if (state !== "waiting") return;
+        state = "given_up";
+        reject(giveUp());
+      },
+      Math.max(0, giveUpAtMs - Date.now()),
+    );
+  });
+  const entered = inItemTokenLock(itemId, async (locked) => {
+    if (state === "given_up") return undefined;
+    state = "inside";
+    return { value: await fn(locked) };
+  });
+  // Given up, the wait goes on until the lock is free and then ends with nothing run (or fails):
+  // nobody reads it any more.
+  entered.catch(() => {});
+  try {
+    const outcome = await Promise.race([entered, gaveUp]);
+    if (!outcome) throw giveUp();
+    return outcome.value;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

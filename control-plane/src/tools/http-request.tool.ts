@@ -102,6 +102,10 @@ export async function runHttpRequest(
       : { "latch.coverage": "approval_needed" },
   );
   if (!authorisation) {
+    // The same call's one-call approval is held (its first try's proxy did not answer, its fence
+    // waits): the retry is answered as that try was, never with a second request for the call.
+    const held = await deps.grants.findHeldCall(grantScope, scope.environment, call);
+    if (held) return heldAnswer(args, held.grant_id);
     // A standing grant that does not cover this call: the new request is for exactly this scope.
     const isOutside = await deps.grants.isOutsideStanding(grantScope, call);
     const { grant, approvalCode, notifyFailed, deniedAt } = await deps.grants.requestGrant({
@@ -312,13 +316,41 @@ async function sendCall(
   } catch (error) {
     // The proxy never answered: say whether the approval was kept (DECISIONS "Faults").
     const unanswered = unansweredCallAnswer(error, args, grantId);
-    if (unanswered) return unanswered;
+    if (unanswered) return withOwnHint(unanswered, error);
     // The plan is made again when the call is sent (a sibling may have gone since).
     const answer =
       error instanceof AppError ? await tokenPlanAnswer(deps, scope, args, located, error) : undefined;
     if (answer) return answer;
     throw error;
   }
+}
+
+/**
+ * A retry of a call whose one-call approval is held: the answer of that call's first try
+ * (calls.service.ts `withApproval`, "held"), naming its grant. Nothing is spent, asked or sent.
+ */
+function heldAnswer(args: HttpRequestArgs, grantId: string): ToolAnswer {
+  const held = new AppError(
+    "egress_unavailable",
+    "an earlier try of this same call is not answered yet; its one-call approval is held until then",
+    { extra: { approval: "held", request: "not_known_yet" } },
+  );
+  const answer = unansweredCallAnswer(held, args, grantId);
+  if (!answer) throw held;
+  return answer;
+}
+
+/**
+ * A call that never reached the proxy (it waited out its item's token lock, calls.service.ts) says
+ * why in its own hint; the approval it kept is said as every unanswered call's is.
+ */
+function withOwnHint(answer: ToolAnswer, error: unknown): ToolAnswer {
+  const own = error instanceof AppError ? error.extra.hint : undefined;
+  const payload = answer.payload;
+  if (typeof own !== "string" || payload.approval !== "kept") return answer;
+  const hint = `${own} Your approval is kept.`;
+  const next = payload.next as Record<string, unknown>;
+  return { ...answer, payload: { ...payload, hint, next: { ...next, for_model: hint } } };
 }
 
 /** user_connect_required or inject_denied for this call, before any approval is asked for. */
