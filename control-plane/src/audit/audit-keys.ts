@@ -3,8 +3,10 @@
 // shared by replicas like the other key files, created on first start. The first key signs;
 // `vault audit-rotate-keys` puts a new key first and strips the private half of the others, whose
 // public halves stay published for ever (a checkpoint must verify as long as its ledger exists),
-// each with its `retired_at`: a checkpoint it signs after that time does not verify, so a copy of
-// a retired key taken before its private half was stripped cannot sign the rows that came after.
+// each with its `retired_at`: a checkpoint it signs after that time vouches for nothing, so a copy
+// of a retired key taken before its private half was stripped cannot sign the rows that came after.
+// A running plane reads the file at each checkpoint and never signs from memory: when the file
+// cannot be read, it signs nothing (AuditKeysUnreadableError) until it can.
 import { createPrivateKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -37,10 +39,45 @@ export interface AuditSigner {
   /**
    * The key that signs now, read from the file again: a rotation (on this file, or another
    * replica's on a shared one) is signed with at once, never the retired key, whose checkpoints
-   * after its retirement would not verify.
+   * after its retirement vouch for nothing. Throws AuditKeysUnreadableError when the file cannot
+   * be read or holds no signing key: the key held in memory may have been retired meanwhile.
    */
   signingKey(): AuditSigningKey;
 }
+
+/**
+ * The key file cannot be read (a rotation left it to another owner, a broken mount) or holds no
+ * usable signing key: no checkpoint is signed. The message names the file and the cause, never
+ * anything the file holds.
+ */
+export class AuditKeysUnreadableError extends Error {
+  readonly code = "audit_keys_unreadable";
+  readonly file: string;
+  readonly reason: string;
+  constructor(file: string, reason: string) {
+    super(
+      `the audit signing key file ${file} cannot be used (${reason}); no checkpoint is signed until it can`,
+    );
+    this.name = "AuditKeysUnreadableError";
+    this.file = file;
+    this.reason = reason;
+  }
+}
+
+/** Why reading the key file failed, in words that hold nothing of the file. */
+function readFailure(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (typeof code === "string" && /^E[A-Z]+$/.test(code)) {
+    const syscall = (error as NodeJS.ErrnoException).syscall;
+    return `${syscall ?? "read"} failed: ${code}`;
+  }
+  // Ours (readPrivateJson, readKeys): they name the file and what is wrong, not its content.
+  if (error instanceof KeyFileProblem) return error.message;
+  return "its first key is not an Ed25519 signing key";
+}
+
+/** A key file that reads but is not one: a sentence that shows nothing of its content. */
+class KeyFileProblem extends Error {}
 
 /** DATA_DIR/audit/signing-keys.json, or `keyFile`. */
 export function auditKeysPath(dataDir: string, keyFile?: string): string {
@@ -61,9 +98,15 @@ async function newKey(now: Date): Promise<StoredAuditKey> {
 }
 
 function readKeys(path: string): AuditKeysFile {
-  const parsed = readPrivateJson(path) as AuditKeysFile;
-  if (!Array.isArray(parsed.keys) || !parsed.keys[0]?.private_key) {
-    throw new Error(`${path} holds no audit signing key`);
+  let parsed: AuditKeysFile;
+  try {
+    parsed = readPrivateJson(path) as AuditKeysFile;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== undefined) throw error;
+    throw new KeyFileProblem("not valid JSON");
+  }
+  if (!Array.isArray(parsed?.keys) || !parsed.keys[0]?.private_key) {
+    throw new KeyFileProblem(`${path} holds no audit signing key`);
   }
   return parsed;
 }
@@ -103,11 +146,6 @@ export function publishedAuditKeys(file: AuditKeysFile): AuditKeysDocument {
   };
 }
 
-/** Reads the published keys again (another replica may have rotated). */
-export function readPublishedAuditKeys(dataDir: string, keyFile?: string): AuditKeysDocument {
-  return publishedAuditKeys(readKeys(auditKeysPath(dataDir, keyFile)));
-}
-
 /**
  * Puts a new signing key first. The keys before it keep their public half (old checkpoints keep
  * verifying) and lose their private half. Restart (or roll) the control plane to sign with it.
@@ -138,34 +176,52 @@ export async function rotateAuditKeys(
 /**
  * What a plane needs: the signer and the published keys, both read from the file again each time,
  * so a key rotated in (here, or by another replica on a shared file) signs the next checkpoint and
- * is listed at once. A file that cannot be read meanwhile leaves the last keys read in use.
+ * is listed at once. A file that cannot be read meanwhile signs nothing (the key in memory may be
+ * retired in the file the plane cannot read: its checkpoints would vouch for nothing, and a plane
+ * signing them would never notice); the checkpoint round logs it (ledger.service.ts). The
+ * published keys are then the last ones read, and `onUnreadable` hears why (the route logs it): never
+ * older than what this plane signed with, whereas a 503 would stop every auditor's check of the
+ * checkpoints already signed.
  */
 export async function openAuditKeys(
   dataDir: string,
   keyFile?: string,
-): Promise<{ signer: AuditSigner; published(): AuditKeysDocument }> {
+): Promise<{
+  signer: AuditSigner;
+  published(onUnreadable?: (error: AuditKeysUnreadableError) => void): AuditKeysDocument;
+}> {
   const path = auditKeysPath(dataDir, keyFile);
-  const file = await loadOrCreateAuditKeys(dataDir, keyFile);
-  const atStart = publishedAuditKeys(file);
+  let file = await loadOrCreateAuditKeys(dataDir, keyFile);
   let signing = auditSigningKey(file);
+  /** The file read again, or AuditKeysUnreadableError; what reads is kept as the last read. */
+  const reread = (): AuditKeysFile => {
+    try {
+      file = readKeys(path);
+      return file;
+    } catch (error) {
+      throw new AuditKeysUnreadableError(path, readFailure(error));
+    }
+  };
   return {
     signer: {
       signingKey() {
-        let first: StoredAuditKey | undefined;
-        try {
-          first = readKeys(path).keys[0];
-        } catch {
-          return signing;
+        const first = reread().keys[0]!;
+        if (first.key_id !== signing.keyId) {
+          try {
+            signing = auditSigningKey({ keys: [first] });
+          } catch (error) {
+            throw new AuditKeysUnreadableError(path, readFailure(error));
+          }
         }
-        if (first && first.key_id !== signing.keyId) signing = auditSigningKey({ keys: [first] });
         return signing;
       },
     },
-    published() {
+    published(onUnreadable) {
       try {
-        return readPublishedAuditKeys(dataDir, keyFile);
-      } catch {
-        return atStart;
+        return publishedAuditKeys(reread());
+      } catch (error) {
+        onUnreadable?.(error as AuditKeysUnreadableError);
+        return publishedAuditKeys(file);
       }
     },
   };

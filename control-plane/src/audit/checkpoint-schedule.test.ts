@@ -2,6 +2,7 @@
 // process that lives less than an hour still signs, and a round that left ledgers unsigned because
 // they do not grow from their last checkpoint is an error in the log, not a quiet debug line.
 import { describe, expect, it } from "vitest";
+import { AuditKeysUnreadableError } from "./audit-keys.ts";
 import { startCheckpointSchedule } from "./ledger.service.ts";
 
 describe("the checkpoint schedule", () => {
@@ -28,5 +29,25 @@ describe("the checkpoint schedule", () => {
     stop();
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(rounds).toBe(1);
+  });
+
+  it("logs a round skipped because the key file cannot be read, naming the file and the cause", async () => {
+    const errors: unknown[][] = [];
+    const stop = startCheckpointSchedule(
+      {
+        checkpointAll: async () => {
+          throw new AuditKeysUnreadableError("/keys/signing-keys.json", "open failed: EACCES");
+        },
+      },
+      { error: (...args: unknown[]) => errors.push(args), debug: () => undefined } as never,
+      60 * 60_000,
+      20,
+    );
+    await expect.poll(() => errors.length, { timeout: 2000 }).toBe(1);
+    stop();
+    expect(errors[0]).toEqual([
+      { code: "audit_keys_unreadable", file: "/keys/signing-keys.json", cause: "open failed: EACCES" },
+      expect.stringMatching(/audit checkpoints not signed: .*\/keys\/signing-keys\.json.*EACCES/),
+    ]);
   });
 });

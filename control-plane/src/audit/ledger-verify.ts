@@ -3,10 +3,13 @@
 // organisation throughout, and each checkpoint naming the hash of the row it follows and (when the
 // published keys are given) signed by one of them. GET /api/audit/verify and `vault audit verify`
 // both run this, so the API and an auditor's offline check agree on the first bad seq. A checkpoint
-// signed by a retired key verifies only when it and the row it covers are from before the key's
-// `retired_at` (old evidence keeps verifying; a stolen retired key vouches for nothing newer). A file
-// also has to end with a checkpoint of its last row (`requireClosingCheckpoint`), which a live
-// ledger, whose newest rows wait for the next hourly checkpoint, does not.
+// signed by a retired key vouches for its rows only when it was made before the key's `retired_at`
+// and no row so far is from after it, nor any key that signed a checkpoint before it (old evidence
+// keeps verifying). One made after its retirement (a replica slow to roll, or a stolen copy of the
+// key) vouches for nothing: it is ignored, listed in `ignored_checkpoints`, and the rows it covers
+// are covered by the next valid checkpoint, the hash chain binding them. A file also has to end with
+// a valid checkpoint of its last row (`requireClosingCheckpoint`), which a live ledger, whose newest
+// rows wait for the next hourly checkpoint, does not.
 import { createPublicKey, type KeyObject, verify } from "node:crypto";
 import {
   checkpointSigningInput,
@@ -29,7 +32,23 @@ export interface LedgerVerification {
   problem?: string;
   /** The last checkpoint that held, or null. */
   last_checkpoint: LedgerCheckpoint | null;
+  /**
+   * Checkpoints signed by a retired key after its retirement: they vouch for nothing and were
+   * passed over (the first MAX_IGNORED_LISTED; absent when there are none).
+   */
+  ignored_checkpoints?: IgnoredCheckpoint[];
 }
+
+/** A checkpoint the verifier passed over, and why. */
+export interface IgnoredCheckpoint {
+  seq: number;
+  key_id: string;
+  at: string;
+  reason: string;
+}
+
+/** How many ignored checkpoints an answer lists: a ledger full of them still answers small. */
+export const MAX_IGNORED_LISTED = 100;
 
 /**
  * The published keys (GET /.well-known/latch-audit-keys.json). A retired key carries `retired_at`
@@ -39,9 +58,13 @@ export interface AuditKeysDocument {
   keys: { key_id: string; alg: "Ed25519"; public_key: string; created_at: string; retired_at?: string }[];
 }
 
-/** A published key as the verifier uses it: its public half, and when it was retired (ms), if it was. */
+/**
+ * A published key as the verifier uses it: its public half, when it was made (ms, when that reads
+ * as a time) and when it was retired (ms), if it was.
+ */
 export interface VerifyingKey {
   key: KeyObject;
+  createdAt?: number;
   retiredAt?: number;
 }
 
@@ -55,9 +78,12 @@ export function verifyingKeys(document: AuditKeysDocument): Map<string, Verifyin
     // unpublished rather than taken as never retired.
     const retiredAt = key.retired_at === undefined ? undefined : Date.parse(String(key.retired_at));
     if (retiredAt !== undefined && !Number.isFinite(retiredAt)) continue;
+    // A creation time that does not read as one only tells nothing about later checkpoints.
+    const createdAt = Date.parse(String(key.created_at));
     try {
       keys.set(key.key_id, {
         key: createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: key.public_key }, format: "jwk" }),
+        ...(Number.isFinite(createdAt) ? { createdAt } : {}),
         ...(retiredAt === undefined ? {} : { retiredAt }),
       });
     } catch {
@@ -68,15 +94,26 @@ export function verifyingKeys(document: AuditKeysDocument): Map<string, Verifyin
 }
 
 /**
- * Whether a checkpoint made at `checkpointAt`, over a row written at `rowAt` (when the rows were
- * read), comes from before its key's retirement. Both are in the signed lines: a checkpoint that
- * claims an early time still covers a row whose time is in the chain. A time that does not read as
- * one is not before anything.
+ * Why a retired key's checkpoint made at `checkpointAt` is from after the key's retirement, or
+ * undefined when it is from before it. `latestRowAt` is the latest row time read so far (row times
+ * need not go forward, and rows are not signed: a row dated early after rows dated late is still
+ * after them), `newestSignerAt` the creation time of the newest key that signed a checkpoint before
+ * this one (a key made at or after the retirement signed before it, so this one came later). Both
+ * are from the chain read so far. A time that does not read as one is not before anything.
  */
-function isBeforeRetirement(checkpointAt: unknown, rowAt: unknown, retiredAt: number): boolean {
+function afterRetirement(
+  checkpointAt: unknown,
+  latestRowAt: number,
+  newestSignerAt: number,
+  retiredAt: number,
+): string | undefined {
   const signedAt = Date.parse(String(checkpointAt));
-  if (!(signedAt <= retiredAt)) return false;
-  return rowAt === undefined || Date.parse(String(rowAt)) <= retiredAt;
+  if (!(signedAt <= retiredAt)) return "it was made after the retirement";
+  if (!(latestRowAt <= retiredAt)) return "a row it covers was written after the retirement";
+  if (newestSignerAt >= retiredAt) {
+    return "a checkpoint before it was signed by a key made after the retirement";
+  }
+  return undefined;
 }
 
 /**
@@ -96,8 +133,13 @@ export function createLedgerVerifier(
   /** The organisation the first line names, when it names one. */
   let namedOrganisation: string | undefined;
   let lastHash = from?.hash ?? ZERO_HASH;
-  /** The `at` of the last row read (undefined before any). */
-  let lastRowAt: unknown;
+  /** The latest `at` of the rows read (ms; -Infinity before any, Infinity after one that is no time). */
+  let latestRowAt = Number.NEGATIVE_INFINITY;
+  /** When the newest key that signed a valid checkpoint so far was made (ms). */
+  let newestSignerAt = Number.NEGATIVE_INFINITY;
+  const ignored: IgnoredCheckpoint[] = [];
+  /** The last checkpoint passed over (listed or not), for the closing check's sentence. */
+  let lastIgnored: { seq: number; reason: string } | undefined;
 
   function fail(seq: number, problem: string): void {
     if (!state.ok) return;
@@ -146,7 +188,8 @@ export function createLedgerVerifier(
     }
     state.last_seq = seq;
     lastHash = typeof line.hash === "string" ? line.hash : "";
-    lastRowAt = line.at;
+    const rowAt = Date.parse(String(line.at));
+    latestRowAt = Number.isFinite(rowAt) ? Math.max(latestRowAt, rowAt) : Number.POSITIVE_INFINITY;
   }
 
   function checkpoint(line: LedgerCheckpoint): void {
@@ -192,16 +235,25 @@ export function createLedgerVerifier(
         );
         return;
       }
-      if (key.retiredAt !== undefined && !isBeforeRetirement(line.at, lastRowAt, key.retiredAt)) {
-        // A retired key's private half may outlive its retirement in a copy somewhere: whoever
-        // holds it must not vouch for rows written after it stopped signing.
-        fail(
-          seq,
-          `the checkpoint of seq ${seq} is signed by key ${line.key_id} after its retirement ` +
-            `(${new Date(key.retiredAt).toISOString()}): a retired key signs nothing newer`,
-        );
+      const late =
+        key.retiredAt === undefined
+          ? undefined
+          : afterRetirement(line.at, latestRowAt, newestSignerAt, key.retiredAt);
+      if (late !== undefined) {
+        // A retired key's private half may outlive its retirement (a replica slow to roll, a
+        // copy somewhere): whatever it signs after it vouches for nothing. Passed over, not a
+        // break: the rows it covers are bound by the hash chain to the next valid checkpoint,
+        // and a file whose last checkpoint is this one still fails requireClosingCheckpoint.
+        const reason =
+          `signed by key ${line.key_id} after its retirement ` +
+          `(${new Date(key.retiredAt!).toISOString()}): ${late}`;
+        lastIgnored = { seq, reason };
+        if (ignored.length < MAX_IGNORED_LISTED) {
+          ignored.push({ seq, key_id: String(line.key_id), at: String(line.at), reason });
+        }
         return;
       }
+      newestSignerAt = Math.max(newestSignerAt, key.createdAt ?? Number.NEGATIVE_INFINITY);
     }
     state.last_checkpoint = line;
   }
@@ -230,6 +282,14 @@ export function createLedgerVerifier(
       }
       const signedSeq = state.last_checkpoint?.seq ?? from?.seq ?? 0;
       if (signedSeq === state.last_seq) return;
+      if (lastIgnored?.seq === state.last_seq) {
+        fail(
+          signedSeq + 1,
+          `the file's closing checkpoint (seq ${state.last_seq}) vouches for nothing: it was ${lastIgnored.reason}; ` +
+            `the last valid checkpoint covers seq ${signedSeq}`,
+        );
+        return;
+      }
       const unsigned = state.last_seq - signedSeq;
       const rows = unsigned === 1 ? "1 row follows it" : `${unsigned} rows follow it`;
       fail(
@@ -241,7 +301,7 @@ export function createLedgerVerifier(
       );
     },
     result(): LedgerVerification {
-      return { ...state };
+      return { ...state, ...(ignored.length > 0 ? { ignored_checkpoints: [...ignored] } : {}) };
     },
     /** The hash of the last row read (`from`'s, or 64 zeros, before any). */
     lastHash: () => lastHash,

@@ -2,7 +2,7 @@
 // recomputed from the documented canonical form, linkage, one chain per organisation, the trigger,
 // tampering found at its seq, checkpoints, and two replicas appending at once.
 import { createHash, generateKeyPairSync, sign } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
@@ -15,7 +15,13 @@ import { type OpenDatabase, openDatabase } from "../db/database.ts";
 import { migrateTo, migrateToLatest } from "../db/migrate.ts";
 import type { Database } from "../db/schema.ts";
 import { type AuditRepo, createAuditRepo } from "./audit.repo.ts";
-import { auditKeysPath, auditSigningKey, openAuditKeys, rotateAuditKeys } from "./audit-keys.ts";
+import {
+  AuditKeysUnreadableError,
+  auditKeysPath,
+  auditSigningKey,
+  openAuditKeys,
+  rotateAuditKeys,
+} from "./audit-keys.ts";
 import { createLedgerRepo } from "./ledger.repo.ts";
 import { createLedgerService, type LedgerService } from "./ledger.service.ts";
 import { createLedgerVerifier, verifyingKeys } from "./ledger-verify.ts";
@@ -463,7 +469,7 @@ describe("the audit ledger", () => {
     expect((await openAuditKeys(dataDir)).published().keys).toHaveLength(2);
   });
 
-  it("refuses a checkpoint a retired key signs over rows after its retirement, and keeps its older ones", async () => {
+  it("passes over a checkpoint a retired key signs over rows after its retirement, and keeps its older ones", async () => {
     const keysDir = mkdtempSync(join(tmpdir(), "latch-ledger-retired-"));
     const keys = await openAuditKeys(keysDir);
     // A copy of the signing key taken before the rotation (a backup, a leaked Secret).
@@ -491,9 +497,54 @@ describe("the audit ledger", () => {
     const forged = await thief.signCheckpoint(org, (await repo.findHead(org))!);
     expect(forged.key_id).toBe(before.key_id);
     expect(forged.key_id).not.toBe(rotation.newKeyId);
-    expect(await service.verify(org)).toMatchObject({ ok: false, first_bad_seq: 2, last_checkpoint: before });
+    // It vouches for nothing: seq 2 waits for a valid checkpoint, as a live ledger's newest rows do.
+    expect(await service.verify(org)).toMatchObject({
+      ok: true,
+      last_checkpoint: before,
+      ignored_checkpoints: [{ seq: 2, key_id: before.key_id }],
+    });
+    // The next valid checkpoint covers seq 2 through the chain.
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "later" });
+    const next = await service.signCheckpoint(org, (await repo.findHead(org))!);
+    expect(next.key_id).toBe(rotation.newKeyId);
+    expect(await service.verify(org)).toMatchObject({ ok: true, rows: 3, last_checkpoint: next });
     // The published document says when that key was retired.
     expect(keys.published().keys.find((key) => key.key_id === before.key_id)).toHaveProperty("retired_at");
+  });
+
+  it("signs nothing with a key from memory when the key file cannot be read: the export goes out unsigned", async () => {
+    const keysDir = mkdtempSync(join(tmpdir(), "latch-ledger-unreadable-"));
+    const keys = await openAuditKeys(keysDir);
+    const repo = createLedgerRepo(database.db);
+    const service = createLedgerService({
+      repo,
+      signer: keys.signer,
+      publishedKeys: keys.published,
+      now: () => new Date(),
+    });
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "before" });
+    // A rotation left a file this plane cannot read (a directory in its place: root reads a
+    // root-owned 0600 file, the test may run as root).
+    await rotateAuditKeys(keysDir);
+    const path = auditKeysPath(keysDir);
+    const rotated = readFileSync(path, "utf8");
+    rmSync(path);
+    mkdirSync(path);
+    await expect(service.checkpointAll()).rejects.toBeInstanceOf(AuditKeysUnreadableError);
+    const lines: LedgerLine[] = [];
+    for await (const line of service.exportLedger(org)) lines.push(line);
+    expect(lines.map((line) => line.type)).toEqual(["event"]);
+    expect(await repo.findLastCheckpoint(org)).toBeUndefined();
+    // Readable again: the new key signs, and the ledger verifies with the published keys.
+    rmSync(path, { recursive: true });
+    writeFileSync(path, rotated, { mode: 0o600 });
+    await service.checkpointAll();
+    const verifier = createLedgerVerifier({ keys: verifyingKeys(keys.published()) });
+    for await (const line of service.exportLedger(org)) verifier.push(line);
+    verifier.requireClosingCheckpoint();
+    expect(verifier.result()).toMatchObject({ ok: true, rows: 1, last_checkpoint: { seq: 1 } });
+    expect(verifier.result()).not.toHaveProperty("ignored_checkpoints");
   });
 
   it("keeps verifying a retired key's checkpoints and signs after the rotation with the new key", async () => {

@@ -5,13 +5,15 @@ import { Readable } from "node:stream";
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
+import type { AuditKeysUnreadableError } from "./audit-keys.ts";
 import { auditKeysDocument, ledgerExport, ledgerQuery, ledgerVerification } from "./ledger.schemas.ts";
 import type { LedgerService } from "./ledger.service.ts";
 import type { AuditKeysDocument } from "./ledger-verify.ts";
 
 export interface LedgerRouteDeps {
   ledger: Pick<LedgerService, "exportLedger" | "verify">;
-  publishedKeys(): AuditKeysDocument;
+  /** The published keys; the last ones read, `onUnreadable` told why, when the key file cannot be read. */
+  publishedKeys(onUnreadable?: (error: AuditKeysUnreadableError) => void): AuditKeysDocument;
   /** Who may read the ledger, and the organisation the caller acts in (checked before anything is read). */
   access: {
     config?: FastifyContextConfig;
@@ -64,7 +66,14 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: LedgerRouteDeps
       // Public, like the other well-known documents: a foreign Origin is reflected (spec 5 rule 6).
       const origin = request.headers.origin;
       if (origin) reply.header("access-control-allow-origin", origin).header("vary", "Origin");
-      return deps.publishedKeys();
+      // The last keys read are served (a 503 would stop every check of the checkpoints signed);
+      // the file that cannot be read is logged each time, as the checkpoint round does.
+      return deps.publishedKeys((error) =>
+        request.log.error(
+          { code: error.code, file: error.file, cause: error.reason },
+          `audit keys published as last read: ${error.message}`,
+        ),
+      );
     },
   );
 }

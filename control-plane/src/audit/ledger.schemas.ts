@@ -1,5 +1,6 @@
 // The ledger's shapes at the edge (DECISIONS "Ledger and telemetry").
 import { z } from "zod";
+import { MAX_IGNORED_LISTED } from "./ledger-verify.ts";
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 
@@ -53,6 +54,20 @@ export const ledgerVerification = z.object({
   first_bad_seq: z.number().int().optional(),
   problem: z.string().optional().describe("what is wrong at first_bad_seq, in one sentence"),
   last_checkpoint: ledgerCheckpoint.nullable(),
+  ignored_checkpoints: z
+    .array(
+      z.object({
+        seq: z.number().int(),
+        key_id: z.string(),
+        at: z.string(),
+        reason: z.string().describe("why it vouches for nothing, in one sentence"),
+      }),
+    )
+    .max(MAX_IGNORED_LISTED)
+    .optional()
+    .describe(
+      "checkpoints signed by a retired key after its retirement (the first 100): they vouch for nothing and were passed over; the next valid checkpoint covers their rows",
+    ),
 });
 
 export const auditKeysDocument = z.object({
@@ -66,7 +81,7 @@ export const auditKeysDocument = z.object({
         .string()
         .optional()
         .describe(
-          "RFC 3339; a retired key: a checkpoint it signed after this time, or over a row written after it, does not verify",
+          "RFC 3339; a retired key: a checkpoint it signed after this time, over a row written after it, or after a checkpoint of a key made after it, vouches for nothing (verification passes over it)",
         ),
     }),
   ),

@@ -11,7 +11,7 @@ import {
 } from "@latch/shared/ledger/ledger-format";
 import type { Logger } from "pino";
 import { startRounds } from "../rounds.ts";
-import type { AuditSigner } from "./audit-keys.ts";
+import { AuditKeysUnreadableError, type AuditSigner } from "./audit-keys.ts";
 import type { LedgerHead, LedgerRepo } from "./ledger.repo.ts";
 import {
   type AuditKeysDocument,
@@ -120,8 +120,10 @@ export function createLedgerService(deps: LedgerServiceDeps) {
       // is written here), or beyond it, after rows appended since (they are exported up to it).
       if (yield* closeWithStored(organisationId, last)) return;
       // A chain that does not hold is exported as it is, unsigned: the auditor's check finds where.
+      // So is one this plane cannot sign, its key file unreadable (the hourly round logs it).
       const signed = await signCheckpoint(organisationId, last).catch((error: unknown) => {
         if ((error as { code?: string }).code === "ledger_broken") return undefined;
+        if (error instanceof AuditKeysUnreadableError) return undefined;
         throw error;
       });
       if (signed) yield signed;
@@ -160,6 +162,9 @@ export function createLedgerService(deps: LedgerServiceDeps) {
      * others are signed.
      */
     async checkpointAll(): Promise<{ signed: number; refused: number }> {
+      // The key file first, every round, whether or not anything waits: one that cannot be read
+      // fails the round at once (AuditKeysUnreadableError), and is logged each hour until fixed.
+      deps.signer.signingKey();
       let signed = 0;
       const refused = new Set<string>();
       // Bounded: organisations appending all the while cannot keep one round going for ever.
@@ -199,7 +204,20 @@ export function startCheckpointSchedule(
     logger,
     failure: "audit checkpoints not signed",
     round: async () => {
-      const { signed, refused } = await ledger.checkpointAll();
+      let outcome: { signed: number; refused: number };
+      try {
+        outcome = await ledger.checkpointAll();
+      } catch (error) {
+        if (!(error instanceof AuditKeysUnreadableError)) throw error;
+        // Skipped, never signed with a key from memory, which the file may have retired. The file
+        // and the cause, nothing it holds.
+        logger.error(
+          { code: error.code, file: error.file, cause: error.reason },
+          `audit checkpoints not signed: ${error.message}`,
+        );
+        return;
+      }
+      const { signed, refused } = outcome;
       logger.debug({ signed }, "audit checkpoints signed");
       if (refused > 0) {
         logger.error(

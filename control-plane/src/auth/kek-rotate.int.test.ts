@@ -1,13 +1,14 @@
-import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { newId } from "@latch/shared/ids";
 import * as OTPAuth from "otpauth";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import { testDatabase } from "../../test/database.ts";
-import type { OpenDatabase } from "../db/database.ts";
+import { runKekRotate } from "../cli/kek-rotate.command.ts";
+import { type OpenDatabase, openDatabase } from "../db/database.ts";
 import { addKeyringKey, loadOrCreateKeyring, stageKeyringKey } from "./kek.ts";
-import { retireKek, rotateKek } from "./kek-rotate.ts";
+import { KekKeyringBehindError, refuseKeyringBehind, retireKek, rotateKek } from "./kek-rotate.ts";
 import { KekRotationBusyError, withKekRotationLock } from "./kek-rotation-lock.repo.ts";
 import { createOperatorsRepo } from "./operators.repo.ts";
 import { createTotpService } from "./totp.service.ts";
@@ -18,14 +19,14 @@ beforeAll(async () => {
   database = await testDatabase();
 });
 
-async function enrolledOperator(keyringFile: string, at: Date) {
+async function enrolledOperator(keyringFile: string, at: Date, on: OpenDatabase = database) {
   const id = newId("opr");
-  await database.db
+  await on.db
     .insertInto("operators")
     .values({ id, email: `${id}@example.test`, created_at: at })
     .execute();
   const totp = createTotpService({
-    repo: createOperatorsRepo(database.db),
+    repo: createOperatorsRepo(on.db),
     keyring: loadOrCreateKeyring(keyringFile),
     now: () => at,
   });
@@ -181,5 +182,65 @@ describe("vault kek-rotate", () => {
     const retired = await retireKek(repo, file, () => undefined, settleAtOnce);
     expect(retired.retired).toEqual([oldKey]);
     expect(readFileSync(file, "utf8")).not.toContain(oldKey);
+  });
+
+  it("refuses every step, before it changes anything, with a copy of kek.json that lacks a key the rows are under", async () => {
+    const isHosted = Boolean(process.env.DATABASE_URL);
+    // On PGlite the command opens the service's own database in DATA_DIR: a fresh one, holding
+    // only this test's operator, so the current file is also shown to pass.
+    const dataDir = mkdtempSync(join(tmpdir(), "latch-kek-behind-"));
+    let on = database;
+    if (!isHosted) {
+      cpSync(inject("pgliteTemplate"), join(dataDir, "pgdata"), { recursive: true });
+      on = await openDatabase({ dataDir, migrate: false });
+    }
+    const file = join(mkdtempSync(join(tmpdir(), "latch-kek-")), "kek.json");
+    const at = new Date();
+    const op = await enrolledOperator(file, at, on);
+    const repo = createOperatorsRepo(on.db);
+    // An operator keeps a copy of kek.json; another rotation then moves the rows to a key it lacks.
+    const stale = join(mkdtempSync(join(tmpdir(), "latch-kek-stale-")), "kek.json");
+    copyFileSync(file, stale);
+    const rotated = await rotateKek(repo, file, () => undefined, { settle: settleAtOnce });
+    const keyOf = async () =>
+      (
+        await on.db
+          .selectFrom("operators")
+          .select("totp_kek_id")
+          .where("id", "=", op.id)
+          .executeTakeFirstOrThrow()
+      ).totp_kek_id;
+    expect(await keyOf()).toBe(rotated.keyId);
+
+    await expect(refuseKeyringBehind(repo, stale)).rejects.toBeInstanceOf(KekKeyringBehindError);
+    // The shared PostgreSQL database holds other tests' rows under other keys too: the key is named
+    // among the first few only where this test's row is the only one.
+    await expect(refuseKeyringBehind(repo, stale)).rejects.toThrow(
+      new RegExp(`does not hold key .*${isHosted ? "" : rotated.keyId}.*Nothing was changed`),
+    );
+    if (!isHosted) {
+      await expect(refuseKeyringBehind(repo, file)).resolves.toBeUndefined();
+      await on.close();
+    }
+
+    const before = readFileSync(stale, "utf8");
+    const env = {
+      NODE_ENV: "test",
+      DATA_DIR: dataDir,
+      KEK_KEYRING_FILE: stale,
+      ...(isHosted ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    };
+    const steps = isHosted ? (["stage", "rotate", "retire"] as const) : (["rotate"] as const);
+    for (const step of steps) {
+      const lines: string[] = [];
+      await expect(
+        runKekRotate(env, (line) => lines.push(line), step),
+        step,
+      ).rejects.toThrow(/does not hold key .*Nothing was changed/);
+      // Nothing staged, added or retired in the copy, and nothing re-wrapped.
+      expect(readFileSync(stale, "utf8"), step).toBe(before);
+      expect(lines, step).toEqual([]);
+    }
+    if (isHosted) expect(await keyOf()).toBe(rotated.keyId);
   });
 });

@@ -4,10 +4,12 @@
 // a roll after each: `--stage` (every replica opens the new key), the switch and re-wrap (every
 // replica wraps under it), `--retire` (what they wrapped meanwhile moved, the old key dropped). Safe to interrupt and rerun: each row is re-wrapped by a
 // conditional UPDATE on its old key id, and a rerun that finds rows still under an older key
-// finishes them before it adds another key.
+// finishes them before it adds another key. Every step first refuses a file that lacks a key the
+// database's rows are wrapped under (`refuseKeyringBehind`): an old copy of kek.json.
 import {
   addKeyringKey,
   type Keyring,
+  keyringKeyIds,
   loadOrCreateKeyring,
   retireKeyringKeys,
   stagedKeyringKey,
@@ -40,6 +42,34 @@ export interface RotationOptions {
    * and a key is made current only once it was staged, so that every replica already opens it.
    */
   isHosted?: boolean;
+}
+
+/** A step refused before it changed anything: the file lacks keys the database's rows are under. */
+export class KekKeyringBehindError extends Error {
+  readonly code = "kek_keyring_behind";
+}
+
+/** How many missing key ids the refusal names. */
+const MISSING_NAMED = 5;
+
+/**
+ * Refuses (KekKeyringBehindError) a keyring file that lacks a key id some authenticator secret in
+ * the database is wrapped under: an old copy of kek.json, taken before another rotation moved
+ * rows. Any step run with it would hand the replicas (through the Secret) a file that cannot open
+ * those rows, and `--retire` would drop keys the copy in the Secret still needs. Run by every step
+ * of `vault kek-rotate` before it changes anything; reads the file without creating it.
+ */
+export async function refuseKeyringBehind(repo: OperatorsRepo, keyringFile: string): Promise<void> {
+  const held = new Set(keyringKeyIds(keyringFile));
+  const missing = [...(await repo.findUsedKeyIds())].filter((id) => !held.has(id)).sort();
+  if (missing.length === 0) return;
+  const named = missing.slice(0, MISSING_NAMED).join(", ");
+  const more = missing.length > MISSING_NAMED ? ` and ${missing.length - MISSING_NAMED} more` : "";
+  throw new KekKeyringBehindError(
+    `${keyringFile} does not hold key ${named}${more}, under which authenticator secrets in the database are wrapped: ` +
+      "it is an older copy of kek.json than the one the control plane uses. Nothing was changed: " +
+      "take the control plane's current kek.json (its Secret) and run this step again",
+  );
 }
 
 const settleDefault = () => new Promise<void>((resolve) => setTimeout(resolve, SETTLE_MS));

@@ -140,6 +140,11 @@ export function stageKeyringKey(path: string): string {
   });
 }
 
+/** The key ids `path` holds (none when there is no file yet; nothing is created). */
+export function keyringKeyIds(path: string): string[] {
+  return existsSync(path) ? Object.keys(readKeyringFile(path).keys) : [];
+}
+
 /** The staged key's id, if a rotation staged one. */
 export function stagedKeyringKey(path: string): string | undefined {
   const file = readKeyringFile(path);

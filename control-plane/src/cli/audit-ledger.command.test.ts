@@ -155,4 +155,17 @@ describe("vault audit verify", () => {
     expect(code).toBe(1);
     expect(printed).toEqual(["first bad seq 1", "the file holds no rows: it is not a ledger export"]);
   });
+
+  it("names a checkpoint a retired key signed after its retirement as ignored, and refuses an export it closes", async () => {
+    const { lines, keys } = signedExport(5, [2, 5]);
+    // k1 retired between the checkpoint of seq 2 (11:00:02) and that of seq 5 (11:00:05).
+    const retired = { keys: keys.keys.map((key) => ({ ...key, retired_at: "2026-11-26T11:00:03.000Z" })) };
+    const { code, printed } = await verifyLines(lines, retired);
+    expect(code).toBe(1);
+    expect(printed[0]).toMatch(
+      /^checkpoint of seq 5 ignored \(it vouches for nothing\): signed by key k1 after its retirement/,
+    );
+    expect(printed[1]).toBe("first bad seq 3");
+    expect(printed[2]).toContain("closing checkpoint (seq 5) vouches for nothing");
+  });
 });

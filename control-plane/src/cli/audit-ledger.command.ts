@@ -1,7 +1,8 @@
 // `vault audit verify FILE [--keys URL|FILE]` checks a ledger export offline (DECISIONS "Ledger and
 // telemetry"): every hash recomputed, the links, the seqs, with the published keys every
 // checkpoint's signature, and the checkpoint every export ends with over its last row (without it
-// the file was cut short or added to; an empty file is no ledger). Exit 0 when the chain holds,
+// the file was cut short or added to; an empty file is no ledger). A checkpoint signed by a retired
+// key after its retirement is named as ignored: it vouches for nothing, the next one covers its rows. Exit 0 when the chain holds,
 // naming its organisation; 1 printing `first bad seq N` when not.
 // Also `vault audit export` and `vault audit-rotate-keys`.
 import { createReadStream } from "node:fs";
@@ -46,6 +47,10 @@ export async function runAuditVerify(
   verifier.requireClosingCheckpoint();
   const result = verifier.result();
   const organisationId = verifier.organisation();
+  // Said whether or not the chain holds: a replica that signed with a retired key is worth a look.
+  for (const ignored of result.ignored_checkpoints ?? []) {
+    out(`checkpoint of seq ${ignored.seq} ignored (it vouches for nothing): ${ignored.reason}`);
+  }
   if (!result.ok) {
     out(`first bad seq ${result.first_bad_seq}`);
     if (result.problem) out(result.problem);

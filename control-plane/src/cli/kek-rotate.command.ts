@@ -2,7 +2,7 @@
 // configuration `npm start` reads). With the embedded database the service must be stopped first:
 // one process at a time holds PGlite.
 import { keyringPath, stageKeyringKey } from "../auth/kek.ts";
-import { retireKek, rotateKek } from "../auth/kek-rotate.ts";
+import { refuseKeyringBehind, retireKek, rotateKek } from "../auth/kek-rotate.ts";
 import { withKekRotationLock } from "../auth/kek-rotation-lock.repo.ts";
 import { createOperatorsRepo } from "../auth/operators.repo.ts";
 import { loadConfig } from "../config.ts";
@@ -35,6 +35,9 @@ export async function runKekRotate(
   async function runStep(database: OpenDatabase, dataDir: string): Promise<number> {
     const path = config.KEK_KEYRING_FILE ?? keyringPath(dataDir);
     const repo = createOperatorsRepo(database.db);
+    // Every step, before it changes anything: a copy of kek.json older than the rows (another
+    // rotation moved them since it was taken) is refused, so it never reaches the Secret.
+    await refuseKeyringBehind(repo, path);
     if (step === "stage") {
       const id = stageKeyringKey(path);
       progress(
