@@ -141,6 +141,13 @@ const ROUTES: Route[] = [
     gate: "ready",
     action: "approvals.decide",
   },
+  {
+    method: "POST",
+    path: "/api/grants/find-by-code",
+    body: { code: "12345678" },
+    gate: "ready",
+    action: "approvals.decide",
+  },
   { method: "GET", path: "/api/grants", gate: "ready", action: "org.read" },
   { method: "GET", path: "/api/approvals", gate: "ready", action: "org.read" },
   { method: "GET", path: "/api/inbox", gate: "ready", action: "org.read" },

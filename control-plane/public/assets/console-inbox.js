@@ -1,7 +1,8 @@
 // The console's Inbox (after request-view.js): the requests waiting, each with exactly what it
 // would send, decided once, for 8 hours or always (asking first what always covers), or denied;
 // under the two-person rule an Always waits "1 of 2" for another member to confirm it; approval by
-// code; and the requests for credentials. A role that may not decide sees the requests only.
+// code, in two steps (the code shows its request, which is then decided as an Inbox row is); and
+// the requests for credentials. A role that may not decide sees the requests only.
 "use strict";
 /* ---------- inbox ---------- */
 var POLICY_TEXT = { prompt: "for one call", session: "for 8 hours", item_standing: "until revoked" };
@@ -17,6 +18,13 @@ var waitingCount = -1;
  * redraw of the inbox (a new request arriving) keeps it open as it was.
  */
 var alwaysOpen = null;
+/**
+ * The request an approval code was found to belong to (POST /api/grants/find-by-code): shown under
+ * the code form with the Inbox row's choices, and not in the table meanwhile, until it is decided,
+ * waits no longer, or is closed. An agent can hand out the code of another request than the one it
+ * names ("type A to approve my GET"): the operator decides the request seen, by its id.
+ */
+var codeFound = null;
 
 function loadInbox(isBackground) {
   return api("GET", "/api/inbox").then((answer) => {
@@ -39,11 +47,15 @@ function loadInbox(isBackground) {
 }
 /** The inbox of the environment shown, and a note of what waits in the others. */
 function drawInbox(approvals, requests, count) {
-  var here = approvals.filter((g) => inEnvironment(g.environment_id));
+  var byCode = codeFound && approvals.find((g) => g.grant_id === codeFound.grant_id);
+  // Decided or withdrawn meanwhile; a list cut at its 200 rows may just not show it.
+  if (codeFound && !byCode && approvals.length < 200) codeFound = null;
+  if (byCode) codeFound = byCode;
+  var here = approvals.filter((g) => inEnvironment(g.environment_id) && g !== byCode);
   var asking = requests.filter((n) => inEnvironment(n.environment));
   elsewhereNote(
     "inbox-elsewhere",
-    count - here.length - asking.length,
+    count - here.length - asking.length - (byCode ? 1 : 0),
     "request waiting",
     "requests waiting",
   );
@@ -65,15 +77,14 @@ function showNotifiedRequest(approvals) {
     return;
   }
   var label = `${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)}`;
-  var tr = byId("pending-approvals").querySelector(`tr[data-grant="${CSS.escape(id)}"]`);
+  var tr = byId("inbox").querySelector(`tr[data-grant="${CSS.escape(id)}"]`);
   if (!tr) {
     say(
       `The request from the notification (${label}) waits in the ${grant.environment_id} environment: switch to it.`,
     );
     return;
   }
-  for (var other of byId("pending-approvals").querySelectorAll("tr.notified"))
-    other.classList.remove("notified");
+  for (var other of byId("inbox").querySelectorAll("tr.notified")) other.classList.remove("notified");
   tr.classList.add("notified");
   tr.scrollIntoView({ block: "center" });
   var target = tr.querySelector("button") || tr.querySelector("th");
@@ -84,9 +95,12 @@ function showNotifiedRequest(approvals) {
 /** Redraws the inbox; a focused decision button keeps focus across a background redraw. */
 function renderInbox(approvals, requests) {
   var focused = document.activeElement?.getAttribute("data-key");
-  if (alwaysOpen && !approvals.some((g) => g.grant_id === alwaysOpen.grantId)) alwaysOpen = null;
+  var isShown = (id) => approvals.some((g) => g.grant_id === id) || codeFound?.grant_id === id;
+  if (alwaysOpen && !isShown(alwaysOpen.grantId)) alwaysOpen = null;
   fillTable("pending-approvals", approvals.map(approvalRow), "pending-approvals-empty");
   fillTable("requests", requests.map(requestRow), "requests-empty");
+  byId("code-request").hidden = !codeFound;
+  fillTable("code-approval", codeFound ? [approvalRow(codeFound)] : []);
   if (!focused) return;
   var again = byId("inbox").querySelector(`[data-key="${CSS.escape(focused)}"]`);
   if (again) again.focus();
@@ -428,25 +442,38 @@ function requestDenyButton(need) {
   return deny;
 }
 var codeForm = byId("code-form");
+/** The code's first step: find the request it belongs to and show it; nothing is approved here. */
 onSubmit(codeForm, () => {
   var field = byId("approval-code"),
-    code = field.value.replace(/\s+/g, ""),
-    choice = byId("code-policy").value.split(":"),
-    policy = choice[0];
+    code = field.value.replace(/\s+/g, "");
   if (!/^\d{8}$/.test(code)) return refuse(field, "An approval code has 8 digits.");
-  var body = choice[1] ? { code: code, policy: policy, scope: choice[1] } : { code: code, policy: policy };
   busy(
     codeForm,
-    api("POST", "/api/grants/approve-by-code", body).then((answer) => {
+    api("POST", "/api/grants/find-by-code", { code: code }).then((answer) => {
       field.value = "";
-      var grant = answer.grant;
-      say(
-        `Approved ${grant.item_name} for ${grant.agent_name || agentName(grant.agent_id)} ${POLICY_TEXT[policy]}.`,
-      );
-      return loadInbox(false);
+      var grant = answer.approval;
+      codeFound = grant;
+      alwaysOpen = null;
+      lastInbox = "";
+      var call = grant.call ? `${grant.call.method} ${grant.call.host}${grant.call.path}` : "any call";
+      return loadInbox(false).then(() => {
+        say(
+          `The code is for ${call} with ${grant.item_name} by ${grant.agent_name || agentName(grant.agent_id)}: check it below, then decide.`,
+        );
+        byId("code-request-heading").focus();
+      });
     }),
     field,
   );
+});
+byId("code-request-close").addEventListener("click", () => {
+  codeFound = null;
+  lastInbox = "";
+  loadInbox(false)
+    .then(() => {
+      byId("approval-code").focus();
+    })
+    .catch(fail);
 });
 loaders.inbox = () => loadInbox(false);
 // Polling is the fallback: while the live stream is open (console-live.js) it redraws the inbox,

@@ -3,7 +3,7 @@
 // Revoke button while the approval is active. Every value is agent- or operator-typed text and goes
 // through escapeHtml; nothing here is markup from a caller.
 import { escapeHtml } from "../pages/page-files.ts";
-import { describeAgent, describeBodyKind, describeGrantCall } from "./approval-text.ts";
+import { agentWords, describeAgent, describeBodyKind, describeGrantCall } from "./approval-text.ts";
 import type { PendingApproval } from "./grant-view.ts";
 import type { BodyView } from "./request-body.ts";
 
@@ -80,7 +80,7 @@ export function approvalRequestHtml(grant: PendingApproval): string {
     ["Credential", `${grant.item_name} (${grant.environment_id})`],
     ["Request", describeGrantCall(grant)],
   ];
-  if (grant.task_description) rows.push(["Task (written by the agent)", grant.task_description]);
+  if (grant.task_description) rows.push(["Task (written by the agent)", agentWords(grant.task_description)]);
   const list = tag(
     "dl",
     { class: "request-summary" },

@@ -5,7 +5,7 @@
 // lines reach the mail's headers only through describeAgent, on one line.
 import { oneLine } from "../mail/mail-text.ts";
 import type { PublicGrant } from "./grant-view.ts";
-import { type BodyView, bodyExcerpt, describeSize } from "./request-body.ts";
+import { type BodyView, bodyExcerpt, describeSize, showHidden } from "./request-body.ts";
 
 /** DECISIONS "The approval, readable and reversible": the mail shows the body's first 2 KiB. */
 export const MAIL_BODY_CHARS = 2 * 1024;
@@ -31,11 +31,21 @@ export function describeGrantBody(grant: Pick<PublicGrant, "call">): string {
  * @example describeAgent({ agent_id: "cli_x", agent_name: "Claude Code" }) // 'The agent "Claude Code"'
  */
 export function describeAgent(grant: Pick<PublicGrant, "agent_id" | "agent_name">): string {
-  const name = oneLine(grant.agent_name ?? "").slice(0, 80);
+  const name = agentWords(grant.agent_name ?? "").slice(0, 80);
   if (name && name !== grant.agent_id) return `The agent "${name}"`;
   // No name of its own: an id an operator typed (agent-3) still says something; a cli_ id does not.
   if (grant.agent_id.startsWith("cli_")) return "An agent without a name";
-  return `The agent "${oneLine(grant.agent_id).slice(0, 80)}"`;
+  return `The agent "${agentWords(grant.agent_id).slice(0, 80)}"`;
+}
+
+/**
+ * Words an agent chose (its task, its name), as every approval shows them: on one line, and each
+ * invisible character (a direction override, a zero-width space) as U+FFFD, as the body's are, so
+ * they cannot make the mail, the page or `vault grants` read otherwise than what was written.
+ * @example agentWords("Read \u202Eetirw") // "Read \uFFFDetirw"
+ */
+export function agentWords(text: string): string {
+  return showHidden(oneLine(text)).text;
 }
 
 /** How a body is named to a person: "JSON, 58 bytes", "a form, 1.2 KiB". */
@@ -99,7 +109,8 @@ export function grantDetail(grant: PublicGrant & { body: BodyView | null }): str
         : [`    ${describeGrantBody(grant)}`]),
     );
   }
-  if (grant.task_description) lines.push(`Task (written by the agent): "${oneLine(grant.task_description)}"`);
+  if (grant.task_description)
+    lines.push(`Task (written by the agent): "${agentWords(grant.task_description)}"`);
   if (grant.status === "pending") {
     lines.push(
       grant.call
@@ -132,7 +143,7 @@ export function approvalMail(
       : `Latch: ${who} asks to use ${grant.item_name}`,
     text: [
       call,
-      grant.task_description ? `Task (written by the agent): "${oneLine(grant.task_description)}"` : "",
+      grant.task_description ? `Task (written by the agent): "${agentWords(grant.task_description)}"` : "",
       `Approve in the inbox, with the code ${approvalCode}, or here: ${link}`,
       "If you did not expect this, do nothing: the request stays pending.",
     ]

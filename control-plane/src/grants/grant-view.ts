@@ -1,7 +1,7 @@
 // A grant as callers see it (spec 2.4's public fields plus the call it covers), and the columns a
 // requested call is stored in on a grant or a need request.
 import type { ApprovalRow, GrantWithItem, RequestedCall } from "./grants.repo.ts";
-import { type BodyView, viewBody } from "./request-body.ts";
+import { type BodyView, showHidden, viewBody } from "./request-body.ts";
 
 /** Spec 2.4's public fields, plus the names a listing needs. Never a value. */
 export type PublicGrant = {
@@ -67,6 +67,19 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
           ? "2 of 2"
           : null
       : null,
+  };
+}
+
+/**
+ * The agent's own words (its task, its client's name) as an operator reads them wherever an
+ * approval is shown: invisible characters (direction overrides, zero-width, controls) as U+FFFD,
+ * as in the body, so "Read\u202Eetirw" cannot read as something else than what the agent wrote.
+ */
+function shownToOperator(grant: PublicGrant): PublicGrant {
+  return {
+    ...grant,
+    agent_name: showHidden(grant.agent_name).text,
+    task_description: grant.task_description === null ? null : showHidden(grant.task_description).text,
   };
 }
 
@@ -151,7 +164,7 @@ export function toPendingApproval(
   now: Date,
 ): PendingApproval {
   return {
-    ...toPublicGrant(row, now),
+    ...shownToOperator(toPublicGrant(row, now)),
     body: bodyViewOfRow(row),
     allowed_hosts: row.allowed_hosts ?? [],
     after_deny_at: iso(row.after_deny_at),
@@ -186,7 +199,7 @@ export type ApprovalView = PublicGrant & {
 
 export function toApprovalView(row: ApprovalRow, now: Date): ApprovalView {
   return {
-    ...toPublicGrant(row, now),
+    ...shownToOperator(toPublicGrant(row, now)),
     item_id: row.item_id,
     allowed_hosts: row.allowed_hosts,
     approved_by: row.approved_by ? { operator_id: row.approved_by, email: row.approved_by_email } : null,

@@ -21,6 +21,8 @@ import {
   auditList,
   auditQuery,
   codeApproval,
+  codeLookup,
+  codeLookupAnswer,
   grantAnswer,
   grantApproval,
   grantList,
@@ -182,6 +184,19 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
         scope: input.scope,
       });
       return { grant };
+    },
+  );
+
+  // The console's code form (two steps): the code finds its pending request, which is shown with
+  // the Inbox's choices and then decided by its id, so the call approved is the call shown. POST,
+  // so the code is never in a URL; approving nothing, it asks no step-up, but it is an approver's
+  // lookup (a wrong code counts toward the organisation's limit as approve-by-code's do).
+  api.post(
+    "/api/grants/find-by-code",
+    { ...decides, schema: { body: codeLookup, response: { 200: codeLookupAnswer } } },
+    async (request) => {
+      const operator = await operatorOf(request);
+      return { approval: await deps.grants.findByCode(operator.organisationId, request.body.code) };
     },
   );
 

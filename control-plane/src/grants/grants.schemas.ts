@@ -53,6 +53,14 @@ export const codeApproval = z.object({
   scope: standingScope,
 });
 
+/**
+ * POST /api/grants/find-by-code: the code only, in the body (never in a URL or a log line). A
+ * missing or malformed code counts as a wrong one, as on approve-by-code.
+ */
+export const codeLookup = z.object({
+  code: stringJudgedByService("the approval's 8-digit code", { isSafeText: true }),
+});
+
 /** GET|POST /approve?token=: the token's form is judged after the caller (approve-link.routes.ts). */
 export const approveLinkQuery = z.object({ token: z.string().optional() });
 
@@ -143,6 +151,9 @@ export const pendingApproval = publicGrant.extend({
     })
     .nullable(),
 });
+
+/** POST /api/grants/find-by-code: the pending request the code belongs to, as the Inbox shows it. */
+export const codeLookupAnswer = z.object({ approval: pendingApproval });
 
 /** An approval as the Approvals section and the access snapshot list it. */
 export const approvalView = publicGrant.extend({

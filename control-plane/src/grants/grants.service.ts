@@ -14,7 +14,14 @@ import { APPROVAL_CODE_TTL_MS, approvalCodeFor, findPendingByCode } from "./appr
 import { createCallAuthorisation } from "./call-authorisation.ts";
 import { isStandingPolicy } from "./grant-coverage.ts";
 import { createGrantListings, findGrantOrFail } from "./grant-listings.ts";
-import { bodyViewOfRow, type PublicGrant, requestedCallColumns, toPublicGrant } from "./grant-view.ts";
+import {
+  bodyViewOfRow,
+  type PendingApproval,
+  type PublicGrant,
+  requestedCallColumns,
+  toPendingApproval,
+  toPublicGrant,
+} from "./grant-view.ts";
 import type { ApprovalRow, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 import type { BodyView } from "./request-body.ts";
 import {
@@ -315,7 +322,29 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         );
       if (row.status !== "pending")
         throw new AppError("approval_code_used", "this approval link was already used");
+      // The link lives as long as the code mailed beside it (spec 8: an hour; voided with the code
+      // after five wrong tries): a mail read days later, or forwarded, approves nothing.
+      if (!row.approval_code_expires_at || row.approval_code_expires_at <= now()) {
+        throw new AppError(
+          "approval_code_expired",
+          "this approval link has expired; ask the agent to request again",
+        );
+      }
       return this.approveGrant(organisationId, actor, row.id, "prompt");
+    },
+
+    /**
+     * The pending request an 8-digit code belongs to, as the Inbox shows it, approving nothing:
+     * the console shows the call first and approves it by its id, so a code the agent handed out
+     * for another request ("type A to approve my GET") is seen for what it approves. Wrong codes
+     * count as approve-by-code's do (spec 8); reuse 409, expired 410.
+     */
+    async findByCode(organisationId: string, rawCode: unknown): Promise<PendingApproval> {
+      const codes = deps.approvalCodes;
+      if (!codes) throw new AppError("not_found", "approval codes are a hosted feature");
+      const at = now();
+      const row = await findPendingByCode(deps.repo, codes, organisationId, rawCode, undefined, at);
+      return toPendingApproval(await loadGrant(organisationId, row.id), at);
     },
 
     /**

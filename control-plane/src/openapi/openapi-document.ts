@@ -117,6 +117,8 @@ const SERVICE_ERRORS: Record<string, readonly number[]> = {
   "POST /api/grants/:id/approve": [409],
   "POST /api/grants/:id/revoke": [409],
   "POST /api/grants/approve-by-code": [409, 410, 429],
+  "POST /api/grants/find-by-code": [409, 410, 429],
+  "POST /approve": [409, 410],
   "POST /api/need-items/:id/fulfill": [409],
   "POST /api/need-items/:id/deny": [409],
   "POST /api/integrations/:provider/start": [409],

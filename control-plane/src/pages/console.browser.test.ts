@@ -270,15 +270,20 @@ describe.skipIf(skipBrowserTests)("the operator console in Chromium", () => {
     expect(await requestCell.locator(".digest").textContent()).toBe("No body");
     await shot(page, "04-inbox");
 
-    // Approve by code: a wrong code is refused in the status region, the right one approves.
+    // Approve by code: a wrong code is refused in the status region; the right one shows its
+    // request with the row's choices, and approves once one is clicked.
     const codeField = page.getByLabel("8-digit approval code");
     const approvalCode = pending.approval_code!;
     await codeField.fill(approvalCode === "00000000" ? "11111111" : "00000000");
-    await page.locator("#code-form").getByRole("button", { name: "Approve" }).click();
+    await page.locator("#code-form").getByRole("button", { name: "Show the request" }).click();
     await expect.poll(() => statusOf(page), SOON).toBe("That approval code matches no pending approval.");
     expect(await codeField.getAttribute("aria-invalid")).toBe("true");
     await codeField.fill(approvalCode);
     await codeField.press("Enter");
+    const byCode = page.locator("#code-request");
+    await byCode.waitFor({ state: "visible", timeout: SOON.timeout });
+    expect(await byCode.locator(".request-line").textContent()).toBe("GET api.latch.test/v1/data");
+    await byCode.getByRole("button", { name: "Approve once: API_KEY for console agent" }).click();
     await expect.poll(() => statusOf(page), SOON).toBe("Approved API_KEY for console agent for one call.");
     await expect.poll(() => approvals.count()).toBe(0);
     await shot(page, "05-approved-by-code");
