@@ -34,7 +34,7 @@ import type { EgressClient } from "./egress/egress-client.ts";
 import { createSpentTicketsRepo } from "./egress/spent-tickets.repo.ts";
 import type { TicketFence } from "./egress/ticket-fence.ts";
 import type { TicketMinter } from "./egress/tickets.ts";
-import { approvalMail } from "./grants/approval-text.ts";
+import { agentWords, approvalMail } from "./grants/approval-text.ts";
 import { createGrantsRepo, type GrantsRepo } from "./grants/grants.repo.ts";
 import { createGrantsService } from "./grants/grants.service.ts";
 import { createItemTokensRepo, type ItemTokensRepo } from "./items/item-tokens.repo.ts";
@@ -266,7 +266,8 @@ function createHostedGrants(
       // The devices first, without waiting: a push goes through the proxy, the mail after it.
       void push?.pushApprovalRequest(organisationId, {
         grant_id: grant.grant_id,
-        agent: grant.agent_name,
+        // As every approval shows the agent's own words: invisible characters as U+FFFD.
+        agent: agentWords(grant.agent_name),
         item: grant.item_name,
         method: grant.call?.method ?? null,
         host: grant.call?.host ?? null,

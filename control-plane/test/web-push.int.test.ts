@@ -171,6 +171,27 @@ describe("Web Push", () => {
     await agent.close();
   });
 
+  it("shows the agent's name with its invisible characters as U+FFFD, as every approval does", async () => {
+    const { op, token } = await operatorWithClient(h, {
+      secret: SECRET,
+      items: [{ name: "API_KEY" }],
+      clientName: "read-only \u202Eetirw agent",
+    });
+    const path = `/push/${randomBytes(8).toString("hex")}`;
+    const { keys } = await subscribe(op, path);
+    const agent = await connectAgent(url, token);
+    const asked = toolAnswer(
+      await agent.callTool({
+        name: "http_request",
+        arguments: { item_name: "API_KEY", method: "POST", path: "/v1/refunds", body: { amount: 5 } },
+      }),
+    );
+    expect(asked.status).toBe("pending");
+    const pushed = JSON.parse(decryptPush((await arrived(path)).body, keys));
+    expect(pushed.agent).toBe("read-only \uFFFDetirw agent");
+    await agent.close();
+  });
+
   it("deletes a subscription the push service answers 410 for, and pushes to it no more", async () => {
     const { op, token } = await operatorWithClient(h, {
       secret: SECRET,
