@@ -165,24 +165,10 @@ export async function startEgressProxy(
   });
   const resolve = createResolve({ checkTicket, spendTicket, keyring, logger });
   const rewrap = createRewrap({ checkTicket, spendTicket, keyring, logger });
-  const fetchDocument = createFetchDocument({
-    checkTicket,
-    spendTicket,
-    resolver,
-    upstream,
-    metrics,
-    logger,
-    organisationCalls,
-  });
-  const sendPush = createSendPush({
-    checkTicket,
-    spendTicket,
-    resolver,
-    upstream,
-    metrics,
-    logger,
-    organisationCalls,
-  });
+  // The two credential-less kinds that dial: the same checks, destination rules and places.
+  const dialing = { checkTicket, spendTicket, resolver, upstream, metrics, logger, organisationCalls };
+  const fetchDocument = createFetchDocument(dialing);
+  const sendPush = createSendPush(dialing);
   let isServing = true;
 
   const isTls = Boolean(config.EGRESS_TLS_CERT);

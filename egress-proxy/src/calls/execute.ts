@@ -11,7 +11,11 @@ import type { Metrics } from "../metrics/metrics.ts";
 import { telemetry } from "../telemetry.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
-import { createOrganisationCalls, type OrganisationCalls } from "./organisation-calls.ts";
+import {
+  createOrganisationCalls,
+  inOrganisationPlace,
+  type OrganisationCalls,
+} from "./organisation-calls.ts";
 import { checkCall } from "./steps/check-call.ts";
 import { claimTicket } from "./steps/claim-ticket.ts";
 import { dialOrigin } from "./steps/dial-origin.ts";
@@ -163,12 +167,7 @@ export function createExecute(
     const ticket = await verifyTicket(signed, deps);
     // Past its organisation's cap the call is refused as not started (a gRPC error, like a
     // draining replica's), before DNS and before the ticket is spent.
-    const release = organisationCalls.admit(ticket.organisationId);
-    try {
-      return await runCall(ticket, startedAt);
-    } finally {
-      release();
-    }
+    return inOrganisationPlace(organisationCalls, ticket.organisationId, () => runCall(ticket, startedAt));
   };
 
   /** The call of a verified ticket, from the spec check to its answer or its refusal. */

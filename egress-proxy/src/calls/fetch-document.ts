@@ -14,7 +14,11 @@ import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { checkTarget } from "./check-target.ts";
-import { createOrganisationCalls, type OrganisationCalls } from "./organisation-calls.ts";
+import {
+  createOrganisationCalls,
+  inOrganisationPlace,
+  type OrganisationCalls,
+} from "./organisation-calls.ts";
 
 /** The raw body cap of upstream/ is 1 MiB; a document may ask for less, never more. */
 export const MAX_DOCUMENT_BYTES = 1024 * 1024;
@@ -39,12 +43,9 @@ export function createFetchDocument(
     const ticket = await deps.checkTicket(signed);
     const spec = partOfKind(ticket, "document", "the ticket carries no document fetch");
     // Past its organisation's cap: refused as not started (organisation-calls.ts), unspent.
-    const release = organisationCalls.admit(ticket.organisationId);
-    try {
-      return await fetchDocument(ticket, spec, startedAt);
-    } finally {
-      release();
-    }
+    return inOrganisationPlace(organisationCalls, ticket.organisationId, () =>
+      fetchDocument(ticket, spec, startedAt),
+    );
   };
 
   /** The document fetch of a verified ticket: spent, then sent. */

@@ -63,3 +63,20 @@ export function createOrganisationCalls(
     inFlight: (organisationId) => inFlight.get(organisationId) ?? 0,
   };
 }
+
+/**
+ * Runs `call` holding a place of its organisation's (refused past the cap, before `call` starts)
+ * and gives the place back however it ends.
+ */
+export async function inOrganisationPlace<T>(
+  calls: OrganisationCalls,
+  organisationId: string,
+  call: () => Promise<T>,
+): Promise<T> {
+  const release = calls.admit(organisationId);
+  try {
+    return await call();
+  } finally {
+    release();
+  }
+}

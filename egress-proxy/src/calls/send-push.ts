@@ -15,7 +15,11 @@ import { partOfKind } from "../tickets/ticket-kind.ts";
 import type { TicketChecker, TicketSpender } from "../tickets/verify.ts";
 import type { Upstream } from "../upstream/call.ts";
 import { checkTarget } from "./check-target.ts";
-import { createOrganisationCalls, type OrganisationCalls } from "./organisation-calls.ts";
+import {
+  createOrganisationCalls,
+  inOrganisationPlace,
+  type OrganisationCalls,
+} from "./organisation-calls.ts";
 
 /** RFC 8030 7.2: a push service must accept a message of at most 4096 octets. */
 export const MAX_PUSH_BYTES = 4096;
@@ -65,12 +69,9 @@ export function createSendPush(
     const ticket = await deps.checkTicket(signed);
     const spec = partOfKind(ticket, "push", "the ticket carries no push message");
     // Past its organisation's cap: refused as not started (organisation-calls.ts), unspent.
-    const release = organisationCalls.admit(ticket.organisationId);
-    try {
-      return await sendPush(ticket, spec, startedAt);
-    } finally {
-      release();
-    }
+    return inOrganisationPlace(organisationCalls, ticket.organisationId, () =>
+      sendPush(ticket, spec, startedAt),
+    );
   };
 
   /** The push message of a verified ticket: spent, then sent. */
