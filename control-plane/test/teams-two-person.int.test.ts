@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDatabase } from "./database.ts";
 import { type HostedHarness, startHosted } from "./hosted.ts";
-import { askCall, startTeam, type Team } from "./teams.ts";
+import { askCall, lastInviteTokenFor, startTeam, type Team } from "./teams.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -177,6 +177,108 @@ describe("a standing approval under the two-person rule", () => {
       (e: { action: string }) => e.action === "grant_first_approved",
     );
     expect(firsts).toHaveLength(2);
+  });
+
+  it("a folder_standing confirmation is refused once the credential moved to another folder", async () => {
+    const team = await twoPersonTeam();
+    await team.owner.browser.request("POST", `/api/orgs/members/${team.admin.operatorId}/role`, {
+      role: "owner",
+    });
+    const prod = await team.owner.browser.request("POST", "/api/items", {
+      name: "PROD_KEY",
+      value: "sk_prod_value_00000001",
+      environment: "staging",
+      allowed_hosts: ["api.latch.test"],
+      folder_name: "prod",
+    });
+    expect(prod.statusCode, prod.body).toBe(201);
+    const grant = await team.requestGrant();
+    const first = await team.owner.browser.request("POST", `/api/grants/${grant.grant_id}/approve`, {
+      policy: "folder_standing",
+      confirm_name: "apis",
+    });
+    expect(first.json().grant.approvals).toBe("1 of 2");
+    const items = (await team.admin.browser.request("GET", "/api/items")).json().items;
+    const apiKey = items.find((i: { name: string }) => i.name === "API_KEY");
+    const moved = await team.admin.browser.request("POST", `/api/items/${apiKey.id}/meta`, {
+      folder_name: "prod",
+    });
+    expect(moved.statusCode, moved.body).toBe(200);
+    const second = await team.admin.browser.request("POST", `/api/grants/${grant.grant_id}/approve`, {
+      policy: "folder_standing",
+      confirm_name: "prod",
+    });
+    expect(second.statusCode, second.body).toBe(409);
+    expect(second.json().error.code).toBe("approval_mismatch");
+    expect(second.json().error.message).toContain("moved to another folder");
+    expect((await inboxEntry(team, grant.grant_id))?.approvals).toBe("1 of 2");
+    const prodCall = await h.app.inject({
+      method: "POST",
+      url: "/api/grants/request",
+      headers: { authorization: `Bearer ${team.token}`, "content-type": "application/json" },
+      payload: JSON.stringify({
+        item_name: "PROD_KEY",
+        host: "api.latch.test",
+        method: "GET",
+        path: "/v1/p",
+      }),
+    });
+    expect(prodCall.json().grant.status).toBe("pending");
+    // Moved back, the same folder is confirmed as the first owner approved it.
+    const back = await team.admin.browser.request("POST", `/api/items/${apiKey.id}/meta`, {
+      folder_name: "apis",
+    });
+    expect(back.statusCode, back.body).toBe(200);
+    const confirmed = await team.admin.browser.request("POST", `/api/grants/${grant.grant_id}/approve`, {
+      policy: "folder_standing",
+      confirm_name: "apis",
+    });
+    expect(confirmed.json().grant).toMatchObject({ status: "active", approvals: "2 of 2" });
+  });
+
+  it("a first approval does not count again when its member is invited back or promoted again", async () => {
+    const team = await twoPersonTeam();
+    const approve = (member: { browser: typeof team.owner.browser }, grantId: string) =>
+      member.browser.request("POST", `/api/grants/${grantId}/approve`, { policy: "item_standing" });
+    const setRole = (operatorId: string, role: string) =>
+      team.owner.browser.request("POST", `/api/orgs/members/${operatorId}/role`, { role });
+
+    const demoted = await team.requestGrant();
+    expect((await approve(team.approver, demoted.grant_id)).json().grant.approvals).toBe("1 of 2");
+    expect((await setRole(team.approver.operatorId, "auditor")).statusCode).toBe(200);
+    expect((await setRole(team.approver.operatorId, "approver")).statusCode).toBe(200);
+    const afterPromotion = await approve(team.admin, demoted.grant_id);
+    expect(afterPromotion.json().grant).toMatchObject({ status: "pending", approvals: "1 of 2" });
+    expect((await inboxEntry(team, demoted.grant_id))?.first_approval).toMatchObject({
+      email: team.admin.email,
+    });
+    const roleChange = (await team.owner.browser.request("GET", "/api/audit"))
+      .json()
+      .events.find(
+        (e: { action: string; detail: { to?: string } }) =>
+          e.action === "member_role_changed" && e.detail.to === "auditor",
+      );
+    expect(roleChange.detail.first_approvals_voided).toBe(1);
+
+    const removed = await team.requestGrant();
+    expect((await approve(team.approver, removed.grant_id)).json().grant.approvals).toBe("1 of 2");
+    const remove = await team.owner.browser.request(
+      "DELETE",
+      `/api/orgs/members/${team.approver.operatorId}`,
+    );
+    expect(remove.statusCode, remove.body).toBe(200);
+    const invited = await team.owner.browser.request("POST", "/api/orgs/members/invite", {
+      email: team.approver.email,
+      role: "approver",
+    });
+    expect(invited.statusCode, invited.body).toBe(201);
+    const joined = await team.approver.browser.request("POST", "/invite", {
+      token: lastInviteTokenFor(h.inbox, team.approver.email),
+    });
+    expect(joined.statusCode, joined.body).toBe(200);
+    const afterReturn = await approve(team.owner, removed.grant_id);
+    expect(afterReturn.json().grant).toMatchObject({ status: "pending", approvals: "1 of 2" });
+    expect(await isCovered(team, "/v1/call-returned")).toBe(false);
   });
 
   it("a prompt or 8-hour approval still needs one member", async () => {

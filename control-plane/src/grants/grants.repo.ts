@@ -142,6 +142,11 @@ export interface GrantsRepo {
        * the row, so of two members confirming at once exactly one activates it.
        */
       firstApprovedBy?: string | undefined;
+      /**
+       * folder_standing: the folder it covers. With `firstApprovedBy`, approved only while the first
+       * approval is bound to this same folder.
+       */
+      folderId?: string | undefined;
     },
   ): Promise<boolean>;
   /**
@@ -156,6 +161,8 @@ export interface GrantsRepo {
       at: Date;
       policy: string;
       scope: string | null;
+      /** folder_standing: the folder the first approval covers, bound with it. */
+      folderId?: string | undefined;
       /** The first approver whose approval no longer counts (null: there is none yet). */
       replacing?: string | null;
     },
@@ -180,8 +187,6 @@ export interface GrantsRepo {
   ): Promise<void>;
   /** The folder of the grant's item, if it is in one. */
   findGrantFolder(organisationId: string, id: string): Promise<{ id: string; name: string } | undefined>;
-  /** Gives a pending grant its item's folder (folder_standing); any other status is left alone. */
-  updateGrantFolder(organisationId: string, id: string, folderId: string): Promise<void>;
   /** Runs `fn` in one transaction holding the organisation's advisory lock (limits that must not race). */
   inOrganisationLock<T>(organisationId: string, fn: (repo: GrantsRepo) => Promise<T>): Promise<T>;
   /** Approval and collect requests since `since`, for spec 8's limit (call inside inOrganisationLock). */
@@ -421,12 +426,16 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
                 scope_path: change.scope.path ?? null,
               }
             : {}),
+          ...(change.folderId ? { folder_id: change.folderId } : {}),
         })
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
         .where("status", "=", "pending")
         .$if(change.firstApprovedBy !== undefined, (query) =>
           query.where("first_approved_by", "=", change.firstApprovedBy ?? ""),
+        )
+        .$if(change.firstApprovedBy !== undefined && change.folderId !== undefined, (query) =>
+          query.where("folder_id", "=", change.folderId ?? ""),
         )
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
@@ -439,6 +448,7 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
           first_approved_at: first.at,
           first_policy: first.policy,
           first_scope: first.scope,
+          ...(first.folderId ? { folder_id: first.folderId } : {}),
         })
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
@@ -513,15 +523,6 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where("grants.organisation_id", "=", organisationId)
         .where("grants.id", "=", id)
         .executeTakeFirst(),
-    async updateGrantFolder(organisationId, id, folderId) {
-      await db
-        .updateTable("grants")
-        .set({ folder_id: folderId })
-        .where("organisation_id", "=", organisationId)
-        .where("id", "=", id)
-        .where("status", "=", "pending")
-        .execute();
-    },
     async updateGrantRevoked(organisationId, id, now, revokedBy) {
       // A consumed one-call approval too: while its call's outcome is unknown (the proxy did not
       // answer) it may yet be given back (updateGrantRestored, which only restores a consumed one),

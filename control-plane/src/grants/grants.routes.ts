@@ -141,10 +141,15 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
       const operator = await operatorOf(request);
       const input = request.body;
       const policy = input.policy ?? "prompt";
+      let folderId: string | undefined;
       if (policy === "folder_standing") {
         // Spec 2.4: a folder-standing approval is an owner's (DECISIONS "Teams").
         requirePermission(operator.role, "approvals.decide_folder");
-        await deps.grants.bindFolderStanding(operator.organisationId, request.params.id, input.confirm_name);
+        folderId = await deps.grants.confirmFolder(
+          operator.organisationId,
+          request.params.id,
+          input.confirm_name,
+        );
       }
       return {
         grant: await deps.grants.approveGrant(
@@ -152,9 +157,7 @@ export function registerGrantsRoutes(app: FastifyInstance, deps: GrantsRouteDeps
           operator.actor,
           request.params.id,
           policy,
-          {
-            scope: input.scope,
-          },
+          { scope: input.scope, folderId },
         ),
       };
     },

@@ -156,6 +156,18 @@ function mismatch(row: ApprovalRow): AppError {
   );
 }
 
+/**
+ * The 409 of a folder_standing confirmation whose credential is no longer in the folder the first
+ * approval named: the second member would approve another folder than the first did.
+ */
+function movedSinceFirst(row: ApprovalRow): AppError {
+  const who = row.first_approved_by_email ?? "another member";
+  return new AppError(
+    "approval_mismatch",
+    `${who} approved the folder this credential was in; it has moved to another folder since, so the first approval does not cover this one: deny the request and let the agent ask again`,
+  );
+}
+
 export function createGrantsService(deps: GrantsServiceDeps) {
   const now = deps.now ?? (() => new Date());
   /** A request or decision and its audit row, in one transaction (GrantsServiceDeps). */
@@ -466,9 +478,16 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       actor: string,
       id: string,
       policy: GrantPolicy,
-      options: { scope?: StandingScope | undefined } = {},
+      options: {
+        scope?: StandingScope | undefined;
+        /** folder_standing: the folder the operator confirmed (confirmFolder), bound with the approval. */
+        folderId?: string | undefined;
+      } = {},
     ): Promise<PublicGrant> {
       let row = await loadGrant(organisationId, id);
+      const folderId = policy === "folder_standing" ? options.folderId : undefined;
+      if (policy === "folder_standing" && !folderId)
+        throw new AppError("invalid_request", "a folder_standing approval names its folder (confirm_name)");
       const at = now();
       const approver = operatorIdOf(actor);
       let scopeChoice = options.scope;
@@ -491,6 +510,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
               at,
               policy,
               scope: options.scope ?? null,
+              folderId,
               replacing: voidFirst,
             });
             if (!isFirst) return false;
@@ -523,6 +543,8 @@ export function createGrantsService(deps: GrantsServiceDeps) {
           }
           if (row.first_policy !== policy || (options.scope && options.scope !== row.first_scope))
             throw mismatch(row);
+          // The first approval bound the folder the credential was in then; it may have moved since.
+          if (folderId && row.folder_id !== folderId) throw movedSinceFirst(row);
           scopeChoice = (row.first_scope as StandingScope | null) ?? undefined;
           firstApprovedBy = row.first_approved_by ?? undefined;
         }
@@ -537,6 +559,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
           approvedBy: approver,
           scope,
           firstApprovedBy,
+          folderId,
         });
         if (!isApproved) {
           throw new AppError(
@@ -592,9 +615,10 @@ export function createGrantsService(deps: GrantsServiceDeps) {
 
     /**
      * folder_standing: owner-only, on an item in a folder, with the folder's name typed to confirm.
-     * Gives the pending grant its folder; approveGrant then refuses any grant no longer pending.
+     * Answers that folder's id, which approveGrant binds to the grant with the approval itself (a
+     * first approval of two with its `first_*` columns, so the second confirms that same folder).
      */
-    async bindFolderStanding(organisationId: string, id: string, confirmName: unknown): Promise<void> {
+    async confirmFolder(organisationId: string, id: string, confirmName: unknown): Promise<string> {
       // Spec 5 rule 5: another organisation's grant (or none) is 404 before any other answer. Who
       // may approve one (an owner, spec 2.4) is the route's action (auth/permissions.ts).
       await loadGrant(organisationId, id);
@@ -602,7 +626,7 @@ export function createGrantsService(deps: GrantsServiceDeps) {
       if (!folder) throw new AppError("invalid_request", "this credential is in no folder");
       if (confirmName !== folder.name)
         throw new AppError("confirm_name_mismatch", "confirm_name must be the folder's name exactly");
-      await deps.repo.updateGrantFolder(organisationId, id, folder.id);
+      return folder.id;
     },
   };
   return {

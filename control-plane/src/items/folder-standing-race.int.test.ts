@@ -95,14 +95,15 @@ async function raceFolderApproval(write: () => Promise<Answer>): Promise<{ raced
       confirm_name: "apis",
     });
     await waitForLockWaiters(db, 1, approving);
-    // The approval is written in its transaction and not committed: other sessions still read it pending.
+    // The approval is written in its transaction and not committed: other sessions still read it
+    // pending, and not yet bound to the folder (its activation binds it, in the same UPDATE).
     const row = await db
       .selectFrom("grants")
       .select(["status", "folder_id"])
       .where("id", "=", grant.grant_id)
       .executeTakeFirstOrThrow();
     expect(row.status).toBe("pending");
-    expect(row.folder_id).not.toBeNull();
+    expect(row.folder_id).toBeNull();
     writing = write();
     await waitForLockWaiters(db, 2, writing);
   } finally {

@@ -162,7 +162,7 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
     findFolderId,
     async findFolderStandingForUpdate(organisationId, folderId) {
       // FOR UPDATE, not a weaker lock: it conflicts with the KEY SHARE lock the foreign key check
-      // takes when a grant's folder_id is written (bindFolderStanding), so that write waits.
+      // takes when a grant's folder_id is written (approving the folder, grants.repo.ts), so that write waits.
       await db
         .selectFrom("folders")
         .select("id")

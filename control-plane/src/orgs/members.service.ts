@@ -5,7 +5,7 @@
 // together: a crash between them can lose neither alone.
 import { AppError } from "@latch/shared/errors";
 import type { AuditEvent } from "../audit/audit.repo.ts";
-import { isRole, type Role, requireManagedRole, requirePermission } from "../auth/permissions.ts";
+import { isRole, mayPerform, type Role, requireManagedRole, requirePermission } from "../auth/permissions.ts";
 import type { InvitesRepo } from "./invites.repo.ts";
 import type { OrgsRepo } from "./orgs.repo.ts";
 import { refuseOwnerOverLimit } from "./orgs.service.ts";
@@ -58,6 +58,29 @@ function checkRole(raw: unknown): Role {
   return raw;
 }
 
+/**
+ * The standing approvals a member with `role` may no longer give (none: removed): their first
+ * approvals of these, on requests still waiting for a second member, stop counting at the change,
+ * so a member invited back or promoted again later does not bring them back (DECISIONS "Teams").
+ */
+function firstApprovalsLost(role: Role | null): string[] {
+  const kept = (policy: string) =>
+    role !== null &&
+    mayPerform(role, policy === "folder_standing" ? "approvals.decide_folder" : "approvals.decide");
+  return ["item_standing", "folder_standing"].filter((policy) => !kept(policy));
+}
+
+/** Forgets a member's first approvals their change took the right to give; the audit detail it adds. */
+async function voidFirstApprovals(
+  orgs: OrgsRepo,
+  organisationId: string,
+  operatorId: string,
+  role: Role | null,
+): Promise<{ first_approvals_voided?: number }> {
+  const voided = await orgs.updateFirstApprovalsVoided(organisationId, operatorId, firstApprovalsLost(role));
+  return voided > 0 ? { first_approvals_voided: voided } : {};
+}
+
 const LAST_OWNER =
   "an organisation keeps one owner at least: make another member an owner (or transfer ownership) first";
 
@@ -84,6 +107,7 @@ export function createMembersService(deps: MembersDeps) {
       throw new AppError("last_owner", LAST_OWNER);
     }
     await locked.orgs.deleteMembership(organisationId, gone.operatorId);
+    const voided = await voidFirstApprovals(locked.orgs, organisationId, gone.operatorId, null);
     const withdrawn = await locked.invites.updateInvitesWithdrawnBySender(
       organisationId,
       gone.operatorId,
@@ -106,6 +130,7 @@ export function createMembersService(deps: MembersDeps) {
         email: gone.email,
         role: gone.role,
         ...(gone.operatorId === actor.operatorId ? { left: true } : {}),
+        ...voided,
       },
     });
   }
@@ -148,11 +173,12 @@ export function createMembersService(deps: MembersDeps) {
         }
         if (role === "owner") await refuseOwnerOverLimit(orgs, operatorId);
         await orgs.updateMembershipRole(actor.organisationId, operatorId, role);
+        const voided = await voidFirstApprovals(orgs, actor.organisationId, operatorId, role);
         await recordEvent({
           organisationId: actor.organisationId,
           actor: actor.actor,
           action: "member_role_changed",
-          detail: { operator_id: operatorId, email: member.email, from: member.role, to: role },
+          detail: { operator_id: operatorId, email: member.email, from: member.role, to: role, ...voided },
         });
       });
       const listed = (await this.listMembers(actor.organisationId)).find((m) => m.operator_id === operatorId);
@@ -206,6 +232,7 @@ export function createMembersService(deps: MembersDeps) {
         if (member.role !== "owner") await refuseOwnerOverLimit(orgs, operatorId);
         await orgs.updateMembershipRole(actor.organisationId, operatorId, "owner");
         await orgs.updateMembershipRole(actor.organisationId, actor.operatorId, "admin");
+        const voided = await voidFirstApprovals(orgs, actor.organisationId, actor.operatorId, "admin");
         await recordEvent({
           organisationId: actor.organisationId,
           actor: actor.actor,
@@ -215,6 +242,7 @@ export function createMembersService(deps: MembersDeps) {
             to_email: member.email,
             to_was: member.role,
             from_operator_id: actor.operatorId,
+            ...voided,
           },
         });
       });

@@ -59,6 +59,12 @@ export interface OrgsRepo {
   updateMembershipRole(organisationId: string, operatorId: string, role: string): Promise<void>;
   /** Removes the membership; true when there was one. */
   deleteMembership(organisationId: string, operatorId: string): Promise<boolean>;
+  /**
+   * The two-person rule (DECISIONS "Teams"): forgets the member's first approvals of `policies`
+   * on grants still pending, so the next approval there is the first again (call in the
+   * transaction that removes the member or changes their role). Answers how many were forgotten.
+   */
+  updateFirstApprovalsVoided(organisationId: string, operatorId: string, policies: string[]): Promise<number>;
   countOwners(organisationId: string): Promise<number>;
   /** Deletes the organisation and, by cascade, everything in it. */
   deleteOrganisation(organisationId: string): Promise<void>;
@@ -181,6 +187,25 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
         .where("operator_id", "=", operatorId)
         .executeTakeFirst();
       return result.numDeletedRows === 1n;
+    },
+    async updateFirstApprovalsVoided(organisationId, operatorId, policies) {
+      if (policies.length === 0) return 0;
+      const result = await db
+        .updateTable("grants")
+        .set({
+          first_approved_by: null,
+          first_approved_at: null,
+          first_policy: null,
+          first_scope: null,
+          // A pending grant is bound to a folder only by a first folder_standing approval.
+          folder_id: null,
+        })
+        .where("organisation_id", "=", organisationId)
+        .where("first_approved_by", "=", operatorId)
+        .where("first_policy", "in", policies)
+        .where("status", "=", "pending")
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
     },
     async countOwners(organisationId) {
       const row = await db
