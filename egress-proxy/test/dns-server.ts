@@ -1,7 +1,8 @@
 // Test fixture: a real UDP DNS server on loopback that answers A and AAAA from a plan per name,
-// including the rebinding attacker whose answer changes between queries.
+// including the rebinding attacker whose answer changes between queries, and (when asked) the
+// hostile server whose answer is too big for UDP, so the resolver retries over TCP for all of it.
 import { createSocket } from "node:dgram";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import * as dnsPacket from "dns-packet";
 
 /** One answer: addresses per family, or an error code, or silence (the query is dropped). */
@@ -27,6 +28,15 @@ export interface RecordedQuery {
   type: string;
 }
 
+export interface DnsServerOptions {
+  /**
+   * Also serve TCP on the same port, and answer over UDP with the truncated flag (TC, no records)
+   * whenever the answer is over 512 bytes: the resolver then asks again over TCP, where an answer
+   * can hold thousands of records. A query retried over TCP is recorded once.
+   */
+  isTcpServed?: boolean;
+}
+
 export interface RunningDnsServer {
   port: number;
   /** `127.0.0.1:<port>`, ready for `dnsServers`. */
@@ -38,6 +48,8 @@ export interface RunningDnsServer {
 }
 
 const RCODES = { NOERROR: 0, SERVFAIL: 2, NXDOMAIN: 3, REFUSED: 5 } as const;
+/** RFC 1035 4.2.1: a UDP message without EDNS holds at most 512 bytes. */
+const MAX_UDP_ANSWER_BYTES = 512;
 
 function normalize(name: string): string {
   return name.toLowerCase().replace(/\.$/, "");
@@ -50,11 +62,13 @@ function normalize(name: string): string {
 export async function startDnsServer(
   answers: Record<string, DnsAnswerPlan>,
   at: { host: string; port: number } = { host: "127.0.0.1", port: 0 },
+  options: DnsServerOptions = {},
 ): Promise<RunningDnsServer> {
   const plans = new Map(Object.entries(answers).map(([name, plan]) => [normalize(name), plan]));
   const asked = new Map<string, number>();
+  // What the last UDP query of each name and type was given, for its retry over TCP.
+  const lastAnswers = new Map<string, DnsAnswer | undefined>();
   const queries: RecordedQuery[] = [];
-  const socket = createSocket("udp4");
 
   function answerFor(name: string, type: string): DnsAnswer | undefined {
     const plan = plans.get(name);
@@ -65,29 +79,36 @@ export async function startDnsServer(
     return plan.sequence[Math.min(index, plan.sequence.length - 1)];
   }
 
-  socket.on("message", (message, remote) => {
+  /** The encoded response to one query, or undefined when it gets none (undecodable, silent). */
+  function respond(message: Buffer, isTcp: boolean): Buffer | undefined {
     let query: dnsPacket.DecodedPacket;
     try {
       query = dnsPacket.decode(message);
     } catch {
-      return;
+      return undefined;
     }
     const question = query.questions?.[0];
-    if (question === undefined) return;
+    if (question === undefined) return undefined;
     const name = normalize(question.name);
-    queries.push({ name, type: question.type });
-    const answer = answerFor(name, question.type);
-    if (answer?.isSilent) return;
+    // The TCP retry of a truncated answer is the same query: it is recorded once and, for a
+    // sequence, answered with the entry the UDP query was given.
+    const answer = isTcp ? lastAnswers.get(`${name}|${question.type}`) : answerFor(name, question.type);
+    if (!isTcp) {
+      queries.push({ name, type: question.type });
+      lastAnswers.set(`${name}|${question.type}`, answer);
+    }
+    if (answer?.isSilent) return undefined;
     const rcode =
       answer === undefined
         ? RCODES.NXDOMAIN
         : RCODES[(question.type === "AAAA" ? answer.aaaaRcode : undefined) ?? answer.rcode ?? "NOERROR"];
     const records = question.type === "A" ? answer?.A : question.type === "AAAA" ? answer?.AAAA : undefined;
+    const flags =
+      dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | rcode;
     const response = dnsPacket.encode({
       type: "response",
       id: query.id,
-      flags:
-        dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE | rcode,
+      flags,
       questions: [question],
       answers:
         rcode === RCODES.NOERROR
@@ -99,21 +120,76 @@ export async function startDnsServer(
             }))
           : [],
     });
-    socket.send(response, remote.port, remote.address);
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    socket.once("error", reject);
-    socket.bind(at.port, at.host, () => resolve());
-  });
-  const { port } = socket.address() as AddressInfo;
-  return {
-    port,
-    server: `${at.host}:${port}`,
-    queries,
-    setPlan: (name, plan) => {
-      plans.set(normalize(name), plan);
-    },
-    close: () => new Promise<void>((resolve) => socket.close(() => resolve())),
+    if (isTcp || !options.isTcpServed || response.length <= MAX_UDP_ANSWER_BYTES) return response;
+    return dnsPacket.encode({
+      type: "response",
+      id: query.id,
+      flags: flags | dnsPacket.TRUNCATED_RESPONSE,
+      questions: [question],
+      answers: [],
+    });
+  }
+  const tcpConnections = new Set<Socket>();
+  const serveTcp = (connection: Socket) => {
+    tcpConnections.add(connection);
+    connection.on("close", () => tcpConnections.delete(connection));
+    connection.on("error", () => {});
+    let pending = Buffer.alloc(0);
+    connection.on("data", (data) => {
+      pending = Buffer.concat([pending, data]);
+      // RFC 1035 4.2.2: each message over TCP is preceded by its two-byte length.
+      while (pending.length >= 2 && pending.length >= 2 + pending.readUInt16BE(0)) {
+        const message = pending.subarray(2, 2 + pending.readUInt16BE(0));
+        pending = pending.subarray(2 + message.length);
+        const response = respond(Buffer.from(message), true);
+        if (response === undefined) continue;
+        const length = Buffer.alloc(2);
+        length.writeUInt16BE(response.length);
+        connection.write(Buffer.concat([length, response]));
+      }
+    });
   };
+
+  // UDP takes a free port, TCP the same number, which another socket may hold: then both are
+  // let go and another port tried (a fixed port is tried once).
+  for (let attempt = 1; ; attempt++) {
+    const socket = createSocket("udp4");
+    socket.on("message", (message, remote) => {
+      const response = respond(message, false);
+      if (response !== undefined) socket.send(response, remote.port, remote.address);
+    });
+    await new Promise<void>((resolve, reject) => {
+      socket.once("error", reject);
+      socket.bind(at.port, at.host, () => resolve());
+    });
+    const { port } = socket.address() as AddressInfo;
+    const tcp = options.isTcpServed ? createServer(serveTcp) : undefined;
+    try {
+      if (tcp !== undefined) {
+        await new Promise<void>((resolve, reject) => {
+          tcp.once("error", reject);
+          tcp.listen(port, at.host, () => resolve());
+        });
+      }
+    } catch (error) {
+      await new Promise<void>((resolve) => socket.close(() => resolve()));
+      if (at.port !== 0 || attempt >= 20) throw error;
+      continue;
+    }
+    return {
+      port,
+      server: `${at.host}:${port}`,
+      queries,
+      setPlan: (name, plan) => {
+        plans.set(normalize(name), plan);
+      },
+      close: async () => {
+        for (const connection of tcpConnections) connection.destroy();
+        await Promise.all([
+          new Promise<void>((resolve) => socket.close(() => resolve())),
+          tcp === undefined ? undefined : new Promise<void>((resolve) => tcp.close(() => resolve())),
+        ]);
+      },
+    };
+  }
 }

@@ -67,14 +67,26 @@ describe("decideDestination: the development allow list", () => {
   });
 });
 
-describe("decideDestination: the verdicts", () => {
-  it("keeps one verdict per address, IPv4 first, each naming its address and reason", () => {
+describe("decideDestination: what the decision keeps", () => {
+  // The resolver keeps up to a thousand decisions: each holds what a later call needs (the address
+  // and family, or the one refusal), never a verdict per address of a long answer.
+  it("keeps the chosen address and family alone, however long the answer", () => {
+    const v4 = Array.from({ length: 32 }, (_, i) => `8.8.${i}.8`);
+    const v6 = Array.from({ length: 32 }, (_, i) => `2606:4700::${i + 1}`);
+    expect(decideDestination({ v4, v6 }, NO_ALLOW)).toEqual({ allowed: true, address: "8.8.0.8", family: 4 });
+  });
+
+  it("keeps the first refusal alone", () => {
     const decision = decideDestination({ v4: ["127.0.0.1", "8.8.8.8"], v6: ["fe80::1"] }, LOOPBACK_ALLOWED);
-    expect(decision.verdicts).toEqual([
-      { allowed: true, reason: "allow_listed", address: "127.0.0.1" },
-      { allowed: true, reason: "public_unicast", address: "8.8.8.8" },
-      { allowed: false, reason: "link_local", address: "fe80::1", range: "fe80::/10 (link-local, RFC 4291)" },
-    ]);
+    expect(decision).toEqual({
+      allowed: false,
+      refused: {
+        allowed: false,
+        reason: "link_local",
+        address: "fe80::1",
+        range: "fe80::/10 (link-local, RFC 4291)",
+      },
+    });
   });
 
   it("names the refused block in the refusal", () => {

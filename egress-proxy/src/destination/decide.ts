@@ -1,6 +1,6 @@
 // The decision over one DNS answer: classify every address, refuse the whole answer if one is
 // refused, else pick the address to dial. Pure, so the policy is tested without DNS.
-import { type AddressVerdict, type Cidr, classifyAddress, type DeniedVerdict } from "./classify.ts";
+import { type Cidr, classifyAddress, type DeniedVerdict } from "./classify.ts";
 
 /** The addresses one lookup returned, per family, in the resolver's order. */
 export interface DnsAnswer {
@@ -8,12 +8,16 @@ export interface DnsAnswer {
   v6: readonly string[];
 }
 
+/**
+ * What a later call needs of the decision, and nothing more: the resolver keeps up to a thousand
+ * of them, so a decision holds no verdict per address (an answer may list 64 of them).
+ */
 export type DestinationDecision =
-  | { allowed: true; address: string; family: 4 | 6; verdicts: AddressVerdict[] }
-  | { allowed: false; refused: DeniedVerdict; verdicts: AddressVerdict[] };
+  | { allowed: true; address: string; family: 4 | 6 }
+  | { allowed: false; refused: DeniedVerdict };
 
 /**
- * Classifies every answer, then decides:
+ * Classifies the answers in order, IPv4 first, then decides:
  * - one refused address refuses the whole answer (the first refusal is named), because an
  *   attacker who controls DNS returns one public and one private address and hopes the dialer
  *   picks the private one;
@@ -22,21 +26,24 @@ export type DestinationDecision =
  * An empty answer decides nothing: the resolver reports it as `dns_no_address` before this runs.
  *
  * @example decideDestination({ v4: ["93.184.216.34", "10.0.0.1"], v6: [] }, [])
- *   // { allowed: false, refused: { reason: "private_range", address: "10.0.0.1", ... }, verdicts: [...] }
+ *   // { allowed: false, refused: { reason: "private_range", address: "10.0.0.1", ... } }
  */
 export function decideDestination(answer: DnsAnswer, allowCidrs: readonly Cidr[]): DestinationDecision {
-  const v4 = answer.v4.map((address) => classifyAddress(address, allowCidrs));
-  const v6 = answer.v6.map((address) => classifyAddress(address, allowCidrs));
-  const verdicts = [...v4, ...v6];
-  const refused = verdicts.find((verdict): verdict is DeniedVerdict => !verdict.allowed);
-  if (refused) return { allowed: false, refused, verdicts };
-  const [first4] = v4;
-  if (first4) return { allowed: true, address: first4.address, family: 4, verdicts };
-  const [first6] = v6;
-  if (first6) return { allowed: true, address: first6.address, family: 6, verdicts };
+  // The first refusal decides, so the addresses after it are not classified.
+  for (const address of answer.v4) {
+    const verdict = classifyAddress(address, allowCidrs);
+    if (!verdict.allowed) return { allowed: false, refused: verdict };
+  }
+  for (const address of answer.v6) {
+    const verdict = classifyAddress(address, allowCidrs);
+    if (!verdict.allowed) return { allowed: false, refused: verdict };
+  }
+  const [first4] = answer.v4;
+  if (first4 !== undefined) return { allowed: true, address: first4, family: 4 };
+  const [first6] = answer.v6;
+  if (first6 !== undefined) return { allowed: true, address: first6, family: 6 };
   return {
     allowed: false,
     refused: { allowed: false, reason: "reserved_range", address: "", range: "an empty DNS answer" },
-    verdicts,
   };
 }

@@ -5,7 +5,7 @@ import { isIP } from "node:net";
 import { AppError } from "@latch/shared/errors";
 import type { Cidr, DeniedVerdict } from "./classify.ts";
 import { type ConnectToRule, findConnectToRule } from "./connect-to.ts";
-import { decideDestination } from "./decide.ts";
+import { type DestinationDecision, type DnsAnswer, decideDestination } from "./decide.ts";
 
 export interface ResolverOptions {
   /** Resolvers to ask, `ip[:port]` (`[v6]:port`); unset means the system's (from resolv.conf). */
@@ -35,16 +35,42 @@ export interface DestinationResolver {
   resolve(host: string, deadline?: AbortSignal | number): Promise<Destination>;
 }
 
+/** What the resolver's two caches hold now (for tests: both stay bounded whatever DNS answers). */
+export interface ResolverCacheSizes {
+  answers: number;
+  decisions: number;
+  /** The characters of the decisions' keys, the one part of an entry whose size an answer sets. */
+  decisionKeyChars: number;
+}
+
+/** The proxy's resolver, with a look at its caches. */
+export interface CachingDestinationResolver extends DestinationResolver {
+  cacheSizes(): ResolverCacheSizes;
+}
+
 /** Spec 4.2 rule 2: port 443 only. Another port comes only from a connect-to rule. */
 const HTTPS_PORT = 443;
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DNS_TRIES = 2;
+/**
+ * Addresses read per family. Real services answer far fewer: large CDNs and cloud load balancers
+ * 4 to 8 A records (Route 53 multivalue answers 8 at most), and 32 A records are about what one
+ * 512-byte UDP answer can carry. A longer answer is refused (`dns_failure`): only a hostile
+ * server sends thousands, over TCP, to fill the proxy's memory and spend its CPU.
+ */
+const MAX_ADDRESSES_PER_FAMILY = 32;
 const MAX_DECISIONS = 1024;
 /**
+ * The decisions' keys together, in characters. A key lists one answer's addresses (at most 64,
+ * about 1,700 characters), so 1,024 long answers would keep 1.7 MB; the usual answer of a few
+ * addresses (a key of a few hundred characters) meets the count bound first.
+ */
+const MAX_DECISION_KEY_CHARS = 512 * 1024;
+/**
  * An answer is reused for its TTL, at most this long: a call within it asks no DNS. Every call
- * still decides on the answer it uses and dials only the address decided (a cached answer is
- * checked like a fresh one); a TTL of 0 is never reused, so an answer that changes on every query
- * (the rebinding attacker) is read afresh by every call.
+ * dials only the address decided on the answer it uses (a reused answer keeps the decision made
+ * on it, which refuses or allows every call alike); a TTL of 0 is never reused, so an answer that
+ * changes on every query (the rebinding attacker) is read afresh by every call.
  */
 const MAX_ANSWER_TTL_S = 30;
 const MAX_ANSWERS = 1024;
@@ -87,12 +113,28 @@ interface Answer {
   ttlS: number;
 }
 
-/** Both families at once. One family missing is normal; a resolver error with no answer is not. */
+/**
+ * Both families at once. One family missing is normal; a resolver error with no answer is not.
+ * An answer of more than MAX_ADDRESSES_PER_FAMILY addresses in a family is refused before any of
+ * them is read further: c-ares parses the whole message and Node hands back every record (there
+ * is no option to stop earlier), so the count is the first thing looked at.
+ */
 async function queryAddresses(resolver: Resolver, host: string): Promise<Answer> {
   const [a, aaaa] = await Promise.allSettled([
     resolver.resolve4(host, { ttl: true }),
     resolver.resolve6(host, { ttl: true }),
   ]);
+  for (const [family, result] of [
+    ["IPv4", a],
+    ["IPv6", aaaa],
+  ] as const) {
+    if (result.status === "fulfilled" && result.value.length > MAX_ADDRESSES_PER_FAMILY) {
+      throw new AppError(
+        "dns_failure",
+        `${host} answers more than ${MAX_ADDRESSES_PER_FAMILY} ${family} addresses, which Latch does not read`,
+      );
+    }
+  }
   const v4 = a.status === "fulfilled" ? a.value.map((record) => record.address) : [];
   const v6 = aaaa.status === "fulfilled" ? aaaa.value.map((record) => record.address) : [];
   const failures = [a, aaaa].flatMap((r) => (r.status === "rejected" ? [r.reason as unknown] : []));
@@ -170,7 +212,8 @@ function validateServers(servers: readonly string[] | undefined): void {
  * 1. a connect-to rule with a target address replaces DNS (development/test only);
  * 2. otherwise asks the configured resolvers for A and AAAA in parallel (never getaddrinfo:
  *    /etc/hosts and nsswitch must not decide where a credential goes), or reuses their answer
- *    within its TTL, at most 30 s (MAX_ANSWER_TTL_S);
+ *    within its TTL, at most 30 s (MAX_ANSWER_TTL_S); more than 32 addresses in a family
+ *    (MAX_ADDRESSES_PER_FAMILY) is `dns_failure`;
  * 3. classifies every answer and decides (decide.ts): one refused address refuses the whole
  *    answer with an `AddressRefused` naming it; otherwise the first IPv4 answer, else the first
  *    IPv6 one, is the one address the upstream call dials.
@@ -179,36 +222,54 @@ function validateServers(servers: readonly string[] | undefined): void {
  * const resolver = createDestinationResolver({ connectTo: [], allowCidrs: [] });
  * const destination = await resolver.resolve("api.github.com", 10_000);
  */
-export function createDestinationResolver(opts: ResolverOptions): DestinationResolver {
+export function createDestinationResolver(opts: ResolverOptions): CachingDestinationResolver {
   const servers = opts.dnsServers?.map((s) => s.trim()).filter((s) => s !== "");
   validateServers(servers);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const connectTo = [...opts.connectTo];
   const allowCidrs = [...opts.allowCidrs];
   // The decision is a pure function of the answer (the ranges are fixed): the same few answers
-  // come back all day, so each is classified once, at most MAX_DECISIONS of them kept.
-  const decisions = new Map<string, ReturnType<typeof decideDestination>>();
+  // come back all day, so each is classified once, the oldest dropped first past MAX_DECISIONS or
+  // MAX_DECISION_KEY_CHARS. A decision is small (decide.ts); its key is at most 64 addresses.
+  const decisions = new Map<string, DestinationDecision>();
+  let decisionKeyChars = 0;
   const now = opts.now ?? Date.now;
-  // Answers within their TTL, by host (at most MAX_ANSWERS, the oldest dropped first).
-  const answers = new Map<string, { v4: string[]; v6: string[]; expiresAt: number }>();
-  const lookUp = async (host: string, deadline: AbortSignal | number | undefined) => {
-    const known = answers.get(host);
-    if (known !== undefined && known.expiresAt > now()) return known;
-    const answer = await resolveWithDeadline(servers, host, timeoutMs, deadline);
-    answers.delete(host);
-    if (answer.ttlS > 0) {
-      if (answers.size >= MAX_ANSWERS) answers.delete(answers.keys().next().value!);
-      answers.set(host, { v4: answer.v4, v6: answer.v6, expiresAt: now() + answer.ttlS * 1000 });
-    }
-    return answer;
+  // Answers within their TTL, by host, each kept as its decision (the same pure function of it):
+  // at most MAX_ANSWERS, the oldest dropped first, and the expired ones swept every
+  // MAX_ANSWER_TTL_S, so a name asked once does not stay. A host is at most 253 characters (c-ares
+  // refuses a longer name before asking), so an entry is small and of bounded size.
+  const answers = new Map<string, { decision: DestinationDecision; expiresAt: number }>();
+  let nextSweepAt = now() + MAX_ANSWER_TTL_S * 1000;
+  const sweepAnswers = (at: number) => {
+    for (const [host, known] of answers) if (known.expiresAt <= at) answers.delete(host);
+    nextSweepAt = at + MAX_ANSWER_TTL_S * 1000;
   };
-  const decide = (answer: { v4: string[]; v6: string[] }) => {
+  const decide = (answer: DnsAnswer): DestinationDecision => {
     const key = `${answer.v4.join(",")}|${answer.v6.join(",")}`;
     const known = decisions.get(key);
     if (known) return known;
     const decision = decideDestination(answer, allowCidrs);
-    if (decisions.size >= MAX_DECISIONS) decisions.delete(decisions.keys().next().value!);
     decisions.set(key, decision);
+    decisionKeyChars += key.length;
+    while (decisions.size > MAX_DECISIONS || decisionKeyChars > MAX_DECISION_KEY_CHARS) {
+      const oldest = decisions.keys().next().value!;
+      decisions.delete(oldest);
+      decisionKeyChars -= oldest.length;
+    }
+    return decision;
+  };
+  const lookUp = async (host: string, deadline: AbortSignal | number | undefined) => {
+    const at = now();
+    if (at >= nextSweepAt) sweepAnswers(at);
+    const known = answers.get(host);
+    if (known !== undefined && known.expiresAt > at) return known.decision;
+    const answer = await resolveWithDeadline(servers, host, timeoutMs, deadline);
+    const decision = decide(answer);
+    answers.delete(host);
+    if (answer.ttlS > 0) {
+      if (answers.size >= MAX_ANSWERS) answers.delete(answers.keys().next().value!);
+      answers.set(host, { decision, expiresAt: now() + answer.ttlS * 1000 });
+    }
     return decision;
   };
 
@@ -222,18 +283,13 @@ export function createDestinationResolver(opts: ResolverOptions): DestinationRes
 
       // A connect-to target replaces DNS but not the policy: it is decided like any answer.
       const target = rule?.targetAddress;
-      const answer =
+      const decision =
         target !== undefined
-          ? isIP(target) === 6
-            ? { v4: [], v6: [target] }
-            : { v4: [target], v6: [] }
+          ? decide(isIP(target) === 6 ? { v4: [], v6: [target] } : { v4: [target], v6: [] })
           : await lookUp(host, deadline);
-      if (answer.v4.length === 0 && answer.v6.length === 0) {
-        throw new AppError("dns_no_address", `${host} has no A or AAAA record`);
-      }
-      const decision = decide(answer);
       if (!decision.allowed) throw new AddressRefused(host, decision.refused);
       return { host, address: decision.address, family: decision.family, port };
     },
+    cacheSizes: () => ({ answers: answers.size, decisions: decisions.size, decisionKeyChars }),
   };
 }
