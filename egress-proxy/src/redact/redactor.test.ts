@@ -251,6 +251,7 @@ describe("createRedactor: built for one answer's shape", () => {
   }
   const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=";
   const HEX = "0123456789abcdefABCDEF:- ";
+  const LINE_BREAKS = ["\r\n", "\n", "\\n", "\\r\\n", "\\u000A"];
 
   it("redacts every answer exactly as the redactor of every spelling does (4000 answers)", () => {
     const next = random(20261126);
@@ -265,10 +266,12 @@ describe("createRedactor: built for one answer's shape", () => {
       };
       const spellings = listSecretEncodings(value).map((b) => b.toString("latin1"));
       let spelling = spellings[Math.floor(next() * spellings.length)]!;
-      // Line breaks inside it (the scan reads through them), hex letters in either case.
+      // Line breaks inside it, raw or JSON-escaped (the scan reads through both), hex letters in
+      // either case.
       if (next() < 0.3) {
         const at = Math.floor(next() * spelling.length);
-        spelling = `${spelling.slice(0, at)}${next() < 0.5 ? "\r\n" : "\n"}${spelling.slice(at)}`;
+        const lineBreak = LINE_BREAKS[Math.floor(next() * LINE_BREAKS.length)]!;
+        spelling = `${spelling.slice(0, at)}${lineBreak}${spelling.slice(at)}`;
       }
       if (next() < 0.3) spelling = spelling.replace(/[a-f]/g, (c) => (next() < 0.5 ? c.toUpperCase() : c));
       // Around it: short JSON fields, a long run of base64 or hex characters, or nothing.

@@ -3,9 +3,11 @@
 // and in the allowed response headers.
 import { BASE64_ESCAPE_FAMILIES } from "./base64-escapes.ts";
 import { findHeadersSplittingASpelling } from "./header-block.ts";
+import { readJsonLineBreaks, readJsonLineBreaksInSpelling } from "./json-line-breaks.ts";
 import {
   type AnswerShape,
   addSecretEncodings,
+  BACKSLASH,
   FAMILY_MARKERS,
   NUL,
   type RedactionValue,
@@ -54,7 +56,8 @@ function buildCharacterClasses(isNulRead: boolean): Uint8Array {
   add(BASE64_CHARACTERS, BASE64 | ESCAPED_BASE64);
   add("\\%&#;", ESCAPED_BASE64);
   add("0123456789abcdefABCDEF:- ", HEX);
-  // The scan reads through line breaks: they continue a run of any class.
+  // The scan reads through line breaks (JSON's escaped ones are given to it as raw ones): they
+  // continue a run of any class.
   add("\r\n", BASE64 | HEX | ESCAPED_BASE64);
   // In an answer with a NUL, a run may be UTF-16 text: read through its NULs too.
   if (isNulRead) add("\x00", BASE64 | HEX | ESCAPED_BASE64);
@@ -65,7 +68,7 @@ const CHARACTER_CLASSES = buildCharacterClasses(false);
 const CHARACTER_CLASSES_THROUGH_NUL = buildCharacterClasses(true);
 
 /** The longest runs of `body` in each class, in one pass. */
-function longestRuns(body: Buffer, classesOf: Uint8Array): { base64: number; hex: number } {
+function longestRuns(body: Uint8Array, classesOf: Uint8Array): { base64: number; hex: number } {
   let base64 = 0;
   let hex = 0;
   let base64Run = 0;
@@ -88,7 +91,7 @@ function longestRuns(body: Buffer, classesOf: Uint8Array): { base64: number; hex
  * can end an escaped run, and the run is measured from where it began, not counted byte by byte.
  */
 function longestRunsWithEscapes(
-  body: Buffer,
+  body: Uint8Array,
   classesOf: Uint8Array,
 ): { base64: number; hex: number; escaped: number } {
   let base64 = 0;
@@ -129,7 +132,8 @@ const ESCAPE_CHARACTERS = new RegExp(
  * dumps, the NUL of UTF-16 text) occur, found by the native byte search, a handful of passes that
  * stop at the first hit; and the longest runs of base64 characters, of hex ones, and of base64
  * ones and the bytes of their escapes (only where an escape's marker occurs), that a spelling
- * could lie in, read through NULs when the answer holds one (UTF-16 text). A header
+ * could lie in, read through line breaks, raw or JSON-escaped (the latter only looked for in a
+ * body that holds a backslash), and through NULs when the answer holds one (UTF-16 text). A header
  * counts whole, and so do all of them joined with ", " (a spelling split across headers is found
  * in their join): their joined length bounds every run in them.
  */
@@ -137,11 +141,13 @@ export function answerShape(body: Buffer, headerValues: readonly string[]): Answ
   const markers = new Uint8Array(256);
   const isJoined = headerValues.length > 1;
   let isEscapeInBody = false;
+  let isBackslashInBody = false;
   for (const byte of FAMILY_MARKERS) {
     const char = String.fromCharCode(byte);
     if (body.indexOf(byte) !== -1) {
       markers[byte] = 1;
       if (ESCAPE_MARKERS.includes(byte)) isEscapeInBody = true;
+      if (byte === BACKSLASH) isBackslashInBody = true;
     } else if (
       (isJoined && (char === "," || char === " ")) ||
       headerValues.some((value) => value.includes(char))
@@ -152,9 +158,11 @@ export function answerShape(body: Buffer, headerValues: readonly string[]): Answ
   let joined = 2 * Math.max(0, headerValues.length - 1);
   for (const value of headerValues) joined += Buffer.byteLength(value, "utf8");
   const classes = markers[NUL] === 1 ? CHARACTER_CLASSES_THROUGH_NUL : CHARACTER_CLASSES;
+  // The body as the scan reads it: a body without a backslash has no escaped line break to read.
+  const read = isBackslashInBody ? readJsonLineBreaks(body) : body;
   const runs = isEscapeInBody
-    ? longestRunsWithEscapes(body, classes)
-    : { ...longestRuns(body, classes), escaped: 0 };
+    ? longestRunsWithEscapes(read, classes)
+    : { ...longestRuns(read, classes), escaped: 0 };
   // Headers none of which holds an escape's marker hold no escaped spelling, not even one split
   // across them (its marker would be in one of them): their length does not count.
   const isEscapeInHeaders = headerValues.some((value) => ESCAPE_CHARACTERS.test(value));
@@ -190,10 +198,11 @@ export function createRedactor(
   const spellings: string[] = [];
   for (const value of values) addSecretEncodings(value, spellings, options.shape);
   const automaton = buildSpellingAutomaton(spellings);
-  // No match is shorter than the shortest spelling as the scan reads it (line breaks skipped):
-  // a text of fewer bytes needs no scan.
+  // No match is shorter than the shortest spelling as the scan reads it (line breaks, raw or
+  // JSON-escaped, skipped): a text of fewer bytes needs no scan.
   let shortest = Number.POSITIVE_INFINITY;
-  for (const spelling of spellings) {
+  for (const listed of spellings) {
+    const spelling = readJsonLineBreaksInSpelling(listed);
     const length = /[\r\n]/.test(spelling) ? spelling.replace(/[\r\n]/g, "").length : spelling.length;
     if (length < shortest) shortest = length;
   }

@@ -29,7 +29,8 @@ export interface AnswerShape {
   markers: Uint8Array;
   /**
    * The longest run of base64 and base64url characters (letters, digits, "+", "/", "-", "_",
-   * "=", with CR and LF read through, as the scan skips them) that a spelling could lie in.
+   * "=", with CR and LF read through, raw or JSON-escaped, as the scan skips them) that a
+   * spelling could lie in.
    */
   longestBase64Run: number;
   /** The same for hex digits and the hex separators (":", "-", " "). */
@@ -52,7 +53,8 @@ export function listSecretEncodings(value: RedactionValue, shape?: AnswerShape):
   return [...new Set(spellings)].map((spelling) => Buffer.from(spelling, "latin1"));
 }
 
-const BACKSLASH = 0x5c;
+/** Every JSON escape holds one. */
+export const BACKSLASH = 0x5c;
 const AMPERSAND = 0x26;
 const PERCENT = 0x25;
 const PLUS = 0x2b;

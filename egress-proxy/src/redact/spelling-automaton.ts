@@ -6,14 +6,18 @@
 // read without case (so %2f, %2F, \u00E9 and &#X41; match the one spelling listed), and CR and LF
 // are not read at all, so a spelling still matches when an encoder wrapped its lines (MIME base64
 // at 64 or 76 columns, CRLF or LF, wherever the wrapped text starts) or a line break was put inside
-// it. A match covers the original bytes from its first to its last byte read, the breaks between
-// included (a break at either end of a spelling stays; it tells nothing).
+// it. JSON's escaped line breaks ("\n", "\r", "\u000a", "\u000d") are read as line breaks too, in
+// a body and in a spelling alike (json-line-breaks.ts), so base64 wrapped inside a JSON string
+// matches as well. A match covers the original bytes from its first to its last byte read, the
+// breaks between included (a break at either end of a spelling stays; it tells nothing).
 //
 // The automaton holds each spelling's first ANCHOR_BYTES only (the encoded spellings are long:
 // six bytes per character for \uXXXX), and where an anchor matches, the rest of its spelling is
 // compared byte by byte. A spelling is cut so only when its anchor occurs nowhere else in it: then
 // two comparisons of one spelling never read the same body bytes twice (beyond an anchor's
 // length), so an origin cannot make the scan quadratic with a body of near-misses.
+
+import { readJsonLineBreaks, readJsonLineBreaksInSpelling } from "./json-line-breaks.ts";
 
 const ANCHOR_BYTES = 16;
 
@@ -70,12 +74,14 @@ function tableMemory(bytes: number): { buffer: ArrayBuffer; isScratch: boolean }
 /**
  * Builds the automaton over `spellings`, each a byte string (one character per byte, as
  * Buffer's latin1); duplicates are allowed. Spellings that differ only in hex case or line
- * breaks read alike; a spelling of nothing but line breaks is dropped. Returns undefined when
- * no spelling is left.
+ * breaks (raw or JSON-escaped) read alike; a spelling of nothing but line breaks is dropped.
+ * Returns undefined when no spelling is left.
  *
  * @example buildSpellingAutomaton(["s3cr%2Fet"])?.findCoveredRuns(Buffer.from("a=s3cr%2fet")) // [2, 11]
  */
-export function buildSpellingAutomaton(spellings: readonly string[]): SpellingAutomaton | undefined {
+export function buildSpellingAutomaton(listed: readonly string[]): SpellingAutomaton | undefined {
+  // Each spelling as a body is read: its escaped line breaks as raw ones (json-line-breaks.ts).
+  const spellings = listed.map(readJsonLineBreaksInSpelling);
   // Which spellings the trie holds only the anchor of (the rest is compared where it matches).
   const isCut: boolean[] = [];
   let capacity = 1;
@@ -173,12 +179,13 @@ export function buildSpellingAutomaton(spellings: readonly string[]): SpellingAu
   }
 
   return {
+    // The runs found in the read copy are those of `bytes`: reading an escape keeps its length.
     findCoveredRuns: (bytes) => {
       const runs: number[] = [];
-      scan(trie, bytes, runs);
+      scan(trie, readJsonLineBreaks(bytes), runs);
       return runs;
     },
-    isOpenAtEnd: (bytes) => scan(trie, bytes, undefined),
+    isOpenAtEnd: (bytes) => scan(trie, readJsonLineBreaks(bytes), undefined),
     release,
   };
 }
@@ -329,11 +336,15 @@ function addRun(runs: number[], start: number, end: number): void {
   runs.push(from, to);
 }
 
-/** A spelling as the scan reads it: hex letters and "x" in lowercase, no CR or LF (for tests). */
+/**
+ * A spelling as the scan reads it: hex letters and "x" in lowercase, no CR or LF, raw or
+ * JSON-escaped (for tests, and for the length of the shortest match).
+ */
 export function normalizeSpelling(spelling: string): string {
+  const read = readJsonLineBreaksInSpelling(spelling);
   let text = "";
-  for (let i = 0; i < spelling.length; i++) {
-    const byte = READ_AS[spelling.charCodeAt(i) & 0xff]!;
+  for (let i = 0; i < read.length; i++) {
+    const byte = READ_AS[read.charCodeAt(i) & 0xff]!;
     if (byte !== SKIP) text += String.fromCharCode(byte);
   }
   return text;

@@ -231,10 +231,11 @@ describe("secrets the anchors cannot cut", () => {
     const pem =
       "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ0xq1Yj0Lr8kZ3JcBHZ9fQ7\n-----END PRIVATE KEY-----\n";
     const redactor = createRedactor([{ secret: pem }]);
-    // The scan does not read line breaks, so the secret's final one stays: it tells nothing.
+    // The scan does not read line breaks, raw or JSON-escaped, so the secret's final one stays:
+    // it tells nothing (and the escape stays whole).
     expect(redactor.redactText(`a ${pem} b`)).toBe(`a ${REDACTED}\n b`);
     expect(redactor.redactText(`a ${pem.replaceAll("\n", "\r\n")} b`)).toBe(`a ${REDACTED}\r\n b`);
-    expect(redactor.redactText(`{"key":"${json(pem)}"}`)).toBe(`{"key":"${REDACTED}"}`);
+    expect(redactor.redactText(`{"key":"${json(pem)}"}`)).toBe(`{"key":"${REDACTED}\\n"}`);
   });
 
   it("hides a long periodic secret and every overlapping repetition of it", () => {
