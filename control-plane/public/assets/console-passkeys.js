@@ -4,6 +4,8 @@
 // server refuses to remove the last way to sign in besides the email code.
 "use strict";
 var accountFactors = { totp: false, passkeys: 0 };
+/** What the passkeys table and the authenticator line were last drawn from. */
+var passkeysDrawn = "";
 
 function loadPasskeys() {
   return Promise.all([api("GET", "/api/auth/passkeys"), api("GET", "/api/auth/me")]).then((answers) => {
@@ -14,6 +16,11 @@ function loadPasskeys() {
       me.totp_enabled = answers[1].totp_enabled;
       showRegenForm(me);
     }
+    // Loaded again with nothing changed (the section shown twice while the page starts): the rows
+    // stay as they are, so a Remove the person has begun to confirm is not drawn away under them.
+    var drawing = JSON.stringify([passkeys, accountFactors]);
+    if (drawing === passkeysDrawn) return;
+    passkeysDrawn = drawing;
     fillTable(
       "passkeys",
       passkeys.map((passkey) => {
