@@ -1,8 +1,8 @@
 // `vault oauth-rotate-keys` (DECISIONS "OAuth authorization server"): a new RS256 key goes first in
 // DATA_DIR/oauth/jwks.json (new access tokens are signed with it once the control plane restarts);
-// the previous key stays listed, so tokens it signed keep verifying until they expire, and a key
-// retired longer than an access token lives is dropped. Replicas that have not restarted yet still
-// verify tokens of the new key: an unknown key id re-reads the file.
+// the previous key stays listed, so tokens it signed before the rotation keep verifying until they
+// expire, and no replica trusts it longer than that (each reads the file again within seconds): a
+// token it signs after the rotation, by a leaked copy or a replica not yet rolled, is refused at once.
 import { resolve } from "node:path";
 import { loadConfig } from "../config.ts";
 import { oauthKeysPath, rotateOAuthKeys } from "../oauth/oauth-keys.ts";
@@ -17,8 +17,14 @@ export async function runOAuthRotateKeys(
   // One rotation at a time (rotateOAuthKeys holds the key file's lock).
   const result = await rotateOAuthKeys(dataDir, Date.now(), config.OAUTH_JWKS_FILE);
   progress(`new signing key ${result.newKid}`);
-  for (const kid of result.retiredKids) progress(`retired (still listed for 11 minutes): ${kid}`);
+  for (const kid of result.retiredKids) {
+    progress(
+      `retired: ${kid} (tokens it signed before now are trusted for 11 minutes more, none it signs from now on)`,
+    );
+  }
   for (const kid of result.droppedKids) progress(`dropped (its tokens have expired): ${kid}`);
-  progress("restart or roll the control plane so that it signs with the new key");
+  progress(
+    "restart or roll the control plane now: until then it signs with the retired key, and /mcp refuses those tokens",
+  );
   return 0;
 }

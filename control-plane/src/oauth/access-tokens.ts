@@ -3,12 +3,15 @@
 // within 600 s of issue and not expired (30 s skew), it is bound to no key (no `cnf`), its jti is
 // not denylisted, its grant is alive, its consent is not revoked, and the operator who consented is
 // still a member of the organisation named by `org_id`, the same membership they consented in. The
-// agent behind it is the model client row of that consent.
+// agent behind it is the model client row of that consent. A key is trusted only while the key file
+// lists it (read again every few seconds, and at once for an unknown key id) and, once retired, only
+// for tokens issued before its retirement: a key rotated out after a leak signs nothing that passes.
 import { sha256Hex } from "@latch/shared/crypto/hash";
-import { createLocalJWKSet, type JWK, type JWTPayload, jwtVerify } from "jose";
+import { createLocalJWKSet, type JWTPayload, jwtVerify } from "jose";
 import type { ClientRow } from "../db/schema.ts";
 import type { OAuthRepo } from "./oauth.repo.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
+import type { OAuthKeyReader, OAuthKeyView } from "./oauth-keys.ts";
 import { ACCESS_TOKEN_TTL_S, mcpResource } from "./oauth-provider.ts";
 
 const SKEW_S = 30;
@@ -36,13 +39,8 @@ export function jtiHash(jti: string): string {
 
 export interface AccessTokenDeps {
   baseUrl: string;
-  readJwks(): { keys: JWK[] };
-  /**
-   * The public keys this process signs with, as loaded at its start: always trusted beside the
-   * file's. A replica not restarted since a rotation still signs with its key after the file has
-   * dropped it (two rotations apart), and must not then refuse its own tokens.
-   */
-  ownJwks?: { keys: JWK[] };
+  /** The trusted keys of the key file (`createOAuthKeyReader`). */
+  keys: Pick<OAuthKeyReader, "view" | "reload">;
   oauth: OAuthRepo;
   artifacts: OAuthArtifactsRepo;
   /** The live client row; `isUse` false reads it without marking its use (a stream's re-check). */
@@ -51,17 +49,22 @@ export interface AccessTokenDeps {
 }
 
 export function createAccessTokenVerifier(deps: AccessTokenDeps) {
-  const readKeys = () => {
-    const file = deps.readJwks();
-    const listed = new Set(file.keys.map((key) => key.kid));
-    return { keys: [...file.keys, ...(deps.ownJwks?.keys ?? []).filter((key) => !listed.has(key.kid))] };
-  };
-  let keySet = createLocalJWKSet(readKeys());
+  let view = deps.keys.view();
+  let keySet = createLocalJWKSet({ keys: view.keys });
   let reloadedAt = 0;
   const audience = mcpResource(deps.baseUrl);
 
-  async function verifySignature(token: string): Promise<AccessTokenClaims | undefined> {
-    const options = {
+  /** The key set of the keys trusted now; rebuilt only when the key file changed. */
+  const keysNow = (next: OAuthKeyView) => {
+    if (next !== view) {
+      view = next;
+      keySet = createLocalJWKSet({ keys: next.keys });
+    }
+    return { keySet, retiredAt: next.retiredAt };
+  };
+
+  async function verifyWith(token: string, keys: ReturnType<typeof keysNow>) {
+    const { payload, protectedHeader } = await jwtVerify(token, keys.keySet, {
       issuer: deps.baseUrl,
       audience,
       algorithms: ["RS256"],
@@ -69,17 +72,26 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
       maxTokenAge: ACCESS_TOKEN_TTL_S + SKEW_S,
       currentDate: deps.now(),
       requiredClaims: ["jti", "sub", "client_id", "exp", "iat"],
-    };
+    });
+    const claims = payload as AccessTokenClaims;
+    // A retired key signs nothing after its retirement: a token it signed later was made by
+    // whoever still holds the old private key (the leak a rotation answers), or by a replica not
+    // rolled since, whose client then refreshes on a rolled one.
+    const retiredAt = protectedHeader.kid === undefined ? undefined : keys.retiredAt.get(protectedHeader.kid);
+    if (retiredAt !== undefined && claims.iat * 1000 > retiredAt) return undefined;
+    return claims;
+  }
+
+  async function verifySignature(token: string): Promise<AccessTokenClaims | undefined> {
     try {
-      return (await jwtVerify(token, keySet, options)).payload as AccessTokenClaims;
+      return await verifyWith(token, keysNow(deps.keys.view()));
     } catch (error) {
       const code = (error as { code?: string }).code;
       const now = Date.now();
       if (code !== "ERR_JWKS_NO_MATCHING_KEY" || now - reloadedAt < RELOAD_INTERVAL_MS) return undefined;
       reloadedAt = now;
-      keySet = createLocalJWKSet(readKeys());
       try {
-        return (await jwtVerify(token, keySet, options)).payload as AccessTokenClaims;
+        return await verifyWith(token, keysNow(deps.keys.reload()));
       } catch {
         return undefined;
       }

@@ -9,8 +9,7 @@ import { toSafeText } from "@latch/shared/text/safe-text";
 import Provider, { type Configuration, errors, type KoaContextWithOIDC } from "oidc-provider";
 import { clientDisplayName, publisherOf, redirectTarget } from "./client-display.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
-import type { StoredJwk } from "./oauth-keys.ts";
-import { signingJwks } from "./oauth-keys.ts";
+import { currentKid, type StoredJwk, signingJwks } from "./oauth-keys.ts";
 import {
   deviceConfirmPage,
   deviceInputPage,
@@ -73,6 +72,9 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
   const resource = mcpResource(deps.baseUrl);
   const isSecure = deps.baseUrl.startsWith("https://");
   const cookie = { httpOnly: true, sameSite: "lax" as const, secure: isSecure, signed: true };
+  // Access tokens name the current key: a retired key oidc-provider still holds (its tokens verify
+  // until they expire) never signs one.
+  const signingKid = currentKid(deps.keys);
 
   const configuration: Configuration = {
     // oidc-provider calls `new adapter(name)`: a function (not an arrow) returning the object.
@@ -186,7 +188,7 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
             audience: resource,
             accessTokenTTL: ACCESS_TOKEN_TTL_S,
             accessTokenFormat: "jwt",
-            jwt: { sign: { alg: "RS256" } },
+            jwt: { sign: { alg: "RS256", kid: signingKid } },
           };
         },
       },

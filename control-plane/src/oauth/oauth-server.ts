@@ -18,7 +18,7 @@ import { createOAuthRepo } from "./oauth.repo.ts";
 import { registerOAuthRoutes } from "./oauth.routes.ts";
 import { createOAuthService } from "./oauth.service.ts";
 import { createOAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
-import { type loadOrCreateOAuthKeys, publicJwks, readPublicJwks } from "./oauth-keys.ts";
+import { createOAuthKeyReader, type loadOrCreateOAuthKeys, readOAuthKeys } from "./oauth-keys.ts";
 import { createOAuthProvider } from "./oauth-provider.ts";
 
 export interface OAuthServerDeps {
@@ -62,6 +62,12 @@ export function createOAuthServer(deps: OAuthServerDeps) {
   });
   const oauth = createOAuthRepo(deps.db);
   const limiter = createRateLimiter(createRateLimitRepo(deps.db), deps.now);
+  // The key file as every replica trusts it now: /mcp verifies and /oauth/jwks lists from it, so a
+  // rotation reaches a running replica within seconds (oidc-provider signs with the keys of its start).
+  const keyReader = createOAuthKeyReader({
+    read: () => readOAuthKeys(deps.dataDir, deps.keysFile),
+    initial: deps.keys,
+  });
   const documents = createDocumentFetcher({ egress: deps.egress, minter: deps.minter, limiter });
   const provider = createOAuthProvider({
     baseUrl: deps.baseUrl,
@@ -70,14 +76,21 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     findConsent: async (grantId) => {
       const consent = await oauth.findConsent(grantId);
       if (!consent || consent.revoked_at) return undefined;
-      if (await oauth.isMemberSince(consent.organisation_id, consent.operator_id, consent.created_at)) {
-        return consent;
-      }
       // DECISIONS "Teams": removing a member destroys the grants they gave there. A consent recorded
       // while the removal committed (after its clean-up ran), or whose clean-up failed, is ended now,
       // before a token is minted from it, even when they have been invited back since.
-      await service.endFormerMemberConsent(consent).catch(onLedgerFailure);
-      return undefined;
+      if (!(await oauth.isMemberSince(consent.organisation_id, consent.operator_id, consent.created_at))) {
+        await service.endDeadConsent(consent, "member_removed").catch(onLedgerFailure);
+        return undefined;
+      }
+      // Spec 3.4: a refresh for a revoked agent is invalid_grant. A consent recorded while its client
+      // row was being revoked (after `endClient` ran) would otherwise mint tokens /mcp refuses, and
+      // the agent would refresh in a loop; it ends here instead.
+      if (await oauth.isClientRowRevoked(consent.client_row_id)) {
+        await service.endDeadConsent(consent, "client_revoked").catch(onLedgerFailure);
+        return undefined;
+      }
+      return consent;
     },
     isOperator: deps.isOperator,
     fetchClientMetadata: (url) => documents.fetch(url),
@@ -85,8 +98,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
   });
   const tokens = createAccessTokenVerifier({
     baseUrl: deps.baseUrl,
-    readJwks: () => readPublicJwks(deps.dataDir, deps.keysFile),
-    ownJwks: publicJwks(deps.keys),
+    keys: keyReader,
     oauth,
     artifacts,
     findLiveClient: deps.clients.findLiveClientForToken,
@@ -122,7 +134,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     service,
     tokens,
     registerRoutes(app: FastifyInstance) {
-      registerOAuthRoutes(app, { baseUrl: deps.baseUrl, provider, service, limiter });
+      registerOAuthRoutes(app, { baseUrl: deps.baseUrl, provider, service, limiter, keys: keyReader });
       registerConsentRoutes(app, { service });
     },
   };

@@ -20,6 +20,12 @@ export interface OAuthRepo {
    * given in the old one does not carry over into.
    */
   isMemberSince(organisationId: string, operatorId: string, since: Date): Promise<boolean>;
+  /**
+   * Whether a consent's model client row is revoked (or gone): spec 3.4's end of every grant given
+   * for it. Read here, beside the consent, so that a plane that does not serve the row's environment
+   * still tells a revoked row from a live one.
+   */
+  isClientRowRevoked(clientRowId: string): Promise<boolean>;
   insertDeniedToken(jtiHash: string, expiresAt: Date): Promise<void>;
   isTokenDenied(jtiHash: string): Promise<boolean>;
 }
@@ -71,6 +77,14 @@ export function createOAuthRepo(db: Kysely<Database>): OAuthRepo {
         .where("created_at", "<=", since)
         .executeTakeFirst();
       return row !== undefined;
+    },
+    async isClientRowRevoked(clientRowId) {
+      const row = await db
+        .selectFrom("clients")
+        .select("revoked_at")
+        .where("id", "=", clientRowId)
+        .executeTakeFirst();
+      return !row || row.revoked_at !== null;
     },
     async insertDeniedToken(jtiHash, expiresAt) {
       await db

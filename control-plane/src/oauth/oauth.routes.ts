@@ -21,6 +21,7 @@ import {
 import { pageHeaders } from "../pages/page-headers.ts";
 import { looksLikeJwt } from "./access-tokens.ts";
 import type { OAuthService } from "./oauth.service.ts";
+import type { OAuthKeyReader } from "./oauth-keys.ts";
 import { deviceLimitPage, oauthErrorPage } from "./oauth-pages.ts";
 import { MCP_SCOPE, mcpResource, OAUTH_ROUTES } from "./oauth-provider.ts";
 import { checkRegistration } from "./registration-rules.ts";
@@ -30,6 +31,8 @@ export interface OAuthRouteDeps {
   provider: Provider;
   service: OAuthService;
   limiter: RateLimiter;
+  /** The trusted keys of the key file, which /oauth/jwks lists (a rotation shows without a restart). */
+  keys: Pick<OAuthKeyReader, "view">;
 }
 
 /** oidc-provider answers these itself; the schema says only that (the contract is the RFCs'). */
@@ -241,8 +244,15 @@ export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps):
       await forward(request, reply, { html: true });
     });
 
+    // Ours, not oidc-provider's (which lists the keys of its start for ever): the keys /mcp trusts
+    // now, so a key retired longer than a token lives leaves the list on every replica.
     scope.get(OAUTH_ROUTES.jwks, { schema: forwardedGet }, async (request, reply) => {
-      await forward(request, reply);
+      reflectOrigin(request, reply);
+      return reply
+        .header("x-content-type-options", "nosniff")
+        .header("referrer-policy", "no-referrer")
+        .type("application/jwk-set+json; charset=utf-8")
+        .send(JSON.stringify({ keys: deps.keys.view().keys }));
     });
 
     scope.post(OAUTH_ROUTES.token, { schema: forwardedSchema }, async (request, reply) => {

@@ -298,12 +298,14 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     },
 
     /**
-     * A consent whose operator is no longer the member who gave it (removed, perhaps invited back
-     * since): found when a token is about to be minted from it, because the removal's clean-up
-     * (`endMemberConsents`) missed it (the consent was recorded as the removal committed) or failed.
-     * It ends as that clean-up would have ended it; the operator's consents of a later membership stay.
+     * A consent found dead when a token is about to be minted from it, because the clean-up that
+     * should have ended it missed it or failed: `member_removed`, its operator is no longer the
+     * member who gave it (removed, perhaps invited back since; `endMemberConsents` missed a consent
+     * recorded as the removal committed); `client_revoked`, its model client row was revoked (spec
+     * 3.4; `endClient` missed a consent recorded as the revocation committed). It ends as that
+     * clean-up would have ended it; the operator's consents of a later membership stay.
      */
-    async endFormerMemberConsent(consent: ConsentRow): Promise<void> {
+    async endDeadConsent(consent: ConsentRow, reason: "member_removed" | "client_revoked"): Promise<void> {
       const wasLive = await deps.oauth.updateConsentRevoked(consent.grant_id, deps.now());
       await deps.artifacts.destroyGrant(consent.grant_id);
       if (wasLive) {
@@ -311,11 +313,7 @@ export function createOAuthService(deps: OAuthServiceDeps) {
           organisationId: consent.organisation_id,
           actor: "system",
           action: "oauth_grant_revoked",
-          detail: {
-            client_id: consent.client_row_id,
-            operator_id: consent.operator_id,
-            reason: "member_removed",
-          },
+          detail: { client_id: consent.client_row_id, operator_id: consent.operator_id, reason },
         });
       }
     },
