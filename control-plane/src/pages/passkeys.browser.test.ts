@@ -357,9 +357,7 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await page.getByRole("button", { name: "Remove the passkey Test laptop" }).click();
     // The section loaded again meanwhile (shown twice while the page starts, as it is on a slow
     // machine): nothing changed, so the Remove being confirmed stays where it is.
-    await page.evaluate(() =>
-      (window as unknown as { loaders: { access(): Promise<unknown> } }).loaders.access(),
-    );
+    await page.evaluate("loaders.access()");
     await page.getByRole("button", { name: "Remove it" }).click({ timeout: 5_000 });
     // Removing changes how the account signs in: the passkey confirms it first.
     const dialog = page.getByRole("dialog", { name: "Confirm it is you" });
