@@ -1,17 +1,27 @@
 // Client ID metadata documents (an https client_id, DECISIONS "OAuth authorization server"): fetched
 // through the egress proxy's FetchDocument, never from the control plane itself, with spec 8's
 // limits: 1 MiB and 3 s per document, 30 fetches per hour per document host, 10 per hour per
-// requesting address, 4 in flight on this server. Every refusal for a limit is a 429 rate_limited
-// with Retry-After (spec 7: "429 Rate limit (see 8)"), the 4 in flight included. oidc-provider
-// validates the document and caches it; a document that names a loopback or private-use redirect
-// is registered as a native client.
+// requesting address, 4 in flight on this server. Of a host's 30, fetches that fail may use 20, and
+// a URL whose host answered with no valid document is not fetched again within the hour: anyone
+// can make a popular client's host (claude.ai) answer 404 for made-up paths, and would otherwise
+// spend its 30 and lock the real client out for an hour. Every refusal for a limit is a 429
+// rate_limited with Retry-After (spec 7: "429 Rate limit (see 8)"), the 4 in flight included.
+// oidc-provider validates the document and caches it; a document that names a loopback or
+// private-use redirect is registered as a native client.
+import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import { checkHostname } from "@latch/shared/requests/host";
 import { validateRequestPath } from "@latch/shared/requests/path";
 import type { EgressClient } from "../egress/egress-client.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
+import { checkJsonBody } from "../http/json-body.ts";
 import { addressKey } from "../limits/address-key.ts";
-import { CIMD_FETCHES_PER_HOST, CIMD_FETCHES_PER_IP, type RateLimiter } from "../limits/rate-limit.ts";
+import {
+  CIMD_FETCHES_PER_HOST,
+  CIMD_FETCHES_PER_IP,
+  type RateLimit,
+  type RateLimiter,
+} from "../limits/rate-limit.ts";
 import { boundTokensProblem, fetchedMetadataProblem, redirectUriProblem } from "./registration-rules.ts";
 
 export const CIMD_MAX_BYTES = 1024 * 1024;
@@ -19,6 +29,42 @@ export const CIMD_TIMEOUT_MS = 3_000;
 export const CIMD_MAX_IN_FLIGHT = 4;
 /** A fetch in flight ends within CIMD_TIMEOUT_MS: when a place frees up at the latest. */
 const IN_FLIGHT_RETRY_S = Math.ceil(CIMD_TIMEOUT_MS / 1000);
+
+/**
+ * Spec 8's 30 per hour per host stays the ceiling; fetches that fail (no answer, or not a valid
+ * document for that client_id) may use only 20 of them. Once 20 failed, a URL is fetched only if it
+ * gave a valid document within the hour (CIMD_VALID_URL, on any replica): the last 10 are kept for
+ * those, which a stranger cannot spend with made-up paths. Counted after the fetch, so fetches in
+ * flight when the 20th fails (at most 4 per server) may still fail on top.
+ */
+export const CIMD_FAILED_FETCHES_PER_HOST: RateLimit = {
+  name: "cimd:host_failed",
+  limit: 20,
+  windowMs: 3_600_000,
+  what: "failed client metadata document fetches from one host",
+};
+/**
+ * A URL whose host answered with no valid document for it, marked for the hour (keyed by its
+ * hash): not fetched again, on any replica, until the mark leaves (a negative cache bounded by the
+ * fetches themselves, at most 30 per host per hour, and pruned with every other counted attempt).
+ * A fetch that got no answer at all (timeout, refused connection) is not marked: the real client's
+ * host may be back a minute later.
+ */
+export const CIMD_FAILED_URL: RateLimit = {
+  name: "cimd:url_failed",
+  limit: 1,
+  windowMs: 3_600_000,
+  what: "fetches of a client metadata document URL that gave no valid document",
+};
+/** A URL that gave a valid document within the hour (a mark, keyed by its hash). */
+export const CIMD_VALID_URL: RateLimit = {
+  name: "cimd:url_valid",
+  limit: 1,
+  windowMs: 3_600_000,
+  what: "valid client metadata documents of one URL",
+};
+/** The key of a document URL in the marks above: a fixed length whatever the URL. */
+export const documentUrlKey = (url: string) => sha256Hex(url);
 
 const LOOPBACK_REDIRECT = /^http:\/\/(127\.0\.0\.1|\[::1\]|localhost)(:\d+)?(\/|$)/i;
 
@@ -121,9 +167,27 @@ function asRefusal(error: unknown): unknown {
 const RECENT_MS = 10_000;
 const RECENT_MAX = 256;
 
+/**
+ * One fetch's outcome. `answered`: the host answered (a failure worth remembering for the URL);
+ * `valid`: a 200 JSON object whose client_id is the URL and that passed our rules.
+ */
 type Fetched =
-  | { status: number; body: Uint8Array; contentType: string; cacheControl: string }
-  | { error: AppError };
+  | { status: number; body: Uint8Array; contentType: string; cacheControl: string; valid: boolean }
+  | { error: AppError; answered: boolean };
+
+/** The sentence refusing a parsed document by our rules, if they refuse it. */
+function documentProblem(document: unknown): string | undefined {
+  try {
+    // The floor under every JSON body (json-body.ts): a client_name with a NUL or a lone surrogate
+    // would otherwise reach the interaction's jsonb row and come back as a 500.
+    checkJsonBody(document);
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    return `the client metadata document is refused: ${error.message}`;
+  }
+  const problem = documentRedirectProblem(document);
+  return problem ? `the client metadata document's ${problem}` : undefined;
+}
 
 export function createDocumentFetcher(deps: DocumentFetcherDeps) {
   let inFlight = 0;
@@ -193,9 +257,11 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
             "invalid_request",
             `the client metadata document could not be fetched (${answer.error.code})`,
           ),
+          answered: false,
         };
       }
       let body: Uint8Array = answer.body;
+      let valid = false;
       if (answer.originStatus === 200) {
         let document: unknown;
         try {
@@ -204,11 +270,15 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
           // Not JSON: oidc-provider refuses it with its own words.
         }
         if (document !== undefined) {
-          const problem = documentRedirectProblem(document);
+          const problem = documentProblem(document);
           if (problem) {
-            return { error: new AppError("invalid_request", `the client metadata document's ${problem}`) };
+            return {
+              error: new AppError("invalid_request", problem),
+              answered: true,
+            };
           }
           body = Buffer.from(JSON.stringify(asNativeWhereNeeded(document)));
+          valid = (document as { client_id?: unknown } | null)?.client_id === url;
         }
       }
       return {
@@ -217,9 +287,48 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
         contentType: answer.contentType || "application/octet-stream",
         // oidc-provider keeps the document as long as this says (within 300 s to a day).
         cacheControl: answer.cacheControl,
+        valid,
       };
     } finally {
       inFlight -= 1;
+    }
+  }
+
+  /** A mark of limit 1 for `url`; one already there (another replica's, a moment ago) is enough. */
+  async function markUrl(limit: RateLimit, url: string): Promise<void> {
+    try {
+      await deps.limiter.take(limit, documentUrlKey(url));
+    } catch (error) {
+      if (!(error instanceof AppError && error.code === "rate_limited")) throw error;
+    }
+  }
+
+  /** Counts a fetch's outcome: a valid document marks its URL; a failure spends the host's 20. */
+  async function recordOutcome(url: string, fetched: Fetched): Promise<void> {
+    if (!("error" in fetched) && fetched.valid) return markUrl(CIMD_VALID_URL, url);
+    const { host } = documentTarget(url);
+    try {
+      await deps.limiter.take(CIMD_FAILED_FETCHES_PER_HOST, host);
+    } catch (error) {
+      // Already 20: a fetch that was in flight when the 20th failed. Spec 8's 30 still held it.
+      if (!(error instanceof AppError && error.code === "rate_limited")) throw error;
+    }
+    if (!("error" in fetched) || fetched.answered) await markUrl(CIMD_FAILED_URL, url);
+  }
+
+  /**
+   * Refuses a URL that gave no valid document within the hour, and, once the host's failed fetches
+   * are at 20, any URL not known to give a valid one: the host's last 10 are for those.
+   */
+  async function checkFailures(host: string, url: string): Promise<void> {
+    await deps.limiter.check(CIMD_FAILED_URL, documentUrlKey(url));
+    try {
+      await deps.limiter.check(CIMD_FAILED_FETCHES_PER_HOST, host);
+    } catch (error) {
+      if (error instanceof AppError && error.code === "rate_limited") {
+        if (await deps.limiter.holds(CIMD_VALID_URL, documentUrlKey(url))) return;
+      }
+      throw error;
     }
   }
 
@@ -235,6 +344,7 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
         const { host } = documentTarget(url);
         // Full right now: refused before any hourly place is taken.
         if (isFull()) throw inFlightRefusal();
+        await checkFailures(host, url);
         if (requesterIp) await deps.limiter.takeForAddress(CIMD_FETCHES_PER_IP, requesterIp);
         await deps.limiter.take(CIMD_FETCHES_PER_HOST, host);
         reservePlace(url);
@@ -255,6 +365,7 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
       if (!fetched) {
         fetched = await fetchOnce(url);
         remember(`fetch:${url}`, fetched);
+        await recordOutcome(url, fetched);
       }
       if ("error" in fetched) throw fetched.error;
       return new Response(fetched.body.slice(), {

@@ -3,6 +3,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { FastifyInstance, InjectOptions } from "fastify";
 import { CIMD_FETCHES_PER_HOST, OAUTH_REGISTER_PER_IP } from "../../src/limits/rate-limit.ts";
+import { CIMD_FAILED_FETCHES_PER_HOST } from "../../src/oauth/cimd-fetch.ts";
 import { testDatabase } from "../database.ts";
 import type { Browser } from "../hosted.ts";
 
@@ -166,7 +167,10 @@ export async function forgetDocumentFetches(host: string): Promise<void> {
   const { db } = await testDatabase();
   await db
     .deleteFrom("rate_limit_hits")
-    .where("bucket", "=", `${CIMD_FETCHES_PER_HOST.name}:${host}`)
+    .where("bucket", "in", [
+      `${CIMD_FETCHES_PER_HOST.name}:${host}`,
+      `${CIMD_FAILED_FETCHES_PER_HOST.name}:${host}`,
+    ])
     .execute();
 }
 
