@@ -10,6 +10,7 @@ import { createItemsService, type ItemsService } from "./items.service.ts";
 
 let database: OpenDatabase;
 let items: ItemsService;
+let serviceDeps: Parameters<typeof createItemsService>[0];
 let proxyKeys: { publicKey: Uint8Array; privateKey: Uint8Array };
 
 beforeAll(async () => {
@@ -17,7 +18,7 @@ beforeAll(async () => {
   const sodium = await readySodium();
   proxyKeys = sodium.crypto_box_keypair();
   const audit = createAuditRepo(database.db);
-  items = createItemsService({
+  serviceDeps = {
     repo: createItemsRepo(database.db),
     sealingKey: async () => ({
       keyId: deriveSealingKeyId(proxyKeys.publicKey),
@@ -26,7 +27,8 @@ beforeAll(async () => {
     recordEvent: audit.insertAuditEvent,
     environments: ["staging", "production"],
     defaultEnvironment: "production",
-  });
+  };
+  items = createItemsService(serviceDeps);
 });
 
 const VALUE = "ghp_canaryvalue0123456789abcdef";
@@ -101,6 +103,25 @@ describe("storing an item", () => {
     expect(replaced.id).toBe(first.id);
     expect(replaced).toMatchObject({ last4: "9999", allowed_hosts: ["uploads.github.com"] });
     expect(await items.listItems(org)).toHaveLength(2);
+  });
+
+  it("answers the stored item even when a rename lands right after the write", async () => {
+    const org = await newTestOrganisation(database);
+    const repo = createItemsRepo(database.db);
+    // Another operator renames the credential the moment it is written: the answer is the row the
+    // store wrote, read in its own transaction, never a lookup by a name that is gone (a 500).
+    const renaming = createItemsService({
+      ...serviceDeps,
+      repo: {
+        ...repo,
+        async insertItem(row) {
+          await repo.insertItem(row);
+          await repo.updateItem(row.organisation_id, row.id, { name: "RENAMED_TOKEN" });
+        },
+      },
+    });
+    const stored = await renaming.storeItem(org, "operator", base);
+    expect(stored).toMatchObject({ name: "RENAMED_TOKEN", allowed_hosts: ["api.github.com"], last4: "cdef" });
   });
 
   it("answers duplicate_name when an edit renames a credential onto another one's name", async () => {

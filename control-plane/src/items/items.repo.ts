@@ -1,6 +1,7 @@
 // Items in the database: sealed values, metadata, and the lookups the call path needs.
 import type { Kysely, Transaction } from "kysely";
 import type { Database, ItemRow, ItemUpdate, NewItem } from "../db/schema.ts";
+import { lockItemTokens } from "./item-tokens.repo.ts";
 import type { ItemView } from "./items.schemas.ts";
 
 export type ItemWithFolder = ItemRow & { folder_name: string | null };
@@ -15,10 +16,24 @@ export interface ItemsRepo {
     name: string,
   ): Promise<ItemWithFolder | undefined>;
   findItemById(organisationId: string, id: string): Promise<ItemWithFolder | undefined>;
+  /**
+   * The item as it is now, its row locked until the caller's transaction ends (call inside it): an
+   * edit merges against this row and writes it back, so two edits at once take turns and the later
+   * one sees what the earlier wrote (no stale field written back, no move judged on an old folder).
+   * FOR NO KEY UPDATE: it does not wait on, nor hold up, a grant written for the item.
+   */
+  findItemByIdForUpdate(organisationId: string, id: string): Promise<ItemWithFolder | undefined>;
   findItemsByHost(organisationId: string, environment: string, host: string): Promise<ItemWithFolder[]>;
   findItems(organisationId: string, environments: readonly string[]): Promise<ItemWithFolder[]>;
   deleteItem(organisationId: string, id: string): Promise<boolean>;
   updateItem(organisationId: string, id: string, change: ItemUpdate): Promise<void>;
+  /**
+   * Takes the item's token lock (item-tokens.repo.ts) until the caller's transaction ends (call
+   * inside it, before any lock on the item's row, in the order a call takes them): a call that
+   * minted an access token with the item's old value stores it before this change drops it, never
+   * after.
+   */
+  lockItemTokens(itemId: string): Promise<void>;
   /** Records a use; written only when the stored time is older than `olderThan` (or unset). */
   updateItemUsed(id: string, at: Date, olderThan: Date): Promise<void>;
   /** The folder's id, or undefined when no folder has that name yet. */
@@ -32,6 +47,20 @@ export interface ItemsRepo {
    * one decision with its write (PostgreSQL; PGlite runs one transaction at a time anyway).
    */
   findFolderStandingForUpdate(organisationId: string, folderId: string): Promise<boolean>;
+  /**
+   * Revokes the item's active item_standing approvals that hold for any host (no scope host: the
+   * whole credential): an edit widened where the credential goes, so its agents ask again and the
+   * two-person rule applies again (DECISIONS "Teams"). A host-scoped one covers only its own host,
+   * which a host added elsewhere does not reach. The item's pending and active standing approvals
+   * are locked first (call inside the edit's transaction), so one being activated meanwhile is
+   * waited for and revoked as it committed. Answers the revoked ones.
+   */
+  updateWholeItemStandingRevoked(
+    organisationId: string,
+    itemId: string,
+    now: Date,
+    revokedBy: string | null,
+  ): Promise<{ id: string; agent_id: string; environment: string }[]>;
   /** The folder's id, created on first use. */
   findOrInsertFolder(
     organisationId: string,
@@ -114,6 +143,12 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .where("items.organisation_id", "=", organisationId)
         .where("items.id", "=", id)
         .executeTakeFirst(),
+    findItemByIdForUpdate: (organisationId, id) =>
+      selectItems()
+        .where("items.organisation_id", "=", organisationId)
+        .where("items.id", "=", id)
+        .forNoKeyUpdate("items")
+        .executeTakeFirst(),
     findItemsByHost: (organisationId, environment, host) =>
       selectItems()
         .where("items.organisation_id", "=", organisationId)
@@ -151,6 +186,7 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         await dropMintedTokens(db, id);
       }
     },
+    lockItemTokens: (itemId) => lockItemTokens(db, itemId),
     async updateItemUsed(id, at, olderThan) {
       await db
         .updateTable("items")
@@ -181,6 +217,27 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .forUpdate()
         .execute();
       return bound.some((grant) => grant.policy === "folder_standing" && grant.status === "active");
+    },
+    async updateWholeItemStandingRevoked(organisationId, itemId, now, revokedBy) {
+      await db
+        .selectFrom("grants")
+        .select("id")
+        .where("organisation_id", "=", organisationId)
+        .where("item_id", "=", itemId)
+        .where("policy", "=", "item_standing")
+        .where("status", "in", ["pending", "active"])
+        .forUpdate()
+        .execute();
+      return db
+        .updateTable("grants")
+        .set({ status: "revoked", revoked_at: now, revoked_by: revokedBy })
+        .where("organisation_id", "=", organisationId)
+        .where("item_id", "=", itemId)
+        .where("policy", "=", "item_standing")
+        .where("status", "=", "active")
+        .where("scope_host", "is", null)
+        .returning(["id", "agent_id", "environment"])
+        .execute();
     },
     async findOrInsertFolder(organisationId, environment, name, newId) {
       await db

@@ -126,6 +126,36 @@ describe("hosted items", () => {
     expect(created.json().item).toMatchObject({ folder_name: "payments", environment: "staging" });
   });
 
+  it("keeps folder names that look alike one folder: trimmed, NFC, no invisible characters", async () => {
+    const op = await readyOperator(h);
+    const store = (name: string, folder_name: string) =>
+      op.request("POST", "/api/items", { ...item, name, environment: "staging", folder_name });
+    const spaced = await store("SPACED_KEY", "  Caf\u0065\u0301 ");
+    expect(spaced.statusCode, spaced.body).toBe(201);
+    expect(spaced.json().item.folder_name).toBe("Caf\u00e9");
+    const folder = await op.request("POST", "/api/folders", { environment: "staging", name: "Caf\u00e9 " });
+    expect(folder.json().folder).toMatchObject({ name: "Caf\u00e9", id: expect.any(String) });
+    const edited = await op.request("POST", `/api/items/${spaced.json().item.id}`, { folder_name: " ops " });
+    expect(edited.json().item.folder_name).toBe("ops");
+    expect((await store("BLANK_KEY", "   ")).json().error).toEqual({
+      code: "invalid_request",
+      message: "invalid folder_name: a folder name is 1 to 128 characters",
+    });
+    for (const hidden of ["apis\u202egnp.exe", "ap\u200bis", "\ufeffapis", "apis\u2028", "apis\u2029"]) {
+      for (const refused of [
+        await store("HIDDEN_KEY", hidden),
+        await op.request("POST", `/api/items/${spaced.json().item.id}/meta`, { folder_name: hidden }),
+        await op.request("POST", "/api/folders", { environment: "staging", name: hidden }),
+      ]) {
+        expect(refused.statusCode, JSON.stringify(hidden)).toBe(400);
+        expect(refused.json().error).toMatchObject({ code: "invalid_request" });
+        expect(refused.json().error.message).toMatch(/name/);
+      }
+    }
+    const names = (await op.request("GET", "/api/items")).json().items.map((i: { name: string }) => i.name);
+    expect(names).not.toContain("HIDDEN_KEY");
+  });
+
   it("refuses a body its schema does not fit as 400 naming the field, in the error envelope", async () => {
     const op = await readyOperator(h);
     const wrongType = await op.request("POST", "/api/items", { ...item, allowed_hosts: "api.stripe.com" });

@@ -12,6 +12,32 @@ export const MAX_VALUE_LENGTH = 32 * 1024;
 export const VALUE_TOO_LONG = `a value is at most 32 KiB (${MAX_VALUE_LENGTH.toLocaleString("en")} characters)`;
 export const MAX_ALLOWED_HOSTS = 20;
 
+/**
+ * Characters that make two folder names look alike while they differ: format characters (bidi
+ * controls such as U+202E, zero-width ones, U+FEFF) and the line and paragraph separators. A folder
+ * decides which folder_standing approvals cover a credential, so the name an owner confirms must be
+ * the name they see.
+ */
+const INVISIBLE_IN_NAMES = /[\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/** A folder name as typed: safe text without invisible characters (the service trims and NFC-normalises it). */
+export function folderNameText() {
+  return safeString().refine(
+    (name) => !INVISIBLE_IN_NAMES.test(name),
+    "contains an invisible formatting character (a bidi control, a zero-width character) or a line or paragraph separator",
+  );
+}
+
+/**
+ * The folder name stored and compared: trimmed and NFC-normalised, so "apis " and "apis", or a
+ * composed and a decomposed "é", are one folder. Undefined when nothing is left or it is too long.
+ * @example normaliseFolderName(" Cafe\u0301 ") // "Café"
+ */
+export function normaliseFolderName(name: string): string | undefined {
+  const normalised = name.trim().normalize("NFC");
+  return normalised.length >= 1 && normalised.length <= 128 ? normalised : undefined;
+}
+
 /** An item to store. Field rules beyond shape (name, hosts, inject, kind) live in items.service. */
 export const itemInput = z.strictObject({
   name: safeString().max(256),
@@ -21,7 +47,7 @@ export const itemInput = z.strictObject({
   allowed_hosts: z.array(safeString().max(300)).max(MAX_ALLOWED_HOSTS).default([]),
   inject: safeString().max(300).default("bearer"),
   username: safeString().max(512).nullish(),
-  folder_name: safeString().min(1).max(128).nullish(),
+  folder_name: folderNameText().min(1).max(128).nullish(),
 });
 export type ItemInput = z.input<typeof itemInput>;
 
@@ -37,7 +63,7 @@ export const itemEdit = z.object({
   allowed_hosts: z.array(safeString().max(300)).max(MAX_ALLOWED_HOSTS).optional(),
   inject: safeString().max(300).optional(),
   username: safeString().max(512).nullish(),
-  folder_name: safeString().max(128).nullish(),
+  folder_name: folderNameText().max(128).nullish(),
 });
 
 /** POST /api/items/:id/rotate: the new value only. */
@@ -46,7 +72,7 @@ export const itemRotation = z.object({ value: z.string().max(MAX_VALUE_LENGTH, V
 /** POST /api/folders. The name's length is the service's rule (1 to 128 after trimming). */
 export const folderInput = z.object({
   environment: safeString().optional(),
-  name: safeString(),
+  name: folderNameText(),
 });
 
 export const itemsQuery = z.object({ environment: z.string().optional() });

@@ -13,14 +13,17 @@ import { isUniqueViolation } from "../db/database.ts";
 import { findProviderByHost } from "../providers/providers.ts";
 import type { CallableItem } from "./callable-item.ts";
 import type { ItemTokensRepo } from "./item-tokens.repo.ts";
+import { findWidening } from "./item-widening.ts";
 import type { ItemsRepo, ItemWithFolder } from "./items.repo.ts";
 import { toItemView } from "./items.repo.ts";
 import {
+  folderNameText,
   ITEM_NAME,
   type ItemInput,
   type ItemView,
   itemInput,
   MAX_VALUE_LENGTH,
+  normaliseFolderName,
   VALUE_TOO_LONG,
 } from "./items.schemas.ts";
 
@@ -173,7 +176,8 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
   /**
    * An agent holding a folder_standing approval of `folder` may call every credential in it at
    * once: putting one there (storing it there, moving it there) gives standing access, which is an
-   * owner's decision, as approving the folder is (DECISIONS "Teams"), never an admin's alone.
+   * owner's decision, as approving the folder is (DECISIONS "Teams"), never an admin's alone; so is
+   * widening one already there (item-widening.ts), which the folder's approvals cover at call time.
    * Called in the write's transaction, before the write: the check locks the folder and its
    * approvals (findFolderStandingForUpdate), so an owner approving the folder at the same moment
    * either commits first and is seen here, or waits until this write has committed.
@@ -183,6 +187,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     organisationId: string,
     folder: { id: string; name: string } | null,
     writer: ItemWriter,
+    doing = "putting one there",
   ): Promise<void> {
     const { role } = writer;
     if (!folder || role === undefined || mayPerform(role, "approvals.decide_folder")) return;
@@ -190,7 +195,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     const needed = rolesFor("approvals.decide_folder");
     throw new AppError(
       "forbidden_role",
-      `agents hold a standing approval of every credential in folder ${folder.name}, so putting one there is an owner's decision, as approving the folder is; you are an ${role} here`,
+      `agents hold a standing approval of every credential in folder ${folder.name}, so ${doing} is an owner's decision, as approving the folder is; you are an ${role} here`,
       { extra: { required_roles: needed, role } },
     );
   }
@@ -199,6 +204,57 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     const row = await deps.repo.findItemById(organisationId, id);
     if (!row) throw new AppError("not_found", "no such credential");
     return row;
+  }
+
+  /**
+   * An edit's body over the stored item, validated as a whole (a placeholder value when the stored
+   * one is kept). A folder the body leaves out is not judged again: the item stays where it is.
+   */
+  function mergeEdit(current: ItemWithFolder, body: Record<string, unknown>, keepValue: boolean) {
+    return validate(
+      {
+        name: body.name ?? current.name,
+        value: keepValue ? "kept-value" : body.value,
+        environment: body.environment ?? current.environment,
+        kind: body.kind ?? current.kind,
+        allowed_hosts: body.allowed_hosts ?? current.allowed_hosts,
+        inject: body.inject ?? current.inject,
+        username: body.username === undefined ? current.username : body.username,
+        folder_name: body.folder_name,
+      },
+      { keepsRefresh: current.inject === "refresh" },
+    );
+  }
+
+  /**
+   * An edit widened the item (item-widening.ts): its standing approvals of the whole credential
+   * end with it, each audited as a revoke is, so its agents ask again and the two-person rule
+   * applies again. Host-scoped ones stay: they never reach a host added elsewhere.
+   */
+  async function endWholeItemStanding(
+    tx: ItemsTransaction,
+    organisationId: string,
+    actor: string,
+    itemId: string,
+    itemName: string,
+  ): Promise<void> {
+    const revoked = await tx.repo.updateWholeItemStandingRevoked(
+      organisationId,
+      itemId,
+      new Date(),
+      operatorIdOf(actor),
+    );
+    for (const grant of revoked) {
+      await tx.recordEvent({
+        organisationId,
+        environment: grant.environment,
+        actor,
+        action: "grant_revoked",
+        itemName,
+        reason: "credential_widened",
+        detail: { grant_id: grant.id, agent_id: grant.agent_id },
+      });
+    }
   }
 
   /** `keepsRefresh`: an edit of an item Connect stored as a refresh token, which stays one. */
@@ -254,7 +310,25 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     }
     // An app credential is a client secret whatever kind was defaulted (spec 2.1 kinds).
     const kind = inject === "client_credentials" ? "client_secret" : input.kind;
-    return { ...input, kind, environment: checkEnvironment(input.environment), hosts, inject, username };
+    const folderName = input.folder_name == null ? input.folder_name : checkFolderName(input.folder_name);
+    return {
+      ...input,
+      kind,
+      environment: checkEnvironment(input.environment),
+      hosts,
+      inject,
+      username,
+      folder_name: folderName,
+    };
+  }
+
+  /** A folder name as stored (items.schemas.ts normaliseFolderName), or 400 naming the field. */
+  function checkFolderName(name: string, field = "folder_name"): string {
+    const normalised = normaliseFolderName(name);
+    if (normalised === undefined) {
+      throw new AppError("invalid_request", `invalid ${field}: a folder name is 1 to 128 characters`);
+    }
+    return normalised;
   }
 
   /** DECISIONS "Providers": an app credential of a provider in the table, username = client id. */
@@ -295,7 +369,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       const sealed = await sealValue(await deps.sealingKey(), input.value);
       const last4 = lastFour(input.value);
       const folderName = input.folder_name ?? null;
-      await recorded(async (tx) => {
+      return recorded(async (tx) => {
         // In the store's transaction: a refused store leaves no folder behind, and the folder's
         // approvals are checked under the lock the write is made under.
         const folderId = folderName
@@ -321,11 +395,12 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           username: input.username,
           folder_id: folderId,
         };
-        const isNew = await refuseDuplicateName(input, async () => {
-          if (options.replace) return (await tx.repo.upsertItemByName(row)).isNew;
+        const written = await refuseDuplicateName(input, async () => {
+          if (options.replace) return upsertUnderTokenLock(tx.repo, row);
           await tx.repo.insertItem(row);
-          return true;
+          return { id: row.id, isNew: true };
         });
+        const isNew = written.isNew;
         await tx.recordEvent({
           organisationId,
           environment: input.environment,
@@ -334,43 +409,46 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           itemName: input.name,
           detail: { allowed_hosts: input.hosts, inject: input.inject },
         });
+        // Read in the write's transaction: a rename or delete committed just after cannot make a
+        // stored credential answer as a failure.
+        const stored = await tx.repo.findItemById(organisationId, written.id);
+        if (!stored) throw new AppError("internal", "the stored credential was not found");
+        return toItemView(stored);
       });
-      const stored = await deps.repo.findItemByName(organisationId, input.environment, input.name);
-      return toItemView(stored!);
     },
     async updateItem(organisationId, actor, id, raw, writer = {}) {
-      const current = await loadItem(organisationId, id);
       const body = (typeof raw === "object" && raw !== null ? raw : {}) as Record<string, unknown>;
       const keepValue = body.value === undefined || body.value === null || body.value === "";
-      // Validate the merged item with a placeholder value when the stored one is kept.
-      const input = validate(
-        {
-          name: body.name ?? current.name,
-          value: keepValue ? "kept-value" : body.value,
-          environment: body.environment ?? current.environment,
-          kind: body.kind ?? current.kind,
-          allowed_hosts: body.allowed_hosts ?? current.allowed_hosts,
-          inject: body.inject ?? current.inject,
-          username: body.username === undefined ? current.username : body.username,
-          folder_name: body.folder_name === undefined ? current.folder_name : body.folder_name,
-        },
-        { keepsRefresh: current.inject === "refresh" },
-      );
-      const toFolder = input.folder_name ?? null;
-      const isMoved = toFolder !== current.folder_name || input.environment !== current.environment;
-      const sealed = keepValue ? {} : await seal(input.value);
-      await recorded(async (tx) => {
-        // In the edit's transaction: a refused edit leaves no folder behind, and a move is checked
-        // under the lock it is written under.
-        const folderId = toFolder
-          ? await tx.repo.findOrInsertFolder(organisationId, input.environment, toFolder, newId("fld"))
-          : null;
-        if (isMoved && folderId && toFolder) {
+      // Judged once before the transaction, so a refused edit takes no lock, and the value (the
+      // body's alone) sealed there; the merge that is written is judged again on the locked row.
+      const seen = mergeEdit(await loadItem(organisationId, id), body, keepValue);
+      const sealed = keepValue ? {} : await seal(seen.value);
+      return recorded(async (tx) => {
+        // A call minting with the old value or client id stores its token first, then this drops it.
+        await tx.repo.lockItemTokens(id);
+        // The row as it is now, locked until this edit commits: a concurrent edit waits, and then
+        // merges against what this one wrote (never writing back a field it read before).
+        const current = await tx.repo.findItemByIdForUpdate(organisationId, id);
+        if (!current) throw new AppError("not_found", "no such credential");
+        const input = mergeEdit(current, body, keepValue);
+        // A folder left out stays where it is, under the name it has.
+        const toFolder = body.folder_name === undefined ? current.folder_name : (input.folder_name ?? null);
+        const isMoved = toFolder !== current.folder_name || input.environment !== current.environment;
+        const widening = findWidening(current, { allowed_hosts: input.hosts, inject: input.inject });
+        // In the edit's transaction: a refused edit leaves no folder behind, and a move or a widening
+        // is checked under the lock it is written under.
+        const folderId = !isMoved
+          ? current.folder_id
+          : toFolder
+            ? await tx.repo.findOrInsertFolder(organisationId, input.environment, toFolder, newId("fld"))
+            : null;
+        if (folderId && toFolder && (isMoved || widening)) {
           await refuseFolderStandingWidening(
             tx.repo,
             organisationId,
             { id: folderId, name: toFolder },
             writer,
+            isMoved ? "putting one there" : "widening where one of them is sent",
           );
         }
         await refuseDuplicateName(input, () =>
@@ -399,8 +477,11 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
             ...(isMoved ? { folder: { from: current.folder_name, to: toFolder } } : {}),
           },
         });
+        if (widening) await endWholeItemStanding(tx, organisationId, actor, id, input.name);
+        const edited = await tx.repo.findItemById(organisationId, id);
+        if (!edited) throw new AppError("internal", "the edited credential was not found");
+        return toItemView(edited);
       });
-      return toItemView(await loadItem(organisationId, id));
     },
     async rotateItem(organisationId, actor, id, value) {
       const current = await loadItem(organisationId, id);
@@ -408,6 +489,8 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       checkValue(value);
       const sealed = await seal(value);
       await recorded(async (tx) => {
+        // A call minting with the old value stores its token first, then this drops it.
+        await tx.repo.lockItemTokens(id);
         await tx.repo.updateItem(organisationId, id, { ...sealed, updated_at: new Date() });
         await tx.recordEvent({
           organisationId,
@@ -421,11 +504,13 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     },
     async createFolder(organisationId, environment, name) {
       const chosen = checkEnvironment(typeof environment === "string" ? environment : undefined);
-      if (typeof name !== "string" || name.trim().length < 1 || name.trim().length > 128) {
-        throw new AppError("invalid_request", "a folder name is 1 to 128 characters");
+      const parsed = folderNameText().safeParse(name);
+      if (!parsed.success) {
+        throw new AppError("invalid_request", `invalid name: ${parsed.error.issues[0]?.message}`);
       }
-      const id = await deps.repo.findOrInsertFolder(organisationId, chosen, name.trim(), newId("fld"));
-      return { id, name: name.trim(), environment: chosen };
+      const folderName = checkFolderName(parsed.data, "name");
+      const id = await deps.repo.findOrInsertFolder(organisationId, chosen, folderName, newId("fld"));
+      return { id, name: folderName, environment: chosen };
     },
     async listItems(organisationId, environment) {
       const environments = environment === undefined ? deps.environments : [checkEnvironment(environment)];
@@ -464,7 +549,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     async storeSealedItem(organisationId, actor, item) {
       const environment = checkEnvironment(item.environment);
       const id = await recorded(async (tx) => {
-        const stored = await tx.repo.upsertItemByName({
+        const stored = await upsertUnderTokenLock(tx.repo, {
           id: newId("itm"),
           organisation_id: organisationId,
           environment,
@@ -505,6 +590,29 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
 }
 
 export type { ItemInput };
+
+/**
+ * Who revoked, as a grant records it: the operator id of `operator:<id>`, "local" for the local
+ * vault's operator (as grants/standing-scope.ts `operatorIdOf`, which items cannot import: grants
+ * imports items).
+ */
+function operatorIdOf(actor: string): string | null {
+  if (actor.startsWith("operator:")) return actor.slice("operator:".length);
+  return actor === "operator" ? "local" : null;
+}
+
+/**
+ * Replaces (or inserts) an item by name holding the replaced item's token lock, so that an access
+ * token a call minted with its old value is stored before the replace drops it, never after.
+ */
+async function upsertUnderTokenLock(
+  repo: ItemsRepo,
+  row: Parameters<ItemsRepo["upsertItemByName"]>[0],
+): Promise<{ id: string; isNew: boolean }> {
+  const existing = await repo.findItemByName(row.organisation_id, row.environment, row.name);
+  if (existing) await repo.lockItemTokens(existing.id);
+  return repo.upsertItemByName(row);
+}
 
 /** Runs a write that may hit the (environment, name) unique index, as duplicate_name (spec 4.3: 409). */
 async function refuseDuplicateName<T>(
