@@ -140,13 +140,7 @@ describe("the approval cycle", () => {
       Array.from({ length: 6 }, () => call(agent, { item_name: "GITHUB_TOKEN" }).then(payloadOf)),
     );
     expect(answers.filter((a) => a.origin_status === 200)).toHaveLength(1);
-    // The others find the approval spent: held by a try not answered yet (with that grant, and no
-    // second request for the same call), or, before that try named its ticket, a new request.
-    const others = answers.filter((a) => a.origin_status !== 200);
-    for (const other of others) {
-      const isHeld = other.approval === "held" && other.grant_id === pending.grant_id;
-      expect(isHeld || other.status === "pending", JSON.stringify(other)).toBe(true);
-    }
+    expect(answers.filter((a) => a.status === "pending")).toHaveLength(5);
     expect(harness.origin.requests.length).toBe(before + 1);
     await agent.close();
     await v.app.close();
