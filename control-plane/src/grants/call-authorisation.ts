@@ -3,7 +3,7 @@
 // service); a lasting grant's use noted, at most once a minute.
 import { type CallTarget, isCovering } from "./grant-coverage.ts";
 import { type PublicGrant, toPublicGrant } from "./grant-view.ts";
-import type { GrantScope, GrantsRepo, GrantWithItem, RequestedCall } from "./grants.repo.ts";
+import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
 /** A grant's last use is written at most once a minute: a busy agent costs no write per call. */
 export const USE_WRITE_INTERVAL_MS = 60_000;
@@ -50,21 +50,6 @@ export function createCallAuthorisation(deps: { repo: GrantsRepo; now: () => Dat
         (row) =>
           (row.policy === "item_standing" || row.policy === "folder_standing") && !isCovering(row, call),
       );
-    },
-
-    /**
-     * The one-call approval of exactly this call that an earlier call spent and whose outcome is
-     * not known yet (held while its fence waits, or still in flight): a retry then answers with it
-     * ("held") rather than asking the operator for a second approval of the same call, which
-     * would let the call go twice once the first approval comes back.
-     */
-    async findHeldCall(
-      scope: GrantScope,
-      environment: string,
-      call: RequestedCall,
-    ): Promise<PublicGrant | undefined> {
-      const row = await deps.repo.findHeldCallGrant(scope, environment, call);
-      return row && toPublicGrant(row, now());
     },
 
     /**

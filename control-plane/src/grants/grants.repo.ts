@@ -202,17 +202,6 @@ export interface GrantsRepo {
   insertCodeFailure(organisationId: string, at: Date): Promise<void>;
   /** Deletes at most `limit` wrong-code rows of any organisation from before `before`; answers how many. */
   deleteCodeFailuresBefore(before: Date, limit: number): Promise<number>;
-  /**
-   * The one-call approval of exactly `call` (same agent, item, environment, method, host, path
-   * with query, body digest) that a call spent and whose outcome is not written yet: its ticket
-   * still named on it (in flight, or held while a fence waits). A retry meanwhile is that call's,
-   * never a new request.
-   */
-  findHeldCallGrant(
-    scope: GrantScope,
-    environment: string,
-    call: RequestedCall,
-  ): Promise<GrantWithItem | undefined>;
 }
 
 // Session and standing approvals are not spent by a call; use them before a one-call approval.
@@ -539,27 +528,6 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       }
       return undefined;
     },
-    findHeldCallGrant: (scope, environment, call) =>
-      selectGrants()
-        .where("grants.organisation_id", "=", scope.organisationId)
-        .where("grants.item_id", "=", scope.itemId)
-        .where("grants.agent_id", "=", scope.agentId)
-        .where("grants.tool_id", "=", scope.toolId)
-        .where("grants.environment", "=", environment)
-        .where("grants.policy", "=", "prompt")
-        .where("grants.status", "=", "consumed")
-        .where("grants.call_ticket_id", "is not", null)
-        .where("grants.call_method", "=", call.method)
-        .where("grants.call_host", "=", call.host)
-        .where("grants.call_path", "=", call.path)
-        .where((eb) =>
-          call.bodySha256 === null
-            ? eb("grants.call_body_sha256", "is", null)
-            : eb("grants.call_body_sha256", "=", call.bodySha256),
-        )
-        .orderBy("grants.consumed_at", "desc")
-        .limit(1)
-        .executeTakeFirst(),
   };
 }
 

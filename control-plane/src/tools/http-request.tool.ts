@@ -102,10 +102,6 @@ export async function runHttpRequest(
       : { "latch.coverage": "approval_needed" },
   );
   if (!authorisation) {
-    // The same call's one-call approval is held (its first try's proxy did not answer, its fence
-    // waits): the retry is answered as that try was, never with a second request for the call.
-    const held = await deps.grants.findHeldCall(grantScope, scope.environment, call);
-    if (held) return heldAnswer(args, held.grant_id);
     // A standing grant that does not cover this call: the new request is for exactly this scope.
     const isOutside = await deps.grants.isOutsideStanding(grantScope, call);
     const { grant, approvalCode, notifyFailed, deniedAt } = await deps.grants.requestGrant({
@@ -323,21 +319,6 @@ async function sendCall(
     if (answer) return answer;
     throw error;
   }
-}
-
-/**
- * A retry of a call whose one-call approval is held: the answer of that call's first try
- * (calls.service.ts `withApproval`, "held"), naming its grant. Nothing is spent, asked or sent.
- */
-function heldAnswer(args: HttpRequestArgs, grantId: string): ToolAnswer {
-  const held = new AppError(
-    "egress_unavailable",
-    "an earlier try of this same call is not answered yet; its one-call approval is held until then",
-    { extra: { approval: "held", request: "not_known_yet" } },
-  );
-  const answer = unansweredCallAnswer(held, args, grantId);
-  if (!answer) throw held;
-  return answer;
 }
 
 /**
