@@ -396,7 +396,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           folder_id: folderId,
         };
         const written = await refuseDuplicateName(input, async () => {
-          if (options.replace) return upsertUnderTokenLock(tx.repo, row);
+          if (options.replace) return tx.repo.upsertItemByName(row);
           await tx.repo.insertItem(row);
           return { id: row.id, isNew: true };
         });
@@ -549,7 +549,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     async storeSealedItem(organisationId, actor, item) {
       const environment = checkEnvironment(item.environment);
       const id = await recorded(async (tx) => {
-        const stored = await upsertUnderTokenLock(tx.repo, {
+        const stored = await tx.repo.upsertItemByName({
           id: newId("itm"),
           organisation_id: organisationId,
           environment,
@@ -599,19 +599,6 @@ export type { ItemInput };
 function operatorIdOf(actor: string): string | null {
   if (actor.startsWith("operator:")) return actor.slice("operator:".length);
   return actor === "operator" ? "local" : null;
-}
-
-/**
- * Replaces (or inserts) an item by name holding the replaced item's token lock, so that an access
- * token a call minted with its old value is stored before the replace drops it, never after.
- */
-async function upsertUnderTokenLock(
-  repo: ItemsRepo,
-  row: Parameters<ItemsRepo["upsertItemByName"]>[0],
-): Promise<{ id: string; isNew: boolean }> {
-  const existing = await repo.findItemByName(row.organisation_id, row.environment, row.name);
-  if (existing) await repo.lockItemTokens(existing.id);
-  return repo.upsertItemByName(row);
 }
 
 /** Runs a write that may hit the (environment, name) unique index, as duplicate_name (spec 4.3: 409). */
