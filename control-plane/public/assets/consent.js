@@ -1,50 +1,12 @@
 // The consent page (after common.js): shows who asks and what it may do, then posts the operator's
 // decision as JSON with the CSRF header and follows the answer's location (the client's redirect).
-// Approve is never focused for the operator and takes no activation for a second after the form
-// appears or the window comes back into view: a page that has them press Enter or Space over and
-// over, then opens an authorization for its own client, would otherwise have the next keypress
-// approve it (keyjacking).
 "use strict";
 (() => {
   var uid = new URLSearchParams(location.search).get("uid") || "";
   var form = byId("consent");
   var select = byId("organisation");
   var environmentSelect = byId("environment");
-  var approve = byId("approve");
   var organisations = [];
-  /** How long Approve stays inert after the form appears or the window regains focus. */
-  var SETTLE_MS = 1000;
-  /** Until when (Date.now()) an activation of Approve is ignored. */
-  var inertUntil = Number.POSITIVE_INFINITY;
-  var settling = 0;
-
-  /** Makes Approve inert (disabled, and any submit ignored) for SETTLE_MS from now. */
-  function settle() {
-    if (form.hidden) return;
-    inertUntil = Date.now() + SETTLE_MS;
-    approve.disabled = true;
-    clearTimeout(settling);
-    settling = setTimeout(() => {
-      if (form.getAttribute("aria-busy") !== "true") approve.disabled = false;
-    }, SETTLE_MS);
-  }
-  // A window the person clicks into gets its focus from that click: that click is theirs, and
-  // re-arming on it would swallow it. Focus that comes without one (the window opened or raised by
-  // another page) makes Approve inert again.
-  var pointerDownAt = Number.NEGATIVE_INFINITY;
-  document.addEventListener(
-    "pointerdown",
-    () => {
-      pointerDownAt = Date.now();
-    },
-    true,
-  );
-  window.addEventListener("focus", () => {
-    if (Date.now() - pointerDownAt > 500) settle();
-  });
-  document.addEventListener("visibilitychange", () => {
-    if (document.visibilityState === "visible") settle();
-  });
 
   /** The chosen organisation's environments (spec 1.4: the agent is bound to one of them). */
   function showEnvironments() {
@@ -97,8 +59,7 @@
     }
     form.hidden = false;
     say("");
-    // Nothing is focused for the operator: a keypress meant for another page must not approve.
-    settle();
+    byId("approve").focus();
   }
 
   function decide(decision) {
@@ -119,11 +80,7 @@
   }
 
   select.addEventListener("change", showEnvironments);
-  onSubmit(form, () => {
-    // Approve was disabled meanwhile, but busy() may have enabled it again after a failed Deny.
-    if (Date.now() < inertUntil) return;
-    decide("approve");
-  });
+  onSubmit(form, () => decide("approve"));
   byId("deny").addEventListener("click", () => decide("deny"));
   api("GET", `/consent/details?uid=${encodeURIComponent(uid)}`)
     .then(fill)
