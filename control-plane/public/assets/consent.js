@@ -59,7 +59,10 @@
     }
     form.hidden = false;
     say("");
-    byId("approve").focus();
+    // The heading takes focus, never Approve: a page that has the operator keep pressing Enter or
+    // Space, then opens an authorization for its own client, must not have the next key approve it
+    // (keyjacking). A keyboard user tabs to Approve; a click works at once.
+    byId("heading").focus();
   }
 
   function decide(decision) {
