@@ -1,7 +1,8 @@
 // An edit that widens a credential (a host added, the inject mode changed) never widens a standing
 // approval behind its owners' backs (DECISIONS "Teams"): under a folder_standing approval only an
 // owner may make it, as only an owner may approve the folder; an item_standing approval of the
-// whole credential ends with it (audited as a revoke), so the agent asks again. A host-scoped
+// whole credential ends with it (audited as a revoke), so the agent asks again, and under the
+// two-person rule a first approval of one waiting for its second member is forgotten. A host-scoped
 // approval and a narrowing edit are left alone.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, startHosted } from "../../test/hosted.ts";
@@ -56,9 +57,9 @@ function toolPayload(body: string): Record<string, unknown> {
 }
 
 /** A credential of its own, in no folder, and an approval the agent asked for a call with it. */
-async function itemWithRequest(): Promise<{ id: string; name: string; grantId: string }> {
+async function itemWithRequest(of: Team = team): Promise<{ id: string; name: string; grantId: string }> {
   const name = `WIDE_${++names}`;
-  const stored = await team.owner.browser.request("POST", "/api/items", {
+  const stored = await of.owner.browser.request("POST", "/api/items", {
     name,
     value: "v-wide-0123456789",
     environment: "staging",
@@ -68,7 +69,7 @@ async function itemWithRequest(): Promise<{ id: string; name: string; grantId: s
   const requested = await h.app.inject({
     method: "POST",
     url: "/api/grants/request",
-    headers: { authorization: `Bearer ${team.token}`, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${of.token}`, "content-type": "application/json" },
     payload: JSON.stringify({ item_name: name, host: "api.latch.test", method: "GET", path: "/v1/data" }),
   });
   expect(requested.statusCode, requested.body).toBe(201);
@@ -204,5 +205,78 @@ describe("an edit of an item with item_standing approvals", () => {
     expect(narrowed.statusCode, narrowed.body).toBe(200);
     expect((await grantOf(whole.grantId)).status).toBe("active");
     expect((await dryRun(whole.name, "api.latch.test")).would_send).toBe(true);
+  });
+});
+
+describe("an edit of an item whose item_standing approval waits for a second member", () => {
+  let pair: Team;
+  beforeAll(async () => {
+    pair = await startTeam(h);
+    const set = await pair.owner.browser.request("PATCH", "/api/orgs/settings", {
+      standing_approvals_need: 2,
+    });
+    expect(set.statusCode, set.body).toBe(200);
+  }, 120_000);
+
+  const approve = (member: Team["owner"], grantId: string, scope?: "credential") =>
+    member.browser.request("POST", `/api/grants/${grantId}/approve`, {
+      policy: "item_standing",
+      ...(scope ? { scope } : {}),
+    });
+
+  /** A credential whose agent's request the owner approved first (item_standing, "1 of 2"). */
+  async function firstApproved(scope?: "credential") {
+    const item = await itemWithRequest(pair);
+    const first = await approve(pair.owner, item.grantId, scope);
+    expect(first.json().grant).toMatchObject({ status: "pending", approvals: "1 of 2" });
+    return item;
+  }
+
+  async function editedEvent(itemName: string) {
+    const events = (await pair.owner.browser.request("GET", `/api/audit?item_name=${itemName}`)).json()
+      .events as { action: string; detail: Record<string, unknown> }[];
+    return events.find((e) => e.action === "item_edited");
+  }
+
+  const edit = async (id: string, body: Record<string, unknown>) => {
+    const edited = await pair.admin.browser.request("POST", `/api/items/${id}/meta`, body);
+    expect(edited.statusCode, edited.body).toBe(200);
+  };
+
+  it("widening forgets a first approval of the whole credential: the next member's is the first again", async () => {
+    const hosts = await firstApproved("credential");
+    await edit(hosts.id, { allowed_hosts: ["api.latch.test", "other.latch.test", "evil.example.com"] });
+    expect((await editedEvent(hosts.name))?.detail).toMatchObject({ first_approvals_voided: 1 });
+    const second = await approve(pair.approver, hosts.grantId, "credential");
+    expect(second.statusCode, second.body).toBe(200);
+    expect(second.json().grant).toMatchObject({ status: "pending", approvals: "1 of 2" });
+    // The owner, whose approval of the narrower credential was forgotten, may confirm the wider one.
+    const confirmed = await approve(pair.owner, hosts.grantId, "credential");
+    expect(confirmed.json().grant).toMatchObject({ status: "active", approvals: "2 of 2" });
+
+    const inject = await firstApproved("credential");
+    await edit(inject.id, { inject: "query:leak" });
+    const after = await approve(pair.approver, inject.grantId, "credential");
+    expect(after.json().grant).toMatchObject({ status: "pending", approvals: "1 of 2" });
+  });
+
+  it("a narrowing edit, a rename and a host-scoped first approval keep it: the next member confirms", async () => {
+    const narrowed = await firstApproved("credential");
+    await edit(narrowed.id, { allowed_hosts: ["api.latch.test"] });
+    const renamed = await firstApproved("credential");
+    await edit(renamed.id, { name: `${renamed.name}_RENAMED` });
+    // No scope chosen: the one it was asked with, GET api.latch.test/v1/data, never a host added.
+    const scoped = await firstApproved();
+    await edit(scoped.id, { allowed_hosts: ["api.latch.test", "other.latch.test", "evil.example.com"] });
+    expect((await editedEvent(scoped.name))?.detail.first_approvals_voided).toBeUndefined();
+    for (const [item, scope] of [
+      [narrowed, "credential"],
+      [renamed, "credential"],
+      [scoped, undefined],
+    ] as const) {
+      const confirmed = await approve(pair.approver, item.grantId, scope);
+      expect(confirmed.statusCode, confirmed.body).toBe(200);
+      expect(confirmed.json().grant).toMatchObject({ status: "active", approvals: "2 of 2" });
+    }
   });
 });

@@ -61,6 +61,16 @@ export interface ItemsRepo {
     now: Date,
     revokedBy: string | null,
   ): Promise<{ id: string; agent_id: string; environment: string }[]>;
+  /**
+   * The two-person rule (DECISIONS "Teams"): forgets the first approvals of the item's pending
+   * grants that a second member's confirmation would make item_standing approvals of the whole
+   * credential (the same line as updateWholeItemStandingRevoked: no scope host once confirmed), as
+   * orgs.repo.ts `updateFirstApprovalsVoided` forgets a removed member's. An edit widened where the
+   * credential goes: the first member approved the narrower one, so a second member's approval is
+   * the first again. Call in the edit's transaction, before the revoke: a confirmation committed
+   * meanwhile is then active, and revoked. Answers how many were forgotten.
+   */
+  updateWholeItemFirstApprovalsVoided(organisationId: string, itemId: string): Promise<number>;
   /** The folder's id, created on first use. */
   findOrInsertFolder(
     organisationId: string,
@@ -238,6 +248,32 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .where("scope_host", "is", null)
         .returning(["id", "agent_id", "environment"])
         .execute();
+    },
+    async updateWholeItemFirstApprovalsVoided(organisationId, itemId) {
+      const result = await db
+        .updateTable("grants")
+        .set({
+          first_approved_by: null,
+          first_approved_at: null,
+          first_policy: null,
+          first_scope: null,
+          // A pending grant is bound to a folder only by a first folder_standing approval.
+          folder_id: null,
+        })
+        .where("organisation_id", "=", organisationId)
+        .where("item_id", "=", itemId)
+        .where("status", "=", "pending")
+        .where("first_policy", "=", "item_standing")
+        // The scope the confirmation gives (grants/standing-scope.ts standingScopeOf): "credential"
+        // is every host; "path_prefix" is the request's host; none chosen keeps the row's own.
+        .where((eb) =>
+          eb.or([
+            eb("first_scope", "=", "credential"),
+            eb.and([eb("first_scope", "is", null), eb("scope_host", "is", null)]),
+          ]),
+        )
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
     },
     async findOrInsertFolder(organisationId, environment, name, newId) {
       await db

@@ -229,7 +229,9 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
   /**
    * An edit widened the item (item-widening.ts): its standing approvals of the whole credential
    * end with it, each audited as a revoke is, so its agents ask again and the two-person rule
-   * applies again. Host-scoped ones stay: they never reach a host added elsewhere.
+   * applies again (a first approval of one waiting for its second member was forgotten before,
+   * updateWholeItemFirstApprovalsVoided). Host-scoped ones stay: they never reach a host added
+   * elsewhere.
    */
   async function endWholeItemStanding(
     tx: ItemsTransaction,
@@ -464,6 +466,9 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
             updated_at: new Date(),
           }),
         );
+        // Before the revoke below (items.repo.ts): a first approval of the narrower credential is no
+        // half of an approval of the wider one.
+        const voided = widening ? await tx.repo.updateWholeItemFirstApprovalsVoided(organisationId, id) : 0;
         await tx.recordEvent({
           organisationId,
           environment: input.environment,
@@ -475,6 +480,7 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
             inject: input.inject,
             // A move decides which folder approvals cover the credential: the audit says so.
             ...(isMoved ? { folder: { from: current.folder_name, to: toFolder } } : {}),
+            ...(voided > 0 ? { first_approvals_voided: voided } : {}),
           },
         });
         if (widening) await endWholeItemStanding(tx, organisationId, actor, id, input.name);
