@@ -109,7 +109,8 @@ describe("a key-bound access token (RFC 9449 DPoP, RFC 8705: `cnf`)", () => {
         .setExpirationTime("600s")
         .sign(privateKey);
     const client = { id: "cli_1", oauth_client_id: "oac_1" };
-    // Every other rule holds: the consent, the grant, the membership and the client are live.
+    // Every other rule holds: the consent, the grant, the membership (and any Require SSO) and the
+    // client are live.
     const verifier = createAccessTokenVerifier({
       baseUrl: BASE,
       keys: {
@@ -129,6 +130,7 @@ describe("a key-bound access token (RFC 9449 DPoP, RFC 8705: `cnf`)", () => {
       },
       artifacts: { isGrantLive: async () => true },
       findLiveClient: async () => client,
+      meetsRequiredSso: async () => true,
       now: () => new Date(),
     } as never);
     expect(await verifier.authenticate(await sign({}))).toBe(client);

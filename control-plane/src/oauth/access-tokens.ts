@@ -2,14 +2,15 @@
 // against our own keys (no network), `iss` is BASE_URL, `aud` is exactly BASE_URL/mcp, it is
 // within 600 s of issue and not expired (30 s skew), it is bound to no key (no `cnf`), its jti is
 // not denylisted, its grant is alive, its consent is not revoked, and the operator who consented is
-// still a member of the organisation named by `org_id`, the same membership they consented in. The
-// agent behind it is the model client row of that consent. A key is trusted only while the key file
+// still a member of the organisation named by `org_id`, the same membership they consented in, and
+// where that organisation requires its single sign-on of their address, the consent was given in a
+// session begun with it. The agent behind it is the model client row of that consent. A key is trusted only while the key file
 // lists it (read again every few seconds, and at once for an unknown key id) and, once retired, only
 // for tokens issued before its retirement: a key rotated out after a leak signs nothing that passes.
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { createLocalJWKSet, type JWTPayload, jwtVerify } from "jose";
 import type { ClientRow } from "../db/schema.ts";
-import type { OAuthRepo } from "./oauth.repo.ts";
+import type { ConsentRow, OAuthRepo } from "./oauth.repo.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
 import type { OAuthKeyReader, OAuthKeyView } from "./oauth-keys.ts";
 import { ACCESS_TOKEN_TTL_S, mcpResource } from "./oauth-provider.ts";
@@ -45,6 +46,8 @@ export interface AccessTokenDeps {
   artifacts: OAuthArtifactsRepo;
   /** The live client row; `isUse` false reads it without marking its use (a stream's re-check). */
   findLiveClient(id: string, options?: { isUse?: boolean }): Promise<ClientRow | undefined>;
+  /** False when the consent's organisation requires its single sign-on and the consent was not given through it. */
+  meetsRequiredSso(consent: ConsentRow): Promise<boolean>;
   now: () => Date;
 }
 
@@ -127,6 +130,7 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
       if (!(await deps.artifacts.isGrantLive(claims.grant_id, deps.now()))) return undefined;
       const { organisation_id: organisationId, operator_id: operatorId, created_at: consentedAt } = consent;
       if (!(await deps.oauth.isMemberSince(organisationId, operatorId, consentedAt))) return undefined;
+      if (!(await deps.meetsRequiredSso(consent))) return undefined;
       const client = await deps.findLiveClient(consent.client_row_id, options);
       if (!client || client.oauth_client_id !== claims.client_id) return undefined;
       return client;

@@ -12,8 +12,19 @@ import type { Kysely } from "kysely";
 import { type Adapter, type AdapterPayload, errors } from "oidc-provider";
 import type { Database } from "../db/schema.ts";
 
+/** Artifacts that are ours, not oidc-provider's: stored like its own, keyed by a hash. */
+const INTERACTION_CLIENT = "InteractionClient";
+const GRANT_SIGN_IN = "GrantSignIn";
+
 /** Models whose artifacts belong to a grant (revoking the grant destroys them). */
-const GRANT_BOUND = new Set(["AccessToken", "AuthorizationCode", "RefreshToken", "DeviceCode", "Grant"]);
+const GRANT_BOUND = new Set([
+  "AccessToken",
+  "AuthorizationCode",
+  "RefreshToken",
+  "DeviceCode",
+  "Grant",
+  GRANT_SIGN_IN,
+]);
 
 const hashOf = (value: string) => sha256Hex(value);
 
@@ -62,14 +73,24 @@ export interface InteractionClient {
   clientName: string | undefined;
 }
 
-/** Artifacts that are ours, not oidc-provider's: stored like its own, keyed by a hash. */
-const INTERACTION_CLIENT = "InteractionClient";
+/**
+ * How the session that consented to a grant was signed in: `ssoOrganisationId`, the organisation
+ * whose single sign-on began it, or null (an email code, a passkey). Where an organisation requires
+ * its single sign-on of the operator's address, only a grant given through that sign-on lives.
+ */
+export interface GrantSignIn {
+  ssoOrganisationId: string | null;
+}
 
 export interface OAuthArtifactsRepo {
   adapterFor(model: string): Adapter;
   /** Keeps the client of interaction `uid` for as long as the interaction lives. */
   saveInteractionClient(uid: string, client: InteractionClient, expiresIn: number): Promise<void>;
   findInteractionClient(uid: string): Promise<InteractionClient | undefined>;
+  /** Keeps how the consenting session signed in with grant `grantId` (ended with the grant). */
+  saveGrantSignIn(grantId: string, signIn: GrantSignIn, expiresIn: number): Promise<void>;
+  /** How the consent of grant `grantId` was signed in; undefined when none was recorded. */
+  findGrantSignIn(grantId: string): Promise<GrantSignIn | undefined>;
   /** Destroys every artifact of a grant (its refresh tokens, codes and the grant itself). */
   destroyGrant(grantId: string): Promise<void>;
   /** Whether the grant still exists (not revoked, not expired). */
@@ -227,6 +248,7 @@ export function createOAuthArtifactsRepo(
   }
 
   const interactionClients = adapterFor(INTERACTION_CLIENT);
+  const grantSignIns = adapterFor(GRANT_SIGN_IN);
 
   return {
     adapterFor,
@@ -247,6 +269,19 @@ export function createOAuthArtifactsRepo(
         clientId: found.client_id,
         clientName: typeof found.client_name === "string" ? found.client_name : undefined,
       };
+    },
+    async saveGrantSignIn(grantId, signIn, expiresIn) {
+      await grantSignIns.upsert(
+        grantId,
+        { grantId, sso_organisation_id: signIn.ssoOrganisationId } as AdapterPayload,
+        expiresIn,
+      );
+    },
+    async findGrantSignIn(grantId) {
+      const found = (await grantSignIns.find(grantId)) as { sso_organisation_id?: unknown } | undefined;
+      if (!found) return undefined;
+      const sso = found.sso_organisation_id;
+      return { ssoOrganisationId: typeof sso === "string" ? sso : null };
     },
     async isGrantLive(grantId, at) {
       const row = await db

@@ -24,7 +24,7 @@ const epochSeconds = () => Math.floor(Date.now() / 1000);
 export const ACCESS_TOKEN_TTL_S = 600;
 const REFRESH_TOKEN_IDLE_S = 30 * 86_400;
 /** A grant outlives any single refresh token; its consent row can end it earlier. */
-const GRANT_TTL_S = 365 * 86_400;
+export const GRANT_TTL_S = 365 * 86_400;
 
 /** The paths oidc-provider answers, all under the issuer (BASE_URL). */
 export const OAUTH_ROUTES = {

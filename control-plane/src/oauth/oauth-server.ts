@@ -3,6 +3,7 @@
 // fetcher and the service the pages call. control-plane.ts registers its routes.
 import type { FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
+import { errors } from "oidc-provider";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
 import type { Database } from "../db/schema.ts";
@@ -14,7 +15,7 @@ import type { OrgsService } from "../orgs/orgs.service.ts";
 import { createAccessTokenVerifier } from "./access-tokens.ts";
 import { createDocumentFetcher } from "./cimd-fetch.ts";
 import { registerConsentRoutes } from "./consent.routes.ts";
-import { createOAuthRepo } from "./oauth.repo.ts";
+import { type ConsentRow, createOAuthRepo } from "./oauth.repo.ts";
 import { registerOAuthRoutes } from "./oauth.routes.ts";
 import { createOAuthService } from "./oauth.service.ts";
 import { createOAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
@@ -69,6 +70,17 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     initial: deps.keys,
   });
   const documents = createDocumentFetcher({ egress: deps.egress, minter: deps.minter, limiter });
+  /**
+   * "Require SSO" (DECISIONS "Passkeys and single sign-on") for a grant: where its organisation
+   * requires its single sign-on of the operator's address, the grant lives only if its consent was
+   * given in a session begun with that sign-on. A grant that recorded no sign-in counts as not.
+   */
+  async function meetsRequiredSso(consent: ConsentRow): Promise<boolean> {
+    const requiring = await deps.findSsoRequiringOrganisations(consent.operator_id);
+    if (!requiring.includes(consent.organisation_id)) return true;
+    const signIn = await artifacts.findGrantSignIn(consent.grant_id);
+    return signIn?.ssoOrganisationId === consent.organisation_id;
+  }
   const provider = createOAuthProvider({
     baseUrl: deps.baseUrl,
     keys: deps.keys,
@@ -90,6 +102,14 @@ export function createOAuthServer(deps: OAuthServerDeps) {
         await service.endDeadConsent(consent, "client_revoked").catch(onLedgerFailure);
         return undefined;
       }
+      // The organisation came to require its single sign-on of this operator after an email-code
+      // (or passkey) session consented: that session could not act there now, nor does its agent.
+      if (!(await meetsRequiredSso(consent))) {
+        await service.endDeadConsent(consent, "sso_required").catch(onLedgerFailure);
+        throw new errors.InvalidGrant(
+          "the organisation requires its single sign-on: connect the agent again from a session signed in with it",
+        );
+      }
       return consent;
     },
     isOperator: deps.isOperator,
@@ -102,6 +122,7 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     oauth,
     artifacts,
     findLiveClient: deps.clients.findLiveClientForToken,
+    meetsRequiredSso,
     now: deps.now,
   });
   const service = createOAuthService({

@@ -14,7 +14,7 @@ import { type AccessTokenVerifier, jtiHash } from "./access-tokens.ts";
 import { clientDisplayName, publisherOf, redirectTarget } from "./client-display.ts";
 import type { ConsentRow, OAuthRepo } from "./oauth.repo.ts";
 import type { OAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
-import { MCP_SCOPE, mcpResource } from "./oauth-provider.ts";
+import { GRANT_TTL_S, MCP_SCOPE, mcpResource } from "./oauth-provider.ts";
 
 /** What the consent page shows (GET /consent/details). */
 export interface ConsentDetails {
@@ -203,6 +203,13 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       const requested = String(details.params.scope ?? "").split(" ");
       if (requested.includes("openid")) grant.addOIDCScope("openid");
       const grantId = await grant.save();
+      // How this session signed in, kept with the grant: where the organisation requires (or comes to
+      // require) its single sign-on of the operator's address, only a grant given through it lives.
+      await deps.artifacts.saveGrantSignIn(
+        grantId,
+        { ssoOrganisationId: operator.onlyOrganisationId ?? null },
+        GRANT_TTL_S,
+      );
       await deps.oauth.insertConsent({
         grant_id: grantId,
         organisation_id: organisationId,
@@ -302,10 +309,15 @@ export function createOAuthService(deps: OAuthServiceDeps) {
      * should have ended it missed it or failed: `member_removed`, its operator is no longer the
      * member who gave it (removed, perhaps invited back since; `endMemberConsents` missed a consent
      * recorded as the removal committed); `client_revoked`, its model client row was revoked (spec
-     * 3.4; `endClient` missed a consent recorded as the revocation committed). It ends as that
-     * clean-up would have ended it; the operator's consents of a later membership stay.
+     * 3.4; `endClient` missed a consent recorded as the revocation committed); `sso_required`, its
+     * organisation now requires its single sign-on of the operator's address and the consent was
+     * not given in a session begun with it (the refused refresh has spent its token already). It
+     * ends as that clean-up would have ended it; the operator's consents of a later membership stay.
      */
-    async endDeadConsent(consent: ConsentRow, reason: "member_removed" | "client_revoked"): Promise<void> {
+    async endDeadConsent(
+      consent: ConsentRow,
+      reason: "member_removed" | "client_revoked" | "sso_required",
+    ): Promise<void> {
       const wasLive = await deps.oauth.updateConsentRevoked(consent.grant_id, deps.now());
       await deps.artifacts.destroyGrant(consent.grant_id);
       if (wasLive) {
