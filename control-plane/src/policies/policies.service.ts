@@ -8,6 +8,7 @@ import { sha256Hex } from "@latch/shared/ledger/ledger-format";
 import type { AuditEvent, AuditedCall, AuditRepo } from "../audit/audit.repo.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import type { PoliciesRepo } from "./policies.repo.ts";
+import { createPolicyCache } from "./policy-cache.ts";
 import {
   type CompiledPolicy,
   compilePolicy,
@@ -46,6 +47,8 @@ export interface PoliciesServiceDeps {
    * version is current without asking the database on every call.
    */
   isSoleWriter?: boolean;
+  /** The compiled lists kept in memory (policy-cache.ts): its defaults unless a test sets them. */
+  cacheBudget?: { lists: number; json: number };
 }
 
 export interface PolicyList {
@@ -58,8 +61,17 @@ export interface PolicyList {
 /** What `If-Match` asked for: a version, or `*` (whatever is saved). */
 export type ExpectedVersion = number | "any";
 
-/** Organisations whose compiled list a process keeps; the least recently used goes first. */
-const MAX_CACHED_LISTS = 10_000;
+/**
+ * Saves of one organisation's list: each writes the whole list (up to 1 MiB) into its permanent
+ * `policies_changed` ledger row, so an owner saving in a loop would grow the shared database
+ * without bound. Counted in the database, so it holds across replicas.
+ */
+export const POLICY_SAVES_PER_ORGANISATION: RateLimit = {
+  name: "policy_saves:org",
+  limit: 60,
+  windowMs: 3_600_000,
+  what: "policy saves in one organisation",
+};
 /** Previews one process computes at once, across organisations. */
 export const MAX_PREVIEWS_AT_ONCE = 4;
 /** Named credentials whose siblings a preview reads (readJudgedItems). */
@@ -77,7 +89,8 @@ export function ruleReference(decision: PolicyDecision): { rule_id: string; rule
 }
 
 export function createPoliciesService(deps: PoliciesServiceDeps) {
-  const cache = new Map<string, { version: number; compiled: CompiledPolicy }>();
+  // Each organisation's compiled list, bounded by count and by stored size (policy-cache.ts).
+  const cache = createPolicyCache(deps.cacheBudget);
   /** Organisations whose preview this process is computing now. */
   const previewing = new Set<string>();
 
@@ -91,15 +104,10 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
     }
   }
 
-  function remember(organisationId: string, version: number, compiled: CompiledPolicy) {
-    cache.delete(organisationId);
-    if (cache.size >= MAX_CACHED_LISTS) {
-      const oldest = cache.keys().next().value;
-      if (oldest !== undefined) cache.delete(oldest);
-    }
-    const entry = { version, compiled };
-    cache.set(organisationId, entry);
-    return entry;
+  /** Compiles `rules` and keeps them, weighed by their stored JSON, if the cache's budget allows. */
+  function remember(organisationId: string, version: number, rules: readonly PolicyRule[]) {
+    const size = JSON.stringify(rules).length;
+    return cache.remember(organisationId, { version, compiled: compilePolicy(rules), size });
   }
 
   /**
@@ -108,11 +116,11 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
    * statement, calls/call-context.repo.ts): then nothing is read while it matches the cache.
    */
   async function policyInForce(organisationId: string, knownVersion?: number): Promise<CompiledPolicy> {
-    const cached = cache.get(organisationId);
+    const cached = cache.find(organisationId);
     if (cached && (deps.isSoleWriter || knownVersion === cached.version)) return cached.compiled;
     const found = await deps.repo.findPolicyIfChanged(organisationId, cached?.version);
     if (cached && found.version === cached.version) return cached.compiled;
-    return remember(organisationId, found.version, compilePolicy(readRules(found.rules ?? []))).compiled;
+    return remember(organisationId, found.version, readRules(found.rules ?? [])).compiled;
   }
 
   function bucketOf(organisationId: string, rule: PolicyRule): RateLimit | undefined {
@@ -180,7 +188,8 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
 
     /**
      * Replaces the whole list, if its version is still `expected` (else 409 `stale_version` with
-     * the version now saved). The change and its audit row commit together.
+     * the version now saved). The change and its audit row commit together. At most 60 saves an
+     * hour per organisation (429 `rate_limited` with `retry_after`).
      */
     async replacePolicies(
       organisationId: string,
@@ -189,6 +198,8 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
       rawRules: unknown,
     ): Promise<PolicyList> {
       const rules = parsePolicyRules(rawRules);
+      // Before the transaction: a full window is 429 `rate_limited` with nothing written.
+      await deps.rateLimiter.take(POLICY_SAVES_PER_ORGANISATION, organisationId);
       const at = deps.now();
       const version = await deps.inTransaction(async (tx) => {
         const saved = await tx.repo.updatePolicyList(organisationId, expected, { rules, at, by: actor });
@@ -220,7 +231,7 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
         });
         return saved;
       });
-      remember(organisationId, version, compilePolicy(rules));
+      remember(organisationId, version, rules);
       return { version, rules, updated_at: at.toISOString(), updated_by: actor };
     },
 
@@ -287,6 +298,9 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
         throw error;
       }
     },
+
+    /** What the cache of compiled lists holds now (lists, and their stored JSON in all). */
+    cacheUsage: () => cache.usage(),
 
     /** Writes a call's policy row: `policy_denied`, `policy_allowed` or `rate_limited`, naming the rule. */
     recordPolicyEvent: (event: AuditEvent) => deps.recordEvent(event),

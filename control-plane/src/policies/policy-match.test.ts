@@ -93,6 +93,20 @@ describe("each condition", () => {
       { agentId: "cli_0123456789abcdef", agentName: "Claude Code" },
       "deny",
     ],
+    // A client id is stored as made (lowercase, no spaces), so that one written otherwise still
+    // names its client rather than being saved and never matching.
+    [
+      "a client id written in capitals",
+      { agents: ["CLI_0123456789ABCDEF"] },
+      { agentId: "cli_0123456789abcdef", agentName: "Claude Code" },
+      "deny",
+    ],
+    [
+      "a client id with spaces around it",
+      { agents: [" cli_0123456789abcdef "] },
+      { agentId: "cli_0123456789abcdef", agentName: "Claude Code" },
+      "deny",
+    ],
     [
       "a local agent by its id (its client name)",
       { agents: ["claude-code"] },

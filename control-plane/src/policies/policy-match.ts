@@ -200,3 +200,20 @@ export function strictestDecision<D extends Pick<PolicyDecision, "effect" | "ind
     ? earliest(onLocated, "allow")
     : undefined;
 }
+
+/**
+ * Every rule that decided some view of a call and carries a rate limit, once each, earliest in the
+ * list first: each one counts the call, not only the rule `strictestDecision` names. Else a limit
+ * on the path a provider's rename sends (or on a sibling credential) would never count when
+ * another rule decides the path the agent named. The preview replays the same.
+ * @example limitingDecisions([{ decision: tracks, isLocated: true }, { decision: itemsLimited, isLocated: true }]) // [itemsLimited]
+ */
+export function limitingDecisions<D extends Pick<PolicyDecision, "rule" | "effect" | "index">>(
+  views: readonly PolicyView<D>[],
+): D[] {
+  const limiting = new Map<number, D>();
+  for (const { decision } of views) {
+    if (decision?.rule.rate_limit && !limiting.has(decision.index)) limiting.set(decision.index, decision);
+  }
+  return [...limiting.values()].sort((a, b) => a.index - b.index);
+}

@@ -169,3 +169,30 @@ describe("a call is judged by every credential its plan uses", () => {
     });
   });
 });
+
+describe("a preview counts rate limits as enforcement does", () => {
+  it("a limit on the path a rename sends counts calls another allow rule decides by the path asked", async () => {
+    const renamed = (seq: number): AuditedCall => ({
+      ...row(seq, "/v1/playlists/p1/items"),
+      detail: { method: "GET", path: "/v1/playlists/p1/items", requested_path: "/v1/playlists/p1/tracks" },
+    });
+    const { answer } = await preview(
+      [
+        { id: "tracks", effect: "allow", match: { paths: ["/v1/playlists/*/tracks"] } },
+        {
+          id: "items-limited",
+          effect: "allow",
+          match: { paths: ["/v1/playlists/*/items"] },
+          rate_limit: { calls: 1, per: "hour" },
+        },
+      ],
+      [renamed(1), renamed(2)],
+      { sliceSteps: 10_000, maxSteps: 1e9 },
+    );
+    expect(answer.totals).toMatchObject({ allow: 1, rate_limited: 1 });
+    expect(answer.rules).toMatchObject([
+      { id: "tracks", calls: 1, rate_limited: 0 },
+      { id: "items-limited", calls: 1, rate_limited: 1 },
+    ]);
+  });
+});

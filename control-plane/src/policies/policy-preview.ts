@@ -4,7 +4,13 @@
 // the service reads the rows. The replay gives the event loop back every slice of work and stops
 // at a bound of work in all, so that no list, however costly, holds a replica.
 import type { AuditedCall } from "../audit/audit.repo.ts";
-import { type CompiledPolicy, decide, type PolicyCall, strictestDecision } from "./policy-match.ts";
+import {
+  type CompiledPolicy,
+  decide,
+  limitingDecisions,
+  type PolicyCall,
+  strictestDecision,
+} from "./policy-match.ts";
 import type { MatchMeter } from "./policy-patterns.ts";
 import { type PolicyEffect, type PolicyRule, rateWindowMs } from "./policy-rules.ts";
 
@@ -139,16 +145,19 @@ function replayer(policy: CompiledPolicy, meter: MatchMeter) {
       })),
     );
     const decision = strictestDecision(views);
-    if (!decision) return { outcome: "none" };
-    const limit = decision.rule.rate_limit;
-    if (limit) {
-      let take = limits.get(decision.index);
+    if (decision?.effect === "deny") return { outcome: "deny", index: decision.index };
+    // Every rule that decided a view and has a rate limit counts the call, earliest first; the
+    // first that is full refuses it (tools/http-request.tool.ts takes the same places).
+    for (const limiting of limitingDecisions(views)) {
+      const limit = limiting.rule.rate_limit!;
+      let take = limits.get(limiting.index);
       if (!take) {
         take = replayedLimit(limit.calls, rateWindowMs(limit));
-        limits.set(decision.index, take);
+        limits.set(limiting.index, take);
       }
-      if (!take(at.getTime())) return { outcome: "rate_limited", index: decision.index };
+      if (!take(at.getTime())) return { outcome: "rate_limited", index: limiting.index };
     }
+    if (!decision) return { outcome: "none" };
     return { outcome: decision.effect, index: decision.index };
   };
 }

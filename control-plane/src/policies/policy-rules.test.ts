@@ -33,6 +33,17 @@ describe("a valid list", () => {
     expect(rule?.id.startsWith("github-reads-")).toBe(true);
   });
 
+  it("stores a client id as ids are made (lowercase, no spaces), and a name as written", () => {
+    const [rule] = parsePolicyRules([
+      {
+        id: "agents",
+        effect: "deny",
+        match: { agents: ["CLI_0123456789ABCDEF", " cli_0123456789abcdee ", "Claude Code"] },
+      },
+    ]);
+    expect(rule?.match.agents).toEqual(["cli_0123456789abcdef", "cli_0123456789abcdee", "Claude Code"]);
+  });
+
   it("keeps the caller's ids, and a rule without a name is named by its id", () => {
     const rules = parsePolicyRules([
       { id: "a", effect: "deny", match: { paths: ["/admin/**"] } },

@@ -4,6 +4,7 @@
 // with /".
 import { randomBytes } from "node:crypto";
 import { AppError } from "@latch/shared/errors";
+import { isIdShaped } from "@latch/shared/ids";
 import { HTTP_METHODS } from "@latch/shared/requests/methods";
 import { safeString } from "@latch/shared/text/safe-string";
 import { z } from "zod";
@@ -125,7 +126,7 @@ function newRuleId(name: string | undefined, taken: ReadonlySet<string>): string
 /**
  * Parses a whole list as a caller sent it: each rule's shape, then what zod cannot say (a host
  * pattern, a glob, an empty match list, a rate limit on a deny rule, a repeated id). Answers the
- * rules as stored (ids made, hosts lowercased, methods uppercased), or throws 400 `invalid_policy`
+ * rules as stored (ids made, hosts and client ids lowercased, methods uppercased), or throws 400 `invalid_policy`
  * naming the rule and the field.
  */
 export function parsePolicyRules(raw: unknown): PolicyRule[] {
@@ -210,6 +211,13 @@ export function parsePolicyRules(raw: unknown): PolicyRule[] {
         match.paths = [...list];
       } else if (field === "methods") {
         match.methods = [...new Set(input.match.methods)];
+      } else if (field === "agents") {
+        // A client id is matched exactly, as ids are made (lowercase): one written in capitals or
+        // with spaces around it is stored as the id it names, as hosts are stored lowercase, else
+        // the rule would be saved and never match its client (policy-match.ts compares ids exactly).
+        match.agents = list.map((agent) =>
+          isIdShaped("cli", agent.trim()) ? agent.trim().toLowerCase() : agent,
+        );
       } else {
         match[field] = [...list];
       }

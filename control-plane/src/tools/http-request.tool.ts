@@ -15,7 +15,7 @@ import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { CallableItem } from "../items/callable-item.ts";
 import { ruleReference } from "../policies/policies.service.ts";
-import { type PolicyDecision, strictestDecision } from "../policies/policy-match.ts";
+import { limitingDecisions, type PolicyDecision, strictestDecision } from "../policies/policy-match.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
 import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
@@ -57,7 +57,7 @@ export async function runHttpRequest(
   const judgedItems = (await findPlanItems({ findItemByName }, scope, item)).map((used) => used.name);
   // The organisation's policy first (DECISIONS "Policies"): a deny rule beats every grant, and
   // refuses before anything is asked, spent or sent.
-  const policy = await decidePolicy(
+  const { decision: policy, limiting } = await decidePolicy(
     deps,
     scope,
     {
@@ -82,12 +82,12 @@ export async function runHttpRequest(
 
   // The call as the operator approves it: method, host, validated path with its query, body digest.
   const call = requestedCallOf(host, path, args);
-  if (args.dry_run) return dryRunAnswer(deps, scope, args, located, policy, call);
+  if (args.dry_run) return dryRunAnswer(deps, scope, args, located, policy, call, limiting);
 
   if (policy?.effect === "allow") {
     // An allow rule needs no approval; the call still goes through every other rule (the item's
     // hosts, the path rules, the proxy's destination rules) in executeCall.
-    const limited = await admitOrRefuse(deps, scope, args, located, policy);
+    const limited = await admitEach(deps, scope, args, located, limiting);
     if (limited) return limited;
     await recordPolicyEvent(deps, scope, "policy_allowed", policy, { itemName: item.name, host, args, path });
     return sendCall(deps, scope, args, located, { release: async () => {} }, policy, judgedItems);
@@ -139,13 +139,14 @@ export async function runHttpRequest(
       },
     };
   }
-  // A rate limit on the ask rule counts calls that would leave: over it, the approval is given
-  // back (a one-call approval was spent a moment ago) and nothing is sent. So it is when the
+  // A rate limit on a rule that decided a view of the call (the ask rule, or an allow on one of
+  // its paths) counts calls that would leave: over it, the approval is given back (a one-call
+  // approval was spent a moment ago) and nothing is sent. So it is when the
   // limit's count or its rate_limited row fails: nothing left, nothing may stay spent.
-  if (policy) {
+  if (limiting.length > 0) {
     let limited: ToolAnswer | undefined;
     try {
-      limited = await admitOrRefuse(deps, scope, args, located, policy);
+      limited = await admitEach(deps, scope, args, located, limiting);
     } catch (error) {
       await authorisation.release();
       throw error;
@@ -177,14 +178,15 @@ export async function runHttpRequest(
  * approvals), while a sibling that no rule names does not take back the located credential's
  * allow. Among rules of the same effect, the one earliest in the list names the decision.
  * The agent is the client the credential authenticated (its id, and its name as issued or
- * registered), never a name from the call.
+ * registered), never a name from the call. `limiting`: every rule that decided some view and has a
+ * rate limit (policy-match.ts `limitingDecisions`); each counts a call that is sent.
  */
 async function decidePolicy(
   deps: ToolDeps,
   scope: ToolScope,
   call: { items: readonly string[]; host: string; method: string; paths: readonly string[] },
   knownVersion: number | undefined,
-): Promise<PolicyDecision | undefined> {
+): Promise<{ decision: PolicyDecision | undefined; limiting: PolicyDecision[] }> {
   const [located] = call.items;
   const views: { decision: PolicyDecision | undefined; isLocated: boolean }[] = [];
   for (const item of new Set(call.items)) {
@@ -205,7 +207,22 @@ async function decidePolicy(
       views.push({ decision, isLocated: item === located });
     }
   }
-  return strictestDecision(views);
+  return { decision: strictestDecision(views), limiting: limitingDecisions(views) };
+}
+
+/** Each rate-limited rule of the call takes a place, earliest first; the first that is full answers. */
+async function admitEach(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  located: LocatedCredential,
+  limiting: readonly PolicyDecision[],
+): Promise<ToolAnswer | undefined> {
+  for (const decision of limiting) {
+    const limited = await admitOrRefuse(deps, scope, args, located, decision);
+    if (limited) return limited;
+  }
+  return undefined;
 }
 
 /**
@@ -233,16 +250,18 @@ async function dryRunAnswer(
   located: LocatedCredential,
   policy: PolicyDecision | undefined,
   call: RequestedCall,
+  limiting: readonly PolicyDecision[],
 ): Promise<ToolAnswer> {
   const { item, host, path } = located;
   const grant =
     policy?.effect === "deny" || policy?.effect === "allow"
       ? undefined
       : await deps.grants.findUsableGrant(httpRequestGrantScope(scope, item), call);
-  const full =
-    policy && policy.effect !== "deny"
-      ? await deps.policies.admitCall(scope.organisationId, policy, { isDryRun: true })
-      : undefined;
+  let full: { retryAfter: number } | undefined;
+  for (const decision of policy?.effect === "deny" ? [] : limiting) {
+    full = await deps.policies.admitCall(scope.organisationId, decision, { isDryRun: true });
+    if (full) break;
+  }
   const { path: sentPath, rewritten } = rewritePlaylistPath(host, args.method, path, args.body);
   const isCovered = policy?.effect === "allow" || Boolean(grant);
   const reason =
