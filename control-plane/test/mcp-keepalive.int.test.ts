@@ -1,8 +1,14 @@
 // GET /mcp, the SSE keep-alive stream itself (spec 4.1, 6; issue 21 item 13): a model client's
 // bearer opens a text/event-stream that carries only keep-alive comments, one at once and one every
 // 25 seconds; it names no secret and no event; it ends when the client goes away (its timer with
-// it) and when the server closes. The interval is the only timer faked; the socket is real.
+// it) and when the server closes; a full process makes room for a smaller organisation at the
+// expense of the largest. The interval is the only timer faked; the socket is real.
+import type { FastifyInstance } from "fastify";
+import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { buildApp } from "../src/app.ts";
+import { registerMcpRoutes } from "../src/mcp/mcp.routes.ts";
+import type { StreamLimits } from "../src/mcp/mcp-streams.ts";
 import { type HostedHarness, operatorWithClient, startHosted } from "./hosted.ts";
 
 let h: HostedHarness;
@@ -37,6 +43,61 @@ async function readKeepalives(reader: ReadableStreamDefaultReader<Uint8Array>, c
     seen += decoder.decode(value, { stream: true });
   }
   return seen;
+}
+
+/**
+ * One more replica on the harness's database and services, serving the hosted MCP routes as
+ * control-plane.ts wires them but with small stream caps: a full process without 2,000 sockets.
+ */
+async function startReplica(limits: StreamLimits): Promise<{ app: FastifyInstance; url: string }> {
+  const { services } = h.plane;
+  const baseUrl = "http://localhost:8787";
+  const app = await buildApp({
+    logger: pino({ level: "silent" }),
+    isDatabaseReady: async () => true,
+    isEgressServing: () => true,
+    sessions: {
+      sessions: services.sessions,
+      baseUrl,
+      now: () => h.clock.now,
+      authenticateBearer: services.clients.authenticate,
+      hasAuthenticator: services.hasSecondFactor,
+    },
+    routes: [
+      (app) =>
+        registerMcpRoutes(
+          app,
+          {
+            baseUrl,
+            tools: services.tools,
+            logError: () => {},
+            isBearerLive: services.clients.isBearerLive,
+            authenticateBearer: services.clients.authenticate,
+          },
+          limits,
+        ),
+    ],
+  });
+  return { app, url: await app.listen({ host: "127.0.0.1", port: 0 }) };
+}
+
+/** Opens a keep-alive stream on `base` with `bearer`; a 200 has read its first comment. */
+async function openStream(base: string, bearer: string) {
+  const aborted = new AbortController();
+  const response = await fetch(`${base}/mcp`, {
+    headers: { authorization: `Bearer ${bearer}` },
+    signal: aborted.signal,
+  });
+  const reader = response.status === 200 ? response.body!.getReader() : undefined;
+  if (reader) await readKeepalives(reader, 1);
+  return { status: response.status, response, reader, aborted };
+}
+
+/** Reads `reader` to its end: true once the stream has ended (a stream left open times the test out). */
+async function hasEnded(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<boolean> {
+  let rest = await reader.read();
+  while (!rest.done) rest = await reader.read();
+  return true;
 }
 
 describe("GET /mcp", () => {
@@ -105,6 +166,66 @@ describe("GET /mcp", () => {
     for (const s of streams.slice(1)) s.aborted.abort();
   });
 
+  it("at a full process, ends the largest organisation's oldest stream for a smaller one's", async () => {
+    // Caps of 4 per process and 4 per organisation: one organisation can fill the process.
+    const replica = await startReplica({ perBearer: 8, perOrganisation: 4, total: 4 });
+    const a = await operatorWithClient(h, {
+      secret: "sk_live_keepalive_full_a_7e21",
+      items: [{ name: "API_KEY" }],
+      clientName: "flooding agent",
+    });
+    const b = await operatorWithClient(h, {
+      secret: "sk_live_keepalive_full_b_3f90",
+      items: [{ name: "API_KEY" }],
+      clientName: "small agent",
+    });
+    const opened = [];
+    try {
+      const aStreams = [];
+      for (let i = 0; i < 4; i++) aStreams.push(await openStream(replica.url, a.token));
+      opened.push(...aStreams);
+      expect(aStreams.map((s) => s.status)).toEqual([200, 200, 200, 200]);
+
+      // B holds none, A the most: B's first stream is admitted and A's oldest ends cleanly.
+      const bFirst = await openStream(replica.url, b.token);
+      opened.push(bFirst);
+      expect(bFirst.status).toBe(200);
+      expect(await hasEnded(aStreams[0]!.reader!)).toBe(true);
+
+      // A holds 3 of the full process's 4, the most: its next stream waits, as before (and the
+      // ended stream, forgotten when it was ended, was not counted down again when it closed).
+      const aAgain = await openStream(replica.url, a.token);
+      opened.push(aAgain);
+      expect(aAgain.status).toBe(429);
+      expect(await aAgain.response.json()).toMatchObject({
+        error: { code: "rate_limited", retry_after: 30 },
+      });
+      // A's other streams are still open.
+      for (const s of aStreams.slice(1)) {
+        await expect(Promise.race([s.reader!.read(), Promise.resolve("open")])).resolves.toBe("open");
+      }
+
+      // B's stream closes: the process holds A's 3; A takes the free place, then B's new stream is
+      // admitted again at A's expense.
+      bFirst.aborted.abort();
+      await vi.waitFor(async () => {
+        const aFourth = await openStream(replica.url, a.token);
+        opened.push(aFourth);
+        expect(aFourth.status).toBe(200);
+      });
+      const aFifth = await openStream(replica.url, a.token);
+      opened.push(aFifth);
+      expect(aFifth.status).toBe(429);
+      const bAgain = await openStream(replica.url, b.token);
+      opened.push(bAgain);
+      expect(bAgain.status).toBe(200);
+      expect(await hasEnded(aStreams[1]!.reader!)).toBe(true);
+    } finally {
+      for (const s of opened) s.aborted.abort();
+      await replica.app.close();
+    }
+  });
+
   it("ends within a minute of its client being revoked", async () => {
     const other = await operatorWithClient(h, {
       secret: "sk_live_keepalive_revoked_91ab",
@@ -127,9 +248,12 @@ describe("GET /mcp", () => {
   });
 
   it("ends when the server closes, so a shutdown is not held open by a client", async () => {
-    const response = await fetch(`${url}/mcp`, { headers: { authorization: `Bearer ${token}` } });
-    const reader = response.body!.getReader();
-    await readKeepalives(reader, 1);
+    // The streams an earlier test aborted may still be closing on the server: retried until open.
+    const reader = await vi.waitFor(async () => {
+      const opened = await openStream(url, token);
+      expect(opened.status).toBe(200);
+      return opened.reader!;
+    });
     isClosed = true;
     await h.close();
     const rest = await reader.read();

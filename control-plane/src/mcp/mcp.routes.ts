@@ -1,7 +1,6 @@
 // The hosted MCP endpoint (spec 4.1, 5): POST /mcp (JSON-RPC), GET /mcp (SSE keepalive), GET
 // /mcp/tools. A model client's avm_ bearer names the organisation and environment; the agent is
 // the client. No bearer: 401 with WWW-Authenticate pointing at the protected-resource document.
-import type { ServerResponse } from "node:http";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -16,19 +15,11 @@ import { createToolHandlers } from "../tools/tools.ts";
 import { HOSTED_INSTRUCTIONS } from "./instructions.ts";
 import { protectedResource, toolList } from "./mcp.schemas.ts";
 import { createMcpServer } from "./mcp-server.ts";
+import { createKeepaliveStreams, STREAM_LIMITS, type StreamLimits } from "./mcp-streams.ts";
 
 const KEEPALIVE_MS = 25_000;
 /** How often an open stream checks that its bearer still authenticates the same client. */
 const RECHECK_MS = 60_000;
-/** Keepalive streams one bearer may hold; more is 429, so one token cannot hold the process open. */
-const MAX_STREAMS_PER_BEARER = 8;
-/**
- * Keepalive streams one organisation may hold on this replica, so that one organisation (its
- * members, its agents) cannot take the whole process's MAX_STREAMS from every other.
- */
-const MAX_STREAMS_PER_ORGANISATION = 200;
-/** Keepalive streams one process holds at most. */
-const MAX_STREAMS = 2_000;
 
 export interface McpRouteDeps {
   baseUrl: string;
@@ -68,22 +59,6 @@ function streamHolderOf(token: string, client: ClientRow): string {
   return `bearer:${sha256Hex(token)}`;
 }
 
-/** Open streams counted by a key (a holder, an organisation); a key at zero is forgotten. */
-function createStreamCounts() {
-  const counts = new Map<string, number>();
-  return {
-    of: (key: string) => counts.get(key) ?? 0,
-    add(key: string) {
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    },
-    remove(key: string) {
-      const left = (counts.get(key) ?? 1) - 1;
-      if (left > 0) counts.set(key, left);
-      else counts.delete(key);
-    },
-  };
-}
-
 /** A tools/call of http_request (or its alias): the frames that confirm the bearer themselves. */
 function callsHttpRequest(frame: unknown): boolean {
   if (typeof frame !== "object" || frame === null) return false;
@@ -92,7 +67,15 @@ function callsHttpRequest(frame: unknown): boolean {
   return (HOSTED_TOOL_ALIASES[params.name] ?? params.name) === "http_request";
 }
 
-export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): void {
+/**
+ * `limits`: the caps on keep-alive streams (mcp-streams.ts); a test passes small ones rather than
+ * open 2,000 sockets.
+ */
+export function registerMcpRoutes(
+  app: FastifyInstance,
+  deps: McpRouteDeps,
+  limits: StreamLimits = STREAM_LIMITS,
+): void {
   const challenge = `Bearer resource_metadata="${deps.baseUrl}/.well-known/oauth-protected-resource/mcp", scope="mcp"`;
 
   /** Spec 5 rule 6: /mcp reflects the caller's Origin (agents in browsers call it). */
@@ -186,11 +169,9 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
   });
 
   // Keepalive streams are hijacked from Fastify, so closing the server must end them itself.
-  const streams = new Set<ServerResponse>();
-  const perHolder = createStreamCounts();
-  const perOrganisation = createStreamCounts();
+  const streams = createKeepaliveStreams(limits);
   app.addHook("preClose", async () => {
-    for (const stream of streams) stream.end();
+    streams.endAll();
   });
 
   app.get("/mcp", modelOnly, async (request, reply) => {
@@ -198,25 +179,17 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     // The principal hook let a model client in, so there is a bearer.
     const token = bearerOf(request.headers.authorization) ?? "";
     const holder = streamHolderOf(token, client);
-    const organisationId = client.organisation_id;
-    if (
-      perHolder.of(holder) >= MAX_STREAMS_PER_BEARER ||
-      perOrganisation.of(organisationId) >= MAX_STREAMS_PER_ORGANISATION ||
-      streams.size >= MAX_STREAMS
-    ) {
+    const raw = reply.raw;
+    // Ended cleanly, as a server close ends it, when a smaller organisation takes its place.
+    const stream = streams.admit(holder, client.organisation_id, () => raw.end());
+    if (stream === undefined) {
       throw new AppError(
         "rate_limited",
-        "too many keepalive streams are open for this bearer or its organisation",
-        {
-          extra: { retry_after: 30 },
-        },
+        "too many keepalive streams are open for this bearer, its organisation or this server",
+        { extra: { retry_after: 30 } },
       );
     }
-    perHolder.add(holder);
-    perOrganisation.add(organisationId);
     reply.hijack();
-    const raw = reply.raw;
-    streams.add(raw);
     raw.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-store",
@@ -259,9 +232,7 @@ export function registerMcpRoutes(app: FastifyInstance, deps: McpRouteDeps): voi
     raw.once("close", () => {
       clearInterval(keepalive);
       clearInterval(recheck);
-      streams.delete(raw);
-      perHolder.remove(holder);
-      perOrganisation.remove(organisationId);
+      streams.forget(stream);
     });
   });
 

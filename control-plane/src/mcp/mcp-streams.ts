@@ -1,0 +1,106 @@
+// The keep-alive streams of GET /mcp open on this process, and whether one more may open.
+//
+// Each stream holds a socket and two timers, so they are capped: per bearer, per organisation and
+// per process. A fixed process cap alone can be filled by enough organisations (sign-up is free and
+// one account owns several), which would leave every other organisation's agents with a 429. So, as
+// the local session store does (local/local-mcp-sessions.ts), a full process makes room at the
+// expense of whoever holds the most: a stream from an organisation holding fewer than the largest
+// holder ends that holder's oldest stream (its client reconnects) and takes its place. An
+// organisation already holding as many as the largest is refused, as before.
+
+/** The caps on open keep-alive streams; more is 429. */
+export interface StreamLimits {
+  /** Streams one bearer may hold, so one token cannot hold the process open. */
+  perBearer: number;
+  /** Streams one organisation (its members, its agents) may hold on this process. */
+  perOrganisation: number;
+  /** Streams this process holds at most. */
+  total: number;
+}
+
+export const STREAM_LIMITS: StreamLimits = { perBearer: 8, perOrganisation: 200, total: 2_000 };
+
+/** One admitted stream; `end` ends it cleanly (its client sees the stream end). */
+export interface OpenStream {
+  readonly holder: string;
+  readonly organisationId: string;
+  end(): void;
+}
+
+export interface KeepaliveStreams {
+  /**
+   * Admits a stream of `holder` in `organisationId`, or undefined when a cap refuses it (429). At
+   * the process cap, an organisation holding fewer streams than the largest holder is admitted and
+   * that holder's oldest stream is forgotten and ended.
+   */
+  admit(holder: string, organisationId: string, end: () => void): OpenStream | undefined;
+  /** Forgets a stream that ended, however it ended; forgetting it again does nothing. */
+  forget(stream: OpenStream): void;
+  /** Ends every open stream (the server closes); each is forgotten when its socket closes. */
+  endAll(): void;
+  /** Streams open on this process. */
+  readonly size: number;
+  /** Streams `organisationId` holds on this process. */
+  countOf(organisationId: string): number;
+}
+
+export function createKeepaliveStreams(limits: StreamLimits = STREAM_LIMITS): KeepaliveStreams {
+  // Each organisation's streams in the order they opened (a Set iterates in insertion order), so
+  // its oldest is the first; the organisation is forgotten with its last stream. Finding the
+  // largest holder walks the organisations, never the streams.
+  const byOrganisation = new Map<string, Set<OpenStream>>();
+  const perHolder = new Map<string, number>();
+  let size = 0;
+
+  function forget(stream: OpenStream): void {
+    const own = byOrganisation.get(stream.organisationId);
+    // Already forgotten (ended to make room, then its socket closed): counted down once only.
+    if (!own?.delete(stream)) return;
+    if (own.size === 0) byOrganisation.delete(stream.organisationId);
+    size -= 1;
+    const left = (perHolder.get(stream.holder) ?? 1) - 1;
+    if (left > 0) perHolder.set(stream.holder, left);
+    else perHolder.delete(stream.holder);
+  }
+
+  /** The streams of the organisation holding the most: the one that makes room at a full process. */
+  function largestHolder(): Set<OpenStream> | undefined {
+    let largest: Set<OpenStream> | undefined;
+    for (const own of byOrganisation.values()) {
+      if (own.size > (largest?.size ?? 0)) largest = own;
+    }
+    return largest;
+  }
+
+  return {
+    admit(holder, organisationId, end) {
+      const held = byOrganisation.get(organisationId)?.size ?? 0;
+      if ((perHolder.get(holder) ?? 0) >= limits.perBearer || held >= limits.perOrganisation) {
+        return undefined;
+      }
+      if (size >= limits.total) {
+        const largest = largestHolder();
+        // An organisation at the largest holder's share (or the largest itself) waits, as before.
+        if (largest === undefined || largest.size <= held) return undefined;
+        const oldest = largest.values().next().value as OpenStream;
+        forget(oldest);
+        oldest.end();
+      }
+      const stream: OpenStream = { holder, organisationId, end };
+      const own = byOrganisation.get(organisationId) ?? new Set<OpenStream>();
+      own.add(stream);
+      byOrganisation.set(organisationId, own);
+      perHolder.set(holder, (perHolder.get(holder) ?? 0) + 1);
+      size += 1;
+      return stream;
+    },
+    forget,
+    endAll() {
+      for (const own of byOrganisation.values()) for (const stream of own) stream.end();
+    },
+    get size() {
+      return size;
+    },
+    countOf: (organisationId) => byOrganisation.get(organisationId)?.size ?? 0,
+  };
+}
