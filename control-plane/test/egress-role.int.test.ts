@@ -1,9 +1,11 @@
 // The egress tier holds only its own table (DECISIONS "Faults and isolation in deployments"): the
 // control plane's migrations make egress_spent_tickets, the proxy runs no DDL, it serves calls with
 // a role that may only SELECT, INSERT and DELETE that table, and in production it refuses to start
-// with a role that can read anything else, naming a table it could read. On PostgreSQL only.
+// with a role that can read anything else, naming a table it could read or the privilege that
+// reaches past the tables' grants (a superuser, a server role), or a DATA_DIR where it can read the
+// control plane's private keys. On PostgreSQL only.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ReplayStore, Ticket } from "@latch/proto/egress";
@@ -12,7 +14,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../src/db/database.ts";
 import { createSpentTicketsRepo } from "../src/egress/spent-tickets.repo.ts";
-import { loadOrCreateTicketKey } from "../src/egress/ticket-key.ts";
+import { loadOrCreateTicketKey, ticketKeyPaths } from "../src/egress/ticket-key.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
 import { runUntilReady } from "./production-start.ts";
 
@@ -27,13 +29,22 @@ function asRole(role: string): string {
   return url.toString();
 }
 
-/** Starts the proxy process; resolves with how it ended or that it came up, and what it said. */
+/**
+ * Starts the proxy process; resolves with how it ended or that it came up, and what it said. The
+ * ticket key is the control plane's, in a DATA_DIR of its own: the proxy is given its public half.
+ */
 function startProxyProcess(env: Record<string, string>) {
-  const dataDir = mkdtempSync(join(tmpdir(), "latch-role-"));
-  loadOrCreateTicketKey(dataDir);
+  const keys = mkdtempSync(join(tmpdir(), "latch-role-keys-"));
+  loadOrCreateTicketKey(keys);
   return runUntilReady(
     PROXY_MAIN,
-    { PATH: process.env.PATH, DATA_DIR: dataDir, EGRESS_LISTEN: "127.0.0.1:0", ...env },
+    {
+      PATH: process.env.PATH,
+      DATA_DIR: mkdtempSync(join(tmpdir(), "latch-role-")),
+      EGRESS_LISTEN: "127.0.0.1:0",
+      EGRESS_TICKET_PUBLIC_KEYS: readFileSync(ticketKeyPaths(keys).publicPath, "utf8").trim(),
+      ...env,
+    },
     "LATCH_EGRESS_READY",
     30_000,
   );
@@ -45,6 +56,8 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
   const writerRole = `${role}_w`;
   const memberRole = `${role}_m`;
   const ownerRole = `${role}_o`;
+  const readerRole = `${role}_r`;
+  const programRole = `${role}_x`;
   let admin: pg.Client;
   let h: EgressHarness;
 
@@ -52,7 +65,9 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
     // The table comes from the control plane's migrations (global-setup ran them).
     admin = new pg.Client({ connectionString: databaseUrl });
     await admin.connect();
-    for (const name of [role, partialRole, writerRole]) await admin.query(`CREATE ROLE ${name} LOGIN`);
+    for (const name of [role, partialRole, writerRole, readerRole, programRole]) {
+      await admin.query(`CREATE ROLE ${name} LOGIN`);
+    }
     // A member that does not inherit its owner role's rights can still SET ROLE to it.
     await admin.query(`CREATE ROLE ${memberRole} LOGIN NOINHERIT`);
     await admin.query(`CREATE ROLE ${ownerRole} NOLOGIN`);
@@ -60,10 +75,13 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
     await admin.query(`ALTER TABLE ${ownerRole}_table OWNER TO ${ownerRole}`);
     await admin.query(`GRANT ${ownerRole} TO ${memberRole}`);
     // README "Deployment": a role made after the migration is granted its three privileges by hand.
-    for (const name of [role, writerRole, memberRole]) {
+    for (const name of [role, writerRole, memberRole, readerRole, programRole]) {
       await admin.query(`GRANT SELECT, INSERT, DELETE ON egress_spent_tickets TO ${name}`);
     }
     await admin.query(`GRANT INSERT ON items TO ${writerRole}`);
+    await admin.query(`GRANT SELECT ON items TO ${readerRole}`);
+    // COPY ... FROM PROGRAM runs any command as the server, psql reading every table included.
+    await admin.query(`GRANT pg_execute_server_program TO ${programRole}`);
     await admin.query(`GRANT SELECT, INSERT ON egress_spent_tickets TO ${partialRole}`);
     h = await startEgressHarness({ replayDatabaseUrl: asRole(role) });
   }, 60_000);
@@ -71,7 +89,7 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
   afterAll(async () => {
     await h?.close();
     await admin.query(`DROP TABLE IF EXISTS ${ownerRole}_table`).catch(() => {});
-    for (const name of [role, partialRole, writerRole, memberRole, ownerRole]) {
+    for (const name of [role, partialRole, writerRole, memberRole, ownerRole, readerRole, programRole]) {
       await admin.query(`DROP OWNED BY ${name}`).catch(() => {});
       await admin.query(`DROP ROLE IF EXISTS ${name}`).catch(() => {});
     }
@@ -125,13 +143,23 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
     }
   });
 
-  it("refuses, in production, a role that can read more than its table, naming a table it could read", async () => {
+  it("refuses, in production, a role that can read more than its table, naming how", async () => {
+    // The test database's role is a superuser: it reads every table, and is told so first.
     const refused = await startProxyProcess({
       NODE_ENV: "production",
       EGRESS_REPLAY_DATABASE_URL: databaseUrl,
     });
     expect(refused.outcome).toBe(EXIT_START_REFUSED);
     expect(refused.stderr.trim()).toBe(
+      'Latch\'s egress proxy cannot start: EGRESS_REPLAY_DATABASE_URL: its role holds SUPERUSER (reads every table and runs programs on the database server), more than its rights on egress_spent_tickets; give the proxy a role that may only SELECT, INSERT and DELETE egress_spent_tickets (latch_egress, README "Deployment").',
+    );
+    // A role granted one other table is told which.
+    const reader = await startProxyProcess({
+      NODE_ENV: "production",
+      EGRESS_REPLAY_DATABASE_URL: asRole(readerRole),
+    });
+    expect(reader.outcome).toBe(EXIT_START_REFUSED);
+    expect(reader.stderr.trim()).toBe(
       'Latch\'s egress proxy cannot start: EGRESS_REPLAY_DATABASE_URL: its role can read the table public.items, not only egress_spent_tickets; give the proxy a role that may only SELECT, INSERT and DELETE egress_spent_tickets (latch_egress, README "Deployment").',
     );
     // The least-privilege role starts in production; the same superuser outside production only warns.
@@ -159,6 +187,44 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
     expect(member.outcome).toBe(EXIT_START_REFUSED);
     expect(member.stderr).toContain(`its role can become the owner of the table public.${ownerRole}_table`);
   }, 60_000);
+
+  it("refuses, in production, a role that may run programs on the database server, naming the privilege", async () => {
+    const refused = await startProxyProcess({
+      NODE_ENV: "production",
+      EGRESS_REPLAY_DATABASE_URL: asRole(programRole),
+    });
+    expect(refused.outcome).toBe(EXIT_START_REFUSED);
+    expect(refused.stderr.trim()).toBe(
+      'Latch\'s egress proxy cannot start: EGRESS_REPLAY_DATABASE_URL: its role holds membership of pg_execute_server_program (runs programs on the database server), more than its rights on egress_spent_tickets; give the proxy a role that may only SELECT, INSERT and DELETE egress_spent_tickets (latch_egress, README "Deployment").',
+    );
+    const warned = await startProxyProcess({
+      NODE_ENV: "test",
+      EGRESS_REPLAY_DATABASE_URL: asRole(programRole),
+    });
+    expect(warned.outcome).toBe("ready");
+    expect(warned.stdout).toContain("its role holds membership of pg_execute_server_program");
+  }, 60_000);
+
+  it("refuses, in production, a DATA_DIR shared with the control plane's private keys", async () => {
+    const shared = mkdtempSync(join(tmpdir(), "latch-role-shared-"));
+    loadOrCreateTicketKey(shared);
+    const refused = await runUntilReady(
+      PROXY_MAIN,
+      {
+        PATH: process.env.PATH,
+        NODE_ENV: "production",
+        DATA_DIR: shared,
+        EGRESS_LISTEN: "127.0.0.1:0",
+        EGRESS_REPLAY_DATABASE_URL: asRole(role),
+      },
+      "LATCH_EGRESS_READY",
+      30_000,
+    );
+    expect(refused.outcome).toBe(EXIT_START_REFUSED);
+    expect(refused.stderr.trim()).toBe(
+      "Latch's egress proxy cannot start: DATA_DIR holds the control plane's private keys (control-plane/ticket-signing-key.pem) and this process can read them, but the egress proxy never holds the control plane's keys; give the proxy a DATA_DIR of its own and the ticket keys through EGRESS_TICKET_PUBLIC_KEYS.",
+    );
+  }, 30_000);
 
   it("refuses a role missing one of its three privileges, naming the privilege, in any mode", async () => {
     const refused = await startProxyProcess({

@@ -1,8 +1,11 @@
 // In production the proxy refuses Node's own ways around the ban on EGRESS_EXTRA_CA: a setting
 // that turns certificate checks off, adds CAs, swaps the trust store or OpenSSL's configuration,
 // or weakens TLS. Outside production they are left to the developer.
-import { describe, expect, it } from "vitest";
-import { EgressConfigError, loadEgressConfig } from "./config.ts";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { EgressConfigError, loadEgressConfig, readTrustedTicketKeysText } from "./config.ts";
 
 const production = { NODE_ENV: "production" };
 
@@ -88,5 +91,61 @@ describe("Node's TLS settings in production", () => {
         "--use-system-ca",
       ]),
     ).toBe("started");
+  });
+});
+
+// Each tier holds only its own keys: a production proxy refuses a DATA_DIR from which it can read
+// the control plane's private keys (shared with the control plane), and still reads the public
+// ticket keys the control plane wrote there otherwise.
+describe("the control plane's keys in the proxy's DATA_DIR", () => {
+  const PUBLIC_KEYS = "k1=AAAA";
+  const made: string[] = [];
+  afterAll(() => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A DATA_DIR holding these files (paths relative to it), the public ticket keys always. */
+  function dataDirWith(...files: string[]): string {
+    const dir = mkdtempSync(join(tmpdir(), "latch-egress-data-"));
+    made.push(dir);
+    for (const file of ["control-plane/ticket-public-keys.txt", ...files]) {
+      mkdirSync(dirname(join(dir, file)), { recursive: true });
+      writeFileSync(join(dir, file), file.endsWith(".txt") ? PUBLIC_KEYS : "private", { mode: 0o600 });
+    }
+    return dir;
+  }
+
+  /** The ticket keys read at start, or the sentence the start is refused with. */
+  function keysOrRefusal(env: NodeJS.ProcessEnv): string {
+    try {
+      return readTrustedTicketKeysText(loadEgressConfig(env, []));
+    } catch (error) {
+      if (!(error instanceof EgressConfigError)) throw error;
+      return error.message;
+    }
+  }
+
+  it("refuses, in production, a DATA_DIR where it can read the control plane's private keys", () => {
+    const dataDir = dataDirWith("control-plane/ticket-signing-key.pem", "control-plane/kek.json");
+    const refused = keysOrRefusal({ ...production, DATA_DIR: dataDir });
+    expect(refused).toBe(
+      "Latch's egress proxy cannot start: DATA_DIR holds the control plane's private keys (control-plane/ticket-signing-key.pem, control-plane/kek.json) and this process can read them, but the egress proxy never holds the control plane's keys; give the proxy a DATA_DIR of its own and the ticket keys through EGRESS_TICKET_PUBLIC_KEYS.",
+    );
+    expect(refused).not.toContain(dataDir);
+    // Given the public keys another way, the shared directory is refused all the same.
+    expect(keysOrRefusal({ ...production, DATA_DIR: dataDir, EGRESS_TICKET_PUBLIC_KEYS: "k2=BBBB" })).toBe(
+      refused,
+    );
+    for (const file of ["oauth/jwks.json", "audit/signing-keys.json", "push/vapid.json"]) {
+      expect(keysOrRefusal({ ...production, DATA_DIR: dataDirWith(file) }), file).toContain(
+        `DATA_DIR holds the control plane's private keys (${file})`,
+      );
+    }
+  });
+
+  it("reads the public ticket keys from a DATA_DIR without them, and leaves development alone", () => {
+    expect(keysOrRefusal({ ...production, DATA_DIR: dataDirWith() })).toBe(PUBLIC_KEYS);
+    const shared = dataDirWith("control-plane/ticket-signing-key.pem");
+    expect(keysOrRefusal({ NODE_ENV: "development", DATA_DIR: shared })).toBe(PUBLIC_KEYS);
   });
 });

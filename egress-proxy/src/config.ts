@@ -1,5 +1,5 @@
 // The proxy's configuration: one zod schema over the environment, every bad key reported at once.
-import { existsSync, readFileSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_TICKET_AUDIENCE } from "@latch/shared/tickets/ticket-signature";
 import { z } from "zod";
@@ -171,10 +171,46 @@ export function loadEgressConfig(
 }
 
 /**
+ * The control plane's private keys in a DATA_DIR (control-plane/src: egress/ticket-key.ts,
+ * auth/kek.ts, oauth/oauth-keys.ts, audit/audit-keys.ts, push/vapid-keys.ts), relative to it.
+ */
+const CONTROL_PLANE_PRIVATE_KEYS = [
+  join("control-plane", "ticket-signing-key.pem"),
+  join("control-plane", "kek.json"),
+  join("oauth", "jwks.json"),
+  join("audit", "signing-keys.json"),
+  join("push", "vapid.json"),
+] as const;
+
+/**
+ * Each tier holds only its own keys (DECISIONS "Faults and isolation in deployments"): a proxy
+ * that can read the control plane's ticket-signing key mints its own tickets, and with the KEK,
+ * the OAuth or audit keys it would hold the control plane's secrets beside the key that opens
+ * stored ones. The mirror of the control plane's refusal of a readable sealing keyring
+ * (control-plane/src/egress/connect-egress.ts). Answers the sentence that refuses, or nothing.
+ */
+export function findReadableControlPlaneKeys(dataDir: string): string | undefined {
+  const readable = CONTROL_PLANE_PRIVATE_KEYS.filter((path) => {
+    try {
+      accessSync(join(dataDir, path), constants.R_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (readable.length === 0) return undefined;
+  return `DATA_DIR holds the control plane's private keys (${readable.join(", ")}) and this process can read them, but the egress proxy never holds the control plane's keys; give the proxy a DATA_DIR of its own and the ticket keys through EGRESS_TICKET_PUBLIC_KEYS`;
+}
+
+/**
  * The ticket keys to trust: EGRESS_TICKET_PUBLIC_KEYS, else the public file the control plane
- * writes into a shared DATA_DIR (npm start, vault serve).
+ * writes into a shared DATA_DIR (npm start, vault serve). In production a DATA_DIR from which the
+ * control plane's private keys can be read refuses the start, whichever way the keys come.
  */
 export function readTrustedTicketKeysText(config: EgressConfig): string {
+  const sharedKeys =
+    config.NODE_ENV === "production" ? findReadableControlPlaneKeys(config.DATA_DIR) : undefined;
+  if (sharedKeys) throw new EgressConfigError([sharedKeys]);
   if (config.EGRESS_TICKET_PUBLIC_KEYS) return config.EGRESS_TICKET_PUBLIC_KEYS;
   const path = join(config.DATA_DIR, "control-plane", "ticket-public-keys.txt");
   if (!existsSync(path)) {

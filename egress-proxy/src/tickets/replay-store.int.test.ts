@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemoryReplayStore, createPostgresReplayStore } from "./replay-store.ts";
 
 describe("memory replay store", () => {
@@ -50,5 +50,130 @@ describe.runIf(process.env.DATABASE_URL)("PostgreSQL replay store across replica
       await locker.end();
       await store.close();
     }
+  });
+});
+
+// In production the proxy's role holds its table's three privileges and nothing that reaches past
+// other tables' grants (DECISIONS "Faults and isolation in deployments"): each such privilege,
+// alone beside the three, refuses the start, named; outside production it is a warning.
+describe.runIf(process.env.DATABASE_URL)("the PostgreSQL replay store's role in production", () => {
+  const databaseUrl = process.env.DATABASE_URL ?? "";
+  const prefix = `latch_egress_s${randomBytes(4).toString("hex")}`;
+  const middleRole = `${prefix}_mid`;
+  /** One role per privilege refused: how it is made, and the words the refusal names it with. */
+  const cases = [
+    { name: "su", make: "SUPERUSER", grant: "", named: "SUPERUSER (reads every table and runs programs" },
+    { name: "cr", make: "CREATEROLE", grant: "", named: "CREATEROLE (makes roles and grants them" },
+    { name: "rp", make: "REPLICATION", grant: "", named: "REPLICATION (streams every table's rows)" },
+    { name: "br", make: "BYPASSRLS", grant: "", named: "BYPASSRLS (reads past row-level security)" },
+    ...[
+      "pg_execute_server_program",
+      "pg_read_server_files",
+      "pg_write_server_files",
+      "pg_read_all_data",
+      "pg_write_all_data",
+    ].map((server, i) => ({
+      name: `m${i}`,
+      make: "",
+      grant: `GRANT ${server} TO %s`,
+      named: `membership of ${server} (`,
+    })),
+    // A membership that does not inherit still lets the role SET ROLE to it.
+    {
+      name: "ni",
+      make: "NOINHERIT",
+      grant: "GRANT pg_execute_server_program TO %s",
+      named: "membership of pg_execute_server_program (",
+    },
+    // Through another role it is a member of.
+    {
+      name: "in",
+      make: "",
+      grant: `GRANT ${middleRole} TO %s`,
+      named: "membership of pg_read_server_files (",
+    },
+    {
+      name: "cs",
+      make: "",
+      grant: "GRANT CREATE ON SCHEMA public TO %s",
+      named: "CREATE on the schema public (",
+    },
+    {
+      name: "cd",
+      make: "",
+      grant: "GRANT CREATE ON DATABASE %d TO %s",
+      named: "CREATE on the database (makes schemas)",
+    },
+  ];
+  const minimalRole = `${prefix}_min`;
+  const roles = [minimalRole, ...cases.map((c) => `${prefix}_${c.name}`)];
+  let admin: pg.Client;
+
+  /** The URL of the same database as another role (the test servers trust loopback). */
+  function asRole(role: string): string {
+    const url = new URL(databaseUrl);
+    url.username = role;
+    url.password = "";
+    return url.toString();
+  }
+
+  /** How a start in production with this role ends: "started" or the sentence it refused with. */
+  async function verdict(role: string, isProduction = true, warn?: (s: string) => void): Promise<string> {
+    try {
+      const store = await createPostgresReplayStore(asRole(role), { isProduction, warn });
+      await store.close();
+      return "started";
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: databaseUrl });
+    await admin.connect();
+    const database = (await admin.query<{ name: string }>("SELECT quote_ident(current_database()) AS name"))
+      .rows[0]!.name;
+    await admin.query(`CREATE ROLE ${middleRole} NOLOGIN`);
+    await admin.query(`GRANT pg_read_server_files TO ${middleRole}`);
+    await admin.query(`CREATE ROLE ${minimalRole} LOGIN`);
+    for (const c of cases) {
+      const role = `${prefix}_${c.name}`;
+      await admin.query(`CREATE ROLE ${role} LOGIN ${c.make}`);
+      if (c.grant) await admin.query(c.grant.replace("%d", database).replace("%s", role));
+    }
+    for (const role of roles) {
+      await admin.query(`GRANT SELECT, INSERT, DELETE ON egress_spent_tickets TO ${role}`);
+    }
+  });
+
+  afterAll(async () => {
+    for (const role of [...roles, middleRole]) {
+      await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
+      await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+    }
+    await admin?.end();
+  });
+
+  it("starts with a role that holds its table's three privileges and nothing more", async () => {
+    expect(await verdict(minimalRole)).toBe("started");
+  });
+
+  it("refuses a role with a privilege that reaches past the tables' grants, naming it", async () => {
+    expect(await verdict(`${prefix}_m0`)).toBe(
+      'EGRESS_REPLAY_DATABASE_URL: its role holds membership of pg_execute_server_program (runs programs on the database server), more than its rights on egress_spent_tickets; give the proxy a role that may only SELECT, INSERT and DELETE egress_spent_tickets (latch_egress, README "Deployment")',
+    );
+    for (const c of cases) {
+      const refused = await verdict(`${prefix}_${c.name}`);
+      expect(refused, c.name).toContain(`its role holds ${c.named}`);
+      expect(refused, c.name).not.toContain("postgres://");
+    }
+  });
+
+  it("only warns outside production", async () => {
+    const warnings: string[] = [];
+    expect(await verdict(`${prefix}_m0`, false, (s) => warnings.push(s))).toBe("started");
+    expect(warnings).toEqual([
+      expect.stringContaining("its role holds membership of pg_execute_server_program"),
+    ]);
   });
 });

@@ -118,7 +118,8 @@ export async function createPostgresReplayStore(
  * The role's privileges, read from the catalog (superuser, role membership, PUBLIC grants and
  * pg_read_all_data all count): SELECT, INSERT and DELETE on the table, and in production no
  * SELECT, no write and no way to become the owner of any other table, view or foreign table of
- * the database. Answers the store's id.
+ * the database, nor a privilege that reaches past their grants (`findServerPrivileges`). Answers
+ * the store's id.
  */
 async function checkRole(pool: pg.Pool, options: PostgresReplayStoreOptions): Promise<string> {
   const table = await pool.query<{ oid: string | null }>("SELECT to_regclass($1)::oid::text AS oid", [TABLE]);
@@ -138,6 +139,13 @@ async function checkRole(pool: pg.Pool, options: PostgresReplayStoreOptions): Pr
     throw new Error(
       `EGRESS_REPLAY_DATABASE_URL: its role may not ${missing.join(", ")} on ${TABLE}; grant SELECT, INSERT, DELETE on ${TABLE} to it (README "Deployment")`,
     );
+  }
+  // First what reaches past every table's grants: a superuser is told that, not one table it reads.
+  const held = await findServerPrivileges(pool);
+  if (held.length > 0) {
+    const sentence = `EGRESS_REPLAY_DATABASE_URL: its role holds ${held.join(", ")}, more than its rights on ${TABLE}; give the proxy a role that may only SELECT, INSERT and DELETE ${TABLE} (latch_egress, README "Deployment")`;
+    if (options.isProduction) throw new Error(sentence);
+    options.warn?.(sentence);
   }
   // Read, written, or reachable by SET ROLE to its owner (a membership that does not inherit still
   // lets the role become the owner): any of them gives the proxy more than its one table.
@@ -168,4 +176,67 @@ async function checkRole(pool: pg.Pool, options: PostgresReplayStoreOptions): Pr
   }
   const store = await pool.query<{ id: string }>(`SELECT id FROM ${TABLE} WHERE id LIKE 'store:%' LIMIT 1`);
   return store.rows[0]?.id ?? "";
+}
+
+/**
+ * The roles whose members reach past every table's grants: the server's programs and files, or
+ * every table at once. A membership that does not inherit counts (SET ROLE reaches it).
+ */
+const SERVER_ROLES = [
+  { role: "pg_execute_server_program", does: "runs programs on the database server" },
+  { role: "pg_read_server_files", does: "reads any file on the database server" },
+  { role: "pg_write_server_files", does: "writes any file on the database server" },
+  { role: "pg_read_all_data", does: "reads every table" },
+  { role: "pg_write_all_data", does: "writes every table" },
+] as const;
+
+interface ServerPrivilegeRow {
+  is_superuser: boolean;
+  can_create_role: boolean;
+  can_replicate: boolean;
+  can_bypass_rls: boolean;
+  member_of: string[];
+  create_schemas: string[];
+  can_create_schema: boolean;
+}
+
+/**
+ * What the role holds beyond tables, each a way to read the others without a grant on them, named
+ * as the refusal names it: a superuser reads everything; CREATEROLE grants itself any role (the
+ * table owner's, a server role; PostgreSQL 15 and older); REPLICATION streams every row;
+ * BYPASSRLS reads past row security; CREATE on a schema (or on the database, which makes a schema
+ * named after another role, first on that role's search_path) plants a table or function the
+ * control plane's own queries then find. The proxy runs no DDL, so it needs none of them.
+ */
+async function findServerPrivileges(pool: pg.Pool): Promise<string[]> {
+  const { rows } = await pool.query<ServerPrivilegeRow>(
+    `SELECT r.rolsuper AS is_superuser, r.rolcreaterole AS can_create_role,
+            r.rolreplication AS can_replicate, r.rolbypassrls AS can_bypass_rls,
+            ARRAY(SELECT g.rolname::text FROM pg_catalog.pg_roles g
+                   WHERE g.rolname = ANY($1::text[]) AND pg_has_role(r.oid, g.oid, 'MEMBER')
+                   ORDER BY array_position($1::text[], g.rolname::text)) AS member_of,
+            ARRAY(SELECT quote_ident(n.nspname) FROM pg_catalog.pg_namespace n
+                   WHERE n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'
+                     AND has_schema_privilege(r.oid, n.oid, 'CREATE')
+                   ORDER BY n.nspname) AS create_schemas,
+            has_database_privilege(r.oid, current_database(), 'CREATE') AS can_create_schema
+       FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`,
+    [SERVER_ROLES.map((s) => s.role)],
+  );
+  const role = rows[0];
+  if (!role) return [];
+  // A superuser holds all of the others too: naming it is enough.
+  if (role.is_superuser) return ["SUPERUSER (reads every table and runs programs on the database server)"];
+  return [
+    ...(role.can_create_role ? ["CREATEROLE (makes roles and grants them, to itself too)"] : []),
+    ...(role.can_replicate ? ["REPLICATION (streams every table's rows)"] : []),
+    ...(role.can_bypass_rls ? ["BYPASSRLS (reads past row-level security)"] : []),
+    ...SERVER_ROLES.filter((s) => role.member_of.includes(s.role)).map(
+      (s) => `membership of ${s.role} (${s.does})`,
+    ),
+    ...role.create_schemas.map(
+      (schema) => `CREATE on the schema ${schema} (makes tables and functions there)`,
+    ),
+    ...(role.can_create_schema ? ["CREATE on the database (makes schemas)"] : []),
+  ];
 }
