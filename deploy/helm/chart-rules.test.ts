@@ -2,9 +2,18 @@
 // no peers, the proxies without IPv6 or its special ranges, DNS at any pod of a namespace or at an
 // unconfigured resolver, the database over a whole network, the control plane reaching
 // everywhere, the proxies on the control plane's database credentials, keys or mTLS Secret, no zone
-// spread, no alerts.
+// spread, no alerts; and (issue H26) the control plane at ports that are neither its database's nor
+// SMTP's, either tier on any Secret of the other, a root, privileged or capable container, a pod out
+// of production mode or with a variable set twice or a refused development knob.
 import { describe, expect, it } from "vitest";
-import { ChartRuleError, checkNetworkPolicies, checkTiers, type Manifest } from "./chart-rules.ts";
+import {
+  ChartRuleError,
+  checkNetworkPolicies,
+  checkTiers,
+  type Manifest,
+  PRIVATE_V4,
+  SPECIAL_V6,
+} from "./chart-rules.ts";
 
 const dnsPods = {
   namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
@@ -31,8 +40,18 @@ function deployment(name: string, env: object[], volumes: object[]): Manifest {
         metadata: { annotations: { "checksum/config": "abc" } },
         spec: {
           serviceAccountName: name,
+          securityContext: { runAsNonRoot: true, runAsUser: 65532 },
           topologySpreadConstraints: [{ topologyKey: "topology.kubernetes.io/zone" }],
-          containers: [{ env }],
+          containers: [
+            {
+              env: [{ name: "NODE_ENV", value: "production" }, ...env],
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ["ALL"] },
+              },
+            },
+          ],
           volumes,
         },
       },
@@ -95,19 +114,9 @@ function valid(): Manifest[] {
           {
             to: [
               {
-                ipBlock: {
-                  cidr: "0.0.0.0/0",
-                  except: [
-                    "10.0.0.0/8",
-                    "172.16.0.0/12",
-                    "192.168.0.0/16",
-                    "169.254.0.0/16",
-                    "100.64.0.0/10",
-                    "127.0.0.0/8",
-                  ],
-                },
+                ipBlock: { cidr: "0.0.0.0/0", except: [...PRIVATE_V4] },
               },
-              { ipBlock: { cidr: "2000::/3", except: ["2001::/23", "2001:db8::/32", "2002::/16"] } },
+              { ipBlock: { cidr: "2000::/3", except: [...SPECIAL_V6] } },
             ],
             ports: [{ port: 443 }],
           },
@@ -138,6 +147,11 @@ const env = (docs: Manifest[], tier: string) =>
   docs.find((d) => d.kind === "Deployment" && d.metadata.name === `latch-${tier}`)!.spec.template.spec
     .containers[0].env as { name: string; value?: string; valueFrom?: object }[];
 
+const envVar = (docs: Manifest[], tier: string, name: string) =>
+  env(docs, tier).find((e) => e.name === name)!;
+const pod = (docs: Manifest[], tier: string) =>
+  docs.find((d) => d.kind === "Deployment" && d.metadata.name === `latch-${tier}`)!.spec.template.spec;
+
 describe("the chart's rules", () => {
   it("accept the chart's own shape", () => {
     expect(verdict(() => {})).toBe("accepted");
@@ -153,9 +167,12 @@ describe("the chart's rules", () => {
     expect(verdict((d) => (policy(d, "egress").spec.egress[0].to[1].ipBlock.except = ["2002::/16"]))).toMatch(
       /excepts 2001::\/23/,
     );
-    expect(verdict((d) => policy(d, "egress").spec.egress[0].to[0].ipBlock.except.shift())).toMatch(
-      /excepts 10.0.0.0\/8/,
-    );
+    expect(
+      verdict((d) => {
+        const block = policy(d, "egress").spec.egress[0].to[0].ipBlock;
+        block.except = block.except.filter((range: string) => range !== "169.254.0.0/16");
+      }),
+    ).toMatch(/excepts 169.254.0.0\/16/);
   });
 
   it("refuse DNS at any pod of a namespace, at a range, or where the proxies were not told to ask", () => {
@@ -204,9 +221,18 @@ describe("the chart's rules", () => {
 
   it("refuse the proxies on the control plane's database credentials, or with no client identity", () => {
     expect(
-      verdict((d) => (env(d, "egress")[2]!.valueFrom = { secretKeyRef: { name: "latch-database" } })),
+      verdict(
+        (d) =>
+          (envVar(d, "egress", "EGRESS_REPLAY_DATABASE_URL").valueFrom = {
+            secretKeyRef: { name: "latch-database" },
+          }),
+      ),
     ).toMatch(/Secret of their own/);
-    expect(verdict((d) => env(d, "egress").splice(1, 1))).toMatch(/client's identity/);
+    expect(
+      verdict((d) =>
+        env(d, "egress").splice(env(d, "egress").indexOf(envVar(d, "egress", "EGRESS_CLIENT_IDENTITY")), 1),
+      ),
+    ).toMatch(/client's identity/);
   });
 
   it("refuse the proxies mounting the control plane's key or mTLS Secret", () => {
@@ -229,6 +255,58 @@ describe("the chart's rules", () => {
     expect(
       verdict((d) => (d.find((x) => x.kind === "ServiceAccount")!.automountServiceAccountToken = true)),
     ).toMatch(/mounts no token/);
+  });
+
+  it("refuse the control plane reaching an address on a port that is neither its database's nor SMTP's", () => {
+    expect(
+      verdict((d) => (policy(d, "control-plane").spec.egress[2].ports = [{ port: 1 }, { port: 443 }])),
+    ).toMatch(/port 1 to 10.20.0.25\/32: the control plane reaches addresses only at its database's port/);
+    expect(
+      verdict((d) => (policy(d, "control-plane").spec.egress[2].ports = [{ port: 465 }, { port: 2525 }])),
+    ).toBe("accepted");
+  });
+
+  it("refuse either tier on a Secret of the other, whatever it holds", () => {
+    // The control plane's mTLS volume on the proxies' key Secret (the sealing keyring).
+    expect(
+      verdict((d) => (pod(d, "control-plane").volumes[1].secret.secretName = "latch-egress-keys")),
+    ).toMatch(/both tiers mount or reference the Secret latch-egress-keys/);
+    // The proxies' database credentials from the control plane's key Secret.
+    expect(
+      verdict(
+        (d) =>
+          (envVar(d, "egress", "EGRESS_REPLAY_DATABASE_URL").valueFrom = {
+            secretKeyRef: { name: "latch-control-plane-keys" },
+          }),
+      ),
+    ).toMatch(/both tiers mount or reference the Secret latch-control-plane-keys/);
+  });
+
+  it("refuse a root, privileged or capable container", () => {
+    expect(verdict((d) => (pod(d, "egress").securityContext.runAsUser = 0))).toMatch(/UID 0/);
+    expect(verdict((d) => (pod(d, "egress").securityContext.runAsNonRoot = false))).toMatch(/non-root/);
+    const container = (d: Manifest[]) => pod(d, "control-plane").containers[0].securityContext;
+    expect(verdict((d) => (container(d).privileged = true))).toMatch(/no privileged container/);
+    expect(verdict((d) => (container(d).allowPrivilegeEscalation = true))).toMatch(/no privilege escalation/);
+    expect(verdict((d) => delete container(d).readOnlyRootFilesystem)).toMatch(/read-only root/);
+    expect(verdict((d) => (container(d).capabilities = { drop: [] }))).toMatch(/drop every capability/);
+    expect(verdict((d) => (container(d).capabilities.add = ["NET_ADMIN"]))).toMatch(/add no capability/);
+    expect(verdict((d) => (container(d).runAsUser = 0))).toMatch(/never run as root/);
+  });
+
+  it("refuse a pod out of production mode, a variable set twice, or a refused development knob", () => {
+    expect(verdict((d) => (envVar(d, "egress", "NODE_ENV").value = "development"))).toMatch(
+      /NODE_ENV is production/,
+    );
+    expect(verdict((d) => env(d, "egress").push({ name: "NODE_ENV", value: "development" }))).toMatch(
+      /NODE_ENV is set twice/,
+    );
+    expect(
+      verdict((d) => env(d, "egress").push({ name: "EGRESS_ALLOW_CIDRS", value: "169.254.0.0/16" })),
+    ).toMatch(/EGRESS_ALLOW_CIDRS is refused in production/);
+    expect(
+      verdict((d) => env(d, "control-plane").push({ name: "NODE_TLS_REJECT_UNAUTHORIZED", value: "0" })),
+    ).toMatch(/NODE_TLS_REJECT_UNAUTHORIZED is refused in production/);
   });
 
   it("refuse alerts that miss one of the named ones", () => {

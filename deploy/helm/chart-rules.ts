@@ -17,19 +17,50 @@ function fail(where: string, rule: string): never {
   throw new ChartRuleError(`${where}: ${rule}`);
 }
 
-/** The IPv4 ranges a proxy must never reach, and the IPv6 special ranges inside 2000::/3. */
-const PRIVATE_V4 = [
+/**
+ * The IPv4 ranges a proxy must never reach, and the IPv6 special ranges inside 2000::/3: the lists
+ * the templates refuse to render without (_helpers.tpl latch.specialRangesV4, latch.specialRangesV6).
+ */
+export const PRIVATE_V4 = [
+  "0.0.0.0/8",
   "10.0.0.0/8",
-  "172.16.0.0/12",
-  "192.168.0.0/16",
-  "169.254.0.0/16",
   "100.64.0.0/10",
   "127.0.0.0/8",
+  "169.254.0.0/16",
+  "172.16.0.0/12",
+  "192.0.0.0/24",
+  "192.0.2.0/24",
+  "192.88.99.0/24",
+  "192.168.0.0/16",
+  "198.18.0.0/15",
+  "198.51.100.0/24",
+  "203.0.113.0/24",
+  "224.0.0.0/4",
+  "240.0.0.0/4",
 ];
-const SPECIAL_V6 = ["2001::/23", "2001:db8::/32", "2002::/16"];
+export const SPECIAL_V6 = ["2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20"];
 /** The widest block a database or SMTP rule may name (a database has an address, not a network). */
 const MIN_PREFIX_V4 = 24;
 const MIN_PREFIX_V6 = 64;
+/** The ports the control plane may reach its SMTP relay on (the chart's smtp.ports). */
+const SMTP_PORTS = [25, 465, 587, 2525];
+/**
+ * The variables no tier's env may set but the chart (NODE_ENV=production) and none at all: the
+ * development knobs and Node TLS settings the tiers refuse in production (_helpers.tpl
+ * latch.refusedExtraEnv).
+ */
+const REFUSED_ENV = [
+  "EGRESS_CONNECT_TO",
+  "EGRESS_ALLOW_CIDRS",
+  "EGRESS_EXTRA_CA",
+  "NODE_TLS_REJECT_UNAUTHORIZED",
+  "NODE_OPTIONS",
+  "NODE_EXTRA_CA_CERTS",
+  "NODE_USE_SYSTEM_CA",
+  "OPENSSL_CONF",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+];
 
 interface Peer {
   ipBlock?: { cidr: string; except?: string[] };
@@ -54,6 +85,25 @@ function envOf(deployment: Manifest | undefined, name: string) {
     | undefined;
 }
 
+/** Every Secret a pod mounts or references (volumes, env), by name. */
+function secretsOf(deployment: Manifest | undefined): Set<string> {
+  const pod = deployment?.spec?.template?.spec;
+  const names = new Set<string>();
+  for (const volume of pod?.volumes ?? []) {
+    if (volume.secret?.secretName) names.add(volume.secret.secretName);
+  }
+  for (const container of pod?.containers ?? []) {
+    for (const env of container.env ?? []) {
+      const name = env.valueFrom?.secretKeyRef?.name;
+      if (name) names.add(name);
+    }
+    for (const from of container.envFrom ?? []) {
+      if (from.secretRef?.name) names.add(from.secretRef.name);
+    }
+  }
+  return names;
+}
+
 /** The Secret a pod's volume of this name mounts. */
 function secretVolumeOf(deployment: Manifest | undefined, name: string): string | undefined {
   const volumes: { name: string; secret?: { secretName?: string } }[] =
@@ -75,6 +125,21 @@ export function checkNetworkPolicies(docs: Manifest[], valuesName: string): void
     );
   const egressPort = Number(
     /:(\d+)$/.exec(envOf(egressDeployment, "EGRESS_LISTEN")?.value ?? "")?.[1] ?? Number.NaN,
+  );
+  // The database's port: the proxies' rules to addresses on one port (DNS rules name two, UDP and
+  // TCP; the internet rule is to 0.0.0.0/0 and 2000::/3).
+  const databasePorts = new Set(
+    policies
+      .filter((p) => p.metadata.name.endsWith("-egress"))
+      .flatMap((p) => (p.spec.egress ?? []) as EgressRule[])
+      .filter(
+        (rule) =>
+          rule.ports?.length === 1 &&
+          (rule.to ?? []).every(
+            (peer) => peer.ipBlock?.cidr && !["0.0.0.0/0", "2000::/3"].includes(peer.ipBlock.cidr),
+          ),
+      )
+      .map((rule) => rule.ports![0]!.port),
   );
   for (const policy of policies) {
     const isEgressTier = policy.metadata.name.endsWith("-egress");
@@ -137,6 +202,15 @@ export function checkNetworkPolicies(docs: Manifest[], valuesName: string): void
         if (!isEgressTier && !cidr && ports.some((p) => p !== egressPort)) {
           fail(where, "the control plane reaches pods only at the egress Service's port");
         }
+        if (!isEgressTier && cidr) {
+          const other = ports.find((p) => !databasePorts.has(p) && !SMTP_PORTS.includes(p));
+          if (other !== undefined) {
+            fail(
+              where,
+              `port ${other} to ${cidr}: the control plane reaches addresses only at its database's port and the SMTP ports (${SMTP_PORTS.join(", ")})`,
+            );
+          }
+        }
       }
     }
     if (isEgressTier && !(hasV4Internet && hasV6Internet)) {
@@ -166,11 +240,23 @@ export function checkTiers(docs: Manifest[], valuesName: string): void {
   if (!egressMtls || egressMtls === secretVolumeOf(controlPlane, "mtls")) {
     fail(valuesName, "the proxies' mTLS certificate comes from a Secret of its own");
   }
+  // Nor any Secret of the other tier, whatever it holds (the control plane on the proxies' key
+  // Secret would hold the sealing keyring; the proxies on the control plane's, its signing keys).
+  const controlPlaneSecrets = secretsOf(controlPlane);
+  for (const name of secretsOf(egress)) {
+    if (controlPlaneSecrets.has(name)) {
+      fail(
+        valuesName,
+        `both tiers mount or reference the Secret ${name}: each tier uses only Secrets of its own`,
+      );
+    }
+  }
   if (!envOf(egress, "EGRESS_CLIENT_IDENTITY")?.value)
     fail(valuesName, "the proxies check the client's identity");
   for (const d of deployments) {
     const where = `${valuesName} Deployment ${d.metadata.name}`;
     const template = d.spec.template;
+    checkPodSafety(template.spec, where);
     if (!template.metadata?.annotations?.["checksum/config"])
       fail(where, "a checksum annotation rolls the pods");
     const spread = (template.spec.topologySpreadConstraints ?? []).map(
@@ -201,5 +287,34 @@ export function checkTiers(docs: Manifest[], valuesName: string): void {
     for (const name of ["LatchEgressNoReplicaServing", "LatchCallOutcomeUnknown", "LatchTicketRefusals"]) {
       if (!alerts.includes(name)) fail(valuesName, `the PrometheusRule has the alert ${name}`);
     }
+  }
+}
+
+/**
+ * A pod's safety: non-root (never UID 0), a read-only root filesystem, no privilege nor a way to
+ * gain it, no capability, and an env that runs in
+ * production with each name once (Kubernetes takes the last of two) and none of the development
+ * knobs or Node TLS settings the tiers refuse in production.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: a pod spec is whatever the chart rendered.
+function checkPodSafety(pod: any, where: string): void {
+  if (pod.securityContext?.runAsNonRoot !== true) fail(where, "pods run as non-root");
+  if (pod.securityContext?.runAsUser === 0) fail(where, "pods never run as UID 0");
+  for (const c of pod.containers ?? []) {
+    const context = c.securityContext ?? {};
+    if (context.readOnlyRootFilesystem !== true) fail(where, "read-only root filesystem");
+    if (context.allowPrivilegeEscalation !== false) fail(where, "no privilege escalation");
+    if (context.privileged === true) fail(where, "no privileged container");
+    if (context.runAsUser === 0 || context.runAsNonRoot === false)
+      fail(where, "containers never run as root");
+    if (!(context.capabilities?.drop ?? []).includes("ALL")) fail(where, "containers drop every capability");
+    if ((context.capabilities?.add ?? []).length > 0) fail(where, "containers add no capability");
+    const names: string[] = (c.env ?? []).map((e: { name: string }) => e.name);
+    const twice = names.find((name, i) => names.indexOf(name) !== i);
+    if (twice) fail(where, `${twice} is set twice (Kubernetes takes the last)`);
+    const nodeEnv = (c.env ?? []).find((e: { name: string }) => e.name === "NODE_ENV");
+    if (nodeEnv?.value !== "production") fail(where, "NODE_ENV is production");
+    const refused = names.find((name) => REFUSED_ENV.includes(name));
+    if (refused) fail(where, `${refused} is refused in production`);
   }
 }
