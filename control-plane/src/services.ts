@@ -159,6 +159,8 @@ function createCoreServices(
     ),
     // Where no read cache answers the lookups, one statement reads what a call needs.
     callContext: readCache ? undefined : createCallContextRepo(db),
+    // Only an unanswered call and a retry that would open a new request use these (grants.held_until).
+    heldCalls: readCache ? readCache.grants(createGrantsRepo(db)) : createGrantsRepo(db),
     grantClock: variant.now,
   });
   const ledger = createLedgerService({

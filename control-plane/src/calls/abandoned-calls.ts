@@ -17,10 +17,19 @@ import { startRounds } from "../rounds.ts";
 const ROUND_EVERY_MS = 15_000;
 /** After the live fence's horizon, a margin for clocks that differ between hosts. */
 const LOOK_AFTER_MS = LIVE_FENCE_HORIZON_MS + 10_000;
+/**
+ * How long past its ticket's expiry a held one-call approval's call is sure to be decided: the
+ * live fence has ended by LOOK_AFTER_MS, and a round of this sweep runs within ROUND_EVERY_MS of
+ * it. Its mark (grants.held_until) lasts until then at most; a decision ends it sooner.
+ */
+export const HELD_DECIDED_MS = LOOK_AFTER_MS + ROUND_EVERY_MS;
 const ROWS_PER_ROUND = 50;
 
 export interface AbandonedCallsTransaction {
-  repo: Pick<GrantsRepo, "findUnsettledCalls" | "updateGrantRestored" | "updateGrantCallSettled">;
+  repo: Pick<
+    GrantsRepo,
+    "findUnsettledCalls" | "updateGrantRestored" | "updateGrantCallSettled" | "updateGrantHoldEnded"
+  >;
   recordEvent(event: AuditEvent): Promise<void>;
   /** Spends `id` in the spent-ticket table on this transaction's connection; true when it was free. */
   insertFence(id: string, expiresAt: Date): Promise<boolean>;
@@ -59,6 +68,8 @@ export function createAbandonedCalls(deps: AbandonedCallsDeps) {
     const isRevoked = call.status !== "consumed";
     if (outcome === "not_sent" && !isRevoked) await tx.repo.updateGrantRestored(call.id, call.call_ticket_id);
     else await tx.repo.updateGrantCallSettled(call.id, call.call_ticket_id);
+    // Decided: a held approval's mark goes with it (a no-op where the call was never held).
+    await tx.repo.updateGrantHoldEnded(call.id);
     await tx.recordEvent({
       organisationId: call.organisation_id,
       environment: call.environment,

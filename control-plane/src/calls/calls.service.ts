@@ -13,9 +13,11 @@ import {
 } from "../egress/ticket-fence.ts";
 import type { TicketMinter } from "../egress/tickets.ts";
 import { newTicketId } from "../egress/tickets.ts";
+import type { GrantScope, GrantsRepo, RequestedCall } from "../grants/grants.repo.ts";
 import type { CallableItem } from "../items/callable-item.ts";
 import type { ItemTokensRepo, MintedToken, SealedToken } from "../items/item-tokens.repo.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
+import { HELD_DECIDED_MS } from "./abandoned-calls.ts";
 import type { CallContext, CallContextQuery, CallContextRepo } from "./call-context.repo.ts";
 import type { CallOutcome, HttpRequestArgs, HttpRequestResult } from "./calls.schemas.ts";
 import { encodeRequestBody } from "./form-body.ts";
@@ -58,6 +60,12 @@ export interface CallsDeps {
    * Unset where a read cache answers the lookups instead (the local vault on its own database).
    */
   callContext?: CallContextRepo | undefined;
+  /**
+   * A one-call approval held while its call's fence waits (grants.held_until): marked only where
+   * the agent is answered "held", ended once the fence decides, and looked for only where a call
+   * would otherwise open a new request. None of these runs on a call that is answered.
+   */
+  heldCalls?: Pick<GrantsRepo, "updateGrantHeld" | "updateGrantHoldEnded" | "findHeldCallGrant"> | undefined;
   /** The clock grants are judged by (the grants service's), for the usable grants it reads. */
   grantClock?: () => Date;
 }
@@ -67,6 +75,8 @@ export interface CallApproval {
   release(): Promise<void>;
   /** A one-call approval, spent for this call; other approvals are never spent by a call. */
   isOneCall?: boolean;
+  /** The grant it is: a one-call approval held while its fence waits is marked on it. */
+  grant?: { grant_id: string };
   /**
    * Remembers the ticket a one-call approval's call goes out under (and whether the proxies spent
    * ids in the shared table then), until `settle`.
@@ -298,6 +308,20 @@ export function createCallsService(deps: CallsDeps) {
     },
 
     /**
+     * The one-call approval covering `call` that an earlier try of it holds while its fence
+     * waits (its agent was answered "held"): a retry is answered held with it rather than opening a
+     * second request. One statement, made only where a call would open a new request.
+     */
+    async findHeldCall(
+      scope: Pick<GrantScope, "organisationId" | "itemId" | "agentId" | "toolId">,
+      environment: string,
+      call: RequestedCall,
+    ): Promise<string | undefined> {
+      const row = await deps.heldCalls?.findHeldCallGrant(scope, environment, call, new Date());
+      return row?.id;
+    },
+
+    /**
      * Makes one call. Authorisation (grants) is the caller's job and happens before this; here
      * the request is validated, sent through the proxy and audited.
      *
@@ -395,6 +419,8 @@ export function createCallsService(deps: CallsDeps) {
       // reading the refresh token) a failure sent nothing and the approval goes back.
       let sentTicket: SignedTicket | undefined;
       let isAnswered = false;
+      // The ticket a one-call approval named on its grant (below), for a held approval's mark.
+      let named: NamedTicket | undefined;
       try {
         // A one-call approval names its ticket before anything can leave (and before the item's
         // token lock, whose transaction holds a connection): a control plane killed from here on
@@ -403,7 +429,6 @@ export function createCallsService(deps: CallsDeps) {
         // The noted expiry is the latest the ticket may live: it is minted later (under the lock)
         // with what is left of it, or not at all (sendPlanned), so a ticket past it can never be
         // sent and the sweep's fence of it proves the call never left.
-        let named: NamedTicket | undefined;
         if (approval.noteTicket) {
           const id = newTicketId();
           const isStoreShared = (await fence.isStoreShared().catch(() => false)) === true;
@@ -442,13 +467,35 @@ export function createCallsService(deps: CallsDeps) {
             reason,
             detail: { ...detail, fence, ...(isGivenBack ? {} : { approval: "not_given_back" }) },
           });
+        // A held approval is decided once its fence ends: its mark goes after the give-back (a
+        // retry meanwhile finds the approval active) or with the spend settled. A mark that
+        // cannot be ended lapses at its time.
+        const heldGrantId = approval.isOneCall ? approval.grant?.grant_id : undefined;
+        const endHold = async () => {
+          if (heldGrantId === undefined) return;
+          await deps.heldCalls
+            ?.updateGrantHoldEnded(heldGrantId)
+            .catch((endError: unknown) => deps.onAuditFailure?.(endError));
+        };
         const settleLate = async (late: LateFence) => {
-          if (late !== "fenced") return settle();
+          if (late !== "fenced") {
+            await endHold();
+            return settle();
+          }
           await recordNotSent("late", await giveBack());
+          await endHold();
         };
         const fenced = await fence.fence(sentTicket, (late) => {
           settleLate(late).catch((lateError: unknown) => deps.onAuditFailure?.(lateError));
         });
+        // Held: nobody could be asked yet. Until the fence (or abandoned-calls.ts) is sure to have
+        // decided, a retry of this call is answered held too, never a second request for it (a
+        // second approval would let the call go twice once this one came back). Only here.
+        if (fenced === "pending" && heldGrantId !== undefined && named) {
+          await deps.heldCalls
+            ?.updateGrantHeld(heldGrantId, named.id, new Date(named.expiresAtMs + HELD_DECIDED_MS))
+            .catch((markError: unknown) => deps.onAuditFailure?.(markError));
+        }
         if (fenced === "fenced") {
           const isGivenBack = await giveBack();
           await recordNotSent("won", isGivenBack);

@@ -186,6 +186,11 @@ export interface GrantsTable {
   call_ticket_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** Whether the proxies spent ids in this database's table when the ticket left. */
   call_ticket_shared: ColumnType<boolean | null, boolean | null | undefined, boolean | null>;
+  /**
+   * A one-call approval held while its call's fence waits (migration 2026-11-27T1300): until when
+   * a retry of the same call is answered held rather than asked anew; cleared once it is decided.
+   */
+  held_until: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface OperatorsTable {

@@ -202,6 +202,26 @@ export interface GrantsRepo {
   insertCodeFailure(organisationId: string, at: Date): Promise<void>;
   /** Deletes at most `limit` wrong-code rows of any organisation from before `before`; answers how many. */
   deleteCodeFailuresBefore(before: Date, limit: number): Promise<number>;
+  /**
+   * A spent one-call approval whose call's fence waits (the agent was answered "held") is held
+   * until `until`: only while it is still spent under `ticketId`, so a mark never lands on an
+   * approval its fence has decided meanwhile.
+   */
+  updateGrantHeld(id: string, ticketId: string, until: Date): Promise<void>;
+  /** Its held call is decided (given back, or settled as spent): the mark is gone. */
+  updateGrantHoldEnded(id: string): Promise<void>;
+  /**
+   * A one-call approval that covers `call` (same agent, tool, item and environment; asked for
+   * exactly this method, host, path with query and body digest, or for the whole item) held at
+   * `now`: spent, its call's ticket still named on it, and marked held past `now`
+   * (updateGrantHeld). Undefined when there is none.
+   */
+  findHeldCallGrant(
+    scope: Pick<GrantScope, "organisationId" | "itemId" | "agentId" | "toolId">,
+    environment: string,
+    call: RequestedCall,
+    now: Date,
+  ): Promise<{ id: string } | undefined>;
 }
 
 // Session and standing approvals are not spent by a call; use them before a one-call approval.
@@ -528,6 +548,54 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
       }
       return undefined;
     },
+    async updateGrantHeld(id, ticketId, until) {
+      await db
+        .updateTable("grants")
+        .set({ held_until: until })
+        .where("id", "=", id)
+        .where("status", "=", "consumed")
+        .where("call_ticket_id", "=", ticketId)
+        .execute();
+    },
+    async updateGrantHoldEnded(id) {
+      await db
+        .updateTable("grants")
+        .set({ held_until: null })
+        .where("id", "=", id)
+        .where("held_until", "is not", null)
+        .execute();
+    },
+    findHeldCallGrant: (scope, environment, call, now) =>
+      db
+        .selectFrom("grants")
+        .select("id")
+        .where("organisation_id", "=", scope.organisationId)
+        .where("item_id", "=", scope.itemId)
+        .where("agent_id", "=", scope.agentId)
+        .where("tool_id", "=", scope.toolId)
+        .where("environment", "=", environment)
+        .where("policy", "=", "prompt")
+        .where("status", "=", "consumed")
+        .where("call_ticket_id", "is not", null)
+        .where("held_until", ">", now)
+        // As grant-coverage.ts judges a one-call approval: exactly its call, or any call of the
+        // item where it was asked for the whole item (request_grant).
+        .where((eb) =>
+          eb.or([
+            eb("call_method", "is", null),
+            eb.and([
+              eb("call_method", "=", call.method),
+              eb("call_host", "=", call.host),
+              eb("call_path", "=", call.path),
+              call.bodySha256 === null
+                ? eb("call_body_sha256", "is", null)
+                : eb("call_body_sha256", "=", call.bodySha256),
+            ]),
+          ]),
+        )
+        .orderBy("consumed_at", "desc")
+        .limit(1)
+        .executeTakeFirst(),
   };
 }
 

@@ -137,3 +137,17 @@ export function unansweredCallAnswer(
     isError: true,
   };
 }
+
+/**
+ * A retry of a call whose one-call approval an earlier try holds while its fence waits
+ * (calls.service.ts `findHeldCall`): that try's answer for "held" again, naming its grant, so the
+ * agent waits as it was told to. Nothing is spent, asked, mailed or sent.
+ */
+export function heldCallAnswer(args: HttpRequestArgs, grantId: string): ToolAnswer {
+  const held = new AppError(
+    "egress_unavailable",
+    "an earlier call under the one-call approval this call needs is not answered yet; the approval is held until then",
+    { extra: { approval: "held", request: "not_known_yet" } },
+  );
+  return unansweredCallAnswer(held, args, grantId) as ToolAnswer;
+}

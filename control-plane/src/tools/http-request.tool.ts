@@ -18,7 +18,7 @@ import { ruleReference } from "../policies/policies.service.ts";
 import { limitingDecisions, type PolicyDecision, strictestDecision } from "../policies/policy-match.ts";
 import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
-import { callFailureAnswer, unansweredCallAnswer } from "./call-failure.ts";
+import { callFailureAnswer, heldCallAnswer, unansweredCallAnswer } from "./call-failure.ts";
 import { pendingHint } from "./pending-hint.ts";
 import { admitOrRefuse, recordPolicyEvent } from "./policy-gate.ts";
 import { policyDeniedAnswer } from "./policy-refusal.ts";
@@ -102,6 +102,10 @@ export async function runHttpRequest(
       : { "latch.coverage": "approval_needed" },
   );
   if (!authorisation) {
+    // An earlier try of this call holds its one-call approval while its fence waits: the retry is
+    // answered as that try was, never with a second request (calls.service.ts findHeldCall).
+    const heldGrantId = await deps.calls.findHeldCall(grantScope, scope.environment, call);
+    if (heldGrantId !== undefined) return heldCallAnswer(args, heldGrantId);
     // A standing grant that does not cover this call: the new request is for exactly this scope.
     const isOutside = await deps.grants.isOutsideStanding(grantScope, call);
     const { grant, approvalCode, notifyFailed, deniedAt } = await deps.grants.requestGrant({
