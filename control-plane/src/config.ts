@@ -187,16 +187,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): ControlPlaneConfig {
   const c = parsed.data;
   const problems: string[] = [];
   const tlsKnobs = [c.EGRESS_CLIENT_TLS_CA, c.EGRESS_CLIENT_TLS_CERT, c.EGRESS_CLIENT_TLS_KEY];
-  if (tlsKnobs.some(Boolean) && !tlsKnobs.every(Boolean)) {
+  const hasTls = tlsKnobs.every(Boolean);
+  if (!hasTls && c.NODE_ENV === "production") {
+    // DECISIONS: plaintext only on loopback in development and tests, never in a deployment.
+    problems.push(
+      "EGRESS_CLIENT_TLS_CA, EGRESS_CLIENT_TLS_CERT and EGRESS_CLIENT_TLS_KEY must be set when NODE_ENV=production: the control plane reaches the egress proxy over mTLS only, on loopback too",
+    );
+  } else if (tlsKnobs.some(Boolean) && !hasTls) {
     problems.push(
       "EGRESS_CLIENT_TLS_CA, EGRESS_CLIENT_TLS_CERT and EGRESS_CLIENT_TLS_KEY must be set together",
     );
-  }
-  if (
-    c.EGRESS_URL &&
-    !tlsKnobs.every(Boolean) &&
-    !isLoopbackAddress(c.EGRESS_URL.replace(/^[a-z]+:\/\//, ""))
-  ) {
+  } else if (c.EGRESS_URL && !hasTls && !isLoopbackAddress(c.EGRESS_URL.replace(/^[a-z]+:\/\//, ""))) {
     problems.push(
       "EGRESS_URL off loopback is reached over mTLS only, so EGRESS_CLIENT_TLS_CA, EGRESS_CLIENT_TLS_CERT and EGRESS_CLIENT_TLS_KEY must be set",
     );

@@ -16,7 +16,7 @@ import { openDatabase } from "../src/db/database.ts";
 import { createSpentTicketsRepo } from "../src/egress/spent-tickets.repo.ts";
 import { loadOrCreateTicketKey, ticketKeyPaths } from "../src/egress/ticket-key.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
-import { runUntilReady } from "./production-start.ts";
+import { proxyMtlsEnv, runUntilReady } from "./production-start.ts";
 
 const PROXY_MAIN = new URL("../../egress-proxy/src/main.ts", import.meta.url).pathname;
 const databaseUrl = process.env.DATABASE_URL ?? "";
@@ -31,7 +31,8 @@ function asRole(role: string): string {
 
 /**
  * Starts the proxy process; resolves with how it ended or that it came up, and what it said. The
- * ticket key is the control plane's, in a DATA_DIR of its own: the proxy is given its public half.
+ * ticket key is the control plane's, in a DATA_DIR of its own: the proxy is given its public half,
+ * and its listener's mTLS files (production refuses a plaintext listener).
  */
 function startProxyProcess(env: Record<string, string>) {
   const keys = mkdtempSync(join(tmpdir(), "latch-role-keys-"));
@@ -42,6 +43,7 @@ function startProxyProcess(env: Record<string, string>) {
       PATH: process.env.PATH,
       DATA_DIR: mkdtempSync(join(tmpdir(), "latch-role-")),
       EGRESS_LISTEN: "127.0.0.1:0",
+      ...proxyMtlsEnv(),
       EGRESS_TICKET_PUBLIC_KEYS: readFileSync(ticketKeyPaths(keys).publicPath, "utf8").trim(),
       ...env,
     },
@@ -215,6 +217,7 @@ describe.runIf(databaseUrl)("the egress proxy's database role", () => {
         NODE_ENV: "production",
         DATA_DIR: shared,
         EGRESS_LISTEN: "127.0.0.1:0",
+        ...proxyMtlsEnv(),
         EGRESS_REPLAY_DATABASE_URL: asRole(role),
       },
       "LATCH_EGRESS_READY",

@@ -7,7 +7,13 @@ import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { EgressConfigError, loadEgressConfig, readTrustedTicketKeysText } from "./config.ts";
 
-const production = { NODE_ENV: "production" };
+/** The listener's mTLS files, only named: the configuration does not read them. */
+const mtls = {
+  EGRESS_TLS_CERT: "/etc/latch/mtls/tls.crt",
+  EGRESS_TLS_KEY: "/etc/latch/mtls/tls.key",
+  EGRESS_TLS_CLIENT_CA: "/etc/latch/mtls/ca.crt",
+};
+const production = { NODE_ENV: "production", ...mtls };
 
 /** The sentence a start with these settings is refused with, or "started". */
 function verdict(env: NodeJS.ProcessEnv, execArgv: readonly string[] = []): string {
@@ -19,6 +25,41 @@ function verdict(env: NodeJS.ProcessEnv, execArgv: readonly string[] = []): stri
     return error.message;
   }
 }
+
+// DECISIONS: the gRPC link uses mTLS in deployments; plaintext only on loopback in development and
+// tests. A production proxy takes no plaintext call, even on loopback.
+describe("the gRPC listener's mTLS", () => {
+  const REFUSED =
+    "Latch's egress proxy cannot start: EGRESS_TLS_CERT, EGRESS_TLS_KEY and EGRESS_TLS_CLIENT_CA must be set when NODE_ENV=production: the gRPC listener takes calls over mTLS only, on loopback too.";
+
+  it("refuses, in production, a listener without mTLS, on loopback too, naming the three variables", () => {
+    expect(verdict({ NODE_ENV: "production" })).toBe(REFUSED);
+    for (const listen of ["127.0.0.1:50051", "[::1]:50051", "localhost:0", "0.0.0.0:50051"]) {
+      expect(verdict({ NODE_ENV: "production", EGRESS_LISTEN: listen }), listen).toBe(REFUSED);
+    }
+    // One file missing is no mTLS either; the sentence names no path.
+    const partial = verdict({
+      NODE_ENV: "production",
+      EGRESS_TLS_CERT: mtls.EGRESS_TLS_CERT,
+      EGRESS_TLS_KEY: mtls.EGRESS_TLS_KEY,
+    });
+    expect(partial).toBe(REFUSED);
+    expect(partial).not.toContain("/etc/latch");
+    expect(verdict(production)).toBe("started");
+    expect(verdict({ ...production, EGRESS_LISTEN: "0.0.0.0:50051" })).toBe("started");
+  });
+
+  it("keeps plaintext on loopback for development and tests, and mTLS off it", () => {
+    for (const NODE_ENV of ["development", "test"]) {
+      expect(verdict({ NODE_ENV }), NODE_ENV).toBe("started");
+      expect(verdict({ NODE_ENV, EGRESS_LISTEN: "[::1]:50051" }), NODE_ENV).toBe("started");
+      expect(verdict({ NODE_ENV, EGRESS_LISTEN: "0.0.0.0:50051" }), NODE_ENV).toBe(
+        "Latch's egress proxy cannot start: EGRESS_LISTEN: a non-loopback listener needs mTLS (EGRESS_TLS_CERT, EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA).",
+      );
+      expect(verdict({ NODE_ENV, EGRESS_LISTEN: "0.0.0.0:50051", ...mtls }), NODE_ENV).toBe("started");
+    }
+  });
+});
 
 describe("Node's TLS settings in production", () => {
   it("refuses certificate checks turned off, in one sentence naming the variable", () => {

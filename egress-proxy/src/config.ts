@@ -161,7 +161,12 @@ export function loadEgressConfig(
   }
   const listen = splitHostPort(c.EGRESS_LISTEN);
   const hasTls = Boolean(c.EGRESS_TLS_CERT && c.EGRESS_TLS_KEY && c.EGRESS_TLS_CLIENT_CA);
-  if (!hasTls && !isLoopbackHost(listen.host)) {
+  if (!hasTls && c.NODE_ENV === "production") {
+    // DECISIONS: plaintext only on loopback in development and tests, never in a deployment.
+    problems.push(
+      "EGRESS_TLS_CERT, EGRESS_TLS_KEY and EGRESS_TLS_CLIENT_CA must be set when NODE_ENV=production: the gRPC listener takes calls over mTLS only, on loopback too",
+    );
+  } else if (!hasTls && !isLoopbackHost(listen.host)) {
     problems.push(
       "EGRESS_LISTEN: a non-loopback listener needs mTLS (EGRESS_TLS_CERT, EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA)",
     );
