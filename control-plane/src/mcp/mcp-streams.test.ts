@@ -26,27 +26,54 @@ describe("keep-alive streams", () => {
     expect(streams.size).toBe(3);
   });
 
-  it("at the process cap, ends the oldest stream of the largest organisation for a smaller one", () => {
+  it("at the process cap, ends the oldest stream of the largest organisation for one two below it", () => {
     const { streams, ended, open } = streamsWithLog();
     open("a1", "A", "a1");
     open("a1", "A", "a2");
     open("a2", "A", "a3");
     expect(open("b1", "B", "b1")).toBeDefined();
     expect(streams.size).toBe(4);
-    // C holds none, A holds the most: A's oldest makes room.
+    // C holds none, A holds the most (3): A's oldest makes room.
     expect(open("c1", "C", "c1")).toBeDefined();
     expect(ended).toEqual(["a1"]);
     expect(streams.countOf("A")).toBe(2);
     expect(streams.size).toBe(4);
     // A's own stream at a full process: A holds the most, so 429 as before.
     expect(open("a2", "A", "a4")).toBeUndefined();
-    // B holds 1 of A's 2: A's next oldest goes.
-    expect(open("b1", "B", "b2")).toBeDefined();
-    expect(ended).toEqual(["a1", "a2"]);
-    // B is now the largest (2); C, holding 1, takes B's oldest.
-    expect([streams.countOf("A"), streams.countOf("B"), streams.countOf("C")]).toEqual([1, 2, 1]);
-    expect(open("c1", "C", "c2")).toBeDefined();
-    expect(ended).toEqual(["a1", "a2", "b1"]);
+    // B holds 1 of A's 2: one below would only trade places with A, so 429.
+    expect(open("b1", "B", "b2")).toBeUndefined();
+    expect(ended).toEqual(["a1"]);
+    expect([streams.countOf("A"), streams.countOf("B"), streams.countOf("C")]).toEqual([2, 1, 1]);
+  });
+
+  it("settles when ended clients reconnect: no two organisations end each other's streams for ever", () => {
+    const { streams, ended, open } = streamsWithLog({ perBearer: 8, perOrganisation: 8, total: 5 });
+    const live = new Map<string, OpenStream>();
+    let n = 0;
+    /** Opens a stream for `org`; the registry ends it by name, and its client reconnects. */
+    const connect = (org: string) => {
+      const name = `${org}${n++}`;
+      const stream = open(org, org, name);
+      if (stream) live.set(name, stream);
+      return stream;
+    };
+    // X fills most of the process; Y gets in at X's expense, then asks for one more, and again.
+    for (let i = 0; i < 5; i++) connect("X");
+    for (let i = 0; i < 3; i++) connect("Y");
+    // Every ended client reconnects, round after round.
+    for (let round = 0; round < 20; round++) {
+      const gone = ended.splice(0);
+      for (const name of gone) {
+        streams.forget(live.get(name)!);
+        live.delete(name);
+        connect(name.replace(/\d+$/, ""));
+      }
+    }
+    expect(ended).toEqual([]);
+    expect(streams.size).toBe(5);
+    // X kept the larger share; Y got in and stays.
+    expect(streams.countOf("X")).toBeGreaterThanOrEqual(streams.countOf("Y"));
+    expect(streams.countOf("Y")).toBeGreaterThan(0);
   });
 
   it("refuses an organisation holding as many as the largest at a full process", () => {

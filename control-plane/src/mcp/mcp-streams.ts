@@ -4,9 +4,10 @@
 // per process. A fixed process cap alone can be filled by enough organisations (sign-up is free and
 // one account owns several), which would leave every other organisation's agents with a 429. So, as
 // the local session store does (local/local-mcp-sessions.ts), a full process makes room at the
-// expense of whoever holds the most: a stream from an organisation holding fewer than the largest
-// holder ends that holder's oldest stream (its client reconnects) and takes its place. An
-// organisation already holding as many as the largest is refused, as before.
+// expense of whoever holds the most: a stream from an organisation holding at least two fewer than
+// the largest holder ends that holder's oldest stream (its client reconnects) and takes its place.
+// Any other organisation is refused, as before: one a single stream below would only trade places
+// with the largest, and their clients would end each other's streams for ever.
 
 /** The caps on open keep-alive streams; more is 429. */
 export interface StreamLimits {
@@ -30,7 +31,7 @@ export interface OpenStream {
 export interface KeepaliveStreams {
   /**
    * Admits a stream of `holder` in `organisationId`, or undefined when a cap refuses it (429). At
-   * the process cap, an organisation holding fewer streams than the largest holder is admitted and
+   * the process cap, an organisation holding at least two fewer streams than the largest holder is admitted and
    * that holder's oldest stream is forgotten and ended.
    */
   admit(holder: string, organisationId: string, end: () => void): OpenStream | undefined;
@@ -80,8 +81,10 @@ export function createKeepaliveStreams(limits: StreamLimits = STREAM_LIMITS): Ke
       }
       if (size >= limits.total) {
         const largest = largestHolder();
-        // An organisation at the largest holder's share (or the largest itself) waits, as before.
-        if (largest === undefined || largest.size <= held) return undefined;
+        // Only a holder at least two below the largest takes a place: after the swap the largest
+        // still holds as many as it, so the stream it ended cannot end one of its own on
+        // reconnecting (an organisation one below would trade places with it for ever).
+        if (largest === undefined || largest.size < held + 2) return undefined;
         const oldest = largest.values().next().value as OpenStream;
         forget(oldest);
         oldest.end();
