@@ -14,6 +14,7 @@ import {
   type ToolAnswer,
   toolAnswer,
 } from "./hosted.ts";
+import { joinAs } from "./teams.ts";
 
 let h: HostedHarness;
 let url: string;
@@ -92,11 +93,27 @@ describe("PUT /api/policies", () => {
       expect.objectContaining({ id: "r59" }),
     ]);
 
+    // Another member of the same organisation (an admin) still saves: the limit is each member's,
+    // so one member's loop never keeps another from changing a rule.
+    const admin = await joinAs(h, op, "admin", "policy-admin");
+    expect((await save(admin.browser, [{ id: "admins", effect: "ask" }])).statusCode).toBe(200);
     // Another organisation saves its own list meanwhile.
     const other = await setUp();
     expect((await save(other.op, [{ id: "mine", effect: "ask" }])).statusCode).toBe(200);
     await agent.close();
     await other.agent.close();
+  }, 60_000);
+
+  it("a stale save (409) takes no place in the limit", async () => {
+    const { op, agent } = await setUp();
+    expect((await save(op, [{ id: "first", effect: "ask" }])).statusCode).toBe(200);
+    for (let i = 0; i < 60; i++) {
+      const stale = await op.request("PUT", "/api/policies", { rules: [] }, { "if-match": '"0"' });
+      expect(stale.statusCode, stale.body).toBe(409);
+    }
+    const saved = await save(op, [{ id: "second", effect: "ask" }]);
+    expect(saved.statusCode, saved.body).toBe(200);
+    await agent.close();
   }, 60_000);
 });
 
@@ -104,7 +121,12 @@ describe("a rule's rate limit counts every call it decided a view of", () => {
   it("an allow on .../items limited to 1 an hour holds for GET .../tracks, which another allow decides and the rename sends to .../items", async () => {
     const { op, agent } = await setUp();
     const rules = [
-      { id: "tracks", effect: "allow", match: { paths: ["/v1/playlists/*/tracks"] } },
+      {
+        id: "tracks",
+        effect: "allow",
+        match: { paths: ["/v1/playlists/*/tracks"] },
+        rate_limit: { calls: 100, per: "hour" },
+      },
       {
         id: "items-limited",
         effect: "allow",
@@ -138,6 +160,14 @@ describe("a rule's rate limit counts every call it decided a view of", () => {
     expect(spotifyCalls()).toBe(before);
     const limited = await ledgerRows(op, "rate_limited");
     expect(limited.length).toBe(2);
+    // The broad rule's limit counted the call that left, not the one items-limited refused.
+    const organisationId = (await op.request("GET", "/api/auth/me")).json().organisation.id as string;
+    const tracksHits = await h.plane.database.db
+      .selectFrom("rate_limit_hits")
+      .select((eb) => eb.fn.countAll<string>().as("n"))
+      .where("bucket", "=", `policy:${organisationId}:tracks`)
+      .executeTakeFirstOrThrow();
+    expect(Number(tracksHits.n)).toBe(1);
     await agent.close();
   }, 60_000);
 });

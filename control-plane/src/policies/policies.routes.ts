@@ -1,6 +1,6 @@
 // The policy routes, hosted and local (DECISIONS "Policies"): GET /api/policies with an ETag of
 // the version, PUT /api/policies replacing the whole list under If-Match (409 stale_version when it
-// moved on, 428 without If-Match, 429 past 60 saves an hour), and POST /api/policies/preview.
+// moved on, 428 without If-Match, 429 past a member's 60 saves an hour), and POST /api/policies/preview.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";

@@ -62,16 +62,27 @@ export interface PolicyList {
 export type ExpectedVersion = number | "any";
 
 /**
- * Saves of one organisation's list: each writes the whole list (up to 1 MiB) into its permanent
- * `policies_changed` ledger row, so an owner saving in a loop would grow the shared database
- * without bound. Counted in the database, so it holds across replicas.
+ * Saves of an organisation's list by one member: each writes the whole list (up to 1 MiB) into its
+ * permanent `policies_changed` ledger row, so a member saving in a loop would grow the shared
+ * database without bound. Per member, so an admin's loop never keeps the owner from changing a
+ * rule; only a save that would be written counts (a stale one is refused before). Counted in the
+ * database, so it holds across replicas; the local vault's own database is not limited.
  */
-export const POLICY_SAVES_PER_ORGANISATION: RateLimit = {
-  name: "policy_saves:org",
+export const POLICY_SAVES_PER_MEMBER: RateLimit = {
+  name: "policy_saves:member",
   limit: 60,
   windowMs: 3_600_000,
-  what: "policy saves in one organisation",
+  what: "policy saves by one member",
 };
+/** A save whose If-Match names a version the list has moved on from. */
+function staleVersion(expected: ExpectedVersion, version: number): AppError {
+  return new AppError(
+    "stale_version",
+    `the policy was changed since version ${expected} (it is now version ${version}); load it again and reapply your change`,
+    { extra: { version } },
+  );
+}
+
 /** Previews one process computes at once, across organisations. */
 export const MAX_PREVIEWS_AT_ONCE = 4;
 /** Named credentials whose siblings a preview reads (readJudgedItems). */
@@ -198,18 +209,21 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
       rawRules: unknown,
     ): Promise<PolicyList> {
       const rules = parsePolicyRules(rawRules);
-      // Before the transaction: a full window is 429 `rate_limited` with nothing written.
-      await deps.rateLimiter.take(POLICY_SAVES_PER_ORGANISATION, organisationId);
+      if (!deps.isSoleWriter) {
+        // A save that would be refused as stale takes no place (the transaction below checks again).
+        if (expected !== "any") {
+          const current = await deps.repo.findPolicyList(organisationId);
+          if (current.version !== expected) throw staleVersion(expected, current.version);
+        }
+        // Before the transaction: a full window is 429 `rate_limited` with nothing written.
+        await deps.rateLimiter.take(POLICY_SAVES_PER_MEMBER, `${organisationId}:${actor}`);
+      }
       const at = deps.now();
       const version = await deps.inTransaction(async (tx) => {
         const saved = await tx.repo.updatePolicyList(organisationId, expected, { rules, at, by: actor });
         if (saved === undefined) {
           const current = await tx.repo.findPolicyList(organisationId);
-          throw new AppError(
-            "stale_version",
-            `the policy was changed since version ${expected} (it is now version ${current.version}); load it again and reapply your change`,
-            { extra: { version: current.version } },
-          );
+          throw staleVersion(expected, current.version);
         }
         const count = (effect: string) => rules.filter((r) => r.enabled && r.effect === effect).length;
         // The list itself, and a digest of its canonical form (RFC 8785): versions are overwritten,

@@ -195,4 +195,31 @@ describe("a preview counts rate limits as enforcement does", () => {
       { id: "items-limited", calls: 1, rate_limited: 1 },
     ]);
   });
+
+  it("a call a narrow limit refuses takes no place of a broad one", async () => {
+    const renamed = (seq: number): AuditedCall => ({
+      ...row(seq, "/v1/playlists/p1/items"),
+      detail: { method: "GET", path: "/v1/playlists/p1/items", requested_path: "/v1/playlists/p1/tracks" },
+    });
+    const { answer } = await preview(
+      [
+        {
+          id: "tracks",
+          effect: "allow",
+          match: { paths: ["/v1/playlists/*/tracks"] },
+          rate_limit: { calls: 2, per: "hour" },
+        },
+        {
+          id: "items-limited",
+          effect: "allow",
+          match: { paths: ["/v1/playlists/*/items"] },
+          rate_limit: { calls: 1, per: "hour" },
+        },
+      ],
+      // Two renamed calls (the second refused by items-limited), then one only "tracks" decides.
+      [renamed(1), renamed(2), row(3, "/v1/playlists/p1/tracks")],
+      { sliceSteps: 10_000, maxSteps: 1e9 },
+    );
+    expect(answer.totals).toMatchObject({ allow: 2, rate_limited: 1 });
+  });
 });

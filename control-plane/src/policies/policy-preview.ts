@@ -117,17 +117,20 @@ export function callOfAuditRow(
 }
 
 /**
- * A rule's rate limit replayed: the times of the calls it let through within its window. Answers
- * whether a call at `at` would have found a place (and takes it).
+ * A rule's rate limit replayed: the times of the calls it let through within its window.
+ * `hasRoom`: whether a call at `at` would find a place; `take`: the call takes it.
  */
-function replayedLimit(calls: number, windowMs: number): (at: number) => boolean {
+function replayedLimit(calls: number, windowMs: number) {
   const times: number[] = [];
   let head = 0;
-  return (at) => {
-    while (head < times.length && times[head]! <= at - windowMs) head++;
-    if (times.length - head >= calls) return false;
-    times.push(at);
-    return true;
+  return {
+    hasRoom(at: number): boolean {
+      while (head < times.length && times[head]! <= at - windowMs) head++;
+      return times.length - head < calls;
+    },
+    take(at: number): void {
+      times.push(at);
+    },
   };
 }
 
@@ -135,7 +138,7 @@ type Outcome = PolicyEffect | "rate_limited" | "none";
 
 /** Replays calls through one list, each rule's rate limit counted as the calls go by. */
 function replayer(policy: CompiledPolicy, meter: MatchMeter) {
-  const limits = new Map<number, (at: number) => boolean>();
+  const limits = new Map<number, ReturnType<typeof replayedLimit>>();
   return (call: ReplayedCall, at: Date): { outcome: Outcome; index?: number } => {
     // As tools/http-request.tool.ts judges a call: each credential on each path.
     const views = call.items.flatMap((item) =>
@@ -146,17 +149,20 @@ function replayer(policy: CompiledPolicy, meter: MatchMeter) {
     );
     const decision = strictestDecision(views);
     if (decision?.effect === "deny") return { outcome: "deny", index: decision.index };
-    // Every rule that decided a view and has a rate limit counts the call, earliest first; the
-    // first that is full refuses it (tools/http-request.tool.ts takes the same places).
-    for (const limiting of limitingDecisions(views)) {
+    // Every rule that decided a view and has a rate limit counts the call; the first (earliest)
+    // that is full refuses it, and then none takes a place (tools/http-request.tool.ts does the same).
+    const counted = limitingDecisions(views).map((limiting) => {
       const limit = limiting.rule.rate_limit!;
-      let take = limits.get(limiting.index);
-      if (!take) {
-        take = replayedLimit(limit.calls, rateWindowMs(limit));
-        limits.set(limiting.index, take);
+      let replayed = limits.get(limiting.index);
+      if (!replayed) {
+        replayed = replayedLimit(limit.calls, rateWindowMs(limit));
+        limits.set(limiting.index, replayed);
       }
-      if (!take(at.getTime())) return { outcome: "rate_limited", index: limiting.index };
-    }
+      return { index: limiting.index, replayed };
+    });
+    const full = counted.find(({ replayed }) => !replayed.hasRoom(at.getTime()));
+    if (full) return { outcome: "rate_limited", index: full.index };
+    for (const { replayed } of counted) replayed.take(at.getTime());
     if (!decision) return { outcome: "none" };
     return { outcome: decision.effect, index: decision.index };
   };

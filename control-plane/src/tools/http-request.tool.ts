@@ -20,7 +20,7 @@ import { findProviderByHost, recipeFields } from "../providers/providers.ts";
 import { telemetry } from "../telemetry.ts";
 import { callFailureAnswer, heldCallAnswer, unansweredCallAnswer } from "./call-failure.ts";
 import { pendingHint } from "./pending-hint.ts";
-import { admitOrRefuse, recordPolicyEvent } from "./policy-gate.ts";
+import { admitOrRefuse, recordPolicyEvent, refuseRateLimited } from "./policy-gate.ts";
 import { policyDeniedAnswer } from "./policy-refusal.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
 import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
@@ -214,7 +214,11 @@ async function decidePolicy(
   return { decision: strictestDecision(views), limiting: limitingDecisions(views) };
 }
 
-/** Each rate-limited rule of the call takes a place, earliest first; the first that is full answers. */
+/**
+ * Each rate-limited rule of the call takes a place; the first (earliest) that is full answers, and
+ * then none takes one: with several, each is checked before any place is taken, so a call refused
+ * by a narrow limit never spends a place of a broad one.
+ */
 async function admitEach(
   deps: ToolDeps,
   scope: ToolScope,
@@ -222,6 +226,12 @@ async function admitEach(
   located: LocatedCredential,
   limiting: readonly PolicyDecision[],
 ): Promise<ToolAnswer | undefined> {
+  if (limiting.length > 1) {
+    for (const decision of limiting) {
+      const full = await deps.policies.admitCall(scope.organisationId, decision, { isDryRun: true });
+      if (full) return refuseRateLimited(deps, scope, args, located, decision, full.retryAfter);
+    }
+  }
   for (const decision of limiting) {
     const limited = await admitOrRefuse(deps, scope, args, located, decision);
     if (limited) return limited;

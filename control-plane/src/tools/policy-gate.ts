@@ -18,6 +18,18 @@ export async function admitOrRefuse(
 ): Promise<ToolAnswer | undefined> {
   const full = await deps.policies.admitCall(scope.organisationId, policy);
   if (!full) return undefined;
+  return refuseRateLimited(deps, scope, args, located, policy, full.retryAfter);
+}
+
+/** The call is over `policy`'s rate limit: its `rate_limited` row, and the answer that says so. */
+export async function refuseRateLimited(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  located: LocatedCredential,
+  policy: PolicyDecision,
+  retryAfter: number,
+): Promise<ToolAnswer> {
   const { item, host, path } = located;
   await recordPolicyEvent(
     deps,
@@ -26,10 +38,10 @@ export async function admitOrRefuse(
     policy,
     { itemName: item.name, host, args, path },
     {
-      retry_after: full.retryAfter,
+      retry_after: retryAfter,
     },
   );
-  return rateLimitedAnswer(policy, full.retryAfter, { args, itemName: item.name, host });
+  return rateLimitedAnswer(policy, retryAfter, { args, itemName: item.name, host });
 }
 
 /** A policy row of the call (`policy_denied`, `policy_allowed`, `rate_limited`), naming its rule. */
