@@ -121,8 +121,9 @@ describe("a rule's items hold for every credential the call uses", () => {
       effect: "deny",
       match: { items: ["SPOTIFY_REFRESH"] },
     };
-    // The preview counts the calls above (the request, then the call), whose rows name SPOTIFY, as
-    // the rule will judge them: by the refresh token their plan exchanges too.
+    // The preview counts the calls above (the request, then the call), as the rule will judge them:
+    // a call naming SPOTIFY that uses the user's account is the account's call (its rows name
+    // SPOTIFY_REFRESH, tools/http-request.tool.ts decideAccountUse).
     const preview = await op.request("POST", "/api/policies/preview", { rules: [rule] });
     expect(preview.statusCode, preview.body).toBe(200);
     expect(preview.json()).toMatchObject({
@@ -136,7 +137,7 @@ describe("a rule's items hold for every credential the call uses", () => {
       expect(denied, JSON.stringify(denied)).toMatchObject({
         status: "policy_denied",
         policy: { rule_id: "no-user-account", effect: "deny" },
-        item_name: "SPOTIFY",
+        item_name: "SPOTIFY_REFRESH",
       });
       // And a dry run names the same rule.
       expect(await call(agent, { ...args, dry_run: true })).toMatchObject({
@@ -182,34 +183,37 @@ describe("a rule's items hold for every credential the call uses", () => {
     await agent.close();
   });
 
-  it("an allow holds only for the credential it names: a sibling's ask or deny beats it, a sibling's allow sends nothing", async () => {
+  it("an allow holds only for the credential it names: one on the app credential never reaches the user's account, a sibling's ask beats it", async () => {
     const { op, agent } = await setUp({ isConnected: true });
     const args = { host: "api.spotify.com", path: "/v1/me", item_name: "SPOTIFY" };
+    const before = spotifyTraffic();
 
-    // An allow on the located credential, no rule on the refresh token: sent without an approval.
+    // An allow on the app credential: /v1/me is the user's account's call (SPOTIFY_REFRESH), which
+    // no rule names, so today's approvals decide it (the allow on a sibling sends nothing).
     await savePolicy(op, [{ id: "app-ok", effect: "allow", match: { items: ["SPOTIFY"] } }]);
+    const asked = await call(agent, args);
+    expect(asked, JSON.stringify(asked)).toMatchObject({ status: "pending", item_name: "SPOTIFY_REFRESH" });
+    expect(asked.policy).toBeUndefined();
+
+    // An allow on the account first, then an ask on the app credential (the exchange's client
+    // secret): the call asks, naming the ask rule.
+    await savePolicy(op, [
+      { id: "user-ok", effect: "allow", match: { items: ["SPOTIFY_REFRESH"] } },
+      { id: "ask-app", effect: "ask", match: { items: ["SPOTIFY"] } },
+    ]);
+    expect(await call(agent, args)).toMatchObject({
+      status: "pending",
+      policy: { rule_id: "ask-app", effect: "ask" },
+    });
+    expect(spotifyTraffic()).toEqual(before);
+
+    // The allow written for the account alone: sent without an approval.
+    await savePolicy(op, [{ id: "user-ok", effect: "allow", match: { items: ["SPOTIFY_REFRESH"] } }]);
     const allowed = await call(agent, args);
     expect(allowed, JSON.stringify(allowed)).toMatchObject({
       origin_status: 200,
-      policy: { rule_id: "app-ok", effect: "allow" },
+      policy: { rule_id: "user-ok", effect: "allow" },
     });
-
-    // The same allow first, then an ask on the refresh token: the call asks, naming the ask rule.
-    await savePolicy(op, [
-      { id: "app-ok", effect: "allow", match: { items: ["SPOTIFY"] } },
-      { id: "ask-user", effect: "ask", match: { items: ["SPOTIFY_REFRESH"] } },
-    ]);
-    const before = spotifyTraffic();
-    expect(await call(agent, args)).toMatchObject({
-      status: "pending",
-      policy: { rule_id: "ask-user", effect: "ask" },
-    });
-    // An allow written for the sibling alone: today's approvals decide the call that names SPOTIFY.
-    await savePolicy(op, [{ id: "user-ok", effect: "allow", match: { items: ["SPOTIFY_REFRESH"] } }]);
-    const asked = await call(agent, args);
-    expect(asked.status).toBe("pending");
-    expect(asked.policy).toBeUndefined();
-    expect(spotifyTraffic()).toEqual(before);
     await agent.close();
   });
 });

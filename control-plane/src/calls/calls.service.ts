@@ -173,6 +173,11 @@ export interface LocatedCredential {
   item: CallableItem;
   host: string;
   path: string;
+  /**
+   * The app credential goes alone, its user account connected beside it unused: the agent is not
+   * allowed on the account (tools/http-request.tool.ts `decideAccountUse`, token-plan.ts).
+   */
+  isAppOnly?: boolean;
 }
 
 /**
@@ -379,6 +384,7 @@ export function createCallsService(deps: CallsDeps) {
           path: located.path,
           method: args.method,
           clientId: args.client_id,
+          isAppOnly: located.isAppOnly,
         });
         const unjudged = scope.judgedItems
           ? planItemNames(plan, item).find((name) => !scope.judgedItems?.includes(name))

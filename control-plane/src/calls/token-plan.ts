@@ -106,8 +106,11 @@ export async function findPlanItems(
   deps: TokenPlanDeps,
   scope: { organisationId: string; environment: string },
   item: CallableItem,
+  options: { isAppOnly?: boolean | undefined } = {},
 ): Promise<CallableItem[]> {
   if (item.inject !== "client_credentials" && item.inject !== "refresh") return [item];
+  // The app credential alone (findUnnamedAccount): the connected account is not used.
+  if (options.isAppOnly && item.inject === "client_credentials") return [item];
   const { refreshItem, secretItem } = await findTokenSiblings(deps, scope, item);
   // Only the app credential: it is the one used (a client-credentials token, or itself).
   if (refreshItem === undefined) return [item];
@@ -115,6 +118,30 @@ export async function findPlanItems(
     (found): found is CallableItem => found !== undefined && found.name !== item.name,
   );
   return [item, ...siblings];
+}
+
+/**
+ * The connected user account (`<ITEM>_REFRESH`, inject refresh) a call naming the app credential
+ * `item` (or only its host) would exchange, though the agent did not name it; undefined for any
+ * other call. `isAppPath`: the call can go with the app credential alone (the provider has an app
+ * token and the path is not user-only), as it went before the account was connected. An approval
+ * or allow rule on the app credential never reaches the account (spec 4.2
+ * user_connect_required: "after the operator connects and allows the agent"), so the tool
+ * decides which of the two the call is made with (tools/http-request.tool.ts `decideAccountUse`).
+ */
+export async function findUnnamedAccount(
+  deps: TokenPlanDeps,
+  scope: { organisationId: string; environment: string },
+  call: { item: CallableItem; host: string; path: string },
+): Promise<{ account: CallableItem; isAppPath: boolean } | undefined> {
+  const { item } = call;
+  if (item.inject !== "client_credentials") return undefined;
+  const provider = findProviderByHost(call.host);
+  if (!provider) return undefined;
+  const { refreshItem } = await findTokenSiblings(deps, scope, item);
+  if (refreshItem === undefined) return undefined;
+  const isAppPath = provider.appToken !== undefined && !isUserOnlyPath(provider, call.path);
+  return { account: refreshItem, isAppPath };
 }
 
 /** The names of the credentials a plan sends or exchanges with (`item` first), as findPlanItems lists them. */
@@ -133,7 +160,15 @@ export function planItemNames(plan: TokenPlan, item: CallableItem): string[] {
 export async function planTokenCall(
   deps: TokenPlanDeps,
   scope: { organisationId: string; environment: string },
-  call: { item: CallableItem; host: string; path: string; method: string; clientId?: string | undefined },
+  call: {
+    item: CallableItem;
+    host: string;
+    path: string;
+    method: string;
+    clientId?: string | undefined;
+    /** The agent may not use the connected account: planned as if only the app credential were stored. */
+    isAppOnly?: boolean | undefined;
+  },
 ): Promise<TokenPlan> {
   const { item, host } = call;
   if (item.inject !== "client_credentials" && item.inject !== "refresh") return { kind: "as_stored" };
@@ -148,10 +183,13 @@ export async function planTokenCall(
   const isTokenEndpoint =
     host === token.host && call.path.split("?")[0] === token.path && call.method === "POST";
   const base = baseNameOf(item.name);
-  const { refreshItem, secretItem } = await findTokenSiblings(deps, scope, item);
+  const siblings = await findTokenSiblings(deps, scope, item);
+  const { secretItem } = siblings;
+  const refreshItem =
+    call.isAppOnly && item.inject === "client_credentials" ? undefined : siblings.refreshItem;
 
   if (refreshItem === undefined) {
-    // Only the app credential is stored.
+    // Only the app credential is stored (or the agent may not use the account beside it).
     const appToken = provider.appToken;
     if (isUserOnlyPath(provider, call.path) || appToken === undefined) {
       throw new AppError(

@@ -555,6 +555,21 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
     async storeSealedItem(organisationId, actor, item) {
       const environment = checkEnvironment(item.environment);
       const id = await recorded(async (tx) => {
+        // An item of that name replaced (a connect again, or one over an item stored by hand) is
+        // judged as an edit is (updateItem) on its row locked until this commits: a wider reach
+        // (more hosts, or another inject mode, item-widening.ts) ends the standing approvals of the
+        // whole credential, as a widening edit does. A connect that approves its agent writes that
+        // approval after this (connect.service.ts), so it stays. The item's token lock is not taken
+        // here: a call rotating the old refresh token meanwhile writes it only while it is still the
+        // stored one (connect.service.ts keeps its access token the same way).
+        const found = await tx.repo.findItemByName(organisationId, environment, item.name);
+        const current = found && (await tx.repo.findItemByIdForUpdate(organisationId, found.id));
+        const widening =
+          current && findWidening(current, { allowed_hosts: item.allowedHosts, inject: item.inject });
+        // It stays in its folder, unless widened: the folder's standing approvals would then cover
+        // the wider credential, which is an owner's decision (refuseFolderStandingWidening) that a
+        // connect does not ask for; out of the folder, its agents ask again.
+        const folderId = current && !widening ? current.folder_id : null;
         const stored = await tx.repo.upsertItemByName({
           id: newId("itm"),
           organisation_id: organisationId,
@@ -567,16 +582,27 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           allowed_hosts: [...item.allowedHosts],
           inject: item.inject,
           username: item.username,
-          folder_id: null,
+          folder_id: folderId,
         });
+        // Before the revoke below, as updateItem: a first approval of the narrower credential is no
+        // half of an approval of the wider one.
+        const voided = widening
+          ? await tx.repo.updateWholeItemFirstApprovalsVoided(organisationId, stored.id)
+          : 0;
         await tx.recordEvent({
           organisationId,
           environment,
           actor,
           action: stored.isNew ? "item_created" : "item_replaced",
           itemName: item.name,
-          detail: { allowed_hosts: [...item.allowedHosts], inject: item.inject },
+          detail: {
+            allowed_hosts: [...item.allowedHosts],
+            inject: item.inject,
+            ...(current?.folder_id && !folderId ? { folder: { from: current.folder_name, to: null } } : {}),
+            ...(voided > 0 ? { first_approvals_voided: voided } : {}),
+          },
         });
+        if (widening) await endWholeItemStanding(tx, organisationId, actor, stored.id, item.name);
         return stored.id;
       });
       const stored = await deps.repo.findItemById(organisationId, id);

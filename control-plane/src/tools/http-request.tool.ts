@@ -10,7 +10,7 @@ import { requestedCallOf } from "../calls/call-target.ts";
 import type { HttpRequestArgs } from "../calls/calls.schemas.ts";
 import { checkRequestTarget, type LocatedCredential, locateCredential } from "../calls/calls.service.ts";
 import { rewritePlaylistPath } from "../calls/path-rewrite.ts";
-import { findPlanItems, planTokenCall, type TokenPlanDeps } from "../calls/token-plan.ts";
+import { findPlanItems, findUnnamedAccount, planTokenCall, type TokenPlanDeps } from "../calls/token-plan.ts";
 import { HTTP_REQUEST_TOOL, httpRequestGrantScope } from "../grants/grant-scope.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { CallableItem } from "../items/callable-item.ts";
@@ -44,7 +44,11 @@ export async function runHttpRequest(
     }
     if (!context.clientLive) throw new BearerNotLive();
   }
-  const located = await locateOrAnswer(deps, scope, args, context);
+  const named = await locateOrAnswer(deps, scope, args, context);
+  if ("payload" in named) return named;
+  // The siblings a token plan uses, read once for the account, the policy and the plan's refusal.
+  const findItemByName = readingEachNameOnce(deps.items.findCallableByName);
+  const located = await decideAccountUse(deps, scope, args, named, context, findItemByName);
   if ("payload" in located) return located;
   const { item, host, path } = located;
   // A sigv4 call is signed by Latch: a presigned URL's parameters in the agent's query would be a
@@ -52,9 +56,9 @@ export async function runHttpRequest(
   const presign = item.inject === "sigv4" ? findPresignParameter(path) : undefined;
   if (presign !== undefined) throw new AppError("invalid_path", presignRefusal(presign));
   const grantScope = httpRequestGrantScope(scope, item);
-  // The siblings a token plan uses, read once for the policy and the plan's refusal below.
-  const findItemByName = readingEachNameOnce(deps.items.findCallableByName);
-  const judgedItems = (await findPlanItems({ findItemByName }, scope, item)).map((used) => used.name);
+  const judgedItems = (await findPlanItems({ findItemByName }, scope, item, located)).map(
+    (used) => used.name,
+  );
   // The organisation's policy first (DECISIONS "Policies"): a deny rule beats every grant, and
   // refuses before anything is asked, spent or sent.
   const { decision: policy, limiting } = await decidePolicy(
@@ -94,7 +98,7 @@ export async function runHttpRequest(
   }
 
   // No rule, or an ask rule: today's approvals decide (an ask rule only names itself in the audit).
-  const authorisation = await deps.grants.authoriseCall(grantScope, call, context?.grantsOf(item.id));
+  const authorisation = await deps.grants.authoriseCall(grantScope, call, grantsReadFor(context, item));
   // The coverage decision, on the tool call's span (DECISIONS "Ledger and telemetry").
   telemetry().annotate(
     authorisation
@@ -161,6 +165,72 @@ export async function runHttpRequest(
     }
   }
   return sendCall(deps, scope, args, located, authorisation, policy, judgedItems);
+}
+
+/**
+ * The credential a call naming an app credential (or only its host) is made with when the user's
+ * account is connected beside it (`<ITEM>_REFRESH`, token-plan.ts `findUnnamedAccount`). An
+ * approval or allow rule on the app credential never reaches the account (spec 4.2
+ * user_connect_required: "after the operator connects and allows the agent"; a connect approves
+ * only its `agent_client_id` on it). So a call that needs the account (a user-only path, a
+ * provider without an app token), or that the agent is allowed to make with it (a usable approval
+ * on the account covering it, or an allow rule deciding the account), is made with the account
+ * exactly as a call naming it: its policy view, its approval, its pending request, its audit rows.
+ * Any other call goes with the app credential alone (its app token), as before the connect.
+ */
+async function decideAccountUse(
+  deps: ToolDeps,
+  scope: ToolScope,
+  args: HttpRequestArgs,
+  named: LocatedCredential,
+  context: CallContext | undefined,
+  findItemByName: TokenPlanDeps["findItemByName"],
+): Promise<LocatedCredential | ToolAnswer> {
+  const unnamed = await findUnnamedAccount({ findItemByName }, scope, named);
+  if (unnamed === undefined) return named;
+  const { account, isAppPath } = unnamed;
+  const { host, path } = named;
+  if (isAppPath) {
+    const { decision } = await decidePolicy(
+      deps,
+      scope,
+      {
+        items: [account.name],
+        host,
+        method: args.method,
+        paths: [path, rewritePlaylistPath(host, args.method, path, args.body).path],
+      },
+      context?.policyVersion,
+    );
+    const isAllowed =
+      decision?.effect === "allow" ||
+      (await deps.grants.findUsableGrant(
+        httpRequestGrantScope(scope, account),
+        requestedCallOf(host, path, args),
+      )) !== undefined;
+    if (!isAllowed) return { ...named, isAppOnly: true };
+  }
+  // As locateCredential refuses a call naming the account for a host it does not allow.
+  if (!account.allowedHosts.includes(host)) {
+    const refused = new AppError(
+      "host_mismatch",
+      `credential ${account.name} is not allowed for host ${host}`,
+      {
+        extra: { item_name: account.name, allowed_hosts: account.allowedHosts },
+      },
+    );
+    return { payload: { status: "host_mismatch", ...refused.toBody() }, isError: true };
+  }
+  return { ...named, item: account };
+}
+
+/**
+ * The agent's usable grants on `item` as the call's statement read them, where it read that item
+ * (by host it reads every item of the host; by name only the one named): else undefined, and
+ * authoriseCall reads them itself.
+ */
+function grantsReadFor(context: CallContext | undefined, item: CallableItem) {
+  return context?.items.some((read) => read.id === item.id) ? context.grantsOf(item.id) : undefined;
 }
 
 /**
@@ -382,6 +452,7 @@ async function tokenPlanRefusal(
       path: located.path,
       method: args.method,
       clientId: args.client_id,
+      isAppOnly: located.isAppOnly,
     });
     return undefined;
   } catch (error) {
