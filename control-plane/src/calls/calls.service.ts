@@ -130,6 +130,11 @@ interface NamedTicket {
   expiresAtMs: number;
 }
 
+/** A call that exchanged at the provider's token URL (rule 7), and whether it stored a rotated refresh token. */
+interface ExchangeMade {
+  isRefreshRotated: boolean;
+}
+
 /** A call that could not be sent before its named ticket's expiry: nothing left, nothing will. */
 class NotSentInTime extends AppError {}
 
@@ -421,6 +426,8 @@ export function createCallsService(deps: CallsDeps) {
       };
 
       let response: ExecuteResponse;
+      // Set when the call exchanged at the token URL (not when it reused a minted token).
+      let exchange: ExchangeMade | undefined;
       // Set the moment a ticket is handed to the proxy: before that (minting, the token lock,
       // reading the refresh token) a failure sent nothing and the approval goes back.
       let sentTicket: SignedTicket | undefined;
@@ -442,12 +449,18 @@ export function createCallsService(deps: CallsDeps) {
           await approval.noteTicket(id, new Date(expiresAtMs), isStoreShared);
           named = { id, expiresAtMs };
         }
-        response = await sendPlanned(plan, spec, scope.organisationId, named, async (ticket) => {
-          sentTicket = ticket;
-          const answer = await deps.egress.execute(ticket, timeoutMs);
-          isAnswered = true;
-          return answer;
-        });
+        ({ response, exchange } = await sendPlanned(
+          plan,
+          spec,
+          scope.organisationId,
+          named,
+          async (ticket) => {
+            sentTicket = ticket;
+            const answer = await deps.egress.execute(ticket, timeoutMs);
+            isAnswered = true;
+            return answer;
+          },
+        ));
       } catch (error) {
         if (!sentTicket) {
           const isGivenBack = await giveBack();
@@ -538,19 +551,36 @@ export function createCallsService(deps: CallsDeps) {
       });
       // A row the ledger refused keeps the ticket: abandoned-calls.ts writes the outcome later.
       if (isRecorded && (response.reachedOrigin || !isGivenBack)) await settle();
-      if (plan.kind === "exchange" && plan.clientSecretItem && plan.clientSecretItem.name !== item.name) {
-        // Rule 7: an exchange audits both items.
-        await recordSafely({
+      const minted = (response.rotatedCredentials ?? []).find((r) => r.kind === TokenKind.TOKEN_KIND_ACCESS);
+      if (plan.kind === "exchange" && exchange) {
+        // Rule 7: an exchange audits both items, the refresh token and the client secret, each
+        // one the row above does not name. A token reused from an earlier exchange made none and
+        // writes none. The reason is the exchange's own failure: with a minted token it worked.
+        const exchangeRow = {
           ...audit,
-          itemName: plan.clientSecretItem.name,
           host: plan.tokenHost,
-          action: "token_exchange",
-          reason: response.error?.code,
-          detail: { provider: plan.provider.id, for_item: item.name },
-        });
+          detail: {
+            provider: plan.provider.id,
+            for_item: item.name,
+            ...(scope.clientId ? { client_id: scope.clientId } : {}),
+            ...(scope.policyRule ? { rule_id: scope.policyRule.rule_id } : {}),
+          },
+        };
+        for (const used of [plan.refreshItem, plan.clientSecretItem]) {
+          if (used === undefined || used.name === item.name) continue;
+          await recordSafely({
+            ...exchangeRow,
+            itemName: used.name,
+            action: "token_exchange",
+            reason: minted ? undefined : response.error?.code,
+          });
+        }
+        // "Stores a rotated refresh token in place": the item's value changed, as a rotation does.
+        if (exchange.isRefreshRotated && plan.refreshItem) {
+          await recordSafely({ ...exchangeRow, itemName: plan.refreshItem.name, action: "item_rotated" });
+        }
       }
       const result = shapeResult(response);
-      const minted = (response.rotatedCredentials ?? []).find((r) => r.kind === TokenKind.TOKEN_KIND_ACCESS);
       if (minted && !response.error) {
         result.refreshed = true;
         if (minted.metadata?.tokenLast4) result.token_last4 = minted.metadata.tokenLast4;
@@ -576,7 +606,7 @@ export function createCallsService(deps: CallsDeps) {
     /** The ticket a one-call approval named on its grant; else the minter draws an id. */
     named: NamedTicket | undefined,
     execute: (ticket: SignedTicket) => Promise<ExecuteResponse>,
-  ): Promise<ExecuteResponse> {
+  ): Promise<{ response: ExecuteResponse; exchange?: ExchangeMade }> {
     const itemName = plan.kind === "exchange" ? plan.tokenItem.name : spec.credential?.itemName;
     const mint = (call: CallSpec) => deps.minter.mintCallTicket(call, ticketOptions());
     /**
@@ -591,14 +621,17 @@ export function createCallsService(deps: CallsDeps) {
         throw notSentInTime(itemName ?? "this credential", "its ticket's time ran out before it was minted");
       return { ttlMs: leftMs, organisationId, id: named.id };
     }
-    if (plan.kind === "as_stored") return execute(mint(spec));
-    if (plan.kind === "app_secret") return execute(mint({ ...spec, inject: plan.inject }));
+    if (plan.kind === "as_stored") return { response: await execute(mint(spec)) };
+    if (plan.kind === "app_secret")
+      return { response: await execute(mint({ ...spec, inject: plan.inject })) };
     if (!deps.inItemTokenLock) throw new AppError("internal", "the item token store is not wired");
     const now = deps.now ?? Date.now;
     // A minted token still good is read under the lock (so a call waits out an exchange under way
     // and reuses its token), and sent after the lock is let go: calls that only reuse it never
     // wait for each other's origin, nor hold a database connection while they do.
-    const locked = await inTokenLockUntil<{ cached: MintedToken } | { response: ExecuteResponse }>(
+    const locked = await inTokenLockUntil<
+      { cached: MintedToken } | { response: ExecuteResponse; exchange: ExchangeMade }
+    >(
       deps.inItemTokenLock,
       plan.tokenItem.id,
       named ? named.expiresAtMs - LOCK_GIVE_UP_MARGIN_MS : undefined,
@@ -650,27 +683,29 @@ export function createCallsService(deps: CallsDeps) {
             },
           }),
         );
-        await storeRotated(locked, plan, organisationId, refresh, response);
-        return { response };
+        const isRefreshRotated = await storeRotated(locked, plan, organisationId, refresh, response);
+        return { response, exchange: { isRefreshRotated } };
       },
     );
-    if ("response" in locked) return locked.response;
+    if ("response" in locked) return locked;
     const credential = {
       itemName: plan.tokenItem.name,
       keyId: locked.cached.sealingKeyId,
       sealedValue: Buffer.from(locked.cached.sealedValue),
       username: "",
     };
-    return execute(mint({ ...spec, credential, inject: "bearer" }));
+    return { response: await execute(mint({ ...spec, credential, inject: "bearer" })) };
   }
 
+  /** Stores what the proxy minted and rotated; true when a rotated refresh token replaced the stored one. */
   async function storeRotated(
     locked: ItemTokensRepo,
     plan: Extract<TokenPlan, { kind: "exchange" }>,
     organisationId: string,
     spentRefresh: SealedToken | undefined,
     response: ExecuteResponse,
-  ): Promise<void> {
+  ): Promise<boolean> {
+    let isRefreshRotated = false;
     for (const rotated of response.rotatedCredentials ?? []) {
       const credential = rotated.credential;
       if (!credential) continue;
@@ -687,12 +722,14 @@ export function createCallsService(deps: CallsDeps) {
       }
       if (rotated.kind === TokenKind.TOKEN_KIND_REFRESH && plan.refreshItem && spentRefresh) {
         // The spent token is retired by the same statement that stores its rotation.
-        await locked.updateRotatedValue(plan.refreshItem.id, spentRefresh.sealedValue, {
+        const isStored = await locked.updateRotatedValue(plan.refreshItem.id, spentRefresh.sealedValue, {
           ...sealed,
           last4: metadata?.tokenLast4 ?? "",
         });
+        isRefreshRotated ||= isStored;
       }
     }
+    return isRefreshRotated;
   }
 
   /**

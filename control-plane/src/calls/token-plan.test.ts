@@ -149,6 +149,33 @@ describe("planTokenCall (spec 4.2 rule 7)", () => {
     expect(error.extra.refresh_item_name).toBe(`${name}_REFRESH`);
   });
 
+  it.each([
+    ["api.spotify.com", "/v1/%6De", "SPOTIFY", SPOTIFY_HOSTS],
+    ["api.spotify.com", "/v1//me/player", "SPOTIFY", SPOTIFY_HOSTS],
+    ["api.github.com", "/%75ser", "GITHUB", ["api.github.com", "github.com"]],
+  ])(
+    "app credential only, %s%s: a user-only path spelled another way is user_connect_required too",
+    async (host, path, name, hosts) => {
+      const error = await refusal(
+        plan([item(name, "client_credentials", hosts, "cid")], { item: name, host, path }),
+      );
+      expect(error.code).toBe("user_connect_required");
+      expect(error.extra.refresh_item_name).toBe(`${name}_REFRESH`);
+    },
+  );
+
+  it("a post to the token endpoint spelled another way is the token endpoint; an ordinary path is not", async () => {
+    const stored = [
+      item("SPOTIFY_SECRET", "client_credentials", SPOTIFY_HOSTS, "cid"),
+      item("SPOTIFY_REFRESH", "refresh", SPOTIFY_HOSTS),
+    ];
+    const post = (path: string) =>
+      plan(stored, { item: "SPOTIFY_REFRESH", host: "accounts.spotify.com", path, method: "POST" });
+    for (const path of ["/api/%74oken", "/api/%74%6fken", "/api//token"])
+      expect(await post(path), path).toMatchObject({ kind: "exchange", answerIsExchange: true });
+    expect(await post("/api/tokens")).toMatchObject({ kind: "exchange", answerIsExchange: false });
+  });
+
   it("app credential only: Spotify mints a client-credentials token, Stripe's key is the bearer, GitHub's pair is Basic", async () => {
     expect(
       await plan([item("SPOTIFY", "client_credentials", SPOTIFY_HOSTS, "cid")], {

@@ -6,7 +6,12 @@ import { ClientAuthentication, TokenGrant } from "@latch/proto/egress";
 import { AppError } from "@latch/shared/errors";
 import type { CallableItem } from "../items/callable-item.ts";
 import type { Provider, ClientAuthentication as ProviderClientAuth } from "../providers/provider.ts";
-import { findProviderByHost, isUserOnlyPath, tokenEndpointOf } from "../providers/providers.ts";
+import {
+  findProviderByHost,
+  isTokenEndpoint,
+  isUserOnlyPath,
+  tokenEndpointOf,
+} from "../providers/providers.ts";
 
 export type TokenPlan =
   /** Not a provider token item: the stored value goes in as its inject mode says. */
@@ -180,8 +185,7 @@ export async function planTokenCall(
     );
   }
   const token = tokenEndpointOf(provider);
-  const isTokenEndpoint =
-    host === token.host && call.path.split("?")[0] === token.path && call.method === "POST";
+  const isTokenPost = call.method === "POST" && isTokenEndpoint(provider, host, call.path);
   const base = baseNameOf(item.name);
   const siblings = await findTokenSiblings(deps, scope, item);
   const { secretItem } = siblings;
@@ -216,7 +220,7 @@ export async function planTokenCall(
       clientSecretItem: item,
       refreshItem: undefined,
       tokenItem: item,
-      answerIsExchange: isTokenEndpoint,
+      answerIsExchange: isTokenPost,
     };
   }
 
@@ -250,7 +254,7 @@ export async function planTokenCall(
     clientSecretItem: secretItem,
     refreshItem,
     tokenItem: refreshItem,
-    answerIsExchange: isTokenEndpoint,
+    answerIsExchange: isTokenPost,
   };
 }
 

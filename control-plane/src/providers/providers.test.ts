@@ -3,6 +3,7 @@ import {
   findProviderByApiHost,
   findRecipe,
   getProvider,
+  isTokenEndpoint,
   isUserOnlyPath,
   listProviders,
   PROVIDER_IDS,
@@ -108,6 +109,29 @@ describe("the provider registry", () => {
       expect(isUserOnlyPath(github, path)).toBe(true);
     expect(isUserOnlyPath(github, "/users/octocat")).toBe(false);
     expect(isUserOnlyPath(getProvider("stripe"), "/v1/me")).toBe(false);
+  });
+
+  it("reads a user-only path as the provider does: escaped unreserved characters and repeated slashes are the plain path", () => {
+    const spotify = getProvider("spotify");
+    const github = getProvider("github");
+    for (const path of ["/v1/%6De", "/v1/%6de", "/v1//me", "/%76%31/me/player", "/v1/m%65?market=SE"])
+      expect(isUserOnlyPath(spotify, path), path).toBe(true);
+    for (const path of ["/%75ser", "/%75SER", "/u%73er//repos", "/user%2Frepos"]) {
+      // "%75SER" is "uSER", another path (paths are case-sensitive); "%2F" is no separator.
+      expect(isUserOnlyPath(github, path), path).toBe(path === "/%75ser" || path === "/u%73er//repos");
+    }
+    for (const path of ["/v1/%6Dentions", "/v1/ME", "/v1/me%20", "/v1/albums/a1"])
+      expect(isUserOnlyPath(spotify, path), path).toBe(false);
+    expect(isUserOnlyPath(github, "/%75sers/octocat")).toBe(false);
+  });
+
+  it("recognises the token URL however its path is spelled, and only at its host", () => {
+    const spotify = getProvider("spotify");
+    for (const path of ["/api/token", "/api/%74oken", "/api/%74%6Fken", "/api//token?x=1"])
+      expect(isTokenEndpoint(spotify, "accounts.spotify.com", path), path).toBe(true);
+    for (const path of ["/api/tokens", "/api/Token", "/api/token/x"])
+      expect(isTokenEndpoint(spotify, "accounts.spotify.com", path), path).toBe(false);
+    expect(isTokenEndpoint(spotify, "api.spotify.com", "/api/token")).toBe(false);
   });
 
   it("declares path rewrites on the provider that renamed the path (Spotify's playlist /tracks)", () => {

@@ -1,5 +1,6 @@
 // The registry of providers with built-in connect (DECISIONS.md "Product"): the list, one by id,
 // one by API host, and the public recipe of a host. One file per provider beside this one.
+import { normalisePathForMatch } from "@latch/shared/requests/path";
 import { github } from "./github.ts";
 import { google } from "./google.ts";
 import type { Provider, ProviderId, Recipe } from "./provider.ts";
@@ -61,10 +62,17 @@ export function recipeFields(host: string | undefined): { recipe?: Recipe } {
 /**
  * Whether a path (with or without its query) needs a user token at this provider (DECISIONS.md
  * "Providers": with only the app credential stored it answers `user_connect_required`).
- * `/user` covers `/user`, `/user/repos` and `/user?x=1`, not `/users/octocat`.
+ * `/user` covers `/user`, `/user/repos` and `/user?x=1`, not `/users/octocat`. The path is read as
+ * the provider reads it (`normalisePathForMatch`): `/%75ser` and `/user//repos` are `/user` and `/user/repos` there, so
+ * they are here, or they would go with the app credential alone.
  */
 export function isUserOnlyPath(provider: Provider, path: string): boolean {
-  return provider.userOnlyPathPrefixes.some(
-    (prefix) => path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}?`),
-  );
+  const read = normalisePathForMatch(path);
+  return provider.userOnlyPathPrefixes.some((prefix) => read === prefix || read.startsWith(`${prefix}/`));
+}
+
+/** Whether `path` (with or without its query) at `host` is the provider's token URL, as the provider reads it. */
+export function isTokenEndpoint(provider: Provider, host: string, path: string): boolean {
+  const token = tokenEndpointOf(provider);
+  return host === token.host && normalisePathForMatch(path) === token.path;
 }

@@ -1,6 +1,6 @@
 // Table-driven tests of rule 1 (path tricks) and rule 2 (full-URL targets, port 443 only).
 import { describe, expect, it } from "vitest";
-import { MAX_PATH_LENGTH, parseRequestTarget, validateRequestPath } from "./path.ts";
+import { MAX_PATH_LENGTH, normalisePathForMatch, parseRequestTarget, validateRequestPath } from "./path.ts";
 
 /** The accepted path, or "invalid_path". */
 function pathOutcome(raw: string): string {
@@ -397,5 +397,34 @@ describe("parseRequestTarget: host argument with a path or a URL", () => {
     const message = check.ok ? "" : check.message;
     expect(message).toContain("api.example.com");
     expect(message).toContain("evil.example");
+  });
+});
+
+describe("normalisePathForMatch: a valid path as an origin reads it, for comparisons only", () => {
+  const rows: [string, string][] = [
+    ["/v1/items", "/v1/items"],
+    ["/v1/items?limit=10", "/v1/items"],
+    ["/v1/items/", "/v1/items/"],
+    ["/", "/"],
+    ["/v1/%6De", "/v1/me"],
+    ["/v1/%6de", "/v1/me"],
+    ["/%75ser", "/user"],
+    ["/api/%74oken", "/api/token"],
+    ["/v1//me", "/v1/me"],
+    ["/a///b//", "/a/b/"],
+    ["/%41%7a%30%2D%5F%7E", "/Az0-_~"],
+    ["/Mixed/CASE", "/Mixed/CASE"],
+    ["/v1/a%20b", "/v1/a%20b"],
+    ["/v1/a%2fb", "/v1/a%2Fb"],
+    ["/v1/%e2%82%ac", "/v1/%E2%82%AC"],
+    ["/v1/a%40b", "/v1/a%40b"],
+    ["/x?q=%6D//", "/x"],
+  ];
+  it.each(rows)("%j -> %j", (raw, expected) => {
+    expect(normalisePathForMatch(raw)).toBe(expected);
+  });
+
+  it("leaves what is approved and sent alone: the validated path comes back as given", () => {
+    expect(validateRequestPath("/v1//%6De")).toEqual({ ok: true, path: "/v1//%6De" });
   });
 });

@@ -1,9 +1,10 @@
 // Request path and target checks for http_request (spec 4.2 `path`, rules 1 and 2).
 //
 // Rule 1: the path is validated once, and that exact string is what the operator approves and what
-// the proxy sends. So nothing here normalises: a path that a server, a reverse proxy or a URL parser
-// could read differently from how it reads to a human is refused, never "fixed". Messages never echo
-// the query string (it may carry a token the agent holds); they name the offending piece instead.
+// the proxy sends. So nothing here rewrites a path: a path that a server, a reverse proxy or a URL
+// parser could read differently from how it reads to a human is refused, never "fixed". Messages
+// never echo the query string (it may carry a token the agent holds); they name the offending piece
+// instead. `normalisePathForMatch` reads a valid path as an origin does, for comparisons only.
 import { checkHostname } from "./host.ts";
 import { quoteUntrusted } from "./quote.ts";
 
@@ -155,6 +156,34 @@ export function parseRequestTarget(input: { path: string; host?: string }): Targ
     return pathOnly.startsWith("/") ? checkedPath : { ...checkedPath, hint: PATH_HINT };
   }
   return { ok: true, host: urlHost ?? hostArg, path: checkedPath.path };
+}
+
+/** RFC 3986 section 2.3 unreserved characters: their escapes mean the same as the character. */
+const UNRESERVED_CHAR = /^[A-Za-z0-9\-._~]$/;
+/** One percent escape, any case of hex ("%6d" and "%6D"). */
+const PERCENT_ESCAPE = /%([0-9A-Fa-f]{2})/g;
+
+/**
+ * The path part (before "?") of a path `validateRequestPath` accepted, as an origin reads it, for
+ * comparing with a known path such as a provider's user-only prefix or token URL: escapes of
+ * unreserved characters decoded (RFC 3986 section 6.2.2.2: "/v1/%6De" is "/v1/me"), other escapes
+ * with uppercase hex (section 6.2.2.1), and runs of "/" collapsed to one ("/v1//me" is "/v1/me";
+ * common servers and routers do). Case is kept: paths are case-sensitive. Never what is approved or
+ * sent (rule 1): those are the validated path unchanged. A prefix check on the raw text would let a
+ * different spelling of the same path past it.
+ *
+ * @example normalisePathForMatch("/%75ser//repos?per_page=5") // "/user/repos"
+ * @example normalisePathForMatch("/api/%74oken") // "/api/token"
+ */
+export function normalisePathForMatch(path: string): string {
+  const queryAt = path.indexOf("?");
+  const pathPart = queryAt === -1 ? path : path.slice(0, queryAt);
+  return pathPart
+    .replace(PERCENT_ESCAPE, (_escape, hex: string) => {
+      const char = String.fromCharCode(Number.parseInt(hex, 16));
+      return UNRESERVED_CHAR.test(char) ? char : `%${hex.toUpperCase()}`;
+    })
+    .replace(/\/{2,}/g, "/");
 }
 
 type TargetFailure = Extract<TargetCheck, { ok: false }>;
