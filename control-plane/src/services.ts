@@ -377,6 +377,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
               actor,
               at,
             ),
+          recordEvent: tx.audit.insertAuditEvent,
         }),
       ),
     recordEvent: audit.insertAuditEvent,

@@ -117,6 +117,31 @@ function afterRetirement(
 }
 
 /**
+ * The published key whose signature `line` carries, or why it has none: its key is not published,
+ * or its signature does not verify with it (one sentence). Whether a retired key still vouches for
+ * it is the caller's question.
+ */
+export function checkpointSigner(
+  line: LedgerCheckpoint,
+  keys: ReadonlyMap<string, VerifyingKey>,
+): VerifyingKey | string {
+  const seq = Number(line.seq);
+  const key = keys.get(line.key_id);
+  if (!key) {
+    return `the checkpoint of seq ${seq} is signed by key ${String(line.key_id)}, which is not published`;
+  }
+  let isValid = false;
+  try {
+    isValid = verify(null, checkpointSigningInput(line), key.key, Buffer.from(line.signature, "base64url"));
+  } catch {
+    isValid = false;
+  }
+  return isValid
+    ? key
+    : `the checkpoint of seq ${seq} has a signature that does not verify with key ${line.key_id}`;
+}
+
+/**
  * A verifier fed the export's lines in order. Without `keys` checkpoints are checked for their
  * place and hash only (their signatures are not: the caller says so). With `from` the lines start
  * after that row (a checkpoint already trusted): the first must follow it.
@@ -209,32 +234,12 @@ export function createLedgerVerifier(
       return;
     }
     if (options.keys) {
-      const key = options.keys.get(line.key_id);
-      if (!key) {
-        fail(
-          seq,
-          `the checkpoint of seq ${seq} is signed by key ${String(line.key_id)}, which is not published`,
-        );
+      const signer = checkpointSigner(line, options.keys);
+      if (typeof signer === "string") {
+        fail(seq, signer);
         return;
       }
-      let isValid = false;
-      try {
-        isValid = verify(
-          null,
-          checkpointSigningInput(line),
-          key.key,
-          Buffer.from(line.signature, "base64url"),
-        );
-      } catch {
-        isValid = false;
-      }
-      if (!isValid) {
-        fail(
-          seq,
-          `the checkpoint of seq ${seq} has a signature that does not verify with key ${line.key_id}`,
-        );
-        return;
-      }
+      const key = signer;
       const late =
         key.retiredAt === undefined
           ? undefined

@@ -250,6 +250,141 @@ describe("the audit ledger", () => {
     expect((await ledger.verify(kept)).ok).toBe(true);
   });
 
+  it("never lets a deleted organisation's id be used again: its ledger cannot be deleted and made anew", async () => {
+    // The review's laundering, as the app's role: delete the organisation (its ledger goes with it),
+    // insert it again and append its rows from seq 1 less the one to hide, re-hashed.
+    const org = await newTestOrganisation(database);
+    for (const action of ["one", "EMBARRASSING", "three"])
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action });
+    await ledger.checkpointAll();
+    const kept = rowsOf(await exported(org)).filter((row) => row.action !== "EMBARRASSING");
+    const error = await database.db
+      .transaction()
+      .execute(async (trx) => {
+        const copy = await trx
+          .selectFrom("organisations")
+          .selectAll()
+          .where("id", "=", org)
+          .executeTakeFirstOrThrow();
+        await sql`select set_config('latch.delete_organisation', ${org}, true)`.execute(trx);
+        await trx.deleteFrom("organisations").where("id", "=", org).execute();
+        await trx.insertInto("organisations").values(copy).execute();
+        let prevHash = ZERO_HASH;
+        for (const [i, row] of kept.entries()) {
+          const { hash: _hash, ...unhashed } = { ...row, seq: i + 1, prev_hash: prevHash };
+          const hash = recomputed({ ...unhashed, hash: "" } as LedgerRow);
+          if (i === 0) {
+            await trx
+              .insertInto("audit_heads")
+              .values({ organisation_id: org, seq: 1, prev_hash: ZERO_HASH, hash, at: new Date(row.at) })
+              .execute();
+          } else {
+            await sql`update audit_heads set seq = seq + 1, prev_hash = hash, hash = ${hash}
+              where organisation_id = ${org}`.execute(trx);
+          }
+          await trx
+            .insertInto("audit_events")
+            .values({
+              organisation_id: org,
+              seq: i + 1,
+              prev_hash: prevHash,
+              hash,
+              at: new Date(row.at),
+              actor: row.actor,
+              action: row.action,
+              detail: JSON.stringify(row.detail),
+            })
+            .execute();
+          prevHash = hash;
+        }
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(error).toMatchObject({ code: "42501", statement: "insert organisations" });
+    // Refused at the re-insert, so the whole transaction is undone: the ledger is as it was.
+    expect(rowsOf(await exported(org)).map((row) => row.action)).toEqual(["one", "EMBARRASSING", "three"]);
+    expect(await ledger.verify(org)).toMatchObject({ ok: true, rows: 3, last_checkpoint: { seq: 3 } });
+
+    // Deleted for real, the organisation goes with its rows and its id stays used.
+    const { createOrgsRepo } = await import("../orgs/orgs.repo.ts");
+    await createOrgsRepo(database.db).deleteOrganisation(org);
+    expect(
+      await database.db.selectFrom("audit_events").select("seq").where("organisation_id", "=", org).execute(),
+    ).toEqual([]);
+    const refused = async (statement: Promise<unknown>) => {
+      const failure = await statement.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(failure).toMatchObject({ code: "42501" });
+    };
+    await refused(database.db.insertInto("organisations").values({ id: org, name: "Again" }).execute());
+    // Nor renamed into it, nor freed by editing the list of deleted ids.
+    const other = await newTestOrganisation(database);
+    await refused(
+      database.db.updateTable("organisations").set({ id: org }).where("id", "=", other).execute(),
+    );
+    await refused(database.db.deleteFrom("deleted_organisations").where("id", "=", org).execute());
+    await refused(
+      database.db
+        .updateTable("deleted_organisations")
+        .set({ id: "org_freed" })
+        .where("id", "=", org)
+        .execute(),
+    );
+    await refused(sql`truncate deleted_organisations`.execute(database.db));
+    expect(
+      await database.db.selectFrom("deleted_organisations").select("id").where("id", "=", org).execute(),
+    ).toEqual([{ id: org }]);
+  });
+
+  it("trusts no checkpoint a published key did not sign as the start of the growth check", async () => {
+    const org = await newTestOrganisation(database);
+    for (let i = 1; i <= 3; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    await exported(org); // a genuine checkpoint at seq 3
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "e4" });
+    // Row 4 rewritten behind the trigger's back, and a checkpoint of it inserted (an insert is all
+    // the app's role needs) so that the check would start after it.
+    await behindTheTrigger((trx) =>
+      trx
+        .updateTable("audit_events")
+        .set({ action: "rewritten" })
+        .where("organisation_id", "=", org)
+        .where("seq", "=", 4)
+        .execute(),
+    );
+    const head = await createLedgerRepo(database.db).findHead(org);
+    const genuine = (await createLedgerRepo(database.db).findLastCheckpoint(org))!;
+    await database.db
+      .insertInto("audit_checkpoints")
+      .values({
+        organisation_id: org,
+        seq: 4,
+        hash: head!.hash,
+        at: new Date(),
+        key_id: genuine.key_id,
+        signature: sign(null, Buffer.from("forged"), generateKeyPairSync("ed25519").privateKey).toString(
+          "base64url",
+        ),
+      })
+      .execute();
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "e5" });
+
+    const round = await ledger.checkpointAll();
+    expect(round.refused).toBeGreaterThanOrEqual(1);
+    await expect(
+      ledger.signCheckpoint(org, (await createLedgerRepo(database.db).findHead(org))!),
+    ).rejects.toMatchObject({
+      code: "ledger_broken",
+      message: expect.stringContaining("does not verify with key"),
+    });
+    expect((await createLedgerRepo(database.db).findLastCheckpoint(org))?.seq).toBe(4);
+    expect(await ledger.verify(org)).toMatchObject({ ok: false, first_bad_seq: 4 });
+  });
+
   it("finds a row changed, removed or re-hashed behind the trigger's back at its seq", async () => {
     const org = await newTestOrganisation(database);
     for (let i = 1; i <= 5; i++)
@@ -415,6 +550,12 @@ describe("the audit ledger", () => {
             lookups += 1;
             if (lookups === atLookup) await meanwhile(organisationId);
             return repo.findLastCheckpoint(organisationId);
+          },
+          // The signer's look for the checkpoint it grows from.
+          async findLastCheckpoints(organisationId, limit) {
+            lookups += 1;
+            if (lookups === atLookup) await meanwhile(organisationId);
+            return repo.findLastCheckpoints(organisationId, limit);
           },
         },
         signer: keys.signer,

@@ -32,6 +32,8 @@ export interface LedgerRepo {
   exportLines(organisationId: string, sinceSeq?: number): AsyncGenerator<LedgerLine>;
   findHead(organisationId: string): Promise<LedgerHead | undefined>;
   findLastCheckpoint(organisationId: string): Promise<LedgerCheckpoint | undefined>;
+  /** The organisation's last `limit` checkpoints, newest first. */
+  findLastCheckpoints(organisationId: string, limit: number): Promise<LedgerCheckpoint[]>;
   /** Stores a checkpoint; a second one for the same seq (another replica signed it) is dropped. */
   insertCheckpoint(checkpoint: LedgerCheckpoint): Promise<void>;
   /** Heads no checkpoint covers yet: what the hourly signing signs. */
@@ -309,6 +311,17 @@ export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOption
         .limit(1)
         .executeTakeFirst();
       return row ? toCheckpoint(row) : undefined;
+    },
+
+    async findLastCheckpoints(organisationId, limit) {
+      const rows = await db
+        .selectFrom("audit_checkpoints")
+        .selectAll()
+        .where("organisation_id", "=", organisationId)
+        .orderBy("seq", "desc")
+        .limit(limit)
+        .execute();
+      return rows.map(toCheckpoint);
     },
 
     async insertCheckpoint(checkpoint) {

@@ -15,8 +15,10 @@ import { AuditKeysUnreadableError, type AuditSigner } from "./audit-keys.ts";
 import type { LedgerHead, LedgerRepo } from "./ledger.repo.ts";
 import {
   type AuditKeysDocument,
+  checkpointSigner,
   createLedgerVerifier,
   type LedgerVerification,
+  type VerifyingKey,
   verifyingKeys,
 } from "./ledger-verify.ts";
 
@@ -24,6 +26,8 @@ import {
 export const CHECKPOINT_INTERVAL_MS = 60 * 60_000;
 /** The first round after start: once the process is up, not in its start-up's way. */
 export const CHECKPOINT_FIRST_AFTER_MS = 60_000;
+/** Stored checkpoints the signer looks back over for one that vouches for its rows. */
+const ANCHOR_LOOKBACK = 100;
 
 export interface LedgerServiceDeps {
   repo: LedgerRepo;
@@ -34,14 +38,45 @@ export interface LedgerServiceDeps {
 }
 
 export function createLedgerService(deps: LedgerServiceDeps) {
+  const broken = (problem: string) =>
+    new AppError(
+      "ledger_broken",
+      `the ledger does not grow from its last checkpoint, so it is not signed: ${problem}`,
+    );
+
   /**
-   * Refuses to sign a head the rows do not reach from the last checkpoint: a chain cut or rewritten
-   * behind the triggers' back must not come out signed with the real key. Reads the rows after the
-   * last checkpoint (about an hour's), recomputing each hash.
+   * The stored checkpoint the growth check starts from: the newest one that a published key signed
+   * and still vouches for. A row in audit_checkpoints is only an insert away for the database's
+   * role, so its signature is checked before it is trusted: one no published key signed refuses
+   * the signing, as a cut chain does. One a retired key signed after its retirement vouches for
+   * nothing (as `ledger-verify.ts` passes over it) and the one before it is looked at instead.
+   */
+  async function trustedAnchor(
+    organisationId: string,
+    keys: ReadonlyMap<string, VerifyingKey>,
+  ): Promise<LedgerCheckpoint | undefined> {
+    const stored = await deps.repo.findLastCheckpoints(organisationId, ANCHOR_LOOKBACK);
+    for (const checkpoint of stored) {
+      const signer = checkpointSigner(checkpoint, keys);
+      if (typeof signer === "string") throw broken(`${signer}, so it is not trusted`);
+      if (signer.retiredAt === undefined || Date.parse(checkpoint.at) <= signer.retiredAt) return checkpoint;
+    }
+    if (stored.length === ANCHOR_LOOKBACK) {
+      throw broken(`none of its last ${ANCHOR_LOOKBACK} checkpoints was signed by a key that vouches for it`);
+    }
+    return undefined;
+  }
+
+  /**
+   * Refuses to sign a head the rows do not reach from the last trusted checkpoint: a chain cut or
+   * rewritten behind the triggers' back must not come out signed with the real key. Reads the rows
+   * after that checkpoint (about an hour's), recomputing each hash and checking each checkpoint's
+   * signature.
    */
   async function checkGrowth(organisationId: string, head: LedgerHead): Promise<void> {
-    const last = await deps.repo.findLastCheckpoint(organisationId);
-    const verifier = createLedgerVerifier({ from: last && { seq: last.seq, hash: last.hash } });
+    const keys = verifyingKeys(deps.publishedKeys());
+    const last = await trustedAnchor(organisationId, keys);
+    const verifier = createLedgerVerifier({ keys, from: last && { seq: last.seq, hash: last.hash } });
     for await (const line of deps.repo.exportLines(organisationId, last?.seq ?? 0)) {
       if (line.seq > head.seq) break;
       verifier.push(line);
@@ -52,12 +87,7 @@ export function createLedgerService(deps: LedgerServiceDeps) {
       : result.last_seq !== head.seq || verifier.lastHash() !== head.hash
         ? `the rows do not reach the chain's head (seq ${head.seq})`
         : undefined;
-    if (problem) {
-      throw new AppError(
-        "ledger_broken",
-        `the ledger does not grow from its last checkpoint, so it is not signed: ${problem}`,
-      );
-    }
+    if (problem) throw broken(problem);
   }
 
   async function signCheckpoint(organisationId: string, head: LedgerHead): Promise<LedgerCheckpoint> {

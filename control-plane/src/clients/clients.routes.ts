@@ -10,6 +10,11 @@ export function registerClientsRoutes(app: FastifyInstance, deps: { clients: Cli
   const api = app.withTypeProvider<ZodTypeProvider>();
   const organisationOf = async (request: FastifyRequest) =>
     requireOrganisation(await requireOperator(request, { mfa: true }));
+  /** The organisation and who acts in it, as an audit row names the member (DECISIONS "Teams"). */
+  const actingIn = async (request: FastifyRequest) => {
+    const operator = await requireOperator(request, { mfa: true });
+    return { organisationId: requireOrganisation(operator), actor: `operator:${operator.operatorId}` };
+  };
   // Issuing, rotating and revoking clients: owners and admins (DECISIONS "Teams").
   const clientsWrite = checkedFirst(operatorOnly("clients.write"), organisationOf);
 
@@ -18,26 +23,27 @@ export function registerClientsRoutes(app: FastifyInstance, deps: { clients: Cli
       `/api/clients/${kind}`,
       { ...clientsWrite, schema: { body: clientInput, response: { 201: issuedClient } } },
       async (request, reply) => {
-        const organisationId = await organisationOf(request);
-        return reply.status(201).send(await deps.clients.issueClient(organisationId, kind, request.body));
+        const { organisationId, actor } = await actingIn(request);
+        return reply
+          .status(201)
+          .send(await deps.clients.issueClient(organisationId, kind, request.body, actor));
       },
     );
   }
   api.post(
     "/api/clients/:id/rotate",
     { ...clientsWrite, schema: { params: idParams, response: { 200: issuedClient } } },
-    async (request) => deps.clients.rotateClient(await organisationOf(request), request.params.id),
+    async (request) => {
+      const { organisationId, actor } = await actingIn(request);
+      return deps.clients.rotateClient(organisationId, request.params.id, actor);
+    },
   );
   api.post(
     "/api/clients/:id/revoke",
     { ...clientsWrite, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
-      const operator = await requireOperator(request, { mfa: true });
-      await deps.clients.revokeClient(
-        requireOrganisation(operator),
-        request.params.id,
-        `operator:${operator.operatorId}`,
-      );
+      const { organisationId, actor } = await actingIn(request);
+      await deps.clients.revokeClient(organisationId, request.params.id, actor);
       return { ok: true as const };
     },
   );

@@ -24,12 +24,21 @@ const RECALL_MS = 10 * 60_000;
 const MAX_RECALLED = 10_000;
 const BEARER_SHAPE = /^av[mt]_[A-Za-z0-9_-]{20,100}$/;
 
-/** What revoking writes in one transaction: the client and the approvals it holds. */
+/**
+ * What a change of a client writes in one transaction: the client, the approvals it holds when it
+ * is revoked, and its audit row.
+ */
 export interface ClientsTransaction {
   repo: ClientsRepo;
   grants: Pick<GrantsService, "revokeAgentGrants">;
   /** Closes the client's pending credential requests (needs.service.ts closeAgentNeeds). */
   closeAgentNeeds(organisationId: string, agentId: string, actor: string, at: Date): Promise<void>;
+  /**
+   * The audit append on this transaction (services.ts: `tx.audit.insertAuditEvent`): a client
+   * issued, rotated or revoked and its row are both written or neither is. A wiring without it has
+   * the row written after the commit.
+   */
+  recordEvent?: (event: AuditEvent) => Promise<void>;
 }
 
 export interface ClientsServiceDeps {
@@ -101,17 +110,42 @@ export function createClientsService(deps: ClientsServiceDeps) {
     await deps.repo.updateClientUsed(row.id, { lastUsedAt: now, firstUsedAt });
     return { ...row, last_used_at: now, first_used_at: firstUsedAt };
   };
-  /** A ledger entry: which token, by a hash of its hash (the jti of an OAuth token later). */
-  const ledger = (organisationId: string, action: string, clientId: string, token?: string) =>
-    deps.recordEvent?.({
-      organisationId,
-      actor: "operator",
-      action,
-      detail: {
-        client_id: clientId,
-        ...(token ? { jti_hash: sha256Hex(sha256Hex(token)).slice(0, 24) } : {}),
-      },
+  /**
+   * A ledger entry: who (`operator:<id>`, DECISIONS "Teams"), and which token by a hash of its hash
+   * (the jti of an OAuth token later).
+   */
+  const ledgerEvent = (
+    organisationId: string,
+    actor: string,
+    action: string,
+    clientId: string,
+    token?: string,
+  ): AuditEvent => ({
+    organisationId,
+    actor,
+    action,
+    detail: {
+      client_id: clientId,
+      ...(token ? { jti_hash: sha256Hex(sha256Hex(token)).slice(0, 24) } : {}),
+    },
+  });
+  /**
+   * Runs a change of a client in one transaction with its audit row (`event`, none when the change
+   * made nothing new): both are written or neither is.
+   */
+  async function recorded<T>(
+    change: (tx: ClientsTransaction) => Promise<{ result: T; event?: AuditEvent | undefined }>,
+  ): Promise<T> {
+    let unrecorded: AuditEvent | undefined;
+    const result = await deps.inTransaction(async (tx) => {
+      const { result, event } = await change(tx);
+      if (event && tx.recordEvent) await tx.recordEvent(event);
+      else unrecorded = event;
+      return result;
     });
+    if (unrecorded) await deps.recordEvent?.(unrecorded);
+    return result;
+  }
 
   async function loadClient(organisationId: string, id: string): Promise<ClientRow> {
     const row = await deps.repo.findClientById(organisationId, id);
@@ -120,10 +154,12 @@ export function createClientsService(deps: ClientsServiceDeps) {
   }
 
   return {
+    /** Issues a client; `actor` (`operator:<id>`) is who, on its audit row. */
     async issueClient(
       organisationId: string,
       kind: ClientKind,
       input: Record<string, unknown>,
+      actor = "system",
     ): Promise<IssuedClient> {
       const environment = typeof input.environment === "string" ? input.environment : deps.defaultEnvironment;
       if (!deps.environments.includes(environment))
@@ -134,22 +170,24 @@ export function createClientsService(deps: ClientsServiceDeps) {
           : `${kind} client`;
       const token = newToken(kind);
       const id = newId("cli");
-      await deps.repo.insertClient({
-        id,
-        organisation_id: organisationId,
-        kind,
-        name,
-        environment,
-        token_hash: sha256Hex(token),
-        token_last4: token.slice(-4),
-        created_at: deps.now(),
-        rotated_at: null,
-        revoked_at: null,
-        first_used_at: null,
-        last_used_at: null,
-        oauth_client_id: null,
+      await recorded(async ({ repo }) => {
+        await repo.insertClient({
+          id,
+          organisation_id: organisationId,
+          kind,
+          name,
+          environment,
+          token_hash: sha256Hex(token),
+          token_last4: token.slice(-4),
+          created_at: deps.now(),
+          rotated_at: null,
+          revoked_at: null,
+          first_used_at: null,
+          last_used_at: null,
+          oauth_client_id: null,
+        });
+        return { result: undefined, event: ledgerEvent(organisationId, actor, "client_issued", id, token) };
       });
-      await ledger(organisationId, "client_issued", id, token);
       return {
         client_id: id,
         kind,
@@ -160,7 +198,8 @@ export function createClientsService(deps: ClientsServiceDeps) {
       };
     },
 
-    async rotateClient(organisationId: string, id: string): Promise<IssuedClient> {
+    /** A new bearer for the client, the old one stopped at once; `actor` as for issueClient. */
+    async rotateClient(organisationId: string, id: string, actor = "system"): Promise<IssuedClient> {
       const row = await loadClient(organisationId, id);
       if (row.revoked_at) throw new AppError("not_found", "this client is revoked");
       if (row.oauth_client_id) {
@@ -172,12 +211,14 @@ export function createClientsService(deps: ClientsServiceDeps) {
       const kind = row.kind as ClientKind;
       const token = newToken(kind);
       forgetClient(id);
-      await deps.repo.updateClientToken(id, {
-        tokenHash: sha256Hex(token),
-        tokenLast4: token.slice(-4),
-        rotatedAt: deps.now(),
+      await recorded(async ({ repo }) => {
+        await repo.updateClientToken(id, {
+          tokenHash: sha256Hex(token),
+          tokenLast4: token.slice(-4),
+          rotatedAt: deps.now(),
+        });
+        return { result: undefined, event: ledgerEvent(organisationId, actor, "client_rotated", id, token) };
       });
-      await ledger(organisationId, "client_rotated", id, token);
       return {
         client_id: id,
         kind,
@@ -189,25 +230,28 @@ export function createClientsService(deps: ClientsServiceDeps) {
     },
 
     /**
-     * Stops the token and revokes every approval the client holds, in one transaction; `actor`,
-     * the operator who did it, is recorded on each approval as who revoked it.
+     * Stops the token and revokes every approval the client holds, with its audit row, in one
+     * transaction; `actor`, the operator who did it, is recorded on each approval as who revoked it
+     * and on the row.
      */
     async revokeClient(organisationId: string, id: string, actor?: string): Promise<void> {
       const row = await loadClient(organisationId, id);
       const now = deps.now();
       forgetClient(id);
-      const isRevokedNow = await deps.inTransaction(async ({ repo, grants, closeAgentNeeds }) => {
+      await recorded(async ({ repo, grants, closeAgentNeeds }) => {
         const isRevoked = await repo.updateClientRevoked(id, now);
         await grants.revokeAgentGrants(organisationId, id, now, actor);
         await closeAgentNeeds(organisationId, id, actor ?? "system", now);
-        return isRevoked;
+        // A repeated revoke answers the same but marks the ledger once (spec 6).
+        const event = isRevoked
+          ? ledgerEvent(organisationId, actor ?? "system", "client_revoked", id)
+          : undefined;
+        return { result: undefined, event };
       });
       forgetClient(id);
-      // A repeated revoke answers the same but marks the ledger once (spec 6).
       // An OAuth client's consents, refresh tokens and access tokens end too (spec 3.4); run even
       // on a repeated revoke, so a consent given between two revokes cannot survive.
       if (row.oauth_client_id) await deps.onOAuthClientRevoked?.(row);
-      if (isRevokedNow) await ledger(organisationId, "client_revoked", id);
     },
 
     /**
@@ -244,7 +288,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
         oauth_client_id: oauthClientId,
       };
       await deps.repo.insertClient(row);
-      await ledger(organisationId, "oauth_client_consented", row.id);
+      await deps.recordEvent?.(ledgerEvent(organisationId, "operator", "oauth_client_consented", row.id));
       return row;
     },
 

@@ -31,6 +31,7 @@ import * as ledgerGuards from "./migrations/2026-11-26T2320-ledger-guards.ts";
 import * as grantCallTicket from "./migrations/2026-11-27T0100-grant-call-ticket.ts";
 import * as pushSubscriptionsSessionless from "./migrations/2026-11-27T0900-push-subscriptions-sessionless.ts";
 import * as grantHeldUntil from "./migrations/2026-11-27T1300-grant-held-until.ts";
+import * as organisationTombstones from "./migrations/2026-11-27T1400-organisation-tombstones.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -63,6 +64,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-27T0100-grant-call-ticket": grantCallTicket,
   "2026-11-27T0900-push-subscriptions-sessionless": pushSubscriptionsSessionless,
   "2026-11-27T1300-grant-held-until": grantHeldUntil,
+  "2026-11-27T1400-organisation-tombstones": organisationTombstones,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -117,6 +117,12 @@ export interface AuditHeadsTable {
   at: Date;
 }
 
+/** Every deleted organisation's id, never used again (migration 2026-11-27T1400). Append-only. */
+export interface DeletedOrganisationsTable {
+  id: string;
+  deleted_at: ColumnType<Date, Date | undefined, never>;
+}
+
 export interface AuditCheckpointsTable {
   organisation_id: string;
   seq: ColumnType<string | number, number, never>;
@@ -449,6 +455,7 @@ export interface Database {
   audit_events: AuditEventsTable;
   audit_heads: AuditHeadsTable;
   audit_checkpoints: AuditCheckpointsTable;
+  deleted_organisations: DeletedOrganisationsTable;
   grants: GrantsTable;
   operators: OperatorsTable;
   backup_codes: BackupCodesTable;
