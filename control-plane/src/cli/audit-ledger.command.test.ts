@@ -123,6 +123,32 @@ describe("vault audit verify", () => {
     expect(printed[1]).toContain("the last covers seq 5");
   });
 
+  it("with --not-before, refuses an export cut back to an earlier checkpoint, which alone looks whole", async () => {
+    const { lines, keys } = signedExport(5, [2, 5]);
+    // Everything after the checkpoint of row 2: a chain that holds, ending in a valid checkpoint.
+    const cut = lines.slice(0, lines.findIndex((line) => line.type === "checkpoint" && line.seq === 2) + 1);
+    expect((await verifyLines(cut, keys)).code).toBe(0);
+    const dir = mkdtempSync(join(tmpdir(), "latch-audit-verify-"));
+    const file = join(dir, "export.jsonl");
+    const keysFile = join(dir, "keys.json");
+    writeFileSync(keysFile, JSON.stringify(keys));
+    const run = async (exported: LedgerLine[], notBefore: string) => {
+      writeFileSync(file, exported.map((line) => `${JSON.stringify(line)}\n`).join(""));
+      const printed: string[] = [];
+      const code = await runAuditVerify(file, keysFile, (line) => printed.push(line), {
+        notBefore: new Date(notBefore),
+      });
+      return { code, printed };
+    };
+    // The export was taken when its closing checkpoint (after row 5) was signed.
+    const refused = await run(cut, "2026-11-26T11:00:05.000Z");
+    expect(refused.code).toBe(1);
+    expect(refused.printed.join("\n")).toContain(
+      "the last checkpoint (seq 2) was signed at 2026-11-26T11:00:02.000Z",
+    );
+    expect((await run(lines, "2026-11-26T11:00:05.000Z")).code).toBe(0);
+  });
+
   it("refuses an export cut short: its last rows are covered by no checkpoint", async () => {
     const { lines, keys } = signedExport(5, [2, 5]);
     // Rows 1 to 3: the checkpoint after row 2 holds, the closing one (after row 5) is gone.

@@ -1,9 +1,11 @@
-// `vault audit verify FILE [--keys URL|FILE]` checks a ledger export offline (DECISIONS "Ledger and
+// `vault audit verify FILE [--keys URL|FILE] [--not-before TIME]` checks a ledger export offline (DECISIONS "Ledger and
 // telemetry"): every hash recomputed, the links, the seqs, with the published keys every
 // checkpoint's signature, and the checkpoint every export ends with over its last row (without it
 // the file was cut short or added to; an empty file is no ledger). A checkpoint signed by a retired
 // key after its retirement is named as ignored: it vouches for nothing, the next one covers its rows. Exit 0 when the chain holds,
-// naming its organisation; 1 printing `first bad seq N` when not.
+// naming its organisation; 1 printing `first bad seq N` when not. With --not-before (when the export
+// was taken), a file whose last checkpoint was signed before then is refused: cut back to an hourly
+// checkpoint, it would otherwise look whole.
 // Also `vault audit export` and `vault audit-rotate-keys`.
 import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -22,6 +24,11 @@ export async function runAuditVerify(
   file: string,
   keysSource: string | undefined,
   print: (line: string) => void,
+  /**
+   * `notBefore`: when the export was taken. Its closing checkpoint is signed then; a file cut back
+   * to an earlier (hourly) checkpoint ends with one signed before, which alone looks whole.
+   */
+  options: { notBefore?: Date } = {},
 ): Promise<number> {
   // Sentences quote what the file says (a seq, a key id, a time): its control characters (a
   // terminal's escapes, which could redraw the screen to read "chain holds") never reach the
@@ -57,8 +64,14 @@ export async function runAuditVerify(
     if (organisationId !== undefined) out(`the file's first line names organisation ${organisationId}`);
     return 1;
   }
-  out(`chain holds: ${result.rows} rows of organisation ${organisationId}, seq 1 to ${result.last_seq}`);
   const checkpoint = result.last_checkpoint;
+  if (options.notBefore && checkpoint && Date.parse(checkpoint.at) < options.notBefore.getTime()) {
+    out(
+      `the last checkpoint (seq ${checkpoint.seq}) was signed at ${checkpoint.at}, before --not-before ${options.notBefore.toISOString()}: the file may have been cut back to an earlier checkpoint`,
+    );
+    return 1;
+  }
+  out(`chain holds: ${result.rows} rows of organisation ${organisationId}, seq 1 to ${result.last_seq}`);
   if (!keys) {
     out(
       "checkpoint signatures were not checked (no --keys given; pass the service's /.well-known/latch-audit-keys.json URL or a copy of it)",

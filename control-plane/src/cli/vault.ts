@@ -44,10 +44,12 @@ Usage: vault <command> [options]
   audit export [--since-seq N] [--output FILE]
                                 the tamper-evident ledger as JSON Lines (every row with seq, prev_hash
                                 and hash, and signed checkpoints), for vault audit verify
-  audit verify FILE [--keys URL|FILE]
+  audit verify FILE [--keys URL|FILE] [--not-before TIME]
                                 check a ledger export offline (this vault's or a hosted service's):
                                 exit 0 when the chain holds, 1 naming the first bad seq; with --keys
-                                (the service's /.well-known/latch-audit-keys.json) checkpoints too
+                                (the service's /.well-known/latch-audit-keys.json) checkpoints too;
+                                with --not-before (when the export was taken) a file whose last
+                                checkpoint is older is refused (cut back to an earlier checkpoint)
   kek-rotate [--stage | --retire]
                                 hosted service: a new key-encryption key, every authenticator secret
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
@@ -275,12 +277,18 @@ async function main(argv: string[]): Promise<number> {
     }
     case "audit": {
       if (rest[0] === "verify") {
-        const { values, positionals } = parse({ keys: { type: "string" } });
+        const { values, positionals } = parse({ keys: { type: "string" }, "not-before": { type: "string" } });
         const file = positionals[1];
         if (!file || positionals.length > 2)
-          throw new UsageError("usage: vault audit verify FILE [--keys URL|FILE]");
-        return runAuditVerify(file, values.keys as string | undefined, (line) =>
-          process.stdout.write(`${line}\n`),
+          throw new UsageError("usage: vault audit verify FILE [--keys URL|FILE] [--not-before TIME]");
+        const notBefore = values["not-before"] as string | undefined;
+        if (notBefore !== undefined && !isRfc3339(notBefore))
+          throw new UsageError("--not-before: give a time as RFC 3339, e.g. 2026-11-27T09:00:00Z");
+        return runAuditVerify(
+          file,
+          values.keys as string | undefined,
+          (line) => process.stdout.write(`${line}\n`),
+          notBefore === undefined ? {} : { notBefore: new Date(notBefore) },
         );
       }
       if (rest[0] === "export") {
@@ -392,3 +400,11 @@ main(process.argv.slice(2)).then(
     process.exitCode = 1;
   },
 );
+
+/** An RFC 3339 date-time with its offset (Z or ±hh:mm), e.g. 2026-11-27T09:00:00Z. */
+function isRfc3339(text: string): boolean {
+  return (
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i.test(text) &&
+    !Number.isNaN(Date.parse(text))
+  );
+}
