@@ -1,5 +1,6 @@
 // Items in the database: sealed values, metadata, and the lookups the call path needs.
 import type { Kysely, Transaction } from "kysely";
+import { NO_FIRST_APPROVAL } from "../db/first-approval.ts";
 import type { Database, ItemRow, ItemUpdate, NewItem } from "../db/schema.ts";
 import { lockItemTokens } from "./item-tokens.repo.ts";
 import type { ItemView } from "./items.schemas.ts";
@@ -252,14 +253,7 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
     async updateWholeItemFirstApprovalsVoided(organisationId, itemId) {
       const result = await db
         .updateTable("grants")
-        .set({
-          first_approved_by: null,
-          first_approved_at: null,
-          first_policy: null,
-          first_scope: null,
-          // A pending grant is bound to a folder only by a first folder_standing approval.
-          folder_id: null,
-        })
+        .set(NO_FIRST_APPROVAL)
         .where("organisation_id", "=", organisationId)
         .where("item_id", "=", itemId)
         .where("status", "=", "pending")

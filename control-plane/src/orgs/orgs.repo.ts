@@ -2,6 +2,7 @@
 // lock, so two replicas cannot both pass the owned-organisations count. Changes to an
 // organisation's members run under its members lock (services.ts), with the invitations.
 import { type Kysely, sql } from "kysely";
+import { NO_FIRST_APPROVAL } from "../db/first-approval.ts";
 import type { Database } from "../db/schema.ts";
 import { inAdvisoryLock } from "../db/transaction.ts";
 
@@ -192,14 +193,7 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
       if (policies.length === 0) return 0;
       const result = await db
         .updateTable("grants")
-        .set({
-          first_approved_by: null,
-          first_approved_at: null,
-          first_policy: null,
-          first_scope: null,
-          // A pending grant is bound to a folder only by a first folder_standing approval.
-          folder_id: null,
-        })
+        .set(NO_FIRST_APPROVAL)
         .where("organisation_id", "=", organisationId)
         .where("first_approved_by", "=", operatorId)
         .where("first_policy", "in", policies)
