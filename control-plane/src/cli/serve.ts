@@ -1,11 +1,11 @@
 // `vault serve`: the local vault on 127.0.0.1:8788 until interrupted. Prints the two bearers as
-// lines of their own (DECISIONS.md), then the address.
+// lines of their own (DECISIONS.md), then the address. The operator bearer is new at each start.
 import type { Logger } from "pino";
 import { startCheckpointSchedule } from "../audit/ledger.service.ts";
 import { startAbandonedCallsSchedule } from "../calls/abandoned-calls.ts";
 import { tryLocalLock } from "../local/local-lock.ts";
 import { startLocalServer } from "../local/local-server.ts";
-import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
+import { rotateLocalOperatorToken } from "../local/local-tokens.ts";
 import { openLocalVault } from "../local/local-vault.ts";
 
 export async function runServe(dataDir: string, port: number, logger: Logger): Promise<void> {
@@ -16,7 +16,8 @@ export async function runServe(dataDir: string, port: number, logger: Logger): P
     );
   }
   process.stderr.write(`Opening the local vault in ${dataDir} ...\n`);
-  const tokens = loadOrCreateLocalTokens(dataDir);
+  // A fresh operator token each start: an earlier run's console tab or URL no longer counts.
+  const tokens = rotateLocalOperatorToken(dataDir);
   const vault = await openLocalVault({ dataDir, logger }).catch((error: unknown) => {
     lock.release();
     throw error;

@@ -74,6 +74,35 @@ describe("the local vault's lock", () => {
     expect(outcome).toEqual({ heldBy: process.ppid });
   });
 
+  it("creates the lock again when its holder released it between the create and the read: no takeover", () => {
+    writeLock(process.ppid);
+    let found = 0;
+    let stale = 0;
+    const lock = tryLocalLock(dataDir, {
+      // The live holder releases it just after this process found it there.
+      onFound: () => {
+        if (++found === 1) rmSync(lockFile());
+      },
+      onStale: () => {
+        stale++;
+      },
+    });
+    expect(stale).toBe(0);
+    expect(found).toBe(1);
+    expect(readLockHolder(dataDir)).toBe(process.pid);
+    // No takeover mark was ever made, so nothing could remove a lock another process just took.
+    expect(readdirSync(join(dataDir, "local"))).toEqual(["db.lock"]);
+    (lock as { release(): void }).release();
+  });
+
+  it("takes over a lock that is present but names no pid", () => {
+    writeFileSync(lockFile(), "not a pid\n", { mode: 0o600 });
+    const lock = tryLocalLock(dataDir);
+    expect(readLockHolder(dataDir)).toBe(process.pid);
+    expect(readdirSync(join(dataDir, "local"))).toEqual(["db.lock"]);
+    (lock as { release(): void }).release();
+  });
+
   it("clears a takeover mark left by a process killed mid-way, once it is old", () => {
     writeLock(DEAD_PID);
     const mark = `${lockFile()}.takeover-${DEAD_PID}`;

@@ -21,12 +21,24 @@ const lockPath = (dataDir: string) => join(dataDir, "local", "db.lock");
 
 /** The pid written in the lock file, whether or not that process still lives; undefined if none. */
 export function readLockHolder(dataDir: string): number | undefined {
+  const read = readLock(lockPath(dataDir));
+  return typeof read === "number" ? read : undefined;
+}
+
+/**
+ * What the lock file holds: a pid, "missing" (no file: its holder released it, so the exclusive
+ * create is tried again, never a takeover), or "unparsable" (present without a pid in it).
+ */
+function readLock(path: string): number | "missing" | "unparsable" {
+  let text: string;
   try {
-    const holder = Number.parseInt(readFileSync(lockPath(dataDir), "utf8").trim(), 10);
-    return Number.isInteger(holder) && holder > 0 ? holder : undefined;
-  } catch {
-    return undefined;
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    if ((error as { code?: string }).code === "ENOENT") return "missing";
+    return "unparsable";
   }
+  const holder = Number.parseInt(text.trim(), 10);
+  return Number.isInteger(holder) && holder > 0 ? holder : "unparsable";
 }
 
 /** A takeover mark older than this was left by a process killed while taking a lock over. */
@@ -43,8 +55,12 @@ const STALE_MARK_MS = 30_000;
  */
 export function tryLocalLock(
   dataDir: string,
-  /** Tests: runs after the stale holder is read and before the takeover, as a rival would. */
-  hooks: { onStale?: () => void } = {},
+  hooks: {
+    /** Tests: runs after the exclusive create found a lock, before it is read, as its holder would. */
+    onFound?: () => void;
+    /** Tests: runs after the stale holder is read and before the takeover, as a rival would. */
+    onStale?: () => void;
+  } = {},
 ): LocalLock | { heldBy: number } {
   const path = lockPath(dataDir);
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -59,26 +75,27 @@ export function tryLocalLock(
         },
       };
     }
-    const holder = readLockHolder(dataDir);
-    if (holder !== undefined && isAlive(holder) && holder !== process.pid) {
+    hooks.onFound?.();
+    const holder = readLock(path);
+    // Released between the create and the read: create it again now. Removing "it" could remove
+    // the lock another process has just created.
+    if (holder === "missing") continue;
+    if (typeof holder === "number" && isAlive(holder) && holder !== process.pid) {
       return { heldBy: holder };
     }
     hooks.onStale?.();
-    if (!takeOverStale(path, holder, () => readLockHolder(dataDir))) pause(20);
+    if (!takeOverStale(path, holder)) pause(20);
   }
   throw new Error(`could not take the lock ${path}`);
 }
 
 /**
- * Removes the lock at `path` if it still names `stale`, under that pid's takeover mark. False when
- * another process holds the mark: it is taking the lock over now.
+ * Removes the lock at `path` if it still names `stale` (or is still present and unparsable), under
+ * that pid's takeover mark. A lock gone meanwhile is left alone. False when another process holds
+ * the mark: it is taking the lock over now.
  */
-function takeOverStale(
-  path: string,
-  stale: number | undefined,
-  readHolder: () => number | undefined,
-): boolean {
-  const mark = `${path}.takeover-${stale ?? "unreadable"}`;
+function takeOverStale(path: string, stale: number | "unparsable"): boolean {
+  const mark = `${path}.takeover-${stale === "unparsable" ? "unreadable" : stale}`;
   if (!createPrivateFileExclusive(mark, `${process.pid}\n`)) {
     // Another process is taking it over now; a mark its maker left behind is cleared once old.
     try {
@@ -89,7 +106,7 @@ function takeOverStale(
     return false;
   }
   try {
-    if (readHolder() === stale) unlinkSync(path);
+    if (readLock(path) === stale) unlinkSync(path);
   } catch {
     // Removed by its holder meanwhile: the next attempt creates it.
   } finally {

@@ -3,6 +3,7 @@
 import type { CallsService } from "../calls/calls.service.ts";
 import type { RequestedCall } from "../grants/grants.repo.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
+import { ITEM_NAME } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import type { NeedsService } from "../needs/needs.service.ts";
 import type { PoliciesService } from "../policies/policies.service.ts";
@@ -85,13 +86,25 @@ export function suggestItemName(host: string): string {
   return candidate.slice(0, 128);
 }
 
+/**
+ * The name a shell command or a hint may carry: the agent's own only when it is a credential name
+ * (spec 2.1), else the one suggested for the host. An agent's text never reaches a command the
+ * user is told to run (`X $(curl ...|sh)` would run).
+ */
+export function commandItemName(name: string, host: string | undefined): string {
+  if (ITEM_NAME.test(name)) return name;
+  return host ? suggestItemName(host) : "API_TOKEN";
+}
+
 /** The local variant: everything happens through the `vault` CLI or the loopback console. */
 export const LOCAL_SURFACE: OperatorSurface = {
   async needItem(_scope, suggestedName, host) {
-    const command = `vault set ${suggestedName} --host ${host ?? "API_HOST"}`;
+    const name = commandItemName(suggestedName, host);
+    const command = `vault set ${name} --host ${host ?? "API_HOST"}`;
     return {
-      message: `Nothing is stored${host ? ` for ${host}` : ` as ${suggestedName}`}. Ask the user to run \`${command}\` (the value is typed at the prompt, never given to you), then retry.`,
-      fields: { command },
+      message: `Nothing is stored${host ? ` for ${host}` : ` as ${name}`}. Ask the user to run \`${command}\` (the value is typed at the prompt, never given to you), then retry.`,
+      // The name the command stores, in place of the agent's (needItemAnswer spreads fields last).
+      fields: { command, suggested_name: name },
     };
   },
   isNotifying: false,

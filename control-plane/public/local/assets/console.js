@@ -1,6 +1,8 @@
 // The console of `vault serve`: credentials without values, approvals with approve, deny and revoke
 // buttons, recent activity. The operator token arrives in the URL fragment (never sent to a server
-// or a log) and is kept in sessionStorage for this tab only. Values reach the page as text only.
+// or a log) and is kept in sessionStorage for this tab only, until the vault stops answering: a
+// network error or a 401 drops it and stops the refresh, since whatever takes the freed port next
+// must not receive it. Values reach the page as text only.
 "use strict";
 (() => {
   var match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
@@ -15,7 +17,18 @@
     status.textContent = text;
     status.classList.toggle("error", Boolean(isError));
   }
+  var STOPPED =
+    "The vault stopped or no longer accepts this page's token. Open the address vault serve printed.";
+  var refresh;
+  /** Forgets the operator token and stops the refresh: nothing more goes to this address. */
+  function forgetToken() {
+    token = null;
+    sessionStorage.removeItem("latch-operator-token");
+    clearInterval(refresh);
+    return new Error(STOPPED);
+  }
   function api(method, path, body) {
+    if (!token) return Promise.reject(new Error(STOPPED));
     return fetch(path, {
       method: method,
       headers: Object.assign(
@@ -24,14 +37,20 @@
       ),
       body: body ? JSON.stringify(body) : undefined,
       cache: "no-store",
-    }).then((r) =>
-      r
-        .json()
-        .catch(() => ({}))
-        .then((j) => {
-          if (!r.ok) throw new Error(j.error?.message || `The vault answered HTTP ${r.status}.`);
-          return j;
-        }),
+    }).then(
+      (r) => {
+        if (r.status === 401) throw forgetToken();
+        return r
+          .json()
+          .catch(() => ({}))
+          .then((j) => {
+            if (!r.ok) throw new Error(j.error?.message || `The vault answered HTTP ${r.status}.`);
+            return j;
+          });
+      },
+      () => {
+        throw forgetToken();
+      },
     );
   }
   function el(tag, text, className) {
@@ -239,7 +258,7 @@
     );
   }
   load(true);
-  setInterval(() => {
+  refresh = setInterval(() => {
     if (!document.hidden) load(false);
   }, 5000);
 })();
