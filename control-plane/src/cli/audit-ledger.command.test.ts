@@ -140,8 +140,9 @@ describe("vault audit verify", () => {
       });
       return { code, printed };
     };
-    // The export was taken when its closing checkpoint (after row 5) was signed.
-    const refused = await run(cut, "2026-11-26T11:00:05.000Z");
+    // The reader knows the ledger holds a row written at 11:00:03, after the checkpoint of row 2 was
+    // signed: any checkpoint covering that row was signed later, so the cut file is refused.
+    const refused = await run(cut, "2026-11-26T11:00:03.000Z");
     expect(refused.code).toBe(1);
     expect(refused.printed.join("\n")).toContain(
       "the last checkpoint (seq 2) was signed at 2026-11-26T11:00:02.000Z",

@@ -3,9 +3,11 @@
 // checkpoint's signature, and the checkpoint every export ends with over its last row (without it
 // the file was cut short or added to; an empty file is no ledger). A checkpoint signed by a retired
 // key after its retirement is named as ignored: it vouches for nothing, the next one covers its rows. Exit 0 when the chain holds,
-// naming its organisation; 1 printing `first bad seq N` when not. With --not-before (when the export
-// was taken), a file whose last checkpoint was signed before then is refused: cut back to an hourly
-// checkpoint, it would otherwise look whole.
+// naming its organisation; 1 printing `first bad seq N` when not. With --not-before (the `at` of the
+// newest row the reader knows the ledger holds: every checkpoint covering that row was signed after
+// it), a file whose last checkpoint was signed before then is refused: cut back to an hourly
+// checkpoint, it would otherwise look whole. Not the export's own time: an export of a ledger with
+// no row since its last hourly checkpoint ends with that stored checkpoint.
 // Also `vault audit export` and `vault audit-rotate-keys`.
 import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -25,8 +27,9 @@ export async function runAuditVerify(
   keysSource: string | undefined,
   print: (line: string) => void,
   /**
-   * `notBefore`: when the export was taken. Its closing checkpoint is signed then; a file cut back
-   * to an earlier (hourly) checkpoint ends with one signed before, which alone looks whole.
+   * `notBefore`: the time of the newest row the reader knows the ledger holds. A checkpoint covering
+   * it was signed after it; a file cut back to an earlier (hourly) checkpoint ends with one signed
+   * before, which alone looks whole.
    */
   options: { notBefore?: Date } = {},
 ): Promise<number> {

@@ -48,8 +48,9 @@ Usage: vault <command> [options]
                                 check a ledger export offline (this vault's or a hosted service's):
                                 exit 0 when the chain holds, 1 naming the first bad seq; with --keys
                                 (the service's /.well-known/latch-audit-keys.json) checkpoints too;
-                                with --not-before (when the export was taken) a file whose last
-                                checkpoint is older is refused (cut back to an earlier checkpoint)
+                                with --not-before (the time of the newest row you know it holds) a
+                                file whose last checkpoint is older is refused (cut back to an
+                                earlier checkpoint)
   kek-rotate [--stage | --retire]
                                 hosted service: a new key-encryption key, every authenticator secret
                                 re-wrapped (reads the same DATA_DIR / DATABASE_URL as npm start;
