@@ -7,6 +7,7 @@
 // would: its whole-credential standing approvals end, audited.
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGrantsRepo } from "../src/grants/grants.repo.ts";
 import { FAKE_PROVIDER_HOSTS, FakeProviders } from "./fake-providers.ts";
 import {
   type Browser,
@@ -178,6 +179,33 @@ describe("an approval of the app credential does not cover a user account connec
       policy: { rule_id: "user-ok" },
     });
     expect(kindOf(allowed)).toBe("user");
+    await agentA.close();
+    await agentB.close();
+  });
+
+  it("a retry naming SPOTIFY of a call whose one-call approval on SPOTIFY_REFRESH is held is answered held, not sent with the app token", async () => {
+    const { op, agentAId, agentA, agentB } = await setUp();
+    const asked = await call(agentB, ALBUM);
+    await approve(op, asked.grant_id);
+    await connectSpotify(op, agentAId);
+    // B asks for this one call with the user's account, and the operator approves it once.
+    const onAccount = await call(agentB, { ...ALBUM, item_name: "SPOTIFY_REFRESH" });
+    expect(onAccount.status, JSON.stringify(onAccount)).toBe("pending");
+    const grantId = onAccount.grant_id as string;
+    await approve(op, grantId, "prompt");
+    // Its first try as calls.service.ts leaves a held one: spent, its ticket named, marked held.
+    const repo = createGrantsRepo(h.plane.database.db);
+    expect(await repo.updateGrantConsumed(grantId, new Date())).toBe(true);
+    await repo.updateGrantCallTicket(grantId, "tkt_held_account_try", new Date(Date.now() + 11_500), true);
+    await repo.updateGrantHeld(grantId, "tkt_held_account_try", new Date(Date.now() + 90_000));
+    const before = apiCalls();
+
+    // The retry names the app credential, which B may use for the catalogue: still held.
+    const retried = await call(agentB, ALBUM);
+    expect(retried, JSON.stringify(retried)).toMatchObject({ grant_id: grantId, approval: "held" });
+    expect(apiCalls()).toBe(before);
+    await repo.updateGrantCallSettled(grantId, "tkt_held_account_try");
+    await repo.updateGrantHoldEnded(grantId);
     await agentA.close();
     await agentB.close();
   });

@@ -208,7 +208,18 @@ async function decideAccountUse(
         httpRequestGrantScope(scope, account),
         requestedCallOf(host, path, args),
       )) !== undefined;
-    if (!isAllowed) return { ...named, isAppOnly: true };
+    if (!isAllowed) {
+      // An earlier try of this call made with the account may hold its one-call approval there
+      // while its fence waits: the retry is answered as that try was, never sent again with the
+      // app token nor asked anew (calls.service.ts findHeldCall; the scope is the account's).
+      const heldGrantId = await deps.calls.findHeldCall(
+        httpRequestGrantScope(scope, account),
+        scope.environment,
+        requestedCallOf(host, path, args),
+      );
+      if (heldGrantId !== undefined) return heldCallAnswer(args, heldGrantId);
+      return { ...named, isAppOnly: true };
+    }
   }
   // As locateCredential refuses a call naming the account for a host it does not allow.
   if (!account.allowedHosts.includes(host)) {
