@@ -11,7 +11,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readLockHolder, tryLocalLock } from "./local-lock.ts";
+import { processStart, readLockHolder, tryLocalLock } from "./local-lock.ts";
 
 /** A pid no process has: above Linux's pid_max (4 194 304). */
 const DEAD_PID = 2 ** 22 + 17;
@@ -31,6 +31,35 @@ describe("the local vault's lock", () => {
     writeLock(process.ppid);
     expect(tryLocalLock(dataDir)).toEqual({ heldBy: process.ppid });
     expect(readLockHolder(dataDir)).toBe(process.ppid);
+  });
+
+  it("writes when its holder started, and names a live holder that started then", () => {
+    const lock = tryLocalLock(dataDir) as { release(): void };
+    const started = processStart(process.pid);
+    expect(started).toMatch(/^[0-9a-f-]{36}:\d+$/);
+    expect(readFileSync(lockFile(), "utf8")).toBe(`${process.pid} ${started}\n`);
+    lock.release();
+    writeFileSync(lockFile(), `${process.ppid} ${processStart(process.ppid)}\n`, { mode: 0o600 });
+    expect(tryLocalLock(dataDir)).toEqual({ heldBy: process.ppid });
+  });
+
+  it("takes over a lock whose pid now names a process started another time (a reused pid)", () => {
+    // The parent lives, but did not write this lock: the process that did started at tick 1.
+    const [boot] = (processStart(process.ppid) ?? "").split(":");
+    writeFileSync(lockFile(), `${process.ppid} ${boot}:1\n`, { mode: 0o600 });
+    const lock = tryLocalLock(dataDir);
+    expect(readLockHolder(dataDir)).toBe(process.pid);
+    expect(readdirSync(join(dataDir, "local"))).toEqual(["db.lock"]);
+    (lock as { release(): void }).release();
+    // And one written before a reboot (another boot id).
+    writeFileSync(
+      lockFile(),
+      `${process.ppid} 00000000-0000-0000-0000-000000000000:${(processStart(process.ppid) ?? "").split(":")[1]}\n`,
+      { mode: 0o600 },
+    );
+    const again = tryLocalLock(dataDir);
+    expect(readLockHolder(dataDir)).toBe(process.pid);
+    (again as { release(): void }).release();
   });
 
   it("takes over a lock whose process is gone, and leaves no takeover mark", () => {
