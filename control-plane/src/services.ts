@@ -282,7 +282,27 @@ function createHostedGrants(
         (member) => isRole(member.role) && mayPerform(member.role, "approvals.decide"),
       );
       const mail = approvalMail(grant, body, approvalCode, `${variant.baseUrl}/approve?token=${linkToken}`);
-      for (const member of members) await variant.mailer.send({ to: member.email, ...mail });
+      // Each member on their own: one mailbox refusing (full, closed: nodemailer throws) must not
+      // keep the others from hearing. Spec 6's notify_failed only when nobody was mailed.
+      let mailed = 0;
+      for (const member of members) {
+        try {
+          await variant.mailer.send({ to: member.email, ...mail });
+          mailed++;
+        } catch (error) {
+          // The member's id and the SMTP codes, never the mail: it carries the code and the link.
+          const { code, responseCode } = (error ?? {}) as { code?: unknown; responseCode?: unknown };
+          variant.logger.warn(
+            {
+              operator_id: member.operator_id,
+              code: typeof code === "string" ? code : undefined,
+              response_code: typeof responseCode === "number" ? responseCode : undefined,
+            },
+            "approval mail not sent to a member",
+          );
+        }
+      }
+      if (mailed === 0) throw new Error("the approval mail reached no member");
     },
   });
 }

@@ -28,6 +28,28 @@ export function approvalCodeFor(
 }
 
 /**
+ * Until when `row`'s approval link approves: the hour of the code it was mailed beside, counted
+ * from its mail, which goes out once, with the request (the row's `created_at`). A repeat of the
+ * request renews the code but mails nothing, so it never moves this: a link read after its hour,
+ * or forwarded, approves nothing however often the agent asks again.
+ */
+export function approvalLinkExpiresAt(row: Pick<GrantWithItem, "created_at">): Date {
+  return new Date(row.created_at.getTime() + APPROVAL_CODE_TTL_MS);
+}
+
+/**
+ * Whether `row`'s approval link still approves at `at`: within its own hour, and not voided with
+ * the code by five wrong codes (spec 8: counted per approval request and kept when the code
+ * changes, so a repeat's new code leaves the link void as well).
+ */
+export function isApprovalLinkLive(
+  row: Pick<GrantWithItem, "created_at" | "approval_code_wrong">,
+  at: Date,
+): boolean {
+  return approvalLinkExpiresAt(row) > at && row.approval_code_wrong < MAX_WRONG_CODES_PER_APPROVAL;
+}
+
+/**
  * The pending grant `rawCode` approves, or the refusal: a code matching nothing (or not the grant
  * named by `grantId`) counts as wrong before anything else is said.
  */

@@ -10,7 +10,12 @@ import type { AuditEvent } from "../audit/audit.repo.ts";
 import { isRole, mayPerform } from "../auth/permissions.ts";
 import type { NewGrant } from "../db/schema.ts";
 import { checkRequestLimit } from "../limits/request-limit.ts";
-import { APPROVAL_CODE_TTL_MS, approvalCodeFor, findPendingByCode } from "./approval-codes.ts";
+import {
+  APPROVAL_CODE_TTL_MS,
+  approvalCodeFor,
+  findPendingByCode,
+  isApprovalLinkLive,
+} from "./approval-codes.ts";
 import { createCallAuthorisation } from "./call-authorisation.ts";
 import { isStandingPolicy } from "./grant-coverage.ts";
 import { createGrantListings, findGrantOrFail } from "./grant-listings.ts";
@@ -250,7 +255,8 @@ export function createGrantsService(deps: GrantsServiceDeps) {
   /**
    * Hosted requests: the hourly limit counted under the organisation lock. A repeat of a request
    * still waiting answers the code it was first given (and mailed) while that code lives; once it
-   * has expired or was voided, a new one (spec 8: its wrong-attempt count is kept).
+   * has expired or was voided, a new one (spec 8: its wrong-attempt count is kept). The new code is
+   * not mailed, and the link mailed with the request keeps its own hour (isApprovalLinkLive).
    */
   async function requestCodedGrant(
     request: GrantRequest,
@@ -334,9 +340,10 @@ export function createGrantsService(deps: GrantsServiceDeps) {
         );
       if (row.status !== "pending")
         throw new AppError("approval_code_used", "this approval link was already used");
-      // The link lives as long as the code mailed beside it (spec 8: an hour; voided with the code
-      // after five wrong tries): a mail read days later, or forwarded, approves nothing.
-      if (!row.approval_code_expires_at || row.approval_code_expires_at <= now()) {
+      // The link lives its own hour from its mail, which a repeat of the request never moves, and
+      // is voided with the code after five wrong tries (approval-codes.ts): a mail read days
+      // later, or forwarded, approves nothing. Voided answers as expired: ask again.
+      if (!isApprovalLinkLive(row, now())) {
         throw new AppError(
           "approval_code_expired",
           "this approval link has expired; ask the agent to request again",
