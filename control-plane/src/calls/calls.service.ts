@@ -697,7 +697,15 @@ export function createCallsService(deps: CallsDeps) {
     return { response: await execute(mint({ ...spec, credential, inject: "bearer" })) };
   }
 
-  /** Stores what the proxy minted and rotated; true when a rotated refresh token replaced the stored one. */
+  /**
+   * Stores what the proxy minted and rotated; true when a rotated refresh token replaced the stored
+   * one. A replace by name takes no token lock, so the refresh token or client secret the exchange
+   * spent may have been replaced while it ran (a reconnect as another account): the access token
+   * minted from it is then not kept (the answer still goes back), and each value spent is held
+   * unchanged until this transaction ends, so a replace arriving now drops what is stored here.
+   * A rotated refresh token is still stored while the spent one is (its own conditional UPDATE):
+   * the provider retired the spent one, and the rotation is the same account's.
+   */
   async function storeRotated(
     locked: ItemTokensRepo,
     plan: Extract<TokenPlan, { kind: "exchange" }>,
@@ -705,13 +713,23 @@ export function createCallsService(deps: CallsDeps) {
     spentRefresh: SealedToken | undefined,
     response: ExecuteResponse,
   ): Promise<boolean> {
+    if (!response.rotatedCredentials?.length) return false;
+    const spent = [
+      ...(plan.refreshItem && spentRefresh
+        ? [{ itemId: plan.refreshItem.id, sealedValue: spentRefresh.sealedValue }]
+        : []),
+      ...(plan.clientSecretItem
+        ? [{ itemId: plan.clientSecretItem.id, sealedValue: plan.clientSecretItem.sealedValue }]
+        : []),
+    ];
+    const isSpentStillStored = await locked.holdIfUnchanged(spent);
     let isRefreshRotated = false;
-    for (const rotated of response.rotatedCredentials ?? []) {
+    for (const rotated of response.rotatedCredentials) {
       const credential = rotated.credential;
       if (!credential) continue;
       const metadata = rotated.metadata;
       const sealed = { sealedValue: credential.sealedValue, sealingKeyId: credential.keyId };
-      if (rotated.kind === TokenKind.TOKEN_KIND_ACCESS && metadata) {
+      if (rotated.kind === TokenKind.TOKEN_KIND_ACCESS && metadata && isSpentStillStored) {
         const issuedAt = Number(metadata.issuedAtMs) || (deps.now ?? Date.now)();
         await locked.upsertAccessToken(plan.tokenItem.id, organisationId, {
           ...sealed,

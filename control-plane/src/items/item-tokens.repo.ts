@@ -41,6 +41,13 @@ export interface ItemTokensRepo {
     previous: Uint8Array,
     next: SealedToken & { last4: string },
   ): Promise<boolean>;
+  /**
+   * Whether each item still holds the value it was read with, each row then share-locked until
+   * the transaction ends: a replace by name (which takes no token lock) committed meanwhile is
+   * seen, and one arriving later waits, then drops the token stored here with the value it
+   * replaces. Rows are locked in id order, the same order for every caller.
+   */
+  holdIfUnchanged(values: { itemId: string; sealedValue: Uint8Array }[]): Promise<boolean>;
 }
 
 /**
@@ -129,6 +136,20 @@ export function createItemTokensRepo(db: Kysely<Database>): ItemTokensRepo {
         .where("sealed_value", "=", previous)
         .executeTakeFirst();
       return result.numUpdatedRows > 0n;
+    },
+    async holdIfUnchanged(values) {
+      const inOrder = [...values].sort((a, b) => (a.itemId < b.itemId ? -1 : a.itemId > b.itemId ? 1 : 0));
+      for (const { itemId, sealedValue } of inOrder) {
+        const row = await db
+          .selectFrom("items")
+          .select("id")
+          .where("id", "=", itemId)
+          .where("sealed_value", "=", sealedValue)
+          .forShare()
+          .executeTakeFirst();
+        if (!row) return false;
+      }
+      return true;
     },
   };
 }

@@ -118,11 +118,13 @@ export function createReadCache(): ReadCache {
       });
     },
     tokens(repo) {
-      // Its two lookups read the database each time (minted tokens expire by the clock) and
-      // change nothing, so they pass through; the lock and both writes empty the cache.
+      // Its lookups read the database each time (minted tokens expire by the clock) and change
+      // nothing (holdIfUnchanged only locks), so they pass through; the lock and both writes
+      // empty the cache.
       return wrap<ItemTokensRepo>(repo, {
         findAccessToken: (itemId, notBefore) => repo.findAccessToken(itemId, notBefore),
         findSealedValue: (itemId) => repo.findSealedValue(itemId),
+        holdIfUnchanged: (values) => repo.holdIfUnchanged(values),
       });
     },
     grants(repo) {
