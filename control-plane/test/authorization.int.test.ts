@@ -177,6 +177,14 @@ const ROUTES: Route[] = [
     gate: "ready",
     action: "org.read",
   },
+  {
+    method: "POST",
+    path: "/api/policies/proposal/confirm",
+    body: { proposal_id: "ppl_x" },
+    gate: "ready",
+    action: "policies.write",
+  },
+  { method: "DELETE", path: "/api/policies/proposal", gate: "ready", action: "policies.write" },
   { method: "GET", path: "/api/audit", gate: "ready", action: "org.read" },
   { method: "GET", path: "/api/audit/export?format=jsonl", gate: "ready", action: "audit.export" },
   {

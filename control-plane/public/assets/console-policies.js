@@ -1,8 +1,9 @@
 // The console's Policies (after console.js): the organisation's ordered rules, edited in the page
 // (add, edit, reorder, disable, remove), previewed against the last 7 days of calls, then saved
 // whole under the version they were loaded at (a newer one is never overwritten). A request in the
-// Inbox opens the form prefilled (#policies?agent=&host=&method=&path=). Values reach the page as
-// text, never as markup.
+// Inbox opens the form prefilled (#policies?agent=&host=&method=&path=). Under the two-person rule
+// a save that may allow more is kept as a proposal (202): shown with who made it and its rules,
+// confirmed or discarded by another member. Values reach the page as text, never as markup.
 "use strict";
 SECTIONS.push("policies");
 var EFFECT_TEXT = { allow: "Allow", ask: "Ask", deny: "Deny" };
@@ -14,8 +15,11 @@ var MATCH_TEXT = {
   paths: "paths",
   environments: "environments",
 };
-/** The list as loaded, the list being edited, the rule being edited (its index) and the preview. */
-var policy = { version: 0, saved: [], rules: [], editing: -1, preview: null };
+/**
+ * The list as loaded, the list being edited, the rule being edited (its index), the preview and
+ * the proposal waiting for a second member (or null).
+ */
+var policy = { version: 0, saved: [], rules: [], editing: -1, preview: null, proposal: null };
 
 /** Loads the saved rules; edits in progress are kept unless `isDiscarding`. */
 function loadPolicies(isDiscarding) {
@@ -23,13 +27,97 @@ function loadPolicies(isDiscarding) {
     var isEditing = !isDiscarding && isPolicyChanged();
     policy.version = answer.version;
     policy.saved = answer.rules;
+    policy.proposal = answer.proposal || null;
     if (!isEditing) policy.rules = answer.rules.map((r) => JSON.parse(JSON.stringify(r)));
     policy.preview = null;
     byId("policy-preview-result").hidden = true;
     showPolicyWarnings([]);
     renderPolicies();
+    return showProposal();
   });
 }
+
+/* ---------- the proposal waiting for a second member ---------- */
+/** A rule's content, as the server compares them (its name and id aside). */
+function ruleContent(rule) {
+  return JSON.stringify([rule.effect, rule.match, rule.rate_limit || null, rule.enabled]);
+}
+/** Who proposed it, by email (the members' list; every member may read it), and whether it is me. */
+function proposerOf(proposal) {
+  return api("GET", "/api/orgs/members").then(
+    (listed) => {
+      var id = proposal.proposed_by.replace(/^operator:/, "");
+      var member = listed.members.filter((m) => m.operator_id === id)[0];
+      return {
+        name: member ? member.email : "a member no longer here",
+        isMe: Boolean(member && member.email === me.email),
+      };
+    },
+    () => ({ name: "a member", isMe: false }),
+  );
+}
+function showProposal() {
+  var proposal = policy.proposal;
+  byId("policy-proposal").hidden = !proposal;
+  if (!proposal) return Promise.resolve();
+  var saved = policy.saved.map(ruleContent);
+  byId("policy-proposal-rules").replaceChildren(
+    ...proposal.rules.map((rule) => {
+      var isNew = saved.indexOf(ruleContent(rule)) < 0;
+      var text =
+        `${isNew ? "New or changed: " : ""}${EFFECT_TEXT[rule.effect]} ${ruleLabel(rule)}: ${matchText(rule.match)}` +
+        (rule.rate_limit ? `, ${rateText(rule)}` : "") +
+        (rule.enabled ? "" : " (disabled)");
+      return el("li", text, isNew ? "changed" : "");
+    }),
+  );
+  return proposerOf(proposal).then((who) => {
+    byId("policy-proposal-who").textContent =
+      `${who.isMe ? "You" : who.name} proposed ${proposal.rules.length} rule${proposal.rules.length === 1 ? "" : "s"} ` +
+      `on ${when(proposal.proposed_at)}, made from version ${proposal.base_version}. Approvals: 1 of 2.`;
+    byId("policy-proposal-waiting").hidden = !who.isMe;
+    byId("policy-proposal-confirm").hidden = who.isMe;
+  });
+}
+var confirmProposalButton = byId("policy-proposal-confirm");
+confirmProposalButton.addEventListener("click", () =>
+  act(confirmProposalButton, () =>
+    api("POST", "/api/policies/proposal/confirm", { proposal_id: policy.proposal.id }).then(
+      (json) =>
+        loadPolicies(true).then(() => {
+          say(
+            `Confirmed: version ${json.version} is in force, ${json.rules.length} rule${json.rules.length === 1 ? "" : "s"}.`,
+          );
+          showPolicyWarnings(json.warnings);
+          byId("policies-heading").focus();
+        }),
+      (failure) => {
+        if (failure.code === "stale_version") {
+          failure.message =
+            "The rules were saved again since this proposal was made, so it no longer applies and was dropped. Propose it again from the saved rules.";
+        }
+        fail(failure);
+        return loadPolicies(false);
+      },
+    ),
+  ),
+);
+var discardProposalButton = byId("policy-proposal-discard");
+discardProposalButton.addEventListener("click", () =>
+  act(discardProposalButton, () =>
+    api("DELETE", "/api/policies/proposal").then(
+      () =>
+        loadPolicies(false).then(() => {
+          say("Discarded the proposal; the saved rules are unchanged.");
+          byId("policies-heading").focus();
+        }),
+      (failure) => {
+        fail(failure);
+        return loadPolicies(false);
+      },
+    ),
+  ),
+);
 function isPolicyChanged() {
   return JSON.stringify(policy.rules) !== JSON.stringify(policy.saved);
 }
@@ -297,6 +385,18 @@ saveButton.addEventListener("click", () =>
   act(saveButton, () =>
     api("PUT", "/api/policies", { rules: policy.rules }, false, { "if-match": `"${policy.version}"` }).then(
       (json) => {
+        if (json.status === "pending") {
+          // Nothing applied: the proposal waits for another member; the edits stay as they are.
+          policy.proposal = json.proposal;
+          renderPolicies();
+          return showProposal().then(() => {
+            say(
+              "Not saved yet: these rules may allow calls the saved ones do not, so a second member must confirm them. " +
+                "They are kept as a proposal until then.",
+            );
+            byId("policy-proposal-heading").focus();
+          });
+        }
         policy.version = json.version;
         policy.saved = json.rules;
         policy.rules = json.rules.map((r) => JSON.parse(JSON.stringify(r)));
@@ -305,6 +405,9 @@ saveButton.addEventListener("click", () =>
             (json.warnings.length ? " Read the caution below the rules." : ""),
         );
         showPolicyWarnings(json.warnings);
+        // Any save applied drops a proposal waiting (it was made from the list replaced).
+        policy.proposal = null;
+        return showProposal();
       },
       (failure) => {
         if (failure.code === "stale_version") {

@@ -32,6 +32,7 @@ import * as grantCallTicket from "./migrations/2026-11-27T0100-grant-call-ticket
 import * as pushSubscriptionsSessionless from "./migrations/2026-11-27T0900-push-subscriptions-sessionless.ts";
 import * as grantHeldUntil from "./migrations/2026-11-27T1300-grant-held-until.ts";
 import * as organisationTombstones from "./migrations/2026-11-27T1400-organisation-tombstones.ts";
+import * as policyProposals from "./migrations/2026-11-27T1800-policy-proposals.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -65,6 +66,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-27T0900-push-subscriptions-sessionless": pushSubscriptionsSessionless,
   "2026-11-27T1300-grant-held-until": grantHeldUntil,
   "2026-11-27T1400-organisation-tombstones": organisationTombstones,
+  "2026-11-27T1800-policy-proposals": policyProposals,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -432,6 +432,18 @@ export interface PolicyListsTable {
   updated_by: string | null;
 }
 
+/** A policy list waiting for a second member, one per organisation (migration 2026-11-27T1800). */
+export interface PolicyProposalsTable {
+  organisation_id: string;
+  id: string;
+  /** The version of `policy_lists` it was made from: confirmed only while that is still saved. */
+  base_version: number;
+  /** The ordered rules as policies/policy-rules.ts parses them. */
+  rules: ColumnType<unknown[], string, string>;
+  proposed_by: string;
+  proposed_at: Date;
+}
+
 /** A browser's Web Push subscription (RFC 8030), for one operator (migration 2026-11-26T0600). */
 export interface PushSubscriptionsTable {
   id: string;
@@ -477,6 +489,7 @@ export interface Database {
   rate_limit_hits: RateLimitHitsTable;
   egress_spent_tickets: EgressSpentTicketsTable;
   policy_lists: PolicyListsTable;
+  policy_proposals: PolicyProposalsTable;
   push_subscriptions: PushSubscriptionsTable;
 }
 

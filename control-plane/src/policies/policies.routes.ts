@@ -1,11 +1,16 @@
 // The policy routes, hosted and local (DECISIONS "Policies"): GET /api/policies with an ETag of
 // the version, PUT /api/policies replacing the whole list under If-Match (409 stale_version when it
 // moved on, 428 without If-Match, 429 past a member's 60 saves an hour), and POST /api/policies/preview.
+// Hosted, under the two-person rule (DECISIONS "Teams"), a PUT that may allow more is 202, kept as
+// the organisation's proposal, which another member confirms (POST /api/policies/proposal/confirm)
+// or anyone who may edit discards (DELETE /api/policies/proposal).
 import { AppError } from "@latch/shared/errors";
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from "fastify";
-import type { ZodTypeProvider } from "../http/route-schemas.ts";
+import { okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import {
-  policyList,
+  confirmProposalBody,
+  pendingPolicyList,
+  policyListWithProposal,
   policyPreviewAnswer,
   policyRulesBody,
   policyRulesBodyDoc,
@@ -18,7 +23,15 @@ import { type PolicyVariant, policyWarnings } from "./policy-warnings.ts";
 export const POLICY_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface PolicyRouteDeps {
-  policies: Pick<PoliciesService, "getPolicies" | "replacePolicies" | "previewPolicies">;
+  policies: Pick<
+    PoliciesService,
+    | "getPolicies"
+    | "savePolicies"
+    | "previewPolicies"
+    | "findProposal"
+    | "confirmProposal"
+    | "discardProposal"
+  >;
   /** Whose names an agent name is (the warnings PUT answers). */
   variant: PolicyVariant;
   /**
@@ -57,19 +70,21 @@ export function expectedVersionOf(header: string | undefined): ExpectedVersion {
 export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const { read, write, callerOf } = deps.access;
+  const isHosted = deps.variant === "hosted";
 
   api.get(
     "/api/policies",
     {
       ...read,
       config: { ...read.config, openapi: { summary: "The organisation's policy list; ETag is its version" } },
-      schema: { response: { 200: policyList } },
+      schema: { response: { 200: policyListWithProposal } },
     },
     async (request, reply) => {
       const { organisationId } = await callerOf(request);
       const list = await deps.policies.getPolicies(organisationId);
       reply.header("etag", etagOf(list.version));
-      return list;
+      if (!isHosted) return list;
+      return { ...list, proposal: await deps.policies.findProposal(organisationId) };
     },
   );
 
@@ -81,21 +96,32 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
       config: {
         ...write.config,
         openapi: {
-          summary: 'Replace the whole list; If-Match names the version replaced ("3", or *)',
+          summary:
+            'Replace the whole list; If-Match names the version replaced ("3", or *). Hosted under the two-person rule, a list that may allow more is 202: kept for a second member',
           requestBody: policyRulesBodyDoc,
           errors: [409, 428, 429],
         },
       },
-      schema: { body: policyRulesBody, response: { 200: savedPolicyList } },
+      schema: { body: policyRulesBody, response: { 200: savedPolicyList, 202: pendingPolicyList } },
     },
     async (request, reply) => {
       const { organisationId, actor } = await callerOf(request);
       const expected = expectedVersionOf(request.headers["if-match"]);
-      const list = await deps.policies.replacePolicies(organisationId, actor, expected, request.body.rules);
-      reply.header("etag", etagOf(list.version));
-      return { ...list, warnings: policyWarnings(list.rules, deps.variant) };
+      const save = await deps.policies.savePolicies(organisationId, actor, expected, request.body.rules);
+      if (save.status === "pending") {
+        // Nothing was applied: the ETag stays the saved version's.
+        reply.header("etag", etagOf(save.proposal.base_version));
+        return reply
+          .status(202)
+          .send({ status: "pending" as const, approvals: "1 of 2" as const, proposal: save.proposal });
+      }
+      reply.header("etag", etagOf(save.list.version));
+      return { ...save.list, warnings: policyWarnings(save.list.rules, deps.variant) };
     },
   );
+
+  // The two-person rule is the organisation's (DECISIONS "Teams"): the local vault has none.
+  if (isHosted) registerProposalRoutes(app, deps);
 
   api.post(
     "/api/policies/preview",
@@ -115,6 +141,54 @@ export function registerPolicyRoutes(app: FastifyInstance, deps: PolicyRouteDeps
     async (request) => {
       const { organisationId } = await callerOf(request);
       return deps.policies.previewPolicies(organisationId, request.body.rules);
+    },
+  );
+}
+
+/**
+ * Confirming or discarding the proposal: the same write access as PUT (its role, CSRF and
+ * step-up), since a confirmation is the save that applies the list.
+ */
+function registerProposalRoutes(app: FastifyInstance, deps: PolicyRouteDeps): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const { write, callerOf } = deps.access;
+
+  api.post(
+    "/api/policies/proposal/confirm",
+    {
+      ...write,
+      config: {
+        ...write.config,
+        openapi: {
+          summary:
+            "A second member applies the proposal waiting under the two-person rule, if the list saved is still the one it was made from",
+          errors: [404, 409, 429],
+        },
+      },
+      schema: { body: confirmProposalBody, response: { 200: savedPolicyList } },
+    },
+    async (request, reply) => {
+      const { organisationId, actor } = await callerOf(request);
+      const list = await deps.policies.confirmProposal(organisationId, actor, request.body.proposal_id);
+      reply.header("etag", etagOf(list.version));
+      return { ...list, warnings: policyWarnings(list.rules, deps.variant) };
+    },
+  );
+
+  api.delete(
+    "/api/policies/proposal",
+    {
+      ...write,
+      config: {
+        ...write.config,
+        openapi: { summary: "Discard the proposal waiting for a second member", errors: [404] },
+      },
+      schema: { response: { 200: okAnswer } },
+    },
+    async (request) => {
+      const { organisationId, actor } = await callerOf(request);
+      await deps.policies.discardProposal(organisationId, actor);
+      return { ok: true as const };
     },
   );
 }

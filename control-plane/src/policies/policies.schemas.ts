@@ -18,6 +18,39 @@ export const savedPolicyList = policyList.extend({
     .describe("one sentence per enabled allow rule that names an agent by name (policy-warnings.ts)"),
 });
 
+/** A list waiting for a second member under the two-person rule (hosted, DECISIONS "Teams"). */
+export const policyProposal = z.object({
+  id: z.string(),
+  base_version: z
+    .number()
+    .int()
+    .describe("the version it was made from; confirming it applies it only while that is still saved"),
+  rules: z.array(policyRule),
+  proposed_by: z.string().describe("who proposed it (operator:<id>)"),
+  proposed_at: z.string(),
+});
+
+/** GET's answer, hosted: the list and the proposal waiting for a second member, if any. */
+export const policyListWithProposal = policyList.extend({
+  proposal: policyProposal
+    .nullable()
+    .optional()
+    .describe(
+      "hosted: a list that may allow more than the saved one, waiting for a second member (standing_approvals_need 2)",
+    ),
+});
+
+/** PUT's answer when the list is kept as a proposal (202): nothing applied yet. */
+export const pendingPolicyList = z.object({
+  status: z.literal("pending"),
+  approvals: z.literal("1 of 2"),
+  proposal: policyProposal,
+});
+
+export const confirmProposalBody = z.object({
+  proposal_id: z.string().min(1).max(64).describe("the proposal's id, as GET /api/policies answered it"),
+});
+
 /** `{rules}`, judged by the service (its refusal names the rule and the field). */
 export const policyRulesBody = z.object({
   rules: z.unknown().describe("the whole ordered list (first match decides); at most 500 rules"),

@@ -1,13 +1,15 @@
 // Organisation policies (DECISIONS "Policies"): read and replace the list (versioned, audited),
-// preview a list against the last 7 days of calls, and, for the call path, the decision of the
-// list in force (compiled once per version and cached) with its rate limits held in the database,
-// so that they hold across replicas.
+// under the two-person rule keep a list that may allow more as a proposal a second member confirms
+// (DECISIONS "Teams"), preview a list against the last 7 days of calls, and, for the call path, the
+// decision of the list in force (compiled once per version and cached) with its rate limits held
+// in the database, so that they hold across replicas.
+import { randomBytes } from "node:crypto";
 import { AppError } from "@latch/shared/errors";
 import { canonicalJson } from "@latch/shared/ledger/canonical-json";
 import { sha256Hex } from "@latch/shared/ledger/ledger-format";
 import type { AuditEvent, AuditedCall, AuditRepo } from "../audit/audit.repo.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
-import type { PoliciesRepo } from "./policies.repo.ts";
+import type { PoliciesRepo, PolicyProposalRow } from "./policies.repo.ts";
 import { createPolicyCache } from "./policy-cache.ts";
 import {
   type CompiledPolicy,
@@ -24,6 +26,7 @@ import {
   previewPolicy,
 } from "./policy-preview.ts";
 import { type PolicyRule, parsePolicyRules, rateWindowMs } from "./policy-rules.ts";
+import { isWiderPolicy } from "./policy-widening.ts";
 
 export interface PoliciesServiceDeps {
   repo: PoliciesRepo;
@@ -58,6 +61,21 @@ export interface PolicyList {
   updated_by: string | null;
 }
 
+/** A list waiting for a second member (DECISIONS "Teams", two-person rule). */
+export interface PolicyProposal {
+  id: string;
+  /** The version it was made from: a confirmation applies it only while that is still saved. */
+  base_version: number;
+  rules: PolicyRule[];
+  proposed_by: string;
+  proposed_at: string;
+}
+
+/** What a save did: applied, or (a wider list under the two-person rule) kept as the proposal. */
+export type PolicySave =
+  | { status: "saved"; list: PolicyList }
+  | { status: "pending"; proposal: PolicyProposal };
+
 /** What `If-Match` asked for: a version, or `*` (whatever is saved). */
 export type ExpectedVersion = number | "any";
 
@@ -74,6 +92,14 @@ export const POLICY_SAVES_PER_MEMBER: RateLimit = {
   windowMs: 3_600_000,
   what: "policy saves by one member",
 };
+/** The member who proposed a list confirming it: the two-person rule wants another. */
+function secondMemberRequired(): AppError {
+  return new AppError(
+    "second_member_required",
+    "you proposed this policy change; another member who may edit policies must confirm it",
+  );
+}
+
 /** A save whose If-Match names a version the list has moved on from. */
 function staleVersion(expected: ExpectedVersion, version: number): AppError {
   return new AppError(
@@ -81,6 +107,37 @@ function staleVersion(expected: ExpectedVersion, version: number): AppError {
     `the policy was changed since version ${expected} (it is now version ${version}); load it again and reapply your change`,
     { extra: { version } },
   );
+}
+
+/** A proposal's id: a type prefix and 96 random bits, as shared/src/ids.ts makes ids. */
+function newProposalId(): string {
+  return `ppl_${randomBytes(12).toString("base64url").toLowerCase().replace(/[-_]/g, "0")}`;
+}
+
+/** A proposal that is gone, was never there, or is another organisation's: all alike. */
+function proposalGone(): AppError {
+  return new AppError(
+    "not_found",
+    "no such policy proposal is waiting (it was confirmed, discarded or replaced)",
+  );
+}
+
+/**
+ * What a list's audit row holds: its counts, the list itself and a digest of its canonical form
+ * (RFC 8785), so that a later reader finds what rule r1 allowed when a call named it although
+ * versions are overwritten. `field` names the list: `saved_rules`, or `proposed_rules`.
+ */
+function listDetail(rules: readonly PolicyRule[], field: "saved_rules" | "proposed_rules") {
+  const count = (effect: string) => rules.filter((r) => r.enabled && r.effect === effect).length;
+  return {
+    rules: rules.length,
+    allow: count("allow"),
+    ask: count("ask"),
+    deny: count("deny"),
+    disabled: rules.filter((r) => !r.enabled).length,
+    rules_sha256: sha256Hex(canonicalJson(rules)),
+    [field]: rules,
+  };
 }
 
 /** Previews one process computes at once, across organisations. */
@@ -186,6 +243,105 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
     return { calls: calls.reverse(), truncated };
   }
 
+  function proposalOf(row: PolicyProposalRow): PolicyProposal {
+    return {
+      id: row.id,
+      base_version: row.base_version,
+      rules: readRules(row.rules),
+      proposed_by: row.proposed_by,
+      proposed_at: row.proposed_at.toISOString(),
+    };
+  }
+
+  /**
+   * Replaces the whole list, if its version is still `expected` (else 409 `stale_version`), with
+   * its audit row in the same transaction; any proposal waiting is dropped with it (audited), as
+   * it was made against a list no longer saved. `isTwoPersonJudged` (hosted): under
+   * `standing_approvals_need` 2 a list that may allow a call the saved one does not
+   * (policy-widening.ts) is not applied but kept as the organisation's one proposal (replacing
+   * one there), audited `policy_proposed`, until another member confirms it.
+   */
+  async function savePolicies(
+    organisationId: string,
+    actor: string,
+    expected: ExpectedVersion,
+    rawRules: unknown,
+    options: { isTwoPersonJudged: boolean },
+  ): Promise<PolicySave> {
+    const rules = parsePolicyRules(rawRules);
+    if (!deps.isSoleWriter) {
+      // A save that would be refused as stale takes no place (the transaction below checks again).
+      if (expected !== "any") {
+        const current = await deps.repo.findPolicyList(organisationId);
+        if (current.version !== expected) throw staleVersion(expected, current.version);
+      }
+      // Before the transaction: a full window is 429 `rate_limited` with nothing written.
+      await deps.rateLimiter.take(POLICY_SAVES_PER_MEMBER, `${organisationId}:${actor}`);
+    }
+    const at = deps.now();
+    const outcome = await deps.inTransaction(async (tx) => {
+      let writeOver = expected;
+      if (options.isTwoPersonJudged && (await tx.repo.findStandingApprovalsNeed(organisationId)) >= 2) {
+        // Judged against the list as it is saved now, held until this commits.
+        const current = await tx.repo.findPolicyList(organisationId, { isLocked: true });
+        if (expected !== "any" && current.version !== expected) throw staleVersion(expected, current.version);
+        if (isWiderPolicy(readRules(current.rules), rules)) {
+          const replaced = await tx.repo.findProposal(organisationId, { isLocked: true });
+          const proposal: PolicyProposalRow = {
+            id: newProposalId(),
+            base_version: current.version,
+            rules,
+            proposed_by: actor,
+            proposed_at: at,
+          };
+          await tx.repo.insertProposal(organisationId, proposal);
+          await tx.recordEvent({
+            organisationId,
+            actor,
+            action: "policy_proposed",
+            detail: {
+              proposal_id: proposal.id,
+              base_version: proposal.base_version,
+              ...listDetail(rules, "proposed_rules"),
+              ...(replaced ? { replaced_proposal_id: replaced.id } : {}),
+            },
+          });
+          return { status: "pending" as const, proposal: proposalOf(proposal) };
+        }
+        // What was judged is what is replaced: `*` becomes the version just read.
+        writeOver = current.version;
+      }
+      const saved = await tx.repo.updatePolicyList(organisationId, writeOver, { rules, at, by: actor });
+      if (saved === undefined) {
+        const current = await tx.repo.findPolicyList(organisationId);
+        throw staleVersion(expected, current.version);
+      }
+      await tx.recordEvent({
+        organisationId,
+        actor,
+        action: "policies_changed",
+        detail: { version: saved, ...listDetail(rules, "saved_rules") },
+      });
+      const dropped = deps.isSoleWriter ? undefined : await tx.repo.deleteProposal(organisationId);
+      if (dropped) {
+        await tx.recordEvent({
+          organisationId,
+          actor,
+          action: "policy_proposal_discarded",
+          reason: "superseded",
+          detail: { proposal_id: dropped.id, base_version: dropped.base_version, version: saved },
+        });
+      }
+      return { status: "saved" as const, version: saved };
+    });
+    if (outcome.status === "pending") return outcome;
+    remember(organisationId, outcome.version, rules);
+    return {
+      status: "saved",
+      list: { version: outcome.version, rules, updated_at: at.toISOString(), updated_by: actor },
+    };
+  }
+
   return {
     async getPolicies(organisationId: string): Promise<PolicyList> {
       const row = await deps.repo.findPolicyList(organisationId);
@@ -197,10 +353,17 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
       };
     },
 
+    /** The list waiting for a second member, if any (hosted, under the two-person rule). */
+    async findProposal(organisationId: string): Promise<PolicyProposal | null> {
+      const row = await deps.repo.findProposal(organisationId);
+      return row ? proposalOf(row) : null;
+    },
+
     /**
      * Replaces the whole list, if its version is still `expected` (else 409 `stale_version` with
      * the version now saved). The change and its audit row commit together. At most 60 saves an
-     * hour per organisation (429 `rate_limited` with `retry_after`).
+     * hour per member (429 `rate_limited` with `retry_after`). Locally, and hosted under
+     * `standing_approvals_need` 1, that is all; under 2 see `savePolicies`.
      */
     async replacePolicies(
       organisationId: string,
@@ -208,45 +371,97 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
       expected: ExpectedVersion,
       rawRules: unknown,
     ): Promise<PolicyList> {
-      const rules = parsePolicyRules(rawRules);
-      if (!deps.isSoleWriter) {
-        // A save that would be refused as stale takes no place (the transaction below checks again).
-        if (expected !== "any") {
-          const current = await deps.repo.findPolicyList(organisationId);
-          if (current.version !== expected) throw staleVersion(expected, current.version);
-        }
-        // Before the transaction: a full window is 429 `rate_limited` with nothing written.
-        await deps.rateLimiter.take(POLICY_SAVES_PER_MEMBER, `${organisationId}:${actor}`);
-      }
+      const save = await savePolicies(organisationId, actor, expected, rawRules, {
+        isTwoPersonJudged: false,
+      });
+      if (save.status !== "saved") throw new AppError("internal", "the policy was not saved");
+      return save.list;
+    },
+
+    savePolicies: (organisationId: string, actor: string, expected: ExpectedVersion, rawRules: unknown) =>
+      savePolicies(organisationId, actor, expected, rawRules, { isTwoPersonJudged: !deps.isSoleWriter }),
+
+    /**
+     * A second member applies the organisation's proposal `proposalId`: in one transaction, if the
+     * saved version is still the one it was made from (else it is dropped and the answer is 409
+     * `stale_version`); audited as a save naming both members. The member who proposed it gets
+     * 409 `second_member_required`; a proposal that is gone (confirmed, discarded, replaced, or
+     * another organisation's) is 404.
+     */
+    async confirmProposal(organisationId: string, actor: string, proposalId: string): Promise<PolicyList> {
+      const known = await deps.repo.findProposal(organisationId);
+      if (!known || known.id !== proposalId) throw proposalGone();
+      if (known.proposed_by === actor) throw secondMemberRequired();
+      // A confirmation writes the list into the ledger as a save does: it counts as the confirmer's save.
+      await deps.rateLimiter.take(POLICY_SAVES_PER_MEMBER, `${organisationId}:${actor}`);
       const at = deps.now();
-      const version = await deps.inTransaction(async (tx) => {
-        const saved = await tx.repo.updatePolicyList(organisationId, expected, { rules, at, by: actor });
+      const outcome = await deps.inTransaction(async (tx) => {
+        // The list's row before the proposal's, as every transaction here takes them.
+        const current = await tx.repo.findPolicyList(organisationId, { isLocked: true });
+        const proposal = await tx.repo.findProposal(organisationId, { isLocked: true });
+        // A confirmation that raced this one applied it (or someone discarded or replaced it).
+        if (!proposal || proposal.id !== proposalId) throw proposalGone();
+        if (proposal.proposed_by === actor) throw secondMemberRequired();
+        const rules = readRules(proposal.rules);
+        await tx.repo.deleteProposal(organisationId);
+        const saved =
+          current.version === proposal.base_version
+            ? await tx.repo.updatePolicyList(organisationId, proposal.base_version, { rules, at, by: actor })
+            : undefined;
         if (saved === undefined) {
-          const current = await tx.repo.findPolicyList(organisationId);
-          throw staleVersion(expected, current.version);
+          await tx.recordEvent({
+            organisationId,
+            actor,
+            action: "policy_proposal_discarded",
+            reason: "stale_version",
+            detail: {
+              proposal_id: proposal.id,
+              base_version: proposal.base_version,
+              version: current.version,
+            },
+          });
+          return { isStale: true as const, version: current.version, base: proposal.base_version };
         }
-        const count = (effect: string) => rules.filter((r) => r.enabled && r.effect === effect).length;
-        // The list itself, and a digest of its canonical form (RFC 8785): versions are overwritten,
-        // so this row is where a later reader finds what rule r1 allowed when a call named it.
         await tx.recordEvent({
           organisationId,
           actor,
           action: "policies_changed",
           detail: {
             version: saved,
-            rules: rules.length,
-            allow: count("allow"),
-            ask: count("ask"),
-            deny: count("deny"),
-            disabled: rules.filter((r) => !r.enabled).length,
-            rules_sha256: sha256Hex(canonicalJson(rules)),
-            saved_rules: rules,
+            ...listDetail(rules, "saved_rules"),
+            proposal_id: proposal.id,
+            proposed_by: proposal.proposed_by,
+            confirmed_by: actor,
           },
         });
-        return saved;
+        return { isStale: false as const, version: saved, rules };
       });
-      remember(organisationId, version, rules);
-      return { version, rules, updated_at: at.toISOString(), updated_by: actor };
+      if (outcome.isStale) throw staleVersion(outcome.base, outcome.version);
+      remember(organisationId, outcome.version, outcome.rules);
+      return {
+        version: outcome.version,
+        rules: outcome.rules,
+        updated_at: at.toISOString(),
+        updated_by: actor,
+      };
+    },
+
+    /** Discards the organisation's proposal (404 when none is waiting), audited. */
+    async discardProposal(organisationId: string, actor: string): Promise<void> {
+      await deps.inTransaction(async (tx) => {
+        const dropped = await tx.repo.deleteProposal(organisationId);
+        if (!dropped) throw proposalGone();
+        await tx.recordEvent({
+          organisationId,
+          actor,
+          action: "policy_proposal_discarded",
+          detail: {
+            proposal_id: dropped.id,
+            base_version: dropped.base_version,
+            proposed_by: dropped.proposed_by,
+          },
+        });
+      });
     },
 
     /** What `rawRules` would have decided for the organisation's calls of the last 7 days. */
