@@ -329,3 +329,69 @@ describe("fencing while the replicas do not all spend ids in the shared table", 
     expect(store.spent.has("t-ssssssssssssssss")).toBe(false);
   });
 });
+
+// Proxies each on its own memory (DECISIONS "Faults and isolation": fence won, no proxy can ever
+// run the ticket). A lone replica's FENCED speaks for its own memory only: it is the fleet's answer
+// only for a ticket issued since that replica has been the rotation's one address.
+describe("fencing where the fleet of memory replicas shrank to one", () => {
+  const A = "10.0.0.1:8443";
+  const B = "10.0.0.2:8443";
+
+  it("a ticket issued while two replicas served is never fenced by the one left; one issued after is", async () => {
+    let clock = NOW;
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, { [A]: "", [B]: "" });
+    const fence = createTicketFence({ egress: fleet.egress, now: () => clock });
+    expect(await fence.fence(ticket("t-aaaaaaaaaaaaaaa1"), () => {})).toBe("unknown");
+    // Issued now, sent to A: A spends it and sends the request, leaves the service name and is
+    // killed before answering. B alone is left, and its memory never saw the ticket.
+    const sentByA = ticket("t-aaaaaaaaaaaaaaa2", clock + 31_500, clock);
+    delete fleet.stores[A];
+    clock += 10_000;
+    expect(await fence.fence(sentByA, () => {})).toBe("unknown");
+    expect(fleet.asked).toEqual([]);
+    // A ticket issued since B has been alone can only have gone to B: B's answer is the fleet's.
+    const sinceAlone = ticket("t-aaaaaaaaaaaaaaa3", clock + 31_500, clock);
+    clock += 1_000;
+    expect(await fence.fence(sinceAlone, () => {})).toBe("fenced");
+    expect(fleet.asked).toEqual(["t-aaaaaaaaaaaaaaa3"]);
+  });
+
+  it("notices a replica that joined and left between two fences", async () => {
+    let clock = NOW;
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, { [B]: "" });
+    const fence = createTicketFence({ egress: fleet.egress, now: () => clock });
+    // B has been alone since this control plane started: its answer stands.
+    expect(await fence.fence(ticket("t-bbbbbbbbbbbbbbb1"), () => {})).toBe("fenced");
+    // A joins (a scale-up), takes this ticket and runs it, then leaves (a scale-down): no fence
+    // was asked meanwhile, and the rotation is B alone again, as it was at the last fence.
+    clock += 1_000;
+    fleet.stores[A] = "";
+    const sentByA = ticket("t-bbbbbbbbbbbbbbb2", clock + 31_500, clock);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    clock += 1_500;
+    delete fleet.stores[A];
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    clock += 500;
+    expect(await fence.fence(sentByA, () => {})).toBe("unknown");
+    expect(fleet.asked).toEqual(["t-bbbbbbbbbbbbbbb1"]);
+  });
+
+  it("the replicas first listed took every ticket before: a start with none listed yet fences as before", async () => {
+    let clock = NOW;
+    const fleet = fakeFleet(() => FenceOutcome.FENCE_OUTCOME_FENCED, {});
+    const fence = createTicketFence({ egress: fleet.egress, now: () => clock });
+    // Issued while the rotation still connects; sent once B is listed, to B alone.
+    const early = ticket("t-cccccccccccccccc", clock + 31_500, clock);
+    clock += 300;
+    fleet.stores[B] = "";
+    clock += 1_000;
+    expect(await fence.fence(early, () => {})).toBe("fenced");
+    // None listed any more, then B again (it may be another process at that address): not since.
+    delete fleet.stores[B];
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    clock += 1_000;
+    fleet.stores[B] = "";
+    const before = ticket("t-dddddddddddddddd", clock + 31_500, clock - 2_000);
+    expect(await fence.fence(before, () => {})).toBe("unknown");
+  });
+});

@@ -52,6 +52,12 @@ const SHARED_STORE_GRACE_MS = 45_000;
 export const LIVE_FENCE_HORIZON_MS = TICKET_CLOCK_SKEW_MS + SHARED_STORE_GRACE_MS;
 /** How long the replicas' store ids are trusted before each is asked again (sooner if the set changes). */
 const STORE_INFO_TTL_MS = 60_000;
+/**
+ * How often the rotation's addresses are read between fences. A replica is listed from the moment
+ * it connects (before it can take a call) until a second after the service name stopped naming
+ * it (egress-balancer.ts), so a look every half second sees every replica that ever took a ticket.
+ */
+const ADDRESS_WATCH_MS = 500;
 
 /** What the replicas of the rotation said of their stores, asked each by address. */
 interface FleetView {
@@ -88,6 +94,36 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
    */
   let sharedSinceMs: number | undefined;
   const startedAtMs = now();
+  /**
+   * The rotation's addresses as last read (sorted), and since when they have been that set: reset
+   * whenever an address joins or leaves. A replica on its own memory answers a fence for its own
+   * store alone, so its FENCED speaks for the fleet only of a ticket issued since it has been the
+   * only address: one issued before may have gone to a replica that ran it and has left since.
+   */
+  let addressKey: string | undefined;
+  let addressCount = 0;
+  let addressesSinceMs = startedAtMs;
+  /** Some replica has been listed: until then none can have taken a ticket of this control plane. */
+  let hasListed = false;
+  /** The rotation's addresses now, noting a change of the set; undefined where it has none to list. */
+  function readAddresses(): string[] | undefined {
+    if (!deps.egress.replicas) return undefined;
+    const addresses = deps.egress
+      .replicas()
+      .map((r) => r.address)
+      .sort();
+    const key = addresses.join(" ");
+    if (key !== addressKey) {
+      addressKey = key;
+      addressCount = addresses.length;
+      // The first replicas listed took every ticket this control plane sent so far.
+      addressesSinceMs = hasListed ? now() : startedAtMs;
+      hasListed ||= addresses.length > 0;
+    }
+    return addresses;
+  }
+  readAddresses();
+  if (deps.egress.replicas) setInterval(readAddresses, ADDRESS_WATCH_MS).unref();
 
   /**
    * Asks every replica of the rotation which store it spends ids in, each by its address (not
@@ -97,7 +133,7 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
    * wait on it (a silent replica holds a look up to its deadline); one look runs at a time.
    */
   async function viewFleet(): Promise<FleetView | undefined> {
-    const addresses = (deps.egress.replicas?.() ?? []).map((r) => r.address).sort();
+    const addresses = readAddresses() ?? [];
     if (!deps.egress.getInfoOf || addresses.length === 0) return undefined;
     const key = addresses.join(" ");
     if (view && view.key === key && now() - view.at <= STORE_INFO_TTL_MS) {
@@ -179,6 +215,15 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
   const horizonOf = (expiresAtMs: number) =>
     expiresAtMs + TICKET_CLOCK_SKEW_MS + (deps.spentTickets ? SHARED_STORE_GRACE_MS : 0);
 
+  /**
+   * Whether the rotation has been one address since `issuedAtMs`; true where the client lists no
+   * addresses (the local vault's one spawned proxy, whose own Fence knows when it started).
+   */
+  function isLoneSince(issuedAtMs: number): boolean {
+    if (readAddresses() === undefined) return true;
+    return addressCount === 1 && issuedAtMs >= addressesSinceMs;
+  }
+
   /** One attempt: an answer, or undefined when nobody could be asked now. */
   async function attempt(
     ticket: SignedTicket,
@@ -226,6 +271,9 @@ export function createTicketFence(deps: TicketFenceDeps): TicketFence {
     // One replica, whose store only held part of this ticket's life (it replaced a replica of its
     // own memory since the ticket was issued): it would say FENCED of a ticket it never saw.
     if (!isOneStore && fleet?.sharedStoreId !== undefined) return "unknown";
+    // One replica on its memory, but not since this ticket was issued (another one left the
+    // rotation since, after it may have run the ticket; or none is listed now): the same.
+    if (!isOneStore && !isLoneSince(issuedAtMs)) return "unknown";
     try {
       const outcome = await deps.egress.fence(ticket);
       if (outcome === FenceOutcome.FENCE_OUTCOME_FENCED) return "fenced";
