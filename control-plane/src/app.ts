@@ -19,7 +19,7 @@ import { registerRequestTextCheck } from "./http/request-text.ts";
 import { registerRouteSchemas } from "./http/route-schemas.ts";
 import { type ControlPlaneMetrics, registerHttpMetrics } from "./metrics/metrics.ts";
 import { readPage } from "./pages/page-files.ts";
-import { pageHeaders } from "./pages/page-headers.ts";
+import { pageHeaders, strictTransportSecurity } from "./pages/page-headers.ts";
 
 /** Spec 4.3 and 8: JSON bodies over 128 KiB are 413. */
 export const BODY_LIMIT_BYTES = 128 * 1024;
@@ -95,6 +95,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
     }
   });
+  const hsts = deps.sessions && strictTransportSecurity(deps.sessions.baseUrl);
+  if (hsts) {
+    // On the response itself, in the first hook, before any hook can answer: the answers handed
+    // over to others (oidc-provider's, the live streams) never pass onSend and carry it too.
+    app.addHook("onRequest", async (_request, reply) => {
+      reply.raw.setHeader("strict-transport-security", hsts);
+    });
+  }
   registerRequestContext(app);
   if (deps.metrics) registerHttpMetrics(app, deps.metrics);
   registerJsonOnly(app);

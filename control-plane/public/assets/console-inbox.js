@@ -63,7 +63,7 @@ function drawInbox(approvals, requests, count) {
 }
 /**
  * A push notification opens /console#inbox?grant=<id>: once the inbox is drawn, that request's row
- * is marked, brought into view and its first decision focused; a request that waits no longer, or
+ * is marked, brought into view and its header cell focused; a request that waits no longer, or
  * waits in another environment, is said so. The address then goes back to #inbox, so that no
  * redraw does it again.
  */
@@ -87,9 +87,13 @@ function showNotifiedRequest(approvals) {
   for (var other of byId("inbox").querySelectorAll("tr.notified")) other.classList.remove("notified");
   tr.classList.add("notified");
   tr.scrollIntoView({ block: "center" });
-  var target = tr.querySelector("button") || tr.querySelector("th");
-  if (target.tagName === "TH") target.tabIndex = -1;
-  target.focus();
+  // The row's header takes focus, never a decision: anyone can link here (an agent knows the id
+  // from its pending answer), and a page that has the operator keep pressing Enter or Space, then
+  // opens this address, must not have the next key approve (keyjacking, as on the consent page).
+  // A click decides at once; a keyboard user tabs to the decisions.
+  var header = tr.querySelector("th");
+  header.tabIndex = -1;
+  header.focus();
   say(`The request from the notification: ${label}.`);
 }
 /** Redraws the inbox; a focused decision button keeps focus across a background redraw. */

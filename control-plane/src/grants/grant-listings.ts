@@ -6,6 +6,7 @@ import {
   type ApprovalView,
   type PendingApproval,
   type PublicGrant,
+  shownToOperator,
   toApprovalView,
   toPendingApproval,
   toPublicGrant,
@@ -26,9 +27,16 @@ export async function findGrantOrFail(
 export function createGrantListings(deps: { repo: GrantsRepo; now: () => Date }) {
   const { now } = deps;
   return {
+    /**
+     * The organisation's grants, newest first. An agent reads its own (`filter.agentId`: its
+     * list_grants tool, whose answer spec 2.4 fixes) as it wrote them; an operator reads them all
+     * (GET /api/grants, `vault grants`) with the agent's words shown as in every other listing.
+     */
     async listGrants(organisationId: string, filter: { agentId?: string } = {}): Promise<PublicGrant[]> {
       const at = now();
-      return (await deps.repo.findGrants(organisationId, filter)).map((row) => toPublicGrant(row, at));
+      const rows = await deps.repo.findGrants(organisationId, filter);
+      if (filter.agentId !== undefined) return rows.map((row) => toPublicGrant(row, at));
+      return rows.map((row) => shownToOperator(toPublicGrant(row, at)));
     },
 
     /** The requests waiting for an operator (the inbox), with the body each would send. */

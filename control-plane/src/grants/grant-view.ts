@@ -75,7 +75,7 @@ export function toPublicGrant(row: GrantWithItem, now: Date): PublicGrant {
  * approval is shown: invisible characters (direction overrides, zero-width, controls) as U+FFFD,
  * as in the body, so "Read\u202Eetirw" cannot read as something else than what the agent wrote.
  */
-function shownToOperator(grant: PublicGrant): PublicGrant {
+export function shownToOperator(grant: PublicGrant): PublicGrant {
   return {
     ...grant,
     agent_name: showHidden(grant.agent_name).text,

@@ -175,5 +175,18 @@ export function assetHeaders(file: string): Readonly<Record<string, string>> {
   });
 }
 
+/**
+ * HSTS (RFC 6797): a browser that saw the plane over https asks it only over https for a year, its
+ * subdomains too, so an attacker on the network cannot strip TLS from a later visit (typing the bare
+ * host, an http:// link) and read the session cookie or an approval link's token. Only when BASE_URL
+ * is https: a browser ignores it over http (section 8.1), and the local vault and tests speak http.
+ */
+const STRICT_TRANSPORT_SECURITY = "max-age=31536000; includeSubDomains";
+
+/** The Strict-Transport-Security value every answer of the plane at `baseUrl` carries, or none. */
+export function strictTransportSecurity(baseUrl: string): string | undefined {
+  return new URL(baseUrl).protocol === "https:" ? STRICT_TRANSPORT_SECURITY : undefined;
+}
+
 /** The service worker's file, by its name or its content-hashed name. */
 const PUSH_WORKER = /(?:^|\/)push-worker(?:\.[0-9a-f]{12})?\.js$/;

@@ -99,25 +99,65 @@
     });
   }
 
-  /** A decision button; after it, the list reloads and focus returns to the approvals heading. */
-  function decision(td, text, label, isSecondary, action, done) {
+  function button(text, label, isSecondary) {
     var b = el("button", text, isSecondary ? "secondary" : "");
-    if (text === "Deny") b.classList.add("deny");
     b.type = "button";
-    b.setAttribute("aria-label", label);
+    if (label) b.setAttribute("aria-label", label);
+    return b;
+  }
+  /** Runs `action` from button `b` (disabled meanwhile); then the list reloads, focus on its heading. */
+  function decide(b, action, done) {
+    b.disabled = true;
+    action().then(
+      () => {
+        say(done);
+        byId("h-grants").focus();
+        return load(true);
+      },
+      (e) => {
+        b.disabled = false;
+        say(e.message, true);
+      },
+    );
+  }
+  /**
+   * The second step of approving what the operator could not read (the hosted console's
+   * confirmStep): the cell shows the question with "Approve unread" and Cancel, focus on Cancel;
+   * Cancel puts the decisions back.
+   */
+  function askUnread(opener, action, done) {
+    var container = opener.parentNode;
+    var previous = Array.prototype.slice.call(container.childNodes);
+    var question =
+      "Only the first 64 KiB of this request's body is shown. Approve it without reading the rest?";
+    var group = el("span", null, "confirm");
+    group.setAttribute("role", "group");
+    group.setAttribute("aria-label", question);
+    var yes = button("Approve unread", null, false);
+    yes.classList.add("danger");
+    var no = button("Cancel", null, true);
+    group.append(el("span", question, "question"), yes, no);
+    container.replaceChildren(group);
+    no.addEventListener("click", () => {
+      container.replaceChildren.apply(container, previous);
+      opener.focus();
+    });
+    yes.addEventListener("click", () => {
+      decide(yes, action, done);
+    });
+    no.focus();
+  }
+  /**
+   * A decision button; after it, the list reloads and focus returns to the approvals heading. An
+   * approval of a body shown cut at 64 KiB (`isUnread`) approves what the operator could not read,
+   * so that is asked first.
+   */
+  function decision(td, text, label, isSecondary, action, done, isUnread) {
+    var b = button(text, label, isSecondary);
+    if (text === "Deny") b.classList.add("deny");
     b.addEventListener("click", () => {
-      b.disabled = true;
-      action().then(
-        () => {
-          say(done);
-          byId("h-grants").focus();
-          return load(true);
-        },
-        (e) => {
-          b.disabled = false;
-          say(e.message, true);
-        },
-      );
+      if (isUnread) askUnread(b, action, done);
+      else decide(b, action, done);
     });
     td.appendChild(b);
   }
@@ -161,6 +201,7 @@
     );
     var td = cell(tr, el("td"), "actions-cell");
     if (g.status === "pending") {
+      const isUnread = Boolean(g.body?.is_cut);
       decision(
         td,
         "Approve once",
@@ -168,6 +209,7 @@
         false,
         () => api("POST", "/api/grants", { grant_id: g.grant_id, scope: "once" }),
         `Approved ${label} for one call.`,
+        isUnread,
       );
       decision(
         td,
@@ -176,6 +218,7 @@
         true,
         () => api("POST", "/api/grants", { grant_id: g.grant_id, scope: "session" }),
         `Approved ${label} for 8 hours.`,
+        isUnread,
       );
     }
     if (g.status === "pending" || g.status === "active") {
