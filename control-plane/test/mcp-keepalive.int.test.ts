@@ -8,7 +8,7 @@ import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../src/app.ts";
 import { registerMcpRoutes } from "../src/mcp/mcp.routes.ts";
-import type { StreamLimits } from "../src/mcp/mcp-streams.ts";
+import type { StreamLimits } from "../src/http/keepalive-streams.ts";
 import { type HostedHarness, operatorWithClient, startHosted } from "./hosted.ts";
 
 let h: HostedHarness;
@@ -168,7 +168,7 @@ describe("GET /mcp", () => {
 
   it("at a full process, ends the largest organisation's oldest stream for a smaller one's", async () => {
     // Caps of 4 per process and 4 per organisation: one organisation can fill the process.
-    const replica = await startReplica({ perBearer: 8, perOrganisation: 4, total: 4 });
+    const replica = await startReplica({ perHolder: 8, perOrganisation: 4, total: 4 });
     const a = await operatorWithClient(h, {
       secret: "sk_live_keepalive_full_a_7e21",
       items: [{ name: "API_KEY" }],

@@ -5,11 +5,11 @@
 // there with Last-Event-ID and misses nothing; one that fell too far behind gets `reset` (load the
 // inbox again). The session is checked again while the stream is open: signed out, switched to
 // another organisation or removed from it, the stream ends.
-import type { ServerResponse } from "node:http";
 import { AppError } from "@latch/shared/errors";
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { AuditRepo } from "../audit/audit.repo.ts";
+import { createKeepaliveStreams, STREAM_LIMITS, type StreamLimits } from "../http/keepalive-streams.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import { formatServerSentEvent, INBOX_ACTIONS, type InboxEvent, toInboxEvent } from "./inbox-events.ts";
 import { INBOX_PAGE, type InboxHub } from "./inbox-hub.ts";
@@ -20,10 +20,6 @@ const KEEPALIVE_MS = 20_000;
 const RECHECK_MS = 10_000;
 /** EventSource waits this long before reconnecting (the `retry` field). */
 const RETRY_MS = 2_000;
-/** Streams one session may hold (tabs); more is 429, so one browser cannot hold the process open. */
-const MAX_STREAMS_PER_SESSION = 8;
-/** Streams one process holds at most. */
-const MAX_STREAMS = 2_000;
 
 export interface InboxStreamDeps {
   hub: InboxHub;
@@ -36,6 +32,12 @@ export interface InboxStreamDeps {
     /** Whether the caller's session may still read the organisation (re-checked while open). */
     isStillAllowed(request: FastifyRequest, organisationId: string): Promise<boolean>;
   };
+  /**
+   * The caps on open streams (http/keepalive-streams.ts, as GET /mcp's; the holder is the
+   * session): 8 per session (tabs), 200 per organisation, 2,000 per process, a full process making
+   * room at the expense of the organisation holding the most. A test passes small ones.
+   */
+  limits?: StreamLimits;
 }
 
 /** The seq a reconnect names, or undefined (none, or not a seq). */
@@ -45,15 +47,22 @@ function lastEventIdOf(request: FastifyRequest): number | undefined {
   return /^\d{1,15}$/.test(value) ? Number(value) : undefined;
 }
 
+/** The 429 of a stream a cap refuses (its session's, its organisation's or the process's). */
+function tooManyStreams(): AppError {
+  return new AppError(
+    "rate_limited",
+    "too many live inbox streams are open for this session, its organisation or this server; close a tab",
+    { extra: { retry_after: 30 } },
+  );
+}
+
 export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStreamDeps): void {
   const { callerOf, isStillAllowed, ...access } = deps.access;
-  const perSession = new Map<string, number>();
-  /** Streams past the count check and not yet subscribed to the hub. */
-  let opening = 0;
-  // Streams are hijacked from Fastify, so closing the server must end them itself.
-  const streams = new Set<ServerResponse>();
+  // Every stream from its admission (still opening, too) until its socket closes. Streams are
+  // hijacked from Fastify, so closing the server must end them itself.
+  const streams = createKeepaliveStreams(deps.limits ?? STREAM_LIMITS);
   app.addHook("preClose", async () => {
-    for (const stream of streams) stream.end();
+    streams.endAll();
     deps.hub.close();
   });
 
@@ -78,21 +87,20 @@ export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStrea
     },
     async (request, reply) => {
       const { organisationId, sessionId } = await callerOf(request);
-      const open = perSession.get(sessionId) ?? 0;
-      if (open >= MAX_STREAMS_PER_SESSION || deps.hub.size + opening >= MAX_STREAMS) {
-        throw new AppError("rate_limited", "too many live inbox streams are open; close a tab", {
-          extra: { retry_after: 30 },
-        });
-      }
-      // The place is taken before the first await: streams opened at once by one session are
-      // counted one by one, never all let through by the same look at the count.
-      perSession.set(sessionId, open + 1);
-      opening++;
-      const release = () => {
-        const left = (perSession.get(sessionId) ?? 1) - 1;
-        if (left > 0) perSession.set(sessionId, left);
-        else perSession.delete(sessionId);
-      };
+      const raw = reply.raw;
+      /** Ended (to make room for a smaller organisation, or the server closes) before it opened. */
+      let isEnded = false;
+      let isOpen = false;
+      // The place is taken before the ledger is read: streams opened at once are counted one by one,
+      // never all let through by the same look at the count. Ended once open, it ends cleanly and
+      // the console's EventSource reconnects by itself (`retry`).
+      const stream = streams.admit(sessionId, organisationId, () => {
+        isEnded = true;
+        if (isOpen) raw.end();
+      });
+      if (stream === undefined) throw tooManyStreams();
+      // Every path gives the place back through here; a second time does nothing.
+      const release = () => streams.forget(stream);
       let head: number;
       let resumeFrom: number | undefined;
       let missed: Awaited<ReturnType<typeof deps.audit.findRowsAfter>>;
@@ -112,19 +120,22 @@ export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStrea
       } catch (error) {
         release();
         throw error;
-      } finally {
-        opening--;
+      }
+      // Its place went to another organisation (or the server closes) while the ledger was read:
+      // refused as if it came now.
+      if (isEnded) {
+        release();
+        throw tooManyStreams();
       }
 
       reply.hijack();
-      const raw = reply.raw;
       // The browser went away while the ledger was read: its `close` has fired already, so nothing
       // would ever end this stream; give its place back now.
       if (raw.destroyed || request.raw.destroyed || request.raw.socket.destroyed) {
         release();
         return;
       }
-      streams.add(raw);
+      isOpen = true;
       raw.writeHead(200, {
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-store",
@@ -176,7 +187,6 @@ export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStrea
         clearInterval(keepalive);
         clearInterval(recheck);
         unsubscribe();
-        streams.delete(raw);
         release();
       };
       raw.once("close", close);

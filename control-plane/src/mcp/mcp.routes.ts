@@ -8,6 +8,7 @@ import { decodeJwt } from "jose";
 import { BearerNotLive, clientOf, type RouteAccess } from "../auth/principal.ts";
 import type { ClientRow } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
+import { createKeepaliveStreams, STREAM_LIMITS, type StreamLimits } from "../http/keepalive-streams.ts";
 import type { ZodTypeProvider } from "../http/route-schemas.ts";
 import type { ToolDeps } from "../tools/tool-context.ts";
 import { HOSTED_TOOL_ALIASES, listToolDefinitions } from "../tools/tool-schemas.ts";
@@ -15,7 +16,6 @@ import { createToolHandlers } from "../tools/tools.ts";
 import { HOSTED_INSTRUCTIONS } from "./instructions.ts";
 import { protectedResource, toolList } from "./mcp.schemas.ts";
 import { createMcpServer } from "./mcp-server.ts";
-import { createKeepaliveStreams, STREAM_LIMITS, type StreamLimits } from "./mcp-streams.ts";
 
 const KEEPALIVE_MS = 25_000;
 /** How often an open stream checks that its bearer still authenticates the same client. */
@@ -68,8 +68,8 @@ function callsHttpRequest(frame: unknown): boolean {
 }
 
 /**
- * `limits`: the caps on keep-alive streams (mcp-streams.ts); a test passes small ones rather than
- * open 2,000 sockets.
+ * `limits`: the caps on keep-alive streams (http/keepalive-streams.ts); a test passes small ones
+ * rather than open 2,000 sockets.
  */
 export function registerMcpRoutes(
   app: FastifyInstance,

@@ -1,9 +1,10 @@
 // The keep-alive stream caps: per bearer, per organisation, and a full process that makes room at
-// the expense of the organisation holding the most; each stream counted down exactly once.
+// the expense of the organisation holding the most; each stream counted down exactly once. The
+// holders here stand for bearers (GET /mcp) or sessions (the live inbox) alike.
 import { describe, expect, it } from "vitest";
-import { createKeepaliveStreams, type OpenStream } from "./mcp-streams.ts";
+import { createKeepaliveStreams, type OpenStream } from "./keepalive-streams.ts";
 
-const LIMITS = { perBearer: 2, perOrganisation: 3, total: 4 };
+const LIMITS = { perHolder: 2, perOrganisation: 3, total: 4 };
 
 /** A registry whose streams record being ended, in order. */
 function streamsWithLog(limits = LIMITS) {
@@ -47,7 +48,7 @@ describe("keep-alive streams", () => {
   });
 
   it("settles when ended clients reconnect: no two organisations end each other's streams for ever", () => {
-    const { streams, ended, open } = streamsWithLog({ perBearer: 8, perOrganisation: 8, total: 5 });
+    const { streams, ended, open } = streamsWithLog({ perHolder: 8, perOrganisation: 8, total: 5 });
     const live = new Map<string, OpenStream>();
     let n = 0;
     /** Opens a stream for `org`; the registry ends it by name, and its client reconnects. */
@@ -77,7 +78,7 @@ describe("keep-alive streams", () => {
   });
 
   it("refuses an organisation holding as many as the largest at a full process", () => {
-    const { ended, open } = streamsWithLog({ perBearer: 8, perOrganisation: 3, total: 4 });
+    const { ended, open } = streamsWithLog({ perHolder: 8, perOrganisation: 3, total: 4 });
     open("a", "A", "a1");
     open("a", "A", "a2");
     open("b", "B", "b1");
@@ -88,7 +89,7 @@ describe("keep-alive streams", () => {
   });
 
   it("counts a stream down once: ended to make room, then its socket closes", () => {
-    const { streams, open } = streamsWithLog({ perBearer: 8, perOrganisation: 3, total: 4 });
+    const { streams, open } = streamsWithLog({ perHolder: 8, perOrganisation: 3, total: 4 });
     const evicted = open("a", "A", "a1") as OpenStream;
     open("a", "A", "a2");
     open("a", "A", "a3");

@@ -1,25 +1,31 @@
-// The keep-alive streams of GET /mcp open on this process, and whether one more may open.
+// The keep-alive streams open on this process, and whether one more may open: GET /mcp's (the
+// holder is the bearer) and the live inbox's GET /api/inbox/stream (the holder is the session),
+// each route with its own registry and caps.
 //
-// Each stream holds a socket and two timers, so they are capped: per bearer, per organisation and
-// per process. A fixed process cap alone can be filled by enough organisations (sign-up is free and
-// one account owns several), which would leave every other organisation's agents with a 429. So, as
-// the local session store does (local/local-mcp-sessions.ts), a full process makes room at the
-// expense of whoever holds the most: a stream from an organisation holding at least two fewer than
-// the largest holder ends that holder's oldest stream (its client reconnects) and takes its place.
-// Any other organisation is refused, as before: one a single stream below would only trade places
-// with the largest, and their clients would end each other's streams for ever.
+// Each stream holds a socket and timers, so they are capped: per holder, per organisation and per
+// process. A fixed process cap alone can be filled by enough organisations (sign-up is free and one
+// account owns several), which would leave every other organisation's agents or consoles with a 429.
+// So, as the local session store does (local/local-mcp-sessions.ts), a full process makes room at
+// the expense of whoever holds the most: a stream from an organisation holding at least two fewer
+// than the largest holder ends that holder's oldest stream (its client reconnects) and takes its
+// place. Any other organisation is refused, as before: one a single stream below would only trade
+// places with the largest, and their clients would end each other's streams for ever.
 
 /** The caps on open keep-alive streams; more is 429. */
 export interface StreamLimits {
-  /** Streams one bearer may hold, so one token cannot hold the process open. */
-  perBearer: number;
+  /**
+   * Streams one holder (a bearer; a session for the live inbox) may hold, so one token or one
+   * browser cannot hold the process open.
+   */
+  perHolder: number;
   /** Streams one organisation (its members, its agents) may hold on this process. */
   perOrganisation: number;
   /** Streams this process holds at most. */
   total: number;
 }
 
-export const STREAM_LIMITS: StreamLimits = { perBearer: 8, perOrganisation: 200, total: 2_000 };
+/** The caps both routes use: 8 per holder, 200 per organisation, 2,000 per process. */
+export const STREAM_LIMITS: StreamLimits = { perHolder: 8, perOrganisation: 200, total: 2_000 };
 
 /** One admitted stream; `end` ends it cleanly (its client sees the stream end). */
 export interface OpenStream {
@@ -50,7 +56,7 @@ export function createKeepaliveStreams(limits: StreamLimits = STREAM_LIMITS): Ke
   // its oldest is the first; the organisation is forgotten with its last stream. Finding the
   // largest holder walks the organisations, never the streams.
   const byOrganisation = new Map<string, Set<OpenStream>>();
-  const perHolder = new Map<string, number>();
+  const heldByHolder = new Map<string, number>();
   let size = 0;
 
   function forget(stream: OpenStream): void {
@@ -59,9 +65,9 @@ export function createKeepaliveStreams(limits: StreamLimits = STREAM_LIMITS): Ke
     if (!own?.delete(stream)) return;
     if (own.size === 0) byOrganisation.delete(stream.organisationId);
     size -= 1;
-    const left = (perHolder.get(stream.holder) ?? 1) - 1;
-    if (left > 0) perHolder.set(stream.holder, left);
-    else perHolder.delete(stream.holder);
+    const left = (heldByHolder.get(stream.holder) ?? 1) - 1;
+    if (left > 0) heldByHolder.set(stream.holder, left);
+    else heldByHolder.delete(stream.holder);
   }
 
   /** The streams of the organisation holding the most: the one that makes room at a full process. */
@@ -76,7 +82,7 @@ export function createKeepaliveStreams(limits: StreamLimits = STREAM_LIMITS): Ke
   return {
     admit(holder, organisationId, end) {
       const held = byOrganisation.get(organisationId)?.size ?? 0;
-      if ((perHolder.get(holder) ?? 0) >= limits.perBearer || held >= limits.perOrganisation) {
+      if ((heldByHolder.get(holder) ?? 0) >= limits.perHolder || held >= limits.perOrganisation) {
         return undefined;
       }
       if (size >= limits.total) {
@@ -93,7 +99,7 @@ export function createKeepaliveStreams(limits: StreamLimits = STREAM_LIMITS): Ke
       const own = byOrganisation.get(organisationId) ?? new Set<OpenStream>();
       own.add(stream);
       byOrganisation.set(organisationId, own);
-      perHolder.set(holder, (perHolder.get(holder) ?? 0) + 1);
+      heldByHolder.set(holder, (heldByHolder.get(holder) ?? 0) + 1);
       size += 1;
       return stream;
     },
