@@ -178,6 +178,7 @@ export async function buildControlPlane(deps: ControlPlaneDeps): Promise<Control
     now,
     onSignOut: oauth.service.endSignIn,
     checkSignInAllowed: services.sso.signIn.refuseUnlessAllowed,
+    mailer,
   };
   const limiter = createRateLimiter(createRateLimitRepo(db), now);
 

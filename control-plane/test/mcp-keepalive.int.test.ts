@@ -7,8 +7,8 @@ import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../src/app.ts";
-import { registerMcpRoutes } from "../src/mcp/mcp.routes.ts";
 import type { StreamLimits } from "../src/http/keepalive-streams.ts";
+import { registerMcpRoutes } from "../src/mcp/mcp.routes.ts";
 import { type HostedHarness, operatorWithClient, startHosted } from "./hosted.ts";
 
 let h: HostedHarness;

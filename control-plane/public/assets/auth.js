@@ -154,7 +154,9 @@ function enrollPage() {
   }
   onSubmit(byId("current-form"), () => {
     var value = current.value.replace(/\s+/g, "");
-    if (!/^\d{6}$/.test(value)) return refuse(current, "Enter the 6-digit code your current app shows.");
+    // A lost phone's way back: an unused backup code (xxxxx-xxxxx) also starts a new authenticator.
+    if (!/^\d{6}$/.test(value) && !/^[0-9A-Za-z]{5}-?[0-9A-Za-z]{5}$/.test(value))
+      return refuse(current, "Enter the 6-digit code your current app shows, or one of your backup codes.");
     busy(
       byId("current-form"),
       api("POST", "/api/auth/totp/start", { current_code: value }).then((e) => {

@@ -33,7 +33,8 @@ function buildStepUpBox() {
         part("button", { type: "button", id: "step-up-passkey-button", text: "Confirm with your passkey" }),
       ]),
       part("form", { id: "step-up-totp", novalidate: "", hidden: true }, [
-        part("label", { for: "step-up-code", text: "Code from your authenticator app, or a backup code" }),
+        // A backup code signs in; it confirms nothing on a signed-in session (auth/step-up.ts).
+        part("label", { for: "step-up-code", text: "Code from your authenticator app" }),
         part("input", {
           id: "step-up-code",
           name: "code",
@@ -127,7 +128,7 @@ function askStepUp(error) {
       event.preventDefault();
       var code = byId("step-up-code").value.trim();
       if (!code) {
-        problem({ message: "Enter a code from your authenticator app or a backup code." });
+        problem({ message: "Enter a code from your authenticator app." });
         byId("step-up-code").focus();
         return;
       }

@@ -253,7 +253,17 @@ describe("authenticator rules", () => {
     expect(
       (await browser.request("POST", "/api/auth/totp/verify", { code: backupCodes[0] })).statusCode,
     ).toBe(200);
-    // Nine more wrong codes, then a right one for new backup codes: still not locked.
+    // Nine more wrong codes, then a right one: still not locked. (A backup code is no step-up: the
+    // session gives the authenticator's code before it makes new backup codes.)
+    for (let i = 0; i < 9; i++) {
+      const wrong = await browser.request("POST", "/api/auth/totp/verify", { code: "000000" });
+      expect(wrong.json().error.code).toBe("totp_invalid");
+    }
+    h.clock.advance(31_000);
+    expect((await browser.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) })).statusCode).toBe(
+      200,
+    );
+    // Nine wrong codes for new backup codes, then a right one: still not locked.
     for (let i = 0; i < 9; i++) {
       const wrong = await browser.request("POST", "/api/auth/backup-codes/regenerate", { code: "000000" });
       expect(wrong.json().error.code).toBe("totp_invalid");

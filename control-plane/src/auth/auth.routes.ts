@@ -3,6 +3,7 @@
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
+import type { Mailer } from "../mail/mailer.ts";
 import {
   accessEvents,
   accessSnapshot,
@@ -23,6 +24,7 @@ import {
   verifiedTotp,
 } from "./auth.schemas.ts";
 import type { EmailCodeService } from "./email-code.service.ts";
+import { mailFactorNotice } from "./factor-notice.ts";
 import {
   clearSessionCookies,
   requireOperator,
@@ -69,6 +71,8 @@ export interface AuthRouteDeps {
   orgs: OrganisationsPort;
   isSecureCookies: boolean;
   now: () => Date;
+  /** The security notice of an authenticator set up or replaced and of new backup codes. */
+  mailer: Mailer;
   /** Sign-out also ends the operator's OAuth sign-in sessions (oauth/). */
   onSignOut?: (operatorId: string) => Promise<void>;
   /**
@@ -91,6 +95,14 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   /** A session past the authenticator step whose role in its organisation allows `action`. */
   const ready = (action: Parameters<typeof operatorOnly>[0]) =>
     checkedFirst(operatorOnly(action), (request: FastifyRequest) => requireOperator(request, { mfa: true }));
+  /** The security notice of a change to how the account signs in (factor-notice.ts). */
+  const mailOperator = (request: FastifyRequest, operatorId: string, what: string) =>
+    mailFactorNotice(
+      { mailer: deps.mailer, getOperator: deps.totp.getOperator, now: deps.now },
+      request,
+      operatorId,
+      what,
+    );
 
   api.post(
     "/api/auth/otp/send",
@@ -159,6 +171,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       return deps.totp.start(context.operatorId, {
         isSessionReady: context.session.is_mfa_passed,
         currentCode: request.body.current_code,
+        sessionId: context.session.id,
       });
     },
   );
@@ -170,7 +183,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       const context = await requireOperator(request, { mfa: false });
       // The pending secret is the account's next second factor: not an SSO session's to read.
       refuseInSsoSession(context.session, "setting up an authenticator app");
-      return deps.totp.pending(context.operatorId, { isSessionReady: context.session.is_mfa_passed });
+      // Only the session that started it: another one answers as if none were pending.
+      return deps.totp.pending(context.operatorId, {
+        isSessionReady: context.session.is_mfa_passed,
+        sessionId: context.session.id,
+      });
     },
   );
 
@@ -180,11 +197,23 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
       refuseInSsoSession(context.session, "setting up an authenticator app");
-      const codes = await deps.totp.confirm(context.operatorId, request.body.code, {
+      const confirmed = await deps.totp.confirm(context.operatorId, request.body.code, {
         isSessionReady: context.session.is_mfa_passed,
+        sessionId: context.session.id,
       });
-      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now());
-      return { ok: true as const, backup_codes: codes };
+      // A live code of the new app: the session is verified with the step it spent.
+      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now(), confirmed.totpStep);
+      // A change to how an existing account signs in is mailed; a sign-up's first factor is not one.
+      if (confirmed.change !== "first") {
+        await mailOperator(
+          request,
+          context.operatorId,
+          confirmed.change === "replaced"
+            ? "the authenticator app was replaced, and new backup codes were made"
+            : "an authenticator app was added, and new backup codes were made",
+        );
+      }
+      return { ok: true as const, backup_codes: confirmed.backupCodes };
     },
   );
 
@@ -193,8 +222,16 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     { ...signedInOnly, schema: { body: totpCode, response: { 200: verifiedTotp } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: false });
+      const hasPasskey = (await deps.passkeys.count(context.operatorId)) > 0;
+      // A session begun with single sign-on uses the account's authenticator only where its step-up
+      // is that code (no passkey): its wrong codes would lock the account in every organisation.
+      if (hasPasskey || !(await deps.totp.getOperator(context.operatorId)).totp_enabled) {
+        refuseInSsoSession(context.session, "an authenticator code");
+      }
       const { usedBackupCode, totpStep } = await deps.totp.verify(context.operatorId, request.body.code, {
-        hasPasskey: (await deps.passkeys.count(context.operatorId)) > 0,
+        hasPasskey,
+        // On a ready session this is a step-up, which a backup code is not.
+        isSessionReady: context.session.is_mfa_passed,
       });
       // The second step of sign-in, or on a ready session a fresh verification for a step-up;
       // with the authenticator step it spent (a backup code records none).
@@ -254,13 +291,17 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       refuseInSsoSession(context.session, "making new backup codes");
-      return {
-        backup_codes: await deps.totp.regenerateBackupCodes(
-          context.operatorId,
-          request.body.code,
-          context.session,
-        ),
-      };
+      const codes = await deps.totp.regenerateBackupCodes(
+        context.operatorId,
+        request.body.code,
+        context.session,
+      );
+      await mailOperator(
+        request,
+        context.operatorId,
+        "new backup codes were made; the old ones no longer work",
+      );
+      return { backup_codes: codes };
     },
   );
 
@@ -392,9 +433,23 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     },
   );
 
+  // Signing every other session out locks out whoever holds them: a fresh step-up first, as for a
+  // change of factors, so that a session that only signed in (a backup code) cannot.
+  const revokesOthers = checkedFirst(
+    {
+      ...operatorOnly("account"),
+      stepUp: {
+        doing: "signing out your other sessions",
+        scope: "account",
+        // A session begun with single sign-on is refused it outright (below), not asked to verify.
+        when: (request) => !request.operatorSession?.sso_organisation_id,
+      },
+    },
+    (request: FastifyRequest) => requireOperator(request, { mfa: true }),
+  );
   api.post(
     "/api/sessions/revoke-others",
-    { ...readyOnly, schema: { response: { 200: othersRevoked } } },
+    { ...revokesOthers, schema: { response: { 200: othersRevoked } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       // An SSO session acts in its organisation alone; signing the account out everywhere is not its.

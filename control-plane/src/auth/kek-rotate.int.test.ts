@@ -30,9 +30,12 @@ async function enrolledOperator(keyringFile: string, at: Date, on: OpenDatabase 
     keyring: loadOrCreateKeyring(keyringFile),
     now: () => at,
   });
-  const { otpauth_url } = await totp.start(id, { isSessionReady: false });
+  const { otpauth_url } = await totp.start(id, { isSessionReady: false, sessionId: "ses_enrol" });
   const app = OTPAuth.URI.parse(otpauth_url) as OTPAuth.TOTP;
-  await totp.confirm(id, app.generate({ timestamp: at.getTime() }), { isSessionReady: false });
+  await totp.confirm(id, app.generate({ timestamp: at.getTime() }), {
+    isSessionReady: false,
+    sessionId: "ses_enrol",
+  });
   return { id, app };
 }
 

@@ -35,13 +35,17 @@ export interface OperatorsRepo {
   ): Promise<number | undefined>;
   /** A right code: no attempts in a row, no lock. */
   updateTotpFailuresReset(id: string): Promise<void>;
-  updatePendingTotp(id: string, secret: WrappedSecret, expiresAt: Date): Promise<void>;
-  /** Pending -> enabled, only for the enrollment that expires at `pendingExpiresAt`. */
+  /** A new pending enrollment, which only the session `sessionId` reads and confirms. */
+  updatePendingTotp(id: string, secret: WrappedSecret, expiresAt: Date, sessionId: string): Promise<void>;
+  /**
+   * Pending -> enabled, only for the enrollment that expires at `pendingExpiresAt` and that
+   * `sessionId` started.
+   */
   updateTotpEnabled(
     id: string,
     secret: WrappedSecret,
     step: number,
-    pendingExpiresAt: Date,
+    pending: { expiresAt: Date; sessionId: string },
   ): Promise<boolean>;
   /**
    * Removes the authenticator, unless it is the account's last factor (no passkey): the operator's
@@ -101,13 +105,14 @@ export function createOperatorsRepo(db: Kysely<Database>): OperatorsRepo {
         .where("id", "=", id)
         .execute();
     },
-    async updatePendingTotp(id, secret, expiresAt) {
+    async updatePendingTotp(id, secret, expiresAt, sessionId) {
       await db
         .updateTable("operators")
         .set({
           pending_totp_secret: secret.blob,
           pending_totp_kek_id: secret.kekId,
           pending_totp_expires_at: expiresAt,
+          pending_totp_session_id: sessionId,
         })
         .where("id", "=", id)
         .execute();
@@ -137,12 +142,13 @@ export function createOperatorsRepo(db: Kysely<Database>): OperatorsRepo {
             pending_totp_secret: null,
             pending_totp_kek_id: null,
             pending_totp_expires_at: null,
+            pending_totp_session_id: null,
           })
           .where("id", "=", id)
           .execute();
         return "disabled";
       }),
-    async updateTotpEnabled(id, secret, step, pendingExpiresAt) {
+    async updateTotpEnabled(id, secret, step, pending) {
       const result = await db
         .updateTable("operators")
         .set({
@@ -154,9 +160,11 @@ export function createOperatorsRepo(db: Kysely<Database>): OperatorsRepo {
           pending_totp_secret: null,
           pending_totp_kek_id: null,
           pending_totp_expires_at: null,
+          pending_totp_session_id: null,
         })
         .where("id", "=", id)
-        .where("pending_totp_expires_at", "=", pendingExpiresAt)
+        .where("pending_totp_expires_at", "=", pending.expiresAt)
+        .where("pending_totp_session_id", "=", pending.sessionId)
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
     },

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
+import { mailFactorNotice } from "./factor-notice.ts";
 import { requireOperator, setSessionCookies } from "./operator-guard.ts";
 import {
   addedPasskey,
@@ -71,30 +72,14 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
   );
   const cookieName = ceremonyCookie(deps.isSecureCookies);
 
-  /**
-   * The security notice of a change already saved. A mail that cannot go out is logged, never the
-   * change's answer: a 500 would tell the operator a saved change failed, and a retry would meet
-   * "not found" or "already added".
-   */
-  async function mailOperator(request: FastifyRequest, operatorId: string, what: string): Promise<void> {
-    try {
-      const operator = await deps.totp.getOperator(operatorId);
-      await deps.mailer.send({
-        to: operator.email,
-        subject: `Latch: ${what}`,
-        text: `${what} on your Latch account (${operator.email}) at ${deps.now().toISOString()}.\n\nIf this was not you, sign in, check your passkeys and authenticator under Access, and sign out every other session.`,
-      });
-    } catch (error) {
-      const code = (error as { code?: unknown } | null)?.code;
-      request.log.error(
-        {
-          operator_id: operatorId,
-          error: `${(error as Error)?.name ?? "Error"} ${typeof code === "string" ? code : ""}`.trim(),
-        },
-        "the security notice of a sign-in change could not be mailed",
-      );
-    }
-  }
+  /** The security notice of a change already saved (factor-notice.ts). */
+  const mailOperator = (request: FastifyRequest, operatorId: string, what: string) =>
+    mailFactorNotice(
+      { mailer: deps.mailer, getOperator: deps.totp.getOperator, now: deps.now },
+      request,
+      operatorId,
+      what,
+    );
 
   // "Sign in with a passkey": the browser gets a challenge bound to a cookie of its own, so an
   // answer made for one browser's challenge cannot be posted from another.

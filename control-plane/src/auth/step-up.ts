@@ -56,17 +56,30 @@ export function stepUpMethods(factors: StepUpFactors, scope: StepUpRule["scope"]
   return ["sso"];
 }
 
-/** Whether `session` proved its user with one of `methods` within the last 5 minutes of `now`. */
+/**
+ * Whether `session` proved its user with one of `methods` within the last 5 minutes of `now`. A
+ * backup code is recovery, not the authenticator code: it signs in (method `totp`, no time step
+ * spent) but is no step-up, so one stolen code (and the mailbox) cannot add a passkey or change
+ * what matters most. The `totp` method counts only with the authenticator step its code spent.
+ */
 export function isFreshlyVerified(
-  session: Pick<OperatorSessionRow, "verified_at" | "verified_method">,
+  session: Pick<OperatorSessionRow, "verified_at" | "verified_method" | "verified_totp_step">,
   methods: readonly StepUpMethod[],
   now: Date,
 ): boolean {
   const at = session.verified_at;
   if (!at || !session.verified_method || !methods.includes(session.verified_method)) return false;
+  if (session.verified_method === "totp" && isBackupCodeVerification(session)) return false;
   const age = now.getTime() - at.getTime();
   // A verification "from the future" (a clock stepped back) is not trusted either.
   return age >= -60_000 && age <= STEP_UP_WINDOW_MS;
+}
+
+/** Whether the session's last verification was a backup code (`totp` with no time step spent). */
+export function isBackupCodeVerification(
+  session: Pick<OperatorSessionRow, "verified_method" | "verified_totp_step">,
+): boolean {
+  return session.verified_method === "totp" && session.verified_totp_step === null;
 }
 
 /** Whether `rule` applies to this request. */

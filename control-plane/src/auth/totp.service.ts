@@ -178,12 +178,15 @@ export function createTotpService(deps: TotpDeps) {
 
   return {
     /**
-     * Starts an enrollment. Re-enrolling (an authenticator already active) needs a ready session
-     * and a current code, so a stolen half-signed-in session cannot swap the authenticator.
+     * Starts an enrollment, bound to the session `sessionId` that starts it (only it reads and
+     * confirms it). Re-enrolling (an authenticator already active) needs a ready session and a
+     * current code, so a stolen half-signed-in session cannot swap the authenticator: a code of the
+     * app, or an unused backup code, the way back for an operator who lost the phone (a backup code
+     * is recovery; the change is mailed when confirmed).
      */
     async start(
       operatorId: string,
-      options: { isSessionReady: boolean; currentCode?: unknown },
+      options: { isSessionReady: boolean; currentCode?: unknown; sessionId: string },
     ): Promise<Enrollment> {
       const operator = await loadOperator(operatorId);
       // An account with a passkey only: adding an authenticator is for a session past that passkey.
@@ -199,32 +202,44 @@ export function createTotpService(deps: TotpDeps) {
         checkNotLocked(operator);
         const current = typeof options.currentCode === "string" ? options.currentCode.trim() : "";
         const attempt = await takeAttempt(operatorId);
-        if (!(await spendTotpCode(operator, current))) refuseAttempt(attempt);
+        const isCurrent =
+          (await spendTotpCode(operator, current)) ||
+          (!/^\d{6}$/.test(current) && (await spendBackupCode(operatorId, current)));
+        if (!isCurrent) refuseAttempt(attempt);
         await deps.repo.updateTotpFailuresReset(operatorId);
       }
       const secret = Buffer.from(new OTPAuth.Secret({ size: 20 }).bytes);
       const wrapped = deps.keyring.wrap(secret, pendingBinding(operatorId));
       const expiresAt = new Date(deps.now().getTime() + ENROLLMENT_TTL_MS);
-      await deps.repo.updatePendingTotp(operatorId, wrapped, expiresAt);
+      await deps.repo.updatePendingTotp(operatorId, wrapped, expiresAt, options.sessionId);
       return enrollmentOf(operator, secret, expiresAt);
     },
 
-    async pending(operatorId: string, options: { isSessionReady: boolean }): Promise<Enrollment> {
+    /** The enrollment `sessionId` started, while live; another session's is none (404). */
+    async pending(
+      operatorId: string,
+      options: { isSessionReady: boolean; sessionId: string },
+    ): Promise<Enrollment> {
       const operator = await loadOperator(operatorId);
       checkReplacementAllowed(operator, options.isSessionReady, await hasPasskey(operatorId));
-      const secret = pendingSecret(operator);
+      const secret = pendingSecret(operator, options.sessionId);
       return enrollmentOf(operator, secret, operator.pending_totp_expires_at!);
     },
 
-    /** Confirms the pending enrollment with a code from the app; returns the backup codes, once. */
+    /**
+     * Confirms the enrollment `sessionId` started with a code from the app: the backup codes, once;
+     * the time step the code spent (a live code of the new app); and what it changed: the account's
+     * first factor (a sign-up), an authenticator beside a passkey, or the active one replaced.
+     */
     async confirm(
       operatorId: string,
       rawCode: unknown,
-      options: { isSessionReady: boolean },
-    ): Promise<string[]> {
+      options: { isSessionReady: boolean; sessionId: string },
+    ): Promise<{ backupCodes: string[]; totpStep: number; change: "first" | "added" | "replaced" }> {
       const operator = await loadOperator(operatorId);
-      checkReplacementAllowed(operator, options.isSessionReady, await hasPasskey(operatorId));
-      const secret = pendingSecret(operator);
+      const hadPasskey = await hasPasskey(operatorId);
+      checkReplacementAllowed(operator, options.isSessionReady, hadPasskey);
+      const secret = pendingSecret(operator, options.sessionId);
       const step = matchStep(
         totpFor(operator.email, secret),
         typeof rawCode === "string" ? rawCode.trim() : "",
@@ -232,27 +247,38 @@ export function createTotpService(deps: TotpDeps) {
       if (step === undefined)
         throw new AppError("totp_invalid", "that code does not match the new authenticator");
       const wrapped = deps.keyring.wrap(secret, activeBinding(operatorId));
-      return deps.repo.inTransaction(async (repo) => {
-        if (!(await repo.updateTotpEnabled(operatorId, wrapped, step, operator.pending_totp_expires_at!)))
+      const backupCodes = await deps.repo.inTransaction(async (repo) => {
+        const pending = { expiresAt: operator.pending_totp_expires_at!, sessionId: options.sessionId };
+        if (!(await repo.updateTotpEnabled(operatorId, wrapped, step, pending)))
           throw new AppError("no_pending_enrollment", "this enrollment was already confirmed");
         return replaceBackupCodes(repo, operatorId);
       });
+      const change = operator.totp_enabled ? "replaced" : hadPasskey ? "added" : "first";
+      return { backupCodes, totpStep: step, change };
     },
 
     /**
      * The authenticator step: an app code or an unused backup code. Backup codes stay the way back
-     * in for an account whose second factor is a passkey alone (`hasPasskey`).
+     * in for an account whose second factor is a passkey alone (`hasPasskey`). A backup code signs
+     * in and nothing more: on a session past its sign-in (`isSessionReady`, a step-up) it is refused
+     * unread and unspent, since it would verify nothing (step-up.ts isFreshlyVerified).
      */
     async verify(
       operatorId: string,
       rawCode: unknown,
-      options: { hasPasskey?: boolean } = {},
+      options: { hasPasskey?: boolean; isSessionReady?: boolean } = {},
     ): Promise<{ usedBackupCode: boolean; totpStep?: number }> {
       const operator = await loadOperator(operatorId);
       checkNotLocked(operator);
       if (!operator.totp_enabled && !options.hasPasskey)
         throw new AppError("no_pending_enrollment", "no authenticator is enrolled; enroll one first");
       const code = typeof rawCode === "string" ? rawCode.trim() : "";
+      if (options.isSessionReady && !/^\d{6}$/.test(code)) {
+        throw new AppError(
+          "totp_invalid",
+          "a backup code signs you in but does not confirm it is you on a signed-in session: enter a code from your authenticator app",
+        );
+      }
       const attempt = await takeAttempt(operatorId);
       const totpStep = await spendTotpStep(operator, code);
       let usedBackupCode = false;
@@ -345,8 +371,10 @@ export function createTotpService(deps: TotpDeps) {
     return ((await deps.countPasskeys?.(operatorId)) ?? 0) > 0;
   }
 
-  function pendingSecret(operator: OperatorRow): Buffer {
+  /** The pending secret `sessionId` started; another session's answers as if none were pending. */
+  function pendingSecret(operator: OperatorRow, sessionId: string): Buffer {
     if (
+      operator.pending_totp_session_id !== sessionId ||
       !operator.pending_totp_secret ||
       !operator.pending_totp_kek_id ||
       !operator.pending_totp_expires_at ||

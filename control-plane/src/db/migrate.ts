@@ -33,6 +33,7 @@ import * as pushSubscriptionsSessionless from "./migrations/2026-11-27T0900-push
 import * as grantHeldUntil from "./migrations/2026-11-27T1300-grant-held-until.ts";
 import * as organisationTombstones from "./migrations/2026-11-27T1400-organisation-tombstones.ts";
 import * as policyProposals from "./migrations/2026-11-27T1800-policy-proposals.ts";
+import * as pendingTotpSession from "./migrations/2026-11-27T1820-pending-totp-session.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -67,6 +68,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-27T1300-grant-held-until": grantHeldUntil,
   "2026-11-27T1400-organisation-tombstones": organisationTombstones,
   "2026-11-27T1800-policy-proposals": policyProposals,
+  "2026-11-27T1820-pending-totp-session": pendingTotpSession,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

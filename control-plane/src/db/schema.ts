@@ -212,6 +212,8 @@ export interface OperatorsTable {
   pending_totp_secret: Uint8Array | null;
   pending_totp_kek_id: string | null;
   pending_totp_expires_at: Date | null;
+  /** The session that started the pending enrolment: only it reads and confirms it. */
+  pending_totp_session_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface BackupCodesTable {
