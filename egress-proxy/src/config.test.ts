@@ -59,6 +59,32 @@ describe("the gRPC listener's mTLS", () => {
       expect(verdict({ NODE_ENV, EGRESS_LISTEN: "0.0.0.0:50051", ...mtls }), NODE_ENV).toBe("started");
     }
   });
+
+  // Plaintext with the client identity check keyed on the certificate alone refused every call.
+  it("refuses, outside production too, some of the mTLS files without the others, naming what is missing", () => {
+    for (const NODE_ENV of ["development", "test"]) {
+      const certOnly = verdict({ NODE_ENV, EGRESS_TLS_CERT: mtls.EGRESS_TLS_CERT });
+      expect(certOnly, NODE_ENV).toBe(
+        "Latch's egress proxy cannot start: EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA: mTLS needs EGRESS_TLS_CERT, EGRESS_TLS_KEY and EGRESS_TLS_CLIENT_CA together, and only EGRESS_TLS_CERT is set; set the others, or unset it for plaintext on loopback.",
+      );
+      expect(certOnly).not.toContain("/etc/latch");
+      expect(
+        verdict({
+          NODE_ENV,
+          EGRESS_TLS_KEY: mtls.EGRESS_TLS_KEY,
+          EGRESS_TLS_CLIENT_CA: mtls.EGRESS_TLS_CLIENT_CA,
+        }),
+        NODE_ENV,
+      ).toBe(
+        "Latch's egress proxy cannot start: EGRESS_TLS_CERT: mTLS needs EGRESS_TLS_CERT, EGRESS_TLS_KEY and EGRESS_TLS_CLIENT_CA together, and only EGRESS_TLS_KEY, EGRESS_TLS_CLIENT_CA are set; set the others, or unset them for plaintext on loopback.",
+      );
+      // A blank value counts as unset, as everywhere in this configuration.
+      expect(verdict({ NODE_ENV, ...mtls, EGRESS_TLS_KEY: " " }), NODE_ENV).toMatch(
+        /^[^/]*EGRESS_TLS_KEY: mTLS needs/,
+      );
+      expect(verdict({ NODE_ENV, ...mtls }), NODE_ENV).toBe("started");
+    }
+  });
 });
 
 describe("Node's TLS settings in production", () => {

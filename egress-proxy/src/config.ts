@@ -1,6 +1,7 @@
 // The proxy's configuration: one zod schema over the environment, every bad key reported at once.
 import { accessSync, constants, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { SPAWNED_BY_CONTROL_PLANE } from "@latch/shared/process";
 import { DEFAULT_TICKET_AUDIENCE } from "@latch/shared/tickets/ticket-signature";
 import { z } from "zod";
 import { parseCidrList } from "./destination/classify.ts";
@@ -60,7 +61,16 @@ export type EgressConfig = Readonly<z.infer<typeof schema>> & {
   readonly listenHost: string;
   readonly listenPort: number;
   readonly devKnobs: readonly string[];
+  /**
+   * Started by a control plane as its child (npm start, vault serve, vault mcp): the only proxy
+   * that control plane ever sends tickets to, which it may start on its first call, after minting
+   * that call's ticket.
+   */
+  readonly isSpawned: boolean;
 };
+
+/** The listener's mTLS files: all three, or none (plaintext, on loopback outside production). */
+const TLS_FILES = ["EGRESS_TLS_CERT", "EGRESS_TLS_KEY", "EGRESS_TLS_CLIENT_CA"] as const;
 
 /** The three development/test knobs that bend the destination policy. */
 const DEV_KNOBS = ["EGRESS_CONNECT_TO", "EGRESS_ALLOW_CIDRS", "EGRESS_EXTRA_CA"] as const;
@@ -160,11 +170,19 @@ export function loadEgressConfig(
     }
   }
   const listen = splitHostPort(c.EGRESS_LISTEN);
-  const hasTls = Boolean(c.EGRESS_TLS_CERT && c.EGRESS_TLS_KEY && c.EGRESS_TLS_CLIENT_CA);
+  const tlsFiles = TLS_FILES.filter((name) => c[name] !== undefined);
+  const hasTls = tlsFiles.length === TLS_FILES.length;
   if (!hasTls && c.NODE_ENV === "production") {
     // DECISIONS: plaintext only on loopback in development and tests, never in a deployment.
     problems.push(
       "EGRESS_TLS_CERT, EGRESS_TLS_KEY and EGRESS_TLS_CLIENT_CA must be set when NODE_ENV=production: the gRPC listener takes calls over mTLS only, on loopback too",
+    );
+  } else if (tlsFiles.length > 0 && !hasTls) {
+    // Some of the files and not the others: neither mTLS nor a deliberate plaintext listener, so
+    // the start is refused rather than every call failing its client identity check unexplained.
+    const missing = TLS_FILES.filter((name) => c[name] === undefined);
+    problems.push(
+      `${missing.join(", ")}: mTLS needs EGRESS_TLS_CERT, EGRESS_TLS_KEY and EGRESS_TLS_CLIENT_CA together, and only ${tlsFiles.join(", ")} ${tlsFiles.length === 1 ? "is" : "are"} set; set the others, or unset ${tlsFiles.length === 1 ? "it" : "them"} for plaintext on loopback`,
     );
   } else if (!hasTls && !isLoopbackHost(listen.host)) {
     problems.push(
@@ -172,7 +190,13 @@ export function loadEgressConfig(
     );
   }
   if (problems.length > 0) throw new EgressConfigError(problems);
-  return Object.freeze({ ...c, listenHost: listen.host, listenPort: listen.port, devKnobs });
+  return Object.freeze({
+    ...c,
+    listenHost: listen.host,
+    listenPort: listen.port,
+    devKnobs,
+    isSpawned: env[SPAWNED_BY_CONTROL_PLANE] === "1",
+  });
 }
 
 /**

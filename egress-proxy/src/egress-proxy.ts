@@ -125,9 +125,14 @@ export async function startEgressProxy(
         warn: (sentence) => logger.warn(`${sentence}. Production refuses to start with such a role.`),
       })
     : createMemoryReplayStore();
+  // Told of the store, the checks refuse on a memory store every ticket issued before this process
+  // started: it may have run in the process before a restart. Not in a control plane's child: no
+  // other proxy ever took its parent's tickets, and a parent that starts it on its first call has
+  // minted that call's ticket first (control-plane/src/local/local-vault.ts, lazyEgress).
   const checkTicket = createTicketChecker({
     trustedKeys: parseTrustedTicketKeys(readTrustedTicketKeysText(config)),
     audience: config.EGRESS_AUDIENCE,
+    replayStore: config.isSpawned ? undefined : replayStore,
   });
   const spendTicket = createTicketSpender({ replayStore });
   const fenceTicket = createTicketFencer({ checkTicket, replayStore });
@@ -171,7 +176,8 @@ export async function startEgressProxy(
   const sendPush = createSendPush(dialing);
   let isServing = true;
 
-  const isTls = Boolean(config.EGRESS_TLS_CERT);
+  // The same condition as the credentials' (config.ts refuses a start with only some of the files).
+  const isTls = Boolean(config.EGRESS_TLS_CERT && config.EGRESS_TLS_KEY && config.EGRESS_TLS_CLIENT_CA);
   const grpc = await startGrpcServer({
     host: config.listenHost,
     port: config.listenPort,

@@ -118,6 +118,12 @@ export const ERROR_STATUS = {
   ticket_expired: 401,
   ticket_audience: 401,
   ticket_replayed: 409,
+  /**
+   * A ticket issued before its proxy (on a memory store) started: refused unspent, as it may have
+   * run in the process before a restart; the control plane, which sent it to no other process,
+   * knows it never left. Temporary: a call made again gets a new ticket.
+   */
+  ticket_predates_proxy: 503,
   credential_unavailable: 500,
   /** The audit ledger does not grow from its last checkpoint (rows cut or rewritten): not signed. */
   ledger_broken: 500,

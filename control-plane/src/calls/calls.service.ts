@@ -335,12 +335,14 @@ export function createCallsService(deps: CallsDeps) {
      * Makes one call. Authorisation (grants) is the caller's job and happens before this; here
      * the request is validated, sent through the proxy and audited.
      *
-     * `approval.release()` is called in exactly three cases: the call failed before its ticket
-     * left for the proxy; the proxy answered that nothing reached the origin; or the proxy did not
-     * answer and fencing its ticket won (egress/ticket-fence.ts: no proxy ran it, none ever will),
-     * now or once a fence could be asked. Nothing after the proxy answered (the audit insert,
-     * shaping the result, a thrown error) can give an approval back, and a ticket a proxy took
-     * keeps it spent (the request may have gone out). This is the one place that decides.
+     * `approval.release()` is called in exactly four cases: the call failed before its ticket
+     * left for the proxy; the proxy answered that nothing reached the origin; the proxy refused
+     * the ticket as issued before it started (`ticket_predates_proxy`: the one process it went to
+     * did not run it); or the proxy did not answer and fencing its ticket won
+     * (egress/ticket-fence.ts: no proxy ran it, none ever will), now or once a fence could be
+     * asked. Nothing after the proxy answered (the audit insert, shaping the result, a thrown
+     * error) can give an approval back, and a ticket a proxy took keeps it spent (the request may
+     * have gone out). This is the one place that decides.
      */
     async executeCall(
       scope: {
@@ -476,6 +478,22 @@ export function createCallsService(deps: CallsDeps) {
           // request went out, the approval stays spent, and the attempt is audited.
           if (await recordSafely({ ...audit, action: "http_request_failed", reason, detail })) await settle();
           throw error;
+        }
+        if (error instanceof AppError && error.code === "ticket_predates_proxy") {
+          // A proxy on its memory store, started after the ticket was issued (a restart while the
+          // call waited), refused it unspent. It was the only process the ticket went to (the
+          // egress client sends a ticket once, and again only after a refusal marked not started,
+          // as this one is): no process ran it, none will. So, as when a fence wins, the approval
+          // goes back; no fence is asked (that proxy's answer for this ticket is UNKNOWN).
+          const isGivenBack = await giveBack();
+          await recordSafely({
+            ...audit,
+            action: "call_not_sent",
+            reason,
+            detail: { ...detail, ...(isGivenBack ? {} : { approval: "not_given_back" }) },
+          });
+          if (!isGivenBack) await settle();
+          throw withApproval(error, isGivenBack ? "kept" : "lost", "not_sent");
         }
         // No answer (connection lost, UNAVAILABLE, deadline, a ticket refused): fence the ticket.
         // A fence nobody could answer yet is asked again; if it wins later, the approval comes back.

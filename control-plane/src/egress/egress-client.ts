@@ -151,7 +151,9 @@ function readErrorCode(metadata: Metadata | undefined): string | undefined {
 /**
  * The proxy refused the call before spending its ticket: UNAVAILABLE while it drains (the balancer
  * then takes it out of the rotation), RESOURCE_EXHAUSTED when the ticket's organisation has as
- * many calls in flight there as a replica takes from one (it stays in the rotation for the rest).
+ * many calls in flight there as a replica takes from one, or when the replica keeps spent tickets
+ * in memory and started after the ticket was issued (`ticket_predates_proxy`); it stays in the
+ * rotation for the rest.
  */
 function isNotStarted(error: ServiceError): boolean {
   return (

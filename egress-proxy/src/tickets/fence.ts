@@ -19,7 +19,7 @@ export function createTicketFencer(deps: {
   const now = deps.now ?? Date.now;
   return async (signed) => {
     // Signed by the control plane, for this deployment: nobody else may burn a ticket id.
-    const ticket = await deps.checkTicket(signed, { allowExpired: true });
+    const ticket = await deps.checkTicket(signed, { isFence: true });
     // A store that started after the ticket was issued (a restarted process, its memory empty)
     // cannot know whether its predecessor ran it; nor can one that has already forgotten spends
     // that old (both stores keep an id until expiry + skew). Saying FENCED then could send a

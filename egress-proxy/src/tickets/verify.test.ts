@@ -5,7 +5,7 @@ import { deriveTicketKeyId, rawEd25519PublicKey } from "@latch/shared/tickets/ti
 import { describe, expect, it } from "vitest";
 import { createTicketMinter } from "../../../control-plane/src/egress/tickets.ts";
 import { createMemoryReplayStore, type ReplayStore } from "./replay-store.ts";
-import { createTicketVerifier } from "./verify.ts";
+import { createTicketChecker, createTicketSpender, createTicketVerifier } from "./verify.ts";
 
 function newKey() {
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
@@ -177,5 +177,49 @@ describe("call ticket verification", () => {
     const signed = minter.mintCallTicket(call);
     await verify(signed);
     expect(await codeOf(verify(signed))).toBe("ticket_replayed");
+  });
+
+  it("after a restart on a memory store, refuses a ticket the previous process spent, and takes new ones", async () => {
+    const key = newKey();
+    let clock = 1_800_000_000_000;
+    const now = () => clock;
+    const minter = createTicketMinter({ key, issuer: "test", audience: "latch-egress", now });
+    const trustedKeys = new Map([[key.keyId, key.publicKey]]);
+    const processOn = (replayStore: ReplayStore) => {
+      const check = createTicketChecker({ trustedKeys, audience: "latch-egress", replayStore, now });
+      const spend = createTicketSpender({ replayStore, now });
+      return async (signed: ReturnType<typeof minter.mintCallTicket>) => spend(await check(signed));
+    };
+    const first = processOn(createMemoryReplayStore(now));
+    const spent = minter.mintCallTicket(call, { ttlMs: 30_000 });
+    expect(await codeOf(first(spent))).toBe("accepted");
+    // Two seconds later the process runs again, its memory empty.
+    clock += 2_000;
+    const restartedStore = createMemoryReplayStore(now);
+    const restarted = processOn(restartedStore);
+    // Its own code, not a replay's: the control plane knows it sent the ticket to no other process.
+    expect(await codeOf(restarted(spent))).toBe("ticket_predates_proxy");
+    await expect(restarted(spent)).rejects.toMatchObject({ extra: { callNotStarted: true } });
+    // Nothing was spent on the way: the refusal is the check's.
+    expect(await restartedStore.spend(Ticket.decode(spent.payload).id, clock + 30_000)).toBe(true);
+    // A ticket issued once the process started is taken once; one of the same millisecond too.
+    expect(await codeOf(restarted(minter.mintCallTicket(call)))).toBe("accepted");
+    clock += 1;
+    const fresh = minter.mintCallTicket(call);
+    expect(await codeOf(restarted(fresh))).toBe("accepted");
+    expect(await codeOf(restarted(fresh))).toBe("ticket_replayed");
+    // The fence's own check lets the old ticket through: it answers UNKNOWN for it itself.
+    const check = createTicketChecker({
+      trustedKeys,
+      audience: "latch-egress",
+      replayStore: restartedStore,
+      now,
+    });
+    expect((await check(spent, { isFence: true })).id).toBe(Ticket.decode(spent.payload).id);
+    // The shared table knows every spend: nothing is refused for when its process started.
+    const issuedBefore = minter.mintCallTicket(call);
+    clock += 1_000;
+    const shared: ReplayStore = { ...createMemoryReplayStore(now), kind: "shared", knowsSpendsSinceMs: 0 };
+    expect(await codeOf(processOn(shared)(issuedBefore))).toBe("accepted");
   });
 });

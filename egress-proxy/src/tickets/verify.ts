@@ -51,12 +51,13 @@ function toRawKeys(keys: ReadonlyMap<string, KeyObject>): Map<string, Uint8Array
 }
 
 /**
- * Checks a signed ticket's signature, audience and lifetime; spends nothing. `allowExpired` skips
- * the expiry alone (a fence may come after the ticket expired).
+ * Checks a signed ticket's signature, audience and lifetime, and that the replay store can know
+ * whether it was spent; spends nothing. `isFence` skips the expiry (a fence may come after the
+ * ticket expired) and the store's knowledge (the fence answers UNKNOWN for it itself).
  */
 export type TicketChecker = (
   signed: SignedTicket | undefined,
-  options?: { allowExpired?: boolean },
+  options?: { isFence?: boolean },
 ) => Promise<Ticket>;
 /**
  * Spends a checked ticket's id right before anything leaves: throws `ticket_expired` when it has
@@ -66,10 +67,16 @@ export type TicketChecker = (
 export type TicketSpender = (ticket: Pick<Ticket, "id" | "expiresAtMs">) => Promise<void>;
 
 /**
- * The checks before single use: signature, then audience, id and lifetime. Kept apart from
- * spending so that a caller runs them as two ordered steps; never spend a ticket this did not pass.
+ * The checks before single use: signature, then audience, id and lifetime, then whether the
+ * replay store the ticket is spent in (`replayStore`, when given) knows every spend of it. Kept
+ * apart from spending so that a caller runs them as two ordered steps; never spend a ticket this
+ * did not pass.
  */
-export function createTicketChecker(options: Omit<TicketVerifierOptions, "replayStore">): TicketChecker {
+export function createTicketChecker(
+  options: Omit<TicketVerifierOptions, "replayStore"> & {
+    replayStore?: Pick<ReplayStore, "knowsSpendsSinceMs"> | undefined;
+  },
+): TicketChecker {
   const now = options.now ?? Date.now;
   const skew = options.skewMs ?? DEFAULT_SKEW_MS;
   const trustedKeys = toRawKeys(options.trustedKeys);
@@ -99,8 +106,31 @@ export function createTicketChecker(options: Omit<TicketVerifierOptions, "replay
     if (ticket.issuedAtMs > t + skew || ticket.expiresAtMs - ticket.issuedAtMs > MAX_TICKET_LIFETIME_MS) {
       throw new AppError("ticket_invalid", "the call ticket's lifetime is not acceptable");
     }
-    if (ticket.expiresAtMs + skew < t && !checkOptions.allowExpired) {
+    if (ticket.expiresAtMs + skew < t && !checkOptions.isFence) {
       throw new AppError("ticket_expired", "the call ticket has expired");
+    }
+    // A memory store knows only the spends of its own process: a ticket issued before it started
+    // may have been run by the process before a restart (DECISIONS "The two tiers": every replica
+    // refuses a ticket it has seen), so it is refused. Judged here, where every RPC has the whole
+    // ticket, before its spend. Compared without the clock skew: with it, a new replica would
+    // refuse every ticket of its first 5 s, a scale-up's and a first start's alike; the cost is a
+    // predecessor that spent the ticket and restarted within the control plane's clock lead over
+    // this host (milliseconds where clocks are kept). The fence keeps the skew.
+    // Its own code, not ticket_replayed: the control plane sends a ticket to one process once
+    // (again only after a refusal marked not started), so this refusal names a ticket no process
+    // ran, and the call's one-call approval goes back (calls.service.ts). Marked not started too:
+    // nothing was spent or sent, so the control plane's one retry may take it to another replica
+    // (as RESOURCE_EXHAUSTED, grpc/server.ts, which leaves this healthy replica in the rotation).
+    if (
+      options.replayStore &&
+      !checkOptions.isFence &&
+      ticket.issuedAtMs < options.replayStore.knowsSpendsSinceMs
+    ) {
+      throw new AppError(
+        "ticket_predates_proxy",
+        "the call ticket was issued before this egress proxy started (it keeps spent tickets in memory, so it cannot tell whether its previous process ran it); nothing was spent or sent",
+        { extra: { callNotStarted: true } },
+      );
     }
     return ticket;
   };
