@@ -367,9 +367,10 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
         rows.flatMap((row) => (row.last_access_at ? [[row.operator_id, new Date(row.last_access_at)]] : [])),
       );
     },
-    async onMemberGone(organisationId, operatorId, toOrganisationId) {
+    async onMemberGone(organisationId, operatorId, toOrganisationId, actor) {
       await sessions.updateSessionsLeavingOrganisation(operatorId, organisationId, toOrganisationId, now());
       await variant.onMemberOAuthEnded?.(organisationId, operatorId);
+      await clients.revokeHeldBy(organisationId, operatorId, actor);
     },
     now,
   });

@@ -1,5 +1,6 @@
 // Model and trusted clients in the database: a bearer is stored only as its SHA-256, and revoking
-// is a conditional UPDATE so a repeated revoke is seen as one.
+// and rotating are conditional UPDATEs, so a repeated revoke is seen as one and a rotation never
+// replaces the bearer of a client revoked or rotated meanwhile.
 import type { Kysely } from "kysely";
 import type { ClientRow, Database } from "../db/schema.ts";
 
@@ -9,10 +10,20 @@ export interface ClientsRepo {
   findClients(organisationId: string): Promise<ClientRow[]>;
   /** The unrevoked client whose bearer hashes to `tokenHash`. */
   findLiveClientByTokenHash(tokenHash: string): Promise<ClientRow | undefined>;
+  /**
+   * Replaces the bearer only while the client is live and still holds `fromTokenHash`: a revoke or
+   * another rotation that committed first leaves it as it is. True for the call that replaced it.
+   */
   updateClientToken(
     id: string,
-    change: { tokenHash: string; tokenLast4: string; rotatedAt: Date },
-  ): Promise<void>;
+    change: {
+      fromTokenHash: string;
+      tokenHash: string;
+      tokenLast4: string;
+      rotatedAt: Date;
+      issuedBy: string | null;
+    },
+  ): Promise<boolean>;
   /** Sets revoked_at only if unset. True for the call that revoked it. */
   updateClientRevoked(id: string, now: Date): Promise<boolean>;
   updateClientUsed(id: string, change: { lastUsedAt: Date; firstUsedAt: Date }): Promise<void>;
@@ -24,6 +35,8 @@ export interface ClientsRepo {
   ): Promise<ClientRow | undefined>;
   /** A live client by id, in any organisation (an OAuth access token names its organisation). */
   findLiveClient(id: string): Promise<ClientRow | undefined>;
+  /** The organisation's live clients of `kind` whose bearer `operatorId` was shown (issued_by). */
+  findLiveClientsIssuedBy(organisationId: string, operatorId: string, kind: string): Promise<ClientRow[]>;
 }
 
 export function createClientsRepo(db: Kysely<Database>): ClientsRepo {
@@ -53,11 +66,19 @@ export function createClientsRepo(db: Kysely<Database>): ClientsRepo {
         .where("revoked_at", "is", null)
         .executeTakeFirst(),
     async updateClientToken(id, change) {
-      await db
+      const result = await db
         .updateTable("clients")
-        .set({ token_hash: change.tokenHash, token_last4: change.tokenLast4, rotated_at: change.rotatedAt })
+        .set({
+          token_hash: change.tokenHash,
+          token_last4: change.tokenLast4,
+          rotated_at: change.rotatedAt,
+          issued_by: change.issuedBy,
+        })
         .where("id", "=", id)
-        .execute();
+        .where("revoked_at", "is", null)
+        .where("token_hash", "=", change.fromTokenHash)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
     },
     async updateClientRevoked(id, now) {
       const result = await db
@@ -84,6 +105,16 @@ export function createClientsRepo(db: Kysely<Database>): ClientsRepo {
         .where("id", "=", id)
         .where("revoked_at", "is", null)
         .executeTakeFirst(),
+    findLiveClientsIssuedBy: (organisationId, operatorId, kind) =>
+      db
+        .selectFrom("clients")
+        .selectAll()
+        .where("organisation_id", "=", organisationId)
+        .where("issued_by", "=", operatorId)
+        .where("kind", "=", kind)
+        .where("revoked_at", "is", null)
+        .orderBy("created_at")
+        .execute(),
     async updateClientUsed(id, change) {
       await db
         .updateTable("clients")

@@ -1,11 +1,14 @@
 // Model (avm_) and trusted (avt_) clients (spec 2.6, 3.4): a bearer shown once, stored only as its
-// SHA-256; rotating replaces the hash (the old token stops at once); revoking stops the token and
-// revokes the client's approvals. A client of an environment this plane does not serve is not live
-// here, whatever its bearer.
+// SHA-256; rotating replaces the hash (the old token stops at once) only while the client is live
+// and holds the bearer the rotation read, so a revoke or another rotation at the same moment wins
+// and this one hands out nothing; revoking stops the token and revokes the client's approvals. A
+// row keeps whom its live bearer was shown (`issued_by`): a member removed from the organisation
+// loses the trusted clients they hold (`revokeHeldBy`). A client of an environment this plane does
+// not serve is not live here, whatever its bearer.
 import { randomBytes } from "node:crypto";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
-import { newId } from "@latch/shared/ids";
+import { isIdShaped, newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { ClientRow } from "../db/schema.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
@@ -23,6 +26,11 @@ const USE_WRITE_INTERVAL_MS = 60_000;
 const RECALL_MS = 10 * 60_000;
 const MAX_RECALLED = 10_000;
 const BEARER_SHAPE = /^av[mt]_[A-Za-z0-9_-]{20,100}$/;
+
+/** The operator id an actor (`operator:<id>`) names, or null (`system`). */
+function operatorIdOf(actor: string): string | null {
+  return actor.startsWith("operator:") ? actor.slice("operator:".length) : null;
+}
 
 /**
  * What a change of a client writes in one transaction: the client, the approvals it holds when it
@@ -120,6 +128,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
     action: string,
     clientId: string,
     token?: string,
+    reason?: string,
   ): AuditEvent => ({
     organisationId,
     actor,
@@ -127,6 +136,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
     detail: {
       client_id: clientId,
       ...(token ? { jti_hash: sha256Hex(sha256Hex(token)).slice(0, 24) } : {}),
+      ...(reason ? { reason } : {}),
     },
   });
   /**
@@ -151,6 +161,32 @@ export function createClientsService(deps: ClientsServiceDeps) {
     const row = await deps.repo.findClientById(organisationId, id);
     if (!row) throw new AppError("not_found", "no such client");
     return row;
+  }
+
+  const REVOKED = "this client is revoked";
+
+  /**
+   * Stops the token and revokes every approval the client holds, with its audit row (naming
+   * `reason` when the operator did not ask for it), in one transaction.
+   */
+  async function revokeRow(organisationId: string, row: ClientRow, actor?: string, reason?: string) {
+    const { id } = row;
+    const now = deps.now();
+    forgetClient(id);
+    await recorded(async ({ repo, grants, closeAgentNeeds }) => {
+      const isRevoked = await repo.updateClientRevoked(id, now);
+      await grants.revokeAgentGrants(organisationId, id, now, actor);
+      await closeAgentNeeds(organisationId, id, actor ?? "system", now);
+      // A repeated revoke answers the same but marks the ledger once (spec 6).
+      const event = isRevoked
+        ? ledgerEvent(organisationId, actor ?? "system", "client_revoked", id, undefined, reason)
+        : undefined;
+      return { result: undefined, event };
+    });
+    forgetClient(id);
+    // An OAuth client's consents, refresh tokens and access tokens end too (spec 3.4); run even
+    // on a repeated revoke, so a consent given between two revokes cannot survive.
+    if (row.oauth_client_id) await deps.onOAuthClientRevoked?.(row);
   }
 
   return {
@@ -185,6 +221,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
           first_used_at: null,
           last_used_at: null,
           oauth_client_id: null,
+          issued_by: operatorIdOf(actor),
         });
         return { result: undefined, event: ledgerEvent(organisationId, actor, "client_issued", id, token) };
       });
@@ -198,10 +235,15 @@ export function createClientsService(deps: ClientsServiceDeps) {
       };
     },
 
-    /** A new bearer for the client, the old one stopped at once; `actor` as for issueClient. */
+    /**
+     * A new bearer for the client, the old one stopped at once; `actor` as for issueClient, and now
+     * the one its bearer was shown. A revoke that commits first answers 404 as a revoked client
+     * does; another rotation that commits first, 409 `stale_version`: either way nothing is
+     * replaced, audited or handed out.
+     */
     async rotateClient(organisationId: string, id: string, actor = "system"): Promise<IssuedClient> {
       const row = await loadClient(organisationId, id);
-      if (row.revoked_at) throw new AppError("not_found", "this client is revoked");
+      if (row.revoked_at) throw new AppError("not_found", REVOKED);
       if (row.oauth_client_id) {
         throw new AppError(
           "invalid_request",
@@ -212,13 +254,25 @@ export function createClientsService(deps: ClientsServiceDeps) {
       const token = newToken(kind);
       forgetClient(id);
       await recorded(async ({ repo }) => {
-        await repo.updateClientToken(id, {
+        const isRotated = await repo.updateClientToken(id, {
+          fromTokenHash: row.token_hash,
           tokenHash: sha256Hex(token),
           tokenLast4: token.slice(-4),
           rotatedAt: deps.now(),
+          issuedBy: operatorIdOf(actor),
         });
+        if (!isRotated) {
+          const current = await repo.findClientById(organisationId, id);
+          if (!current || current.revoked_at) throw new AppError("not_found", REVOKED);
+          throw new AppError(
+            "stale_version",
+            "this client was rotated by another request at the same moment; the token that request showed is the live one",
+          );
+        }
         return { result: undefined, event: ledgerEvent(organisationId, actor, "client_rotated", id, token) };
       });
+      // The old bearer, recalled by a request during the rotation, is asked in full again.
+      forgetClient(id);
       return {
         client_id: id,
         kind,
@@ -235,23 +289,25 @@ export function createClientsService(deps: ClientsServiceDeps) {
      * and on the row.
      */
     async revokeClient(organisationId: string, id: string, actor?: string): Promise<void> {
-      const row = await loadClient(organisationId, id);
-      const now = deps.now();
-      forgetClient(id);
-      await recorded(async ({ repo, grants, closeAgentNeeds }) => {
-        const isRevoked = await repo.updateClientRevoked(id, now);
-        await grants.revokeAgentGrants(organisationId, id, now, actor);
-        await closeAgentNeeds(organisationId, id, actor ?? "system", now);
-        // A repeated revoke answers the same but marks the ledger once (spec 6).
-        const event = isRevoked
-          ? ledgerEvent(organisationId, actor ?? "system", "client_revoked", id)
-          : undefined;
-        return { result: undefined, event };
-      });
-      forgetClient(id);
-      // An OAuth client's consents, refresh tokens and access tokens end too (spec 3.4); run even
-      // on a repeated revoke, so a consent given between two revokes cannot survive.
-      if (row.oauth_client_id) await deps.onOAuthClientRevoked?.(row);
+      await revokeRow(organisationId, await loadClient(organisationId, id), actor);
+    },
+
+    /**
+     * A member is gone from the organisation: the trusted clients (avt_) whose live bearer they were
+     * shown are revoked, `actor` (who removed them) on each `client_revoked` row with reason
+     * `member_removed`. Model clients (avm_) stay: each of their calls still needs an approval, and
+     * revoking them would stop the organisation's agents. The ids revoked.
+     */
+    async revokeHeldBy(organisationId: string, operatorId: string, actor: string): Promise<string[]> {
+      const held = await deps.repo.findLiveClientsIssuedBy(organisationId, operatorId, "trusted");
+      for (const row of held) await revokeRow(organisationId, row, actor, "member_removed");
+      return held.map((row) => row.id);
+    },
+
+    /** The kind of the organisation's client `id`, or undefined for no such client. */
+    async kindOf(organisationId: string, id: string): Promise<ClientKind | undefined> {
+      if (!isIdShaped("cli", id)) return undefined;
+      return (await deps.repo.findClientById(organisationId, id))?.kind as ClientKind | undefined;
     },
 
     /**
@@ -286,6 +342,7 @@ export function createClientsService(deps: ClientsServiceDeps) {
         first_used_at: null,
         last_used_at: null,
         oauth_client_id: oauthClientId,
+        issued_by: null,
       };
       await deps.repo.insertClient(row);
       await deps.recordEvent?.(ledgerEvent(organisationId, "operator", "oauth_client_consented", row.id));

@@ -34,6 +34,7 @@ import * as grantHeldUntil from "./migrations/2026-11-27T1300-grant-held-until.t
 import * as organisationTombstones from "./migrations/2026-11-27T1400-organisation-tombstones.ts";
 import * as policyProposals from "./migrations/2026-11-27T1800-policy-proposals.ts";
 import * as pendingTotpSession from "./migrations/2026-11-27T1820-pending-totp-session.ts";
+import * as clientIssuer from "./migrations/2026-11-27T1830-client-issuer.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -69,6 +70,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-27T1400-organisation-tombstones": organisationTombstones,
   "2026-11-27T1800-policy-proposals": policyProposals,
   "2026-11-27T1820-pending-totp-session": pendingTotpSession,
+  "2026-11-27T1830-client-issuer": clientIssuer,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -349,6 +349,11 @@ export interface ClientsTable {
   last_used_at: Date | null;
   /** Set on the row of an OAuth client acting in this organisation (it has no bearer of its own). */
   oauth_client_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /**
+   * The operator id of who was shown the live bearer: who issued it, or who last rotated it. None
+   * on rows from before it was kept and on an OAuth client's row.
+   */
+  issued_by: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** One oidc-provider artifact, keyed by a hash of its id (a refresh token's id is the token). */

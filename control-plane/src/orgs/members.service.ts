@@ -26,11 +26,18 @@ export interface MembersDeps {
   findLastSeen(organisationId: string): Promise<Map<string, Date>>;
   /**
    * A member is gone from the organisation (removed or left): their sessions there move to
-   * `toOrganisationId` (one they still belong to, or none) and the OAuth grants they gave there
-   * are destroyed (spec 3.4, as for a client). Their membership is already deleted, which alone
-   * ends their access: the principal hook and /mcp read membership on every request.
+   * `toOrganisationId` (one they still belong to, or none), the OAuth grants they gave there
+   * are destroyed (spec 3.4, as for a client) and the trusted clients (avt_) whose bearer they hold
+   * are revoked by `actor`, who removed them (clients.service.ts revokeHeldBy). Their membership is
+   * already deleted, which alone ends their sessions' access: the principal hook and /mcp read
+   * membership on every request; a bearer they took away is not a session, hence the revoke.
    */
-  onMemberGone(organisationId: string, operatorId: string, toOrganisationId: string | null): Promise<void>;
+  onMemberGone(
+    organisationId: string,
+    operatorId: string,
+    toOrganisationId: string | null,
+    actor: string,
+  ): Promise<void>;
   now: () => Date;
 }
 
@@ -136,12 +143,13 @@ export function createMembersService(deps: MembersDeps) {
   }
 
   /**
-   * After a membership is gone (committed with its audit row): its sessions and OAuth grants. The
-   * deleted membership alone already ends the access, should this not run.
+   * After a membership is gone (committed with its audit row): its sessions, OAuth grants and the
+   * trusted clients it holds. The deleted membership alone already ends the sessions' access, should
+   * this not run.
    */
   async function afterGone(actor: MemberActor, operatorId: string): Promise<void> {
     const elsewhere = await deps.repo.findDefaultOrganisationId(operatorId);
-    await deps.onMemberGone(actor.organisationId, operatorId, elsewhere);
+    await deps.onMemberGone(actor.organisationId, operatorId, elsewhere, actor.actor);
   }
 
   return {
