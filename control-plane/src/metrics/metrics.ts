@@ -64,7 +64,7 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
   });
   const unanswered = new Counter({
     name: "latch_unanswered_calls_total",
-    help: "http_request calls whose proxy never answered, by outcome: call_not_sent (fenced, the approval given back) or call_outcome_unknown (a proxy took the ticket; the approval stays spent).",
+    help: "http_request calls whose proxy never answered, by outcome: call_not_sent (fenced, or refused unspent by a proxy started after the ticket was issued: the approval given back) or call_outcome_unknown (a proxy took the ticket; the approval stays spent).",
     labelNames: ["outcome"] as const,
     registers: [registry],
   });

@@ -38,6 +38,13 @@ async function openValue(egress: EgressClient, ticket: SignedTicket): Promise<st
     return await egress.resolve(ticket);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
+    if (error.code === "ticket_predates_proxy") {
+      throw new AppError(
+        "egress_unavailable",
+        "the egress proxy restarted while this value was being read; nothing was read, ask again",
+        { cause: error },
+      );
+    }
     if (error.code.startsWith("ticket_")) {
       throw new AppError(
         "egress_unavailable",
