@@ -69,10 +69,18 @@ declare module "fastify" {
   }
 }
 
+/** How long a request may take to arrive whole, headers and body (Node's http `requestTimeout`). */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     ...requestLogging(deps.logger),
     bodyLimit: BODY_LIMIT_BYTES,
+    // A request is received whole within a minute or answered 408 and closed (Fastify's default,
+    // 0, waits for ever): a client holding its body back keeps no socket, and no action starts
+    // long after its headers were judged. Nothing legitimate sends slower: bodies are at most
+    // 1 MiB, and the long-lived streams (SSE, GET /mcp) are responses, which this does not time.
+    requestTimeout: REQUEST_TIMEOUT_MS,
     // One exact route table: /api/items/ is not /api/items.
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false },
     // request.ip is the socket's address unless it is a load balancer named in TRUST_PROXY.

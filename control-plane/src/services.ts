@@ -48,7 +48,7 @@ import { closeAgentNeeds, closeConnectNeedIn, createNeedsService } from "./needs
 import { createInvitesRepo } from "./orgs/invites.repo.ts";
 import { createInvitesService } from "./orgs/invites.service.ts";
 import { createMembersService, type MembersLocked } from "./orgs/members.service.ts";
-import { createOrgsRepo } from "./orgs/orgs.repo.ts";
+import { createOrgsRepo, membersLockKey } from "./orgs/orgs.repo.ts";
 import { createOrgsService, type OrgsService } from "./orgs/orgs.service.ts";
 import { createPoliciesRepo } from "./policies/policies.repo.ts";
 import { createPoliciesService } from "./policies/policies.service.ts";
@@ -355,7 +355,7 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
    * repos and its audit append (the row commits with the change).
    */
   const inMembersLock = <T>(organisationId: string, fn: (locked: MembersLocked) => Promise<T>) =>
-    inAdvisoryLock(db, `members:${organisationId}`, (trx) =>
+    inAdvisoryLock(db, membersLockKey(organisationId), (trx) =>
       fn({ orgs: createOrgsRepo(trx), invites: createInvitesRepo(trx), recordEvent: auditIn(trx, variant) }),
     );
   const members = createMembersService({

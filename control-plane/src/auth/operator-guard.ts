@@ -1,6 +1,7 @@
-// Who an operator request is from (spec 5): the session cookie, then CSRF on POST and DELETE, then
-// the authenticator step, then the step-up a route declares (step-up.ts). Also the Origin wall of
-// rule 6 for /api, /console, /collect, auth pages.
+// Who an operator request is from (spec 5): the session cookie (read again once a state-changing
+// request's body has arrived), then CSRF on POST and DELETE, then the authenticator step, then the
+// step-up a route declares (step-up.ts). Also the Origin wall of rule 6 for /api, /console,
+// /collect, auth pages.
 import type {} from "@fastify/cookie";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
@@ -11,7 +12,7 @@ import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
 import { type Role, roleRefusal } from "./permissions.ts";
 import { enforceRouteAccess, refusalFor, resolvePrincipal } from "./principal.ts";
-import { SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
+import { type LiveSession, SESSION_COOKIE_NAMES, type SessionsRepo, sessionCookieNames } from "./sessions.ts";
 import {
   isFreshlyVerified,
   isStepUpNeeded,
@@ -51,6 +52,9 @@ export const WALLED_PREFIXES = [
   "/consent",
   "/device",
 ];
+
+/** Methods that change something: each needs the session's X-CSRF-Token (spec 4.3 names POST and DELETE). */
+const SAFE_METHODS = ["GET", "HEAD", "OPTIONS"];
 
 /** Last-seen is written at most once a minute per session, not on every request. */
 const SEEN_WRITE_INTERVAL_MS = 60_000;
@@ -101,22 +105,16 @@ export function registerOperatorSessions(
         "this request carries more than one Latch session cookie; clear this site's cookies and sign in again",
       );
     }
-    // Only the name this plane sets counts: over https an unprefixed latch_session is not ours.
-    const token = request.cookies[cookieName];
-    const live = token ? await deps.sessions.findLiveSessionByToken(token, deps.now()) : undefined;
+    const live = await findLive(request);
     const session = live?.session;
     request.operatorSession = session ?? null;
     // One principal per request, from the bearer if one was sent, else from this session.
     request.principal = await resolvePrincipal({
       bearer: deps.authenticateBearer ? bearerOf(request.headers.authorization) : undefined,
-      session,
-      role: live?.role ?? null,
-      ssoRequiredSlug: live?.ssoRequiredSlug ?? null,
+      ...sessionSources(live),
       authenticateBearer: deps.authenticateBearer ?? (async () => undefined),
       // Only where the route confirms the bearer itself before acting (POST /mcp).
       recallBearer: request.routeOptions.config.confirmsBearer === true ? deps.recallBearer : undefined,
-      hasAuthenticator: deps.hasAuthenticator,
-      refuseStepUp: async (live, rule) => judgeStepUp(live, rule),
     });
     const now = deps.now();
     if (session && now.getTime() - session.last_seen_at.getTime() > SEEN_WRITE_INTERVAL_MS) {
@@ -125,6 +123,58 @@ export function registerOperatorSessions(
   });
   // Each route's declared principals, judged before its body is read.
   app.addHook("onRequest", enforceRouteAccess);
+  // The headers above arrive before the body, and a client may hold the body back for as long as
+  // the server waits: a member removed or demoted meanwhile must not finish what their headers
+  // began (DECISIONS "Teams": removing a member ends their sessions' access to the organisation).
+  // So once the body is read (preValidation: before any route's own check and its handler), an
+  // operator's state-changing request reads its session and membership again, one indexed read,
+  // and is judged by what it finds. A read (GET) changes nothing a removal must stop; a bearer has
+  // no role and is not read again.
+  app.addHook("preValidation", async (request) => {
+    const before = request.principal;
+    const action = request.routeOptions.config.action;
+    if (before.kind !== "operator" || !action || SAFE_METHODS.includes(request.method)) return;
+    const live = await findLive(request);
+    request.operatorSession = live?.session ?? null;
+    // No session any more (signed out, revoked): anonymous, so requireOperator answers 401.
+    request.principal = await resolvePrincipal({
+      bearer: undefined,
+      ...sessionSources(live),
+      authenticateBearer: async () => undefined,
+    });
+    const after = request.principal;
+    // The organisation the request was sent to is the one it acts in or nowhere: a session moved
+    // out of it (its member removed, or switched in another tab) does not carry the body elsewhere.
+    const wasMember = action !== "account" && before.session.organisation_id && before.role;
+    if (
+      wasMember &&
+      after.kind === "operator" &&
+      (after.session.organisation_id !== before.session.organisation_id || !after.role)
+    ) {
+      throw new AppError(
+        "forbidden",
+        "this session no longer acts as a member of the organisation this request was sent to; nothing was done",
+      );
+    }
+  });
+
+  /** The live session of the cookie this plane sets, with the operator's role where it acts. */
+  async function findLive(request: FastifyRequest): Promise<LiveSession | undefined> {
+    // Only the name this plane sets counts: over https an unprefixed latch_session is not ours.
+    const token = request.cookies[cookieName];
+    return token ? await deps.sessions.findLiveSessionByToken(token, deps.now()) : undefined;
+  }
+
+  /** What resolvePrincipal reads of a session (none: no cookie, or not a live one). */
+  function sessionSources(live: LiveSession | undefined) {
+    return {
+      session: live?.session,
+      role: live?.role ?? null,
+      ssoRequiredSlug: live?.ssoRequiredSlug ?? null,
+      hasAuthenticator: deps.hasAuthenticator,
+      refuseStepUp: async (session: OperatorSessionRow, rule: StepUpRule) => judgeStepUp(session, rule),
+    };
+  }
 }
 
 /** How many cookies in a raw Cookie header carry one of `names`. */
@@ -169,9 +219,6 @@ export function clearSessionCookies(reply: FastifyReply, isSecure: boolean): voi
   reply.clearCookie(names.session, { path: "/", secure: isSecure });
   reply.clearCookie(names.csrf, { path: "/", secure: isSecure });
 }
-
-/** Methods that change something: each needs the session's X-CSRF-Token (spec 4.3 names POST and DELETE). */
-const SAFE_METHODS = ["GET", "HEAD", "OPTIONS"];
 
 /** Requests whose declared step-up passed (requireOperator runs twice per request). */
 const stepUpJudged = new WeakSet<FastifyRequest>();

@@ -309,20 +309,21 @@ export function createInvitesService(deps: InvitesDeps) {
           });
           const member = await orgs.findMembership(invite.organisation_id, operator.operatorId);
           const joinedAs = isRole(member?.role) ? member.role : role;
-          if (isNew) {
-            await recordEvent({
-              organisationId: invite.organisation_id,
-              actor: `operator:${operator.operatorId}`,
-              action: "member_joined",
-              detail: {
-                operator_id: operator.operatorId,
-                email: invite.email,
-                role: joinedAs,
-                invite_id: invite.id,
-                invited_by: invite.invited_by,
-              },
-            });
-          }
+          // Audited either way: a spent invitation is in the ledger, and `already_member` says the
+          // role named is the one the member kept, not the invitation's.
+          await recordEvent({
+            organisationId: invite.organisation_id,
+            actor: `operator:${operator.operatorId}`,
+            action: "member_joined",
+            detail: {
+              operator_id: operator.operatorId,
+              email: invite.email,
+              role: joinedAs,
+              invite_id: invite.id,
+              invited_by: invite.invited_by,
+              ...(isNew ? {} : { already_member: true, invited_role: invite.role }),
+            },
+          });
           return { role: joinedAs };
         },
       );

@@ -24,9 +24,17 @@ export interface OrganisationView {
   created_at: Date;
 }
 
+/** The advisory lock every change to an organisation's members (and its deletion, its settings) takes. */
+export const membersLockKey = (organisationId: string) => `members:${organisationId}`;
+
 export interface OrgsRepo {
   /** Runs `fn` in one transaction holding the operator's organisation lock. */
   inOperatorLock<T>(operatorId: string, fn: (repo: OrgsRepo) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` holding the organisation's members lock (the one every members change takes,
+   * services.ts): in this repo's transaction when it is one, else in a new one.
+   */
+  inMembersLock<T>(organisationId: string, fn: (repo: OrgsRepo) => Promise<T>): Promise<T>;
   /** Runs `fn` in one transaction. */
   inTransaction<T>(fn: (repo: OrgsRepo) => Promise<T>): Promise<T>;
   findOwnedCount(operatorId: string): Promise<number>;
@@ -94,6 +102,8 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
   return {
     inOperatorLock: (operatorId, fn) =>
       inAdvisoryLock(db, `orgs:${operatorId}`, (trx) => fn(createOrgsRepo(trx))),
+    inMembersLock: (organisationId, fn) =>
+      inAdvisoryLock(db, membersLockKey(organisationId), (trx) => fn(createOrgsRepo(trx))),
     inTransaction: (fn) => db.transaction().execute((trx) => fn(createOrgsRepo(trx))),
     async findOwnedCount(operatorId) {
       const owned = await db

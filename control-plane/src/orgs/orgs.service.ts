@@ -5,6 +5,7 @@ import { AppError } from "@latch/shared/errors";
 import { newId } from "@latch/shared/ids";
 import { refuseUnsafeText } from "@latch/shared/text/safe-string";
 import type { AuditEvent } from "../audit/audit.repo.ts";
+import { isRole, requirePermission } from "../auth/permissions.ts";
 import { isUniqueViolation } from "../db/database.ts";
 import { slugOf, uniqueSlug } from "./org-slug.ts";
 import type { OrganisationView, OrgsRepo } from "./orgs.repo.ts";
@@ -50,6 +51,54 @@ export interface SettingsChange {
   standing_approvals_need_passkey?: unknown;
 }
 
+/** The settings a change sets, each checked (400 `invalid_request` naming what it may be). */
+function checkSettingsChange(change: SettingsChange) {
+  const next: {
+    name?: string;
+    standing_approvals_need?: number;
+    standing_approvals_need_passkey?: boolean;
+  } = {};
+  if (change.name !== undefined) next.name = checkOrganisationName(change.name);
+  if (change.standing_approvals_need !== undefined) {
+    if (change.standing_approvals_need !== 1 && change.standing_approvals_need !== 2) {
+      throw new AppError(
+        "invalid_request",
+        "standing_approvals_need is 1 (one member approves a standing approval) or 2 (a second member confirms it)",
+      );
+    }
+    next.standing_approvals_need = change.standing_approvals_need;
+  }
+  if (change.standing_approvals_need_passkey !== undefined) {
+    if (typeof change.standing_approvals_need_passkey !== "boolean") {
+      throw new AppError(
+        "invalid_request",
+        "standing_approvals_need_passkey is true (every step-up here takes a passkey) or false",
+      );
+    }
+    next.standing_approvals_need_passkey = change.standing_approvals_need_passkey;
+  }
+  return next;
+}
+
+async function loadOrganisationIn(repo: OrgsRepo, organisationId: string): Promise<OrganisationView> {
+  const organisation = await repo.findOrganisationById(organisationId);
+  if (!organisation) throw new AppError("not_found", "no such organisation");
+  return organisation;
+}
+
+/**
+ * The caller's membership, read in `repo`'s transaction (under the members lock), when their role
+ * there may rename, change or delete the organisation (org.manage); a stranger gets 404, as for an
+ * organisation that is not there, and a member of another role 403 `forbidden_role`.
+ */
+async function requireManager(repo: OrgsRepo, organisationId: string, operatorId: string) {
+  const membership = operatorId ? await repo.findMembership(organisationId, operatorId) : undefined;
+  // A role the table does not know (a row a newer version wrote) is no role, as in the guard.
+  if (!membership || !isRole(membership.role)) throw new AppError("not_found", "no such organisation");
+  requirePermission(membership.role, "org.manage");
+  return membership;
+}
+
 export function createOrgsService(deps: {
   repo: OrgsRepo;
   now: () => Date;
@@ -59,11 +108,7 @@ export function createOrgsService(deps: {
     fn: (tx: { repo: OrgsRepo; recordEvent: (event: AuditEvent) => Promise<void> }) => Promise<T>,
   ) => Promise<T>;
 }) {
-  async function loadOrganisation(organisationId: string): Promise<OrganisationView> {
-    const organisation = await deps.repo.findOrganisationById(organisationId);
-    if (!organisation) throw new AppError("not_found", "no such organisation");
-    return organisation;
-  }
+  const loadOrganisation = (organisationId: string) => loadOrganisationIn(deps.repo, organisationId);
 
   async function insertOrganisation(operatorId: string, name: string): Promise<OrganisationAnswer> {
     return deps.repo.inOperatorLock(operatorId, async (repo) => {
@@ -92,17 +137,18 @@ export function createOrgsService(deps: {
     },
 
     /**
-     * Deletes the organisation and, by cascade, every item, grant, event and membership in it. The
-     * route's action (org.manage) is an owner's; the name is typed back to confirm.
+     * Deletes the organisation and, by cascade, every item, grant, event and membership in it. Under
+     * the members lock, the caller must still be a member whose role may (org.manage, an owner's):
+     * the route judged the role when the request arrived, and another owner may have demoted or
+     * removed them since. The name is typed back to confirm.
      */
     async deleteOrganisation(
       operatorId: string,
       organisationId: string,
       confirmName: unknown,
     ): Promise<void> {
-      await deps.repo.inTransaction(async (repo) => {
-        const row = await repo.findMembership(organisationId, operatorId);
-        if (!row) throw new AppError("not_found", "no such organisation");
+      await deps.repo.inMembersLock(organisationId, async (repo) => {
+        const row = await requireManager(repo, organisationId, operatorId);
         if (confirmName !== row.name) {
           throw new AppError("confirm_name_mismatch", "confirm_name must be the organisation's name exactly");
         }
@@ -116,44 +162,28 @@ export function createOrgsService(deps: {
     /**
      * Changes the name, the two-person rule and the passkey step-up (an owner's, by the route's
      * action; the last two after a step-up, members.routes.ts); each setting
-     * that changes is audited `setting_changed` with its old and new value. The slug stays: an
-     * address made from it (single sign-on) must not move when the name does.
+     * that changes is audited `setting_changed` with its old and new value. Judged, read and
+     * written under the members lock, as a member whose role may (org.manage) now, not when the
+     * request arrived. The slug stays: an address made from it (single sign-on) must not move when
+     * the name does.
      */
     async updateSettings(
       organisationId: string,
       actor: string,
       change: SettingsChange,
     ): Promise<OrganisationView> {
-      const before = await loadOrganisation(organisationId);
-      const next: {
-        name?: string;
-        standing_approvals_need?: number;
-        standing_approvals_need_passkey?: boolean;
-      } = {};
-      if (change.name !== undefined) next.name = checkOrganisationName(change.name);
-      if (change.standing_approvals_need !== undefined) {
-        if (change.standing_approvals_need !== 1 && change.standing_approvals_need !== 2) {
-          throw new AppError(
-            "invalid_request",
-            "standing_approvals_need is 1 (one member approves a standing approval) or 2 (a second member confirms it)",
-          );
-        }
-        next.standing_approvals_need = change.standing_approvals_need;
-      }
-      if (change.standing_approvals_need_passkey !== undefined) {
-        if (typeof change.standing_approvals_need_passkey !== "boolean") {
-          throw new AppError(
-            "invalid_request",
-            "standing_approvals_need_passkey is true (every step-up here takes a passkey) or false",
-          );
-        }
-        next.standing_approvals_need_passkey = change.standing_approvals_need_passkey;
-      }
-      const changed = (Object.keys(next) as (keyof typeof next)[]).filter((key) => next[key] !== before[key]);
-      if (changed.length === 0) return before;
+      const next = checkSettingsChange(change);
+      const operatorId = actor.startsWith("operator:") ? actor.slice("operator:".length) : "";
       // The change and its rows together, or neither (the two-person rule off without a row
       // would be found by nobody, and a retry finds nothing left to change).
       const write = async (tx: { repo: OrgsRepo; recordEvent?: (event: AuditEvent) => Promise<void> }) => {
+        await requireManager(tx.repo, organisationId, operatorId);
+        const before = await tx.repo.findOrganisationById(organisationId);
+        if (!before) throw new AppError("not_found", "no such organisation");
+        const changed = (Object.keys(next) as (keyof typeof next)[]).filter(
+          (key) => next[key] !== before[key],
+        );
+        if (changed.length === 0) return before;
         await tx.repo.updateOrganisation(
           organisationId,
           Object.fromEntries(changed.map((key) => [key, next[key]])),
@@ -166,9 +196,15 @@ export function createOrgsService(deps: {
             detail: { setting, from: before[setting], to: next[setting] },
           });
         }
+        return loadOrganisationIn(tx.repo, organisationId);
       };
-      await (deps.inTransaction ? deps.inTransaction(write) : write(deps));
-      return loadOrganisation(organisationId);
+      return deps.inTransaction
+        ? deps.inTransaction((tx) =>
+            tx.repo.inMembersLock(organisationId, (repo) => write({ repo, recordEvent: tx.recordEvent })),
+          )
+        : deps.repo.inMembersLock(organisationId, (repo) =>
+            write({ repo, ...(deps.recordEvent ? { recordEvent: deps.recordEvent } : {}) }),
+          );
     },
 
     /** How many members must approve a standing approval: 1, or 2 under the two-person rule. */

@@ -46,6 +46,11 @@ export interface PoliciesRepo {
   ): Promise<number | undefined>;
   /** The organisation's two-person setting (1 or 2): 2 makes a wider list a proposal. */
   findStandingApprovalsNeed(organisationId: string): Promise<number>;
+  /**
+   * The operator's role in the organisation (undefined: not a member), the membership held shared
+   * until the transaction ends: a removal or a role change waits for it, or was seen.
+   */
+  findMemberRole(organisationId: string, operatorId: string): Promise<string | undefined>;
   /** `isLocked`: held until the transaction ends, so two confirmations cannot both apply it. */
   findProposal(
     organisationId: string,
@@ -139,6 +144,16 @@ export function createPoliciesRepo(db: Kysely<Database>): PoliciesRepo {
         .where("id", "=", organisationId)
         .executeTakeFirst();
       return row?.standing_approvals_need ?? 1;
+    },
+    async findMemberRole(organisationId, operatorId) {
+      const row = await db
+        .selectFrom("memberships")
+        .select("role")
+        .where("organisation_id", "=", organisationId)
+        .where("operator_id", "=", operatorId)
+        .forShare()
+        .executeTakeFirst();
+      return row?.role;
     },
     async findProposal(organisationId, options = {}) {
       let query = db

@@ -8,6 +8,7 @@ import { AppError } from "@latch/shared/errors";
 import { canonicalJson } from "@latch/shared/ledger/canonical-json";
 import { sha256Hex } from "@latch/shared/ledger/ledger-format";
 import type { AuditEvent, AuditedCall, AuditRepo } from "../audit/audit.repo.ts";
+import { isRole, mayPerform } from "../auth/permissions.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import type { PoliciesRepo, PolicyProposalRow } from "./policies.repo.ts";
 import { createPolicyCache } from "./policy-cache.ts";
@@ -98,6 +99,13 @@ function secondMemberRequired(): AppError {
     "second_member_required",
     "you proposed this policy change; another member who may edit policies must confirm it",
   );
+}
+
+/** Whether the member behind `proposedBy` (an actor, `operator:<id>`) may still edit the policies. */
+async function isStillProposer(repo: PoliciesRepo, organisationId: string, proposedBy: string) {
+  if (!proposedBy.startsWith("operator:")) return false;
+  const role = await repo.findMemberRole(organisationId, proposedBy.slice("operator:".length));
+  return isRole(role) && mayPerform(role, "policies.write");
 }
 
 /** A save whose If-Match names a version the list has moved on from. */
@@ -386,7 +394,8 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
      * saved version is still the one it was made from (else it is dropped and the answer is 409
      * `stale_version`); audited as a save naming both members. The member who proposed it gets
      * 409 `second_member_required`; a proposal that is gone (confirmed, discarded, replaced, or
-     * another organisation's) is 404.
+     * another organisation's) is 404, as is one whose proposer is no longer a member who may edit
+     * policies (removed or demoted): it is discarded, audited with reason `proposer_gone`.
      */
     async confirmProposal(organisationId: string, actor: string, proposalId: string): Promise<PolicyList> {
       const known = await deps.repo.findProposal(organisationId);
@@ -402,6 +411,24 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
         // A confirmation that raced this one applied it (or someone discarded or replaced it).
         if (!proposal || proposal.id !== proposalId) throw proposalGone();
         if (proposal.proposed_by === actor) throw secondMemberRequired();
+        // The proposal speaks for the member who made it, as a first approval does
+        // (grants.service.ts mayStillApprove): once they are gone or may no longer edit policies,
+        // it is the first of no one and goes, so one member alone never applies it.
+        if (!(await isStillProposer(tx.repo, organisationId, proposal.proposed_by))) {
+          await tx.repo.deleteProposal(organisationId);
+          await tx.recordEvent({
+            organisationId,
+            actor,
+            action: "policy_proposal_discarded",
+            reason: "proposer_gone",
+            detail: {
+              proposal_id: proposal.id,
+              base_version: proposal.base_version,
+              proposed_by: proposal.proposed_by,
+            },
+          });
+          return { isGone: true as const };
+        }
         const rules = readRules(proposal.rules);
         await tx.repo.deleteProposal(organisationId);
         const saved =
@@ -436,6 +463,8 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
         });
         return { isStale: false as const, version: saved, rules };
       });
+      // Thrown after the commit: the discard and its audit row stay.
+      if ("isGone" in outcome) throw proposalGone();
       if (outcome.isStale) throw staleVersion(outcome.base, outcome.version);
       remember(organisationId, outcome.version, outcome.rules);
       return {
