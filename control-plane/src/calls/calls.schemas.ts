@@ -50,7 +50,18 @@ export const httpRequestArgs = z
       .optional()
       .describe("true: report the credential, approval and what would be sent, without sending"),
   })
-  .strict();
+  .strict()
+  // The proxy never sends a GET with a body (egress-proxy check-call.ts): refused here, before an
+  // operator is asked to approve a call that could never leave.
+  .superRefine((args, ctx) => {
+    if (args.method === "GET" && args.body !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["body"],
+        message: "is not sent with GET: leave it out, or use POST, PUT or PATCH",
+      });
+    }
+  });
 
 export type HttpRequestArgs = z.infer<typeof httpRequestArgs>;
 

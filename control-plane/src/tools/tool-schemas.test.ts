@@ -112,6 +112,19 @@ describe("a wrong argument is one sentence naming it and its shape", () => {
     expect(problemOf(tool, args)).toBe(sentence);
   });
 
+  it("a body with GET is refused before any approval is asked, even an empty one; other methods keep it", () => {
+    for (const body of [{}, { q: 1 }, []]) {
+      expect(
+        problemOf("http_request", { method: "GET", path: "/v1/me", host: "api.example.com", body }),
+      ).toBe("`body` is not sent with GET: leave it out, or use POST, PUT or PATCH.");
+    }
+    for (const method of ["POST", "PUT", "PATCH", "DELETE"] as const) {
+      expect(
+        TOOL_ARGS.http_request.safeParse({ method, path: "/x", host: "a.example", body: {} }).success,
+      ).toBe(true);
+    }
+  });
+
   it("an undefined argument names the ones that exist", () => {
     expect(problemOf("request_grant", { item_name: "A", agent_id: "x" })).toBe(
       "`agent_id` is not an argument of request_grant; the arguments of request_grant are item_name, task_description.",
