@@ -86,3 +86,41 @@ describe("a proposal whose proposer may no longer edit policies", () => {
     expect(confirmed.json().rules).toMatchObject([{ id: "reads" }]);
   });
 });
+
+describe("a save or a confirmation is judged by the member's role in its own transaction", () => {
+  // The request's role was judged when it arrived (operator-guard.ts, after its body); these call
+  // the service as a request that passed then would, once the member was demoted or removed.
+  it("refuses a demoted member's save and confirmation, and a removed member's save", async () => {
+    const { team, proposalId, version } = await teamWithProposal();
+    const policies = h.plane.services.policies;
+    const demoted = await team.owner.browser.request(
+      "POST",
+      `/api/orgs/members/${team.admin.operatorId}/role`,
+      {
+        role: "auditor",
+      },
+    );
+    expect(demoted.statusCode, demoted.body).toBe(200);
+    await expect(
+      policies.savePolicies(team.organisationId, `operator:${team.admin.operatorId}`, "any", [
+        { id: "d", effect: "deny" },
+      ]),
+    ).rejects.toMatchObject({ code: "forbidden_role" });
+    await expect(
+      policies.confirmProposal(team.organisationId, `operator:${team.auditor.operatorId}`, proposalId),
+    ).rejects.toMatchObject({ code: "forbidden_role" });
+    const removed = await team.owner.browser.request(
+      "DELETE",
+      `/api/orgs/members/${team.approver.operatorId}`,
+    );
+    expect(removed.statusCode, removed.body).toBe(200);
+    await expect(
+      policies.savePolicies(team.organisationId, `operator:${team.approver.operatorId}`, "any", [
+        { id: "d", effect: "deny" },
+      ]),
+    ).rejects.toMatchObject({ code: "forbidden" });
+    const list = (await team.owner.browser.request("GET", "/api/policies")).json();
+    expect(list.version).toBe(version);
+    expect(list.rules).toEqual([]);
+  });
+});

@@ -8,7 +8,7 @@ import { AppError } from "@latch/shared/errors";
 import { canonicalJson } from "@latch/shared/ledger/canonical-json";
 import { sha256Hex } from "@latch/shared/ledger/ledger-format";
 import type { AuditEvent, AuditedCall, AuditRepo } from "../audit/audit.repo.ts";
-import { isRole, mayPerform } from "../auth/permissions.ts";
+import { isRole, mayPerform, requirePermission } from "../auth/permissions.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import type { PoliciesRepo, PolicyProposalRow } from "./policies.repo.ts";
 import { createPolicyCache } from "./policy-cache.ts";
@@ -106,6 +106,20 @@ async function isStillProposer(repo: PoliciesRepo, organisationId: string, propo
   if (!proposedBy.startsWith("operator:")) return false;
   const role = await repo.findMemberRole(organisationId, proposedBy.slice("operator:".length));
   return isRole(role) && mayPerform(role, "policies.write");
+}
+
+/**
+ * The member saving or confirming may still edit policies, judged in the change's transaction
+ * (the membership read under its share lock: a removal or demotion at the same moment waits for
+ * this change, or is seen by it), not only when the request arrived.
+ */
+async function requireStillEditor(repo: PoliciesRepo, organisationId: string, actor: string) {
+  if (!actor.startsWith("operator:")) return;
+  const role = await repo.findMemberRole(organisationId, actor.slice("operator:".length));
+  if (!isRole(role)) {
+    throw new AppError("forbidden", "you are no longer a member of this organisation; nothing was saved");
+  }
+  requirePermission(role, "policies.write");
 }
 
 /** A save whose If-Match names a version the list has moved on from. */
@@ -288,6 +302,7 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
     }
     const at = deps.now();
     const outcome = await deps.inTransaction(async (tx) => {
+      if (!deps.isSoleWriter) await requireStillEditor(tx.repo, organisationId, actor);
       let writeOver = expected;
       if (options.isTwoPersonJudged && (await tx.repo.findStandingApprovalsNeed(organisationId)) >= 2) {
         // Judged against the list as it is saved now, held until this commits.
@@ -408,6 +423,7 @@ export function createPoliciesService(deps: PoliciesServiceDeps) {
         // The list's row before the proposal's, as every transaction here takes them.
         const current = await tx.repo.findPolicyList(organisationId, { isLocked: true });
         const proposal = await tx.repo.findProposal(organisationId, { isLocked: true });
+        await requireStillEditor(tx.repo, organisationId, actor);
         // A confirmation that raced this one applied it (or someone discarded or replaced it).
         if (!proposal || proposal.id !== proposalId) throw proposalGone();
         if (proposal.proposed_by === actor) throw secondMemberRequired();

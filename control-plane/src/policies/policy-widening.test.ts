@@ -31,7 +31,6 @@ describe("isWiderPolicy", () => {
       SAVED,
       [denyAdmin, { ...allowGet, id: "renamed" }, askPost, allowApi],
     ],
-    ["a deny rule below every allow rule removed", [...SAVED, { id: "tail", effect: "deny" }], SAVED],
     [
       "a rule below every allow rule changed",
       [...SAVED, { id: "tail", effect: "ask" }],
@@ -43,10 +42,11 @@ describe("isWiderPolicy", () => {
       [...SAVED, { id: "off", effect: "allow", enabled: false, match: { hosts: ["a.example"] } }],
     ],
     [
-      "the last rate-limited allow rule removed",
-      [{ id: "rl", effect: "allow", rate_limit: { calls: 5, per: "hour" } }],
-      [],
+      "an ask rule below every deny rule inserted",
+      [denyAdmin, allowGet],
+      [denyAdmin, { id: "ask-all", effect: "ask" }, allowGet],
     ],
+    ["an ask rule below every allow rule removed", [...SAVED, { id: "tail", effect: "ask" }], SAVED],
     [
       "an allow rule removed and a deny rule inserted where it was",
       SAVED,
@@ -122,6 +122,32 @@ describe("isWiderPolicy", () => {
         allowApi,
       ],
       [allowApi],
+    ],
+    ["a deny rule below every allow rule removed", [...SAVED, { id: "tail", effect: "deny" }], SAVED],
+    ["a deny rule removed from a list with no allow rule", [denyAdmin, askPost], [askPost]],
+    [
+      "an ask rule inserted above a deny rule (the denied calls go to the approvals)",
+      [denyAdmin, allowGet],
+      [{ id: "x", effect: "ask", match: { paths: ["/admin/**"] } }, denyAdmin, allowGet],
+    ],
+    ["an ask rule matching everything inserted first", SAVED, [{ id: "x", effect: "ask" }, ...SAVED]],
+    [
+      "an ask rule inserted above a rate-limited rule",
+      [{ id: "rl", effect: "ask", rate_limit: { calls: 5, per: "hour" } }],
+      [
+        { id: "x", effect: "ask" },
+        { id: "rl", effect: "ask", rate_limit: { calls: 5, per: "hour" } },
+      ],
+    ],
+    [
+      "the last rate-limited allow rule removed (its refusals over the limit go to the approvals)",
+      [{ id: "rl", effect: "allow", rate_limit: { calls: 5, per: "hour" } }],
+      [],
+    ],
+    [
+      "an ask rule above an allow rule disabled",
+      SAVED,
+      [denyAdmin, allowGet, { ...askPost, enabled: false }, allowApi],
     ],
   ])("%s is wider", (_, saved, next) => {
     expect(isWiderPolicy(rules(saved), rules(next))).toBe(true);
