@@ -24,7 +24,7 @@ import {
   verifiedTotp,
 } from "./auth.schemas.ts";
 import type { EmailCodeService } from "./email-code.service.ts";
-import { mailFactorNotice } from "./factor-notice.ts";
+import { createFactorNotices } from "./factor-notice.ts";
 import {
   clearSessionCookies,
   requireOperator,
@@ -96,13 +96,11 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   const ready = (action: Parameters<typeof operatorOnly>[0]) =>
     checkedFirst(operatorOnly(action), (request: FastifyRequest) => requireOperator(request, { mfa: true }));
   /** The security notice of a change to how the account signs in (factor-notice.ts). */
-  const mailOperator = (request: FastifyRequest, operatorId: string, what: string) =>
-    mailFactorNotice(
-      { mailer: deps.mailer, getOperator: deps.totp.getOperator, now: deps.now },
-      request,
-      operatorId,
-      what,
-    );
+  const mailOperator = createFactorNotices({
+    mailer: deps.mailer,
+    getOperator: deps.totp.getOperator,
+    now: deps.now,
+  });
 
   api.post(
     "/api/auth/otp/send",

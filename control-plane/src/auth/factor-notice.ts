@@ -40,3 +40,9 @@ export async function mailFactorNotice(
     );
   }
 }
+
+/** `mailFactorNotice` bound to its deps: what a route file calls once a change is saved. */
+export function createFactorNotices(deps: FactorNoticeDeps) {
+  return (request: FastifyRequest, operatorId: string, what: string) =>
+    mailFactorNotice(deps, request, operatorId, what);
+}

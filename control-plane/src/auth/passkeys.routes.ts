@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { mailFactorNotice } from "./factor-notice.ts";
+import { createFactorNotices } from "./factor-notice.ts";
 import { requireOperator, setSessionCookies } from "./operator-guard.ts";
 import {
   addedPasskey,
@@ -73,13 +73,11 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
   const cookieName = ceremonyCookie(deps.isSecureCookies);
 
   /** The security notice of a change already saved (factor-notice.ts). */
-  const mailOperator = (request: FastifyRequest, operatorId: string, what: string) =>
-    mailFactorNotice(
-      { mailer: deps.mailer, getOperator: deps.totp.getOperator, now: deps.now },
-      request,
-      operatorId,
-      what,
-    );
+  const mailOperator = createFactorNotices({
+    mailer: deps.mailer,
+    getOperator: deps.totp.getOperator,
+    now: deps.now,
+  });
 
   // "Sign in with a passkey": the browser gets a challenge bound to a cookie of its own, so an
   // answer made for one browser's challenge cannot be posted from another.
