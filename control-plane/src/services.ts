@@ -25,7 +25,7 @@ import { createCallContextRepo } from "./calls/call-context.repo.ts";
 import { createCallsService } from "./calls/calls.service.ts";
 import { findPlanItems } from "./calls/token-plan.ts";
 import { createClientsRepo } from "./clients/clients.repo.ts";
-import { createClientsService } from "./clients/clients.service.ts";
+import { type ClientsTransaction, createClientsService } from "./clients/clients.service.ts";
 import { createConnectRepo } from "./connect/connect.repo.ts";
 import { createConnectService } from "./connect/connect.service.ts";
 import type { ClientRow, Database } from "./db/schema.ts";
@@ -310,13 +310,15 @@ function createHostedGrants(
 /** The repos and services a transaction that spans features writes through, bound to its handle. */
 function createTransactionServices(trx: Kysely<Database>, variant: HostedVariant) {
   const { audit, items } = createCoreServices(trx, variant, false);
+  const orgsRepo = createOrgsRepo(trx);
   const orgs = createOrgsService({
-    repo: createOrgsRepo(trx),
+    repo: orgsRepo,
     now: variant.now,
     recordEvent: audit.insertAuditEvent,
   });
   return {
     repos: { needs: createNeedsRepo(trx), clients: createClientsRepo(trx) },
+    findMemberRoleForShare: orgsRepo.findMemberRoleForShare,
     audit,
     items,
     grants: createHostedGrants(trx, variant, audit, orgs),
@@ -352,11 +354,24 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   const sessions = createSessionsRepo(db);
   /**
    * One transaction holding an organisation's members lock, with its members' and invitations'
-   * repos and its audit append (the row commits with the change).
+   * repos, its audit append (the row commits with the change) and the revoke of the trusted
+   * clients a member gone holds, in it too.
    */
   const inMembersLock = <T>(organisationId: string, fn: (locked: MembersLocked) => Promise<T>) =>
     inAdvisoryLock(db, membersLockKey(organisationId), (trx) =>
-      fn({ orgs: createOrgsRepo(trx), invites: createInvitesRepo(trx), recordEvent: auditIn(trx, variant) }),
+      fn({
+        orgs: createOrgsRepo(trx),
+        invites: createInvitesRepo(trx),
+        recordEvent: auditIn(trx, variant),
+        revokeClientsHeldBy: async (operatorId, actor) => {
+          await clients.revokeHeldBy(
+            clientsTransaction(createTransactionServices(trx, variant)),
+            organisationId,
+            operatorId,
+            actor,
+          );
+        },
+      }),
     );
   const members = createMembersService({
     repo: createOrgsRepo(db),
@@ -367,10 +382,9 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
         rows.flatMap((row) => (row.last_access_at ? [[row.operator_id, new Date(row.last_access_at)]] : [])),
       );
     },
-    async onMemberGone(organisationId, operatorId, toOrganisationId, actor) {
+    async onMemberGone(organisationId, operatorId, toOrganisationId) {
       await sessions.updateSessionsLeavingOrganisation(operatorId, organisationId, toOrganisationId, now());
       await variant.onMemberOAuthEnded?.(organisationId, operatorId);
-      await clients.revokeHeldBy(organisationId, operatorId, actor);
     },
     now,
   });
@@ -383,24 +397,24 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
   });
   const inTransaction = <T>(fn: (tx: ReturnType<typeof createTransactionServices>) => Promise<T>) =>
     runInTransaction(db, (trx) => fn(createTransactionServices(trx, variant)));
+  /** A change of clients on a transaction's handle: the clients feature's `ClientsTransaction`. */
+  const clientsTransaction = (tx: ReturnType<typeof createTransactionServices>): ClientsTransaction => ({
+    repo: tx.repos.clients,
+    grants: tx.grants,
+    closeAgentNeeds: (organisationId, agentId, actor, at) =>
+      closeAgentNeeds(
+        { repo: tx.repos.needs, recordEvent: tx.audit.insertAuditEvent },
+        organisationId,
+        agentId,
+        actor,
+        at,
+      ),
+    recordEvent: tx.audit.insertAuditEvent,
+    findMemberRoleForShare: tx.findMemberRoleForShare,
+  });
   const clients = createClientsService({
     repo: createClientsRepo(db),
-    inTransaction: (fn) =>
-      inTransaction((tx) =>
-        fn({
-          repo: tx.repos.clients,
-          grants: tx.grants,
-          closeAgentNeeds: (organisationId, agentId, actor, at) =>
-            closeAgentNeeds(
-              { repo: tx.repos.needs, recordEvent: tx.audit.insertAuditEvent },
-              organisationId,
-              agentId,
-              actor,
-              at,
-            ),
-          recordEvent: tx.audit.insertAuditEvent,
-        }),
-      ),
+    inTransaction: (fn) => inTransaction((tx) => fn(clientsTransaction(tx))),
     recordEvent: audit.insertAuditEvent,
     ...(variant.onOAuthClientRevoked ? { onOAuthClientRevoked: variant.onOAuthClientRevoked } : {}),
     environments: variant.environments,

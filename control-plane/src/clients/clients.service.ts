@@ -10,6 +10,7 @@ import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import { isIdShaped, newId } from "@latch/shared/ids";
 import type { AuditEvent } from "../audit/audit.repo.ts";
+import { isRole, roleRefusal } from "../auth/permissions.ts";
 import type { ClientRow } from "../db/schema.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { ClientsRepo } from "./clients.repo.ts";
@@ -47,6 +48,12 @@ export interface ClientsTransaction {
    * the row written after the commit.
    */
   recordEvent?: (event: AuditEvent) => Promise<void>;
+  /**
+   * The operator's role in the organisation, read with its membership row locked `FOR SHARE` in
+   * this transaction (undefined: not a member): a removal, which deletes that row, waits for the
+   * transaction and then revokes what it issued (services.ts `inMembersLock`).
+   */
+  findMemberRoleForShare?: (organisationId: string, operatorId: string) => Promise<string | undefined>;
 }
 
 export interface ClientsServiceDeps {
@@ -166,23 +173,54 @@ export function createClientsService(deps: ClientsServiceDeps) {
   const REVOKED = "this client is revoked";
 
   /**
+   * Stops the token of client `id` and revokes its approvals and requests in `tx`; the audit row to
+   * write, none for a client revoked already (a repeated revoke marks the ledger once, spec 6).
+   */
+  async function revokeIn(
+    { repo, grants, closeAgentNeeds }: ClientsTransaction,
+    organisationId: string,
+    id: string,
+    actor?: string,
+    reason?: string,
+  ): Promise<AuditEvent | undefined> {
+    const now = deps.now();
+    const isRevoked = await repo.updateClientRevoked(id, now);
+    await grants.revokeAgentGrants(organisationId, id, now, actor);
+    await closeAgentNeeds(organisationId, id, actor ?? "system", now);
+    return isRevoked
+      ? ledgerEvent(organisationId, actor ?? "system", "client_revoked", id, undefined, reason)
+      : undefined;
+  }
+
+  /**
+   * Refuses, 403, a bearer handed to an operator who is no longer a member allowed `clients.write`,
+   * judged in the transaction that writes it with their membership row held (a removal at the same
+   * moment waits for it, then revokes the client). `system` and a wiring without the read pass.
+   */
+  async function requireWriterIn(tx: ClientsTransaction, organisationId: string, actor: string) {
+    const operatorId = operatorIdOf(actor);
+    if (operatorId === null || !tx.findMemberRoleForShare) return;
+    const role = await tx.findMemberRoleForShare(organisationId, operatorId);
+    if (role === undefined) {
+      throw new AppError("forbidden", "you are no longer a member of this organisation; nothing was issued");
+    }
+    const refusal = isRole(role)
+      ? roleRefusal(role, "clients.write")
+      : new AppError("forbidden", "no role here");
+    if (refusal) throw refusal;
+  }
+
+  /**
    * Stops the token and revokes every approval the client holds, with its audit row (naming
    * `reason` when the operator did not ask for it), in one transaction.
    */
   async function revokeRow(organisationId: string, row: ClientRow, actor?: string, reason?: string) {
     const { id } = row;
-    const now = deps.now();
     forgetClient(id);
-    await recorded(async ({ repo, grants, closeAgentNeeds }) => {
-      const isRevoked = await repo.updateClientRevoked(id, now);
-      await grants.revokeAgentGrants(organisationId, id, now, actor);
-      await closeAgentNeeds(organisationId, id, actor ?? "system", now);
-      // A repeated revoke answers the same but marks the ledger once (spec 6).
-      const event = isRevoked
-        ? ledgerEvent(organisationId, actor ?? "system", "client_revoked", id, undefined, reason)
-        : undefined;
-      return { result: undefined, event };
-    });
+    await recorded(async (tx) => ({
+      result: undefined,
+      event: await revokeIn(tx, organisationId, id, actor, reason),
+    }));
     forgetClient(id);
     // An OAuth client's consents, refresh tokens and access tokens end too (spec 3.4); run even
     // on a repeated revoke, so a consent given between two revokes cannot survive.
@@ -206,8 +244,9 @@ export function createClientsService(deps: ClientsServiceDeps) {
           : `${kind} client`;
       const token = newToken(kind);
       const id = newId("cli");
-      await recorded(async ({ repo }) => {
-        await repo.insertClient({
+      await recorded(async (tx) => {
+        await requireWriterIn(tx, organisationId, actor);
+        await tx.repo.insertClient({
           id,
           organisation_id: organisationId,
           kind,
@@ -253,7 +292,9 @@ export function createClientsService(deps: ClientsServiceDeps) {
       const kind = row.kind as ClientKind;
       const token = newToken(kind);
       forgetClient(id);
-      await recorded(async ({ repo }) => {
+      await recorded(async (tx) => {
+        const { repo } = tx;
+        await requireWriterIn(tx, organisationId, actor);
         const isRotated = await repo.updateClientToken(id, {
           fromTokenHash: row.token_hash,
           tokenHash: sha256Hex(token),
@@ -293,14 +334,23 @@ export function createClientsService(deps: ClientsServiceDeps) {
     },
 
     /**
-     * A member is gone from the organisation: the trusted clients (avt_) whose live bearer they were
-     * shown are revoked, `actor` (who removed them) on each `client_revoked` row with reason
+     * A member is gone from the organisation: in `tx`, the transaction that deletes their membership
+     * under the members lock, the trusted clients (avt_) whose live bearer they were shown are revoked, `actor` (who removed them) on each `client_revoked` row with reason
      * `member_removed`. Model clients (avm_) stay: each of their calls still needs an approval, and
      * revoking them would stop the organisation's agents. The ids revoked.
      */
-    async revokeHeldBy(organisationId: string, operatorId: string, actor: string): Promise<string[]> {
-      const held = await deps.repo.findLiveClientsIssuedBy(organisationId, operatorId, "trusted");
-      for (const row of held) await revokeRow(organisationId, row, actor, "member_removed");
+    async revokeHeldBy(
+      tx: ClientsTransaction,
+      organisationId: string,
+      operatorId: string,
+      actor: string,
+    ): Promise<string[]> {
+      const held = await tx.repo.findLiveClientsIssuedBy(organisationId, operatorId, "trusted");
+      for (const row of held) {
+        forgetClient(row.id);
+        const event = await revokeIn(tx, organisationId, row.id, actor, "member_removed");
+        if (event) await (tx.recordEvent ?? deps.recordEvent)?.(event);
+      }
       return held.map((row) => row.id);
     },
 

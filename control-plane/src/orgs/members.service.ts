@@ -16,6 +16,12 @@ export interface MembersLocked {
   invites: InvitesRepo;
   /** Appends the audit row in the same transaction: it commits with the change, or neither does. */
   recordEvent(event: AuditEvent): Promise<void>;
+  /**
+   * Revokes in this transaction the trusted clients (avt_) whose bearer `operatorId`, a member
+   * gone, holds, `actor` on each audit row (clients.service.ts revokeHeldBy): a crash after the
+   * removal commits cannot leave one live.
+   */
+  revokeClientsHeldBy(operatorId: string, actor: string): Promise<void>;
 }
 
 export interface MembersDeps {
@@ -25,19 +31,13 @@ export interface MembersDeps {
   /** Each member's last access through a session acting in the organisation. */
   findLastSeen(organisationId: string): Promise<Map<string, Date>>;
   /**
-   * A member is gone from the organisation (removed or left): their sessions there move to
-   * `toOrganisationId` (one they still belong to, or none), the OAuth grants they gave there
-   * are destroyed (spec 3.4, as for a client) and the trusted clients (avt_) whose bearer they hold
-   * are revoked by `actor`, who removed them (clients.service.ts revokeHeldBy). Their membership is
-   * already deleted, which alone ends their sessions' access: the principal hook and /mcp read
-   * membership on every request; a bearer they took away is not a session, hence the revoke.
+   * A member is gone from the organisation (removed or left), after the removal committed: their
+   * sessions there move to `toOrganisationId` (one they still belong to, or none) and the OAuth
+   * grants they gave there are destroyed (spec 3.4, as for a client). Their membership is already
+   * deleted, which alone ends their sessions' access: the principal hook and /mcp read membership
+   * on every request; the trusted clients they hold were revoked with it (`revokeClientsHeldBy`).
    */
-  onMemberGone(
-    organisationId: string,
-    operatorId: string,
-    toOrganisationId: string | null,
-    actor: string,
-  ): Promise<void>;
+  onMemberGone(organisationId: string, operatorId: string, toOrganisationId: string | null): Promise<void>;
   now: () => Date;
 }
 
@@ -114,6 +114,8 @@ export function createMembersService(deps: MembersDeps) {
       throw new AppError("last_owner", LAST_OWNER);
     }
     await locked.orgs.deleteMembership(organisationId, gone.operatorId);
+    // After the delete: an issue holding the membership row FOR SHARE has committed, so its client is seen.
+    await locked.revokeClientsHeldBy(gone.operatorId, actor.actor);
     const voided = await voidFirstApprovals(locked.orgs, organisationId, gone.operatorId, null);
     const withdrawn = await locked.invites.updateInvitesWithdrawnBySender(
       organisationId,
@@ -143,13 +145,13 @@ export function createMembersService(deps: MembersDeps) {
   }
 
   /**
-   * After a membership is gone (committed with its audit row): its sessions, OAuth grants and the
-   * trusted clients it holds. The deleted membership alone already ends the sessions' access, should
-   * this not run.
+   * After a membership is gone (committed with its audit row and the revoke of its trusted
+   * clients): its sessions and OAuth grants. The deleted membership alone already ends the
+   * sessions' access, should this not run.
    */
   async function afterGone(actor: MemberActor, operatorId: string): Promise<void> {
     const elsewhere = await deps.repo.findDefaultOrganisationId(operatorId);
-    await deps.onMemberGone(actor.organisationId, operatorId, elsewhere, actor.actor);
+    await deps.onMemberGone(actor.organisationId, operatorId, elsewhere);
   }
 
   return {

@@ -65,6 +65,11 @@ export interface OrgsRepo {
     organisationId: string,
     operatorId: string,
   ): Promise<{ name: string; role: string; email: string } | undefined>;
+  /**
+   * The member's role, their membership row locked `FOR SHARE` until the transaction ends (a
+   * removal deleting it waits); undefined for a stranger.
+   */
+  findMemberRoleForShare(organisationId: string, operatorId: string): Promise<string | undefined>;
   updateMembershipRole(organisationId: string, operatorId: string, role: string): Promise<void>;
   /** Removes the membership; true when there was one. */
   deleteMembership(organisationId: string, operatorId: string): Promise<boolean>;
@@ -183,6 +188,16 @@ export function createOrgsRepo(db: Kysely<Database>): OrgsRepo {
         .where("organisations.id", "=", organisationId)
         .where("memberships.operator_id", "=", operatorId)
         .executeTakeFirst(),
+    findMemberRoleForShare: async (organisationId, operatorId) =>
+      (
+        await db
+          .selectFrom("memberships")
+          .select("role")
+          .where("organisation_id", "=", organisationId)
+          .where("operator_id", "=", operatorId)
+          .forShare()
+          .executeTakeFirst()
+      )?.role,
     async updateMembershipRole(organisationId, operatorId, role) {
       await db
         .updateTable("memberships")
