@@ -49,6 +49,16 @@ describe("the gRPC listener's mTLS", () => {
     expect(verdict({ ...production, EGRESS_LISTEN: "0.0.0.0:50051" })).toBe("started");
   });
 
+  it("refuses, in production, the mark of a proxy its control plane spawned", () => {
+    // The mark exempts a proxy from the restart replay check (ticket_predates_proxy); a production
+    // control plane never spawns one, so set there it could only switch that check off.
+    expect(verdict({ ...production, LATCH_EGRESS_SPAWNED: "1" })).toBe(
+      "Latch's egress proxy cannot start: LATCH_EGRESS_SPAWNED: only a control plane that starts its own proxy sets it, and none does when NODE_ENV=production.",
+    );
+    expect(verdict({ ...production, LATCH_EGRESS_SPAWNED: "0" })).toBe("started");
+    expect(verdict({ NODE_ENV: "development", LATCH_EGRESS_SPAWNED: "1" })).toBe("started");
+  });
+
   it("keeps plaintext on loopback for development and tests, and mTLS off it", () => {
     for (const NODE_ENV of ["development", "test"]) {
       expect(verdict({ NODE_ENV }), NODE_ENV).toBe("started");

@@ -156,6 +156,15 @@ export function loadEgressConfig(
   if (c.NODE_ENV === "production" && devKnobs.length > 0) {
     problems.push(`${devKnobs.join(", ")}: development/test knobs are refused when NODE_ENV=production`);
   }
+  const isSpawned = env[SPAWNED_BY_CONTROL_PLANE] === "1";
+  if (c.NODE_ENV === "production" && isSpawned) {
+    // The mark exempts a proxy from refusing tickets issued before it started (its parent mints the
+    // first ticket before starting it). A production control plane never spawns one (it needs
+    // EGRESS_URL), so the mark there could only switch that replay check off.
+    problems.push(
+      `${SPAWNED_BY_CONTROL_PLANE}: only a control plane that starts its own proxy sets it, and none does when NODE_ENV=production`,
+    );
+  }
   const tlsOverrides = findTlsOverrides(env, execArgv);
   if (c.NODE_ENV === "production" && tlsOverrides.length > 0) {
     problems.push(
@@ -195,7 +204,7 @@ export function loadEgressConfig(
     listenHost: listen.host,
     listenPort: listen.port,
     devKnobs,
-    isSpawned: env[SPAWNED_BY_CONTROL_PLANE] === "1",
+    isSpawned,
   });
 }
 
