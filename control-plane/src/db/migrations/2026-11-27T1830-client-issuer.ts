@@ -7,19 +7,23 @@ import { type Kysely, sql } from "kysely";
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.alterTable("clients").addColumn("issued_by", "text").execute();
+  // One pass over the trail, not one search of it per client: an old organisation holds millions of
+  // rows, and the clients table stays locked by the ALTER above until this transaction ends.
   await sql`
-    update clients set issued_by = (
-      select case when last.actor like 'operator:%' then substr(last.actor, 10) end
-      from (
-        select audit_events.actor from audit_events
-        where audit_events.organisation_id = clients.organisation_id
-          and audit_events.action in ('client_issued', 'client_rotated')
-          and audit_events.detail->>'client_id' = clients.id
-        order by audit_events.seq desc
-        limit 1
-      ) as last
-    )
-    where oauth_client_id is null and revoked_at is null`.execute(db);
+    update clients set issued_by = last.issued_by
+    from (
+      select distinct on (organisation_id, detail->>'client_id')
+        organisation_id,
+        detail->>'client_id' as client_id,
+        case when actor like 'operator:%' then substr(actor, 10) end as issued_by
+      from audit_events
+      where action in ('client_issued', 'client_rotated')
+      order by organisation_id, detail->>'client_id', seq desc
+    ) as last
+    where last.organisation_id = clients.organisation_id
+      and last.client_id = clients.id
+      and clients.oauth_client_id is null
+      and clients.revoked_at is null`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
