@@ -1,7 +1,7 @@
 // The ledger against a real database (PGlite, and PostgreSQL with DATABASE_URL): each row's hash
 // recomputed from the documented canonical form, linkage, one chain per organisation, the trigger,
 // tampering found at its seq, checkpoints, and two replicas appending at once.
-import { createHash, generateKeyPairSync, sign } from "node:crypto";
+import { createHash, generateKeyPairSync, randomUUID, sign } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -457,6 +457,114 @@ describe("the audit ledger", () => {
     });
   });
 
+  it("signs no export over a row put beyond the chain's head, nor over a chain cut at its end", async () => {
+    const published = async () => verifyingKeys((await openAuditKeys(dataDir)).published());
+    /** The offline check of an export, as `vault audit verify --keys` runs it. */
+    const offline = async (lines: LedgerLine[]) => {
+      const verifier = createLedgerVerifier({ keys: await published() });
+      for (const line of lines) verifier.push(line);
+      verifier.requireClosingCheckpoint();
+      return verifier.result();
+    };
+    const repo = createLedgerRepo(database.db);
+
+    // A row inserted after the head (an INSERT, which no trigger refuses): not appended, never signed.
+    const org = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "e1" });
+    const [first] = rowsOf(await exported(org)); // a checkpoint at seq 1
+    const extra = { ...first!, seq: 2, prev_hash: first!.hash, action: "forged" };
+    const forged = { ...extra, hash: recomputed(extra) };
+    await database.db
+      .insertInto("audit_events")
+      .values({
+        organisation_id: org,
+        seq: 2,
+        prev_hash: forged.prev_hash,
+        hash: forged.hash,
+        at: new Date(forged.at),
+        actor: forged.actor,
+        action: forged.action,
+        detail: JSON.stringify(forged.detail),
+      })
+      .execute();
+    const lines = await exported(org);
+    expect(lines.at(-1)).toMatchObject({ type: "event", seq: 2, action: "forged" });
+    expect((await repo.findLastCheckpoint(org))?.seq).toBe(1);
+    expect(await offline(lines)).toMatchObject({ ok: false, first_bad_seq: 2 });
+
+    // Rows cut from the end behind the trigger's back: the rows left are not signed as the chain.
+    const cut = await newTestOrganisation(database);
+    await audit.insertAuditEvent({ organisationId: cut, actor: "system", action: "e1" });
+    await exported(cut); // a checkpoint at seq 1
+    for (let i = 2; i <= 3; i++)
+      await audit.insertAuditEvent({ organisationId: cut, actor: "system", action: `e${i}` });
+    await behindTheTrigger((trx) =>
+      trx.deleteFrom("audit_events").where("organisation_id", "=", cut).where("seq", "=", 3).execute(),
+    );
+    const cutLines = await exported(cut);
+    expect(cutLines.at(-1)).toMatchObject({ type: "event", seq: 2 });
+    expect((await repo.findLastCheckpoint(cut))?.seq).toBe(1);
+    expect(await offline(cutLines)).toMatchObject({ ok: false, first_bad_seq: 2 });
+    await expect(
+      ledger.signCheckpoint(cut, { seq: 2, hash: rowsOf(cutLines)[1]!.hash }),
+    ).rejects.toMatchObject({
+      code: "ledger_broken",
+    });
+
+    // A chain that holds is signed up to a row behind its head, when rows were appended since.
+    const growing = await newTestOrganisation(database);
+    for (let i = 1; i <= 3; i++)
+      await audit.insertAuditEvent({ organisationId: growing, actor: "system", action: `e${i}` });
+    const rows: LedgerLine[] = [];
+    for await (const line of repo.exportLines(growing)) rows.push(line);
+    const signed = await ledger.signCheckpoint(growing, { seq: 2, hash: rows[1]!.hash });
+    expect(signed).toMatchObject({ seq: 2, hash: rows[1]!.hash });
+  });
+
+  it("signs no rewritten history whose checkpoints were deleted, once the plane had checked the chain", async () => {
+    const org = await newTestOrganisation(database);
+    for (let i = 1; i <= 3; i++)
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: `e${i}` });
+    const before = await exported(org); // a checkpoint at seq 3
+    expect(before.at(-1)).toMatchObject({ type: "checkpoint", seq: 3 });
+    // Behind the triggers: every checkpoint deleted, seq 2 rewritten and the chain re-hashed from
+    // it, the head set to match. The rows then hold from seq 1, as a first checkpoint would see them.
+    const [, second, third] = rowsOf(before);
+    const rewritten = { ...second!, action: "rewritten" };
+    rewritten.hash = recomputed(rewritten);
+    const rehashed = { ...third!, prev_hash: rewritten.hash };
+    rehashed.hash = recomputed(rehashed);
+    await behindTheTrigger(async (trx) => {
+      await trx.deleteFrom("audit_checkpoints").where("organisation_id", "=", org).execute();
+      for (const row of [rewritten, rehashed]) {
+        await trx
+          .updateTable("audit_events")
+          .set({ action: row.action, prev_hash: row.prev_hash, hash: row.hash } as never)
+          .where("organisation_id", "=", org)
+          .where("seq", "=", row.seq)
+          .execute();
+      }
+      await trx
+        .updateTable("audit_heads")
+        .set({ prev_hash: rehashed.prev_hash, hash: rehashed.hash } as never)
+        .where("organisation_id", "=", org)
+        .execute();
+    });
+    const repo = createLedgerRepo(database.db);
+    await ledger.checkpointAll();
+    expect(await repo.findLastCheckpoint(org)).toBeUndefined();
+    const after = await exported(org);
+    expect(after.at(-1)).toMatchObject({ type: "event", seq: 3, action: "e3" });
+    expect(rowsOf(after)[1]).toMatchObject({ action: "rewritten" });
+    expect(await repo.findLastCheckpoint(org)).toBeUndefined();
+    const verifier = createLedgerVerifier({
+      keys: verifyingKeys((await openAuditKeys(dataDir)).published()),
+    });
+    for (const line of after) verifier.push(line);
+    verifier.requireClosingCheckpoint();
+    expect(verifier.result()).toMatchObject({ ok: false, first_bad_seq: 1 });
+  });
+
   it("signs no checkpoint over rows changed since the last one: a rewritten chain never comes out signed", async () => {
     const org = await newTestOrganisation(database);
     for (let i = 1; i <= 3; i++)
@@ -718,6 +826,40 @@ describe("the audit ledger", () => {
     const checkpoint = await createLedgerRepo(database.db).findLastCheckpoint(org);
     expect(checkpoint).toMatchObject({ seq: 1 });
     expect((await ledger.verify(org)).last_checkpoint).toEqual(checkpoint);
+  });
+
+  it("signs every other head in the round however many ledgers it leaves unsigned", async () => {
+    // More ledgers than one read of heads, each refused: its checkpoint names no published key.
+    const refusedOrgs: string[] = [];
+    for (let i = 0; i < 101; i++) {
+      const org = await newTestOrganisation(database);
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "e1" });
+      const { hash } = (await createLedgerRepo(database.db).findHead(org))!;
+      await database.db
+        .insertInto("audit_checkpoints")
+        .values({
+          organisation_id: org,
+          seq: 1,
+          hash,
+          at: new Date(),
+          key_id: "unpublished",
+          signature: "AAAA",
+        })
+        .execute();
+      await audit.insertAuditEvent({ organisationId: org, actor: "system", action: "e2" });
+      refusedOrgs.push(org);
+    }
+    // A ledger that holds, whose id comes after all of theirs.
+    const clean = `org_zzzz${randomUUID().replaceAll("-", "")}`;
+    await database.db.insertInto("organisations").values({ id: clean, name: "Last" }).execute();
+    await audit.insertAuditEvent({ organisationId: clean, actor: "system", action: "hourly" });
+    const round = await ledger.checkpointAll();
+    expect(await createLedgerRepo(database.db).findLastCheckpoint(clean)).toMatchObject({ seq: 1 });
+    expect(round.refused).toBeGreaterThanOrEqual(refusedOrgs.length);
+    expect(await createLedgerRepo(database.db).findLastCheckpoint(refusedOrgs[0]!)).toMatchObject({
+      seq: 1,
+      key_id: "unpublished",
+    });
   });
 
   it("resumes an export after since_seq", async () => {

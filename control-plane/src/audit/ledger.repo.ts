@@ -36,8 +36,14 @@ export interface LedgerRepo {
   findLastCheckpoints(organisationId: string, limit: number): Promise<LedgerCheckpoint[]>;
   /** Stores a checkpoint; a second one for the same seq (another replica signed it) is dropped. */
   insertCheckpoint(checkpoint: LedgerCheckpoint): Promise<void>;
-  /** Heads no checkpoint covers yet: what the hourly signing signs. */
-  findHeadsWithoutCheckpoint(limit: number): Promise<(LedgerHead & { organisation_id: string })[]>;
+  /**
+   * Heads no checkpoint covers yet, what the hourly signing signs: in organisation id order, after
+   * `afterOrganisationId` when given (one pass over all of them, however many stay unsigned).
+   */
+  findHeadsWithoutCheckpoint(
+    limit: number,
+    afterOrganisationId?: string,
+  ): Promise<(LedgerHead & { organisation_id: string })[]>;
 }
 
 /** Rows read per query of an export. */
@@ -339,8 +345,8 @@ export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOption
         .execute();
     },
 
-    async findHeadsWithoutCheckpoint(limit) {
-      const rows = await db
+    async findHeadsWithoutCheckpoint(limit, afterOrganisationId) {
+      let query = db
         .selectFrom("audit_heads")
         .select(["audit_heads.organisation_id", "audit_heads.seq", "audit_heads.hash"])
         .where(({ not, exists, selectFrom }) =>
@@ -353,8 +359,12 @@ export function createLedgerRepo(db: Kysely<Database>, options: LedgerRepoOption
             ),
           ),
         )
-        .limit(limit)
-        .execute();
+        .orderBy("audit_heads.organisation_id")
+        .limit(limit);
+      if (afterOrganisationId !== undefined) {
+        query = query.where("audit_heads.organisation_id", ">", afterOrganisationId);
+      }
+      const rows = await query.execute();
       return rows.map((r) => ({ organisation_id: r.organisation_id, seq: Number(r.seq), hash: r.hash }));
     },
   };

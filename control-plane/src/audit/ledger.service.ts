@@ -26,6 +26,8 @@ import {
 export const CHECKPOINT_INTERVAL_MS = 60 * 60_000;
 /** The first round after start: once the process is up, not in its start-up's way. */
 export const CHECKPOINT_FIRST_AFTER_MS = 60_000;
+/** Heads the hourly round reads at a time. */
+const HEADS_PER_READ = 100;
 /** Stored checkpoints the signer looks back over for one that vouches for its rows. */
 const ANCHOR_LOOKBACK = 100;
 
@@ -68,26 +70,62 @@ export function createLedgerService(deps: LedgerServiceDeps) {
   }
 
   /**
-   * Refuses to sign a head the rows do not reach from the last trusted checkpoint: a chain cut or
-   * rewritten behind the triggers' back must not come out signed with the real key. Reads the rows
-   * after that checkpoint (about an hour's), recomputing each hash and checking each checkpoint's
-   * signature.
+   * The newest row of each organisation's chain that this plane found the chain reaching, grown
+   * from a trusted checkpoint: the chain must still pass through it. A checkpoint is only a delete
+   * away for whoever can switch the triggers off; without this, deleting the newest checkpoints
+   * (all of them: then the growth check starts at seq 1) and rewriting the rows after the ones left
+   * would have the real key sign the rewritten history. Held in memory, not in the database that
+   * such a person can write: a plane that ran meanwhile refuses, one started after cannot know.
+   */
+  const reached = new Map<string, LedgerHead>();
+
+  /**
+   * Refuses to sign `head` unless the rows grow from the last trusted checkpoint, through it (and
+   * through the row this plane last found the chain reaching), up to the chain's head as the
+   * database holds it: a chain cut or rewritten behind the triggers' back must not come out signed
+   * with the real key. The stored head moves with every append, in the append's own statement, so
+   * rows cut from the end of the chain leave it ahead of them, and a row put beyond it (an INSERT
+   * no append made) is not the chain: an export ending with such a row, or ending short of the
+   * head, is not signed. Reads the rows after that checkpoint (about an hour's), recomputing each
+   * hash and checking each checkpoint's signature.
    */
   async function checkGrowth(organisationId: string, head: LedgerHead): Promise<void> {
     const keys = verifyingKeys(deps.publishedKeys());
     const last = await trustedAnchor(organisationId, keys);
+    // Read before the rows: every row up to it is committed (a head moves in its row's statement).
+    const chainHead = await deps.repo.findHead(organisationId);
+    if (!chainHead || head.seq > chainHead.seq) {
+      throw broken(`seq ${head.seq} is beyond the chain's head (seq ${chainHead?.seq ?? 0})`);
+    }
+    const known = reached.get(organisationId);
+    /** Checked only when the trusted checkpoint is not already past it. */
+    const mark = known && (!last || last.seq <= known.seq) ? known : undefined;
+    if (mark && mark.seq > chainHead.seq) {
+      throw broken(`the chain ends at seq ${chainHead.seq}, before seq ${mark.seq}, which it had reached`);
+    }
     const verifier = createLedgerVerifier({ keys, from: last && { seq: last.seq, hash: last.hash } });
+    /** The hashes the chain holds at head.seq and at the mark, as read. */
+    let hashAtHead = last?.seq === head.seq ? last.hash : undefined;
+    let hashAtMark = last?.seq === mark?.seq ? last?.hash : undefined;
     for await (const line of deps.repo.exportLines(organisationId, last?.seq ?? 0)) {
-      if (line.seq > head.seq) break;
+      if (line.seq > chainHead.seq) break;
       verifier.push(line);
+      if (line.type !== "event") continue;
+      if (line.seq === head.seq) hashAtHead = line.hash;
+      if (line.seq === mark?.seq) hashAtMark = line.hash;
     }
     const result = verifier.result();
     const problem = !result.ok
       ? result.problem
-      : result.last_seq !== head.seq || verifier.lastHash() !== head.hash
-        ? `the rows do not reach the chain's head (seq ${head.seq})`
-        : undefined;
+      : result.last_seq !== chainHead.seq || verifier.lastHash() !== chainHead.hash
+        ? `the rows do not reach the chain's head (seq ${chainHead.seq})`
+        : mark && hashAtMark !== mark.hash
+          ? `seq ${mark.seq} is not the row it was when this plane last checked the chain: rows up to it were rewritten`
+          : hashAtHead !== head.hash
+            ? `seq ${head.seq} is not the row the chain holds there`
+            : undefined;
     if (problem) throw broken(problem);
+    if (!known || chainHead.seq > known.seq) reached.set(organisationId, chainHead);
   }
 
   async function signCheckpoint(organisationId: string, head: LedgerHead): Promise<LedgerCheckpoint> {
@@ -196,23 +234,26 @@ export function createLedgerService(deps: LedgerServiceDeps) {
       // fails the round at once (AuditKeysUnreadableError), and is logged each hour until fixed.
       deps.signer.signingKey();
       let signed = 0;
-      const refused = new Set<string>();
-      // Bounded: organisations appending all the while cannot keep one round going for ever.
-      for (let round = 0; round < 100; round++) {
-        const heads = await deps.repo.findHeadsWithoutCheckpoint(100);
+      let refused = 0;
+      // One pass in organisation id order: ledgers left unsigned (refused) never come back in this
+      // round to crowd out the ones after them, and organisations appending all the while cannot
+      // keep it going for ever.
+      let after: string | undefined;
+      for (;;) {
+        const heads = await deps.repo.findHeadsWithoutCheckpoint(HEADS_PER_READ, after);
         for (const head of heads) {
-          if (refused.has(head.organisation_id)) continue;
           try {
             await signCheckpoint(head.organisation_id, head);
             signed++;
           } catch (error) {
             if ((error as { code?: string }).code !== "ledger_broken") throw error;
-            refused.add(head.organisation_id);
+            refused++;
           }
         }
-        if (heads.length < 100) break;
+        if (heads.length < HEADS_PER_READ) break;
+        after = heads.at(-1)!.organisation_id;
       }
-      return { signed, refused: refused.size };
+      return { signed, refused };
     },
   };
 }
