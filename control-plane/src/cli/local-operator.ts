@@ -10,6 +10,7 @@ import type { BodyView } from "../grants/request-body.ts";
 import type { ItemView } from "../items/items.schemas.ts";
 import { type LocalLock, tryLocalLock } from "../local/local-lock.ts";
 import { type LocalRuntime, readLocalRuntime } from "../local/local-server.ts";
+import { storeLocalItem } from "../local/local-store.ts";
 import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
 import { LOCAL_OPERATOR, localRuntimePath, openLocalVault } from "../local/local-vault.ts";
 import { askServerProof } from "../local/server-proof.ts";
@@ -124,7 +125,7 @@ function directOperator(
     return item.id;
   }
   return {
-    storeItem: (item) => vault.items.storeItem(org, LOCAL_OPERATOR, item, { replace: true }),
+    storeItem: (item) => storeLocalItem(vault, item),
     listItems: () => vault.items.listItems(org),
     deleteItem: async (name) => vault.items.deleteItem(org, LOCAL_OPERATOR, await itemId(name)),
     listGrants: () => vault.grants.listGrants(org),

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import { startCheckpointSchedule } from "../audit/ledger.service.ts";
 import { startAbandonedCallsSchedule } from "../calls/abandoned-calls.ts";
 import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-server.ts";
-import { loadOrCreateLocalTokens } from "../local/local-tokens.ts";
+import { loadOrCreateLocalTokens, rotateLocalOperatorToken } from "../local/local-tokens.ts";
 import { openLocalVault } from "../local/local-vault.ts";
 import { askServerProof } from "../local/server-proof.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
@@ -20,7 +20,6 @@ import { reachLocalVault } from "./local-operator.ts";
 type FrameHandler = (frame: unknown) => Promise<unknown | undefined>;
 
 export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void> {
-  const tokens = loadOrCreateLocalTokens(dataDir);
   // A `vault set` or `vault list` at work, or a `vault serve` still starting, is waited for: an
   // agent's MCP server does not fail to start because the operator ran a command at that moment.
   const holder = await reachLocalVault(dataDir);
@@ -28,18 +27,24 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
   let close: () => Promise<void>;
   if ("url" in holder) {
     const { url } = holder;
+    // Read once the holder is known (it may have been starting): the model token outlives restarts.
+    const { model } = loadOrCreateLocalTokens(dataDir);
     logger.info({ url }, "relaying MCP to the running vault serve");
     // Checked again before each frame: once that vault serve stops, its port is anyone's, and
     // the model token must not go to whoever listens there next. The relay may live for days,
     // across restarts of that server (each writes a new key), so each frame asks the server at
     // that address for the proof of the key runtime.json holds now: one loopback round trip.
-    handle = relayTo(url, tokens.model, async () => {
+    handle = relayTo(url, model, async () => {
       const runtime = readLocalRuntime(dataDir);
       return runtime?.url === url && (await askServerProof(url, runtime.proofKey)) === "proven";
     });
     close = async () => {};
   } else {
     const { lock } = holder;
+    // A fresh operator token, as at each `vault serve` start, written while this process holds
+    // db.lock: the API served below must not accept the token an earlier run printed (a console URL
+    // in scrollback or history), and the CLI's commands read tokens.json anew, so they carry this one.
+    const tokens = rotateLocalOperatorToken(dataDir);
     const vault = await openLocalVault({ dataDir, logger }).catch((error: unknown) => {
       lock.release();
       throw error;

@@ -18,6 +18,7 @@ import {
   secretList,
 } from "./local-api.schemas.ts";
 import { requireRole } from "./local-guards.ts";
+import { storeLocalItem } from "./local-store.ts";
 import { LOCAL_OPERATOR, type LocalVault } from "./local-vault.ts";
 
 const POLICY_OF_SCOPE = { once: "prompt", session: "session" } as const;
@@ -52,7 +53,8 @@ export function registerLocalApiRoutes(app: FastifyInstance, vault: LocalVault):
     items: await listItems(),
   }));
   // The local `vault set` replaces a credential of the same name (spec 4.4: "stores or replaces").
-  const store = (body: unknown) => vault.items.storeItem(org, LOCAL_OPERATOR, body, { replace: true });
+  // A replace that widens it ends the approvals of the whole credential (local-store.ts).
+  const store = (body: unknown) => storeLocalItem(vault, body);
   api.post(
     "/api/secrets",
     { schema: { body: itemInput, response: { 201: secretAnswer } } },
