@@ -329,6 +329,12 @@ export function createConnectService(deps: ConnectDeps) {
             last4: stored.last4,
           });
           if (!isStillOurs) return;
+          // Nor once the client secret it was minted with is replaced or deleted: that write drops
+          // the account's token (items.repo.ts), so one stored after it would outlive the secret.
+          const isSecretUnchanged = await locked.holdIfUnchanged([
+            { itemId: item.id, sealedValue: item.sealedValue },
+          ]);
+          if (!isSecretUnchanged) return;
           await locked.upsertAccessToken(stored.id, operator.organisationId, {
             sealedValue: access.sealedValue,
             sealingKeyId: access.keyId,

@@ -119,6 +119,10 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
   return {
     async insertItem(item) {
       await db.insertInto("items").values(item).execute();
+      // A new client secret beside a connected account is what its next exchange spends.
+      await dropSpendingTokens(db, item.organisation_id, [
+        { environment: item.environment, name: item.name },
+      ]);
     },
     async upsertItemByName(item) {
       const row = await db
@@ -141,6 +145,9 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .executeTakeFirstOrThrow();
       const isNew = row.id === item.id;
       if (!isNew) await dropMintedTokens(db, row.id);
+      await dropSpendingTokens(db, item.organisation_id, [
+        { environment: item.environment, name: item.name },
+      ]);
       return { id: row.id, isNew };
     },
     findItemByName: (organisationId, environment, name) =>
@@ -175,27 +182,39 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .orderBy("items.name")
         .execute(),
     async deleteItem(organisationId, id) {
-      const result = await db
+      const deleted = await db
         .deleteFrom("items")
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
+        .returning(["environment", "name"])
         .executeTakeFirst();
-      return result.numDeletedRows > 0n;
+      // A deleted client secret must not keep working through the token it minted.
+      if (deleted) await dropSpendingTokens(db, organisationId, [deleted]);
+      return deleted !== undefined;
     },
     async updateItem(organisationId, id, change) {
-      const result = await db
+      // Its name before the change: the account it was the client secret of keeps no token it minted.
+      const before = await db
+        .selectFrom("items")
+        .select(["environment", "name"])
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", id)
+        .forNoKeyUpdate()
+        .executeTakeFirst();
+      if (!before) return;
+      const after = await db
         .updateTable("items")
         .set(change)
         .where("organisation_id", "=", organisationId)
         .where("id", "=", id)
+        .returning(["environment", "name"])
         .executeTakeFirst();
+      if (!after) return;
       // An access token minted with the old value or client id is not this credential's any more.
-      if (
-        result.numUpdatedRows > 0n &&
-        (change.sealed_value !== undefined || change.username !== undefined)
-      ) {
+      if (change.sealed_value !== undefined || change.username !== undefined) {
         await dropMintedTokens(db, id);
       }
+      await dropSpendingTokens(db, organisationId, [before, after]);
     },
     lockItemTokens: (itemId) => lockItemTokens(db, itemId),
     async updateItemUsed(id, at, olderThan) {
@@ -280,6 +299,50 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
       return id;
     },
   };
+}
+
+/**
+ * Forgets the access token a connected account (`<BASE>_REFRESH`) was minted with when an item its
+ * exchange spends is written (each name given: a store's, a delete's, an edit's before and after):
+ * the account itself, or its client secret
+ * (`<BASE>_SECRET` or `<BASE>`, spec 2.1), whose token is kept under the account's row, not its
+ * own. Without it a replaced, edited, renamed or deleted client secret (one revoked at the
+ * provider and rotated here) kept working through that token until it expired, up to an hour.
+ * Dropping more than needed costs one exchange. A call storing a token minted from the old value
+ * meanwhile keeps none: it holds the values it spent unchanged first (item-tokens.repo.ts
+ * `holdIfUnchanged`), so it waits for this write, then finds the value changed or gone.
+ */
+async function dropSpendingTokens(
+  db: Kysely<Database> | Transaction<Database>,
+  organisationId: string,
+  written: readonly { environment: string; name: string }[],
+): Promise<void> {
+  for (const { environment, name } of written) {
+    await db
+      .deleteFrom("item_tokens")
+      .where("organisation_id", "=", organisationId)
+      .where((eb) =>
+        eb(
+          "item_id",
+          "in",
+          eb
+            .selectFrom("items")
+            .select("id")
+            .where("organisation_id", "=", organisationId)
+            .where("environment", "=", environment)
+            .where("name", "=", refreshNameOf(name)),
+        ),
+      )
+      .execute();
+  }
+}
+
+/**
+ * The connected account an item belongs to, as calls/token-plan.ts `baseNameOf` reads siblings:
+ * `SPOTIFY_SECRET`, `SPOTIFY` and `SPOTIFY_REFRESH` all give `SPOTIFY_REFRESH`.
+ */
+function refreshNameOf(name: string): string {
+  return `${name.replace(/_(?:REFRESH|SECRET)$/, "")}_REFRESH`;
 }
 
 /** Forgets the access token minted with an item's previous value (the next call mints a new one). */

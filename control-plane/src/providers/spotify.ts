@@ -1,4 +1,5 @@
 // The music provider (DECISIONS.md "Product": <provider_music> = spotify).
+import { pathAsRead } from "./path-as-read.ts";
 import { type Provider, RECIPE_NEXT } from "./provider.ts";
 
 export const spotify: Provider = {
@@ -28,8 +29,10 @@ export const spotify: Provider = {
     {
       // Spec 4.2 rule 3: playlist content moved from /tracks to /items. Exactly
       // /v1/playlists/{id}/tracks, optionally with a query; /tracks/... and other paths stay.
+      // Matched as Spotify reads the path (path-as-read.ts): `/v1/playlists/p1/%74racks` is the old
+      // path there too, and left as it was it would reach the old path past the rules on the new.
       methods: ["GET", "POST", "PUT", "DELETE"],
-      pattern: /^(\/v1\/playlists\/[^/?#]+)\/tracks(\?.*)?$/,
+      pattern: new RegExp(`^(${pathAsRead("/v1/playlists/")}[^/?#]+)${pathAsRead("/tracks")}(\\?.*)?$`),
       replacement: "$1/items$2",
       bodyKeyRename: { method: "DELETE", from: "tracks", to: "items" },
       describe: ({ from, to }) =>
