@@ -24,7 +24,7 @@ export async function runOAuthRotateKeys(
   }
   for (const kid of result.droppedKids) progress(`dropped (its tokens have expired): ${kid}`);
   progress(
-    "restart or roll the control plane now: until then it signs with the retired key, and /mcp refuses those tokens",
+    "a control plane reading this file signs with the new key within 5 seconds; one given a copy (a Secret) signs with the retired key, whose tokens /mcp refuses, until that copy is replaced or it is rolled: do that now",
   );
   return 0;
 }

@@ -78,8 +78,8 @@ export function createAccessTokenVerifier(deps: AccessTokenDeps) {
     });
     const claims = payload as AccessTokenClaims;
     // A retired key signs nothing after its retirement: a token it signed later was made by
-    // whoever still holds the old private key (the leak a rotation answers), or by a replica not
-    // rolled since, whose client then refreshes on a rolled one.
+    // whoever still holds the old private key (the leak a rotation answers), or by a replica in the
+    // seconds before it read the key file again (KEY_FILE_REFRESH_MS), whose client then refreshes.
     const retiredAt = protectedHeader.kid === undefined ? undefined : keys.retiredAt.get(protectedHeader.kid);
     if (retiredAt !== undefined && claims.iat * 1000 > retiredAt) return undefined;
     return claims;

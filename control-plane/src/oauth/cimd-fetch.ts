@@ -359,6 +359,21 @@ export function createDocumentFetcher(deps: DocumentFetcherDeps) {
       }
     },
 
+    /**
+     * The document an interaction was shown with (kept with it), answered as `url`'s next fetch
+     * with neither the network nor spec 8's counts: the resume of that interaction resolves its
+     * client again, and must get what the operator consented to.
+     */
+    keep(url: string, document: Record<string, unknown>): void {
+      remember(`fetch:${url}`, {
+        status: 200,
+        body: Buffer.from(JSON.stringify(document)),
+        contentType: "application/json",
+        cacheControl: "",
+        valid: true,
+      });
+    },
+
     /** oidc-provider's `fetch`: the document through the proxy, as a fetch Response. */
     async fetch(url: string): Promise<Response> {
       let fetched = recall(`fetch:${url}`) as Fetched | undefined;

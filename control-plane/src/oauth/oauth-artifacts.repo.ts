@@ -71,6 +71,11 @@ function deviceCodeSealer(secret: string) {
 export interface InteractionClient {
   clientId: string;
   clientName: string | undefined;
+  /**
+   * A client metadata document client's metadata as resolved then: the resume of the interaction
+   * (after /consent) resolves the client from this, never from the document fetched again.
+   */
+  document?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -256,18 +261,27 @@ export function createOAuthArtifactsRepo(
     async saveInteractionClient(uid, client, expiresIn) {
       await interactionClients.upsert(
         uid,
-        { client_id: client.clientId, client_name: client.clientName } as AdapterPayload,
+        {
+          client_id: client.clientId,
+          client_name: client.clientName,
+          ...(client.document ? { document: client.document } : {}),
+        } as AdapterPayload,
         expiresIn,
       );
     },
     async findInteractionClient(uid) {
       const found = (await interactionClients.find(uid)) as
-        | { client_id?: unknown; client_name?: unknown }
+        | { client_id?: unknown; client_name?: unknown; document?: unknown }
         | undefined;
       if (typeof found?.client_id !== "string") return undefined;
+      const { document } = found;
       return {
         clientId: found.client_id,
         clientName: typeof found.client_name === "string" ? found.client_name : undefined,
+        document:
+          typeof document === "object" && document !== null && !Array.isArray(document)
+            ? (document as Record<string, unknown>)
+            : undefined,
       };
     },
     async saveGrantSignIn(grantId, signIn, expiresIn) {

@@ -21,7 +21,7 @@ export interface StoredJwk extends JWK {
   retired_at?: number;
 }
 
-interface JwksFile {
+export interface JwksFile {
   keys: StoredJwk[];
   /** Keys for oidc-provider's signed cookies (not JWKs; random strings). */
   cookie_keys: string[];
@@ -160,6 +160,16 @@ export function createOAuthKeyReader(deps: OAuthKeyReaderDeps) {
     },
     /** Reads the file now (a token of a key id this replica has not seen). */
     reload: (): OAuthKeyView => refresh(clock()),
+    /**
+     * The key file as last read, private keys included, read again as `view` is: what the
+     * authorization server signs with (its first key not retired), so that a rotation reaches a
+     * running replica's new tokens within seconds, not at its restart.
+     */
+    file(): JwksFile {
+      const now = clock();
+      if (now - readAt >= refreshMs) refresh(now);
+      return file;
+    },
   };
 }
 
@@ -184,7 +194,8 @@ export interface RotationResult {
 
 /**
  * Puts a new key first; the keys before it are marked retired and dropped once they have been
- * retired longer than an access token lives. Restart (or roll) the control plane to sign with it.
+ * retired longer than an access token lives. Every replica signs with it once it has read the file
+ * again (KEY_FILE_REFRESH_MS), without a restart.
  */
 export async function rotateOAuthKeys(
   dataDir: string,

@@ -233,9 +233,17 @@ export function createOAuthProvider(deps: OAuthProviderDeps): Provider {
         const client = ctx.oidc.client;
         if (client) {
           const lifetime = typeof interaction.exp === "number" ? interaction.exp - epochSeconds() : 0;
+          // A client metadata document client is kept whole: the resume after /consent resolves it
+          // from this (`allowMetadataFetch`), so what is granted is the document that was shown.
+          const isDocument =
+            (client as { clientIdMetadataDocument?: boolean }).clientIdMetadataDocument === true;
           await deps.artifacts.saveInteractionClient(
             interaction.uid,
-            { clientId: client.clientId, clientName: client.clientName },
+            {
+              clientId: client.clientId,
+              clientName: client.clientName,
+              document: isDocument ? (client.metadata() as Record<string, unknown>) : undefined,
+            },
             Math.max(lifetime, 1),
           );
         }

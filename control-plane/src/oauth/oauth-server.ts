@@ -3,6 +3,7 @@
 // fetcher and the service the pages call. control-plane.ts registers its routes.
 import type { FastifyInstance } from "fastify";
 import type { Kysely } from "kysely";
+import type Provider from "oidc-provider";
 import { errors } from "oidc-provider";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import type { ClientsService } from "../clients/clients.service.ts";
@@ -19,8 +20,14 @@ import { type ConsentRow, createOAuthRepo } from "./oauth.repo.ts";
 import { registerOAuthRoutes } from "./oauth.routes.ts";
 import { createOAuthService } from "./oauth.service.ts";
 import { createOAuthArtifactsRepo } from "./oauth-artifacts.repo.ts";
-import { createOAuthKeyReader, type loadOrCreateOAuthKeys, readOAuthKeys } from "./oauth-keys.ts";
-import { createOAuthProvider } from "./oauth-provider.ts";
+import {
+  createOAuthKeyReader,
+  currentKid,
+  type JwksFile,
+  type loadOrCreateOAuthKeys,
+  readOAuthKeys,
+} from "./oauth-keys.ts";
+import { createOAuthProvider, type OAuthProviderDeps } from "./oauth-provider.ts";
 
 export interface OAuthServerDeps {
   db: Kysely<Database>;
@@ -63,8 +70,9 @@ export function createOAuthServer(deps: OAuthServerDeps) {
   });
   const oauth = createOAuthRepo(deps.db);
   const limiter = createRateLimiter(createRateLimitRepo(deps.db), deps.now);
-  // The key file as every replica trusts it now: /mcp verifies and /oauth/jwks lists from it, so a
-  // rotation reaches a running replica within seconds (oidc-provider signs with the keys of its start).
+  // The key file as every replica trusts it now: /mcp verifies and /oauth/jwks lists from it, and
+  // oidc-provider signs with its current key (`currentProvider` below), so a rotation reaches a
+  // running replica within seconds.
   const keyReader = createOAuthKeyReader({
     read: () => readOAuthKeys(deps.dataDir, deps.keysFile),
     initial: deps.keys,
@@ -81,9 +89,8 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     const signIn = await artifacts.findGrantSignIn(consent.grant_id);
     return signIn?.ssoOrganisationId === consent.organisation_id;
   }
-  const provider = createOAuthProvider({
+  const providerDeps: Omit<OAuthProviderDeps, "keys"> = {
     baseUrl: deps.baseUrl,
-    keys: deps.keys,
     artifacts,
     findConsent: async (grantId) => {
       const consent = await oauth.findConsent(grantId);
@@ -114,8 +121,57 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     },
     isOperator: deps.isOperator,
     fetchClientMetadata: (url) => documents.fetch(url),
-    allowMetadataFetch: (url, ctx) => documents.allow(url, ctx?.ip),
-  });
+    allowMetadataFetch: async (url, ctx) => {
+      // The resume of an interaction (after /consent, on any replica, past any cache) resolves its
+      // client again: from the document it was shown and consented with, kept with it, never
+      // fetched again (a document changed or gone since would fail an authorization whose consent
+      // is recorded, and its fetch would count twice against spec 8's limits).
+      const uid = ctx?.oidc?.entities?.Interaction?.uid;
+      if (typeof uid === "string") {
+        const kept = await artifacts.findInteractionClient(uid);
+        if (kept?.clientId === url && kept.document) return documents.keep(url, kept.document);
+      }
+      return documents.allow(url, ctx?.ip);
+    },
+  };
+  /** One oidc-provider over `keys`, answering to the ledger and the operator as every other. */
+  const providerOver = (keys: JwksFile): Provider => {
+    const made = createOAuthProvider({ ...providerDeps, keys });
+    // It sits behind Fastify: it trusts the forwarded protocol the routes set, nothing a caller sent.
+    made.proxy = true;
+    made.on("server_error", (_ctx: unknown, error: unknown) => deps.onServerError?.(error));
+    made.on("grant.revoked", (_ctx: unknown, grantId: string) => {
+      void service.recordGrantRevoked(grantId).catch(onLedgerFailure);
+    });
+    // Spec 6: the Access ledger records every token issued (JWT access tokens are not stored, so
+    // oidc-provider says "issued" rather than "saved"), by a hash of its jti.
+    made.on("access_token.issued", (token: { grantId?: string; jti: string }) => {
+      if (token.grantId) void service.recordTokenIssued(token.grantId, token.jti).catch(onLedgerFailure);
+    });
+    return made;
+  };
+  // oidc-provider signs with the keys it was made with: when the key file's signing key changes (a
+  // rotation, here or by `vault` on another replica), the next request is answered by one made over
+  // the file as it is now, so new tokens name the new key within KEY_FILE_REFRESH_MS (DECISIONS),
+  // never the retired one /mcp refuses. Everything else it keeps is in the database or the cookie
+  // keys, which a rotation leaves as they are.
+  let signing = { kid: currentKid(deps.keys), provider: providerOver(deps.keys) };
+  // The pages' interactions and grants (the service) sign nothing: the first provider serves them.
+  const provider = signing.provider;
+  const currentProvider = (): Provider => {
+    const file = keyReader.file();
+    const kid = currentKid(file);
+    if (kid === signing.kid) return signing.provider;
+    try {
+      signing = { kid, provider: providerOver(file) };
+    } catch (error) {
+      // A key oidc-provider refuses (a hand-edited file): the provider of before keeps answering,
+      // and the operator is told once, not on every request.
+      signing = { kid, provider: signing.provider };
+      deps.onServerError?.(error);
+    }
+    return signing.provider;
+  };
   const tokens = createAccessTokenVerifier({
     baseUrl: deps.baseUrl,
     keys: keyReader,
@@ -139,23 +195,21 @@ export function createOAuthServer(deps: OAuthServerDeps) {
     now: deps.now,
   });
 
-  provider.on("server_error", (_ctx: unknown, error: unknown) => deps.onServerError?.(error));
   recordGrantRevoked = service.recordGrantRevoked;
-  provider.on("grant.revoked", (_ctx: unknown, grantId: string) => {
-    void service.recordGrantRevoked(grantId).catch(onLedgerFailure);
-  });
-  // Spec 6: the Access ledger records every token issued (JWT access tokens are not stored, so
-  // oidc-provider says "issued" rather than "saved"), by a hash of its jti.
-  provider.on("access_token.issued", (token: { grantId?: string; jti: string }) => {
-    if (token.grantId) void service.recordTokenIssued(token.grantId, token.jti).catch(onLedgerFailure);
-  });
 
   return {
-    provider,
+    /** The provider answering now (its signing key the key file's current one). */
+    provider: currentProvider,
     service,
     tokens,
     registerRoutes(app: FastifyInstance) {
-      registerOAuthRoutes(app, { baseUrl: deps.baseUrl, provider, service, limiter, keys: keyReader });
+      registerOAuthRoutes(app, {
+        baseUrl: deps.baseUrl,
+        provider: currentProvider,
+        service,
+        limiter,
+        keys: keyReader,
+      });
       registerConsentRoutes(app, { service });
     },
   };

@@ -28,7 +28,8 @@ import { checkRegistration } from "./registration-rules.ts";
 
 export interface OAuthRouteDeps {
   baseUrl: string;
-  provider: Provider;
+  /** The provider answering now: one made over the key file's current signing key. */
+  provider: () => Provider;
   service: OAuthService;
   limiter: RateLimiter;
   /** The trusted keys of the key file, which /oauth/jwks lists (a rotation shows without a restart). */
@@ -128,14 +129,23 @@ function normalizeUserCode(code: string): string {
 
 export function registerOAuthRoutes(app: FastifyInstance, deps: OAuthRouteDeps): void {
   const resource = mcpResource(deps.baseUrl);
-  const callback = deps.provider.callback();
-  // The provider sits behind Fastify: it trusts the forwarded protocol we set, nothing a caller sent.
-  deps.provider.proxy = true;
+  /** Each provider's request handler, made once (a key rotation brings a new provider). */
+  const callbacks = new WeakMap<Provider, ReturnType<Provider["callback"]>>();
+  const callbackNow = () => {
+    const provider = deps.provider();
+    let callback = callbacks.get(provider);
+    if (!callback) {
+      callback = provider.callback();
+      callbacks.set(provider, callback);
+    }
+    return callback;
+  };
   const protocol = new URL(deps.baseUrl).protocol.replace(":", "");
   const baseHost = new URL(deps.baseUrl).host;
 
   /** Hands the request to oidc-provider; resolves when it has answered. */
   function forward(request: FastifyRequest, reply: FastifyReply, options: { html?: boolean } = {}) {
+    const callback = callbackNow();
     reply.hijack();
     const raw = request.raw as IncomingMessage & { body?: unknown };
     if (request.body !== undefined && request.body !== null) raw.body = request.body;
