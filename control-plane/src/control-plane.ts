@@ -85,17 +85,21 @@ export interface ControlPlane {
 
 export async function buildControlPlane(deps: ControlPlaneDeps): Promise<ControlPlane> {
   const { config, logger } = deps;
+  // The role is judged before the first migration (PGlite has no roles): a refused start writes
+  // nothing, so no table is left owned by the role it refused.
   const database =
-    deps.database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: deps.dataDir }));
-  if (!deps.database && database.kind === "postgres") {
-    await checkDatabaseRole(database.db, {
-      isProduction: config.NODE_ENV === "production",
-      warn: (sentence) => logger.warn(sentence),
-    }).catch(async (error: unknown) => {
-      await database.close();
-      throw error;
-    });
-  }
+    deps.database ??
+    (await openDatabase({
+      databaseUrl: config.DATABASE_URL,
+      dataDir: deps.dataDir,
+      beforeMigrate: async (db, kind) => {
+        if (kind !== "postgres") return;
+        await checkDatabaseRole(db, {
+          isProduction: config.NODE_ENV === "production",
+          warn: (sentence) => logger.warn(sentence),
+        });
+      },
+    }));
   const db = database.db;
   const now = deps.now ?? (() => new Date());
   const mailer = deps.mailer ?? createMailer({ smtpUrl: config.SMTP_URL, dataDir: deps.dataDir, logger });

@@ -27,6 +27,11 @@ export interface DatabaseOptions {
   /** An already-open PGlite (tests share one per worker). */
   pglite?: PGlite;
   migrate?: boolean;
+  /**
+   * Judges the open database before any migration runs (the control plane's role check): when it
+   * throws, the database is closed and nothing has been written.
+   */
+  beforeMigrate?: (db: Kysely<Database>, kind: DatabaseKind) => Promise<void>;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<OpenDatabase> {
@@ -49,11 +54,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenDataba
   // Errors leave the driver as DatabaseError (SQLSTATE and statement name): a pg or PGlite error
   // quotes SQL, parameters and values, and any catch block may log what it caught.
   const db = new Kysely<Database>({ dialect: withSafeDatabaseErrors(dialect) });
+  const ownsPglite = pglite !== undefined && options.pglite === undefined;
+  try {
+    await options.beforeMigrate?.(db, kind);
+  } catch (error) {
+    if (ownsPglite || pool) await db.destroy();
+    throw error;
+  }
   if (options.migrate !== false) {
     await migrateToLatest(db as unknown as Kysely<unknown>);
     await ensureSpentTicketsKeep(db as unknown as Kysely<unknown>);
   }
-  const ownsPglite = pglite !== undefined && options.pglite === undefined;
 
   return {
     db,

@@ -60,6 +60,10 @@ describe.runIf(process.env.DATABASE_URL)("the PostgreSQL replay store's role in 
   const databaseUrl = process.env.DATABASE_URL ?? "";
   const prefix = `latch_egress_s${randomBytes(4).toString("hex")}`;
   const middleRole = `${prefix}_mid`;
+  /** A role nobody logs in as, whose members are one SET ROLE from a superuser. */
+  const superRole = `${prefix}_sup`;
+  /** A group holding the attributes a member gains by SET ROLE (none inherits). */
+  const attributeRole = `${prefix}_att`;
   /** One role per privilege refused: how it is made, and the words the refusal names it with. */
   const cases = [
     { name: "su", make: "SUPERUSER", grant: "", named: "SUPERUSER (reads every table and runs programs" },
@@ -91,6 +95,20 @@ describe.runIf(process.env.DATABASE_URL)("the PostgreSQL replay store's role in 
       make: "",
       grant: `GRANT ${middleRole} TO %s`,
       named: "membership of pg_read_server_files (",
+    },
+    // A superuser through a role it is a member of: rolsuper is false for it, and never inherited,
+    // yet SET ROLE makes it a superuser.
+    {
+      name: "sg",
+      make: "",
+      grant: `GRANT ${superRole} TO %s`,
+      named: `membership of the superuser role ${superRole} (SET ROLE makes it a superuser`,
+    },
+    {
+      name: "ag",
+      make: "NOINHERIT",
+      grant: `GRANT ${attributeRole} TO %s`,
+      named: `CREATEROLE (makes roles and grants them, to itself too) through membership of ${attributeRole}, REPLICATION (streams every table's rows) through membership of ${attributeRole}, BYPASSRLS (reads past row-level security) through membership of ${attributeRole}`,
     },
     {
       name: "cs",
@@ -134,6 +152,8 @@ describe.runIf(process.env.DATABASE_URL)("the PostgreSQL replay store's role in 
     const database = (await admin.query<{ name: string }>("SELECT quote_ident(current_database()) AS name"))
       .rows[0]!.name;
     await admin.query(`CREATE ROLE ${middleRole} NOLOGIN`);
+    await admin.query(`CREATE ROLE ${superRole} NOLOGIN SUPERUSER`);
+    await admin.query(`CREATE ROLE ${attributeRole} NOLOGIN CREATEROLE REPLICATION BYPASSRLS`);
     await admin.query(`GRANT pg_read_server_files TO ${middleRole}`);
     await admin.query(`CREATE ROLE ${minimalRole} LOGIN`);
     for (const c of cases) {
@@ -147,7 +167,7 @@ describe.runIf(process.env.DATABASE_URL)("the PostgreSQL replay store's role in 
   });
 
   afterAll(async () => {
-    for (const role of [...roles, middleRole]) {
+    for (const role of [...roles, middleRole, superRole, attributeRole]) {
       await admin.query(`DROP OWNED BY ${role}`).catch(() => {});
       await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
     }
@@ -166,6 +186,53 @@ describe.runIf(process.env.DATABASE_URL)("the PostgreSQL replay store's role in 
       const refused = await verdict(`${prefix}_${c.name}`);
       expect(refused, c.name).toContain(`its role holds ${c.named}`);
       expect(refused, c.name).not.toContain("postgres://");
+    }
+  });
+
+  it("refuses a role that can SET ROLE to a superuser, naming that role alone", async () => {
+    expect(await verdict(`${prefix}_sg`)).toBe(
+      `EGRESS_REPLAY_DATABASE_URL: its role holds membership of the superuser role ${superRole} (SET ROLE makes it a superuser, which reads every table and runs programs on the database server), more than its rights on egress_spent_tickets; give the proxy a role that may only SELECT, INSERT and DELETE egress_spent_tickets (latch_egress, README "Deployment")`,
+    );
+  });
+
+  it("refuses a role that can SET ROLE to the database's owner, naming it", async () => {
+    // A database of its own, owned by a role nobody logs in as; the table is the admin's (as a
+    // proxy's migration-made table is the control plane's), and the role a member that does not
+    // inherit: it holds no CREATE itself, yet SET ROLE makes it the database's owner.
+    const database = `${prefix}_db`;
+    const owner = `${prefix}_dbo`;
+    const member = `${prefix}_dbm`;
+    await admin.query(`CREATE ROLE ${owner} NOLOGIN`);
+    await admin.query(`CREATE ROLE ${member} LOGIN NOINHERIT`);
+    await admin.query(`GRANT ${owner} TO ${member}`);
+    await admin.query(`CREATE DATABASE ${database} OWNER ${owner}`);
+    const url = new URL(databaseUrl);
+    url.pathname = `/${database}`;
+    const inside = new pg.Client({ connectionString: url.toString() });
+    await inside.connect();
+    try {
+      await inside.query("REVOKE ALL ON SCHEMA public FROM PUBLIC");
+      await inside.query(
+        `CREATE TABLE egress_spent_tickets (id text PRIMARY KEY, expires_at timestamptz NOT NULL)`,
+      );
+      await inside.query(`GRANT SELECT, INSERT, DELETE ON egress_spent_tickets TO ${member}`);
+      await inside.query(`GRANT USAGE ON SCHEMA public TO ${member}`);
+      url.username = member;
+      url.password = "";
+      let refused = "started";
+      try {
+        await (await createPostgresReplayStore(url.toString(), { isProduction: true })).close();
+      } catch (error) {
+        refused = (error as Error).message;
+      }
+      expect(refused).toContain(
+        `membership of ${owner}, the database's owner (SET ROLE makes it the owner: makes schemas, and grants itself any right on the database)`,
+      );
+    } finally {
+      await inside.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).catch(() => {});
+      await admin.query(`DROP ROLE IF EXISTS ${member}`).catch(() => {});
+      await admin.query(`DROP ROLE IF EXISTS ${owner}`).catch(() => {});
     }
   });
 

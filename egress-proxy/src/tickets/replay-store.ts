@@ -190,14 +190,30 @@ const SERVER_ROLES = [
   { role: "pg_write_all_data", does: "writes every table" },
 ] as const;
 
-interface ServerPrivilegeRow {
+/** A role the connecting role is or can SET ROLE to, holding an attribute it needs none of. */
+interface HeldRoleRow {
+  name: string;
+  is_self: boolean;
   is_superuser: boolean;
   can_create_role: boolean;
   can_replicate: boolean;
   can_bypass_rls: boolean;
+}
+
+/** The attributes it needs none of, and how the refusal names each. */
+const ATTRIBUTES = [
+  { column: "can_create_role", named: "CREATEROLE (makes roles and grants them, to itself too)" },
+  { column: "can_replicate", named: "REPLICATION (streams every table's rows)" },
+  { column: "can_bypass_rls", named: "BYPASSRLS (reads past row-level security)" },
+] as const;
+
+interface ServerPrivilegeRow {
   member_of: string[];
   create_schemas: string[];
   can_create_schema: boolean;
+  /** The database's owner when the role is it or can SET ROLE to it, else null. */
+  database_owner: string | null;
+  owns_database: boolean;
 }
 
 /**
@@ -206,37 +222,77 @@ interface ServerPrivilegeRow {
  * table owner's, a server role; PostgreSQL 15 and older); REPLICATION streams every row;
  * BYPASSRLS reads past row security; CREATE on a schema (or on the database, which makes a schema
  * named after another role, first on that role's search_path) plants a table or function the
- * control plane's own queries then find. The proxy runs no DDL, so it needs none of them.
+ * control plane's own queries then find, and the database's owner may grant itself that CREATE.
+ * A role it can SET ROLE to counts as its own, through other roles and whether or not the
+ * membership inherits: a member of a superuser role is one SET ROLE from being a superuser
+ * (`pg_has_role(..., 'MEMBER')` walks memberships as the server does, as
+ * control-plane/src/db/database-role.ts does). The server roles are matched by name, so a server
+ * without one of them (PostgreSQL 13 has no pg_read_all_data) is no error. The proxy runs no DDL,
+ * so it needs none of them.
  */
 async function findServerPrivileges(pool: pg.Pool): Promise<string[]> {
+  const held = await pool.query<HeldRoleRow>(
+    `SELECT g.rolname::text AS name, g.rolname = current_user AS is_self,
+            g.rolsuper AS is_superuser, g.rolcreaterole AS can_create_role,
+            g.rolreplication AS can_replicate, g.rolbypassrls AS can_bypass_rls
+       FROM pg_catalog.pg_roles g
+      WHERE pg_has_role(current_user, g.oid, 'MEMBER')
+        AND (g.rolname = current_user OR g.rolsuper OR g.rolcreaterole OR g.rolreplication OR g.rolbypassrls)
+      ORDER BY g.rolname`,
+  );
+  const roles = held.rows;
+  const self = roles.find((r) => r.is_self);
+  if (!self) return [];
+  // A superuser holds all of the others too: naming it is enough.
+  if (self.is_superuser) return ["SUPERUSER (reads every table and runs programs on the database server)"];
+  const superuser = roles.find((r) => r.is_superuser);
+  if (superuser) {
+    return [
+      `membership of the superuser role ${superuser.name} (SET ROLE makes it a superuser, which reads every table and runs programs on the database server)`,
+    ];
+  }
   const { rows } = await pool.query<ServerPrivilegeRow>(
-    `SELECT r.rolsuper AS is_superuser, r.rolcreaterole AS can_create_role,
-            r.rolreplication AS can_replicate, r.rolbypassrls AS can_bypass_rls,
-            ARRAY(SELECT g.rolname::text FROM pg_catalog.pg_roles g
+    `SELECT ARRAY(SELECT g.rolname::text FROM pg_catalog.pg_roles g
                    WHERE g.rolname = ANY($1::text[]) AND pg_has_role(r.oid, g.oid, 'MEMBER')
                    ORDER BY array_position($1::text[], g.rolname::text)) AS member_of,
             ARRAY(SELECT quote_ident(n.nspname) FROM pg_catalog.pg_namespace n
                    WHERE n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'
-                     AND has_schema_privilege(r.oid, n.oid, 'CREATE')
+                     AND (has_schema_privilege(r.oid, n.oid, 'CREATE') OR pg_has_role(r.oid, n.nspowner, 'MEMBER'))
                    ORDER BY n.nspname) AS create_schemas,
-            has_database_privilege(r.oid, current_database(), 'CREATE') AS can_create_schema
+            has_database_privilege(r.oid, current_database(), 'CREATE') AS can_create_schema,
+            (SELECT quote_ident(o.rolname) FROM pg_catalog.pg_database d
+               JOIN pg_catalog.pg_roles o ON o.oid = d.datdba
+              WHERE d.datname = current_database() AND pg_has_role(r.oid, d.datdba, 'MEMBER')) AS database_owner,
+            EXISTS (SELECT 1 FROM pg_catalog.pg_database d
+                     WHERE d.datname = current_database() AND d.datdba = r.oid) AS owns_database
        FROM pg_catalog.pg_roles r WHERE r.rolname = current_user`,
     [SERVER_ROLES.map((s) => s.role)],
   );
   const role = rows[0];
   if (!role) return [];
-  // A superuser holds all of the others too: naming it is enough.
-  if (role.is_superuser) return ["SUPERUSER (reads every table and runs programs on the database server)"];
+  const attributes = ATTRIBUTES.flatMap((attribute) => {
+    const holder =
+      roles.find((r) => r[attribute.column] && r.is_self) ?? roles.find((r) => r[attribute.column]);
+    if (!holder) return [];
+    return [holder.is_self ? attribute.named : `${attribute.named} through membership of ${holder.name}`];
+  });
+  const database = role.owns_database
+    ? ["ownership of the database (makes schemas, and grants itself any right on the database)"]
+    : role.database_owner
+      ? [
+          `membership of ${role.database_owner}, the database's owner (SET ROLE makes it the owner: makes schemas, and grants itself any right on the database)`,
+        ]
+      : role.can_create_schema
+        ? ["CREATE on the database (makes schemas)"]
+        : [];
   return [
-    ...(role.can_create_role ? ["CREATEROLE (makes roles and grants them, to itself too)"] : []),
-    ...(role.can_replicate ? ["REPLICATION (streams every table's rows)"] : []),
-    ...(role.can_bypass_rls ? ["BYPASSRLS (reads past row-level security)"] : []),
+    ...attributes,
     ...SERVER_ROLES.filter((s) => role.member_of.includes(s.role)).map(
       (s) => `membership of ${s.role} (${s.does})`,
     ),
     ...role.create_schemas.map(
       (schema) => `CREATE on the schema ${schema} (makes tables and functions there)`,
     ),
-    ...(role.can_create_schema ? ["CREATE on the database (makes schemas)"] : []),
+    ...database,
   ];
 }
