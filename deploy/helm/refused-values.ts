@@ -143,6 +143,32 @@ export const REFUSED_VALUES: RefusedValues[] = [
     says: /egress\.extraEnv\[1\] sets NODE_OPTIONS, which the chart refuses/,
   },
   {
+    name: "the sealing keyring in the control plane's env through extraEnv",
+    args: [
+      "--set-json",
+      'controlPlane.extraEnv=[{"name":"SEALING","valueFrom":{"secretKeyRef":{"name":"latch-egress-keys","key":"sealing-keys.json"}}}]',
+    ],
+    says: /controlPlane\.extraEnv\[0\] takes SEALING from the Secret "latch-egress-keys", which keys\.egressSecret names/,
+  },
+  {
+    name: "the control plane's database owner in the proxies' env through extraEnv",
+    args: [
+      "--set-json",
+      'egress.extraEnv=[{"name":"LOG_FORMAT","value":"json"},{"name":"OWNER_URL","valueFrom":{"secretKeyRef":{"name":"latch-database","key":"url"}}}]',
+    ],
+    says: /egress\.extraEnv\[1\] takes OWNER_URL from the Secret "latch-database", which database\.existingSecret names/,
+  },
+  {
+    name: "the chart's inter-tier CA key in a tier's env through extraEnv",
+    args: [
+      "--set",
+      "mtls.certManager.enabled=true",
+      "--set-json",
+      'controlPlane.extraEnv=[{"name":"CA_KEY","valueFrom":{"secretKeyRef":{"name":"latch-ca","key":"tls.key"}}}]',
+    ],
+    says: /controlPlane\.extraEnv\[0\] takes CA_KEY from the Secret "latch-ca", the inter-tier CA's/,
+  },
+  {
     name: "a second definition of a variable the chart sets",
     args: ["--set-json", 'egress.extraEnv=[{"name":"EGRESS_CLIENT_IDENTITY","value":"anyone"}]'],
     says: /egress\.extraEnv\[0\] sets EGRESS_CLIENT_IDENTITY, which the chart sets itself/,

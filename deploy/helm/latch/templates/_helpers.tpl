@@ -41,9 +41,16 @@ keys, KEK and database credentials. Any Secret of one tier named by the other is
 kind it holds (the control plane on the proxies' key Secret would hold the key that opens every
 stored secret).
 */}}
-{{- define "latch.tierSecretsApart" -}}
+{{- define "latch.tierSecrets" -}}
 {{- $controlPlane := dict "database.existingSecret" .Values.database.existingSecret "smtp.existingSecret" .Values.smtp.existingSecret "keys.controlPlaneSecret" .Values.keys.controlPlaneSecret "mtls.controlPlaneSecret" .Values.mtls.controlPlaneSecret -}}
 {{- $egress := dict "database.egressExistingSecret" .Values.database.egressExistingSecret "keys.egressSecret" .Values.keys.egressSecret "mtls.egressSecret" .Values.mtls.egressSecret -}}
+{{- dict "controlPlane" $controlPlane "egress" $egress | toJson -}}
+{{- end -}}
+
+{{- define "latch.tierSecretsApart" -}}
+{{- $secrets := include "latch.tierSecrets" . | fromJson -}}
+{{- $controlPlane := $secrets.controlPlane -}}
+{{- $egress := $secrets.egress -}}
 {{- range $egressKey, $egressName := $egress -}}
 {{- range $controlPlaneKey, $controlPlaneName := $controlPlane -}}
 {{- if eq (toString $egressName) (toString $controlPlaneName) -}}
@@ -83,11 +90,19 @@ SSL_CERT_FILE and SSL_CERT_DIR, the store those settings would read.
 {{/*
 A tier's env: the chart's own list, then extraEnv. Kubernetes takes the last definition of a name,
 so extraEnv may neither set a refused variable nor one the chart sets itself (change the chart's
-value instead). Called with (dict "root" . "values" "egress.extraEnv" "chartEnv" (the chart's
-list, rendered) "extraEnv" (the list)).
+value instead), and it takes no value from a Secret of the other tier (latch.tierSecretsApart) or
+from the inter-tier CA's Secret the chart makes (its private key mints any identity). Called with
+(dict "root" . "tier" "egress" "values" "egress.extraEnv" "chartEnv" (the chart's list, rendered)
+"extraEnv" (the list)).
 */}}
 {{- define "latch.env" -}}
 {{- $refused := include "latch.refusedExtraEnv" .root | fromJsonArray -}}
+{{- $tierSecrets := include "latch.tierSecrets" .root | fromJson -}}
+{{- $otherSecrets := get $tierSecrets (ternary "controlPlane" "egress" (eq .tier "egress")) -}}
+{{- $caSecret := "" -}}
+{{- if and .root.Values.mtls.certManager.enabled (not .root.Values.mtls.certManager.issuerRef.name) -}}
+{{- $caSecret = printf "%s-ca" (include "latch.fullname" .root) -}}
+{{- end -}}
 {{- $chartEnv := .chartEnv | fromYamlArray -}}
 {{- $chartNames := list -}}
 {{- range $chartEnv -}}
@@ -105,6 +120,17 @@ list, rendered) "extraEnv" (the list)).
 {{- fail (printf "%s[%d] sets %s, which the chart refuses: NODE_ENV stays production, and neither tier takes a development knob or a setting that changes which certificates are trusted" $values $i $name) -}}
 {{- else if has $name $chartNames -}}
 {{- fail (printf "%s[%d] sets %s, which the chart sets itself: change the chart's value for it instead (Kubernetes would silently take the second definition)" $values $i $name) -}}
+{{- end -}}
+{{- $secretRef := dig "valueFrom" "secretKeyRef" "name" "" $entry | toString -}}
+{{- if $secretRef -}}
+{{- range $otherKey, $otherName := $otherSecrets -}}
+{{- if eq $secretRef (toString $otherName) -}}
+{{- fail (printf "%s[%d] takes %s from the Secret %q, which %s names: each tier mounts and references only Secrets of its own (the proxies' hold the sealing keyring and the latch_egress credentials, the control plane's its signing keys, KEK and database credentials)" $values $i $name $secretRef $otherKey) -}}
+{{- end -}}
+{{- end -}}
+{{- if eq $secretRef $caSecret -}}
+{{- fail (printf "%s[%d] takes %s from the Secret %q, the inter-tier CA's: its private key would mint a certificate for any identity, so neither tier references it" $values $i $name $secretRef) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- .chartEnv -}}
