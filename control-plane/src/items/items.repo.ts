@@ -63,6 +63,21 @@ export interface ItemsRepo {
     revokedBy: string | null,
   ): Promise<{ id: string; agent_id: string; environment: string }[]>;
   /**
+   * Revokes the item's active approvals of the whole credential, whatever their policy (a one-call
+   * or 8-hour approval, or a standing one): no named call and no scope host, so each covers every
+   * host the item lists. A replace by name (the local `vault set`) widened where the credential
+   * goes, and the operator approved the narrower one. An approval of one named call keeps its host
+   * and stays; one already expired reaches nothing and stays as it is. The item's pending and
+   * active approvals are locked first (call inside the replace's transaction), so one being
+   * approved meanwhile is waited for and revoked as it committed. Answers the revoked ones.
+   */
+  updateWholeItemApprovalsRevoked(
+    organisationId: string,
+    itemId: string,
+    now: Date,
+    revokedBy: string | null,
+  ): Promise<{ id: string; agent_id: string; environment: string }[]>;
+  /**
    * The two-person rule (DECISIONS "Teams"): forgets the first approvals of the item's pending
    * grants that a second member's confirmation would make item_standing approvals of the whole
    * credential (the same line as updateWholeItemStandingRevoked: no scope host once confirmed), as
@@ -266,6 +281,30 @@ export function createItemsRepo(db: Kysely<Database> | Transaction<Database>): I
         .where("policy", "=", "item_standing")
         .where("status", "=", "active")
         .where("scope_host", "is", null)
+        .returning(["id", "agent_id", "environment"])
+        .execute();
+    },
+    async updateWholeItemApprovalsRevoked(organisationId, itemId, now, revokedBy) {
+      await db
+        .selectFrom("grants")
+        .select("id")
+        .where("organisation_id", "=", organisationId)
+        .where("item_id", "=", itemId)
+        .where("status", "in", ["pending", "active"])
+        .forUpdate()
+        .execute();
+      // No named call: grant-view.ts toPublicCall names one only with all three columns.
+      return db
+        .updateTable("grants")
+        .set({ status: "revoked", revoked_at: now, revoked_by: revokedBy })
+        .where("organisation_id", "=", organisationId)
+        .where("item_id", "=", itemId)
+        .where("status", "=", "active")
+        .where((eb) => eb.or([eb("expires_at", "is", null), eb("expires_at", ">", now)]))
+        .where("scope_host", "is", null)
+        .where((eb) =>
+          eb.or([eb("call_method", "is", null), eb("call_host", "is", null), eb("call_path", "is", null)]),
+        )
         .returning(["id", "agent_id", "environment"])
         .execute();
     },

@@ -66,7 +66,11 @@ export interface ItemsTransaction {
 }
 
 export interface ItemsService {
-  /** Stores a new item; a name already used in that environment is 409 (or replaced, with `replace`). */
+  /**
+   * Stores a new item; a name already used in that environment is 409, or replaced with `replace`
+   * (the local `vault set`), where a replace that widens the item ends its approvals of the whole
+   * credential in the same transaction.
+   */
   storeItem(
     organisationId: string,
     actor: string,
@@ -246,6 +250,38 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       new Date(),
       operatorIdOf(actor),
     );
+    await recordWideningRevokes(tx, organisationId, actor, itemName, revoked);
+  }
+
+  /**
+   * A replace by name widened the item (the local `vault set`, spec 4.4): every active approval of
+   * the whole credential ends with it (items.repo.ts updateWholeItemApprovalsRevoked), each
+   * audited as a revoke is. The operator approved the narrower credential; an approval of one
+   * named call keeps its host and stays.
+   */
+  async function endWholeItemApprovals(
+    tx: ItemsTransaction,
+    organisationId: string,
+    actor: string,
+    itemId: string,
+    itemName: string,
+  ): Promise<void> {
+    const revoked = await tx.repo.updateWholeItemApprovalsRevoked(
+      organisationId,
+      itemId,
+      new Date(),
+      operatorIdOf(actor),
+    );
+    await recordWideningRevokes(tx, organisationId, actor, itemName, revoked);
+  }
+
+  async function recordWideningRevokes(
+    tx: ItemsTransaction,
+    organisationId: string,
+    actor: string,
+    itemName: string,
+    revoked: readonly { id: string; agent_id: string; environment: string }[],
+  ): Promise<void> {
     for (const grant of revoked) {
       await tx.recordEvent({
         organisationId,
@@ -372,6 +408,16 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
       const last4 = lastFour(input.value);
       const folderName = input.folder_name ?? null;
       return recorded(async (tx) => {
+        // A replace is judged as an edit is (updateItem), on the stored row locked until this
+        // commits: one that widens it (more hosts, or another inject mode, item-widening.ts) ends
+        // its approvals of the whole credential below, in this transaction, so the wider
+        // credential is never stored while an approval of the narrower one still reaches it.
+        const found = options.replace
+          ? await tx.repo.findItemByName(organisationId, input.environment, input.name)
+          : undefined;
+        const current = found && (await tx.repo.findItemByIdForUpdate(organisationId, found.id));
+        const widening =
+          current && findWidening(current, { allowed_hosts: input.hosts, inject: input.inject });
         // In the store's transaction: a refused store leaves no folder behind, and the folder's
         // approvals are checked under the lock the write is made under.
         const folderId = folderName
@@ -411,6 +457,9 @@ export function createItemsService(deps: ItemsServiceDeps): ItemsService {
           itemName: input.name,
           detail: { allowed_hosts: input.hosts, inject: input.inject },
         });
+        if (widening && written.id === current.id) {
+          await endWholeItemApprovals(tx, organisationId, actor, written.id, input.name);
+        }
         // Read in the write's transaction: a rename or delete committed just after cannot make a
         // stored credential answer as a failure.
         const stored = await tx.repo.findItemById(organisationId, written.id);

@@ -2,6 +2,7 @@
 // the credential (a host added, the inject mode changed) ends the approvals of the whole credential
 // the operator gave the narrower one; a replace of the value alone, or one that narrows, keeps them;
 // an approval of one named call keeps its host. Through the operator API and the CLI's direct path.
+import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type EgressHarness, LogCapture, startEgressHarness } from "../../test/egress-harness.ts";
 import {
@@ -30,7 +31,8 @@ afterAll(async () => {
 interface Answer {
   grant?: { grant_id: string; status: string };
   grants?: { grant_id: string; status: string }[];
-  events?: { action: string; item_name: string | null }[];
+  events?: { action: string; item_name: string | null; reason: string | null }[];
+  secrets?: { name: string; allowed_hosts: string[] }[];
 }
 
 const operator = (v: LocalRig, method: string, path: string, body?: unknown) =>
@@ -98,6 +100,47 @@ it("the CLI's direct path ends them too when the inject mode changes", async () 
     inject: "query:access_token",
   });
   expect(await statusOf(v, grantId)).toBe("revoked");
+  await v.app.close();
+});
+
+it("the widening replace and its revokes commit together: a revoke that fails leaves the credential as it was", async () => {
+  const v = await startLocalVault(harness, { logs: new LogCapture() });
+  expect((await store(v, { allowed_hosts: ["api.latch.test"] })).status).toBe(201);
+  const grantId = await wholeSession(v, "atomic-agent");
+  // The database refuses this organisation's revokes (a trigger, as a vault killed between the
+  // replace and its revokes would leave them undone): the replace must not commit without them.
+  const { db } = v.vault.database;
+  const guard = sql.id(`refuse_revoke_${v.vault.organisationId.toLowerCase().replace(/[^a-z0-9]/g, "_")}`);
+  await sql`create function ${guard}() returns trigger language plpgsql as $$
+    begin raise exception 'revoke refused by the test'; end $$`.execute(db);
+  await sql`create trigger ${guard} before update on grants for each row
+    when (new.status = 'revoked' and new.organisation_id = ${sql.lit(v.vault.organisationId)})
+    execute function ${guard}()`.execute(db);
+  try {
+    await expect(
+      storeLocalItem(v.vault, {
+        name: "GITHUB_TOKEN",
+        value: "ghp_value_one_0123456789",
+        allowed_hosts: ["api.latch.test", "other.latch.test"],
+      }),
+    ).rejects.toThrow(/P0001/);
+  } finally {
+    await sql`drop trigger ${guard} on grants`.execute(db);
+    await sql`drop function ${guard}()`.execute(db);
+  }
+  const listed = await operator(v, "GET", "/api/secrets");
+  expect(listed.json.secrets!.find((s) => s.name === "GITHUB_TOKEN")?.allowed_hosts).toEqual([
+    "api.latch.test",
+  ]);
+  expect(await statusOf(v, grantId)).toBe("active");
+  const before = await operator(v, "GET", "/api/audit?item_name=GITHUB_TOKEN");
+  expect(before.json.events!.map((e) => e.action)).not.toContain("item_replaced");
+
+  // With the revokes allowed, both commit: the wider credential and its approval revoked, audited.
+  expect((await store(v, { allowed_hosts: ["api.latch.test", "other.latch.test"] })).status).toBe(201);
+  expect(await statusOf(v, grantId)).toBe("revoked");
+  const after = await operator(v, "GET", "/api/audit?item_name=GITHUB_TOKEN");
+  expect(after.json.events!.find((e) => e.action === "grant_revoked")?.reason).toBe("credential_widened");
   await v.app.close();
 });
 
