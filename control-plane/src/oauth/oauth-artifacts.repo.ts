@@ -15,6 +15,8 @@ import type { Database } from "../db/schema.ts";
 /** Artifacts that are ours, not oidc-provider's: stored like its own, keyed by a hash. */
 const INTERACTION_CLIENT = "InteractionClient";
 const GRANT_SIGN_IN = "GrantSignIn";
+/** The one decision an interaction is answered with (consent.routes.ts): claimed once by its uid. */
+const CONSENT_DECISION = "ConsentDecision";
 
 /** Models whose artifacts belong to a grant (revoking the grant destroys them). */
 const GRANT_BOUND = new Set([
@@ -92,6 +94,15 @@ export interface OAuthArtifactsRepo {
   /** Keeps the client of interaction `uid` for as long as the interaction lives. */
   saveInteractionClient(uid: string, client: InteractionClient, expiresIn: number): Promise<void>;
   findInteractionClient(uid: string): Promise<InteractionClient | undefined>;
+  /**
+   * Claims the one decision interaction `uid` may take (approve or deny), for as long as the
+   * interaction lives: true for the first claim, false when it was claimed already. One insert that
+   * conflicts on the uid's hash, so two requests at once (a double click, two tabs, a replayed
+   * form), on one replica or two, cannot both take it.
+   */
+  claimDecision(uid: string, expiresIn: number): Promise<boolean>;
+  /** Gives the claim back: the decision failed before anything of it was kept. */
+  releaseDecision(uid: string): Promise<void>;
   /** Keeps how the consenting session signed in with grant `grantId` (ended with the grant). */
   saveGrantSignIn(grantId: string, signIn: GrantSignIn, expiresIn: number): Promise<void>;
   /** How the consent of grant `grantId` was signed in; undefined when none was recorded. */
@@ -283,6 +294,32 @@ export function createOAuthArtifactsRepo(
             ? (document as Record<string, unknown>)
             : undefined,
       };
+    },
+    async claimDecision(uid, expiresIn) {
+      const claimed = await db
+        .insertInto("oauth_artifacts")
+        .values({
+          model: CONSENT_DECISION,
+          id_hash: hashOf(uid),
+          payload: JSON.stringify({}),
+          grant_id: null,
+          user_code_hash: null,
+          uid_hash: null,
+          account_id: null,
+          expires_at: new Date(now().getTime() + expiresIn * 1000),
+          consumed_at: null,
+        })
+        .onConflict((oc) => oc.columns(["model", "id_hash"]).doNothing())
+        .returning("id_hash")
+        .executeTakeFirst();
+      return claimed !== undefined;
+    },
+    async releaseDecision(uid) {
+      await db
+        .deleteFrom("oauth_artifacts")
+        .where("model", "=", CONSENT_DECISION)
+        .where("id_hash", "=", hashOf(uid))
+        .execute();
     },
     async saveGrantSignIn(grantId, signIn, expiresIn) {
       await grantSignIns.upsert(

@@ -8,6 +8,8 @@ export type ConsentRow = OAuthConsentsTable;
 export interface OAuthRepo {
   insertConsent(row: ConsentRow): Promise<void>;
   findConsent(grantId: string): Promise<ConsentRow | undefined>;
+  /** Deletes the consent of a decision that failed before it was answered (oauth.service decide). */
+  deleteConsent(grantId: string): Promise<void>;
   /** Marks every live consent of a client row revoked; answers their grant ids. */
   updateConsentsRevoked(clientRowId: string, now: Date): Promise<string[]>;
   /** Marks one consent revoked; answers whether it was live. */
@@ -37,6 +39,9 @@ export function createOAuthRepo(db: Kysely<Database>): OAuthRepo {
     },
     findConsent: (grantId) =>
       db.selectFrom("oauth_consents").selectAll().where("grant_id", "=", grantId).executeTakeFirst(),
+    async deleteConsent(grantId) {
+      await db.deleteFrom("oauth_consents").where("grant_id", "=", grantId).execute();
+    },
     async updateConsentsRevoked(clientRowId, now) {
       const rows = await db
         .updateTable("oauth_consents")

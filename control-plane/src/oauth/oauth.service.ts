@@ -123,6 +123,97 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     return clientDisplayName(client.clientName, publisherOf(client.clientId) ?? "OAuth client");
   }
 
+  /** The organisation and environment an approval is for, judged against the operator's roles. */
+  async function approvalOf(
+    input: { organisationId: string | undefined; environment: string | undefined },
+    operator: ConsentingOperator,
+  ) {
+    const organisationId = input.organisationId ?? operator.organisationId;
+    if (!organisationId) throw new AppError("not_found", "create an organisation first, then approve");
+    const organisation = (await consentingOrganisations(operator)).find((o) => o.id === organisationId);
+    if (!organisation || !isRole(organisation.role)) throw new AppError("not_found", "no such organisation");
+    // Connecting an agent issues it a client in the organisation (DECISIONS "Teams").
+    requirePermission(organisation.role, "clients.write");
+    // Spec 1.4: the agent is bound to one environment when it is connected; the operator chose it.
+    const environment = input.environment ?? deps.environments[0]!;
+    if (!deps.environments.includes(environment)) {
+      throw new AppError("not_found", `this service does not serve the ${environment} environment`);
+    }
+    return { organisationId, environment };
+  }
+
+  /**
+   * An approval's writes, in their order (see `decide`); `written` says what is kept so far, for
+   * `undoDecision`.
+   */
+  async function approve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    details: Awaited<ReturnType<Provider["interactionDetails"]>>,
+    client: { clientId: string; clientName?: string | undefined },
+    approval: { organisationId: string; environment: string },
+    operator: ConsentingOperator,
+    written: { grantId?: string; isConsentWritten?: boolean },
+  ): Promise<string> {
+    const { organisationId, environment } = approval;
+    const row = await deps.clients.ensureOAuthClient(
+      organisationId,
+      client.clientId,
+      nameOf(client),
+      environment,
+    );
+    const grant = new provider.Grant({ accountId: operator.operatorId, clientId: client.clientId });
+    grant.addResourceScope(resource, MCP_SCOPE);
+    const requested = String(details.params.scope ?? "").split(" ");
+    if (requested.includes("openid")) grant.addOIDCScope("openid");
+    const grantId = await grant.save();
+    written.grantId = grantId;
+    // How this session signed in, kept with the grant: where the organisation requires (or comes to
+    // require) its single sign-on of the operator's address, only a grant given through it lives.
+    await deps.artifacts.saveGrantSignIn(
+      grantId,
+      { ssoOrganisationId: operator.onlyOrganisationId ?? null },
+      GRANT_TTL_S,
+    );
+    // Marked before the insert: an insert whose answer was lost may still have committed.
+    written.isConsentWritten = true;
+    await deps.oauth.insertConsent({
+      grant_id: grantId,
+      organisation_id: organisationId,
+      operator_id: operator.operatorId,
+      client_row_id: row.id,
+      created_at: deps.now(),
+      revoked_at: null,
+    });
+    await deps.recordEvent({
+      organisationId,
+      actor: `operator:${operator.operatorId}`,
+      action: "oauth_client_consented",
+      detail: { client_id: row.id, client_name: row.name, environment },
+    });
+    return provider.interactionResult(
+      req,
+      res,
+      { login: { accountId: operator.operatorId, remember: false }, consent: { grantId } },
+      { mergeWithLastSubmission: false },
+    );
+  }
+
+  /**
+   * A decision that failed part-way: its consent and grant (with the grant's sign-in) go, and the
+   * claim is given back so that the interaction can be answered again. Each step is tried whatever
+   * the one before did (the caller rethrows the first failure); what a failure here leaves is
+   * inert, since no code was issued for it, and the claim ends with the interaction.
+   */
+  async function undoDecision(uid: string, written: { grantId?: string; isConsentWritten?: boolean }) {
+    const ignore = () => undefined;
+    if (written.grantId !== undefined) {
+      if (written.isConsentWritten) await deps.oauth.deleteConsent(written.grantId).catch(ignore);
+      await deps.artifacts.destroyGrant(written.grantId).catch(ignore);
+    }
+    await deps.artifacts.releaseDecision(uid).catch(ignore);
+  }
+
   return {
     async describe(
       req: IncomingMessage,
@@ -156,8 +247,20 @@ export function createOAuthService(deps: OAuthServiceDeps) {
     },
 
     /**
-     * The operator's answer. Approving records the consent in the chosen organisation and answers
-     * where the browser goes next (the authorization resumes and redirects to the client).
+     * The operator's answer, taken once per interaction: the first request claims it by its uid
+     * (`claimDecision`); any other, at once or later (a double click, a second tab, a replayed form),
+     * is answered as a used interaction is, 404 `not_found`, and writes nothing. Not the winner's
+     * redirect: the loser cannot tell whether the winner's decision will stand, and its own may
+     * differ (another organisation, or deny). Approving records the consent in the chosen
+     * organisation and answers where the browser goes next (the authorization resumes and
+     * redirects to the client).
+     *
+     * Nothing of an approval acts before the last step, `interactionResult`: only the resume it
+     * allows issues a code, so a consent and its grant are inert until then. The writes are ordered
+     * so the ledger row comes after everything it describes and before that step; a failure at any
+     * step undoes the consent and the grant (its sign-in with it) and gives the claim back, so the
+     * same interaction can be answered again. The model client row stays: it has no bearer, nothing
+     * acts through it without a consent, and the next consent reuses it.
      */
     async decide(
       req: IncomingMessage,
@@ -171,65 +274,31 @@ export function createOAuthService(deps: OAuthServiceDeps) {
       operator: ConsentingOperator,
     ): Promise<string> {
       const { details, client } = await interactionOf(req, res, input.uid);
-      if (input.decision === "deny") {
-        return provider.interactionResult(
-          req,
-          res,
-          { error: "access_denied", error_description: "the operator denied access" },
-          { mergeWithLastSubmission: false },
+      // A refused choice (an organisation or environment not the operator's) spends nothing: it is
+      // judged before the claim.
+      const approval = input.decision === "approve" ? await approvalOf(input, operator) : undefined;
+      const expiresIn = Math.max(1, (details.exp ?? 0) - Math.floor(deps.now().getTime() / 1000));
+      if (!(await deps.artifacts.claimDecision(input.uid, expiresIn))) {
+        throw new AppError(
+          "not_found",
+          "this authorization request has been answered already; start again from your agent",
         );
       }
-      const organisationId = input.organisationId ?? operator.organisationId;
-      if (!organisationId) throw new AppError("not_found", "create an organisation first, then approve");
-      const organisation = (await consentingOrganisations(operator)).find((o) => o.id === organisationId);
-      if (!organisation || !isRole(organisation.role))
-        throw new AppError("not_found", "no such organisation");
-      // Connecting an agent issues it a client in the organisation (DECISIONS "Teams").
-      requirePermission(organisation.role, "clients.write");
-      // Spec 1.4: the agent is bound to one environment when it is connected; the operator chose it.
-      const environment = input.environment ?? deps.environments[0]!;
-      if (!deps.environments.includes(environment)) {
-        throw new AppError("not_found", `this service does not serve the ${environment} environment`);
+      const written: { grantId?: string; isConsentWritten?: boolean } = {};
+      try {
+        if (!approval) {
+          return await provider.interactionResult(
+            req,
+            res,
+            { error: "access_denied", error_description: "the operator denied access" },
+            { mergeWithLastSubmission: false },
+          );
+        }
+        return await approve(req, res, details, client, approval, operator, written);
+      } catch (error) {
+        await undoDecision(input.uid, written);
+        throw error;
       }
-
-      const row = await deps.clients.ensureOAuthClient(
-        organisationId,
-        client.clientId,
-        nameOf(client),
-        environment,
-      );
-      const grant = new provider.Grant({ accountId: operator.operatorId, clientId: client.clientId });
-      grant.addResourceScope(resource, MCP_SCOPE);
-      const requested = String(details.params.scope ?? "").split(" ");
-      if (requested.includes("openid")) grant.addOIDCScope("openid");
-      const grantId = await grant.save();
-      // How this session signed in, kept with the grant: where the organisation requires (or comes to
-      // require) its single sign-on of the operator's address, only a grant given through it lives.
-      await deps.artifacts.saveGrantSignIn(
-        grantId,
-        { ssoOrganisationId: operator.onlyOrganisationId ?? null },
-        GRANT_TTL_S,
-      );
-      await deps.oauth.insertConsent({
-        grant_id: grantId,
-        organisation_id: organisationId,
-        operator_id: operator.operatorId,
-        client_row_id: row.id,
-        created_at: deps.now(),
-        revoked_at: null,
-      });
-      await deps.recordEvent({
-        organisationId,
-        actor: `operator:${operator.operatorId}`,
-        action: "oauth_client_consented",
-        detail: { client_id: row.id, client_name: row.name, environment },
-      });
-      return provider.interactionResult(
-        req,
-        res,
-        { login: { accountId: operator.operatorId, remember: false }, consent: { grantId } },
-        { mergeWithLastSubmission: false },
-      );
     },
 
     /**
