@@ -2,7 +2,19 @@
 // handed to an auditor must not drive their terminal (cursor moves, erased lines) into showing a
 // verdict the exit code contradicts.
 import { generateKeyPairSync, sign } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -13,8 +25,8 @@ import {
   rowHash,
   ZERO_HASH,
 } from "@latch/shared/ledger/ledger-format";
-import { describe, expect, it } from "vitest";
-import { runAuditVerify } from "./audit-ledger.command.ts";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { runAuditVerify, writeLedgerExport } from "./audit-ledger.command.ts";
 
 /** Rows 1 to `count` of org_cut, each checkpointed seq followed by its checkpoint signed with `key`. */
 function signedExport(count: number, checkpointed: number[]) {
@@ -194,5 +206,125 @@ describe("vault audit verify", () => {
     );
     expect(printed[1]).toBe("first bad seq 3");
     expect(printed[2]).toContain("closing checkpoint (seq 5) vouches for nothing");
+  });
+});
+
+// The keys document decides which checkpoint signatures count: fetched over plain http or through a
+// redirect, anyone on the path swaps in their own key and a forged ledger verifies.
+describe("vault audit verify --keys URL", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  /** An export in a file, and a loopback server giving its keys at /keys.json and a 302 at /moved. */
+  async function served() {
+    const { lines, keys } = signedExport(2, [2]);
+    const dir = mkdtempSync(join(tmpdir(), "latch-audit-keys-url-"));
+    const file = join(dir, "export.jsonl");
+    writeFileSync(file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+    const server = createServer((req, res) => {
+      if (req.url === "/keys.json") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(keys));
+        return;
+      }
+      res.writeHead(302, { location: "/keys.json" });
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+    return { file, base, close };
+  }
+
+  it("refuses a plain http URL to a name that is not loopback, before any request", async () => {
+    const { lines } = signedExport(2, [2]);
+    const dir = mkdtempSync(join(tmpdir(), "latch-audit-keys-url-"));
+    const file = join(dir, "export.jsonl");
+    writeFileSync(file, lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+    const fetched = vi.spyOn(globalThis, "fetch");
+    for (const url of [
+      "http://audit.example.com/.well-known/latch-audit-keys.json",
+      "HTTP://10.0.0.5/keys.json",
+      "http://127.0.0.1.evil.example/keys.json",
+    ]) {
+      await expect(runAuditVerify(file, url, () => {})).rejects.toThrow(
+        /^--keys: .* is plain http; give the keys document's https URL/,
+      );
+    }
+    expect(fetched).not.toHaveBeenCalled();
+  });
+
+  it("reads the keys from a loopback http URL (a test's or a local service's)", async () => {
+    const { file, base, close } = await served();
+    try {
+      const printed: string[] = [];
+      expect(await runAuditVerify(file, `${base}/keys.json`, (line) => printed.push(line))).toBe(0);
+      expect(printed[1]).toContain("checkpoints verified");
+    } finally {
+      await close();
+    }
+  });
+
+  it("refuses a redirect rather than following it, naming --keys", async () => {
+    const { file, base, close } = await served();
+    try {
+      await expect(runAuditVerify(file, `${base}/moved`, () => {})).rejects.toThrow(
+        /^--keys: http:\/\/127\.0\.0\.1:\d+ answered with a redirect \(HTTP 302\), which is not followed/,
+      );
+    } finally {
+      await close();
+    }
+  });
+});
+
+// `vault audit export --output FILE`: the ledger is written whole to a new owner-only file and
+// renamed over FILE; FILE's old mode, a symlink at FILE and a failed export change nothing of that.
+describe("vault audit export --output FILE", () => {
+  const exported = ['{"seq":1}\n', '{"seq":2}\n'];
+  async function* lines(failAfter?: number) {
+    for (const [index, line] of exported.entries()) {
+      if (index === failAfter) throw new Error("the vault closed mid-export");
+      yield line;
+    }
+  }
+  const mode = (path: string) => statSync(path).mode & 0o777;
+
+  it("leaves an existing 0644 FILE owner-only with the export in it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "latch-audit-export-"));
+    const file = join(dir, "ledger.jsonl");
+    writeFileSync(file, "an older export\n");
+    chmodSync(file, 0o644);
+    await writeLedgerExport(file, lines());
+    expect(readFileSync(file, "utf8")).toBe(exported.join(""));
+    expect(mode(file)).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(["ledger.jsonl"]);
+  });
+
+  it("does not write through a symlink at FILE: the link is replaced, its target kept as it was", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "latch-audit-export-"));
+    const target = join(dir, "someone-elses.txt");
+    writeFileSync(target, "not yours\n");
+    chmodSync(target, 0o644);
+    const file = join(dir, "ledger.jsonl");
+    symlinkSync(target, file);
+    await writeLedgerExport(file, lines());
+    expect(readFileSync(target, "utf8")).toBe("not yours\n");
+    expect(lstatSync(file).isSymbolicLink()).toBe(false);
+    expect(readFileSync(file, "utf8")).toBe(exported.join(""));
+    expect(mode(file)).toBe(0o600);
+  });
+
+  it("leaves FILE as it was, and no half file beside it, when the export fails", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "latch-audit-export-"));
+    const file = join(dir, "ledger.jsonl");
+    writeFileSync(file, "an older export\n");
+    await expect(writeLedgerExport(file, lines(1))).rejects.toThrow("the vault closed mid-export");
+    expect(readFileSync(file, "utf8")).toBe("an older export\n");
+    expect(readdirSync(dir)).toEqual(["ledger.jsonl"]);
+
+    const fresh = join(dir, "new.jsonl");
+    await expect(writeLedgerExport(fresh, lines(1))).rejects.toThrow();
+    expect(existsSync(fresh)).toBe(false);
   });
 });

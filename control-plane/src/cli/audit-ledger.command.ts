@@ -8,10 +8,12 @@
 // it), a file whose last checkpoint was signed before then is refused: cut back to an hourly
 // checkpoint, it would otherwise look whole. Not the export's own time: an export of a ledger with
 // no row since its last hourly checkpoint ends with that stored checkpoint.
-// Also `vault audit export` and `vault audit-rotate-keys`.
+// Also `vault audit export --output FILE` (written whole, 0600, or not at all) and `vault audit-rotate-keys`.
+import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { open, readFile, rename, unlink } from "node:fs/promises";
+import { isIPv4 } from "node:net";
+import { basename, dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { LedgerLine } from "@latch/shared/ledger/ledger-format";
 import { toSafeText } from "@latch/shared/text/safe-text";
@@ -91,9 +93,7 @@ export async function runAuditVerify(
 async function readKeysDocument(source: string): Promise<AuditKeysDocument> {
   let text: string;
   if (/^https?:\/\//i.test(source)) {
-    const response = await fetch(source, { signal: AbortSignal.timeout(15_000), redirect: "follow" });
-    if (!response.ok) throw new Error(`--keys: ${source} answered ${response.status}`);
-    text = await response.text();
+    text = await fetchKeysDocument(source);
   } else {
     text = await readFile(source, "utf8");
   }
@@ -108,6 +108,85 @@ async function readKeysDocument(source: string): Promise<AuditKeysDocument> {
     throw new Error("--keys: that is not a keys document (no keys array)");
   }
   return parsed as AuditKeysDocument;
+}
+
+/**
+ * The keys document decides which checkpoint signatures count: whoever can swap it in makes a
+ * forged ledger verify. So it comes over https only (plain http just from this machine's loopback,
+ * a test's or a local service's), and a redirect is refused rather than followed: an https URL that
+ * answers 30x to an http one would hand the choice of keys to anyone on the path.
+ */
+async function fetchKeysDocument(source: string): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(source);
+  } catch {
+    throw new Error("--keys: that is not a URL");
+  }
+  if (url.protocol !== "https:" && !isLoopbackHost(url.hostname)) {
+    throw new Error(
+      `--keys: ${url.origin} is plain http; give the keys document's https URL (http only for 127.0.0.1, ::1 or localhost)`,
+    );
+  }
+  let response: Response;
+  try {
+    response = await fetch(url, { signal: AbortSignal.timeout(15_000), redirect: "manual" });
+  } catch {
+    throw new Error(`--keys: ${url.origin} did not answer`);
+  }
+  if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+    await response.body?.cancel();
+    throw new Error(
+      `--keys: ${url.origin} answered with a redirect (HTTP ${response.status}), which is not followed; give the keys document's own URL`,
+    );
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new Error(`--keys: ${url.origin} answered ${response.status}`);
+  }
+  return response.text();
+}
+
+/** 127.0.0.0/8, ::1 or localhost: an address that never leaves this machine. */
+function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.toLowerCase();
+  if (host === "localhost" || host === "[::1]") return true;
+  return isIPv4(host) && host.startsWith("127.");
+}
+
+/** Lines are gathered up to this many characters per write: a ledger may hold millions of rows. */
+const EXPORT_WRITE_CHARS = 64 * 1024;
+
+/**
+ * `vault audit export --output FILE`: the export goes to a new file beside FILE, created exclusively
+ * with mode 0600 (never through a symlink planted under its name), and is renamed over FILE once
+ * every line is on disk. Writing FILE in place would keep an existing file's mode (a 0644 export of
+ * the ledger, readable by every user) and follow a symlink at FILE to wherever it points; an export
+ * that fails half way would leave half a ledger that `vault audit verify` then calls cut short. The
+ * rename replaces FILE itself (a symlink there included, never its target) and leaves FILE as it was
+ * until the export is whole.
+ */
+export async function writeLedgerExport(output: string, lines: AsyncIterable<string>): Promise<void> {
+  const temporary = join(dirname(output), `.${basename(output)}.${randomBytes(6).toString("hex")}.tmp`);
+  const file = await open(temporary, "wx", 0o600);
+  try {
+    let pending = "";
+    for await (const text of lines) {
+      pending += text;
+      if (pending.length >= EXPORT_WRITE_CHARS) {
+        await file.write(pending);
+        pending = "";
+      }
+    }
+    if (pending) await file.write(pending);
+    await file.sync();
+    await file.close();
+    await rename(temporary, output);
+  } catch (error) {
+    await file.close().catch(() => {});
+    await unlink(temporary).catch(() => {});
+    throw error;
+  }
 }
 
 /**

@@ -51,7 +51,12 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 describe("the vault mcp relay to a running vault serve", () => {
   it("answers a refused frame with a JSON-RPC error for its id", async () => {
-    const relay = relayTo(base, "avm_test", () => true);
+    const relay = relayTo(
+      base,
+      "avm_test",
+      () => true,
+      () => "avm_test",
+    );
     expect(await relay({ jsonrpc: "2.0", id: 7, method: "ping" })).toMatchObject({
       jsonrpc: "2.0",
       id: 7,
@@ -61,7 +66,12 @@ describe("the vault mcp relay to a running vault serve", () => {
 
   it("sends nothing once that vault serve no longer runs there (its port may be anyone's), and answers the id", async () => {
     let isServing = true;
-    const relay = relayTo(base, "avm_test", () => isServing);
+    const relay = relayTo(
+      base,
+      "avm_test",
+      () => isServing,
+      () => "avm_test",
+    );
     await relay({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "a" } } });
     isServing = false;
     const before = received;
@@ -78,7 +88,12 @@ describe("the vault mcp relay to a running vault serve", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", () => resolve()));
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const relay = relayTo(`http://127.0.0.1:${port}`, "avm_test", () => true);
+    const relay = relayTo(
+      `http://127.0.0.1:${port}`,
+      "avm_test",
+      () => true,
+      () => "avm_test",
+    );
     expect(await relay({ jsonrpc: "2.0", id: "x", method: "ping" })).toMatchObject({
       id: "x",
       error: { code: -32000, message: expect.stringContaining("did not answer") },
@@ -86,7 +101,12 @@ describe("the vault mcp relay to a running vault serve", () => {
   });
 
   it("initializes again when the server forgot the session (8 idle hours) and sends the frame once more", async () => {
-    const relay = relayTo(base, "avm_test", () => true);
+    const relay = relayTo(
+      base,
+      "avm_test",
+      () => true,
+      () => "avm_test",
+    );
     await relay({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "a" } } });
     const before = initializeCount;
     sessions.clear();
@@ -97,6 +117,103 @@ describe("the vault mcp relay to a running vault serve", () => {
     expect(answer.id).toBe(2);
     expect(sessions.has(answer.result.session)).toBe(true);
     expect(initializeCount).toBe(before + 1);
+  });
+});
+
+// A `vault serve` restarted after tokens.json was deleted holds a new model token (and none of the
+// old sessions): the relay reads tokens.json again on a 401 and sends the frame once more.
+describe("the relay to a vault serve whose model token changed", () => {
+  let accepted = "lvm_first";
+  let renewedSessions = new Set<string>();
+  let guarded: Server;
+  let guardedBase: string;
+
+  beforeAll(async () => {
+    guarded = createServer((req, res) => {
+      let raw = "";
+      req.on("data", (c) => {
+        raw += c;
+      });
+      req.on("end", () => {
+        const frame = JSON.parse(raw) as { id?: number; method: string };
+        if (req.headers.authorization !== `Bearer ${accepted}`) {
+          res.writeHead(401, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: { code: "unauthorized", message: "send the model token" } }));
+          return;
+        }
+        if (frame.method === "initialize") {
+          const id = `g${renewedSessions.size + 1}`;
+          renewedSessions.add(id);
+          res.writeHead(200, { "content-type": "application/json", "mcp-session-id": id });
+          res.end(JSON.stringify({ jsonrpc: "2.0", id: frame.id, result: { session: id } }));
+          return;
+        }
+        const session = req.headers["mcp-session-id"];
+        if (typeof session !== "string" || !renewedSessions.has(session)) {
+          res.writeHead(404, { "content-type": "application/json" });
+          res.end(JSON.stringify({ error: { code: "not_found", message: "unknown session" } }));
+          return;
+        }
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ jsonrpc: "2.0", id: frame.id, result: { token: accepted } }));
+      });
+    });
+    await new Promise<void>((resolve) => guarded.listen(0, "127.0.0.1", () => resolve()));
+    guardedBase = `http://127.0.0.1:${(guarded.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => guarded.close(() => resolve())));
+
+  it("reads tokens.json again on a 401 and answers the frame with the new token", async () => {
+    accepted = "lvm_first";
+    let onDisk = "lvm_first";
+    const relay = relayTo(
+      guardedBase,
+      "lvm_first",
+      () => true,
+      () => onDisk,
+    );
+    await relay({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "a" } } });
+    expect(await relay({ jsonrpc: "2.0", id: 2, method: "ping" })).toMatchObject({
+      result: { token: "lvm_first" },
+    });
+
+    // tokens.json deleted, vault serve restarted: a new model token, the sessions forgotten.
+    accepted = "lvm_second";
+    onDisk = "lvm_second";
+    renewedSessions = new Set();
+    expect(await relay({ jsonrpc: "2.0", id: 3, method: "ping" })).toMatchObject({
+      id: 3,
+      result: { token: "lvm_second" },
+    });
+    expect(await relay({ jsonrpc: "2.0", id: 4, method: "ping" })).toMatchObject({ id: 4, result: {} });
+  });
+
+  it("still refused with what tokens.json holds, tells the user to restart the agent's vault mcp", async () => {
+    accepted = "lvm_elsewhere";
+    const relay = relayTo(
+      guardedBase,
+      "lvm_first",
+      () => true,
+      () => "lvm_first",
+    );
+    const answer = (await relay({ jsonrpc: "2.0", id: 5, method: "ping" })) as { error: { message: string } };
+    expect(answer).toMatchObject({ id: 5, error: { code: -32000 } });
+    expect(answer.error.message).toContain("restart the agent's vault mcp");
+    expect(answer.error.message).not.toContain("lvm_");
+
+    // tokens.json gone (or unreadable): the same sentence, nothing read is sent.
+    const unreadable = relayTo(
+      guardedBase,
+      "lvm_first",
+      () => true,
+      () => {
+        throw new Error("ENOENT");
+      },
+    );
+    expect(await unreadable({ jsonrpc: "2.0", id: 6, method: "ping" })).toMatchObject({
+      id: 6,
+      error: { message: expect.stringContaining("restart the agent's vault mcp") },
+    });
   });
 });
 

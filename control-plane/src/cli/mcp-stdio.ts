@@ -2,12 +2,13 @@
 // and logs go to stderr. When a `vault serve` already holds the vault, frames are relayed to its
 // /mcp with the model token; otherwise this process opens the vault itself and also listens on
 // loopback, so `vault approve` in another terminal reaches it.
+import { existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Logger } from "pino";
 import { startCheckpointSchedule } from "../audit/ledger.service.ts";
 import { startAbandonedCallsSchedule } from "../calls/abandoned-calls.ts";
 import { LOCAL_PORT, readLocalRuntime, startLocalServer } from "../local/local-server.ts";
-import { loadOrCreateLocalTokens, rotateLocalOperatorToken } from "../local/local-tokens.ts";
+import { loadOrCreateLocalTokens, localTokensPath, rotateLocalOperatorToken } from "../local/local-tokens.ts";
 import { openLocalVault } from "../local/local-vault.ts";
 import { askServerProof } from "../local/server-proof.ts";
 import { LOCAL_INSTRUCTIONS } from "../mcp/instructions.ts";
@@ -27,17 +28,26 @@ export async function runMcpStdio(dataDir: string, logger: Logger): Promise<void
   let close: () => Promise<void>;
   if ("url" in holder) {
     const { url } = holder;
-    // Read once the holder is known (it may have been starting): the model token outlives restarts.
+    // Read once the holder is known (it may have been starting): the model token outlives restarts,
+    // unless tokens.json was deleted and that vault serve restarted with a new one, read on a 401.
     const { model } = loadOrCreateLocalTokens(dataDir);
+    // Read only: a relay never mints the token a vault serve is to accept.
+    const readModelToken = () =>
+      existsSync(localTokensPath(dataDir)) ? loadOrCreateLocalTokens(dataDir).model : undefined;
     logger.info({ url }, "relaying MCP to the running vault serve");
     // Checked again before each frame: once that vault serve stops, its port is anyone's, and
     // the model token must not go to whoever listens there next. The relay may live for days,
     // across restarts of that server (each writes a new key), so each frame asks the server at
     // that address for the proof of the key runtime.json holds now: one loopback round trip.
-    handle = relayTo(url, model, async () => {
-      const runtime = readLocalRuntime(dataDir);
-      return runtime?.url === url && (await askServerProof(url, runtime.proofKey)) === "proven";
-    });
+    handle = relayTo(
+      url,
+      model,
+      async () => {
+        const runtime = readLocalRuntime(dataDir);
+        return runtime?.url === url && (await askServerProof(url, runtime.proofKey)) === "proven";
+      },
+      readModelToken,
+    );
     close = async () => {};
   } else {
     const { lock } = holder;
@@ -134,13 +144,18 @@ function write(frame: unknown): void {
  * no longer running there (`isStillServing`, asked before each frame) becomes a JSON-RPC error for
  * the frame's id, so the MCP client gets an answer rather than silence or a foreign body on stdout.
  * `isStillServing` has the server prove it is the one the relay started with before the model
- * token is sent again.
+ * token is sent again. A 401 means that server holds another model token (tokens.json deleted and
+ * vault serve restarted): `readModelToken` reads tokens.json again, once per frame, and a changed
+ * token is sent with the same frame, to that same proven server; still refused, the answer tells
+ * the user to restart the agent's `vault mcp` rather than repeating an HTTP status.
  */
 export function relayTo(
   baseUrl: string,
-  modelToken: string,
+  initialModelToken: string,
   isStillServing: () => boolean | Promise<boolean>,
+  readModelToken: () => string | undefined,
 ): FrameHandler {
+  let modelToken = initialModelToken;
   let sessionId: string | undefined;
   let initializeFrame: unknown;
   const post = (frame: unknown) =>
@@ -177,6 +192,14 @@ export function relayTo(
 
   async function relayFrame(frame: unknown, refuse: (message: string) => unknown): Promise<unknown> {
     let response = await post(frame);
+    if (response.status === 401) {
+      const current = readCurrentModelToken();
+      if (current !== undefined && current !== modelToken) {
+        await response.body?.cancel();
+        modelToken = current;
+        response = await post(frame);
+      }
+    }
     if (response.status === 404 && sessionId && initializeFrame !== undefined && frame !== initializeFrame) {
       sessionId = undefined;
       const renewed = await post(initializeFrame);
@@ -186,6 +209,20 @@ export function relayTo(
     if (response.status === 202) return undefined;
     const text = await response.text();
     if (response.ok) return text ? JSON.parse(text) : undefined;
+    if (response.status === 401) {
+      return refuse(
+        "the running vault serve refused the model token, also the one tokens.json holds now (was it deleted and vault serve restarted?); restart the agent's vault mcp so that it starts with the current token",
+      );
+    }
     return refuse(`the running vault serve refused the frame (HTTP ${response.status})`);
+  }
+
+  /** tokens.json's model token now; undefined when it cannot be read (gone, half written). */
+  function readCurrentModelToken(): string | undefined {
+    try {
+      return readModelToken();
+    } catch {
+      return undefined;
+    }
   }
 }

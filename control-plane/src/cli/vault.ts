@@ -2,7 +2,6 @@
 // `vault`: the local variant's command line (spec 4.4, DECISIONS.md). Each command is a small
 // function over a LocalOperator; `serve` and `mcp` keep the vault open.
 import { once } from "node:events";
-import { createWriteStream } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
@@ -13,7 +12,7 @@ import { describeGrantBody, describeGrantCall, grantDetail } from "../grants/app
 import { logDestination } from "../http/human-log.ts";
 import { serializeLoggedError } from "../http/logging.ts";
 import { LOCAL_PORT } from "../local/local-server.ts";
-import { runAuditRotateKeys, runAuditVerify } from "./audit-ledger.command.ts";
+import { runAuditRotateKeys, runAuditVerify, writeLedgerExport } from "./audit-ledger.command.ts";
 import { runKekRotate } from "./kek-rotate.command.ts";
 import { connectLocalOperator, type LocalOperator } from "./local-operator.ts";
 import { runMcpStdio } from "./mcp-stdio.ts";
@@ -47,7 +46,8 @@ Usage: vault <command> [options]
   audit verify FILE [--keys URL|FILE] [--not-before TIME]
                                 check a ledger export offline (this vault's or a hosted service's):
                                 exit 0 when the chain holds, 1 naming the first bad seq; with --keys
-                                (the service's /.well-known/latch-audit-keys.json) checkpoints too;
+                                (the service's https /.well-known/latch-audit-keys.json, no redirect,
+                                or a copy of it) checkpoints too;
                                 with --not-before (the time of the newest row you know it holds) a
                                 file whose last checkpoint is older is refused (cut back to an
                                 earlier checkpoint)
@@ -303,18 +303,13 @@ async function main(argv: string[]): Promise<number> {
         if (!Number.isSafeInteger(sinceSeq) || sinceSeq < 0)
           throw new UsageError("--since-seq takes a seq (0 or more)");
         const output = values.output as string | undefined;
-        const sink = output ? createWriteStream(output, { mode: 0o600 }) : process.stdout;
         await withOperator(dataDir, logger, async (op) => {
+          if (output) return writeLedgerExport(output, op.exportLedger(sinceSeq));
           for await (const text of op.exportLedger(sinceSeq)) {
-            if (!sink.write(text)) await once(sink, "drain");
+            if (!process.stdout.write(text)) await once(process.stdout, "drain");
           }
         });
-        if (output) {
-          await new Promise<void>((resolveEnd, reject) =>
-            sink.end((error?: Error | null) => (error ? reject(error) : resolveEnd())),
-          );
-          progress(`wrote ${output}; check it with: vault audit verify ${output}`);
-        }
+        if (output) progress(`wrote ${output}; check it with: vault audit verify ${output}`);
         return 0;
       }
       const { values } = parse({ item: { type: "string" }, limit: { type: "string" } });
