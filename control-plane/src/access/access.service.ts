@@ -7,7 +7,7 @@ import type { GrantsService } from "../grants/grants.service.ts";
 
 export interface AccessDeps {
   clients: Pick<ClientsService, "listClients">;
-  grants: Pick<GrantsService, "listGrantsWithItem">;
+  grants: Pick<GrantsService, "listGrantsWithItem" | "listActiveApprovals">;
   audit: Pick<AuditRepo, "findFetchedNames" | "findAuditEvents">;
 }
 
@@ -40,7 +40,24 @@ export function createAccessService(deps: AccessDeps) {
       }));
     },
 
-    listGrants: (organisationId: string) => deps.grants.listGrantsWithItem(organisationId),
+    /**
+     * The newest grants (any status) and every approval in force, newest first. The newest alone
+     * are not enough: an agent asks for a new call 30 times an hour, so within hours its pending
+     * requests pushed an older standing approval out of the list, and whoever read the snapshot
+     * to see who may reach what no longer saw an approval still in force.
+     */
+    async listGrants(organisationId: string) {
+      const [newest, inForce] = await Promise.all([
+        deps.grants.listGrantsWithItem(organisationId),
+        deps.grants.listActiveApprovals(organisationId),
+      ]);
+      const listed = new Set(newest.map((grant) => grant.grant_id));
+      return [...newest, ...inForce.filter((grant) => !listed.has(grant.grant_id))].sort(
+        (a, b) =>
+          b.created_at.localeCompare(a.created_at) ||
+          (a.grant_id < b.grant_id ? -1 : a.grant_id > b.grant_id ? 1 : 0),
+      );
+    },
 
     listLedger: async (organisationId: string) =>
       (await deps.audit.findAuditEvents(organisationId, { actions: LEDGER_ACTIONS })).map((e) => ({

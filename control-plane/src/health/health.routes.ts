@@ -14,14 +14,42 @@ export interface HealthDeps {
   isEgressServing(): boolean;
 }
 
+/** How long one database ping answers /ready for: far shorter than any probe's period. */
+export const READY_PING_REUSE_MS = 1000;
+
+/**
+ * The database's readiness, asked at most once at a time and reused for READY_PING_REUSE_MS.
+ * /ready is public: without this, every request took a connection of the pool for its own ping, so
+ * a flood of them queued the plane's real queries and timed their own pings out, answering 503 on
+ * a healthy database until the load balancer took the pod out.
+ */
+function sharedPing(isDatabaseReady: () => Promise<boolean>): () => Promise<boolean> {
+  let inFlight: Promise<boolean> | undefined;
+  let last: { isReady: boolean; at: number } | undefined;
+  return () => {
+    if (last && performance.now() - last.at < READY_PING_REUSE_MS) return Promise.resolve(last.isReady);
+    inFlight ??= isDatabaseReady()
+      .catch(() => false)
+      .then((isReady) => {
+        last = { isReady, at: performance.now() };
+        return isReady;
+      })
+      .finally(() => {
+        inFlight = undefined;
+      });
+    return inFlight;
+  };
+}
+
 export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
+  const isDatabaseReady = sharedPing(() => deps.isDatabaseReady());
   api.get("/health", { schema: { response: { 200: liveness } } }, async () => ({
     ok: true as const,
     product: deps.product,
   }));
   api.get("/ready", { schema: { response: { 200: readiness, 503: readiness } } }, async (_request, reply) => {
-    const database = await deps.isDatabaseReady();
+    const database = await isDatabaseReady();
     const egress = deps.isEgressServing();
     return reply.status(database ? 200 : 503).send({
       ok: database,

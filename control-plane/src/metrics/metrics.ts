@@ -124,8 +124,14 @@ export function createControlPlaneMetrics(): ControlPlaneMetrics {
         execute: (ticket, deadlineMs, context) =>
           timed("execute", () => client.execute(ticket, deadlineMs, context)),
         resolve: (ticket, context) => timed("resolve", () => client.resolve(ticket, context)),
+        // A single sign-on's discovery and keys, the DNS proof of its domains and a client metadata
+        // document all go out as FetchDocument: an outage there shows here, as the calls' does.
+        fetchDocument: (ticket, deadlineMs) =>
+          timed("fetch_document", () => client.fetchDocument(ticket, deadlineMs)),
+        sendPush: (ticket, deadlineMs) => timed("send_push", () => client.sendPush(ticket, deadlineMs)),
         getInfo: () => timed("get_info", () => client.getInfo()),
         fence: (ticket) => timed("fence", () => client.fence(ticket)),
+        rewrap: (ticket) => timed("rewrap", () => client.rewrap(ticket)),
       };
     },
     render: () => registry.metrics(),
