@@ -286,6 +286,20 @@ describe("an agent's own call to a token endpoint (rule 7)", () => {
     expect(response.error?.message).toContain("provider_error");
   });
 
+  it("refuses an answer holding a token over 16 KiB, at once and never its body", async () => {
+    // Every spelling of a long repetitive token, kept whole by the redaction automaton, held the
+    // event loop of every organisation for seconds and took gigabytes.
+    const long = `NEW_${"aB3+/=%&\\e:- ".repeat(1_500)}`;
+    const started = performance.now();
+    const response = await answering(JSON.stringify({ access_token: long, token_type: "Bearer" })).execute(
+      undefined,
+    );
+    expect(response.error?.code).toBe("token_exchange_failed");
+    expect(response.reachedOrigin).toBe(true);
+    expect(JSON.stringify(response)).not.toContain("NEW_");
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it("hands on a provider's error answer as it is", async () => {
     const response = await answering('{"error":"invalid_grant"}', 400).execute(undefined);
     expect(response.originStatus).toBe(400);

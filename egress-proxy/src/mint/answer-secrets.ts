@@ -17,6 +17,14 @@ const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 /** Values an answer may list at most: a provider sends a few; thousands only make redaction slow. */
 export const MAX_ANSWER_SECRETS = 256;
 /**
+ * Characters the listed values may hold in all (half what one stored value may, 32 KiB): each
+ * value becomes hundreds of spellings, compiled for the answer's redaction, so a token endpoint
+ * answering one long token (a repetitive one makes the automaton keep every spelling whole) held
+ * the proxy's event loop for seconds and took gigabytes, for every organisation. Real answers
+ * hold a few kilobytes (a JWT access token with its claims, an ID token, a refresh token).
+ */
+export const MAX_ANSWER_SECRET_CHARS = 16 * 1024;
+/**
  * The shortest value listed that is not a credential name's own value: a string or number inside
  * an object or list under such a name (a webhook's "#general", a channel id), short words that
  * would otherwise be redacted wherever the answer says them.
@@ -32,7 +40,10 @@ export interface AnswerSecrets {
   secrets: string[];
   /** A name given twice in one object, or twice in the form. */
   hasRepeatedName: boolean;
-  /** More than MAX_ANSWER_SECRETS values: the list stops there, and the answer is not readable. */
+  /**
+   * More than MAX_ANSWER_SECRETS values, or more than MAX_ANSWER_SECRET_CHARS in all: the list
+   * stops there, and the answer is not readable.
+   */
   isCrowded: boolean;
 }
 
@@ -65,10 +76,12 @@ export function findJsonSecrets(text: string): AnswerSecrets {
     );
   };
   const isSecretValue = () => frames.at(-1)?.isSecret === true || isNamedValue();
+  let chars = 0;
   const add = (value: string, spelling: string, shortest: number) => {
     for (const each of new Set([value, spelling])) {
-      if (each.length < Math.max(shortest, 1)) continue;
-      if (secrets.size >= MAX_ANSWER_SECRETS) isCrowded = true;
+      if (each.length < Math.max(shortest, 1) || secrets.has(each)) continue;
+      chars += each.length;
+      if (secrets.size >= MAX_ANSWER_SECRETS || chars > MAX_ANSWER_SECRET_CHARS) isCrowded = true;
       else secrets.add(each);
     }
   };
@@ -142,8 +155,14 @@ export function findFormSecrets(text: string): AnswerSecrets {
   const names = new Set<string>();
   let hasRepeatedName = false;
   let isCrowded = false;
+  let chars = 0;
+  const add = (value: string) => {
+    if (secrets.has(value)) return;
+    chars += value.length;
+    secrets.add(value);
+  };
   for (const pair of text.split("&")) {
-    if (secrets.size >= MAX_ANSWER_SECRETS) {
+    if (secrets.size >= MAX_ANSWER_SECRETS || chars > MAX_ANSWER_SECRET_CHARS) {
       isCrowded = true;
       break;
     }
@@ -153,11 +172,12 @@ export function findFormSecrets(text: string): AnswerSecrets {
     if (names.has(name)) hasRepeatedName = true;
     names.add(name);
     if (!SECRET_NAME.test(name)) continue;
-    if (value.length > 0) secrets.add(value);
+    if (value.length > 0) add(value);
     // The value as written, when decoding changed it in a way the redactor may not spell back
     // (an invalid percent sequence becomes U+FFFD).
     const spelling = pair.slice(pair.indexOf("=") + 1);
-    if (pair.includes("=") && spelling !== value && spelling.length > 0) secrets.add(spelling);
+    if (pair.includes("=") && spelling !== value && spelling.length > 0) add(spelling);
   }
+  if (chars > MAX_ANSWER_SECRET_CHARS) isCrowded = true;
   return { secrets: [...secrets], hasRepeatedName, isCrowded };
 }

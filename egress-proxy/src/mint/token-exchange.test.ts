@@ -1,5 +1,6 @@
 import { ClientAuthentication, TokenGrant } from "@latch/proto/egress";
 import { describe, expect, it } from "vitest";
+import { MAX_ANSWER_SECRET_CHARS } from "./answer-secrets.ts";
 import { buildTokenRequest } from "./token-request.ts";
 import { readTokenAnswer } from "./token-response.ts";
 
@@ -260,6 +261,38 @@ describe("readTokenAnswer lists every token in the answer (spec 4.2 rule 7: the 
       raw(`{"access_token":"a-token-value","tokens":[${values.join(",")}]}`),
     );
     expect(answer).toEqual({ ok: false, providerError: "too_many_tokens", secrets: [] });
+  });
+
+  it("refuses an answer whose token-like values are over 16 KiB in all, in any form", () => {
+    // One long repetitive token: hundreds of spellings of it, each kept whole by the automaton,
+    // would hold the proxy for seconds and gigabytes. Refused before any is listed.
+    const long = "aB3+/=%&\\e:- ".repeat(Math.ceil((MAX_ANSWER_SECRET_CHARS + 1) / 13));
+    const json = (value: unknown) => raw(JSON.stringify(value));
+    const crowded = { ok: false, providerError: "too_many_tokens", secrets: [] };
+    expect(readTokenAnswer(200, "application/json", json({ access_token: long }))).toEqual(crowded);
+    // Split over values that are each short enough, or over an ID token beside the access token.
+    const half = long.slice(0, long.length / 2 + 1);
+    expect(
+      readTokenAnswer(200, "application/json", json({ access_token: half, id_token: `${half}x` })),
+    ).toEqual(crowded);
+    // Not an object (a list), or an error answer: still refused, not listed for redaction.
+    expect(readTokenAnswer(400, "application/json", json([{ access_token: long }]))).toEqual(crowded);
+    expect(
+      readTokenAnswer(400, "application/json", json({ error: "invalid_grant", refresh_token: long })),
+    ).toEqual(crowded);
+    // Form-encoded (GitHub without Accept: json).
+    expect(
+      readTokenAnswer(
+        200,
+        "application/x-www-form-urlencoded",
+        raw(new URLSearchParams({ access_token: long }).toString()),
+      ),
+    ).toEqual(crowded);
+    // A large JWT access token and ID token, of a few kilobytes each, are read.
+    const jwt = "eyJhbGciOiJSUzI1NiJ9.".padEnd(6 * 1024, "x");
+    expect(
+      readTokenAnswer(200, "application/json", json({ access_token: jwt, id_token: `${jwt}y` })).ok,
+    ).toBe(true);
   });
 
   it("lists other credential names: id_token, *_secret, *_key, camelCase, Slack's incoming_webhook", () => {

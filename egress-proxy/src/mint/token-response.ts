@@ -88,6 +88,10 @@ const text = (value: unknown) => (typeof value === "string" && value.length > 0 
 export function readTokenAnswer(status: number, contentType: string, body: Buffer): TokenAnswer {
   const read = parseBody(contentType, body);
   const isSuccess = status >= 200 && status < 300;
+  // Hundreds of token-like values, or tens of kilobytes of them, are no token answer, and would
+  // make redaction hold the proxy: not read, whatever else the answer is (an error answer's
+  // values are redacted from it too).
+  if (read?.found.isCrowded) return { ok: false, providerError: "too_many_tokens", secrets: [] };
   const secrets = read?.found.secrets ?? [];
   if (!read?.fields) {
     return { ok: false, providerError: status >= 400 ? `http_${status}` : "unreadable_response", secrets };
@@ -95,8 +99,6 @@ export function readTokenAnswer(status: number, contentType: string, body: Buffe
   const { fields } = read;
   // RFC 6749 3.1: a name given twice is not an answer. Readers disagree on which copy counts (the
   // refresh token kept could be the one the provider did not mean), so none is read.
-  // Hundreds of token-like values are no token answer, and would make redaction slow: not read.
-  if (read.found.isCrowded) return { ok: false, providerError: "too_many_tokens", secrets: [] };
   if (read.found.hasRepeatedName) {
     return { ok: false, providerError: isSuccess ? "repeated_parameter" : `http_${status}`, secrets };
   }

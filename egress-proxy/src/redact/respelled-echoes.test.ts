@@ -316,3 +316,75 @@ describe("listEscapedBase64", () => {
     expect(listEscapedBase64("abc", urlFamily!)).toEqual([]);
   });
 });
+
+describe("a body in UTF-32", () => {
+  const utf32le = (text: string) => {
+    const units = Buffer.alloc(4 * text.length);
+    let length = 0;
+    for (const character of text) {
+      units.writeUInt32LE(character.codePointAt(0)!, length);
+      length += 4;
+    }
+    return units.subarray(0, length);
+  };
+  const utf32be = (text: string) => Buffer.from(utf32le(text)).swap32();
+
+  it.each([
+    ["UTF-32LE", utf32le],
+    ["UTF-32BE", utf32be],
+    ["UTF-32LE with a BOM", (text: string) => utf32le(`\ufeff${text}`)],
+  ])("hides the secret, JSON-escaped or not, and the Basic pair in %s", (_name, encode) => {
+    const escaped = 'pa"ss\\wo/rd<&>+1';
+    for (const [text, values] of [
+      [JSON.stringify({ token: SECRET, n: 1 }), [VALUE]],
+      [JSON.stringify({ authorization: `Basic ${PAIR}`, n: 1 }), [VALUE]],
+      [JSON.stringify({ token: escaped, n: 1 }), [{ secret: escaped }]],
+    ] as const) {
+      const read = asAgentReads(redactAnswer(encode(text), values));
+      expect(read, text).not.toContain(SECRET);
+      expect(read, text).not.toContain(PAIR);
+      expect(read, text).not.toContain(JSON.stringify(escaped).slice(1, -1));
+      expect(read, text).toContain(REDACTED);
+      expect(read, text).toContain('"n":1');
+    }
+  });
+});
+
+describe("a query-injected credential echoed inside another URL", () => {
+  // An AWS-style secret: "/", "+" and "=" are what its URL spellings escape.
+  const KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCY==";
+  // The request line as inject.ts writes it for query:api_key.
+  const sent = `/v1/things?limit=5&api_key=${encodeURIComponent(KEY)}`;
+  const cases: [string, string][] = [
+    [
+      "a login link's next= (encodeURIComponent of the request URL)",
+      JSON.stringify({
+        error: "unauthorized",
+        login: `https://api.example.com/login?next=${encodeURIComponent(sent)}`,
+      }),
+    ],
+    [
+      "an HTML return_to (WHATWG form)",
+      `<a href="/login?${new URLSearchParams({ return_to: sent })}">Sign in</a>`,
+    ],
+    ["Python quote(safe='/')", `next=${encodeURIComponent(sent).replaceAll("%2F", "/")}`],
+    [
+      "encodeURI keeps it literal, a query value then encodes it once",
+      `u=${encodeURIComponent(encodeURI(`/v1/x?api_key=${KEY}`))}`,
+    ],
+  ];
+
+  it.each(cases)("hides it: %s", (_name, text) => {
+    const body = Buffer.from(text);
+    // Each case holds the key encoded twice, and nothing decodes it in one step.
+    expect(decodeURIComponent(decodeURIComponent(text.replaceAll("+", " ")))).toContain(KEY);
+    const shown = redactAnswer(body, [{ secret: KEY }]).toString();
+    expect(shown).toContain(REDACTED);
+    for (let decoded = shown, round = 0; round < 3; round++) {
+      expect(decoded).not.toContain(KEY);
+      expect(decoded).not.toContain("K7MDENG/bPx");
+      expect(decoded).not.toContain("K7MDENG+bPx");
+      decoded = decodeURIComponent(decoded);
+    }
+  });
+});

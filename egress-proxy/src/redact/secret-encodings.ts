@@ -1,10 +1,10 @@
-// The spellings of one credential that an origin may echo back: raw, hex, URL and form encoded
-// (url-encodings.ts), JSON escaped (json-escapes.ts), HTML escaped (html-escapes.ts), base64
-// (whole, inside a longer base64 text, and as an HTTP Basic pair), each base64 one also with its
-// "+", "/" and "=" escaped for JSON, a URL or HTML (base64-escapes.ts); as UTF-8 bytes (and
-// latin1), and the raw, JSON and base64 ones as UTF-16 too (either byte order). Spellings that
-// differ only in hex case or line breaks are one for the scan (spelling-automaton.ts), so each
-// is listed once.
+// The spellings of one credential that an origin may echo back: raw, hex, URL and form encoded,
+// once or twice (url-encodings.ts), JSON escaped (json-escapes.ts), HTML escaped
+// (html-escapes.ts), base64 (whole, inside a longer base64 text, and as an HTTP Basic pair), each
+// base64 one also with its "+", "/" and "=" escaped for JSON, a URL or HTML (base64-escapes.ts);
+// as UTF-8 bytes (and latin1), and the raw, JSON and base64 ones as UTF-16 and UTF-32 too (either
+// byte order). Spellings that differ only in hex case or line breaks are one for the scan
+// (spelling-automaton.ts), so each is listed once.
 import { BASE64_ESCAPE_FAMILIES, BASE64_ESCAPED, listEscapedBase64 } from "./base64-escapes.ts";
 import { listHtmlEscapes } from "./html-escapes.ts";
 import { listJsonEscapes } from "./json-escapes.ts";
@@ -91,14 +91,15 @@ export function addSecretEncodings(value: RedactionValue, spellings: string[], s
   const secret = value.secret;
   if (typeof secret !== "string" || secret.length === 0) return;
   const has = (byte: number) => shape === undefined || shape.markers[byte] === 1;
-  // A body of UTF-16 text (a hostile origin need not answer in UTF-8) reaches the agent read as
-  // UTF-8, where dropping the NULs is all it takes to read it. The secret, its JSON escapes and
-  // its base64 spellings (an echoed Authorization header) are listed so too, in an answer with a
-  // NUL; without one, only a text whose every UTF-16 unit has two non-zero bytes (addText).
+  // A body of UTF-16 or UTF-32 text (a hostile origin need not answer in UTF-8) reaches the agent
+  // read as UTF-8, where dropping the NULs is all it takes to read it. The secret, its JSON
+  // escapes and its base64 spellings (an echoed Authorization header) are listed so too, in an
+  // answer with a NUL; without one, only a text whose every UTF-16 unit has two non-zero bytes
+  // (addText), in UTF-16.
   const isUtf16 = has(NUL);
   const addAscii = (texts: readonly string[], isAlsoUtf16: boolean) => {
     for (const text of texts) spellings.push(text);
-    if (isAlsoUtf16) for (const text of texts) addUtf16(spellings, text);
+    if (isAlsoUtf16) for (const text of texts) addWide(spellings, text);
   };
   // The secret itself, its JSON escapes and its HTML escapes can hold non-ASCII; every other
   // spelling is ASCII, and so are the escapes of an ASCII secret.
@@ -151,19 +152,38 @@ export function addSecretEncodings(value: RedactionValue, spellings: string[], s
 
 /**
  * Appends `text` as UTF-8 bytes; as latin1 bytes too when it fits (a body in a single-byte
- * charset carries each non-ASCII character as one byte); and as UTF-16 when `isUtf16`, or when
- * its UTF-16 holds no NUL (then an answer without one may hold it all the same).
+ * charset carries each non-ASCII character as one byte); as UTF-16 and UTF-32 when `isUtf16` (the
+ * answer holds a NUL), else as UTF-16 when that holds no NUL (an answer without one may hold it).
  */
 function addText(spellings: string[], text: string, isUtf16: boolean): void {
   if (ASCII.test(text)) {
     // An ASCII text: UTF-8 and latin1 spell it alike, so it is its own byte string.
     spellings.push(text);
-    if (isUtf16) addUtf16(spellings, text);
+    if (isUtf16) addWide(spellings, text);
     return;
   }
   spellings.push(Buffer.from(text, "utf8").toString("latin1"));
   if (LATIN1.test(text)) spellings.push(text);
-  if (isUtf16 || !hasNulInUtf16(text)) addUtf16(spellings, text);
+  if (isUtf16) addWide(spellings, text);
+  else if (!hasNulInUtf16(text)) addUtf16(spellings, text);
+}
+
+/**
+ * Appends `text` in UTF-16 and in UTF-32, each in either byte order: in an answer with a NUL
+ * only, since every UTF-32 unit holds one. A body in UTF-32 (`charset=utf-32`, which no redaction
+ * decodes) reaches the agent as UTF-8 with three NULs after each ASCII letter: as easy to read.
+ */
+function addWide(spellings: string[], text: string): void {
+  addUtf16(spellings, text);
+  const little = Buffer.alloc(4 * text.length);
+  let length = 0;
+  // By code point; a lone surrogate as its own unit, as a lenient encoder writes it.
+  for (const character of text) {
+    little.writeUInt32LE(character.codePointAt(0)!, length);
+    length += 4;
+  }
+  const units = little.subarray(0, length);
+  spellings.push(units.toString("latin1"), Buffer.from(units).swap32().toString("latin1"));
 }
 
 /** Appends the UTF-16LE and UTF-16BE bytes of `text`, each unit whole. */

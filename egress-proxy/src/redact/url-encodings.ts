@@ -63,16 +63,33 @@ const LITERAL_TABLES: readonly Uint8Array[] = URL_ENCODERS.map(({ literal }) => 
 
 /**
  * Every percent-encoding of `secret` that one of the encoders above writes, space as "%20" and
- * as "+", hex in lowercase (the scan ignores hex case). ASCII only; may hold duplicates.
+ * as "+", hex in lowercase (the scan ignores hex case), and each of those that holds a "%"
+ * encoded once more by each encoder: a query-injected credential comes back so inside another
+ * URL (a login link's `next=` or `return_to=` holding the request URL, a pagination link), its
+ * "%2F" as "%252F". ASCII only; may hold duplicates.
  */
 export function listUrlEncodings(secret: string, utf8: Uint8Array): string[] {
+  const once = listUrlEncodingsOnce(secret, utf8, 0);
+  const results = [...once];
+  // Not the first row's text (every byte escaped) again, which no encoder writes twice: a token
+  // of letters and digits alone has no second spelling.
+  const everyByte = encodeUtf8Bytes(utf8, LITERAL_TABLES[0]!);
+  for (const text of new Set(once)) {
+    if (!text.includes("%") || text === everyByte || text === everyByte.replaceAll("%20", "+")) continue;
+    results.push(...listUrlEncodingsOnce(text, Buffer.from(text, "latin1"), 1));
+  }
+  return results;
+}
+
+/** listUrlEncodings' first pass, by the rows of URL_ENCODERS from `firstRow` on. */
+function listUrlEncodingsOnce(secret: string, utf8: Uint8Array, firstRow: number): string[] {
   // Encoders that keep the same characters of this secret write the same text: the usual token
   // (letters, digits, "-", "_", ".") has three spellings, not thirteen.
   const punctuation = listPunctuation(utf8);
   const hasNonAscii = utf8.some((byte) => byte >= 0x80);
   const seen = new Set<string>();
   const results: string[] = [];
-  for (let row = 0; row < URL_ENCODERS.length; row++) {
+  for (let row = firstRow; row < URL_ENCODERS.length; row++) {
     const encoder = URL_ENCODERS[row]!;
     const literal = LITERAL_TABLES[row]!;
     const isEscapeStyle = encoder.nonAscii === "escape" && hasNonAscii;
