@@ -10,36 +10,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const VAULT = new URL("../src/cli/vault.ts", import.meta.url).pathname;
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function environment(dataDir: string): Record<string, string> {
-  const { BASE_URL: _vite, DATABASE_URL: _db, ...inherited } = process.env;
-  return { ...(inherited as Record<string, string>), DATA_DIR: dataDir, NODE_ENV: "test", LOG_LEVEL: "warn" };
-}
-
-function vault(dataDir: string, args: string[], stdin = ""): Promise<Run> {
-  const child = spawn(process.execPath, [VAULT, ...args], {
-    env: environment(dataDir),
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c: Buffer) => {
-    stdout += c.toString();
-  });
-  child.stderr.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  child.stdin.end(stdin);
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
-}
+import { VAULT, runVault as vault, vaultEnvironment } from "./vault-process.ts";
 
 describe("a program on the port runtime.json names that is not that vault serve", () => {
   const seen: { path: string; authorization: string | undefined; body: string }[] = [];
@@ -110,7 +81,7 @@ describe("the real vault serve proves itself to every command that goes through 
   beforeAll(async () => {
     dataDir = join(mkdtempSync(join(tmpdir(), "latch-proof-serve-")), ".latch");
     serve = spawn(process.execPath, [VAULT, "serve", "--port", "0"], {
-      env: environment(dataDir),
+      env: vaultEnvironment(dataDir),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";

@@ -9,15 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, expect, it } from "vitest";
+import { VAULT, vaultEnvironment } from "../../test/vault-process.ts";
 import { readLocalRuntime } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens, localTokensPath } from "../local/local-tokens.ts";
-
-const VAULT = new URL("./vault.ts", import.meta.url).pathname;
-
-function environment(dataDir: string): Record<string, string> {
-  const { BASE_URL: _vite, DATABASE_URL: _db, ...inherited } = process.env;
-  return { ...(inherited as Record<string, string>), DATA_DIR: dataDir, NODE_ENV: "test", LOG_LEVEL: "warn" };
-}
 
 const running: ChildProcess[] = [];
 
@@ -44,7 +38,7 @@ async function freePort(): Promise<number> {
 
 async function startServe(dataDir: string, port: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, [VAULT, "serve", "--port", String(port)], {
-    env: environment(dataDir),
+    env: vaultEnvironment(dataDir),
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.push(child);
@@ -61,7 +55,7 @@ async function startServe(dataDir: string, port: number): Promise<ChildProcess> 
 
 /** `vault mcp`, with a function sending one frame and resolving with the next line it writes. */
 function startMcp(dataDir: string) {
-  const child = spawn(process.execPath, [VAULT, "mcp"], { env: environment(dataDir), stdio: "pipe" });
+  const child = spawn(process.execPath, [VAULT, "mcp"], { env: vaultEnvironment(dataDir), stdio: "pipe" });
   running.push(child);
   const answers: string[] = [];
   const waiting: ((line: string) => void)[] = [];

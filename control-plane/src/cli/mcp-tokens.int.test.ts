@@ -7,15 +7,9 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
+import { VAULT, runVault as vault, vaultEnvironment } from "../../test/vault-process.ts";
 import { readLocalRuntime } from "../local/local-server.ts";
 import { loadOrCreateLocalTokens, localTokensPath } from "../local/local-tokens.ts";
-
-const VAULT = new URL("./vault.ts", import.meta.url).pathname;
-
-function environment(dataDir: string): Record<string, string> {
-  const { BASE_URL: _vite, DATABASE_URL: _db, ...inherited } = process.env;
-  return { ...(inherited as Record<string, string>), DATA_DIR: dataDir, NODE_ENV: "test", LOG_LEVEL: "warn" };
-}
 
 const running: ChildProcess[] = [];
 
@@ -29,25 +23,8 @@ afterEach(async () => {
   }
 });
 
-function vault(
-  dataDir: string,
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [VAULT, ...args], { env: environment(dataDir), stdio: "pipe" });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c: Buffer) => {
-    stdout += c.toString();
-  });
-  child.stderr.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  child.stdin.end();
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
-}
-
 async function startMcp(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [VAULT, "mcp"], { env: environment(dataDir), stdio: "pipe" });
+  const child = spawn(process.execPath, [VAULT, "mcp"], { env: vaultEnvironment(dataDir), stdio: "pipe" });
   running.push(child);
   let stderr = "";
   child.stderr?.on("data", (c: Buffer) => {

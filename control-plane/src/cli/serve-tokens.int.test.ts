@@ -5,13 +5,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-
-const VAULT = new URL("./vault.ts", import.meta.url).pathname;
-
-function environment(dataDir: string): Record<string, string> {
-  const { BASE_URL: _vite, DATABASE_URL: _db, ...inherited } = process.env;
-  return { ...(inherited as Record<string, string>), DATA_DIR: dataDir, NODE_ENV: "test", LOG_LEVEL: "warn" };
-}
+import { VAULT, runVault as vault, vaultEnvironment } from "../../test/vault-process.ts";
 
 interface Started {
   child: ChildProcess;
@@ -24,7 +18,7 @@ const running: ChildProcess[] = [];
 
 async function startServe(dataDir: string): Promise<Started> {
   const child = spawn(process.execPath, [VAULT, "serve", "--port", "0"], {
-    env: environment(dataDir),
+    env: vaultEnvironment(dataDir),
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.push(child);
@@ -47,23 +41,6 @@ async function stop(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
   await exited;
-}
-
-function vault(
-  dataDir: string,
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [VAULT, ...args], { env: environment(dataDir), stdio: "pipe" });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (c: Buffer) => {
-    stdout += c.toString();
-  });
-  child.stderr.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  child.stdin.end();
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
 }
 
 const items = (url: string, token: string) =>

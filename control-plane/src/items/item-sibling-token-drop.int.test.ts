@@ -2,16 +2,13 @@
 // minted with its client secret (`<BASE>_SECRET`, or `<BASE>`, spec 2.1) too: a replace, rotate,
 // edit, rename or delete of that secret drops it, so a secret revoked at the provider and rotated
 // here stops working at once, not when the token expires (up to an hour later).
-import { deriveSealingKeyId, readySodium } from "@latch/shared/crypto/seal";
 import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isPostgresRun, newTestOrganisation, testDatabase } from "../../test/database.ts";
-import { createAuditRepo } from "../audit/audit.repo.ts";
+import { testItemsService } from "../../test/items-service.ts";
 import type { OpenDatabase } from "../db/database.ts";
-import { runInTransaction } from "../db/transaction.ts";
 import { createItemTokensRepo } from "./item-tokens.repo.ts";
-import { createItemsRepo } from "./items.repo.ts";
-import { createItemsService, type ItemsService } from "./items.service.ts";
+import type { ItemsService } from "./items.service.ts";
 
 let database: OpenDatabase;
 let items: ItemsService;
@@ -20,21 +17,7 @@ const HOSTS = ["api.spotify.com", "accounts.spotify.com"];
 
 beforeAll(async () => {
   database = await testDatabase();
-  const sodium = await readySodium();
-  const keys = sodium.crypto_box_keypair();
-  const db = database.db;
-  items = createItemsService({
-    repo: createItemsRepo(db),
-    inTransaction: (fn) =>
-      runInTransaction(db, (trx) =>
-        fn({ repo: createItemsRepo(trx), recordEvent: createAuditRepo(trx).insertAuditEvent }),
-      ),
-    tokens: createItemTokensRepo(db),
-    sealingKey: async () => ({ keyId: deriveSealingKeyId(keys.publicKey), publicKey: keys.publicKey }),
-    recordEvent: createAuditRepo(db).insertAuditEvent,
-    environments: ["staging", "production"],
-    defaultEnvironment: "staging",
-  });
+  items = await testItemsService(database.db, ["staging", "production"]);
 });
 
 /** An organisation with a connected Spotify account whose access token is cached. */

@@ -4,16 +4,13 @@
 // name does not: a connect storing a new refresh token must not wait on a call's exchange; connect
 // guards its own access token by the refresh token it stored.)
 // PostgreSQL only: PGlite runs one transaction at a time, so there is no race to lose there.
-import { deriveSealingKeyId, readySodium } from "@latch/shared/crypto/seal";
 import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isPostgresRun, newTestOrganisation, testDatabase } from "../../test/database.ts";
-import { createAuditRepo } from "../audit/audit.repo.ts";
+import { testItemsService } from "../../test/items-service.ts";
 import type { OpenDatabase } from "../db/database.ts";
-import { runInTransaction } from "../db/transaction.ts";
 import { createItemTokensRepo } from "./item-tokens.repo.ts";
-import { createItemsRepo } from "./items.repo.ts";
-import { createItemsService, type ItemsService } from "./items.service.ts";
+import type { ItemsService } from "./items.service.ts";
 
 let database: OpenDatabase;
 let items: ItemsService;
@@ -21,21 +18,7 @@ let items: ItemsService;
 describe.runIf(isPostgresRun())("a change of a credential while a call mints with it", () => {
   beforeAll(async () => {
     database = await testDatabase();
-    const sodium = await readySodium();
-    const keys = sodium.crypto_box_keypair();
-    const db = database.db;
-    items = createItemsService({
-      repo: createItemsRepo(db),
-      inTransaction: (fn) =>
-        runInTransaction(db, (trx) =>
-          fn({ repo: createItemsRepo(trx), recordEvent: createAuditRepo(trx).insertAuditEvent }),
-        ),
-      tokens: createItemTokensRepo(db),
-      sealingKey: async () => ({ keyId: deriveSealingKeyId(keys.publicKey), publicKey: keys.publicKey }),
-      recordEvent: createAuditRepo(db).insertAuditEvent,
-      environments: ["staging"],
-      defaultEnvironment: "staging",
-    });
+    items = await testItemsService(database.db, ["staging"]);
   });
 
   const changes: [string, (org: string, id: string) => Promise<unknown>][] = [
