@@ -495,4 +495,23 @@ describe("organisations and sessions", () => {
     expect((await second.request("GET", "/api/auth/me")).statusCode).toBe(401);
     expect((await browser.request("POST", "/api/sessions/ses_notmine/revoke")).statusCode).toBe(404);
   });
+
+  it("lists a session's user agent with what an operator cannot see as U+FFFD", async () => {
+    const { email, browser, totp } = await signUp();
+    const second = new Browser(h.app);
+    await signInWithEmail(second, email);
+    await second.request("POST", "/api/auth/totp/verify", { code: codeAt(totp) });
+    const listed = (await browser.request("GET", "/api/access")).json().sessions;
+    const other = listed.find((s: { current: boolean }) => !s.current);
+    // A header is read as latin1: UTF-8 bytes of a direction override arrive as C1 controls.
+    await h.plane.database.db
+      .updateTable("operator_sessions")
+      .set({ user_agent: "Safari on iPhone\u202E\u0085\u200Bevil" })
+      .where("id", "=", other.session_id)
+      .execute();
+    const shown = (await browser.request("GET", "/api/access")).json().sessions;
+    expect(shown.find((s: { session_id: string }) => s.session_id === other.session_id).user_agent).toBe(
+      "Safari on iPhone\uFFFD\uFFFD\uFFFDevil",
+    );
+  });
 });

@@ -1,6 +1,7 @@
 // Sign-in and account routes (spec 4.3 "Sign-in and account", 3.3), organisations, and the
 // operator and session parts of Access.
 import { AppError } from "@latch/shared/errors";
+import { showHidden } from "@latch/shared/text/show-hidden";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { Mailer } from "../mail/mailer.ts";
@@ -389,7 +390,8 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
           session_id: s.id,
           operator_id: s.operator_id,
           email: s.email,
-          user_agent: s.user_agent,
+          // The browser's own words: a session signed in elsewhere must not pose as this device.
+          user_agent: s.user_agent === null ? null : showHidden(s.user_agent).text,
           created_at: s.created_at.toISOString(),
           last_access_at: s.last_seen_at.toISOString(),
           ready: s.is_mfa_passed,

@@ -3,6 +3,10 @@
 // how it is shown: JSON re-indented without being re-parsed into other values, form fields as
 // name and value, anything else as text. One view for the inbox, the approval page, the collect
 // page and the mail, so each shows the same thing. Pure functions.
+import { showHidden } from "@latch/shared/text/show-hidden";
+
+// What an operator cannot see is shown as U+FFFD (shared/src/text/show-hidden.ts).
+export { showHidden };
 
 /** DECISIONS: a pending request keeps the agent's body up to 64 KiB. */
 export const MAX_KEPT_BODY_BYTES = 64 * 1024;
@@ -50,22 +54,6 @@ export function keepBody(bytes: Buffer, contentType: string): KeptBody {
   // Back off continuation bytes (10xxxxxx) so the cut falls before a character's first byte.
   if (end < bytes.length) while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
   return { text: bytes.subarray(0, end).toString("utf8"), bytes: bytes.length, contentType };
-}
-
-// What an operator cannot see but the origin reads: C0 and C1 controls but tab and line feed (a
-// carriage return too: on its own it rewrites the line it is in, and in the mail it would end a
-// line early); every format character (the bidirectional embeddings, overrides, isolates and marks
-// of "Trojan Source", zero-width spaces and joiners, the word joiner, the byte order mark, the soft
-// hyphen, and the tag characters that spell any ASCII text invisibly); the line and paragraph
-// separators (a mail client may break a line there, and a body line could pose as one of ours);
-// and the variation selectors that can carry data unseen (not U+FE0E and U+FE0F, which only choose
-// text or emoji presentation and follow every other emoji).
-const HIDDEN =
-  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]|[\u{fe00}-\u{fe0d}]|[\u{e0100}-\u{e01ef}]/gu;
-
-export function showHidden(text: string): { text: string; isHidden: boolean } {
-  const shown = text.replace(HIDDEN, "\uFFFD");
-  return { text: shown, isHidden: shown !== text };
 }
 
 /**

@@ -1,6 +1,9 @@
 // The plain-text discovery files of spec 4.3: /robots.txt, /sitemap.xml and security.txt.
 
-/** Paths no crawler should walk in production: the console, sign-in, collect, the API, MCP, OAuth. */
+/**
+ * Paths no crawler should walk in production: the console, sign-in, collect, the API, MCP, OAuth,
+ * invitations (their link carries a token) and single sign-on.
+ */
 const PRIVATE_PREFIXES = [
   "/console",
   "/sign-in",
@@ -16,6 +19,8 @@ const PRIVATE_PREFIXES = [
   "/api/",
   "/mcp",
   "/oauth/",
+  "/invite",
+  "/sso/",
 ];
 
 /**

@@ -169,7 +169,7 @@ describe("discovery files", () => {
     expect(response.body).toContain(`${BASE}/llms-full.txt`);
   });
 
-  it("/robots.txt in production disallows the console, auth, collect, api, mcp and oauth only", async () => {
+  it("/robots.txt in production disallows the console, auth, collect, api, mcp, oauth, invitations and sso only", async () => {
     // The site's routes alone on a bare app, as a plane with NODE_ENV=production registers them.
     const app = Fastify();
     registerRouteSchemas(app);
@@ -178,7 +178,17 @@ describe("discovery files", () => {
     await app.close();
     expect(response.statusCode).toBe(200);
     const text = response.body;
-    for (const path of ["/console", "/sign-in", "/sign-up", "/collect", "/api/", "/mcp", "/oauth/"]) {
+    for (const path of [
+      "/console",
+      "/sign-in",
+      "/sign-up",
+      "/collect",
+      "/api/",
+      "/mcp",
+      "/oauth/",
+      "/invite",
+      "/sso/",
+    ]) {
       expect(text).toContain(`Disallow: ${path}\n`);
     }
     expect(text).not.toContain("Disallow: /\n");
