@@ -3,7 +3,7 @@
 // are appended to the organisation's hash chain by ledger.repo.ts; this file reads them for people.
 
 import type { LedgerRow } from "@latch/shared/ledger/ledger-format";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 import { createLedgerRepo, type LedgerRepoOptions } from "./ledger.repo.ts";
 
@@ -101,10 +101,54 @@ const CLIENT_ACTOR = /^(?:agent|trusted):(cli_[A-Za-z0-9_-]+)$/;
 /** An operator's actor string: operator:<operator id>. */
 const OPERATOR_ACTOR = /^operator:(op[A-Za-z0-9_-]*)$/;
 
-/** The actions that fetched a credential for its actor (spec 4.3 Access: "fetched names"). */
+/**
+ * The actions that fetched a credential for its actor (spec 4.3 Access: "fetched names"). A change
+ * here changes the predicate of db/online-indexes.ts `audit_events_fetched_names` too.
+ */
 const FETCH_ACTIONS = ["http_request", "resolved"];
 
 const DEFAULT_LIMIT = 200;
+
+/** Built while serving (db/online-indexes.ts): the fetch rows by (organisation, actor, name). */
+const FETCHED_NAMES_INDEX = "audit_events_fetched_names";
+
+/**
+ * The distinct (actor, item_name) pairs an organisation's fetch rows hold, in that order, by one
+ * statement that reads O(pairs x log rows), not every call ever made: a skip scan, each step one
+ * probe of FETCHED_NAMES_INDEX for the first pair after the last one found. Without that index
+ * (being built, or its build failed) each probe would read every fetch row, so the statement then
+ * reads them once with DISTINCT instead: a one-time filter above each branch's CTE runs only one
+ * (`every_row` is materialized so that its scan is never started, its parallel workers too).
+ * The actions are literals, not parameters, so that the planner sees the index's predicate holds.
+ */
+function fetchedNamesQuery(organisationId: string) {
+  const actions = sql.join(FETCH_ACTIONS.map((action) => sql.lit(action)));
+  return sql<{ actor: string; item_name: string }>`
+    with recursive fetched (actor, item_name) as (
+      (select actor, item_name from audit_events
+        where organisation_id = ${organisationId} and action in (${actions}) and item_name is not null
+        order by actor, item_name limit 1)
+      union all
+      select next.actor, next.item_name from fetched
+      cross join lateral (
+        select e.actor, e.item_name from audit_events e
+        where e.organisation_id = ${organisationId} and e.action in (${actions})
+          and e.item_name is not null and (e.actor, e.item_name) > (fetched.actor, fetched.item_name)
+        order by e.actor, e.item_name limit 1) next
+    ),
+    every_row as materialized (
+      select distinct actor, item_name from audit_events
+      where organisation_id = ${organisationId} and action in (${actions}) and item_name is not null
+      order by actor, item_name
+    ),
+    indexed (ok) as (
+      select exists (select 1 from pg_catalog.pg_index i
+        where i.indexrelid = to_regclass(${sql.lit(FETCHED_NAMES_INDEX)}) and i.indisvalid)
+    )
+    select actor, item_name from fetched where (select ok from indexed)
+    union all
+    select actor, item_name from every_row where not (select ok from indexed)`;
+}
 
 /** The label of each id `pattern` finds in `actors`, by one lookup (none when there is no id). */
 async function labelsOf(
@@ -147,16 +191,7 @@ export function createAuditRepo(db: Kysely<Database>, options: LedgerRepoOptions
       await ledger.appendEvent(event);
     },
     async findFetchedNames(organisationId) {
-      const rows = await db
-        .selectFrom("audit_events")
-        .select(["actor", "item_name"])
-        .distinct()
-        .where("organisation_id", "=", organisationId)
-        .where("action", "in", FETCH_ACTIONS)
-        .where("item_name", "is not", null)
-        .orderBy("actor")
-        .orderBy("item_name")
-        .execute();
+      const { rows } = await fetchedNamesQuery(organisationId).execute(db);
       const names = new Map<string, string[]>();
       for (const row of rows) {
         const list = names.get(row.actor) ?? [];
