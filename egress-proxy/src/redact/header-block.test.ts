@@ -111,6 +111,7 @@ describe("findHeadersSplittingASpelling against thousands of allowed values", ()
         return automaton.isOpenAtEnd(bytes);
       },
       release: () => automaton.release(),
+      tableBytes: () => automaton.tableBytes(),
     };
     // Each value is the beginning of the secret: every pair would have to be read.
     const values = Array.from({ length: 3_500 }, () => SECRET[0]!);

@@ -12,12 +12,17 @@
 // breaks between included (a break at either end of a spelling stays; it tells nothing).
 //
 // The automaton holds each spelling's first ANCHOR_BYTES only (the encoded spellings are long:
-// six bytes per character for \uXXXX), and where an anchor matches, the rest of its spelling is
-// compared byte by byte. A spelling is cut so only when its anchor occurs nowhere else in it: then
-// two comparisons of one spelling never read the same body bytes twice (beyond an anchor's
-// length), so an origin cannot make the scan quadratic with a body of near-misses.
+// six bytes per character for \uXXXX), so its tables grow with the number of spellings, never
+// with their length. Where an anchor matches, the rest of its spelling is compared byte by byte
+// when the anchor occurs nowhere else in it: then two comparisons of one spelling never read the
+// same body bytes twice (beyond an anchor's length), so an origin cannot make the scan quadratic
+// with a body of near-misses. A spelling whose anchor repeats inside it (a stored value of one
+// character repeated, echoed amid long runs of it) is matched from its anchor on by KMP instead
+// (repeating-spelling.ts), which reads each body byte once per spelling: the whole spelling in
+// the trie cost 32 bytes of table a byte of it, and a 32 KiB value's spellings a gigabyte.
 
 import { readJsonLineBreaks, readJsonLineBreaksInSpelling } from "./json-line-breaks.ts";
+import { buildFailureTable, type ReadTable, runRepeatingMatcher } from "./repeating-spelling.ts";
 
 const ANCHOR_BYTES = 16;
 
@@ -33,6 +38,8 @@ function buildReadTable(): Int16Array {
   table[0x0a] = SKIP;
   return table;
 }
+
+const READ: ReadTable = { readAs: READ_AS, skip: SKIP };
 
 // What comparing the rest of a spelling found.
 const MISMATCH = -1;
@@ -53,6 +60,12 @@ export interface SpellingAutomaton {
    * released is simply collected, and the next one gets memory of its own.
    */
   release(): void;
+  /**
+   * Bytes of table the automaton holds (the trie, and the failure table of each repeating
+   * spelling built so far): bounded by the number of spellings and their total length, whatever
+   * they repeat (for tests and measurements).
+   */
+  tableBytes(): number;
 }
 
 /**
@@ -80,16 +93,13 @@ function tableMemory(bytes: number): { buffer: ArrayBuffer; isScratch: boolean }
  * @example buildSpellingAutomaton(["s3cr%2Fet"])?.findCoveredRuns(Buffer.from("a=s3cr%2fet")) // [2, 11]
  */
 export function buildSpellingAutomaton(listed: readonly string[]): SpellingAutomaton | undefined {
-  // Each spelling as a body is read: its escaped line breaks as raw ones (json-line-breaks.ts).
-  const spellings = listed.map(readJsonLineBreaksInSpelling);
-  // Which spellings the trie holds only the anchor of (the rest is compared where it matches).
-  const isCut: boolean[] = [];
+  // Each spelling as the scan reads it (json-line-breaks.ts, READ_AS), once; nothing but line
+  // breaks: nothing to find.
+  const spellings = [...new Set(listed.map(readSpelling))].filter((spelling) => spelling.length > 0);
+  // Which spellings repeat their anchor (matched by KMP from it, repeating-spelling.ts).
+  const isRepeating = spellings.map(isAnchorRepeated);
   let capacity = 1;
-  for (const spelling of spellings) {
-    const cut = isCuttable(spelling);
-    isCut.push(cut);
-    capacity += cut ? ANCHOR_BYTES : spelling.length;
-  }
+  for (const spelling of spellings) capacity += Math.min(spelling.length, ANCHOR_BYTES);
 
   // The trie of anchors: node 0 is the root; every other node is reached by one byte (`label`)
   // from its parent. The root's children are a table; other nodes keep a list (most have one).
@@ -103,6 +113,8 @@ export function buildSpellingAutomaton(listed: readonly string[]): SpellingAutom
     isReleased = true;
     // Every byte the tables used, the queue (the last one) included.
     new Uint8Array(buffer, 0, offset).fill(0);
+    for (const failure of trie.failures) failure?.fill(0);
+    trie.failures.length = 0;
     if (isScratch) scratch = buffer;
   };
   const table = (length: number): Int32Array => {
@@ -121,21 +133,18 @@ export function buildSpellingAutomaton(listed: readonly string[]): SpellingAutom
     nextEntry: table(spellings.length + 1),
     output: table(capacity),
     spellings,
-    restStarts: [],
+    isRepeating,
+    failures: [],
   };
   const { rootNext, firstChild, nextSibling, label, depth, fail, firstEntry, nextEntry, output } = trie;
   let count = 1;
 
-  // Where in each spelling the part after its anchor begins.
-  const restStarts: number[] = [];
   for (let index = 0; index < spellings.length; index++) {
     const spelling = spellings[index]!;
-    const anchorLength = isCut[index] ? ANCHOR_BYTES : spelling.length;
+    const anchorLength = Math.min(spelling.length, ANCHOR_BYTES);
     let node = 0;
-    let i = 0;
-    for (; i < spelling.length && depth[node]! < anchorLength; i++) {
-      const byte = READ_AS[spelling.charCodeAt(i) & 0xff]!;
-      if (byte === SKIP) continue;
+    for (let i = 0; i < anchorLength; i++) {
+      const byte = spelling.charCodeAt(i);
       let child = childOf(trie, node, byte);
       if (child === 0) {
         child = count++;
@@ -149,16 +158,11 @@ export function buildSpellingAutomaton(listed: readonly string[]): SpellingAutom
       }
       node = child;
     }
-    restStarts.push(i);
-    // Nothing but line breaks: nothing to find.
-    if (node !== 0 && !hasEntry(trie, node, spelling)) {
-      nextEntry[index + 1] = firstEntry[node]!;
-      firstEntry[node] = index + 1;
-      output[node] = node;
-    }
+    nextEntry[index + 1] = firstEntry[node]!;
+    firstEntry[node] = index + 1;
+    output[node] = node;
   }
 
-  trie.restStarts = restStarts;
   if (count === 1) {
     if (isScratch) release();
     return undefined;
@@ -187,6 +191,11 @@ export function buildSpellingAutomaton(listed: readonly string[]): SpellingAutom
     },
     isOpenAtEnd: (bytes) => scan(trie, readJsonLineBreaks(bytes), undefined),
     release,
+    tableBytes: () => {
+      let bytes = byteLength;
+      for (const failure of trie.failures) bytes += failure?.byteLength ?? 0;
+      return bytes;
+    },
   };
 }
 
@@ -206,9 +215,12 @@ interface Trie {
   nextEntry: Int32Array;
   /** The deepest node on the failure chain (the node itself included) where an anchor ends. */
   output: Int32Array;
+  /** Each spelling as the scan reads it (readSpelling), each once. */
   spellings: readonly string[];
-  /** Where in each spelling the part after its anchor begins. */
-  restStarts: number[];
+  /** Whether a spelling's anchor occurs again inside it: matched by KMP, not compared. */
+  isRepeating: readonly boolean[];
+  /** The KMP failure table of each repeating spelling, built the first time its anchor matches. */
+  failures: (Int32Array | undefined)[];
 }
 
 function childOf(trie: Trie, node: number, byte: number): number {
@@ -230,11 +242,18 @@ function follow(trie: Trie, state: number, byte: number): number {
   }
 }
 
-function hasEntry(trie: Trie, node: number, spelling: string): boolean {
-  for (let entry = trie.firstEntry[node]!; entry !== 0; entry = trie.nextEntry[entry]!) {
-    if (trie.spellings[entry - 1] === spelling) return true;
-  }
-  return false;
+/** One scan's progress on the repeating spellings, and the runs their matches cover. */
+interface RepeatingScan {
+  /**
+   * For each spelling, the first body byte its matcher has not read (0 before it runs); made
+   * when a repeating spelling's anchor is first found (most scans find none).
+   */
+  reach: Int32Array | undefined;
+  /**
+   * Runs of the repeating spellings' matches, flat [start, end, ...]: a matcher reads ahead of
+   * the scan, so they are merged with the others once the scan is done.
+   */
+  runs: number[];
 }
 
 /** Scans `bytes`; adds covered runs to `runs` when given; answers whether the end is open. */
@@ -244,14 +263,18 @@ function scan(trie: Trie, bytes: Uint8Array, runs: number[] | undefined): boolea
   const readAs = READ_AS;
   const { rootNext, output } = trie;
   const length = bytes.length;
+  const repeating: RepeatingScan = { reach: undefined, runs: [] };
   let isOpen = false;
   let state = 0;
   for (let i = 0; i < length; i++) {
     const byte = readAs[bytes[i]!]!;
     if (byte === SKIP) continue;
     state = state === 0 ? rootNext[byte]! : follow(trie, state, byte);
-    if (state !== 0 && output[state] !== 0 && checkAnchorsAt(trie, bytes, i, state, runs)) isOpen = true;
+    if (state !== 0 && output[state] !== 0 && checkAnchorsAt(trie, bytes, i, state, runs, repeating)) {
+      isOpen = true;
+    }
   }
+  if (runs !== undefined && repeating.runs.length > 0) mergeRuns(runs, repeating.runs);
   return isOpen || trie.depth[state]! > 0;
 }
 
@@ -265,13 +288,19 @@ function checkAnchorsAt(
   last: number,
   state: number,
   runs: number[] | undefined,
+  repeating: RepeatingScan,
 ): boolean {
-  const { output, fail, firstEntry, nextEntry, spellings, restStarts, depth } = trie;
+  const { output, fail, firstEntry, nextEntry, spellings, isRepeating, depth } = trie;
   let isOpen = false;
   for (let node = output[state]!; node !== 0; node = output[fail[node]!]!) {
     let start = -1;
     for (let entry = firstEntry[node]!; entry !== 0; entry = nextEntry[entry]!) {
-      const end = compareRest(bytes, last + 1, spellings[entry - 1]!, restStarts[entry - 1]!);
+      const index = entry - 1;
+      if (isRepeating[index]) {
+        if (matchRepeating(trie, bytes, last, index, runs, repeating)) isOpen = true;
+        continue;
+      }
+      const end = compareRest(bytes, last + 1, spellings[index]!, depth[node]!);
       if (end === RAN_OFF_THE_END) isOpen = true;
       else if (end !== MISMATCH && runs !== undefined) {
         if (start === -1) start = findAnchorStart(bytes, last, depth[node]!);
@@ -282,6 +311,68 @@ function checkAnchorsAt(
   return isOpen;
 }
 
+/**
+ * Runs the KMP matcher of repeating spelling `index` from its anchor ending at `last`, unless
+ * its matcher already read that byte (it tracks every alignment, this one included). Adds its
+ * matches to the scan's repeating runs; answers whether it ran off the end of `bytes`.
+ */
+function matchRepeating(
+  trie: Trie,
+  bytes: Uint8Array,
+  last: number,
+  index: number,
+  runs: number[] | undefined,
+  repeating: RepeatingScan,
+): boolean {
+  repeating.reach ??= new Int32Array(trie.spellings.length);
+  if (last < repeating.reach[index]!) return false;
+  const spelling = trie.spellings[index]!;
+  let failure = trie.failures[index];
+  if (failure === undefined) {
+    failure = buildFailureTable(spelling);
+    trie.failures[index] = failure;
+  }
+  const late = repeating.runs;
+  const onMatch =
+    runs === undefined
+      ? undefined
+      : (start: number, end: number) => {
+          // One matcher's matches come in order: each is merged with the run before when it
+          // starts inside it (mergeRuns sorts the runs of several matchers).
+          const last = late.length - 1;
+          if (last > 0 && late[last - 1]! <= start && start <= late[last]!) {
+            late[last] = Math.max(late[last]!, end);
+          } else late.push(start, end);
+        };
+  const anchorStart = findAnchorStart(bytes, last, ANCHOR_BYTES);
+  const run = runRepeatingMatcher(
+    bytes,
+    last + 1,
+    anchorStart,
+    spelling,
+    failure,
+    ANCHOR_BYTES,
+    READ,
+    onMatch,
+  );
+  repeating.reach[index] = run.reach;
+  return run.isOpen;
+}
+
+/** Merges the flat runs `more` (in any order) into the sorted, disjoint `runs`. */
+function mergeRuns(runs: number[], more: readonly number[]): void {
+  const pairs: [number, number][] = [];
+  for (let i = 0; i < runs.length; i += 2) pairs.push([runs[i]!, runs[i + 1]!]);
+  for (let i = 0; i < more.length; i += 2) pairs.push([more[i]!, more[i + 1]!]);
+  pairs.sort((a, b) => a[0] - b[0]);
+  runs.length = 0;
+  for (const [start, end] of pairs) {
+    if (runs.length > 0 && runs[runs.length - 1]! >= start) {
+      runs[runs.length - 1] = Math.max(runs[runs.length - 1]!, end);
+    } else runs.push(start, end);
+  }
+}
+
 /** Where an anchor of `length` bytes (as read) that ends at `last` begins, behind any CR or LF. */
 function findAnchorStart(bytes: Uint8Array, last: number, length: number): number {
   let start = last;
@@ -290,38 +381,47 @@ function findAnchorStart(bytes: Uint8Array, last: number, length: number): numbe
 }
 
 /**
- * Compares `spelling` from its character `from` on with `bytes` from `at` on, as the scan reads
- * both. Answers the end (exclusive) of the match in `bytes`, MISMATCH, or RAN_OFF_THE_END.
+ * Compares `spelling` (as the scan reads it) from its character `from` on with `bytes` from `at`
+ * on, as the scan reads them. Answers the end (exclusive) of the match in `bytes`, MISMATCH, or
+ * RAN_OFF_THE_END.
  */
 function compareRest(bytes: Uint8Array, at: number, spelling: string, from: number): number {
   let position = at;
   for (let i = from; i < spelling.length; i++) {
-    const expected = READ_AS[spelling.charCodeAt(i) & 0xff]!;
-    if (expected === SKIP) continue;
     let byte: number;
     do {
       if (position >= bytes.length) return RAN_OFF_THE_END;
       byte = READ_AS[bytes[position++]!]!;
     } while (byte === SKIP);
-    if (byte !== expected) return MISMATCH;
+    if (byte !== spelling.charCodeAt(i)) return MISMATCH;
   }
   return position;
 }
 
 /**
- * Whether the automaton may hold only the first ANCHOR_BYTES of `spelling`: when it is longer,
- * holds no line break, and those bytes occur nowhere else in it (see the top of this file).
- * Compared in lowercase, which equates at least what the scan equates.
+ * Whether the first ANCHOR_BYTES of `spelling` (as the scan reads it) occur again inside it: then
+ * two comparisons from two anchors could read the same bytes, and the spelling is matched by KMP.
  */
-function isCuttable(spelling: string): boolean {
-  if (spelling.length <= ANCHOR_BYTES || LINE_BREAK.test(spelling)) return false;
+function isAnchorRepeated(spelling: string): boolean {
+  return spelling.length > ANCHOR_BYTES && spelling.indexOf(spelling.slice(0, ANCHOR_BYTES), 1) !== -1;
+}
+
+/**
+ * A listed spelling as the scan reads it: JSON's escaped line breaks read as raw ones, then no CR
+ * or LF, and the hex letters and "x" in lowercase (READ_AS).
+ */
+function readSpelling(listed: string): string {
+  let spelling = readJsonLineBreaksInSpelling(listed);
+  if (LINE_BREAK.test(spelling)) spelling = spelling.replace(LINE_BREAKS, "");
   // Most long spellings (escapes, hex) hold no letter the scan folds: no copy needed for them.
-  const lower = FOLDED.test(spelling) ? spelling.toLowerCase() : spelling;
-  return lower.indexOf(lower.slice(0, ANCHOR_BYTES), 1) === -1;
+  if (FOLDED.test(spelling)) spelling = spelling.replace(FOLDED_LETTERS, (letter) => letter.toLowerCase());
+  return spelling;
 }
 
 const LINE_BREAK = /[\r\n]/;
+const LINE_BREAKS = /[\r\n]/g;
 const FOLDED = /[A-FX]/;
+const FOLDED_LETTERS = /[A-FX]/g;
 
 /** Appends [start, end) to sorted, disjoint `runs`, merging it with every run it touches. */
 function addRun(runs: number[], start: number, end: number): void {
