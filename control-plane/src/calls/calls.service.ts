@@ -146,6 +146,30 @@ function notSentInTime(itemName: string, why: string): NotSentInTime {
   });
 }
 
+/** A fault of ours before the call's ticket left (the database): nothing was sent. */
+function notSentFault(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  return new AppError(
+    "internal",
+    "the call could not be prepared (a fault in Latch, such as its database not answering); nothing was sent",
+    {
+      cause: error,
+      extra: {
+        hint: "Latch failed while preparing this call (its database may not have answered), so this request was not sent. Retry in a few seconds with next.arguments.",
+      },
+    },
+  );
+}
+
+/** A fault of ours after the proxy answered (storing what its token exchange rotated): it went out. */
+function answeredFault(error: unknown): AppError {
+  return new AppError(
+    error instanceof AppError ? error.code : "internal",
+    "the request was sent and the API answered, but Latch could not store the tokens the provider rotated; the answer is lost",
+    { cause: error },
+  );
+}
+
 /** How the audit row of an unanswered call names its fence. */
 const FENCE_DETAIL: Record<Exclude<FenceResult, "fenced">, string> = {
   taken: "lost",
@@ -466,18 +490,24 @@ export function createCallsService(deps: CallsDeps) {
       } catch (error) {
         if (!sentTicket) {
           const isGivenBack = await giveBack();
-          // Out of time before anything was minted: the answer says the request was not sent and
-          // where the approval stands, as an unanswered call's does.
-          if (error instanceof NotSentInTime)
-            throw withApproval(error, isGivenBack ? "kept" : "lost", "not_sent");
+          // Out of time before anything was minted, or a fault of ours (the database, naming the
+          // ticket or taking the item's token lock): the answer says the request was not sent and
+          // where the approval stands, as an unanswered call's does, never "try again later" alone.
+          if (error instanceof NotSentInTime || !(error instanceof AppError))
+            throw withApproval(notSentFault(error), isGivenBack ? "kept" : "lost", "not_sent");
           throw error;
         }
         const reason = error instanceof AppError ? error.code : "internal";
         if (isAnswered) {
           // The proxy answered and something after it failed (storing a rotated token): the
-          // request went out, the approval stays spent, and the attempt is audited.
+          // request went out, the approval stays spent, and the attempt is audited. The answer
+          // says the request may have reached the API, so that the agent does not retry blindly.
           if (await recordSafely({ ...audit, action: "http_request_failed", reason, detail })) await settle();
-          throw error;
+          throw withApproval(
+            answeredFault(error),
+            approval.isOneCall ? "spent" : "kept",
+            "may_have_reached_api",
+          );
         }
         if (error instanceof AppError && error.code === "ticket_predates_proxy") {
           // A proxy on its memory store, started after the ticket was issued (a restart while the
@@ -514,12 +544,33 @@ export function createCallsService(deps: CallsDeps) {
             ?.updateGrantHoldEnded(heldGrantId)
             .catch((endError: unknown) => deps.onAuditFailure?.(endError));
         };
+        // Whether the unanswered call's own row (below) reached the ledger: a fence that ends as
+        // taken or unknown writes it then if not (the request may have reached the API), and a
+        // one-call approval lets its ticket go only once a row of the call is written, else
+        // abandoned-calls.ts writes it. Settled before the fence can end (it is asked again later).
+        let isOutcomeRecorded: (isRecorded: boolean) => void = () => {};
+        const outcomeRecorded = new Promise<boolean>((resolve) => {
+          isOutcomeRecorded = resolve;
+        });
         const settleLate = async (late: LateFence) => {
           if (late !== "fenced") {
             await endHold();
-            return settle();
+            const isRecorded =
+              (await outcomeRecorded) ||
+              (await recordSafely({
+                ...audit,
+                action: "call_outcome_unknown",
+                reason,
+                detail: { ...detail, fence: FENCE_DETAIL[late] },
+              }));
+            if (isRecorded) await settle();
+            return;
           }
-          await recordNotSent("late", await giveBack());
+          const isGivenBack = await giveBack();
+          await recordNotSent("late", isGivenBack);
+          // As when the fence wins at once: refused by the database, the approval stays spent and
+          // its ticket is let go, for the sweep would take this fence's own row for a proxy's spend.
+          if (!isGivenBack) await settle();
           await endHold();
         };
         const fenced = await fence.fence(sentTicket, (late) => {
@@ -547,6 +598,7 @@ export function createCallsService(deps: CallsDeps) {
             reason,
             detail: { ...detail, fence: FENCE_DETAIL[fenced] },
           });
+          isOutcomeRecorded(isRecorded);
           // A fence still pending settles when it ends (settleLate).
           if (isRecorded && fenced !== "pending") await settle();
         }
