@@ -39,7 +39,6 @@ async function run(options: {
   item: CallableItem;
   host: string;
   path: string;
-  noteTicketFails?: boolean;
   execute: () => Promise<ExecuteResponse>;
   locked?: Partial<ItemTokensRepo>;
 }) {
@@ -79,9 +78,7 @@ async function run(options: {
           releases += 1;
         },
         isOneCall: true,
-        noteTicket: async () => {
-          if (options.noteTicketFails) throw lostConnection();
-        },
+        ticket: { id: "tkt_faults_named", expiresAt: new Date(Date.now() + 60_000) },
         settle: async () => {},
       },
     )
@@ -93,25 +90,6 @@ async function run(options: {
 }
 
 describe("a database fault on the call path", () => {
-  it("naming the one-call approval's ticket: nothing sent, approval given back, and the answer says so", async () => {
-    const { error, releases, sent } = await run({
-      item: apiKey,
-      host: "api.example.com",
-      path: "/v1/charges",
-      noteTicketFails: true,
-      execute: async () => {
-        throw new Error("never sent");
-      },
-    });
-    expect(sent()).toBe(0);
-    expect(releases).toBe(1);
-    expect(error).toBeInstanceOf(AppError);
-    expect((error as AppError).code).toBe("internal");
-    expect((error as AppError).extra).toMatchObject({ approval: "kept", request: "not_sent" });
-    expect(String((error as AppError).extra.hint)).toContain("not sent");
-    expect(JSON.stringify((error as AppError).toBody())).not.toContain("57P01");
-  });
-
   it("storing the tokens an exchange rotated, after the proxy answered: the request may have reached the API", async () => {
     const { error, releases, sent, actions } = await run({
       item: spotify,

@@ -78,10 +78,10 @@ export interface CallApproval {
   /** The grant it is: a one-call approval held while its fence waits is marked on it. */
   grant?: { grant_id: string };
   /**
-   * Remembers the ticket a one-call approval's call goes out under (and whether the proxies spent
-   * ids in the shared table then), until `settle`.
+   * The ticket a one-call approval's call goes out under, named on its grant by the statement that
+   * spent it (`nameCallTicket`), until `settle`.
    */
-  noteTicket?(ticketId: string, expiresAt: Date, isStoreShared: boolean): Promise<void>;
+  ticket?: { id: string; expiresAt: Date };
   /** The call's outcome is written: nothing is left for abandoned-calls.ts to recover. */
   settle?(): Promise<void>;
 }
@@ -107,7 +107,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
  * A call ticket lives as long as the control plane waits for its answer: a proxy that only reads
  * it after that (stalled, or behind a slow link) refuses it (DECISIONS "Faults").
  */
-const ticketTtlMs = (spec: CallSpec) => spec.timeoutMs + LINK_OVERHEAD_MS;
+const ticketTtlMs = (spec: Pick<CallSpec, "timeoutMs">) => spec.timeoutMs + LINK_OVERHEAD_MS;
 
 /**
  * The least life a one-call approval's ticket is minted with: enough to reach a proxy and be
@@ -334,6 +334,20 @@ export function createCallsService(deps: CallsDeps) {
   const fence = deps.fence ?? createTicketFence({ egress: deps.egress });
   return {
     /**
+     * The ticket a one-call approval's call will go out under, drawn just before the approval is
+     * spent and named on its grant by the spend itself (grants `authoriseCall`): its id, the latest
+     * it may live (it is minted later with what is left, or not at all: sendPlanned), and whether
+     * the proxies spend ids in the shared table (asked of the fence, which keeps its answer).
+     */
+    async nameCallTicket(
+      args: Pick<HttpRequestArgs, "timeout_ms">,
+    ): Promise<{ id: string; expiresAt: Date; isStoreShared: boolean }> {
+      const isStoreShared = (await fence.isStoreShared().catch(() => false)) === true;
+      const ttlMs = ticketTtlMs({ timeoutMs: args.timeout_ms ?? DEFAULT_TIMEOUT_MS });
+      return { id: newTicketId(), expiresAt: new Date(Date.now() + ttlMs), isStoreShared };
+    },
+
+    /**
      * What a call reads before it can be sent, in one statement: undefined where the lookups are
      * answered otherwise (a read cache), and the tool then asks each feature as usual.
      */
@@ -458,23 +472,16 @@ export function createCallsService(deps: CallsDeps) {
       // reading the refresh token) a failure sent nothing and the approval goes back.
       let sentTicket: SignedTicket | undefined;
       let isAnswered = false;
-      // The ticket a one-call approval named on its grant (below), for a held approval's mark.
-      let named: NamedTicket | undefined;
+      // The ticket a one-call approval named on its grant as it was spent (nameCallTicket), so a
+      // control plane killed at any moment since leaves the spent approval findable
+      // (abandoned-calls.ts). Its expiry is the latest the ticket may live: it is minted later
+      // (under the lock) with what is left of it, or not at all (sendPlanned), so a ticket past it
+      // can never be sent and the sweep's fence of it proves the call never left.
+      const named: NamedTicket | undefined = approval.ticket && {
+        id: approval.ticket.id,
+        expiresAtMs: approval.ticket.expiresAt.getTime(),
+      };
       try {
-        // A one-call approval names its ticket before anything can leave (and before the item's
-        // token lock, whose transaction holds a connection): a control plane killed from here on
-        // leaves the spent approval findable (abandoned-calls.ts). A failure here sent nothing.
-        // The noted expiry is a lower bound: the ticket is minted a moment later, under the lock.
-        // The noted expiry is the latest the ticket may live: it is minted later (under the lock)
-        // with what is left of it, or not at all (sendPlanned), so a ticket past it can never be
-        // sent and the sweep's fence of it proves the call never left.
-        if (approval.noteTicket) {
-          const id = newTicketId();
-          const isStoreShared = (await fence.isStoreShared().catch(() => false)) === true;
-          const expiresAtMs = Date.now() + ticketTtlMs(spec);
-          await approval.noteTicket(id, new Date(expiresAtMs), isStoreShared);
-          named = { id, expiresAtMs };
-        }
         ({ response, exchange } = await sendPlanned(
           plan,
           spec,
@@ -490,8 +497,8 @@ export function createCallsService(deps: CallsDeps) {
       } catch (error) {
         if (!sentTicket) {
           const isGivenBack = await giveBack();
-          // Out of time before anything was minted, or a fault of ours (the database, naming the
-          // ticket or taking the item's token lock): the answer says the request was not sent and
+          // Out of time before anything was minted, or a fault of ours (the database or taking the
+          // item's token lock): the answer says the request was not sent and
           // where the approval stands, as an unanswered call's does, never "try again later" alone.
           if (error instanceof NotSentInTime || !(error instanceof AppError))
             throw withApproval(notSentFault(error), isGivenBack ? "kept" : "lost", "not_sent");

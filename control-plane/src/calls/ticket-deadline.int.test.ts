@@ -13,10 +13,10 @@ import { describe, expect, it } from "vitest";
 import { isPostgresRun, newTestItem, newTestOrganisation, testDatabase } from "../../test/database.ts";
 import type { AuditEvent } from "../audit/audit.repo.ts";
 import { runInTransaction } from "../db/transaction.ts";
-import type { EgressClient } from "../egress/egress-client.ts";
+import { type EgressClient, LINK_OVERHEAD_MS } from "../egress/egress-client.ts";
 import { createSpentTicketsRepo } from "../egress/spent-tickets.repo.ts";
 import type { TicketFence } from "../egress/ticket-fence.ts";
-import { createTicketMinter } from "../egress/tickets.ts";
+import { createTicketMinter, newTicketId } from "../egress/tickets.ts";
 import { createCallAuthorisation } from "../grants/call-authorisation.ts";
 import { createGrantsRepo } from "../grants/grants.repo.ts";
 import type { CallableItem } from "../items/callable-item.ts";
@@ -50,8 +50,18 @@ async function storedItem(
   };
 }
 
-/** A one-call approval of exactly GET host/path, approved and then spent by authoriseCall. */
-async function spentApproval(organisationId: string, item: CallableItem, host: string, path: string) {
+/**
+ * A one-call approval of exactly GET host/path, approved and then spent by authoriseCall, naming
+ * the ticket of a call with a 1 s timeout (as calls.service nameCallTicket does), `delayMs` after
+ * it was drawn (a stalled process between drawing the ticket and spending the approval).
+ */
+async function spentApproval(
+  organisationId: string,
+  item: CallableItem,
+  host: string,
+  path: string,
+  delayMs = 0,
+) {
   const database = await testDatabase();
   const repo = createGrantsRepo(database.db);
   const id = newId("grt");
@@ -79,8 +89,18 @@ async function spentApproval(organisationId: string, item: CallableItem, host: s
   const authorisation = await createCallAuthorisation({ repo, now: () => new Date() }).authoriseCall(
     { organisationId, itemId: item.id, agentId: "agent_deadline", toolId: "http_request" },
     { method: "GET", host, path, bodySha256: null },
+    undefined,
+    async () => {
+      const ticket = {
+        id: newTicketId(),
+        expiresAt: new Date(Date.now() + 1000 + LINK_OVERHEAD_MS),
+        isStoreShared: true,
+      };
+      await sleep(delayMs);
+      return ticket;
+    },
   );
-  if (!authorisation?.isOneCall) throw new Error("the approval was not spent");
+  if (!authorisation?.isOneCall || !authorisation.ticket) throw new Error("the approval was not spent");
   return { id, authorisation };
 }
 
@@ -223,22 +243,15 @@ describe("a one-call approval's ticket and the expiry its grant names", () => {
     const database = await testDatabase();
     const organisationId = await newTestOrganisation(database);
     const item = await storedItem(organisationId, "API_KEY", { inject: "bearer", hosts: ["api.latch.test"] });
-    const { id, authorisation } = await spentApproval(organisationId, item, "api.latch.test", "/v1/x");
-    const { calls, minted, sent } = await callsService([item]);
     // Naming the ticket took longer than the ticket may live (a stalled process, a slow write).
-    const slowlyNamed = {
-      ...authorisation,
-      noteTicket: async (ticketId: string, expiresAt: Date, isStoreShared: boolean) => {
-        await authorisation.noteTicket?.(ticketId, expiresAt, isStoreShared);
-        await sleep(expiresAt.getTime() - Date.now() + 200);
-      },
-    };
+    const { id, authorisation } = await spentApproval(organisationId, item, "api.latch.test", "/v1/x", 2_700);
+    const { calls, minted, sent } = await callsService([item]);
     const error = await calls
       .executeCall(
         { organisationId, environment: "staging", actor: "agent:agent_deadline" },
         { method: "GET", host: "api.latch.test", path: "/v1/x", item_name: "API_KEY", timeout_ms: 1000 },
         { item, host: "api.latch.test", path: "/v1/x" },
-        slowlyNamed,
+        authorisation,
       )
       .then(
         () => undefined,
@@ -257,26 +270,24 @@ describe("a one-call approval's ticket and the expiry its grant names", () => {
     const item = await storedItem(organisationId, "API_KEY", { inject: "bearer", hosts: ["api.latch.test"] });
     const { id, authorisation } = await spentApproval(organisationId, item, "api.latch.test", "/v1/x");
     const { calls, minted } = await callsService([item]);
-    let named: { id: string; expiresAt: Date } | undefined;
-    const delayed = {
-      ...authorisation,
-      noteTicket: async (ticketId: string, expiresAt: Date, isStoreShared: boolean) => {
-        await authorisation.noteTicket?.(ticketId, expiresAt, isStoreShared);
-        named = { id: ticketId, expiresAt };
-        await sleep(500);
-      },
-    };
+    const named = authorisation.ticket!;
+    expect(await grantRow(id)).toMatchObject({
+      call_ticket_id: named.id,
+      call_ticket_expires_at: named.expiresAt,
+    });
+    // Time passes between the spend and the mint (the plan, the token lock).
+    await sleep(500);
     await calls
       .executeCall(
         { organisationId, environment: "staging", actor: "agent:agent_deadline" },
         { method: "GET", host: "api.latch.test", path: "/v1/x", item_name: "API_KEY", timeout_ms: 1000 },
         { item, host: "api.latch.test", path: "/v1/x" },
-        delayed,
+        authorisation,
       )
       .catch(() => undefined);
     expect(minted).toHaveLength(1);
-    expect(minted[0]!.id).toBe(named!.id);
-    expect(Number(minted[0]!.expiresAtMs)).toBeLessThanOrEqual(named!.expiresAt.getTime() + 5);
+    expect(minted[0]!.id).toBe(named.id);
+    expect(Number(minted[0]!.expiresAtMs)).toBeLessThanOrEqual(named.expiresAt.getTime() + 5);
     expect((await grantRow(id)).status).toBeDefined();
   }, 15_000);
 });

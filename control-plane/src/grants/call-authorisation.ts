@@ -3,7 +3,7 @@
 // service); a lasting grant's use noted, at most once a minute.
 import { type CallTarget, isCovering } from "./grant-coverage.ts";
 import { type PublicGrant, toPublicGrant } from "./grant-view.ts";
-import type { GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
+import type { GrantCallTicket, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
 /** A grant's last use is written at most once a minute: a busy agent costs no write per call. */
 export const USE_WRITE_INTERVAL_MS = 60_000;
@@ -15,10 +15,11 @@ export interface CallAuthorisation {
   /** A one-call grant, spent for this call (a session or standing grant is never spent). */
   isOneCall?: boolean;
   /**
-   * A one-call grant's call is handed to the proxy under this ticket: kept on the grant until
-   * `settle`, so that a control plane killed in between leaves it to be recovered.
+   * A one-call grant's call is handed to the proxy under this ticket, named on the grant by the
+   * statement that spent it and kept there until `settle`: a control plane killed at any moment
+   * after the spend leaves it to be recovered (abandoned-calls.ts).
    */
-  noteTicket?(ticketId: string, expiresAt: Date, isStoreShared: boolean): Promise<void>;
+  ticket?: { id: string; expiresAt: Date };
   /** The call's outcome is written (or the grant given back): nothing is left to recover. */
   settle?(): Promise<void>;
 }
@@ -57,33 +58,36 @@ export function createCallAuthorisation(deps: { repo: GrantsRepo; now: () => Dat
      * sent. Undefined when there is none (or another call spent the last one first). `usable`:
      * the scope's usable grants when the caller read them already, with its credential in the
      * same statement (calls/call-context.repo.ts), as findUsableGrants answers them.
+     * `nameTicket`: the ticket a one-call grant's call will go out under, asked only just before
+     * such a grant is spent (a standing grant costs nothing more) and named by the spend itself.
      */
     async authoriseCall(
       scope: GrantScope,
       call?: CallTarget,
       usable?: readonly GrantWithItem[],
+      nameTicket?: () => Promise<GrantCallTicket>,
     ): Promise<CallAuthorisation | undefined> {
       const at = now();
+      // Drawn once: a grant another call spent first leaves it unused for the next one.
+      let ticket: GrantCallTicket | undefined;
       for (const row of usable ?? (await deps.repo.findUsableGrants(scope, at))) {
         if (!isCovering(row, call)) continue;
         if (row.policy !== "prompt") {
           await noteUse(row, at);
           return { grant: toPublicGrant(row, at), release: async () => {} };
         }
-        if (await deps.repo.updateGrantConsumed(row.id, at)) {
+        ticket ??= await nameTicket?.();
+        if (await deps.repo.updateGrantConsumed(row.id, at, ticket)) {
           const spent = { ...row, status: "consumed", consumed_at: at };
           // The ticket this call named on the grant: a give-back or settle touches only its own.
-          let noted: string | null = null;
+          const named = ticket;
           return {
             grant: toPublicGrant(spent, at),
-            release: () => deps.repo.updateGrantRestored(row.id, noted),
+            release: () => deps.repo.updateGrantRestored(row.id, named?.id ?? null),
             isOneCall: true,
-            noteTicket: async (ticketId, expiresAt, isStoreShared) => {
-              await deps.repo.updateGrantCallTicket(row.id, ticketId, expiresAt, isStoreShared);
-              noted = ticketId;
-            },
+            ...(named ? { ticket: { id: named.id, expiresAt: named.expiresAt } } : {}),
             settle: async () => {
-              if (noted !== null) await deps.repo.updateGrantCallSettled(row.id, noted);
+              if (named) await deps.repo.updateGrantCallSettled(row.id, named.id);
             },
           };
         }

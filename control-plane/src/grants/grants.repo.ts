@@ -45,6 +45,17 @@ export interface UnsettledCall {
   call_ticket_expires_at: Date;
 }
 
+/**
+ * The ticket a one-call approval's call goes out under, named on the grant as it is spent: its id,
+ * the latest it may live (abandoned-calls.ts fences it once past), and whether the proxies spent
+ * ids in the shared table then.
+ */
+export interface GrantCallTicket {
+  id: string;
+  expiresAt: Date;
+  isStoreShared: boolean;
+}
+
 export interface CallScope {
   host?: string | null | undefined;
   method?: string | null | undefined;
@@ -109,8 +120,12 @@ export interface GrantsRepo {
   updateGrantUsed(id: string, at: Date, olderThan: Date): Promise<void>;
   /** Active, unexpired grants for the scope; ones that are not spent by use come first. */
   findUsableGrants(scope: GrantScope, now: Date): Promise<GrantWithItem[]>;
-  /** active -> consumed, only if still active. True for the one caller that won. */
-  updateGrantConsumed(id: string, now: Date): Promise<boolean>;
+  /**
+   * active -> consumed, only if still active. True for the one caller that won. `ticket`: the
+   * ticket its call goes out under, named by the same statement (until settled), so that no
+   * moment exists where the approval is spent and nothing says which call spent it.
+   */
+  updateGrantConsumed(id: string, now: Date, ticket?: GrantCallTicket): Promise<boolean>;
   /**
    * consumed -> active: the call never left, so the approval was not used. Only while the grant
    * still names `ticketId` (null: no ticket was named), so a late give-back of one call can never
@@ -339,10 +354,21 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .execute();
       return rows.sort((a, b) => POLICY_ORDER.indexOf(a.policy) - POLICY_ORDER.indexOf(b.policy));
     },
-    async updateGrantConsumed(id, now) {
+    async updateGrantConsumed(id, now, ticket) {
       const result = await db
         .updateTable("grants")
-        .set({ status: "consumed", consumed_at: now, last_used_at: now })
+        .set({
+          status: "consumed",
+          consumed_at: now,
+          last_used_at: now,
+          ...(ticket
+            ? {
+                call_ticket_id: ticket.id,
+                call_ticket_expires_at: ticket.expiresAt,
+                call_ticket_shared: ticket.isStoreShared,
+              }
+            : {}),
+        })
         .where("id", "=", id)
         .where("status", "=", "active")
         .executeTakeFirst();

@@ -98,7 +98,10 @@ export async function runHttpRequest(
   }
 
   // No rule, or an ask rule: today's approvals decide (an ask rule only names itself in the audit).
-  const authorisation = await deps.grants.authoriseCall(grantScope, call, grantsReadFor(context, item));
+  // A one-call approval is spent naming the ticket its call goes out under, in one statement.
+  const authorisation = await deps.grants.authoriseCall(grantScope, call, grantsReadFor(context, item), () =>
+    deps.calls.nameCallTicket(args),
+  );
   // The coverage decision, on the tool call's span (DECISIONS "Ledger and telemetry").
   telemetry().annotate(
     authorisation
