@@ -390,8 +390,8 @@ describe("a one-call approval whose control plane died mid-call, with the proxy 
     const made = await approvedOnce(h, "late", "/v1/late");
     const grantId = made.grantId;
     const repo = createGrantsRepo(h.plane.database.db);
-    expect(await repo.updateGrantConsumed(grantId, new Date())).toBe(true);
-    await repo.updateGrantCallTicket(grantId, "second-call-ticket-0001", new Date(), true);
+    const ticket = { id: "second-call-ticket-0001", expiresAt: new Date(), isStoreShared: true };
+    expect(await repo.updateGrantConsumed(grantId, new Date(), ticket)).toBe(true);
     // The first call's late writes name its own ticket: neither gives back nor clears the second's.
     await repo.updateGrantRestored(grantId, "first-call-ticket-00001");
     await repo.updateGrantCallSettled(grantId, "first-call-ticket-00001");

@@ -195,8 +195,12 @@ describe("an approval of the app credential does not cover a user account connec
     await approve(op, grantId, "prompt");
     // Its first try as calls.service.ts leaves a held one: spent, its ticket named, marked held.
     const repo = createGrantsRepo(h.plane.database.db);
-    expect(await repo.updateGrantConsumed(grantId, new Date())).toBe(true);
-    await repo.updateGrantCallTicket(grantId, "tkt_held_account_try", new Date(Date.now() + 11_500), true);
+    const ticket = {
+      id: "tkt_held_account_try",
+      expiresAt: new Date(Date.now() + 11_500),
+      isStoreShared: true,
+    };
+    expect(await repo.updateGrantConsumed(grantId, new Date(), ticket)).toBe(true);
     await repo.updateGrantHeld(grantId, "tkt_held_account_try", new Date(Date.now() + 90_000));
     const before = apiCalls();
 

@@ -290,8 +290,12 @@ describe("a hosted control plane, as services.ts wires it", () => {
         expect(approved.statusCode, approved.body).toBe(200);
         // The first try as calls.service.ts leaves a held one: spent, its ticket named, marked held.
         const repo = createGrantsRepo(h.plane.database.db);
-        expect(await repo.updateGrantConsumed(grantId, new Date())).toBe(true);
-        await repo.updateGrantCallTicket(grantId, "tkt_held_first_try", new Date(Date.now() + 11_500), true);
+        const ticket = {
+          id: "tkt_held_first_try",
+          expiresAt: new Date(Date.now() + 11_500),
+          isStoreShared: true,
+        };
+        expect(await repo.updateGrantConsumed(grantId, new Date(), ticket)).toBe(true);
         await repo.updateGrantHeld(grantId, "tkt_held_first_try", new Date(Date.now() + 90_000));
         const mailsBefore = h.inbox.mails.length;
 

@@ -132,8 +132,6 @@ export interface GrantsRepo {
    * give back the approval another call spent since.
    */
   updateGrantRestored(id: string, ticketId: string | null): Promise<void>;
-  /** A consumed one-call approval's call is handed to the proxy under this ticket (until settled). */
-  updateGrantCallTicket(id: string, ticketId: string, expiresAt: Date, isStoreShared: boolean): Promise<void>;
   /** Its call's outcome is known and written: the grant forgets `ticketId` (only that one). */
   updateGrantCallSettled(id: string, ticketId: string): Promise<void>;
   /**
@@ -389,18 +387,6 @@ export function createGrantsRepo(db: Kysely<Database>): GrantsRepo {
         .where((eb) =>
           ticketId === null ? eb("call_ticket_id", "is", null) : eb("call_ticket_id", "=", ticketId),
         )
-        .execute();
-    },
-    async updateGrantCallTicket(id, ticketId, expiresAt, isStoreShared) {
-      await db
-        .updateTable("grants")
-        .set({
-          call_ticket_id: ticketId,
-          call_ticket_expires_at: expiresAt,
-          call_ticket_shared: isStoreShared,
-        })
-        .where("id", "=", id)
-        .where("status", "=", "consumed")
         .execute();
     },
     async updateGrantCallSettled(id, ticketId) {
