@@ -22,7 +22,14 @@
 // the trie cost 32 bytes of table a byte of it, and a 32 KiB value's spellings a gigabyte.
 
 import { readJsonLineBreaks, readJsonLineBreaksInSpelling } from "./json-line-breaks.ts";
-import { buildFailureTable, type ReadTable, runRepeatingMatcher } from "./repeating-spelling.ts";
+import {
+  findAnchorStart,
+  matchRepeating,
+  mergeRepeatingRuns,
+  type ReadTable,
+  type RepeatingScan,
+  startRepeatingScan,
+} from "./repeating-spelling.ts";
 
 const ANCHOR_BYTES = 16;
 
@@ -242,20 +249,6 @@ function follow(trie: Trie, state: number, byte: number): number {
   }
 }
 
-/** One scan's progress on the repeating spellings, and the runs their matches cover. */
-interface RepeatingScan {
-  /**
-   * For each spelling, the first body byte its matcher has not read (0 before it runs); made
-   * when a repeating spelling's anchor is first found (most scans find none).
-   */
-  reach: Int32Array | undefined;
-  /**
-   * Runs of the repeating spellings' matches, flat [start, end, ...]: a matcher reads ahead of
-   * the scan, so they are merged with the others once the scan is done.
-   */
-  runs: number[];
-}
-
 /** Scans `bytes`; adds covered runs to `runs` when given; answers whether the end is open. */
 function scan(trie: Trie, bytes: Uint8Array, runs: number[] | undefined): boolean {
   // This loop runs once per byte of every body: the usual byte, outside any anchor, costs two
@@ -263,7 +256,7 @@ function scan(trie: Trie, bytes: Uint8Array, runs: number[] | undefined): boolea
   const readAs = READ_AS;
   const { rootNext, output } = trie;
   const length = bytes.length;
-  const repeating: RepeatingScan = { reach: undefined, runs: [] };
+  const repeating = startRepeatingScan(trie.spellings, trie.failures, ANCHOR_BYTES, READ);
   let isOpen = false;
   let state = 0;
   for (let i = 0; i < length; i++) {
@@ -274,7 +267,7 @@ function scan(trie: Trie, bytes: Uint8Array, runs: number[] | undefined): boolea
       isOpen = true;
     }
   }
-  if (runs !== undefined && repeating.runs.length > 0) mergeRuns(runs, repeating.runs);
+  if (runs !== undefined) mergeRepeatingRuns(repeating, runs);
   return isOpen || trie.depth[state]! > 0;
 }
 
@@ -297,87 +290,18 @@ function checkAnchorsAt(
     for (let entry = firstEntry[node]!; entry !== 0; entry = nextEntry[entry]!) {
       const index = entry - 1;
       if (isRepeating[index]) {
-        if (matchRepeating(trie, bytes, last, index, runs, repeating)) isOpen = true;
+        if (matchRepeating(repeating, bytes, last, index, runs !== undefined)) isOpen = true;
         continue;
       }
       const end = compareRest(bytes, last + 1, spellings[index]!, depth[node]!);
       if (end === RAN_OFF_THE_END) isOpen = true;
       else if (end !== MISMATCH && runs !== undefined) {
-        if (start === -1) start = findAnchorStart(bytes, last, depth[node]!);
+        if (start === -1) start = findAnchorStart(bytes, last, depth[node]!, READ);
         addRun(runs, start, end);
       }
     }
   }
   return isOpen;
-}
-
-/**
- * Runs the KMP matcher of repeating spelling `index` from its anchor ending at `last`, unless
- * its matcher already read that byte (it tracks every alignment, this one included). Adds its
- * matches to the scan's repeating runs; answers whether it ran off the end of `bytes`.
- */
-function matchRepeating(
-  trie: Trie,
-  bytes: Uint8Array,
-  last: number,
-  index: number,
-  runs: number[] | undefined,
-  repeating: RepeatingScan,
-): boolean {
-  repeating.reach ??= new Int32Array(trie.spellings.length);
-  if (last < repeating.reach[index]!) return false;
-  const spelling = trie.spellings[index]!;
-  let failure = trie.failures[index];
-  if (failure === undefined) {
-    failure = buildFailureTable(spelling);
-    trie.failures[index] = failure;
-  }
-  const late = repeating.runs;
-  const onMatch =
-    runs === undefined
-      ? undefined
-      : (start: number, end: number) => {
-          // One matcher's matches come in order: each is merged with the run before when it
-          // starts inside it (mergeRuns sorts the runs of several matchers).
-          const last = late.length - 1;
-          if (last > 0 && late[last - 1]! <= start && start <= late[last]!) {
-            late[last] = Math.max(late[last]!, end);
-          } else late.push(start, end);
-        };
-  const anchorStart = findAnchorStart(bytes, last, ANCHOR_BYTES);
-  const run = runRepeatingMatcher(
-    bytes,
-    last + 1,
-    anchorStart,
-    spelling,
-    failure,
-    ANCHOR_BYTES,
-    READ,
-    onMatch,
-  );
-  repeating.reach[index] = run.reach;
-  return run.isOpen;
-}
-
-/** Merges the flat runs `more` (in any order) into the sorted, disjoint `runs`. */
-function mergeRuns(runs: number[], more: readonly number[]): void {
-  const pairs: [number, number][] = [];
-  for (let i = 0; i < runs.length; i += 2) pairs.push([runs[i]!, runs[i + 1]!]);
-  for (let i = 0; i < more.length; i += 2) pairs.push([more[i]!, more[i + 1]!]);
-  pairs.sort((a, b) => a[0] - b[0]);
-  runs.length = 0;
-  for (const [start, end] of pairs) {
-    if (runs.length > 0 && runs[runs.length - 1]! >= start) {
-      runs[runs.length - 1] = Math.max(runs[runs.length - 1]!, end);
-    } else runs.push(start, end);
-  }
-}
-
-/** Where an anchor of `length` bytes (as read) that ends at `last` begins, behind any CR or LF. */
-function findAnchorStart(bytes: Uint8Array, last: number, length: number): number {
-  let start = last;
-  for (let read = 1; read < length; ) if (READ_AS[bytes[--start]!] !== SKIP) read++;
-  return start;
 }
 
 /**
