@@ -19,12 +19,10 @@ import type { EgressClient } from "../src/egress/egress-client.ts";
 import { createSpentTicketsRepo } from "../src/egress/spent-tickets.repo.ts";
 import type { LateFence, TicketFence } from "../src/egress/ticket-fence.ts";
 import { createGrantsRepo, type GrantsRepo } from "../src/grants/grants.repo.ts";
-import { createGrantsService } from "../src/grants/grants.service.ts";
-import { createItemsRepo } from "../src/items/items.repo.ts";
-import { createItemsService } from "../src/items/items.service.ts";
 import { runHttpRequest } from "../src/tools/http-request.tool.ts";
 import { LOCAL_SURFACE } from "../src/tools/tool-context.ts";
-import { newTestOrganisation, testDatabase } from "./database.ts";
+import { callPathOrganisation, grantCallState, NO_POLICIES } from "./call-path.ts";
+import { testDatabase } from "./database.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
 import { connectAgent, listenHosted, operatorWithClient, toolAnswer } from "./hosted.ts";
 
@@ -54,23 +52,8 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
  * http_request audit row is refused.
  */
 async function services(options: { auditFails?: boolean; isStoreShared?: boolean } = {}) {
-  const organisationId = await newTestOrganisation(database);
-  const audit = createAuditRepo(database.db);
   const mails: string[] = [];
-  const items = createItemsService({
-    repo: createItemsRepo(database.db),
-    sealingKey: async () => harness.proxy.sealingKey,
-    recordEvent: audit.insertAuditEvent,
-    environments: ["production"],
-    defaultEnvironment: "production",
-  });
-  const grants = createGrantsService({
-    repo: createGrantsRepo(database.db),
-    recordEvent: audit.insertAuditEvent,
-    inTransaction: (fn) =>
-      runInTransaction(database.db, (trx) =>
-        fn({ repo: createGrantsRepo(trx), recordEvent: createAuditRepo(trx).insertAuditEvent }),
-      ),
+  const { organisationId, audit, items, grants } = await callPathOrganisation(database, harness, SECRET, {
     // Hosted: requests carry a code and are mailed.
     approvalCodes: { hashCode: (code) => createHash("sha256").update(code).digest("hex") },
     notifyApproval: async (notice) => {
@@ -109,18 +92,7 @@ async function services(options: { auditFails?: boolean; isStoreShared?: boolean
     callContext: createCallContextRepo(database.db),
     heldCalls: createGrantsRepo(database.db),
   });
-  await items.storeItem(organisationId, "operator", {
-    name: "API_KEY",
-    value: SECRET,
-    allowed_hosts: ["api.latch.test"],
-    environment: "production",
-  });
-  const policies = {
-    decideCall: async () => undefined,
-    admitCall: async () => undefined,
-    recordPolicyEvent: async () => {},
-  };
-  const deps = { items, grants, calls, policies, surface: LOCAL_SURFACE };
+  const deps = { items, grants, calls, policies: NO_POLICIES, surface: LOCAL_SURFACE };
   const scope = { organisationId, environment: "production", agentId: "payments_agent" };
   const args = { method: "POST" as const, path: PATH, item_name: "API_KEY", body: { amount: 100 } };
   const call = async (callArgs: typeof args = args) =>
@@ -129,12 +101,7 @@ async function services(options: { auditFails?: boolean; isStoreShared?: boolean
   expect(first.status).toBe("pending");
   const grantId = first.grant_id as string;
   await grants.approveGrant(organisationId, "operator", grantId, "prompt");
-  const row = () =>
-    database.db
-      .selectFrom("grants")
-      .select(["status", "held_until", "call_ticket_id"])
-      .where("id", "=", grantId)
-      .executeTakeFirstOrThrow();
+  const row = () => grantCallState(database, grantId);
   const grantIds = async () => (await grants.listGrants(organisationId)).map((g) => g.grant_id);
   return { organisationId, args, call, grantId, proxy, lates, mails, row, grantIds };
 }

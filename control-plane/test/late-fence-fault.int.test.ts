@@ -17,12 +17,10 @@ import type { EgressClient } from "../src/egress/egress-client.ts";
 import { createSpentTicketsRepo } from "../src/egress/spent-tickets.repo.ts";
 import type { LateFence, TicketFence } from "../src/egress/ticket-fence.ts";
 import { createGrantsRepo, type GrantsRepo } from "../src/grants/grants.repo.ts";
-import { createGrantsService } from "../src/grants/grants.service.ts";
-import { createItemsRepo } from "../src/items/items.repo.ts";
-import { createItemsService } from "../src/items/items.service.ts";
 import { runHttpRequest } from "../src/tools/http-request.tool.ts";
 import { LOCAL_SURFACE } from "../src/tools/tool-context.ts";
-import { newTestOrganisation, testDatabase } from "./database.ts";
+import { callPathOrganisation, grantCallState, NO_POLICIES } from "./call-path.ts";
+import { testDatabase } from "./database.ts";
 import { type EgressHarness, startEgressHarness } from "./egress-harness.ts";
 
 const SECRET = "sk_live_latefence_canary_3c9e";
@@ -51,23 +49,7 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 20));
  * ("pending"); `lates` hears each fence's end. `ledger.down`: every audit row is refused.
  */
 async function services(policy: "prompt" | "item_standing") {
-  const organisationId = await newTestOrganisation(database);
-  const audit = createAuditRepo(database.db);
-  const items = createItemsService({
-    repo: createItemsRepo(database.db),
-    sealingKey: async () => harness.proxy.sealingKey,
-    recordEvent: audit.insertAuditEvent,
-    environments: ["production"],
-    defaultEnvironment: "production",
-  });
-  const grants = createGrantsService({
-    repo: createGrantsRepo(database.db),
-    recordEvent: audit.insertAuditEvent,
-    inTransaction: (fn) =>
-      runInTransaction(database.db, (trx) =>
-        fn({ repo: createGrantsRepo(trx), recordEvent: createAuditRepo(trx).insertAuditEvent }),
-      ),
-  });
+  const { organisationId, audit, items, grants } = await callPathOrganisation(database, harness, SECRET);
   const link = { cut: false, down: false };
   const ledger = { down: false };
   /** The database refuses to give a one-call approval back. */
@@ -103,17 +85,6 @@ async function services(policy: "prompt" | "item_standing") {
     callContext: createCallContextRepo(database.db),
     heldCalls: createGrantsRepo(database.db),
   });
-  await items.storeItem(organisationId, "operator", {
-    name: "API_KEY",
-    value: SECRET,
-    allowed_hosts: ["api.latch.test"],
-    environment: "production",
-  });
-  const policies = {
-    decideCall: async () => undefined,
-    admitCall: async () => undefined,
-    recordPolicyEvent: async () => {},
-  };
   const refusingGrants: typeof grants = {
     ...grants,
     authoriseCall: async (...args) => {
@@ -129,7 +100,7 @@ async function services(policy: "prompt" | "item_standing") {
       );
     },
   };
-  const deps = { items, grants: refusingGrants, calls, policies, surface: LOCAL_SURFACE };
+  const deps = { items, grants: refusingGrants, calls, policies: NO_POLICIES, surface: LOCAL_SURFACE };
   const scope = { organisationId, environment: "production", agentId: "billing_agent" };
   const args = { method: "POST" as const, path: PATH, item_name: "API_KEY", body: { amount: 100 } };
   const call = async () => (await runHttpRequest(deps, scope, args)).payload as Record<string, unknown>;
@@ -137,12 +108,7 @@ async function services(policy: "prompt" | "item_standing") {
   expect(first.status).toBe("pending");
   const grantId = first.grant_id as string;
   await grants.approveGrant(organisationId, "operator", grantId, policy);
-  const row = () =>
-    database.db
-      .selectFrom("grants")
-      .select(["status", "held_until", "call_ticket_id"])
-      .where("id", "=", grantId)
-      .executeTakeFirstOrThrow();
+  const row = () => grantCallState(database, grantId);
   /** The ledger's rows of this organisation's calls (not the approval's own rows). */
   const callRows = async () =>
     (

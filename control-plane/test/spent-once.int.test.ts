@@ -5,18 +5,13 @@
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditEvent } from "../src/audit/audit.repo.ts";
-import { createAuditRepo } from "../src/audit/audit.repo.ts";
 import { logAuditFailure } from "../src/audit/audit-failure.ts";
 import { createCallsService } from "../src/calls/calls.service.ts";
 import type { OpenDatabase } from "../src/db/database.ts";
-import { runInTransaction } from "../src/db/transaction.ts";
-import { createGrantsRepo } from "../src/grants/grants.repo.ts";
-import { createGrantsService } from "../src/grants/grants.service.ts";
-import { createItemsRepo } from "../src/items/items.repo.ts";
-import { createItemsService } from "../src/items/items.service.ts";
 import { runHttpRequest } from "../src/tools/http-request.tool.ts";
 import { LOCAL_SURFACE } from "../src/tools/tool-context.ts";
-import { newTestOrganisation, testDatabase } from "./database.ts";
+import { callPathOrganisation, NO_POLICIES } from "./call-path.ts";
+import { testDatabase } from "./database.ts";
 import { type EgressHarness, LogCapture, startEgressHarness } from "./egress-harness.ts";
 
 const SECRET = "sk_live_spentonce_canary_5e0c";
@@ -37,24 +32,8 @@ afterAll(async () => {
 
 /** The services of one organisation; `auditFails` makes every http_request audit insert throw. */
 async function services(options: { auditFails?: boolean } = {}) {
-  const organisationId = await newTestOrganisation(database);
-  const audit = createAuditRepo(database.db);
+  const { organisationId, audit, items, grants } = await callPathOrganisation(database, harness, SECRET);
   const logs = new LogCapture();
-  const items = createItemsService({
-    repo: createItemsRepo(database.db),
-    sealingKey: async () => harness.proxy.sealingKey,
-    recordEvent: audit.insertAuditEvent,
-    environments: ["production"],
-    defaultEnvironment: "production",
-  });
-  const grants = createGrantsService({
-    repo: createGrantsRepo(database.db),
-    recordEvent: audit.insertAuditEvent,
-    inTransaction: (fn) =>
-      runInTransaction(database.db, (trx) =>
-        fn({ repo: createGrantsRepo(trx), recordEvent: createAuditRepo(trx).insertAuditEvent }),
-      ),
-  });
   const calls = createCallsService({
     findItemByName: items.findCallableByName,
     findItemsByHost: items.findCallableByHost,
@@ -71,19 +50,7 @@ async function services(options: { auditFails?: boolean } = {}) {
     egress: harness.client,
     onAuditFailure: logAuditFailure(pino({ level: "info" }, logs)),
   });
-  await items.storeItem(organisationId, "operator", {
-    name: "API_KEY",
-    value: SECRET,
-    allowed_hosts: ["api.latch.test"],
-    environment: "production",
-  });
-  // No policy rules: today's approvals decide every call here.
-  const policies = {
-    decideCall: async () => undefined,
-    admitCall: async () => undefined,
-    recordPolicyEvent: async () => {},
-  };
-  const deps = { items, grants, calls, policies, surface: LOCAL_SURFACE };
+  const deps = { items, grants, calls, policies: NO_POLICIES, surface: LOCAL_SURFACE };
   const scope = { organisationId, environment: "production", agentId: "attacker" };
   const args = { method: "DELETE" as const, path: "/v1/everything", item_name: "API_KEY" };
   const pending = (await runHttpRequest(deps, scope, args)).payload as { grant_id: string };
