@@ -26,6 +26,8 @@ import type { ChallengeBinding, ChallengePurpose, PasskeysRepo } from "./passkey
 export const CHALLENGE_TTL_MS = 5 * 60_000;
 const TIMEOUT_MS = 120_000;
 export const MAX_PASSKEYS = 20;
+/** W3C WebAuthn Level 3, 7.1: a longer credential id fails the registration ceremony. */
+const MAX_CREDENTIAL_ID_BYTES = 1023;
 
 export interface RelyingParty {
   /** The host of BASE_URL (W3C WebAuthn 5.1.2: an RP id is a host, no scheme or port). */
@@ -191,7 +193,7 @@ export function createPasskeysService(deps: PasskeysDeps) {
       input: { name: unknown; response: unknown },
     ): Promise<PasskeyView> {
       const name = checkPasskeyName(input.name);
-      credentialId(input.response);
+      const named = credentialId(input.response);
       const challenge = challengeTaker(["register"], { sessionId });
       let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
       try {
@@ -209,6 +211,13 @@ export function createPasskeysService(deps: PasskeysDeps) {
       }
       if (!verified.verified) throw refused();
       const info = verified.registrationInfo;
+      // The id kept is the one every sign-in looks the passkey up by (the answer's `id`): the
+      // authenticator's data must carry that same id, and at most 1023 bytes of it. The library
+      // reads the data's own id and compares it with nothing; an unchecked one of up to 64 KiB
+      // would reach the database's unique index, too long for it (a 500).
+      if (info.credential.id !== named || Buffer.from(named, "base64url").length > MAX_CREDENTIAL_ID_BYTES) {
+        throw refused("the authenticator's data names another or an over-long credential id");
+      }
       if ((await repo.findPasskeyCount(operatorId)) >= MAX_PASSKEYS) {
         throw new AppError("plan_limit", `an account has at most ${MAX_PASSKEYS} passkeys`);
       }

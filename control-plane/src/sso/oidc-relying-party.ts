@@ -56,6 +56,17 @@ const SIGNING_ALGORITHMS = [
   "EdDSA",
 ];
 
+/**
+ * A list field of the provider's discovery document (RFC 8414 2: a JSON array of strings), or
+ * undefined when it is anything else: a hostile or broken document's string, number or object is
+ * read as the field left out (openid-client reads it so for its own checks), never called on.
+ */
+function metadataList(value: unknown): string[] | undefined {
+  return Array.isArray(value)
+    ? value.filter((entry): entry is string => typeof entry === "string")
+    : undefined;
+}
+
 export interface RelyingPartyDeps {
   egress: Pick<EgressClient, "fetchDocument" | "execute">;
   minter: Pick<TicketMinter, "mintDocumentTicket" | "mintCallTicket">;
@@ -160,7 +171,7 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
     request: TokenRequest,
   ): Promise<Response> {
     const token = httpsTarget(String(metadata.token_endpoint), "token endpoint");
-    const methods = metadata.token_endpoint_auth_methods_supported ?? ["client_secret_basic"];
+    const methods = metadataList(metadata.token_endpoint_auth_methods_supported) ?? ["client_secret_basic"];
     // RFC 8414: client_secret_basic is the default; client_secret_post when that is all it takes.
     const authentication = methods.includes("client_secret_basic")
       ? ClientAuthentication.CLIENT_AUTHENTICATION_BASIC
@@ -287,8 +298,8 @@ export function createRelyingParty(deps: RelyingPartyDeps) {
 
   /** The ID token's signature against the provider's keys (fetched again once for an unknown key). */
   async function verifySignature(idToken: string, keys: ConnectionKeys, metadata: oidc.ServerMetadata) {
-    const allowed = (metadata.id_token_signing_alg_values_supported ?? ["RS256"]).filter((alg) =>
-      SIGNING_ALGORITHMS.includes(alg),
+    const allowed = (metadataList(metadata.id_token_signing_alg_values_supported) ?? ["RS256"]).filter(
+      (alg) => SIGNING_ALGORITHMS.includes(alg),
     );
     const options = {
       issuer: metadata.issuer,

@@ -306,11 +306,17 @@ function checkedEmail(claims: Record<string, unknown>, domains: readonly string[
   if (claims.email_verified !== true && claims.email_verified !== "true") {
     throw new AppError("sso_failed", "the identity provider has not verified this email address");
   }
+  // The address as the provider spells it, bar ASCII case, is the account's: normaliseEmail's
+  // toLowerCase() and trim() would fold another address onto it (U+212A KELVIN SIGN lowercases to
+  // "k", U+00A0 and U+FEFF are trimmed), and the provider vouched for that other address, another
+  // person's mailbox there, not for this account's. Latch keeps ASCII addresses only.
+  const invalid = () => new AppError("sso_failed", "the identity provider's email address is not valid");
+  if (!/^[\x21-\x7e]+$/.test(claims.email)) throw invalid();
   let email: string;
   try {
     email = normaliseEmail(claims.email);
   } catch {
-    throw new AppError("sso_failed", "the identity provider's email address is not valid");
+    throw invalid();
   }
   const domain = email.slice(email.lastIndexOf("@") + 1);
   if (!domains.includes(domain)) {

@@ -1,0 +1,117 @@
+// A new passkey's answer as a hostile browser may write it (auth/passkeys.service.ts register): the
+// credential id Latch keeps is the one the answer names (`id`, what every later sign-in looks the
+// passkey up by) and the authenticator's data carries, at most 1023 bytes (W3C WebAuthn Level 3,
+// 7.1); an authenticator's data naming another id, or a longer one, is refused as
+// passkey_invalid, never a 500 from the database's unique index.
+import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type HostedHarness, signUpOperator, startHosted } from "../../test/hosted.ts";
+
+let h: HostedHarness;
+beforeAll(async () => {
+  h = await startHosted();
+}, 120_000);
+afterAll(async () => {
+  await h?.close();
+});
+
+const BASE = "http://localhost:8787";
+
+/**
+ * A registration answer for `challenge` (ES256, no attestation) whose authenticator data carries
+ * `attested` as the credential id while the answer itself names `named`.
+ */
+function registration(challenge: string, attested: Buffer, named: Buffer = attested) {
+  const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest();
+  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const jwk = publicKey.export({ format: "jwk" });
+  const cose = Buffer.concat([
+    Buffer.from([0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]),
+    Buffer.from(jwk.x!, "base64url"),
+    Buffer.from([0x22, 0x58, 0x20]),
+    Buffer.from(jwk.y!, "base64url"),
+  ]);
+  const idLength = Buffer.alloc(2);
+  idLength.writeUInt16BE(attested.length);
+  const authData = Buffer.concat([
+    sha256("localhost"),
+    Buffer.from([0x45]),
+    Buffer.alloc(4),
+    Buffer.alloc(16),
+    idLength,
+    attested,
+    cose,
+  ]);
+  const dataLength = Buffer.alloc(4);
+  dataLength.writeUInt32BE(authData.length);
+  const attestation = Buffer.concat([
+    Buffer.from([0xa3, 0x63]),
+    Buffer.from("fmt"),
+    Buffer.from([0x64]),
+    Buffer.from("none"),
+    Buffer.from([0x67]),
+    Buffer.from("attStmt"),
+    Buffer.from([0xa0]),
+    Buffer.from([0x68]),
+    Buffer.from("authData"),
+    Buffer.from([0x5a]),
+    dataLength,
+    authData,
+  ]);
+  const clientData = Buffer.from(
+    JSON.stringify({ type: "webauthn.create", challenge, origin: BASE, crossOrigin: false }),
+  );
+  const id = named.toString("base64url");
+  return {
+    id,
+    rawId: id,
+    type: "public-key",
+    response: {
+      clientDataJSON: clientData.toString("base64url"),
+      attestationObject: attestation.toString("base64url"),
+      transports: ["internal"],
+    },
+    clientExtensionResults: {},
+  };
+}
+
+async function addPasskey(attested: Buffer, named?: Buffer) {
+  const { browser } = await signUpOperator(h, { label: "passkey-id" });
+  const options = await browser.request("POST", "/api/auth/passkeys/options", {});
+  expect(options.statusCode, options.body).toBe(200);
+  const added = await browser.request("POST", "/api/auth/passkeys", {
+    name: "Laptop",
+    response: registration(options.json().challenge, attested, named),
+  });
+  return { browser, added };
+}
+
+describe("a new passkey's credential id", () => {
+  it("is refused when the authenticator's data carries an id over 1023 bytes", async () => {
+    const { browser, added } = await addPasskey(randomBytes(40_000), randomBytes(32));
+    expect(added.statusCode, added.body).toBe(401);
+    expect(added.json().error.code).toBe("passkey_invalid");
+    expect((await browser.request("GET", "/api/auth/passkeys")).json().passkeys).toEqual([]);
+
+    // Named so in the answer too, one byte over: the same refusal, nothing kept.
+    const long = randomBytes(1_024);
+    const again = await addPasskey(long, long);
+    expect(again.added.statusCode, again.added.body).toBe(401);
+    expect(again.added.json().error.code).toBe("passkey_invalid");
+  });
+
+  it("is refused when the authenticator's data names another id than the answer", async () => {
+    const { browser, added } = await addPasskey(randomBytes(32), randomBytes(32));
+    expect(added.statusCode, added.body).toBe(401);
+    expect(added.json().error.code).toBe("passkey_invalid");
+    expect((await browser.request("GET", "/api/auth/passkeys")).json().passkeys).toEqual([]);
+  });
+
+  it("is kept as the answer names it when the two agree, up to 1023 bytes", async () => {
+    for (const length of [16, 1_023]) {
+      const { browser, added } = await addPasskey(randomBytes(length));
+      expect(added.statusCode, added.body).toBe(201);
+      expect((await browser.request("GET", "/api/auth/passkeys")).json().passkeys).toHaveLength(1);
+    }
+  });
+});
