@@ -38,6 +38,16 @@ describe("the inbox event an audit row is", () => {
     });
   });
 
+  it("shows the invisible characters of the agent's name as U+FFFD, as every approval does", () => {
+    const named = {
+      ...row("grant_requested", { agent_id: "cli_abc" }),
+      actor_name: "Read\u202Eetirw\u200B bot",
+    };
+    expect(toInboxEvent(named)?.data.agent).toEqual({ id: "cli_abc", name: "Read\uFFFDetirw\uFFFD bot" });
+    const asking = { ...row("need_requested", { need_id: "need_1" }), actor_name: "\u2066sync\u2069" };
+    expect(toInboxEvent(asking)?.data.agent).toEqual({ id: "cli_abc", name: "\uFFFDsync\uFFFD" });
+  });
+
   it("is none for a row the inbox does not follow", () => {
     expect(toInboxEvent(row("http_request"))).toBeUndefined();
     expect(toInboxEvent(row("grant_revoked"))).toBeUndefined();

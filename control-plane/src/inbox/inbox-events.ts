@@ -3,6 +3,7 @@
 // committed in order) is the event's id, so `Last-Event-ID` resumes on any replica without a table
 // of its own. An event carries names, hosts, methods and paths, as the inbox shows them; never a
 // value and never an approval code (neither is ever in an audit row).
+import { showHidden } from "@latch/shared/text/show-hidden";
 import type { AuditedCall } from "../audit/audit.repo.ts";
 
 /** The audit actions the inbox follows, and the event each one is. */
@@ -38,10 +39,16 @@ const DECISION_OF: Readonly<Record<string, string>> = {
   grant_denied: "denied",
 };
 
-/** The agent a row names: its client id and, hosted, its name as issued or registered. */
+/**
+ * The agent a row names: its client id and, hosted, its name as issued or registered. The name is
+ * the agent's own words (a client registers it over OAuth) and the console shows it in a browser
+ * notification, so it reads as wherever an approval is shown (grants/grant-view.ts
+ * shownToOperator, the push): invisible characters, a direction override among them, as U+FFFD.
+ */
 function agentOf(row: AuditedCall): { id: string | null; name: string | null } {
   const id = text(row.detail.agent_id) ?? /^agent:(.+)$/.exec(row.actor)?.[1] ?? null;
-  return { id, name: row.actor.startsWith("agent:") ? row.actor_name : null };
+  const name = row.actor.startsWith("agent:") ? row.actor_name : null;
+  return { id, name: name === null ? null : showHidden(name).text };
 }
 
 /**

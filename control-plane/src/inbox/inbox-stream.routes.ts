@@ -3,8 +3,8 @@
 // need_created and need_closed, each with the ledger seq as its id. The first event (`ready`)
 // carries the current seq, so a stream that drops before anything happened still resumes from
 // there with Last-Event-ID and misses nothing; one that fell too far behind gets `reset` (load the
-// inbox again). The session is checked again while the stream is open: signed out, switched to
-// another organisation or removed from it, the stream ends.
+// inbox again). The session is checked again while the stream is open, and before each event is
+// written: signed out, switched to another organisation or removed from it, the stream ends.
 import { AppError } from "@latch/shared/errors";
 import type { FastifyContextConfig, FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
@@ -160,10 +160,23 @@ export function registerInboxStreamRoutes(app: FastifyInstance, deps: InboxStrea
         for (const event of events) write(formatServerSentEvent(event));
       }
 
+      // Each batch is judged before it is written, in order: a member removed (or signed out,
+      // switched away, shut out by "Require SSO") since the last check hears nothing more of the
+      // organisation, not RECHECK_MS of its requests. A check that fails ends the stream too: the
+      // console reconnects with Last-Event-ID and misses nothing.
+      let delivered = Promise.resolve();
       const unsubscribe = deps.hub.subscribe(organisationId, {
         cursor,
         send: (events) => {
-          for (const event of events) write(formatServerSentEvent(event));
+          delivered = delivered.then(async () => {
+            if (raw.writableEnded) return;
+            const allowed = await isStillAllowed(request, organisationId).catch(() => false);
+            if (!allowed) {
+              raw.end();
+              return;
+            }
+            for (const event of events) write(formatServerSentEvent(event));
+          });
         },
       });
       const keepalive = setInterval(() => write(": keepalive\n\n"), KEEPALIVE_MS);

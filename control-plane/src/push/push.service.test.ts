@@ -6,7 +6,7 @@ import { createECDH, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import webpush from "web-push";
 import type { PushRepo, PushSubscriptionRow } from "./push.repo.ts";
-import { createPushService, type PushServiceDeps } from "./push.service.ts";
+import { createPushService, MAX_PUSHES_IN_FLIGHT, type PushServiceDeps } from "./push.service.ts";
 
 const HOST = "fcm.googleapis.com";
 
@@ -40,6 +40,7 @@ function harness(options: {
   statusOf?: (id: string) => number | Error;
   repo?: Partial<PushRepo>;
   findApprovers?: PushServiceDeps["findApprovers"];
+  sendPush?: PushServiceDeps["egress"]["sendPush"];
 }) {
   const deleted: string[] = [];
   const warnings: unknown[] = [];
@@ -58,12 +59,20 @@ function harness(options: {
     subject: "mailto:ops@latch.example",
     allowedHosts: [HOST],
     egress: {
-      sendPush: async (ticket) => {
-        const id = (ticket as unknown as { id: string }).id;
-        const status = options.statusOf?.(id) ?? 201;
-        if (status instanceof Error) throw status;
-        return { reachedOrigin: true, originStatus: status, error: undefined, durationMs: 1, retryAfterS: 0 };
-      },
+      sendPush:
+        options.sendPush ??
+        (async (ticket) => {
+          const id = (ticket as unknown as { id: string }).id;
+          const status = options.statusOf?.(id) ?? 201;
+          if (status instanceof Error) throw status;
+          return {
+            reachedOrigin: true,
+            originStatus: status,
+            error: undefined,
+            durationMs: 1,
+            retryAfterS: 0,
+          };
+        }),
     },
     // The ticket is the row's id here: what the fake proxy needs to answer per device.
     minter: { mintPushTicket: (spec) => ({ id: spec.path.split("/").at(-1) }) as never },
@@ -136,5 +145,64 @@ describe("pushApprovalRequest when a part fails", () => {
       "sent",
     ]);
     expect(deleted).toEqual(["a", "b"]);
+  });
+});
+
+describe("pushApprovalRequest against a push service that hangs", () => {
+  /** A proxy whose pushes answer only when the test lets them, counting those in flight. */
+  function hangingProxy() {
+    const held: (() => void)[] = [];
+    const counts = { inFlight: 0, most: 0, sent: 0 };
+    const sendPush: PushServiceDeps["egress"]["sendPush"] = async () => {
+      counts.inFlight++;
+      counts.most = Math.max(counts.most, counts.inFlight);
+      await new Promise<void>((resolve) => held.push(resolve));
+      counts.inFlight--;
+      counts.sent++;
+      return { reachedOrigin: true, originStatus: 201, error: undefined, durationMs: 1, retryAfterS: 0 };
+    };
+    /** Lets every push in flight answer, and waits for those that took their places to start. */
+    const answerAll = async () => {
+      for (const answer of held.splice(0)) answer();
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    return { sendPush, counts, answerAll };
+  }
+
+  it("takes at most MAX_PUSHES_IN_FLIGHT of the organisation's egress places, across its requests, and sends every push in turn", async () => {
+    const proxy = hangingProxy();
+    const rows = Array.from({ length: 30 }, (_, i) => subscription(`d${i}`));
+    const { service } = harness({ rows, sendPush: proxy.sendPush });
+    // Two requests of one organisation at once: 60 devices to reach, 8 at a time.
+    const first = service.pushApprovalRequest("org_1", payload);
+    const second = service.pushApprovalRequest("org_1", payload);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(proxy.counts.inFlight).toBe(MAX_PUSHES_IN_FLIGHT);
+    while (proxy.counts.sent < 60) {
+      await proxy.answerAll();
+      expect(proxy.counts.inFlight).toBeLessThanOrEqual(MAX_PUSHES_IN_FLIGHT);
+    }
+    expect(proxy.counts.most).toBe(MAX_PUSHES_IN_FLIGHT);
+    expect(await first).toEqual(rows.map(() => "sent"));
+    expect(await second).toEqual(rows.map(() => "sent"));
+  });
+
+  it("does not hold another organisation's pushes behind one organisation's", async () => {
+    const proxy = hangingProxy();
+    const rows = Array.from({ length: 20 }, (_, i) => subscription(`e${i}`));
+    const { service } = harness({ rows, sendPush: proxy.sendPush });
+    const busy = service.pushApprovalRequest("org_busy", payload);
+    const other = service.pushApprovalRequest("org_other", payload);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(proxy.counts.inFlight).toBe(2 * MAX_PUSHES_IN_FLIGHT);
+    while (proxy.counts.sent < 40) await proxy.answerAll();
+    expect(await busy).toHaveLength(20);
+    expect(await other).toHaveLength(20);
+  });
+
+  it("a push that fails gives its place to the next", async () => {
+    const rows = Array.from({ length: 3 * MAX_PUSHES_IN_FLIGHT }, (_, i) => subscription(`f${i}`));
+    const { service } = harness({ rows, statusOf: () => new Error("14 UNAVAILABLE") });
+    await expect(service.pushApprovalRequest("org_1", payload)).resolves.toEqual(rows.map(() => "failed"));
   });
 });

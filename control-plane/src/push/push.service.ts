@@ -20,6 +20,16 @@ import type { VapidKeys } from "./vapid-keys.ts";
 /** Devices one operator keeps subscribed; a new one beyond it replaces the oldest. */
 export const MAX_SUBSCRIPTIONS_PER_OPERATOR = 20;
 
+/**
+ * Pushes of one organisation in flight in this process; the rest wait their turn. Each push holds
+ * one of the organisation's places on an egress proxy replica (64, shared with its agents' calls:
+ * egress-proxy calls/organisation-calls.ts) for up to its timeout, and is encrypted and signed
+ * synchronously before it leaves. All at once, a request reaching many devices while the push
+ * service hangs would take every place, its agents' calls and the later pushes refused as
+ * `egress_unavailable`, and encrypt every message in one turn of the event loop.
+ */
+export const MAX_PUSHES_IN_FLIGHT = 8;
+
 export interface PushServiceDeps {
   repo: PushRepo;
   keys: VapidKeys;
@@ -45,6 +55,29 @@ export interface PushSubscriptionView {
 export type PushOutcome = "sent" | "gone" | "refused" | "failed";
 
 export function createPushService(deps: PushServiceDeps) {
+  /** Per organisation: its pushes running, and the turns of those waiting, first come first. */
+  const lanes = new Map<string, { running: number; waiting: (() => void)[] }>();
+
+  /** Runs `push` once fewer than MAX_PUSHES_IN_FLIGHT of the organisation's are running. */
+  async function inTurn<T>(organisationId: string, push: () => Promise<T>): Promise<T> {
+    let lane = lanes.get(organisationId);
+    if (!lane) {
+      lane = { running: 0, waiting: [] };
+      lanes.set(organisationId, lane);
+    }
+    const own = lane;
+    if (own.running < MAX_PUSHES_IN_FLIGHT) own.running++;
+    else await new Promise<void>((resolve) => own.waiting.push(resolve));
+    try {
+      return await push();
+    } finally {
+      // The place goes to the next waiting, else back; an empty lane is forgotten.
+      const next = own.waiting.shift();
+      if (next) next();
+      else if (--own.running === 0) lanes.delete(organisationId);
+    }
+  }
+
   const view = (row: PushSubscriptionRow): PushSubscriptionView => ({
     id: row.id,
     service: new URL(row.endpoint).hostname,
@@ -121,14 +154,17 @@ export function createPushService(deps: PushServiceDeps) {
       deps.repo.deleteOwnSubscription(operatorId, id),
 
     /**
-     * Pushes a new approval request to every device of every member who may approve it. Never
-     * throws: the request stands whatever happens to its notices.
+     * Pushes a new approval request to every device of every member who may approve it, each in
+     * its organisation's turn (MAX_PUSHES_IN_FLIGHT). Never throws: the request stands whatever
+     * happens to its notices.
      */
     async pushApprovalRequest(organisationId: string, payload: ApprovalPushPayload): Promise<PushOutcome[]> {
       try {
         const approvers = await deps.findApprovers(organisationId);
         const rows = await deps.repo.findSubscriptionsOf(approvers, organisationId);
-        const settled = await Promise.allSettled(rows.map((row) => pushTo(organisationId, row, payload)));
+        const settled = await Promise.allSettled(
+          rows.map((row) => inTurn(organisationId, () => pushTo(organisationId, row, payload))),
+        );
         return settled.map((result) => {
           if (result.status === "fulfilled") return result.value;
           deps.logger.warn({ err: result.reason }, "push failed");
