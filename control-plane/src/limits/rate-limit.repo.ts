@@ -8,8 +8,8 @@ import { inAdvisoryLock } from "../db/transaction.ts";
 
 export interface RateLimitRepo {
   /**
-   * Takes one place in `bucket` if fewer than `limit` were taken since `since`; answers the oldest
-   * counted attempt when full (the window reopens when it leaves), else undefined.
+   * Takes one place in `bucket` if fewer than `limit` were taken since `since`; when full, answers
+   * the counted attempt whose leaving the window reopens a place (`findFullnessIn`).
    */
   takePlace(
     bucket: string,
@@ -30,27 +30,47 @@ export interface RateLimitRepo {
   deleteHitsBefore(before: Date, limit: number): Promise<number>;
 }
 
+/**
+ * How full `bucket` is under `limit`: when full, the counted attempt whose leaving the window
+ * reopens a place. That is the oldest only while the bucket holds `limit` attempts exactly: a limit
+ * lowered since (a policy rule's `rate_limit` edited down, or its window shortened) leaves more in
+ * the window, and a place reopens only when all but `limit - 1` of them are gone, so `retry_after`
+ * names that time and an agent that waits for it is not refused again and again.
+ */
+async function findFullnessIn(
+  db: Kysely<Database>,
+  bucket: string,
+  limit: number,
+  since: Date,
+): Promise<{ full: false } | { full: true; oldest: Date }> {
+  const row = await db
+    .selectFrom("rate_limit_hits")
+    .select((eb) => eb.fn.countAll<string>().as("n"))
+    .where("bucket", "=", bucket)
+    .where("at", ">", since)
+    .executeTakeFirstOrThrow();
+  const count = Number(row.n);
+  if (count < limit) return { full: false as const };
+  const reopening = await db
+    .selectFrom("rate_limit_hits")
+    .select("at")
+    .where("bucket", "=", bucket)
+    .where("at", ">", since)
+    .orderBy("at")
+    .orderBy("id")
+    .offset(count - limit)
+    .limit(1)
+    .executeTakeFirstOrThrow();
+  return { full: true as const, oldest: new Date(reopening.at) };
+}
+
 export function createRateLimitRepo(db: Kysely<Database>): RateLimitRepo {
   return {
-    async findFullness(bucket, limit, since) {
-      const row = await db
-        .selectFrom("rate_limit_hits")
-        .select((eb) => [eb.fn.countAll<string>().as("n"), eb.fn.min("at").as("oldest")])
-        .where("bucket", "=", bucket)
-        .where("at", ">", since)
-        .executeTakeFirstOrThrow();
-      if (Number(row.n) >= limit) return { full: true as const, oldest: new Date(row.oldest as Date) };
-      return { full: false as const };
-    },
+    findFullness: (bucket, limit, since) => findFullnessIn(db, bucket, limit, since),
     takePlace: (bucket, limit, since, now) =>
       inAdvisoryLock(db, `rate:${bucket}`, async (trx) => {
-        const row = await trx
-          .selectFrom("rate_limit_hits")
-          .select((eb) => [eb.fn.countAll<string>().as("n"), eb.fn.min("at").as("oldest")])
-          .where("bucket", "=", bucket)
-          .where("at", ">", since)
-          .executeTakeFirstOrThrow();
-        if (Number(row.n) >= limit) return { full: true as const, oldest: new Date(row.oldest as Date) };
+        const fullness = await findFullnessIn(trx, bucket, limit, since);
+        if (fullness.full) return fullness;
         await trx.insertInto("rate_limit_hits").values({ bucket, at: now }).execute();
         // Rows older than a day count for nothing: the longest window is an hour.
         await trx

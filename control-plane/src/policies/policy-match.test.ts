@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compilePolicy, decide, type PolicyCall } from "./policy-match.ts";
+import { compilePolicy, decide, limitingDecisions, type PolicyCall } from "./policy-match.ts";
 import { MAX_LIST_FLOATING_SEGMENTS, MAX_LIST_GLOB_SEGMENTS } from "./policy-patterns.ts";
 import { MAX_RULES, type PolicyRule, parsePolicyRules } from "./policy-rules.ts";
 
@@ -373,5 +373,53 @@ describe("the matcher's work is bounded", () => {
       expect(effectOf({ effect: "allow", match: { paths: [glob] } }, { path }), `${glob} ${path}`).toBe(
         expected ? "allow" : "none",
       );
+  });
+});
+
+describe("a respelling of a rate-limited allow rule's path", () => {
+  const search = {
+    id: "search",
+    effect: "allow",
+    match: { paths: ["/v1/search"] },
+    rate_limit: { calls: 10, per: "hour" },
+  };
+  const rest = { id: "rest", effect: "allow", match: { hosts: ["api.github.com"] } };
+  const deny = { id: "no-admin", effect: "deny", match: { paths: ["/admin/**"] } };
+  /** The deciding rule, its effect, and the rules whose limits count the call. */
+  function judge(rules: unknown[], path: string) {
+    const decision = decide(compilePolicy(parsePolicyRules(rules)), { ...call, path });
+    return {
+      rule: decision?.rule.id,
+      effect: decision?.effect,
+      limited: limitingDecisions([{ decision, isLocated: true }]).map((d) => d.rule.id),
+    };
+  }
+
+  it.each(["/v1/search/", "/V1/Search", "/v1//search", "/v1/search;x", "/v1/search.", "/v1/%53earch"])(
+    "%s falls to the broader allow rule below, and still counts against the limit",
+    (path) => {
+      expect(judge([search, rest], path)).toEqual({ rule: "rest", effect: "allow", limited: ["search"] });
+    },
+  );
+
+  it("that no rule below decides goes to the approvals as an ask of the limited rule, counted", () => {
+    expect(judge([search], "/v1/search/")).toEqual({ rule: "search", effect: "ask", limited: ["search"] });
+  });
+
+  it("the exact spelling is the rule's, as before; a rule above it still decides alone", () => {
+    expect(judge([search, rest], "/v1/search")).toEqual({
+      rule: "search",
+      effect: "allow",
+      limited: ["search"],
+    });
+    expect(judge([rest, search], "/v1/search/")).toEqual({ rule: "rest", effect: "allow", limited: [] });
+    expect(judge([search, rest], "/v1/other")).toEqual({ rule: "rest", effect: "allow", limited: [] });
+  });
+
+  it("a deny rule below still refuses it", () => {
+    expect(judge([search, { ...deny, match: {} }], "/v1/search/")).toMatchObject({
+      rule: "no-admin",
+      effect: "deny",
+    });
   });
 });

@@ -38,6 +38,12 @@ export interface PolicyDecision {
   effect: PolicyEffect;
   /** The rule's place in the list, from 0. */
   index: number;
+  /**
+   * Rate-limited allow rules above the deciding one whose paths the call matches only when read
+   * loosely (`/v1/search/`, `/V1/search`, `/v1/search;x` for `/v1/search`): each counts the call
+   * (`limitingDecisions`), so a respelling never steps past a limit to a broader rule below it.
+   */
+  respelled?: readonly PolicyDecision[];
 }
 
 interface CompiledRule {
@@ -52,6 +58,8 @@ interface CompiledRule {
   environments?: ReadonlySet<string>;
   /** Only an allow rule reads paths strictly; deny and ask read them loosely (fail closed). */
   isStrict: boolean;
+  /** A rate-limited allow rule with paths: a respelling of them counts against its limit. */
+  isRespellable: boolean;
 }
 
 /** A list compiled for matching: its enabled rules, in order. */
@@ -77,6 +85,7 @@ export function compilePolicy(rules: readonly PolicyRule[]): CompiledPolicy {
       rule,
       index,
       isStrict: rule.effect === "allow",
+      isRespellable: rule.effect === "allow" && rule.rate_limit !== undefined && paths !== undefined,
       ...(agents
         ? {
             agentIds: new Set(agents),
@@ -112,7 +121,14 @@ interface PreparedCall {
   agentKey(): string;
 }
 
-function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall, meter: MatchMeter): boolean {
+/** `isLoose`: the paths read loosely whatever the rule's effect (a respelling's count). */
+function isMatch(
+  rule: CompiledRule,
+  call: PolicyCall,
+  prepared: PreparedCall,
+  meter: MatchMeter,
+  isLoose = false,
+): boolean {
   meter.steps++;
   if (rule.environments && !rule.environments.has(call.environment)) return false;
   if (rule.items && !rule.items.has(call.item)) return false;
@@ -124,10 +140,11 @@ function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall, m
     if (!rule.agentNames?.has(prepared.agentKey())) return false;
   }
   if (rule.paths) {
-    const segments = rule.isStrict ? prepared.forms.strict : prepared.forms.loose();
+    const isStrict = rule.isStrict && !isLoose;
+    const segments = isStrict ? prepared.forms.strict : prepared.forms.loose();
     // A path that is not one path when read loosely is every path a deny or ask rule names.
     if (segments === UNREADABLE) return true;
-    if (!rule.paths.some((glob) => isPathMatch(rule.isStrict ? glob.strict : glob.loose, segments, meter)))
+    if (!rule.paths.some((glob) => isPathMatch(isStrict ? glob.strict : glob.loose, segments, meter)))
       return false;
   }
   return true;
@@ -135,6 +152,10 @@ function isMatch(rule: CompiledRule, call: PolicyCall, prepared: PreparedCall, m
 
 /**
  * The first enabled rule that matches `call`, or undefined (no rule: today's approvals decide).
+ * An allow rule reads the path exactly, so a respelling of a rate-limited allow rule's path falls
+ * to the rules below it: there it is `respelled` on the decision, counted by that rule's limit too,
+ * and where no rule below decides, the rate-limited rule decides it as `ask` (today's approvals,
+ * counted), so that `/v1/search/` is neither sent unlimited nor let past the limit of `/v1/search`.
  * `meter` counts the work done (a step per rule judged and per path segment compared): a list
  * that parsePolicyRules accepted takes a few million steps at most (policy-patterns.ts).
  * @example decide(compilePolicy([{ id: "r", name: "r", effect: "deny", match: {}, enabled: true }]), call)?.effect // "deny"
@@ -158,12 +179,18 @@ export function decide(
       return agentKey;
     },
   };
+  const respelled: PolicyDecision[] = [];
   for (const compiled of policy.rules) {
     if (isMatch(compiled, call, prepared, meter)) {
-      return { rule: compiled.rule, effect: compiled.rule.effect, index: compiled.index };
+      const decision = { rule: compiled.rule, effect: compiled.rule.effect, index: compiled.index };
+      return respelled.length > 0 ? { ...decision, respelled } : decision;
     }
+    if (compiled.isRespellable && isMatch(compiled, call, prepared, meter, true))
+      respelled.push({ rule: compiled.rule, effect: "ask", index: compiled.index });
   }
-  return undefined;
+  const [first, ...others] = respelled;
+  if (first === undefined) return undefined;
+  return others.length > 0 ? { ...first, respelled: others } : first;
 }
 
 /** One view of a call (a credential it uses, a path it is known by) and the rule that decides it. */
@@ -205,15 +232,18 @@ export function strictestDecision<D extends Pick<PolicyDecision, "effect" | "ind
  * Every rule that decided some view of a call and carries a rate limit, once each, earliest in the
  * list first: each one counts the call, not only the rule `strictestDecision` names. Else a limit
  * on the path a provider's rename sends (or on a sibling credential) would never count when
- * another rule decides the path the agent named. The preview replays the same.
+ * another rule decides the path the agent named. So does every rate-limited allow rule a view was
+ * a respelling of (`respelled`, see `decide`). The preview replays the same.
  * @example limitingDecisions([{ decision: tracks, isLocated: true }, { decision: itemsLimited, isLocated: true }]) // [itemsLimited]
  */
-export function limitingDecisions<D extends Pick<PolicyDecision, "rule" | "effect" | "index">>(
-  views: readonly PolicyView<D>[],
-): D[] {
+export function limitingDecisions<
+  D extends Pick<PolicyDecision, "rule" | "effect" | "index"> & { respelled?: readonly D[] },
+>(views: readonly PolicyView<D>[]): D[] {
   const limiting = new Map<number, D>();
   for (const { decision } of views) {
-    if (decision?.rule.rate_limit && !limiting.has(decision.index)) limiting.set(decision.index, decision);
+    for (const counted of decision ? [decision, ...(decision.respelled ?? [])] : []) {
+      if (counted.rule.rate_limit && !limiting.has(counted.index)) limiting.set(counted.index, counted);
+    }
   }
   return [...limiting.values()].sort((a, b) => a.index - b.index);
 }

@@ -1,6 +1,7 @@
 // isWiderPolicy, table-tested: the edits that can only narrow what is allowed, and the ones that
 // may widen it (and so need a second member under the two-person rule).
 import { describe, expect, it } from "vitest";
+import { compilePolicy, decide, strictestDecision } from "./policy-match.ts";
 import { type PolicyRule, parsePolicyRules } from "./policy-rules.ts";
 import { isWiderPolicy } from "./policy-widening.ts";
 
@@ -11,6 +12,8 @@ const allowApi = { id: "api", effect: "allow", match: { hosts: ["api.example.com
 const denyAdmin = { id: "no-admin", effect: "deny", match: { paths: ["/admin/**"] } };
 const askPost = { id: "ask-post", effect: "ask", match: { methods: ["POST"] } };
 const SAVED = [denyAdmin, allowGet, askPost, allowApi];
+const allowSpotify = { id: "spotify", effect: "allow", match: { items: ["SPOTIFY"] } };
+const askAccount = { id: "account", effect: "ask", match: { items: ["SPOTIFY_REFRESH"] } };
 
 describe("isWiderPolicy", () => {
   it.each<[string, unknown[], unknown[]]>([
@@ -47,6 +50,15 @@ describe("isWiderPolicy", () => {
       [denyAdmin, { id: "ask-all", effect: "ask" }, allowGet],
     ],
     ["an ask rule below every allow rule removed", [...SAVED, { id: "tail", effect: "ask" }], SAVED],
+    [
+      // Each path is a view of the located credential, and an allow holds only on every one of them.
+      "an ask rule on a path removed below an allow rule on another path",
+      [
+        { id: "tracks", effect: "allow", match: { paths: ["/v1/me/tracks"] } },
+        { id: "ask-items", effect: "ask", match: { paths: ["/v1/me/library"] } },
+      ],
+      [{ id: "tracks", effect: "allow", match: { paths: ["/v1/me/tracks"] } }],
+    ],
     [
       "an allow rule removed and a deny rule inserted where it was",
       SAVED,
@@ -149,8 +161,44 @@ describe("isWiderPolicy", () => {
       SAVED,
       [denyAdmin, allowGet, { ...askPost, enabled: false }, allowApi],
     ],
+    [
+      "an ask rule on a sibling credential removed below an allow rule on the credential",
+      [allowSpotify, askAccount],
+      [allowSpotify],
+    ],
+    [
+      "an ask rule on a sibling credential's path removed below an allow rule on the credential",
+      [{ id: "spotify-me", effect: "allow", match: { items: ["SPOTIFY"], paths: ["/v1/me"] } }, askAccount],
+      [{ id: "spotify-me", effect: "allow", match: { items: ["SPOTIFY"], paths: ["/v1/me"] } }],
+    ],
   ])("%s is wider", (_, saved, next) => {
     expect(isWiderPolicy(rules(saved), rules(next))).toBe(true);
+  });
+
+  it("counts as wider a removal that lets a call judged in several views go with no approval", () => {
+    // As tools/http-request.tool.ts judges a call naming SPOTIFY whose plan also uses the user's
+    // account: one view per credential, the strictest answer holding.
+    const decisionOf = (list: PolicyRule[]) => {
+      const policy = compilePolicy(list);
+      const call = {
+        agentId: "cli_agent",
+        host: "api.spotify.com",
+        method: "GET",
+        path: "/v1/me",
+        environment: "production",
+      };
+      return strictestDecision(
+        ["SPOTIFY", "SPOTIFY_REFRESH"].map((item) => ({
+          decision: decide(policy, { ...call, item }),
+          isLocated: item === "SPOTIFY",
+        })),
+      )?.effect;
+    };
+    const saved = rules([allowSpotify, askAccount]);
+    const next = rules([allowSpotify]);
+    expect(decisionOf(saved)).toBe("ask");
+    expect(decisionOf(next)).toBe("allow");
+    expect(isWiderPolicy(saved, next)).toBe(true);
   });
 
   it("answers for 500 rules against 500 at once", () => {

@@ -11,8 +11,16 @@
 // - an `ask` rule inserted where no `deny` rule and no rate-limited rule follows it (else the calls
 //   it catches were refused below it, and now go to the approvals);
 // - an `allow` rule without a rate limit removed (or disabled);
-// - an `ask` rule without a rate limit removed where no `allow` rule follows it;
+// - an `ask` rule without a rate limit removed where no `allow` rule follows it, nor an `allow`
+//   rule naming `items` precedes it;
 // - names changed.
+// A call is judged in several views (each credential its plan uses, each path it is known by;
+// policy-match.ts `strictestDecision`), and an ask on any view asks: an allow rule above the ask
+// rule may decide the located credential while the ask rule decides a sibling (`allow SPOTIFY`
+// above `ask SPOTIFY_REFRESH`), so removing the ask rule would let that call go with no approval.
+// An allow holds only when it decides the located credential on every path, so a view it leaves
+// to a rule below differs from one it decides by its credential alone: an allow rule that names
+// no `items` decides a sibling's view wherever it decides the located credential's.
 // Anything else counts as wider: a `deny` rule removed, narrowed or moved, a rate-limited rule
 // removed or its limit changed, a reordered match list.
 import { canonicalJson } from "@latch/shared/ledger/canonical-json";
@@ -21,6 +29,8 @@ import type { PolicyRule } from "./policy-rules.ts";
 interface JudgedRule {
   effect: PolicyRule["effect"];
   hasRateLimit: boolean;
+  /** It names credentials: it may decide one view of a call (its credential) and not another. */
+  isPerView: boolean;
   /** What the rule does, by content (its name aside). */
   key: string;
 }
@@ -31,6 +41,7 @@ function judged(rules: readonly PolicyRule[]): JudgedRule[] {
     .map((rule) => ({
       effect: rule.effect,
       hasRateLimit: rule.rate_limit !== undefined,
+      isPerView: rule.match.items !== undefined,
       // A rate limit is counted under its rule's id (policies.service.ts `bucketOf`): a new id on a
       // limited rule starts its count again, so there the id is part of what the rule does.
       key: canonicalJson({
@@ -47,11 +58,16 @@ export function isWiderPolicy(saved: readonly PolicyRule[], next: readonly Polic
   const before = judged(saved);
   const after = judged(next);
   // Removable from the saved list: a plain allow rule (its calls were allowed already; below it
-  // they are allowed, asked or refused), a plain ask rule with no allow rule below it.
+  // they are allowed, asked or refused), a plain ask rule with no allow rule below it and no allow
+  // rule above it that could decide another view of the same call.
   const isRemovable = before.map((rule, index) => {
     if (rule.hasRateLimit) return false;
     if (rule.effect === "allow") return true;
-    if (rule.effect === "ask") return !before.slice(index + 1).some((r) => r.effect === "allow");
+    if (rule.effect === "ask")
+      return (
+        !before.slice(index + 1).some((r) => r.effect === "allow") &&
+        !before.slice(0, index).some((r) => r.effect === "allow" && r.isPerView)
+      );
     return false;
   });
   // Insertable into the new list: a deny rule; an ask rule with no deny or rate-limited rule below.
