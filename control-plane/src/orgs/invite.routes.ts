@@ -13,6 +13,7 @@ import type { SessionsRepo } from "../auth/sessions.ts";
 import { signInFirst } from "../auth/sign-in-first.ts";
 import { refuseInSsoSession } from "../auth/sso-session.ts";
 import { checkedFirst, stringJudgedByService, type ZodTypeProvider } from "../http/route-schemas.ts";
+import { oneLine } from "../mail/mail-text.ts";
 import { readPage, sendPage } from "../pages/page-files.ts";
 import { ROLE_SUMMARIES } from "./invite-text.ts";
 import { INVITE_TOKEN, type InvitesService, maskEmail } from "./invites.service.ts";
@@ -119,10 +120,13 @@ export function registerInviteRoutes(app: FastifyInstance, deps: InviteRouteDeps
         throw error;
       }
       if (invitation.refusal) return refused(reply, invitation.refusal);
+      // Written by people: shown as the invitation mail shows them (invite-text.ts), so a direction
+      // override or a zero-width character cannot make the name read as another one.
+      const organisationName = oneLine(invitation.organisation.name);
       const shown = {
-        organisation: invitation.organisation.name,
+        organisation: organisationName,
         role: invitation.role,
-        inviter: invitation.invited_by_email ?? "a member",
+        inviter: oneLine(invitation.invited_by_email ?? "a member"),
         email: maskEmail(invitation.email),
         expires: invitation.expires_at.toISOString(),
         roleSummary: `An ${invitation.role} may ${ROLE_SUMMARIES[invitation.role]}.`,
@@ -132,8 +136,8 @@ export function registerInviteRoutes(app: FastifyInstance, deps: InviteRouteDeps
         return answer(reply, {
           ...shown,
           state: "signed_out",
-          heading: `Join ${invitation.organisation.name}`,
-          sentence: `You are invited to ${invitation.organisation.name} on Latch. Sign in, or sign up, with the address the invitation was sent to; you come back here to join.`,
+          heading: `Join ${organisationName}`,
+          sentence: `You are invited to ${organisationName} on Latch. Sign in, or sign up, with the address the invitation was sent to; you come back here to join.`,
           signIn: `/sign-in?return_to=${back}`,
           signUp: `/sign-up?return_to=${back}`,
         });
@@ -151,8 +155,8 @@ export function registerInviteRoutes(app: FastifyInstance, deps: InviteRouteDeps
       return answer(reply, {
         ...shown,
         state: "accept",
-        heading: `Join ${invitation.organisation.name}`,
-        sentence: `${shown.inviter} invites you to ${invitation.organisation.name} as an ${invitation.role}.`,
+        heading: `Join ${organisationName}`,
+        sentence: `${shown.inviter} invites you to ${organisationName} as an ${invitation.role}.`,
       });
     },
   );

@@ -86,6 +86,16 @@ function closedReason(invite: InviteWithNames, now: Date): AppError | undefined 
 const UNKNOWN =
   "this invitation link is not valid: check that the whole link was opened, or ask for a new one";
 
+/**
+ * Why an invitation read open before the members lock is closed now that the lock is held: used,
+ * withdrawn or expired meanwhile, or 404 when it went with its organisation.
+ */
+async function closedNow(invites: InvitesRepo, invite: InviteWithNames, at: Date): Promise<AppError> {
+  const now = await invites.findInviteById(invite.organisation_id, invite.id);
+  if (!now) return new AppError("not_found", UNKNOWN);
+  return closedReason(now, at) ?? new AppError("invite_used", "this invitation was used already");
+}
+
 export function createInvitesService(deps: InvitesDeps) {
   async function findByToken(token: unknown): Promise<InviteWithNames> {
     const invite =
@@ -266,8 +276,14 @@ export function createInvitesService(deps: InvitesDeps) {
             !MANAGED_ROLES[inviterRole].includes(invite.role as Role)
           ) {
             // Answered, not thrown: the withdrawal commits, so a later promotion of the sender
-            // does not bring the invitation back, and the members list stops showing it.
-            await invites.updateInviteWithdrawn(invite.organisation_id, invite.id, invite.invited_by, at);
+            // does not bring the invitation back, and the members list stops showing it. Closed
+            // while this waited for the lock (another tab spent it, it was withdrawn, or it went
+            // with its organisation): answered as it is now, and the ledger records no withdrawal.
+            if (
+              !(await invites.updateInviteWithdrawn(invite.organisation_id, invite.id, invite.invited_by, at))
+            ) {
+              throw await closedNow(invites, invite, at);
+            }
             await recordEvent({
               organisationId: invite.organisation_id,
               actor: "system",
@@ -293,11 +309,7 @@ export function createInvitesService(deps: InvitesDeps) {
             await refuseOwnerOverLimit(orgs, operator.operatorId);
           }
           if (!(await invites.updateInviteAccepted(invite.id, operator.operatorId, at))) {
-            const now = await invites.findInviteById(invite.organisation_id, invite.id);
-            throw (
-              (now && closedReason(now, at)) ??
-              new AppError("invite_used", "this invitation was used already")
-            );
+            throw await closedNow(invites, invite, at);
           }
           // A member already (joined another way meanwhile): the invitation is spent, the role kept.
           const role: Role = isRole(invite.role) ? invite.role : "auditor";
