@@ -180,6 +180,13 @@ export function registerMcpRoutes(
     const token = bearerOf(request.headers.authorization) ?? "";
     const holder = streamHolderOf(token, client);
     const raw = reply.raw;
+    // The client went away while its bearer was checked: its socket's `close` has fired already,
+    // so nothing would ever end this stream, clear its timers or give its place back (eight such
+    // and the bearer would be refused streams until the process ends). Nothing to answer.
+    if (raw.destroyed || request.raw.destroyed || request.raw.socket.destroyed) {
+      reply.hijack();
+      return;
+    }
     // Ended cleanly, as a server close ends it, when a smaller organisation takes its place.
     const stream = streams.admit(holder, client.organisation_id, () => raw.end());
     if (stream === undefined) {

@@ -67,34 +67,27 @@ describe("a request the agent named by item_name alone", () => {
 });
 
 describe("what the agent writes into a request", () => {
-  it("is shown with its direction overrides, isolates and zero-width characters as U+FFFD", async () => {
+  it("is shown with its direction overrides, isolates and zero-width characters as U+FFFD, its name replaced by a credential name", async () => {
     const team = await startTeam(h);
     const name = "DEPLOY\u202E_YEK\u2066_X\u2069\u200B";
     const message = "rotate the\u2067 key\u200D\nthen deploy\u202Enur";
     const asked = await requestGrant(team, { item_name: name, task_description: message });
     expect(asked.status).toBe("need_item");
-    const shown = "DEPLOY\uFFFD_YEK\uFFFD_X\uFFFD\uFFFD";
-    const { need } = (await team.owner.browser.request("GET", `/api/need-items/${asked.need_id}`)).json();
-    expect(need).toMatchObject({
-      suggested_name: shown,
+    // No credential name: the request carries one a value can be stored under (tools/tool-context.ts).
+    expect(asked.suggested_name).toBe("API_TOKEN");
+    const read = async () =>
+      (await team.owner.browser.request("GET", `/api/need-items/${asked.need_id}`)).json().need;
+    expect(await read()).toMatchObject({
+      suggested_name: "API_TOKEN",
       message: "rotate the\uFFFD key\uFFFD\nthen deploy\uFFFDnur",
-    });
-    const inbox = (await team.owner.browser.request("GET", "/api/inbox")).json().requests;
-    expect(inbox.find((n: { need_id: string }) => n.need_id === asked.need_id)).toMatchObject({
-      suggested_name: shown,
     });
     // The agent's retry finds the same request, not a second one.
     const again = await requestGrant(team, { item_name: name, task_description: message });
     expect(again.need_id).toBe(asked.need_id);
-    // A request written before names were shown this way (the name as the agent wrote it) too.
-    await h.plane.database.db
-      .updateTable("need_requests")
-      .set({ suggested_name: name })
-      .where("id", "=", asked.need_id)
-      .execute();
-    expect((await requestGrant(team, { item_name: name, task_description: message })).need_id).toBe(
-      asked.need_id,
-    );
+    const inbox = (await team.owner.browser.request("GET", "/api/inbox")).json().requests;
+    expect(inbox.find((n: { need_id: string }) => n.need_id === asked.need_id)).toMatchObject({
+      suggested_name: "API_TOKEN",
+    });
   });
 });
 

@@ -23,7 +23,7 @@ import { pendingHint } from "./pending-hint.ts";
 import { admitOrRefuse, recordPolicyEvent, refuseRateLimited } from "./policy-gate.ts";
 import { policyDeniedAnswer } from "./policy-refusal.ts";
 import type { ToolAnswer } from "./tool-answer.ts";
-import { suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
+import { commandItemName, suggestItemName, type ToolDeps, type ToolScope } from "./tool-context.ts";
 
 export async function runHttpRequest(
   deps: ToolDeps,
@@ -602,14 +602,16 @@ export async function needItemAnswer(
 
 /** need_item for a dry run: what is missing, without writing a collect request (so no collect_url). */
 export function dryRunNeedItemAnswer(suggestedName: string, host: string | undefined): ToolAnswer {
+  // The name the real call's request would carry (a credential name: tool-context.ts).
+  const name = commandItemName(suggestedName, host);
   return {
     payload: {
       status: "need_item",
-      suggested_name: suggestedName,
+      suggested_name: name,
       ...(host ? { host } : {}),
       ...recipeFields(host),
       dry_run: true,
-      message: `Nothing is stored${host ? ` for ${host}` : ` as ${suggestedName}`}. Call again without dry_run to ask the user to store it.`,
+      message: `Nothing is stored${host ? ` for ${host}` : ` as ${name}`}. Call again without dry_run to ask the user to store it.`,
     },
   };
 }

@@ -65,8 +65,11 @@ export async function runFindItems(
   const items = await deps.items.findCallableByHost(scope.organisationId, scope.environment, host!);
   const [only, ...others] = items;
   if (!only) return needItemAnswer(deps, scope, suggestItemName(host!), host!, args.task_description);
-  if (others.length > 0) return ambiguous(items, scope);
-  return { payload: { status: "found", item: await describeFull(deps, scope, only) } };
+  // An app credential and its connected <ITEM>_REFRESH are one credential by host, as a call by
+  // host (calls.service.ts locateCredential) and setup take them: the app credential's.
+  const source = others.length > 0 ? connectedPairSource(items) : only;
+  if (!source) return ambiguous(items, scope);
+  return { payload: { status: "found", item: await describeFull(deps, scope, source) } };
 }
 
 export async function runSetup(

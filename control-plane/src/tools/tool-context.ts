@@ -87,9 +87,10 @@ export function suggestItemName(host: string): string {
 }
 
 /**
- * The name a shell command or a hint may carry: the agent's own only when it is a credential name
- * (spec 2.1), else the one suggested for the host. An agent's text never reaches a command the
- * user is told to run (`X $(curl ...|sh)` would run).
+ * The name a shell command, a hint or a collect request may carry: the agent's own only when it is
+ * a credential name (spec 2.1), else the one suggested for the host. An agent's text never reaches
+ * a command the user is told to run (`X $(curl ...|sh)` would run), nor a request whose value
+ * could only be stored under another name.
  */
 export function commandItemName(name: string, host: string | undefined): string {
   if (ITEM_NAME.test(name)) return name;
@@ -132,21 +133,27 @@ export const LOCAL_SURFACE: OperatorSurface = {
 export function createHostedSurface(needs: Pick<NeedsService, "requestNeed">): OperatorSurface {
   return {
     async needItem(scope, suggestedName, host, taskDescription, requestedCall) {
+      // The collect page stores the value under the name the request carries: only a credential
+      // name (spec 2.1) can be stored, so an agent's other text is replaced as locally.
+      const name = commandItemName(suggestedName, host);
       // Spec 4.2: by item_name alone, too, the user gets a collect link (and names the host there).
       const need = await needs.requestNeed({
         organisationId: scope.organisationId,
         environment: scope.environment,
         host,
-        suggestedName,
+        suggestedName: name,
         agentId: scope.agentId,
         // Spec 4.2: the agent's task description is shown in the Inbox.
         message: taskDescription,
         requestedCall,
       });
-      const what = host ? `for ${host}` : `as ${suggestedName}`;
+      const what = host ? `for ${host}` : `as ${name}`;
+      const retry = name === suggestedName ? "Then retry." : `Then retry with item_name ${name}.`;
       return {
-        message: `Nothing is stored ${what}. Give the user this link to store ${suggestedName}: ${need.collect_url} (they type the value${host ? "" : " and the API's host"} there; never ask for it yourself). Then retry.`,
+        message: `Nothing is stored ${what}. Give the user this link to store ${name}: ${need.collect_url} (they type the value${host ? "" : " and the API's host"} there; never ask for it yourself). ${retry}`,
         fields: {
+          // The name the request stores, in place of the agent's (needItemAnswer spreads fields last).
+          suggested_name: name,
           collect_url: need.collect_url,
           need_id: need.need_id,
           client_name: scope.clientName ?? need.client_name ?? scope.agentId,
