@@ -21,11 +21,14 @@ export const connectStartAnswer = z.object({
   provider: z.string(),
 });
 
+/** The state a start made (32 random bytes, base64url), or a stranger's text of at most 256. */
+export const callbackState = safeString().max(256);
+
 /** What a provider sends back to the redirect URI (RFC 6749 4.1.2 and 4.1.2.1). */
 export const connectCallbackQuery = z
   .object({
     code: safeString().max(2048).optional(),
-    state: safeString().max(256).optional(),
+    state: callbackState.optional(),
     error: safeString().max(256).optional(),
     error_description: safeString().max(2048).optional(),
     error_uri: safeString().max(2048).optional(),

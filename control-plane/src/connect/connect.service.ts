@@ -15,6 +15,7 @@ import type { TicketMinter } from "../egress/tickets.ts";
 import { HTTP_REQUEST_TOOL } from "../grants/grant-scope.ts";
 import type { GrantsService } from "../grants/grants.service.ts";
 import type { CallableItem } from "../items/callable-item.ts";
+import { ITEM_NAME } from "../items/items.schemas.ts";
 import type { ItemsService } from "../items/items.service.ts";
 import { tokenExpiresAt } from "../items/token-lifetime.ts";
 import type { ConnectTarget } from "../needs/needs.service.ts";
@@ -91,6 +92,11 @@ const CLIENT_AUTH: Record<Provider["oauth"]["clientAuthentication"], ClientAuthe
   secret_form: ClientAuthentication.CLIENT_AUTHENTICATION_SECRET_FORM,
 };
 
+/** Spec 2.1: the refresh token a connect of `itemName` stores, `<ITEM>_REFRESH`. */
+function refreshNameOf(itemName: string): string {
+  return `${baseNameOf(itemName)}_REFRESH`;
+}
+
 export function findConnectProvider(id: string): Provider {
   if (!(PROVIDER_IDS as readonly string[]).includes(id)) throw new AppError("not_found", "no such provider");
   return getProvider(id as ProviderId);
@@ -124,7 +130,13 @@ export function createConnectService(deps: ConnectDeps) {
       const item = await findAppCredential(operator.organisationId, environment, input.item_name);
       // A request names the refresh item its agent's retry needs: a connect of another credential
       // would close it and approve its agent for an account the agent did not ask for.
-      const refreshItemName = `${baseNameOf(item.name)}_REFRESH`;
+      const refreshItemName = refreshNameOf(item.name);
+      if (!ITEM_NAME.test(refreshItemName)) {
+        throw new AppError(
+          "invalid_request",
+          `${item.name} is too long to connect: the account is stored as ${baseNameOf(item.name)}_REFRESH, and a credential name is at most 128 characters (store the app credential under a shorter name)`,
+        );
+      }
       if (
         input.need_id &&
         !(await deps.isConnectNeedFor(operator.organisationId, input.need_id, {
@@ -202,7 +214,13 @@ export function createConnectService(deps: ConnectDeps) {
     /** The callback: never throws for the provider's or the user's doing, answers a reason instead. */
     async finishConnect(
       operator: ConnectOperator,
-      query: { code?: string | undefined; state?: string | undefined; error?: string | undefined },
+      query: {
+        code?: string | undefined;
+        state?: string | undefined;
+        error?: string | undefined;
+        /** The edge refused the provider's answer (connect.routes.ts): its code is not sent. */
+        isUnreadable?: boolean | undefined;
+      },
       aliasProvider?: string,
     ): Promise<ConnectResult> {
       const fallback = aliasProvider ?? "provider";
@@ -213,16 +231,28 @@ export function createConnectService(deps: ConnectDeps) {
       if (aliasProvider !== undefined && aliasProvider !== provider.id) {
         return { provider: aliasProvider, ok: false, reason: "state_expired" };
       }
-      if (query.error !== undefined || !query.code)
+      if (query.error !== undefined || (!query.code && !query.isUnreadable))
         return { provider: provider.id, ok: false, reason: "provider_denied" };
-      const item = await deps.items.findCallableById(operator.organisationId, row.item_id);
-      // Edited or deleted since the start: only an app credential is sent to a token URL.
-      if (item?.inject !== "client_credentials")
+      const found = await deps.items.findCallableById(operator.organisationId, row.item_id);
+      // Edited or deleted since the start: only an app credential is sent to a token URL, and only
+      // the one of the start's environment (an edit may move it to another), where its account and
+      // approvals are stored.
+      const item =
+        found && (await deps.items.findCallableByName(operator.organisationId, row.environment, found.name));
+      if (item?.id !== row.item_id || item.inject !== "client_credentials")
         return { provider: provider.id, ok: false, reason: "exchange_failed" };
       const token = tokenEndpointOf(provider);
-      const refreshName = `${baseNameOf(item.name)}_REFRESH`;
+      const refreshName = refreshNameOf(item.name);
       const clientId = item.username ?? "";
       const environment = row.environment;
+      // An answer the edge refused (a code over the limit, say) has no code to send; an item renamed
+      // since the start to a name whose refresh item no credential may have is refused as the start
+      // refuses it, before the code is spent, not by the store's failed write after it.
+      const code = query.code;
+      if (query.isUnreadable || !code || !ITEM_NAME.test(refreshName)) {
+        await record(operator, item.name, provider.id, "connect_failed", environment);
+        return { provider: provider.id, ok: false, reason: "exchange_failed" };
+      }
       let response: ExecuteResponse;
       try {
         response = await deps.egress.execute(
@@ -265,7 +295,7 @@ export function createConnectService(deps: ConnectDeps) {
                 answerIsExchange: true,
                 idTokenOnly: false,
                 accessItemName: refreshName,
-                code: query.code,
+                code,
                 redirectUri: row.redirect_uri,
                 codeVerifier:
                   row.sealed_verifier && row.sealing_key_id
