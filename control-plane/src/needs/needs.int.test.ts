@@ -74,7 +74,6 @@ describe("what the agent writes into a request", () => {
     const asked = await requestGrant(team, { item_name: name, task_description: message });
     expect(asked.status).toBe("need_item");
     // No credential name: the request carries one a value can be stored under (tools/tool-context.ts).
-    expect(asked.suggested_name).toBe("API_TOKEN");
     const read = async () =>
       (await team.owner.browser.request("GET", `/api/need-items/${asked.need_id}`)).json().need;
     expect(await read()).toMatchObject({
