@@ -1,7 +1,7 @@
 // The check an http_request makes before anything leaves (spec 3.1): a usable grant that covers
 // the call and, for a one-call grant, spent first (given back when the request never left the
 // service); a lasting grant's use noted, at most once a minute.
-import { type CallTarget, isCovering } from "./grant-coverage.ts";
+import { type CallTarget, isCovering, isStandingPolicy } from "./grant-coverage.ts";
 import { type PublicGrant, toPublicGrant } from "./grant-view.ts";
 import type { GrantCallTicket, GrantScope, GrantsRepo, GrantWithItem } from "./grants.repo.ts";
 
@@ -42,6 +42,17 @@ export function createCallAuthorisation(deps: { repo: GrantsRepo; now: () => Dat
       const at = now();
       const [first] = (await deps.repo.findUsableGrants(scope, at)).filter((row) => isCovering(row, call));
       return first && toPublicGrant(first, at);
+    },
+
+    /**
+     * Spec 4.2 setup's `ready`: the agent holds an active standing approval on the credential (its
+     * own or its folder's) under which it may call `host`, whatever path or method it is scoped to
+     * (the Inbox's Always allow scopes one to a path prefix). Authorises nothing: a call is still
+     * judged by authoriseCall.
+     */
+    async hasStandingGrant(scope: GrantScope, host: string): Promise<boolean> {
+      const rows = await deps.repo.findUsableGrants(scope, now());
+      return rows.some((row) => isStandingPolicy(row.policy) && (!row.scope_host || row.scope_host === host));
     },
 
     /** True when a standing grant exists for the scope but does not cover this call. */

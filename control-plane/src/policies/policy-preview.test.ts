@@ -223,3 +223,27 @@ describe("a preview counts rate limits as enforcement does", () => {
     expect(answer.totals).toMatchObject({ allow: 2, rate_limited: 1 });
   });
 });
+
+describe("an ask rule's rate limit counts only calls an approval let through", () => {
+  const asked = (seq: number): AuditedCall => ({ ...row(seq, "/v1/items/1"), action: "grant_requested" });
+  const limited = [{ id: "ask-limited", effect: "ask", match: {}, rate_limit: { calls: 1, per: "hour" } }];
+  const work = { sliceSteps: 1_000_000, maxSteps: 1_000_000_000 };
+
+  it("a request for an approval was never sent: it takes no place and is never rate_limited", async () => {
+    const { answer } = await preview(limited, [asked(1), asked(2), row(3, "/v1/items/1")], work);
+    // As http-request.tool.ts: an uncovered call waits in the inbox; the covered one takes the place.
+    expect(answer.totals).toMatchObject({ ask: 3, rate_limited: 0 });
+    expect(answer.rules).toMatchObject([{ id: "ask-limited", calls: 3, rate_limited: 0 }]);
+  });
+
+  it("sent calls under the ask rule still count, and an allow rule counts a requested call it would send", async () => {
+    const sent = await preview(limited, [row(1, "/v1/items/1"), asked(2), row(3, "/v1/items/1")], work);
+    expect(sent.answer.totals).toMatchObject({ ask: 2, rate_limited: 1 });
+    const allowed = await preview(
+      [{ id: "allow-limited", effect: "allow", match: {}, rate_limit: { calls: 1, per: "hour" } }],
+      [asked(1), asked(2)],
+      work,
+    );
+    expect(allowed.answer.totals).toMatchObject({ allow: 1, rate_limited: 1 });
+  });
+});

@@ -136,10 +136,21 @@ function replayedLimit(calls: number, windowMs: number) {
 
 type Outcome = PolicyEffect | "rate_limited" | "none";
 
+/**
+ * The audit action of a call no approval covered: it asked for one and was never sent
+ * (tools/http-request.tool.ts). Every other call row was sent, or refused after an approval or an
+ * allow rule let it through (a rate limit, a proxy refusal), or by a deny rule.
+ */
+const UNAPPROVED_CALL_ACTION = "grant_requested";
+
 /** Replays calls through one list, each rule's rate limit counted as the calls go by. */
 function replayer(policy: CompiledPolicy, meter: MatchMeter) {
   const limits = new Map<number, ReturnType<typeof replayedLimit>>();
-  return (call: ReplayedCall, at: Date): { outcome: Outcome; index?: number } => {
+  /**
+   * `isApproved`: false for a call whose row asked for an approval (none covered it); any other
+   * call is taken as let through by the approval or the allow rule it was made under.
+   */
+  return (call: ReplayedCall, at: Date, isApproved: boolean): { outcome: Outcome; index?: number } => {
     // As tools/http-request.tool.ts judges a call: each credential on each path.
     const views = call.items.flatMap((item) =>
       call.paths.map((path) => ({
@@ -149,6 +160,12 @@ function replayer(policy: CompiledPolicy, meter: MatchMeter) {
     );
     const decision = strictestDecision(views);
     if (decision?.effect === "deny") return { outcome: "deny", index: decision.index };
+    // A call no allow rule decides is sent only under an approval, and a limit counts only calls
+    // that would be sent (tools/http-request.tool.ts): one no approval covered waited in the inbox,
+    // taking no place under any rule's limit, and is never refused by one.
+    if (decision?.effect !== "allow" && !isApproved) {
+      return decision ? { outcome: decision.effect, index: decision.index } : { outcome: "none" };
+    }
     // Every rule that decided a view and has a rate limit counts the call; the first (earliest)
     // that is full refuses it, and then none takes a place (tools/http-request.tool.ts does the same).
     const counted = limitingDecisions(views).map((limiting) => {
@@ -214,8 +231,9 @@ export async function previewPolicy(input: {
     const call = callOfAuditRow(row, input.judgedItems);
     if (!call) continue;
     replayed++;
-    const { outcome, index } = candidate(call, row.at);
-    if (saved(call, row.at).outcome !== outcome) changed++;
+    const isApproved = row.action !== UNAPPROVED_CALL_ACTION;
+    const { outcome, index } = candidate(call, row.at, isApproved);
+    if (saved(call, row.at, isApproved).outcome !== outcome) changed++;
     totals[outcome]++;
     if (index === undefined) continue;
     const counted = rules[index]!;

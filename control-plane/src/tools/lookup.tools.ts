@@ -129,9 +129,9 @@ export async function runSetup(
     });
     return { payload: connectRequired(fields, hint) };
   }
-  const grant = await deps.grants.findUsableGrant(httpRequestGrantScope(scope, source));
-  // Spec 4.2: ready means a standing approval; a one-call or 8-hour session approval is not one.
-  const isStanding = grant?.policy === "item_standing" || grant?.policy === "folder_standing";
+  // Spec 4.2: ready means a standing approval (any scope it was given, on this host); a one-call
+  // or 8-hour session approval is not one.
+  const isStanding = await deps.grants.hasStandingGrant(httpRequestGrantScope(scope, source), host);
   return {
     payload: {
       status: isStanding ? "ready" : "ready_prompt",
