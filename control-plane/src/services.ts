@@ -441,8 +441,9 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
     repo: createConnectRepo(db),
     items,
     inTransaction: (fn) =>
-      inTransaction((tx) =>
-        fn({
+      runInTransaction(db, (trx) => {
+        const tx = createTransactionServices(trx, variant);
+        return fn({
           grants: tx.grants,
           closeConnectNeed: (organisationId, id, target, actor) =>
             closeConnectNeedIn(
@@ -453,9 +454,14 @@ function createHostedServices(db: Kysely<Database>, variant: HostedVariant) {
               actor,
               now(),
             ),
+          findNeedAgentId: async (organisationId, id) =>
+            (await tx.repos.needs.findNeedById(organisationId, id))?.agent_id,
+          isLiveAgentForShare: async (organisationId, id, environment) =>
+            (await createConnectRepo(trx).findLiveAgentForShare(organisationId, id, environment)) !==
+            undefined,
           recordEvent: tx.audit.insertAuditEvent,
-        }),
-      ),
+        });
+      }),
     isLiveAgent: clients.isLiveAgent,
     isConnectNeedFor: needs.isConnectNeedFor,
     sealingKey: () => variant.sealingKey(),

@@ -2,10 +2,14 @@
 // credential id Latch keeps is the one the answer names (`id`, what every later sign-in looks the
 // passkey up by) and the authenticator's data carries, at most 1023 bytes (W3C WebAuthn Level 3,
 // 7.1); an authenticator's data naming another id, or a longer one, is refused as
-// passkey_invalid, never a 500 from the database's unique index.
+// passkey_invalid, never a 500 from the database's unique index. An account holds at most
+// MAX_PASSKEYS, also when two registrations land at once.
 import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
+import { newId } from "@latch/shared/ids";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, signUpOperator, startHosted } from "../../test/hosted.ts";
+import { createPasskeysRepo } from "./passkeys.repo.ts";
+import { MAX_PASSKEYS } from "./passkeys.service.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -113,5 +117,50 @@ describe("a new passkey's credential id", () => {
       expect(added.statusCode, added.body).toBe(201);
       expect((await browser.request("GET", "/api/auth/passkeys")).json().passkeys).toHaveLength(1);
     }
+  });
+});
+
+describe("the passkey limit", () => {
+  it("two registrations at once, at one under the limit: one is stored, the other is plan_limit", async () => {
+    const { browser } = await signUpOperator(h, { label: "passkey-limit" });
+    const operatorId = (await browser.request("GET", "/api/orgs/members")).json().members[0]
+      .operator_id as string;
+    // Two ceremonies of the one session, each with its own challenge (asked while the account had
+    // none, as the options need a fresh verification once it has one), answered at the same time
+    // once it holds one under the limit.
+    const challenges: string[] = [];
+    for (const _ of [1, 2]) {
+      const options = await browser.request("POST", "/api/auth/passkeys/options", {});
+      expect(options.statusCode, options.body).toBe(200);
+      challenges.push(options.json().challenge as string);
+    }
+    const repo = createPasskeysRepo(h.plane.database.db);
+    for (let n = 1; n < MAX_PASSKEYS; n++) {
+      const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+      await repo.insertPasskey({
+        id: newId("pky"),
+        operatorId,
+        credentialId: randomBytes(16).toString("base64url"),
+        publicKey: publicKey.export({ format: "der", type: "spki" }),
+        signCount: 0,
+        transports: ["internal"],
+        deviceType: "singleDevice",
+        backedUp: false,
+        aaguid: null,
+        name: `Key ${n}`,
+        createdAt: h.clock.now,
+      });
+    }
+    const added = await Promise.all(
+      challenges.map((challenge, i) =>
+        browser.request("POST", "/api/auth/passkeys", {
+          name: `Racing ${i}`,
+          response: registration(challenge, randomBytes(16)),
+        }),
+      ),
+    );
+    expect(added.map((a) => a.statusCode).sort()).toEqual([201, 402]);
+    expect(added.find((a) => a.statusCode === 402)?.json().error.code).toBe("plan_limit");
+    expect((await browser.request("GET", "/api/auth/passkeys")).json().passkeys).toHaveLength(MAX_PASSKEYS);
   });
 });

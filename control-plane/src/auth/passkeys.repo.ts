@@ -90,6 +90,32 @@ export function createPasskeysRepo(db: Kysely<Database>) {
         .execute();
     },
 
+    /**
+     * Inserts the passkey unless the operator has `max` already: the count and the insert run with
+     * the operator's row locked, so two registrations at once (each with its own challenge) are
+     * counted in turn and cannot both pass at `max - 1`. False at the limit.
+     */
+    async insertPasskeyUnderLimit(passkey: NewPasskey, max: number): Promise<boolean> {
+      return db.transaction().execute(async (trx) => {
+        // The operator's row, locked: factor changes of one account are serialised.
+        const operator = await trx
+          .selectFrom("operators")
+          .select("id")
+          .where("id", "=", passkey.operatorId)
+          .forUpdate()
+          .executeTakeFirst();
+        if (!operator) return false;
+        const row = await trx
+          .selectFrom("operator_passkeys")
+          .select((eb) => eb.fn.countAll<string | number>().as("count"))
+          .where("operator_id", "=", passkey.operatorId)
+          .executeTakeFirstOrThrow();
+        if (Number(row.count) >= max) return false;
+        await createPasskeysRepo(trx).insertPasskey(passkey);
+        return true;
+      });
+    },
+
     findPasskeyByCredentialId: (credentialId: string): Promise<PasskeyRow | undefined> =>
       db
         .selectFrom("operator_passkeys")

@@ -218,25 +218,28 @@ export function createPasskeysService(deps: PasskeysDeps) {
       if (info.credential.id !== named || Buffer.from(named, "base64url").length > MAX_CREDENTIAL_ID_BYTES) {
         throw refused("the authenticator's data names another or an over-long credential id");
       }
-      if ((await repo.findPasskeyCount(operatorId)) >= MAX_PASSKEYS) {
-        throw new AppError("plan_limit", `an account has at most ${MAX_PASSKEYS} passkeys`);
-      }
       const id = newId("pky");
       const createdAt = deps.now();
+      let isStored: boolean;
       try {
-        await repo.insertPasskey({
-          id,
-          operatorId,
-          credentialId: info.credential.id,
-          publicKey: info.credential.publicKey,
-          signCount: info.credential.counter,
-          transports: knownTransports(info.credential.transports),
-          deviceType: info.credentialDeviceType,
-          backedUp: info.credentialBackedUp,
-          aaguid: info.aaguid,
-          name,
-          createdAt,
-        });
+        // Counted and inserted under the operator's row lock: two registrations at once (each
+        // answering its own challenge) cannot both pass the count at MAX_PASSKEYS - 1.
+        isStored = await repo.insertPasskeyUnderLimit(
+          {
+            id,
+            operatorId,
+            credentialId: info.credential.id,
+            publicKey: info.credential.publicKey,
+            signCount: info.credential.counter,
+            transports: knownTransports(info.credential.transports),
+            deviceType: info.credentialDeviceType,
+            backedUp: info.credentialBackedUp,
+            aaguid: info.aaguid,
+            name,
+            createdAt,
+          },
+          MAX_PASSKEYS,
+        );
       } catch (error) {
         // One credential id belongs to one account: a key already registered (here or to another
         // account) is refused, never moved.
@@ -245,6 +248,7 @@ export function createPasskeysService(deps: PasskeysDeps) {
         }
         throw error;
       }
+      if (!isStored) throw new AppError("plan_limit", `an account has at most ${MAX_PASSKEYS} passkeys`);
       const row = await repo.findPasskeyByCredentialId(info.credential.id);
       return passkeyView(row!);
     },

@@ -1,4 +1,5 @@
-// Connect states in the database: inserted at start, claimed once at the callback.
+// Connect states in the database: inserted at start, claimed once at the callback; and the agent
+// a connect approves, read with its client row held for the callback's transaction.
 import type { Kysely } from "kysely";
 import type { ConnectStatesTable, Database } from "../db/schema.ts";
 
@@ -17,6 +18,16 @@ export interface ConnectRepo {
     binding: { organisationId: string; sessionId: string },
     now: Date,
   ): Promise<ConnectStateRow | undefined>;
+  /**
+   * The live agent (model client) `id` of the organisation in `environment`, its row locked
+   * `FOR SHARE` until the transaction ends: a revoke (an UPDATE of that row) committed first is
+   * seen, and one landing meanwhile waits, then revokes the approvals the transaction gave.
+   */
+  findLiveAgentForShare(
+    organisationId: string,
+    id: string,
+    environment: string,
+  ): Promise<{ id: string } | undefined>;
 }
 
 export function createConnectRepo(db: Kysely<Database>): ConnectRepo {
@@ -51,5 +62,16 @@ export function createConnectRepo(db: Kysely<Database>): ConnectRepo {
         ])
         .executeTakeFirst();
     },
+    findLiveAgentForShare: (organisationId, id, environment) =>
+      db
+        .selectFrom("clients")
+        .select("id")
+        .where("organisation_id", "=", organisationId)
+        .where("id", "=", id)
+        .where("kind", "=", "model")
+        .where("environment", "=", environment)
+        .where("revoked_at", "is", null)
+        .forShare()
+        .executeTakeFirst(),
   };
 }

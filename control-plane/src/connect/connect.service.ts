@@ -64,6 +64,14 @@ export interface ConnectTransaction {
     target: ConnectTarget,
     actor: string,
   ): Promise<string | undefined>;
+  /** The agent that asked with a need (an Inbox request), whatever its state. */
+  findNeedAgentId(organisationId: string, id: string): Promise<string | undefined>;
+  /**
+   * Whether `id` is still a live agent of the organisation in `environment`, its client row held
+   * `FOR SHARE` until the transaction ends (connect.repo.ts): a revoke since the start is seen, and
+   * one landing now waits, then revokes the approvals given here.
+   */
+  isLiveAgentForShare(organisationId: string, id: string, environment: string): Promise<boolean>;
   recordEvent(event: AuditEvent): Promise<void>;
 }
 
@@ -378,7 +386,16 @@ export function createConnectService(deps: ConnectDeps) {
       // agent whose request it was) gets a standing approval on the source credential and the
       // refresh item, so its retry works. One transaction: a crash between them cannot close the
       // request and leave its agent without the approvals (nobody could then ask for them again).
+      // The agent is checked again here, not only at the start: one revoked since (its approvals
+      // revoked with it) gets none back from this connect; the account stays stored, the operator
+      // connected it. Its client row is locked before the request's row, in the order a revoke
+      // takes them, so the two wait for each other instead of deadlocking.
       await deps.inTransaction(async (tx) => {
+        const named =
+          row.agent_client_id ??
+          (row.need_id ? await tx.findNeedAgentId(operator.organisationId, row.need_id) : undefined);
+        const isAgentLive =
+          named !== undefined && (await tx.isLiveAgentForShare(operator.organisationId, named, environment));
         const asker = row.need_id
           ? await tx.closeConnectNeed(
               operator.organisationId,
@@ -388,7 +405,7 @@ export function createConnectService(deps: ConnectDeps) {
             )
           : undefined;
         const agentId = row.agent_client_id ?? asker;
-        if (agentId) {
+        if (agentId && isAgentLive) {
           for (const itemId of [item.id, stored.id]) {
             await tx.grants.createActiveGrant({
               organisationId: operator.organisationId,

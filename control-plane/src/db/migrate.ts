@@ -35,6 +35,7 @@ import * as organisationTombstones from "./migrations/2026-11-27T1400-organisati
 import * as policyProposals from "./migrations/2026-11-27T1800-policy-proposals.ts";
 import * as pendingTotpSession from "./migrations/2026-11-27T1820-pending-totp-session.ts";
 import * as clientIssuer from "./migrations/2026-11-27T1830-client-issuer.ts";
+import * as pushSubscriptionsPerOperator from "./migrations/2026-11-28T0100-push-subscriptions-per-operator.ts";
 
 const MIGRATIONS: Record<string, Migration> = {
   "2026-11-22T0000-vault": vault,
@@ -71,6 +72,7 @@ const MIGRATIONS: Record<string, Migration> = {
   "2026-11-27T1800-policy-proposals": policyProposals,
   "2026-11-27T1820-pending-totp-session": pendingTotpSession,
   "2026-11-27T1830-client-issuer": clientIssuer,
+  "2026-11-28T0100-push-subscriptions-per-operator": pushSubscriptionsPerOperator,
 };
 
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {

@@ -1,7 +1,8 @@
 // Which devices hear of an organisation's requests (push.repo.ts findSubscriptionsOf), against the
 // real database: "Require SSO" shuts a member's email-code session out of every route of the
 // organisation (403 sso_required), so a device subscribed from that session hears nothing of it
-// either: no agent, item, method, host or path of a request the member may not open.
+// either: no agent, item, method, host or path of a request the member may not open. And an
+// endpoint is kept per operator: another operator subscribing it cannot take the device's row.
 import { PGlite } from "@electric-sql/pglite";
 import { newId } from "@latch/shared/ids";
 import { Kysely, PGliteDialect, sql } from "kysely";
@@ -148,6 +149,96 @@ describe("devices subscribed before sessions were recorded", () => {
       await migrateToLatest(db);
       const left = await sql<{ id: string }>`select id from push_subscriptions order by id`.execute(db);
       expect(left.rows.map((row) => row.id)).toEqual(["psh_session"]);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
+
+describe("an endpoint another operator subscribes", () => {
+  it("is a row of its own: the device's operator keeps its row, its keys, and its notices", async () => {
+    const organisationId = await newTestOrganisation(database);
+    const victim = await memberWithDevices("victim.test", [organisationId], organisationId);
+    const taker = await memberWithDevices("taker.test", [organisationId], organisationId);
+    const repo = createPushRepo(database.db);
+    const victimRow = await database.db
+      .selectFrom("push_subscriptions")
+      .selectAll()
+      .where("id", "=", victim.emailCode)
+      .executeTakeFirstOrThrow();
+    const takerSession = await database.db
+      .selectFrom("push_subscriptions")
+      .select("session_id")
+      .where("id", "=", taker.emailCode)
+      .executeTakeFirstOrThrow();
+
+    const taken = await repo.upsertSubscription({
+      id: newId("psh"),
+      operator_id: taker.operatorId,
+      endpoint: victimRow.endpoint,
+      p256dh: "the taker's key",
+      auth: "the taker's secret",
+      created_at: new Date(),
+      last_pushed_at: null,
+      session_id: takerSession.session_id,
+    });
+    expect(taken.operator_id).toBe(taker.operatorId);
+    expect(taken.id).not.toBe(victim.emailCode);
+    const kept = await database.db
+      .selectFrom("push_subscriptions")
+      .selectAll()
+      .where("id", "=", victim.emailCode)
+      .executeTakeFirstOrThrow();
+    expect(kept).toEqual(victimRow);
+    expect(await devicesHearing(victim.operatorId, organisationId)).toContain(victim.emailCode);
+  });
+
+  it("subscribed again by its own operator, replaces that operator's row (one row, the new keys)", async () => {
+    const organisationId = await newTestOrganisation(database);
+    const member = await memberWithDevices("again.test", [organisationId], organisationId);
+    const before = await database.db
+      .selectFrom("push_subscriptions")
+      .selectAll()
+      .where("id", "=", member.emailCode)
+      .executeTakeFirstOrThrow();
+    const again = await createPushRepo(database.db).upsertSubscription({
+      ...before,
+      id: newId("psh"),
+      p256dh: "a new key",
+      auth: "a new secret",
+      created_at: new Date(),
+    });
+    const rows = await database.db
+      .selectFrom("push_subscriptions")
+      .select(["id", "p256dh"])
+      .where("endpoint", "=", before.endpoint)
+      .execute();
+    expect(rows).toEqual([{ id: again.id, p256dh: "a new key" }]);
+  });
+
+  it("the migration keeps every subscription, and lets two operators hold one endpoint", async () => {
+    const pglite = new PGlite();
+    const db = new Kysely<unknown>({ dialect: new PGliteDialect({ pglite }) });
+    try {
+      await migrateTo(db, "2026-11-27T1830-client-issuer");
+      await sql`insert into operators (id, email, created_at)
+        values ('opr_a', 'a@example.test', now()), ('opr_b', 'b@example.test', now())`.execute(db);
+      await sql`insert into push_subscriptions (id, operator_id, endpoint, p256dh, auth, session_id, created_at)
+        values ('psh_a', 'opr_a', 'https://push.latch.test/a', 'k', 'a', 'ses_a', now())`.execute(db);
+      await migrateToLatest(db);
+      await sql`insert into push_subscriptions (id, operator_id, endpoint, p256dh, auth, session_id, created_at)
+        values ('psh_b', 'opr_b', 'https://push.latch.test/a', 'k2', 'b', 'ses_b', now())`.execute(db);
+      const rows = await sql<{ id: string }>`select id from push_subscriptions order by id`.execute(db);
+      expect(rows.rows.map((row) => row.id)).toEqual(["psh_a", "psh_b"]);
+      // Still one row per operator and endpoint.
+      await expect(
+        sql`insert into push_subscriptions (id, operator_id, endpoint, p256dh, auth, session_id, created_at)
+          values ('psh_a2', 'opr_a', 'https://push.latch.test/a', 'k', 'a', 'ses_a', now())`.execute(db),
+      ).rejects.toThrow();
+      // Down again: one row per endpoint, the newest.
+      await migrateTo(db, "2026-11-27T1830-client-issuer");
+      const left = await sql<{ id: string }>`select id from push_subscriptions order by id`.execute(db);
+      expect(left.rows.map((row) => row.id)).toEqual(["psh_b"]);
     } finally {
       await db.destroy();
     }

@@ -1,5 +1,6 @@
-// Web Push subscriptions in the database: one row per browser endpoint, owned by the operator who
-// subscribed it last (a browser profile has one endpoint per application server key).
+// Web Push subscriptions in the database: one row per operator and browser endpoint. An endpoint is
+// never moved from one operator's row to another's: its URL is all another operator would need to
+// take a device's row, and with it that device's notices (migration 2026-11-28T0100).
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema.ts";
 
@@ -16,7 +17,10 @@ export interface PushSubscriptionRow {
 }
 
 export interface PushRepo {
-  /** Stores the subscription; an endpoint subscribed before (by anyone) is replaced by this one. */
+  /**
+   * Stores the subscription; the operator's own subscription of that endpoint is replaced by this
+   * one. Another operator's row of the same endpoint is left as it is.
+   */
   upsertSubscription(row: PushSubscriptionRow): Promise<PushSubscriptionRow>;
   /**
    * The devices of `operatorIds` that may hear of `organisationId`'s requests: made in a session
@@ -40,9 +44,8 @@ export function createPushRepo(db: Kysely<Database>): PushRepo {
         .insertInto("push_subscriptions")
         .values(row)
         .onConflict((oc) =>
-          oc.column("endpoint").doUpdateSet({
+          oc.columns(["operator_id", "endpoint"]).doUpdateSet({
             id: row.id,
-            operator_id: row.operator_id,
             p256dh: row.p256dh,
             auth: row.auth,
             created_at: row.created_at,
