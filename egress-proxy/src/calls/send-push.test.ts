@@ -84,6 +84,9 @@ describe("SendPush", () => {
       "invalid_header",
     ],
     ["a CRLF in a value", { headers: [{ name: "TTL", value: "60\r\nX-Evil: 1" }] }, "invalid_header"],
+    // Names an object literal inherits: the table of push headers must not read them as forms.
+    ["a constructor header", { headers: [{ name: "constructor", value: "1" }] }, "invalid_header"],
+    ["a __proto__ header", { headers: [{ name: "__proto__", value: "1" }] }, "invalid_header"],
     ["a body over 4096 bytes", { body: Buffer.alloc(4097) }, "payload_too_large"],
     ["an IP address as host", { host: "10.0.0.1" }, "ip_literal"],
     ["a path with dot segments", { path: "/a/../b" }, "invalid_path"],

@@ -24,16 +24,19 @@ import {
 /** RFC 8030 7.2: a push service must accept a message of at most 4096 octets. */
 export const MAX_PUSH_BYTES = 4096;
 
-/** The request headers of a push message (RFC 8030 5.2-5.4, RFC 8188, RFC 8292), each checked. */
-const PUSH_HEADERS: Readonly<Record<string, RegExp>> = {
-  ttl: /^\d{1,7}$/,
-  urgency: /^(?:very-low|low|normal|high)$/,
+/**
+ * The request headers of a push message (RFC 8030 5.2-5.4, RFC 8188, RFC 8292), each checked. A
+ * Map, so that a name an object inherits (`constructor`, `__proto__`) is no header of the table.
+ */
+const PUSH_HEADERS: ReadonlyMap<string, RegExp> = new Map([
+  ["ttl", /^\d{1,7}$/],
+  ["urgency", /^(?:very-low|low|normal|high)$/],
   // RFC 8030 5.4: up to 32 characters of the URL-safe base64 alphabet.
-  topic: /^[A-Za-z0-9_-]{1,32}$/,
-  "content-encoding": /^aes128gcm$/,
+  ["topic", /^[A-Za-z0-9_-]{1,32}$/],
+  ["content-encoding", /^aes128gcm$/],
   // RFC 8292 3: "vapid t=<JWT>, k=<key>", both base64url.
-  authorization: /^vapid t=[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+, k=[A-Za-z0-9_-]+$/,
-};
+  ["authorization", /^vapid t=[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+, k=[A-Za-z0-9_-]+$/],
+]);
 
 export interface SendPushDeps {
   checkTicket: TicketChecker;
@@ -51,7 +54,7 @@ function checkPushHeaders(headers: readonly { name: string; value: string }[]) {
   const seen = new Set<string>();
   return headers.map(({ name, value }) => {
     const lower = name.toLowerCase();
-    const form = PUSH_HEADERS[lower];
+    const form = PUSH_HEADERS.get(lower);
     if (!form || seen.has(lower) || !form.test(value) || value.length > 2048) {
       throw new AppError("invalid_header", `a push message may not carry this ${lower.slice(0, 40)} header`);
     }

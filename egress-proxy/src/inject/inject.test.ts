@@ -88,6 +88,10 @@ describe("injectCredential: the agent cannot pre-set the credential's slot", () 
   it.each([
     ["header:X-Api-Key", "x-api-key", "x-api-key"],
     ["header:X-Api-Key", "X-API-KEY", "x-api-key"],
+    // CGI, WSGI and Rack read "_" as "-": both arrive as HTTP_X_API_KEY.
+    ["header:X-Api-Key", "x_api_key", "x-api-key"],
+    ["header:X-Api-Key", "X_Api-KEY", "x-api-key"],
+    ["header:X_Api_Key", "x-api-key", "x_api_key"],
     ["bearer", "authorization", "authorization"],
     ["basic", "Authorization", "authorization"],
     ["header:Authorization", "authorization", "authorization"],
@@ -108,6 +112,16 @@ describe("injectCredential: the agent cannot pre-set the credential's slot", () 
     expect(JSON.stringify(out.headers)).not.toContain("agent-own-credential");
     expect(JSON.stringify(out.headers)).not.toContain("second-smuggled-one");
     expect(out.headers).toContainEqual({ name: "accept", value: "application/json" });
+  });
+
+  it("header keeps names that only look alike", () => {
+    const headers = [
+      { name: "x-api-keys", value: "1" },
+      { name: "xapikey", value: "2" },
+      { name: "x-api-key-id", value: "3" },
+    ];
+    const out = inject("header:X-Api-Key", SECRET, { path: "/v1/me", headers });
+    expect(out.headers).toEqual([...headers, { name: "x-api-key", value: SECRET }]);
   });
 
   it.each([

@@ -48,9 +48,10 @@ function refuseSecret(item: string, slot: string): never {
  * - header:<name>: that header (lowercase name) with the secret as its whole value.
  * - query:<param>: `param=encodeURIComponent(secret)` appended to the query.
  * - cookie:<name>: `cookie: <name>=<secret>`.
- * Any header of the same name, or query parameter an origin could read as the same name
- * (`KEY`, `key[]`, `key%00`), already in `req` is removed first, so an agent cannot pre-set the
- * slot and have an origin read its value instead of the credential.
+ * Any header an origin could read as the same name (any case, `_` for `-`), or query parameter
+ * an origin could read as the same name (`KEY`, `key[]`, `key%00`), already in `req` is removed
+ * first, so an agent cannot pre-set the slot and have an origin read its value instead of the
+ * credential.
  * A secret that cannot be sent as-is in the slot throws `AppError("invalid_header")`; the
  * message names the item and the slot, never the value.
  *
@@ -120,8 +121,18 @@ function encodeBasic(credential: InjectedCredential, item: string): string {
   return Buffer.from(pair, "utf8").toString("base64");
 }
 
+/**
+ * How an origin may read a header name: case folded, and "_" as "-". CGI, WSGI and Rack servers
+ * hand every header on as `HTTP_<NAME>` with both written "_", so `X_Api_Key` arrives as the very
+ * `HTTP_X_API_KEY` that `X-Api-Key` does (joined with it, or one replacing the other).
+ */
+function headerSlotOf(name: string): string {
+  return name.toLowerCase().replaceAll("_", "-");
+}
+
 function withHeader(req: OutgoingRequest, lowerName: string, value: string): OutgoingRequest {
-  const headers = req.headers.filter((h) => h.name.toLowerCase() !== lowerName).map((h) => ({ ...h }));
+  const slot = headerSlotOf(lowerName);
+  const headers = req.headers.filter((h) => headerSlotOf(h.name) !== slot).map((h) => ({ ...h }));
   headers.push({ name: lowerName, value });
   return { path: req.path, headers };
 }
