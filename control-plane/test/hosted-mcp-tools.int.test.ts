@@ -347,7 +347,7 @@ describe("the playlist path rewrite (spec 4.2 rule 3)", () => {
 });
 
 describe("sigv4 (issue 21 item 4)", () => {
-  it("refuses a presigned URL's parameters in the agent's query before asking for an approval", async () => {
+  it("refuses a presigned URL's parameters, and a pair the signer cannot sign, in the agent's query before asking for an approval", async () => {
     const { op, agent } = await setUp([
       {
         name: "AWS_SQS",
@@ -369,6 +369,19 @@ describe("sigv4 (issue 21 item 4)", () => {
       const answer = toolAnswer(result) as { error?: { code: string; message: string } };
       expect(answer.error?.code).toBe("invalid_path");
       expect(answer.error?.message).toMatch(/presigned URL/);
+    }
+    // A pair AWS's signer cannot sign as it is sent: refused before an approval is spent on it.
+    for (const name of ["__proto__", "%5F%5Fproto%5F%5F"]) {
+      const result = await agent.callTool({
+        name: "http_request",
+        arguments: { method: "GET", item_name: "AWS_SQS", path: `/?Action=ListQueues&${name}=1` },
+      });
+      expect(result.isError, name).toBe(true);
+      const answer = toolAnswer(result) as { error?: { code: string; message: string } };
+      expect(answer.error).toMatchObject({
+        code: "invalid_path",
+        message: expect.stringMatching(/__proto__/),
+      });
     }
     expect((await op.request("GET", "/api/inbox")).json().approvals).toEqual([]);
     await agent.close();

@@ -2,7 +2,7 @@
 // (spending a one-call approval before anything leaves), send through the egress proxy, answer in
 // the shape of 2.8.
 import { AppError } from "@latch/shared/errors";
-import { findPresignParameter, presignRefusal } from "@latch/shared/inject/aws-presign";
+import { sigv4QueryRefusal } from "@latch/shared/inject/aws-presign";
 import { parseRequestTarget } from "@latch/shared/requests/path";
 import { BearerNotLive } from "../auth/principal.ts";
 import type { CallContext } from "../calls/call-context.repo.ts";
@@ -52,9 +52,10 @@ export async function runHttpRequest(
   if ("payload" in located) return located;
   const { item, host, path } = located;
   // A sigv4 call is signed by Latch: a presigned URL's parameters in the agent's query would be a
-  // second authentication of its choosing. Refused before any approval is asked for.
-  const presign = item.inject === "sigv4" ? findPresignParameter(path) : undefined;
-  if (presign !== undefined) throw new AppError("invalid_path", presignRefusal(presign));
+  // second authentication of its choosing, and a pair the signer cannot sign would spend an
+  // approval on a request AWS refuses. Refused before any approval is asked for.
+  const refusal = item.inject === "sigv4" ? sigv4QueryRefusal(path) : undefined;
+  if (refusal !== undefined) throw new AppError("invalid_path", refusal);
   const grantScope = httpRequestGrantScope(scope, item);
   const judgedItems = (await findPlanItems({ findItemByName }, scope, item, located)).map(
     (used) => used.name,

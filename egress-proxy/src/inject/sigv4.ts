@@ -5,6 +5,7 @@
 
 import { AppError } from "@latch/shared/errors";
 import type { AwsSigningScope } from "@latch/shared/inject/aws-host";
+import { UNSIGNABLE_QUERY_NAME, UNSIGNABLE_QUERY_REFUSAL } from "@latch/shared/inject/aws-presign";
 import type { HeaderPair } from "@latch/shared/requests/headers";
 import { Hash } from "@smithy/core/serde";
 import { SignatureV4 } from "@smithy/signature-v4";
@@ -149,13 +150,6 @@ function joinHeaders(headers: readonly HeaderPair[]): Record<string, string> {
 }
 
 /**
- * The one query name AWS's signer cannot sign: it builds the canonical query in a plain object,
- * where a `__proto__` key sets the prototype instead of adding the pair, so the pair would be sent
- * unsigned and "[object Object]" signed in its place.
- */
-const UNSIGNABLE_QUERY_NAME = "__proto__";
-
-/**
  * The path and the decoded query pairs, which AWS's signer encodes again in its canonical form.
  * A name with no `=` signs as `name=` (SigV4: an empty value). `+` stays a literal plus. A pair
  * the signer would not sign as it is sent (`__proto__`, in any encoding) is refused: the signature
@@ -170,12 +164,7 @@ function splitTarget(target: string): { pathname: string; query: Record<string, 
     if (pair.length === 0) continue;
     const equals = pair.indexOf("=");
     const name = decodeQueryPart(equals === -1 ? pair : pair.slice(0, equals));
-    if (name === UNSIGNABLE_QUERY_NAME) {
-      throw new AppError(
-        "invalid_path",
-        `the query cannot be signed: AWS's signer cannot sign a parameter named ${UNSIGNABLE_QUERY_NAME}`,
-      );
-    }
+    if (name === UNSIGNABLE_QUERY_NAME) throw new AppError("invalid_path", UNSIGNABLE_QUERY_REFUSAL);
     const value = equals === -1 ? "" : decodeQueryPart(pair.slice(equals + 1));
     const previous = query[name];
     query[name] =

@@ -4,8 +4,8 @@
 
 /**
  * True when an origin could read the name of the `name=value` pair as `wanted` (lowercase):
- * - equal after `+` and percent-decoding, ignoring case (`KEY`, `k%65y`, `api%5Fkey`): frameworks
- *   decode names and some fold case;
+ * - equal after `+` and percent-decoding, ignoring case (`KEY`, `k%65y`, `api%5Fkey`, and `ap%C4%B1_key`,
+ *   whose dotless i uppercases to `I`): frameworks decode names and some fold case;
  * - or `wanted` followed by `[` (`key[]`, `key[a]`, `key%5b%5d`): PHP, Rack and `qs` parse these
  *   into `key` itself (a list or a map), so the agent's value lands beside or instead of ours;
  * - or `wanted` followed by NUL (`key%00`): C-string parsers stop at the NUL and see `key`.
@@ -17,13 +17,27 @@
 export function readsAsQueryName(pair: string, wanted: string): boolean {
   const equals = pair.indexOf("=");
   const raw = (equals === -1 ? pair : pair.slice(0, equals)).replaceAll("+", " ");
-  let name: string;
+  let decoded: string;
   try {
-    name = decodeURIComponent(raw).toLowerCase();
+    decoded = decodeURIComponent(raw);
   } catch {
-    return decodeBytewise(raw).toLowerCase().startsWith(wanted);
+    return foldings(decodeBytewise(raw)).some((name) => name.startsWith(wanted));
   }
-  return name === wanted || name.startsWith(`${wanted}[`) || name.startsWith(`${wanted}\0`);
+  return foldings(decoded).some(
+    (name) => name === wanted || name.startsWith(`${wanted}[`) || name.startsWith(`${wanted}\0`),
+  );
+}
+
+/**
+ * A name as origins that ignore case may read it: folded to lowercase, and to uppercase (then
+ * lowercase, to compare with `wanted`). The two differ: `ı` (U+0131) and `ſ` (U+017F) uppercase to
+ * `I` and `S`, and `ß` to `SS`, so a Java `equalsIgnoreCase` or a Python `.upper()` reads
+ * `ap%C4%B1_key` as `API_KEY`.
+ */
+function foldings(name: string): string[] {
+  const lower = name.toLowerCase();
+  const upper = name.toUpperCase().toLowerCase();
+  return upper === lower ? [lower] : [lower, upper];
 }
 
 /**

@@ -3,7 +3,7 @@
 // goes into the signature only; the origin and the answer never see it.
 import { AppError } from "@latch/shared/errors";
 import { readAwsSigningScope } from "@latch/shared/inject/aws-host";
-import { findPresignParameter, presignRefusal } from "@latch/shared/inject/aws-presign";
+import { sigv4QueryRefusal } from "@latch/shared/inject/aws-presign";
 import { signLikeWebhook } from "../../inject/hmac-signatures.ts";
 import { signSigV4 } from "../../inject/sigv4.ts";
 import { type CallStep, requireStage } from "./outgoing-call.ts";
@@ -23,8 +23,8 @@ export const signRequest: CallStep = async (call) => {
   }
   if (call.inject.kind !== "sigv4") return;
   // The control plane refuses these before asking for an approval; the proxy does not trust it to.
-  const presign = findPresignParameter(call.path);
-  if (presign !== undefined) throw new AppError("invalid_path", presignRefusal(presign));
+  const refusal = sigv4QueryRefusal(call.path);
+  if (refusal !== undefined) throw new AppError("invalid_path", refusal);
   const credential = requireStage(call.credential, "credential was opened");
   const scope = readAwsSigningScope(call.host);
   if (scope === undefined) {
