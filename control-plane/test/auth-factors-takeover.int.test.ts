@@ -5,7 +5,7 @@
 // step up; a pending enrolment belongs to the session that started it; a session begun with single
 // sign-on cannot spend the account's authenticator attempts where its step-up is not that code; and
 // the operator is mailed of each change, with no code or secret in the mail.
-import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { newId } from "@latch/shared/ids";
 import * as OTPAuth from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,6 +19,7 @@ import {
   signUpOperator,
   startHosted,
 } from "./hosted.ts";
+import { noneAttestationRegistration } from "./webauthn.ts";
 
 let h: HostedHarness;
 beforeAll(async () => {
@@ -36,62 +37,6 @@ type Answer = Awaited<ReturnType<Browser["request"]>>;
 function expectStepUp(response: Answer, methods: string[]) {
   expect(response.statusCode, response.body).toBe(403);
   expect(response.json().error).toMatchObject({ code: "step_up_required", methods });
-}
-
-/** A registration answer for `challenge`, as a platform authenticator makes one (ES256, no attestation). */
-function registration(challenge: string) {
-  const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest();
-  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const jwk = publicKey.export({ format: "jwk" });
-  const cose = Buffer.concat([
-    Buffer.from([0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]),
-    Buffer.from(jwk.x!, "base64url"),
-    Buffer.from([0x22, 0x58, 0x20]),
-    Buffer.from(jwk.y!, "base64url"),
-  ]);
-  const credentialId = randomBytes(32);
-  const idLength = Buffer.alloc(2);
-  idLength.writeUInt16BE(credentialId.length);
-  const authData = Buffer.concat([
-    sha256("localhost"),
-    Buffer.from([0x45]),
-    Buffer.alloc(4),
-    Buffer.alloc(16),
-    idLength,
-    credentialId,
-    cose,
-  ]);
-  const dataLength = Buffer.alloc(2);
-  dataLength.writeUInt16BE(authData.length);
-  const attestation = Buffer.concat([
-    Buffer.from([0xa3, 0x63]),
-    Buffer.from("fmt"),
-    Buffer.from([0x64]),
-    Buffer.from("none"),
-    Buffer.from([0x67]),
-    Buffer.from("attStmt"),
-    Buffer.from([0xa0]),
-    Buffer.from([0x68]),
-    Buffer.from("authData"),
-    Buffer.from([0x59]),
-    dataLength,
-    authData,
-  ]);
-  const clientData = Buffer.from(
-    JSON.stringify({ type: "webauthn.create", challenge, origin: BASE, crossOrigin: false }),
-  );
-  const id = credentialId.toString("base64url");
-  return {
-    id,
-    rawId: id,
-    type: "public-key",
-    response: {
-      clientDataJSON: clientData.toString("base64url"),
-      attestationObject: attestation.toString("base64url"),
-      transports: ["internal"],
-    },
-    clientExtensionResults: {},
-  };
 }
 
 /** A signed-up owner with an authenticator, and backup codes it made on its ready session. */
@@ -230,7 +175,7 @@ describe("recovery with a backup code", () => {
     expect(options.statusCode, options.body).toBe(200);
     const added = await browser.request("POST", "/api/auth/passkeys", {
       name: "New laptop",
-      response: registration(options.json().challenge),
+      response: noneAttestationRegistration(options.json().challenge, BASE),
     });
     expect(added.statusCode, added.body).toBe(201);
   });

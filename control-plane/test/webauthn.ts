@@ -2,7 +2,7 @@
 // through playwright-core's CDP session), and assertions signed in the test with a key that
 // authenticator holds, so that what no honest browser would send (another RP's answer, a counter
 // gone backwards, a replay) can be sent on purpose.
-import { createHash, createPrivateKey, sign } from "node:crypto";
+import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import type { CDPSession, Page } from "playwright-core";
 
 export interface VirtualAuthenticator {
@@ -109,5 +109,72 @@ export function signAssertion(options: {
     },
     clientExtensionResults: {},
     authenticatorAttachment: "platform",
+  };
+}
+
+/**
+ * A registration answer for `challenge` on `origin`, as a platform authenticator makes one (ES256,
+ * "none" attestation), built by hand so that a test can make its authenticator data carry
+ * `attested` as the credential id while the answer itself names `named` (the same by default).
+ */
+export function noneAttestationRegistration(
+  challenge: string,
+  origin: string,
+  attested: Buffer = randomBytes(32),
+  named: Buffer = attested,
+) {
+  const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest();
+  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const jwk = publicKey.export({ format: "jwk" });
+  // COSE_Key: kty EC2, alg ES256, crv P-256, x, y.
+  const cose = Buffer.concat([
+    Buffer.from([0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]),
+    Buffer.from(jwk.x!, "base64url"),
+    Buffer.from([0x22, 0x58, 0x20]),
+    Buffer.from(jwk.y!, "base64url"),
+  ]);
+  const idLength = Buffer.alloc(2);
+  idLength.writeUInt16BE(attested.length);
+  // rpIdHash, flags (UP, UV, AT), sign count 0, AAGUID 0, the credential id, its key.
+  const authData = Buffer.concat([
+    sha256(new URL(origin).hostname),
+    Buffer.from([0x45]),
+    Buffer.alloc(4),
+    Buffer.alloc(16),
+    idLength,
+    attested,
+    cose,
+  ]);
+  const dataLength = Buffer.alloc(4);
+  dataLength.writeUInt32BE(authData.length);
+  // CBOR {fmt: "none", attStmt: {}, authData: bytes (a 4-byte length, any size)}.
+  const attestation = Buffer.concat([
+    Buffer.from([0xa3, 0x63]),
+    Buffer.from("fmt"),
+    Buffer.from([0x64]),
+    Buffer.from("none"),
+    Buffer.from([0x67]),
+    Buffer.from("attStmt"),
+    Buffer.from([0xa0]),
+    Buffer.from([0x68]),
+    Buffer.from("authData"),
+    Buffer.from([0x5a]),
+    dataLength,
+    authData,
+  ]);
+  const clientData = Buffer.from(
+    JSON.stringify({ type: "webauthn.create", challenge, origin, crossOrigin: false }),
+  );
+  const id = named.toString("base64url");
+  return {
+    id,
+    rawId: id,
+    type: "public-key",
+    response: {
+      clientDataJSON: clientData.toString("base64url"),
+      attestationObject: attestation.toString("base64url"),
+      transports: ["internal"],
+    },
+    clientExtensionResults: {},
   };
 }

@@ -4,10 +4,11 @@
 // 7.1); an authenticator's data naming another id, or a longer one, is refused as
 // passkey_invalid, never a 500 from the database's unique index. An account holds at most
 // MAX_PASSKEYS, also when two registrations land at once.
-import { createHash, generateKeyPairSync, randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { newId } from "@latch/shared/ids";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type HostedHarness, signUpOperator, startHosted } from "../../test/hosted.ts";
+import { noneAttestationRegistration } from "../../test/webauthn.ts";
 import { createPasskeysRepo } from "./passkeys.repo.ts";
 import { MAX_PASSKEYS } from "./passkeys.service.ts";
 
@@ -21,71 +22,13 @@ afterAll(async () => {
 
 const BASE = "http://localhost:8787";
 
-/**
- * A registration answer for `challenge` (ES256, no attestation) whose authenticator data carries
- * `attested` as the credential id while the answer itself names `named`.
- */
-function registration(challenge: string, attested: Buffer, named: Buffer = attested) {
-  const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest();
-  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
-  const jwk = publicKey.export({ format: "jwk" });
-  const cose = Buffer.concat([
-    Buffer.from([0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]),
-    Buffer.from(jwk.x!, "base64url"),
-    Buffer.from([0x22, 0x58, 0x20]),
-    Buffer.from(jwk.y!, "base64url"),
-  ]);
-  const idLength = Buffer.alloc(2);
-  idLength.writeUInt16BE(attested.length);
-  const authData = Buffer.concat([
-    sha256("localhost"),
-    Buffer.from([0x45]),
-    Buffer.alloc(4),
-    Buffer.alloc(16),
-    idLength,
-    attested,
-    cose,
-  ]);
-  const dataLength = Buffer.alloc(4);
-  dataLength.writeUInt32BE(authData.length);
-  const attestation = Buffer.concat([
-    Buffer.from([0xa3, 0x63]),
-    Buffer.from("fmt"),
-    Buffer.from([0x64]),
-    Buffer.from("none"),
-    Buffer.from([0x67]),
-    Buffer.from("attStmt"),
-    Buffer.from([0xa0]),
-    Buffer.from([0x68]),
-    Buffer.from("authData"),
-    Buffer.from([0x5a]),
-    dataLength,
-    authData,
-  ]);
-  const clientData = Buffer.from(
-    JSON.stringify({ type: "webauthn.create", challenge, origin: BASE, crossOrigin: false }),
-  );
-  const id = named.toString("base64url");
-  return {
-    id,
-    rawId: id,
-    type: "public-key",
-    response: {
-      clientDataJSON: clientData.toString("base64url"),
-      attestationObject: attestation.toString("base64url"),
-      transports: ["internal"],
-    },
-    clientExtensionResults: {},
-  };
-}
-
 async function addPasskey(attested: Buffer, named?: Buffer) {
   const { browser } = await signUpOperator(h, { label: "passkey-id" });
   const options = await browser.request("POST", "/api/auth/passkeys/options", {});
   expect(options.statusCode, options.body).toBe(200);
   const added = await browser.request("POST", "/api/auth/passkeys", {
     name: "Laptop",
-    response: registration(options.json().challenge, attested, named),
+    response: noneAttestationRegistration(options.json().challenge, BASE, attested, named),
   });
   return { browser, added };
 }
@@ -155,7 +98,7 @@ describe("the passkey limit", () => {
       challenges.map((challenge, i) =>
         browser.request("POST", "/api/auth/passkeys", {
           name: `Racing ${i}`,
-          response: registration(challenge, randomBytes(16)),
+          response: noneAttestationRegistration(challenge, BASE, randomBytes(16)),
         }),
       ),
     );
