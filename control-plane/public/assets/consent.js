@@ -7,6 +7,14 @@
   var select = byId("organisation");
   var environmentSelect = byId("environment");
   var organisations = [];
+  /**
+   * When the form was shown. A page that has the operator click, or double-click, on it, then opens
+   * an authorization for its own client under the pointer, must not have the next click land on
+   * Approve (double-clickjacking): a pointer click within a second of the form showing approves
+   * nothing and says so. Keys are safe already (the heading has the focus).
+   */
+  var shownAt = Number.POSITIVE_INFINITY;
+  var SHOWN_GUARD_MS = 1000;
 
   /** The chosen organisation's environments (spec 1.4: the agent is bound to one of them). */
   function showEnvironments() {
@@ -58,6 +66,7 @@
       return;
     }
     form.hidden = false;
+    shownAt = performance.now();
     say("");
     // The heading takes focus, never Approve: a page that has the operator keep pressing Enter or
     // Space, then opens an authorization for its own client, must not have the next key approve it
@@ -82,6 +91,11 @@
     );
   }
 
+  byId("approve").addEventListener("click", (event) => {
+    if (event.detail === 0 || performance.now() - shownAt >= SHOWN_GUARD_MS) return;
+    event.preventDefault();
+    say("The page had only just opened: nothing was approved. Read what it asks, then choose Approve.", true);
+  });
   select.addEventListener("change", showEnvironments);
   onSubmit(form, () => decide("approve"));
   byId("deny").addEventListener("click", () => decide("deny"));

@@ -25,6 +25,14 @@ var alwaysOpen = null;
  * names ("type A to approve my GET"): the operator decides the request seen, by its id.
  */
 var codeFound = null;
+/**
+ * A decision that a background redraw (a request arriving or leaving, polled or streamed) put
+ * where another control was a moment before, and when: a click aimed at one request's decision
+ * must not land on another's that an agent's well-timed request slid under the pointer. A key
+ * press is not held back (focus follows the same decision across a redraw, data-key).
+ */
+var shiftedAt = new WeakMap();
+var SHIFT_GUARD_MS = 1000;
 
 function loadInbox(isBackground) {
   return api("GET", "/api/inbox").then((answer) => {
@@ -40,13 +48,13 @@ function loadInbox(isBackground) {
     var snapshot = JSON.stringify([answer, environment, me ? me.permissions : null]);
     if (snapshot !== lastInbox) {
       lastInbox = snapshot;
-      drawInbox(approvals, requests, count);
+      drawInbox(approvals, requests, count, isBackground);
     }
     if (!isBackground) showNotifiedRequest(approvals);
   });
 }
 /** The inbox of the environment shown, and a note of what waits in the others. */
-function drawInbox(approvals, requests, count) {
+function drawInbox(approvals, requests, count, isBackground) {
   var byCode = codeFound && approvals.find((g) => g.grant_id === codeFound.grant_id);
   // Decided or withdrawn meanwhile; a list cut at its 200 rows may just not show it.
   if (codeFound && !byCode && approvals.length < 200) codeFound = null;
@@ -59,7 +67,7 @@ function drawInbox(approvals, requests, count) {
     "request waiting",
     "requests waiting",
   );
-  renderInbox(here, asking);
+  renderInbox(here, asking, isBackground);
 }
 /**
  * A push notification opens /console#inbox?grant=<id>: once the inbox is drawn, that request's row
@@ -87,6 +95,13 @@ function showNotifiedRequest(approvals) {
   for (var other of byId("inbox").querySelectorAll("tr.notified")) other.classList.remove("notified");
   tr.classList.add("notified");
   tr.scrollIntoView({ block: "center" });
+  // Scrolled there by the page, not the operator: the row's decisions are where the link's author
+  // chose, under a pointer aimed at their page (a double-click it asked for), so for a second a
+  // click on any of them decides nothing, as after a redraw.
+  var at = performance.now();
+  decisionPlaces().forEach((place) => {
+    shiftedAt.set(place.node, at);
+  });
   // The row's header takes focus, never a decision: anyone can link here (an agent knows the id
   // from its pending answer), and a page that has the operator keep pressing Enter or Space, then
   // opens this address, must not have the next key approve (keyjacking, as on the consent page).
@@ -96,8 +111,58 @@ function showNotifiedRequest(approvals) {
   header.focus();
   say(`The request from the notification: ${label}.`);
 }
+/** Where each decision of the inbox is on the screen, by its data-key. */
+function decisionPlaces() {
+  return Array.prototype.map.call(byId("inbox").querySelectorAll("[data-key]"), (node) => ({
+    key: node.getAttribute("data-key"),
+    node: node,
+    rect: node.getBoundingClientRect(),
+  }));
+}
+function overlaps(a, b) {
+  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+}
+/**
+ * After a background redraw: each decision now where another one was (a row inserted above or
+ * removed, a new row in an old one's place) is marked, with the time; one that stayed in its place
+ * keeps the mark it had.
+ */
+function markShifted(before) {
+  var at = performance.now();
+  decisionPlaces().forEach((now) => {
+    var same = before.find((was) => was.key === now.key);
+    var stayed =
+      same &&
+      same.rect.top === now.rect.top &&
+      same.rect.left === now.rect.left &&
+      same.rect.width === now.rect.width &&
+      same.rect.height === now.rect.height;
+    if (stayed) {
+      if (shiftedAt.has(same.node)) shiftedAt.set(now.node, shiftedAt.get(same.node));
+      return;
+    }
+    if (before.some((was) => overlaps(was.rect, now.rect))) shiftedAt.set(now.node, at);
+  });
+}
+/**
+ * Whether a click on `control` must wait: a pointer click (event.detail > 0) within a second of a
+ * background redraw that moved it under the pointer, or of the page scrolling it into view. The
+ * operator is told to look again.
+ */
+function isShiftedClick(event, control) {
+  var at = shiftedAt.get(control);
+  if (!event || event.detail === 0 || at === undefined || performance.now() - at >= SHIFT_GUARD_MS) {
+    return false;
+  }
+  say(
+    "The inbox changed just before that click: nothing was decided. Check the request, then choose again.",
+    true,
+  );
+  return true;
+}
 /** Redraws the inbox; a focused decision button keeps focus across a background redraw. */
-function renderInbox(approvals, requests) {
+function renderInbox(approvals, requests, isBackground) {
+  var before = isBackground ? decisionPlaces() : [];
   var focused = document.activeElement?.getAttribute("data-key");
   var isShown = (id) => approvals.some((g) => g.grant_id === id) || codeFound?.grant_id === id;
   if (alwaysOpen && !isShown(alwaysOpen.grantId)) alwaysOpen = null;
@@ -105,6 +170,7 @@ function renderInbox(approvals, requests) {
   fillTable("requests", requests.map(requestRow), "requests-empty");
   byId("code-request").hidden = !codeFound;
   fillTable("code-approval", codeFound ? [approvalRow(codeFound)] : []);
+  if (before.length) markShifted(before);
   if (!focused) return;
   var again = byId("inbox").querySelector(`[data-key="${CSS.escape(focused)}"]`);
   if (again) again.focus();
@@ -173,7 +239,8 @@ function twoPersonCell(grant, label, decide) {
   } else {
     const confirm = button("Confirm always", `Confirm always allow, as approved first: ${label}`, false);
     confirm.setAttribute("data-key", `${grant.grant_id}:confirm`);
-    confirm.addEventListener("click", () => {
+    confirm.addEventListener("click", (event) => {
+      if (isShiftedClick(event, confirm)) return;
       act(confirm, () =>
         api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, { policy: first.policy }).then(() =>
           inboxChanged(`Confirmed: ${label} is allowed always (2 of 2).`),
@@ -182,7 +249,8 @@ function twoPersonCell(grant, label, decide) {
     });
     const once = button("Approve once", `Approve once instead: ${label}`, true);
     once.setAttribute("data-key", `${grant.grant_id}:prompt`);
-    once.addEventListener("click", () => {
+    once.addEventListener("click", (event) => {
+      if (isShiftedClick(event, once)) return;
       act(once, () => approve(grant, label, "prompt"));
     });
     decide.append(confirm, once);
@@ -259,7 +327,8 @@ function denyButton(grant, label) {
   var deny = button("Deny", `Deny: ${label}`, true);
   deny.classList.add("deny");
   deny.setAttribute("data-key", `${grant.grant_id}:deny`);
-  deny.addEventListener("click", () => {
+  deny.addEventListener("click", (event) => {
+    if (isShiftedClick(event, deny)) return;
     act(deny, () =>
       api("POST", `/api/grants/${enc(grant.grant_id)}/revoke`).then(() =>
         inboxChanged(`Denied the request for ${label}.`),
@@ -276,7 +345,8 @@ function decisionButtons(grant, label) {
       decision[0] !== "prompt",
     );
     b.setAttribute("data-key", `${grant.grant_id}:${decision[0]}`);
-    b.addEventListener("click", () => {
+    b.addEventListener("click", (event) => {
+      if (isShiftedClick(event, b)) return;
       if (decision[0] === "item_standing") {
         // "Always" asks what always covers before anything is approved.
         alwaysOpen = { grantId: grant.grant_id, scope: grant.call ? "path_prefix" : "credential" };
@@ -341,7 +411,8 @@ function alwaysChooser(grant, label) {
   });
   var confirm = button("Always allow", `Always allow, as chosen: ${label}`, false);
   confirm.setAttribute("data-key", `${grant.grant_id}:always-confirm`);
-  confirm.addEventListener("click", () => {
+  confirm.addEventListener("click", (event) => {
+    if (isShiftedClick(event, confirm)) return;
     approveFrom(confirm, grant, label, "item_standing", alwaysOpen.scope);
   });
   var cancel = button("Cancel", `Cancel always allow: ${label}`, true);
@@ -383,7 +454,8 @@ function connectButton(need) {
   var item = (need.suggested_name || "").replace(/_REFRESH$/, "");
   var connect = button(`Connect ${need.provider}`, `Connect the ${need.provider} account for ${item}`);
   connect.setAttribute("data-key", `${need.need_id}:connect`);
-  connect.addEventListener("click", () => {
+  connect.addEventListener("click", (event) => {
+    if (isShiftedClick(event, connect)) return;
     act(connect, () =>
       api("POST", `/api/integrations/${enc(need.provider)}/start`, {
         item_name: item,
@@ -436,7 +508,8 @@ function requestRow(need) {
 function requestDenyButton(need) {
   var deny = button("Deny", `Deny the request for ${need.suggested_name || need.host}`, true);
   deny.setAttribute("data-key", `${need.need_id}:deny`);
-  deny.addEventListener("click", () => {
+  deny.addEventListener("click", (event) => {
+    if (isShiftedClick(event, deny)) return;
     act(deny, () =>
       api("POST", `/api/need-items/${enc(need.need_id)}/deny`).then(() =>
         inboxChanged(`Denied the request for ${need.suggested_name || need.host}.`),

@@ -445,6 +445,8 @@ describe.skipIf(skipBrowserTests)("accessibility in Chromium: axe, two schemes, 
     await page.waitForURL(/\/consent\?uid=/);
     await expect.poll(() => page.locator("#client-name").textContent()).toBe("A11y CLI");
     await audit(page, "consent-device");
+    // A click within a second of the form showing approves nothing (consent.js, double-clickjacking).
+    await page.waitForTimeout(1_000);
     await page.getByRole("button", { name: "Approve" }).click();
     await page.getByRole("heading", { name: "Done" }).waitFor({ state: "visible" });
     await audit(page, "device-done");

@@ -1,8 +1,9 @@
 // Keyjacking on the OAuth consent page, in a real headless Chromium against the real hosted plane: a
 // page that has the operator keep pressing Enter or Space, then opens an authorization for its own
 // client, must not have those keys approve it. Approve is never focused for the operator (the
-// heading is), and a deliberate click approves at once. Needs Debian's chromium: skipped without it,
-// except on CI.
+// heading is); nor does a click that lands on Approve as the form appears approve it (a double-click
+// the attacker's page asked for); a deliberate click approves. Needs Debian's chromium: skipped
+// without it, except on CI.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, openWatchedPage, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
@@ -67,7 +68,7 @@ describe.skipIf(skipBrowserTests)("the OAuth consent page, in Chromium", () => {
     }
   }
 
-  it("approves nothing on keypresses once the form appears, and a deliberate click approves at once", async () => {
+  it("approves nothing on keypresses once the form appears, and a deliberate click approves", async () => {
     const { browser: op } = await signUpOperator(h, { label: "keyjack", origin: base });
     const page = await openConsent(op, "Keyjacking agent");
     expect(await page.evaluate("document.activeElement ? document.activeElement.id : ''")).toBe("heading");
@@ -79,13 +80,36 @@ describe.skipIf(skipBrowserTests)("the OAuth consent page, in Chromium", () => {
     expect(await page.locator("#status").textContent()).not.toMatch(/Approved/);
     expect(await consentedNames(op)).not.toContain("Keyjacking agent");
 
-    // A click, with no wait, approves, and the browser goes back to the agent.
+    // A deliberate click, once the form has shown for a second, approves, and the browser goes
+    // back to the agent.
+    await page.waitForTimeout(1_000);
     const returned = page.waitForRequest((request) => request.url().startsWith(REDIRECT));
     await page.getByRole("button", { name: "Approve" }).click();
     await returned.catch(async (error) => {
       throw new Error(`${page.url()} ${await page.locator("#status").textContent()} ${error}`);
     });
     expect(await consentedNames(op)).toContain("Keyjacking agent");
+    await page.context().close();
+  }, 60_000);
+
+  it("approves nothing on a click that lands on Approve as the form appears, and the next one approves", async () => {
+    const { browser: op } = await signUpOperator(h, { label: "doubleclick", origin: base });
+    // The attacker's page had the operator double-click, and opened the authorization on the first
+    // click: the second lands where Approve shows.
+    const page = await openConsent(op, "Double-click agent");
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.waitForTimeout(300);
+    expect(await consentedNames(op)).not.toContain("Double-click agent");
+    expect(page.url()).toMatch(/\/consent\?uid=/);
+    expect(await page.locator("#status").textContent()).toBe(
+      "The page had only just opened: nothing was approved. Read what it asks, then choose Approve.",
+    );
+
+    await page.waitForTimeout(1_000);
+    const returned = page.waitForRequest((request) => request.url().startsWith(REDIRECT));
+    await page.getByRole("button", { name: "Approve" }).click();
+    await returned;
+    expect(await consentedNames(op)).toContain("Double-click agent");
     await page.context().close();
   }, 60_000);
 

@@ -350,6 +350,41 @@ describe.skipIf(skipBrowserTests)("passkeys in Chromium", () => {
     await operator.authenticator.setSignCount(credential!, (await stored()) + 1);
   }, 120_000);
 
+  it("keeps a Remove being confirmed open, with its focus, when the table is drawn again", async () => {
+    const { page } = operator;
+    await page.goto(`${base}/console#access`);
+    await expect.poll(() => page.locator("#passkeys tbody tr").count()).toBe(1);
+    await page.evaluate("loaders.access()");
+    await page.getByRole("button", { name: "Remove the passkey Test laptop" }).click();
+    const question = page.getByRole("group", { name: "Remove the passkey Test laptop?" });
+    await question.waitFor();
+    const focusedText = () => page.evaluate("document.activeElement && document.activeElement.textContent");
+    expect(await focusedText()).toBe("Cancel");
+
+    // The passkey signs in on another device meanwhile: its "last used" changes and the section,
+    // loaded again, draws the table anew.
+    const usedAt = new Date(h.clock.now.getTime() + 60_000);
+    await h.plane.database.db
+      .updateTable("operator_passkeys")
+      .set({ last_used_at: usedAt })
+      .where("name", "=", "Test laptop")
+      .execute();
+    await page.evaluate("loaders.access()");
+    await expect
+      .poll(() => page.locator(`#passkeys time[datetime="${usedAt.toISOString()}"]`).count())
+      .toBe(1);
+    expect(await question.isVisible()).toBe(true);
+    expect(await focusedText()).toBe("Cancel");
+
+    // Cancel puts the Remove of the new row back; nothing was removed.
+    await page.keyboard.press("Enter");
+    await expect.poll(() => question.count()).toBe(0);
+    expect(
+      await page.evaluate("document.activeElement && document.activeElement.getAttribute('aria-label')"),
+    ).toBe("Remove the passkey Test laptop");
+    expect(await page.locator("#passkeys tbody tr").count()).toBe(1);
+  }, 60_000);
+
   it("refuses a removed passkey, and never removes the last way to sign in", async () => {
     const { page, email, totp } = operator;
     await page.goto(`${base}/console#access`);

@@ -151,6 +151,9 @@ describe.skipIf(skipBrowserTests)(
       expect(await page.locator("#environment option").allTextContents()).toEqual(["staging", "production"]);
       await page.getByLabel("Environment it acts in").selectOption("staging");
       await saveScreenshot(page, `oauth-consent.png`);
+      // As an operator reads it: a click in the first second the form shows approves nothing
+      // (consent.js, double-clickjacking).
+      await page.waitForTimeout(1_000);
       await page.getByRole("button", { name: "Approve" }).click();
       await expect.poll(() => codes.length).toBe(1);
       expect(problems).toEqual([]);
