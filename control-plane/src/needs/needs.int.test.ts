@@ -71,6 +71,12 @@ describe("what the agent writes into a request", () => {
     const team = await startTeam(h);
     const name = "DEPLOY\u202E_YEK\u2066_X\u2069\u200B";
     const message = "rotate the\u2067 key\u200D\nthen deploy\u202Enur";
+    // The client's name as a member may write it (safeString refuses control characters only).
+    await h.plane.database.db
+      .updateTable("clients")
+      .set({ name: "Deploy\u202Etob\u200B" })
+      .where("id", "=", team.clientId)
+      .execute();
     const asked = await requestGrant(team, { item_name: name, task_description: message });
     expect(asked.status).toBe("need_item");
     // No credential name: the request carries one a value can be stored under (tools/tool-context.ts).
@@ -78,6 +84,7 @@ describe("what the agent writes into a request", () => {
       (await team.owner.browser.request("GET", `/api/need-items/${asked.need_id}`)).json().need;
     expect(await read()).toMatchObject({
       suggested_name: "API_TOKEN",
+      client_name: "Deploy\uFFFDtob\uFFFD",
       message: "rotate the\uFFFD key\uFFFD\nthen deploy\uFFFDnur",
     });
     // The agent's retry finds the same request, not a second one.

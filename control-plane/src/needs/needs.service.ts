@@ -151,7 +151,9 @@ export function createNeedsService(deps: NeedsDeps) {
     environment: row.environment,
     host: row.host,
     suggested_name: row.suggested_name,
-    client_name: row.client_label ?? row.agent_id,
+    // A client's name is written by a member or registered by an agent: shown as every approval
+    // shows it (invisible characters, a direction override among them, as U+FFFD).
+    client_name: showHidden(row.client_label ?? row.agent_id).text,
     message: row.message,
     collect_url: collectUrl(row.id),
     created_at: row.created_at.toISOString(),
