@@ -2,7 +2,8 @@
 // operator and session parts of Access.
 import { AppError } from "@latch/shared/errors";
 import { showHidden } from "@latch/shared/text/show-hidden";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { OperatorSessionRow } from "../db/schema.ts";
 import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/route-schemas.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import {
@@ -96,6 +97,22 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   /** A session past the authenticator step whose role in its organisation allows `action`. */
   const ready = (action: Parameters<typeof operatorOnly>[0]) =>
     checkedFirst(operatorOnly(action), (request: FastifyRequest) => requireOperator(request, { mfa: true }));
+  /**
+   * The session proved its user with the authenticator (`totpStep`: the time step its code spent;
+   * none for a backup code). A pending session becoming ready gets a new token and CSRF token in
+   * new cookies (sessions.repo.ts updateSessionReady); a ready one only records the verification.
+   */
+  async function markVerified(reply: FastifyReply, session: OperatorSessionRow, totpStep?: number) {
+    const now = deps.now();
+    if (!session.is_mfa_passed) {
+      const renewed = await deps.sessions.updateSessionReady(session.id, "totp", now, totpStep);
+      if (renewed) {
+        setSessionCookies(reply, renewed, deps.isSecureCookies);
+        return;
+      }
+    }
+    await deps.sessions.updateSessionVerified(session.id, "totp", now, totpStep);
+  }
   /** The security notice of a change to how the account signs in (factor-notice.ts). */
   const mailOperator = createFactorNotices({
     mailer: deps.mailer,
@@ -193,7 +210,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   api.post(
     "/api/auth/totp/confirm",
     { ...signedInOnly, schema: { body: totpCode, response: { 200: confirmedTotp } } },
-    async (request) => {
+    async (request, reply) => {
       const context = await requireOperator(request, { mfa: false });
       refuseInSsoSession(context.session, "setting up an authenticator app");
       const confirmed = await deps.totp.confirm(context.operatorId, request.body.code, {
@@ -201,7 +218,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
         sessionId: context.session.id,
       });
       // A live code of the new app: the session is verified with the step it spent.
-      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now(), confirmed.totpStep);
+      await markVerified(reply, context.session, confirmed.totpStep);
       // A change to how an existing account signs in is mailed; a sign-up's first factor is not one.
       if (confirmed.change !== "first") {
         await mailOperator(
@@ -219,7 +236,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   api.post(
     "/api/auth/totp/verify",
     { ...signedInOnly, schema: { body: totpCode, response: { 200: verifiedTotp } } },
-    async (request) => {
+    async (request, reply) => {
       const context = await requireOperator(request, { mfa: false });
       const hasPasskey = (await deps.passkeys.count(context.operatorId)) > 0;
       // A session begun with single sign-on uses the account's authenticator only where its step-up
@@ -234,7 +251,7 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
       });
       // The second step of sign-in, or on a ready session a fresh verification for a step-up;
       // with the authenticator step it spent (a backup code records none).
-      await deps.sessions.updateSessionVerified(context.session.id, "totp", deps.now(), totpStep);
+      await markVerified(reply, context.session, totpStep);
       return { ok: true as const, used_backup_code: usedBackupCode };
     },
   );
@@ -410,9 +427,29 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
     },
   );
 
+  // Ending one of the caller's own other sessions is revoke-others one session at a time: the same
+  // fresh step-up (below), or a session that only signed in (a backup code) would sign the owner
+  // out of each, switching organisations to reach them. Another member's session is a manager's
+  // to end, by role; the current one is refused in the handler (400), as before.
+  const revokesSession = checkedFirst(
+    {
+      ...operatorOnly("org.read"),
+      stepUp: {
+        doing: "signing out your other sessions",
+        scope: "account",
+        when: async (request) => {
+          const session = request.operatorSession;
+          const id = (request.params as { id?: unknown } | undefined)?.id;
+          if (!session || typeof id !== "string" || id === session.id) return false;
+          return (await deps.sessions.findSessionOperatorId(id)) === session.operator_id;
+        },
+      },
+    },
+    (request: FastifyRequest) => requireOperator(request, { mfa: true }),
+  );
   api.post(
     "/api/sessions/:id/revoke",
-    { ...ready("org.read"), schema: { params: idParams, response: { 200: okAnswer } } },
+    { ...revokesSession, schema: { params: idParams, response: { 200: okAnswer } } },
     async (request) => {
       const context = await requireOperator(request, { mfa: true });
       const organisationId = requireOrganisation(context);

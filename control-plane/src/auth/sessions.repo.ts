@@ -146,6 +146,37 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .execute();
     },
     /**
+     * A pending session passed its second step: verified as updateSessionVerified records it, and
+     * under a new token and CSRF token. Whoever knew the pending session's (the otp/verify answer, a
+     * cookie planted in the operator's browser) must not hold the ready one: a session fixed before
+     * the authenticator step would otherwise carry the operator's code to its planter. Answers the
+     * new tokens, or undefined when the session ended or became ready meanwhile (nothing changed).
+     */
+    async updateSessionReady(
+      id: string,
+      method: VerifiedMethod,
+      at: Date,
+      totpStep?: number,
+    ): Promise<{ token: string; csrfToken: string } | undefined> {
+      const token = randomBytes(32).toString("base64url");
+      const csrfToken = randomBytes(24).toString("base64url");
+      const result = await db
+        .updateTable("operator_sessions")
+        .set({
+          token_hash: sha256Hex(token),
+          csrf_hash: sha256Hex(csrfToken),
+          is_mfa_passed: true,
+          verified_at: at,
+          verified_method: method,
+          verified_totp_step: totpStep ?? null,
+        })
+        .where("id", "=", id)
+        .where("revoked_at", "is", null)
+        .where("is_mfa_passed", "=", false)
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n ? { token, csrfToken } : undefined;
+    },
+    /**
      * The session acts in another organisation. A session begun with single sign-on never moves
      * out of its organisation (its provider vouches for that one alone): false, nothing changed.
      */
@@ -171,6 +202,15 @@ export function createSessionsRepo(db: Kysely<Database>) {
         .where("revoked_at", "is", null)
         .executeTakeFirst();
       return result.numUpdatedRows === 1n;
+    },
+    /** The operator a session (live or not) belongs to, or undefined for an unknown id. */
+    async findSessionOperatorId(id: string): Promise<string | undefined> {
+      const row = await db
+        .selectFrom("operator_sessions")
+        .select("operator_id")
+        .where("id", "=", id)
+        .executeTakeFirst();
+      return row?.operator_id;
     },
     /** Ends every live session of the operator; how many. */
     async updateSessionsRevokedOf(operatorId: string, now: Date): Promise<number> {
