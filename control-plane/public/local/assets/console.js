@@ -105,11 +105,72 @@
     if (label) b.setAttribute("aria-label", label);
     return b;
   }
+  /**
+   * A decision that a background refresh put where another control was a moment before, and when
+   * (the hosted console's inbox): a click aimed at one request's decision must not land on another's
+   * that an agent's well-timed request slid under the pointer. A key press is not held back (focus
+   * follows the same decision across a redraw, by its data-key).
+   */
+  var shiftedAt = new WeakMap();
+  var SHIFT_GUARD_MS = 1000;
+  /** Where each decision of the approvals is on the screen, by its data-key. */
+  function decisionPlaces() {
+    return Array.prototype.map.call(byId("grants").querySelectorAll("[data-key]"), (node) => ({
+      key: node.getAttribute("data-key"),
+      node: node,
+      rect: node.getBoundingClientRect(),
+    }));
+  }
+  function overlaps(a, b) {
+    return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  }
+  /**
+   * After a background redraw: each decision now where another one was (a row inserted above or
+   * removed, a new row in an old one's place) is marked, with the time; one that stayed in its
+   * place keeps the mark it had.
+   */
+  function markShifted(before) {
+    var at = performance.now();
+    decisionPlaces().forEach((now) => {
+      var same = before.find((was) => was.key === now.key);
+      var stayed =
+        same &&
+        same.rect.top === now.rect.top &&
+        same.rect.left === now.rect.left &&
+        same.rect.width === now.rect.width &&
+        same.rect.height === now.rect.height;
+      if (stayed) {
+        if (shiftedAt.has(same.node)) shiftedAt.set(now.node, shiftedAt.get(same.node));
+        return;
+      }
+      if (before.some((was) => overlaps(was.rect, now.rect))) shiftedAt.set(now.node, at);
+    });
+  }
+  /**
+   * Whether a click on `control` must wait: a pointer click (event.detail > 0) within a second of a
+   * background redraw that moved it under the pointer. The operator is told to look again.
+   */
+  function isShiftedClick(event, control) {
+    var at = shiftedAt.get(control);
+    if (event.detail === 0 || at === undefined || performance.now() - at >= SHIFT_GUARD_MS) return false;
+    say(
+      "The approvals changed just before that click: nothing was decided. Check the request, then choose again.",
+      true,
+    );
+    return true;
+  }
+  /**
+   * The "Approve unread" question open, by its opener's data-key, so that a redraw keeps it open;
+   * `reopen` opens it again, by data-key, as the rows were last drawn.
+   */
+  var unreadOpen = null;
+  var reopen = {};
   /** Runs `action` from button `b` (disabled meanwhile); then the list reloads, focus on its heading. */
   function decide(b, action, done) {
     b.disabled = true;
     action().then(
       () => {
+        unreadOpen = null;
         say(done);
         byId("h-grants").focus();
         return load(true);
@@ -125,7 +186,9 @@
    * confirmStep): the cell shows the question with "Approve unread" and Cancel, focus on Cancel;
    * Cancel puts the decisions back.
    */
-  function askUnread(opener, action, done) {
+  function askUnread(opener, action, done, isRedrawn) {
+    var key = opener.getAttribute("data-key");
+    unreadOpen = key;
     var container = opener.parentNode;
     var previous = Array.prototype.slice.call(container.childNodes);
     var question =
@@ -135,27 +198,35 @@
     group.setAttribute("aria-label", question);
     var yes = button("Approve unread", null, false);
     yes.classList.add("danger");
+    yes.setAttribute("data-key", `${key}:unread`);
     var no = button("Cancel", null, true);
+    no.setAttribute("data-key", `${key}:cancel`);
     group.append(el("span", question, "question"), yes, no);
     container.replaceChildren(group);
     no.addEventListener("click", () => {
+      unreadOpen = null;
       container.replaceChildren.apply(container, previous);
       opener.focus();
     });
-    yes.addEventListener("click", () => {
+    yes.addEventListener("click", (event) => {
+      if (isShiftedClick(event, yes)) return;
       decide(yes, action, done);
     });
-    no.focus();
+    // Drawn again by a redraw, the focus stays where the redraw keeps it.
+    if (!isRedrawn) no.focus();
   }
   /**
    * A decision button; after it, the list reloads and focus returns to the approvals heading. An
    * approval of a body shown cut at 64 KiB (`isUnread`) approves what the operator could not read,
    * so that is asked first.
    */
-  function decision(td, text, label, isSecondary, action, done, isUnread) {
+  function decision(td, key, text, label, isSecondary, action, done, isUnread) {
     var b = button(text, label, isSecondary);
     if (text === "Deny") b.classList.add("deny");
-    b.addEventListener("click", () => {
+    b.setAttribute("data-key", key);
+    if (isUnread) reopen[key] = () => askUnread(b, action, done, true);
+    b.addEventListener("click", (event) => {
+      if (isShiftedClick(event, b)) return;
       if (isUnread) askUnread(b, action, done);
       else decide(b, action, done);
     });
@@ -204,6 +275,7 @@
       const isUnread = Boolean(g.body?.is_cut);
       decision(
         td,
+        `${g.grant_id}:once`,
         "Approve once",
         `Approve once: ${label}`,
         false,
@@ -213,6 +285,7 @@
       );
       decision(
         td,
+        `${g.grant_id}:session`,
         "8 hours",
         `Approve for 8 hours: ${label}`,
         true,
@@ -225,6 +298,7 @@
       const isPending = g.status === "pending";
       decision(
         td,
+        `${g.grant_id}:${isPending ? "deny" : "revoke"}`,
         isPending ? "Deny" : "Revoke",
         `${isPending ? "Deny" : "Revoke"}: ${label}`,
         true,
@@ -241,7 +315,16 @@
   var last = "";
   /** The grants as last loaded; the filter shows the ones whose agent, credential or host match. */
   var allGrants = [];
-  function renderGrants() {
+  /**
+   * Redraws the approvals (newest first). A redraw keeps the focus on the same decision (by
+   * data-key; the heading if it is gone) and an "Approve unread" question open; after a background
+   * refresh (`isBackground`), a decision now where another was takes no click for a second.
+   */
+  function renderGrants(isBackground) {
+    var before = isBackground === true ? decisionPlaces() : [];
+    var focused = byId("grants").contains(document.activeElement)
+      ? document.activeElement.getAttribute("data-key")
+      : null;
     var query = byId("grants-filter").value.trim().toLowerCase();
     var shown = allGrants.filter((g) =>
       [g.agent_name || g.agent_id, g.item_name, g.call ? g.call.host : ""].some(
@@ -252,10 +335,20 @@
       allGrants.length && !shown.length
         ? "No approval matches the filter."
         : "No agent is waiting and nothing is approved.";
+    reopen = {};
     fill("grants", shown, grantRow);
+    if (unreadOpen && reopen[unreadOpen]) reopen[unreadOpen]();
+    else unreadOpen = null;
+    if (before.length) markShifted(before);
+    if (!focused) return;
+    var again = byId("grants").querySelector(`[data-key="${CSS.escape(focused)}"]`);
+    if (again) again.focus();
+    else byId("h-grants").focus();
   }
-  byId("grants-filter").addEventListener("input", renderGrants);
-  /** Redraws only what changed, so a background refresh never moves the keyboard focus. */
+  byId("grants-filter").addEventListener("input", () => {
+    renderGrants(false);
+  });
+  /** Redraws when anything changed; a background refresh keeps the focus on the same decision. */
   function load(isForced) {
     if (!token) {
       say("Open the address vault serve printed: it carries the operator token after #.", true);
@@ -271,7 +364,7 @@
         if (snapshot === last && !isForced) return;
         last = snapshot;
         allGrants = all[0].grants.filter((g) => g.status === "pending" || g.status === "active");
-        renderGrants();
+        renderGrants(!isForced);
         fill("items", all[1].items, (tr, i) => {
           var th = el("th", i.name);
           th.scope = "row";
