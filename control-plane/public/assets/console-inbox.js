@@ -25,14 +25,13 @@ var alwaysOpen = null;
  * names ("type A to approve my GET"): the operator decides the request seen, by its id.
  */
 var codeFound = null;
-/**
- * A decision that a background redraw (a request arriving or leaving, polled or streamed) put
- * where another control was a moment before, and when: a click aimed at one request's decision
- * must not land on another's that an agent's well-timed request slid under the pointer. A key
- * press is not held back (focus follows the same decision across a redraw, data-key).
- */
-var shiftedAt = new WeakMap();
-var SHIFT_GUARD_MS = 1000;
+/** Decisions a background redraw or the notification's scroll moved under the pointer (shifted-clicks.js). */
+var inboxShifts = shiftGuard("inbox", () =>
+  say(
+    "The inbox changed just before that click: nothing was decided. Check the request, then choose again.",
+    true,
+  ),
+);
 
 function loadInbox(isBackground) {
   return api("GET", "/api/inbox").then((answer) => {
@@ -98,10 +97,7 @@ function showNotifiedRequest(approvals) {
   // Scrolled there by the page, not the operator: the row's decisions are where the link's author
   // chose, under a pointer aimed at their page (a double-click it asked for), so for a second a
   // click on any of them decides nothing, as after a redraw.
-  var at = performance.now();
-  decisionPlaces().forEach((place) => {
-    shiftedAt.set(place.node, at);
-  });
+  inboxShifts.markAll();
   // The row's header takes focus, never a decision: anyone can link here (an agent knows the id
   // from its pending answer), and a page that has the operator keep pressing Enter or Space, then
   // opens this address, must not have the next key approve (keyjacking, as on the consent page).
@@ -111,58 +107,9 @@ function showNotifiedRequest(approvals) {
   header.focus();
   say(`The request from the notification: ${label}.`);
 }
-/** Where each decision of the inbox is on the screen, by its data-key. */
-function decisionPlaces() {
-  return Array.prototype.map.call(byId("inbox").querySelectorAll("[data-key]"), (node) => ({
-    key: node.getAttribute("data-key"),
-    node: node,
-    rect: node.getBoundingClientRect(),
-  }));
-}
-function overlaps(a, b) {
-  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
-}
-/**
- * After a background redraw: each decision now where another one was (a row inserted above or
- * removed, a new row in an old one's place) is marked, with the time; one that stayed in its place
- * keeps the mark it had.
- */
-function markShifted(before) {
-  var at = performance.now();
-  decisionPlaces().forEach((now) => {
-    var same = before.find((was) => was.key === now.key);
-    var stayed =
-      same &&
-      same.rect.top === now.rect.top &&
-      same.rect.left === now.rect.left &&
-      same.rect.width === now.rect.width &&
-      same.rect.height === now.rect.height;
-    if (stayed) {
-      if (shiftedAt.has(same.node)) shiftedAt.set(now.node, shiftedAt.get(same.node));
-      return;
-    }
-    if (before.some((was) => overlaps(was.rect, now.rect))) shiftedAt.set(now.node, at);
-  });
-}
-/**
- * Whether a click on `control` must wait: a pointer click (event.detail > 0) within a second of a
- * background redraw that moved it under the pointer, or of the page scrolling it into view. The
- * operator is told to look again.
- */
-function isShiftedClick(event, control) {
-  var at = shiftedAt.get(control);
-  if (!event || event.detail === 0 || at === undefined || performance.now() - at >= SHIFT_GUARD_MS) {
-    return false;
-  }
-  say(
-    "The inbox changed just before that click: nothing was decided. Check the request, then choose again.",
-    true,
-  );
-  return true;
-}
 /** Redraws the inbox; a focused decision button keeps focus across a background redraw. */
 function renderInbox(approvals, requests, isBackground) {
-  var before = isBackground ? decisionPlaces() : [];
+  var before = isBackground ? inboxShifts.places() : [];
   var focused = document.activeElement?.getAttribute("data-key");
   var isShown = (id) => approvals.some((g) => g.grant_id === id) || codeFound?.grant_id === id;
   if (alwaysOpen && !isShown(alwaysOpen.grantId)) alwaysOpen = null;
@@ -170,7 +117,7 @@ function renderInbox(approvals, requests, isBackground) {
   fillTable("requests", requests.map(requestRow), "requests-empty");
   byId("code-request").hidden = !codeFound;
   fillTable("code-approval", codeFound ? [approvalRow(codeFound)] : []);
-  if (before.length) markShifted(before);
+  if (before.length) inboxShifts.markShifted(before);
   if (!focused) return;
   var again = byId("inbox").querySelector(`[data-key="${CSS.escape(focused)}"]`);
   if (again) again.focus();
@@ -240,7 +187,7 @@ function twoPersonCell(grant, label, decide) {
     const confirm = button("Confirm always", `Confirm always allow, as approved first: ${label}`, false);
     confirm.setAttribute("data-key", `${grant.grant_id}:confirm`);
     confirm.addEventListener("click", (event) => {
-      if (isShiftedClick(event, confirm)) return;
+      if (inboxShifts.isShifted(event, confirm)) return;
       act(confirm, () =>
         api("POST", `/api/grants/${enc(grant.grant_id)}/approve`, { policy: first.policy }).then(() =>
           inboxChanged(`Confirmed: ${label} is allowed always (2 of 2).`),
@@ -250,7 +197,7 @@ function twoPersonCell(grant, label, decide) {
     const once = button("Approve once", `Approve once instead: ${label}`, true);
     once.setAttribute("data-key", `${grant.grant_id}:prompt`);
     once.addEventListener("click", (event) => {
-      if (isShiftedClick(event, once)) return;
+      if (inboxShifts.isShifted(event, once)) return;
       act(once, () => approve(grant, label, "prompt"));
     });
     decide.append(confirm, once);
@@ -328,7 +275,7 @@ function denyButton(grant, label) {
   deny.classList.add("deny");
   deny.setAttribute("data-key", `${grant.grant_id}:deny`);
   deny.addEventListener("click", (event) => {
-    if (isShiftedClick(event, deny)) return;
+    if (inboxShifts.isShifted(event, deny)) return;
     act(deny, () =>
       api("POST", `/api/grants/${enc(grant.grant_id)}/revoke`).then(() =>
         inboxChanged(`Denied the request for ${label}.`),
@@ -346,7 +293,7 @@ function decisionButtons(grant, label) {
     );
     b.setAttribute("data-key", `${grant.grant_id}:${decision[0]}`);
     b.addEventListener("click", (event) => {
-      if (isShiftedClick(event, b)) return;
+      if (inboxShifts.isShifted(event, b)) return;
       if (decision[0] === "item_standing") {
         // "Always" asks what always covers before anything is approved.
         alwaysOpen = { grantId: grant.grant_id, scope: grant.call ? "path_prefix" : "credential" };
@@ -412,7 +359,7 @@ function alwaysChooser(grant, label) {
   var confirm = button("Always allow", `Always allow, as chosen: ${label}`, false);
   confirm.setAttribute("data-key", `${grant.grant_id}:always-confirm`);
   confirm.addEventListener("click", (event) => {
-    if (isShiftedClick(event, confirm)) return;
+    if (inboxShifts.isShifted(event, confirm)) return;
     approveFrom(confirm, grant, label, "item_standing", alwaysOpen.scope);
   });
   var cancel = button("Cancel", `Cancel always allow: ${label}`, true);
@@ -455,7 +402,7 @@ function connectButton(need) {
   var connect = button(`Connect ${need.provider}`, `Connect the ${need.provider} account for ${item}`);
   connect.setAttribute("data-key", `${need.need_id}:connect`);
   connect.addEventListener("click", (event) => {
-    if (isShiftedClick(event, connect)) return;
+    if (inboxShifts.isShifted(event, connect)) return;
     act(connect, () =>
       api("POST", `/api/integrations/${enc(need.provider)}/start`, {
         item_name: item,
@@ -509,7 +456,7 @@ function requestDenyButton(need) {
   var deny = button("Deny", `Deny the request for ${need.suggested_name || need.host}`, true);
   deny.setAttribute("data-key", `${need.need_id}:deny`);
   deny.addEventListener("click", (event) => {
-    if (isShiftedClick(event, deny)) return;
+    if (inboxShifts.isShifted(event, deny)) return;
     act(deny, () =>
       api("POST", `/api/need-items/${enc(need.need_id)}/deny`).then(() =>
         inboxChanged(`Denied the request for ${need.suggested_name || need.host}.`),

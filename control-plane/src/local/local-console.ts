@@ -11,8 +11,13 @@ export function registerLocalConsole(app: FastifyInstance): void {
   const page = readPage("local/console.html").fill({});
   app.get("/", { schema: pageSchema }, async (_request, reply) => sendPage(reply, "local-console", page));
   registerAssets(app, "local/assets", "/");
-  // One look with the hosted pages: their stylesheet, the mark, and scrolling tables reachable by
-  // keyboard.
-  registerAssets(app, "assets", "/assets/", ["site.css", "table-regions.js", "request-view.js"]);
+  // One look with the hosted pages: their stylesheet, the mark, scrolling tables reachable by
+  // keyboard, and the guard of a click a redraw moved.
+  registerAssets(app, "assets", "/assets/", [
+    "site.css",
+    "table-regions.js",
+    "request-view.js",
+    "shifted-clicks.js",
+  ]);
   registerAssets(app, "site", "/", ["mark.svg", "favicon.svg"]);
 }

@@ -105,60 +105,13 @@
     if (label) b.setAttribute("aria-label", label);
     return b;
   }
-  /**
-   * A decision that a background refresh put where another control was a moment before, and when
-   * (the hosted console's inbox): a click aimed at one request's decision must not land on another's
-   * that an agent's well-timed request slid under the pointer. A key press is not held back (focus
-   * follows the same decision across a redraw, by its data-key).
-   */
-  var shiftedAt = new WeakMap();
-  var SHIFT_GUARD_MS = 1000;
-  /** Where each decision of the approvals is on the screen, by its data-key. */
-  function decisionPlaces() {
-    return Array.prototype.map.call(byId("grants").querySelectorAll("[data-key]"), (node) => ({
-      key: node.getAttribute("data-key"),
-      node: node,
-      rect: node.getBoundingClientRect(),
-    }));
-  }
-  function overlaps(a, b) {
-    return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
-  }
-  /**
-   * After a background redraw: each decision now where another one was (a row inserted above or
-   * removed, a new row in an old one's place) is marked, with the time; one that stayed in its
-   * place keeps the mark it had.
-   */
-  function markShifted(before) {
-    var at = performance.now();
-    decisionPlaces().forEach((now) => {
-      var same = before.find((was) => was.key === now.key);
-      var stayed =
-        same &&
-        same.rect.top === now.rect.top &&
-        same.rect.left === now.rect.left &&
-        same.rect.width === now.rect.width &&
-        same.rect.height === now.rect.height;
-      if (stayed) {
-        if (shiftedAt.has(same.node)) shiftedAt.set(now.node, shiftedAt.get(same.node));
-        return;
-      }
-      if (before.some((was) => overlaps(was.rect, now.rect))) shiftedAt.set(now.node, at);
-    });
-  }
-  /**
-   * Whether a click on `control` must wait: a pointer click (event.detail > 0) within a second of a
-   * background redraw that moved it under the pointer. The operator is told to look again.
-   */
-  function isShiftedClick(event, control) {
-    var at = shiftedAt.get(control);
-    if (event.detail === 0 || at === undefined || performance.now() - at >= SHIFT_GUARD_MS) return false;
+  /** Decisions a background refresh moved under the pointer (/assets/shifted-clicks.js). */
+  var grantShifts = shiftGuard("grants", () =>
     say(
       "The approvals changed just before that click: nothing was decided. Check the request, then choose again.",
       true,
-    );
-    return true;
-  }
+    ),
+  );
   /**
    * The "Approve unread" question open, by its opener's data-key, so that a redraw keeps it open;
    * `reopen` opens it again, by data-key, as the rows were last drawn.
@@ -209,7 +162,7 @@
       opener.focus();
     });
     yes.addEventListener("click", (event) => {
-      if (isShiftedClick(event, yes)) return;
+      if (grantShifts.isShifted(event, yes)) return;
       decide(yes, action, done);
     });
     // Drawn again by a redraw, the focus stays where the redraw keeps it.
@@ -226,7 +179,7 @@
     b.setAttribute("data-key", key);
     if (isUnread) reopen[key] = () => askUnread(b, action, done, true);
     b.addEventListener("click", (event) => {
-      if (isShiftedClick(event, b)) return;
+      if (grantShifts.isShifted(event, b)) return;
       if (isUnread) askUnread(b, action, done);
       else decide(b, action, done);
     });
@@ -321,7 +274,7 @@
    * refresh (`isBackground`), a decision now where another was takes no click for a second.
    */
   function renderGrants(isBackground) {
-    var before = isBackground === true ? decisionPlaces() : [];
+    var before = isBackground === true ? grantShifts.places() : [];
     var focused = byId("grants").contains(document.activeElement)
       ? document.activeElement.getAttribute("data-key")
       : null;
@@ -339,7 +292,7 @@
     fill("grants", shown, grantRow);
     if (unreadOpen && reopen[unreadOpen]) reopen[unreadOpen]();
     else unreadOpen = null;
-    if (before.length) markShifted(before);
+    if (before.length) grantShifts.markShifted(before);
     if (!focused) return;
     var again = byId("grants").querySelector(`[data-key="${CSS.escape(focused)}"]`);
     if (again) again.focus();
