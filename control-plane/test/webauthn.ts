@@ -2,7 +2,14 @@
 // through playwright-core's CDP session), and assertions signed in the test with a key that
 // authenticator holds, so that what no honest browser would send (another RP's answer, a counter
 // gone backwards, a replay) can be sent on purpose.
-import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, sign } from "node:crypto";
+import {
+  createHash,
+  createPrivateKey,
+  generateKeyPairSync,
+  type KeyObject,
+  randomBytes,
+  sign,
+} from "node:crypto";
 import type { CDPSession, Page } from "playwright-core";
 
 export interface VirtualAuthenticator {
@@ -123,8 +130,34 @@ export function noneAttestationRegistration(
   attested: Buffer = randomBytes(32),
   named: Buffer = attested,
 ) {
-  const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest();
   const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  return registrationAnswer(challenge, origin, attested, named, publicKey);
+}
+
+/**
+ * A new passkey as noneAttestationRegistration makes it, with the key it holds: `response` for
+ * POST /api/auth/passkeys, `credential` for signAssertion.
+ */
+export function noneAttestationPasskey(challenge: string, origin: string) {
+  const { publicKey, privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const id = randomBytes(32);
+  const credential: CdpCredential = {
+    credentialId: id.toString("base64"),
+    isResidentCredential: true,
+    rpId: new URL(origin).hostname,
+    privateKey: privateKey.export({ format: "der", type: "pkcs8" }).toString("base64"),
+    signCount: 0,
+  };
+  return { response: registrationAnswer(challenge, origin, id, id, publicKey), credential };
+}
+
+function registrationAnswer(
+  challenge: string,
+  origin: string,
+  attested: Buffer,
+  named: Buffer,
+  publicKey: KeyObject,
+) {
   const jwk = publicKey.export({ format: "jwk" });
   // COSE_Key: kty EC2, alg ES256, crv P-256, x, y.
   const cose = Buffer.concat([

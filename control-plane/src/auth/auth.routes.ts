@@ -29,6 +29,7 @@ import type { EmailCodeService } from "./email-code.service.ts";
 import { createFactorNotices } from "./factor-notice.ts";
 import {
   clearSessionCookies,
+  markSessionVerified,
   requireOperator,
   requireOrganisation,
   setSessionCookies,
@@ -97,22 +98,14 @@ export function registerAuthRoutes(app: FastifyInstance, deps: AuthRouteDeps): v
   /** A session past the authenticator step whose role in its organisation allows `action`. */
   const ready = (action: Parameters<typeof operatorOnly>[0]) =>
     checkedFirst(operatorOnly(action), (request: FastifyRequest) => requireOperator(request, { mfa: true }));
-  /**
-   * The session proved its user with the authenticator (`totpStep`: the time step its code spent;
-   * none for a backup code). A pending session becoming ready gets a new token and CSRF token in
-   * new cookies (sessions.repo.ts updateSessionReady); a ready one only records the verification.
-   */
-  async function markVerified(reply: FastifyReply, session: OperatorSessionRow, totpStep?: number) {
-    const now = deps.now();
-    if (!session.is_mfa_passed) {
-      const renewed = await deps.sessions.updateSessionReady(session.id, "totp", now, totpStep);
-      if (renewed) {
-        setSessionCookies(reply, renewed, deps.isSecureCookies);
-        return;
-      }
-    }
-    await deps.sessions.updateSessionVerified(session.id, "totp", now, totpStep);
-  }
+  /** The session proved its user with the authenticator (operator-guard.ts markSessionVerified). */
+  const markVerified = (reply: FastifyReply, session: OperatorSessionRow, totpStep?: number) =>
+    markSessionVerified(deps.sessions, reply, session, {
+      method: "totp",
+      at: deps.now(),
+      totpStep,
+      isSecureCookies: deps.isSecureCookies,
+    });
   /** The security notice of a change to how the account signs in (factor-notice.ts). */
   const mailOperator = createFactorNotices({
     mailer: deps.mailer,

@@ -6,7 +6,7 @@ import type {} from "@fastify/cookie";
 import { sha256Hex } from "@latch/shared/crypto/hash";
 import { AppError } from "@latch/shared/errors";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { ClientRow, OperatorSessionRow } from "../db/schema.ts";
+import type { ClientRow, OperatorSessionRow, VerifiedMethod } from "../db/schema.ts";
 import { bearerOf } from "../http/bearer.ts";
 import { isUnderPrefix } from "../http/route-path.ts";
 import { isSameHash } from "./codes.ts";
@@ -309,4 +309,32 @@ export async function requireOrgOperator(request: FastifyRequest): Promise<OrgOp
   const organisationId = requireOrganisation(context);
   if (!context.role) throw new AppError("not_found", "no organisation: create one with POST /api/orgs");
   return { ...context, organisationId, role: context.role, actor: `operator:${context.operatorId}` };
+}
+
+/**
+ * The session proved its user with a second factor (`method`; `totpStep`: the time step a code
+ * spent, none for a backup code or a passkey). A pending session becoming ready gets a new token
+ * and CSRF token in new cookies (sessions.repo.ts updateSessionReady): whoever knew the pending one
+ * (a cookie planted in the operator's browser) holds nothing after the step. A ready session (a
+ * step-up) only records the verification, so its other tabs keep working.
+ */
+export async function markSessionVerified(
+  sessions: Pick<SessionsRepo, "updateSessionReady" | "updateSessionVerified">,
+  reply: FastifyReply,
+  session: OperatorSessionRow,
+  verified: { method: VerifiedMethod; at: Date; totpStep?: number | undefined; isSecureCookies: boolean },
+): Promise<void> {
+  if (!session.is_mfa_passed) {
+    const renewed = await sessions.updateSessionReady(
+      session.id,
+      verified.method,
+      verified.at,
+      verified.totpStep,
+    );
+    if (renewed) {
+      setSessionCookies(reply, renewed, verified.isSecureCookies);
+      return;
+    }
+  }
+  await sessions.updateSessionVerified(session.id, verified.method, verified.at, verified.totpStep);
 }

@@ -10,7 +10,7 @@ import { checkedFirst, idParams, okAnswer, type ZodTypeProvider } from "../http/
 import type { RateLimit, RateLimiter } from "../limits/rate-limit.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import { createFactorNotices } from "./factor-notice.ts";
-import { requireOperator, setSessionCookies } from "./operator-guard.ts";
+import { markSessionVerified, requireOperator, setSessionCookies } from "./operator-guard.ts";
 import {
   addedPasskey,
   assertionInput,
@@ -146,7 +146,7 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
   api.post(
     "/api/auth/passkey/verify",
     { ...signedInOnly, schema: { body: assertionInput, response: { 200: passkeyVerified } } },
-    async (request) => {
+    async (request, reply) => {
       const { session, operatorId } = await requireOperator(request, { mfa: false });
       const { purpose } = await deps.passkeys.verifyAssertion(
         ["second_factor", "step_up"],
@@ -154,7 +154,12 @@ export function registerPasskeyRoutes(app: FastifyInstance, deps: PasskeyRouteDe
         request.body.response,
         operatorId,
       );
-      await deps.sessions.updateSessionVerified(session.id, "passkey", deps.now());
+      // The second step of sign-in renews the session's tokens; a step-up keeps them.
+      await markSessionVerified(deps.sessions, reply, session, {
+        method: "passkey",
+        at: deps.now(),
+        isSecureCookies: deps.isSecureCookies,
+      });
       return {
         ok: true as const,
         purpose: purpose === "second_factor" ? ("second_factor" as const) : ("step_up" as const),

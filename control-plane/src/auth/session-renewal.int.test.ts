@@ -11,6 +11,7 @@ import {
   startHosted,
   uniqueEmail,
 } from "../../test/hosted.ts";
+import { noneAttestationPasskey, signAssertion } from "../../test/webauthn.ts";
 
 let h: HostedHarness;
 
@@ -89,5 +90,37 @@ describe("the session passing its authenticator step", () => {
     expect(stepUp.cookies).toHaveLength(0);
     expect((await otherTab.request("GET", "/api/access")).statusCode).toBe(200);
     expect((await otherTab.request("POST", "/api/sessions/revoke-others")).statusCode).toBe(200);
+  });
+
+  it("gets a new token and CSRF token when the second step is a passkey", async () => {
+    const { browser: first, email } = await signUpOperator(h, { label: "renew-passkey" });
+    const options = await first.request("POST", "/api/auth/passkeys/options", {});
+    expect(options.statusCode, options.body).toBe(200);
+    const passkey = noneAttestationPasskey(options.json().challenge, "http://localhost:8787");
+    const added = await first.request("POST", "/api/auth/passkeys", {
+      name: "Laptop",
+      response: passkey.response,
+    });
+    expect(added.statusCode, added.body).toBe(201);
+
+    h.clock.advance(31_000);
+    const victim = await signInWithEmailCode(h, new Browser(h.app), email);
+    const planter = copyOf(victim);
+    const pendingSession = victim.cookies.get("latch_session");
+    const asked = await victim.request("POST", "/api/auth/passkey/options", {});
+    expect(asked.statusCode, asked.body).toBe(200);
+    const verified = await victim.request("POST", "/api/auth/passkey/verify", {
+      response: signAssertion({
+        credential: passkey.credential,
+        challenge: asked.json().challenge,
+        rpId: "localhost",
+        origin: "http://localhost:8787",
+        counter: 1,
+      }),
+    });
+    expect(verified.statusCode, verified.body).toBe(200);
+    expect(victim.cookies.get("latch_session")).not.toBe(pendingSession);
+    expect((await victim.request("GET", "/api/access")).statusCode).toBe(200);
+    expect((await planter.request("GET", "/api/access")).statusCode).toBe(401);
   });
 });
