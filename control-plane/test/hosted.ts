@@ -387,3 +387,28 @@ export async function listenHosted(
   h.egress.setHandler(handler);
   return { h, url };
 }
+
+/**
+ * A pending approval of API_KEY on api.latch.test asked by the model client `token` for a POST of
+ * `path` (POST /api/grants/request, as an agent asks): its grant id.
+ */
+export async function askGrantAs(h: HostedHarness, token: string, path: string): Promise<string> {
+  const answer = await h.app.inject({
+    method: "POST",
+    url: "/api/grants/request",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    payload: JSON.stringify({ item_name: "API_KEY", host: "api.latch.test", method: "POST", path }),
+  });
+  if (answer.statusCode !== 201)
+    throw new Error(`asking a grant answered ${answer.statusCode}: ${answer.body}`);
+  return answer.json().grant.grant_id as string;
+}
+
+/** The status of grant `id` as the operator `op` lists it (GET /api/grants), or undefined. */
+export async function grantStatusOf(op: Browser, id: string): Promise<string | undefined> {
+  const grants = (await op.request("GET", "/api/grants")).json().grants as {
+    grant_id: string;
+    status: string;
+  }[];
+  return grants.find((g) => g.grant_id === id)?.status;
+}

@@ -8,7 +8,13 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, openWatchedPage, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
-import { type Browser as ApiBrowser, type HostedHarness, operatorWithClient } from "../../test/hosted.ts";
+import {
+  type Browser as ApiBrowser,
+  askGrantAs,
+  grantStatusOf,
+  type HostedHarness,
+  operatorWithClient,
+} from "../../test/hosted.ts";
 import { startTeam } from "../../test/teams.ts";
 
 const SOON = { timeout: 12_000, interval: 100 };
@@ -28,25 +34,8 @@ describe.skipIf(skipBrowserTests)("the inbox's notification link, in Chromium", 
     await rig?.close();
   });
 
-  /** A pending approval of API_KEY asked by the model client `token`, for a call of its own. */
-  async function askGrant(token: string, path: string): Promise<string> {
-    const answer = await h.app.inject({
-      method: "POST",
-      url: "/api/grants/request",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      payload: JSON.stringify({ item_name: "API_KEY", host: "api.latch.test", method: "POST", path }),
-    });
-    expect(answer.statusCode, answer.body).toBe(201);
-    return answer.json().grant.grant_id as string;
-  }
-
-  const statusOf = (grantOf: ApiBrowser, id: string) =>
-    grantOf
-      .request("GET", "/api/grants")
-      .then(
-        (r) =>
-          (r.json().grants as { grant_id: string; status: string }[]).find((g) => g.grant_id === id)?.status,
-      );
+  const askGrant = (token: string, path: string) => askGrantAs(h, token, path);
+  const statusOf = grantStatusOf;
 
   /** The notification's address opened in the member's browser, once its row is shown. */
   async function openNotified(member: ApiBrowser, id: string, label: string): Promise<Page> {

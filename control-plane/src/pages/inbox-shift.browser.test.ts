@@ -8,7 +8,7 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrowserRig, openWatchedPage, skipBrowserTests, startBrowserRig } from "../../test/chromium.ts";
-import { type Browser as ApiBrowser, type HostedHarness, operatorWithClient } from "../../test/hosted.ts";
+import { askGrantAs, grantStatusOf, type HostedHarness, operatorWithClient } from "../../test/hosted.ts";
 
 const SOON = { timeout: 12_000, interval: 50 };
 
@@ -27,25 +27,8 @@ describe.skipIf(skipBrowserTests)("the inbox redrawn under the pointer, in Chrom
     await rig?.close();
   });
 
-  /** A pending approval of API_KEY asked by the model client `token`, for a call of its own. */
-  async function askGrant(token: string, path: string): Promise<string> {
-    const answer = await h.app.inject({
-      method: "POST",
-      url: "/api/grants/request",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      payload: JSON.stringify({ item_name: "API_KEY", host: "api.latch.test", method: "POST", path }),
-    });
-    expect(answer.statusCode, answer.body).toBe(201);
-    return answer.json().grant.grant_id as string;
-  }
-
-  const statusOf = (op: ApiBrowser, id: string) =>
-    op
-      .request("GET", "/api/grants")
-      .then(
-        (r) =>
-          (r.json().grants as { grant_id: string; status: string }[]).find((g) => g.grant_id === id)?.status,
-      );
+  const askGrant = (token: string, path: string) => askGrantAs(h, token, path);
+  const statusOf = grantStatusOf;
 
   const approveOnce = (page: Page, id: string) => page.locator(`[data-key="${id}:prompt"]`);
 
