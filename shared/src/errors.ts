@@ -130,6 +130,8 @@ export const ERROR_STATUS = {
   // the service
   egress_unavailable: 503,
   database_unavailable: 503,
+  /** The mail relay refused or did not take a sign-in code: nothing was mailed, try again later. */
+  mail_unavailable: 503,
   internal: 500,
 } as const;
 

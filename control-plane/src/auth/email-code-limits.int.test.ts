@@ -118,3 +118,22 @@ describe("pruning the email-code rows", () => {
     expect(expired.json().error.message).toContain("expired");
   });
 });
+
+describe("POST /api/auth/otp/send when the mail relay refuses", () => {
+  it("answers 503 mail_unavailable, not a 500, quoting nothing of the relay, and sends once it is back", async () => {
+    const caller = new Browser(h.app, undefined, newAddress());
+    const email = uniqueEmail("relay-down");
+    h.inbox.isRefusing = true;
+    try {
+      const refused = await caller.request("POST", "/api/auth/otp/send", { email });
+      expect(refused.statusCode, refused.body).toBe(503);
+      expect(refused.json().error.code).toBe("mail_unavailable");
+      expect(refused.body).not.toMatch(/mailbox unavailable|550|code is/);
+    } finally {
+      h.inbox.isRefusing = false;
+    }
+    const sent = await caller.request("POST", "/api/auth/otp/send", { email });
+    expect(sent.statusCode, sent.body).toBe(200);
+    expect(h.inbox.mails.some((mail) => mail.to === email)).toBe(true);
+  });
+});

@@ -55,6 +55,21 @@ export interface EmailCodeDeps {
 
 export function createEmailCodeService(deps: EmailCodeDeps) {
   const limiter = createRateLimiter(deps.repo.rateLimits, deps.now);
+  /**
+   * Mails the code, or answers 503 mail_unavailable when the relay is down or refuses it: the
+   * operator is told the mail did not go (not a bare 500), and nothing of the relay's answer, which
+   * may quote the message, reaches the response. The send still counts against the address's limit.
+   */
+  async function sendOrRefuse(mail: Parameters<Mailer["send"]>[0]): Promise<void> {
+    try {
+      await deps.mailer.send(mail);
+    } catch {
+      throw new AppError(
+        "mail_unavailable",
+        "the code could not be mailed just now; try again in a few minutes",
+      );
+    }
+  }
   return {
     /**
      * Mails a code to `rawEmail`, asked for by the caller at `clientAddress` (request.ip). The
@@ -91,7 +106,7 @@ export function createEmailCodeService(deps: EmailCodeDeps) {
           new Date(now.getTime() + EMAIL_CODE_TTL_MS),
         );
       });
-      await deps.mailer.send(
+      await sendOrRefuse(
         isSignUp
           ? {
               to: address,
